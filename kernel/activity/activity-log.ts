@@ -1,0 +1,89 @@
+import type { Context } from 'koa';
+import { activityActor, type Actor } from '../auth/actor.ts';
+import { iso, type Queryable } from '../db/database.ts';
+import { sanitizeDetails } from './sanitize.ts';
+
+export interface ActivityInput {
+  companyId: string | null;
+  actorType: 'agent' | 'user' | 'system';
+  actorId: string;
+  action: string;
+  entityType: string;
+  entityId: string;
+  agentId?: string | null;
+  runId?: string | null;
+  details?: unknown;
+}
+
+export interface ActivityRecord {
+  id: string;
+  companyId: string | null;
+  actorType: string;
+  actorId: string;
+  action: string;
+  entityType: string;
+  entityId: string;
+  agentId: string | null;
+  runId: string | null;
+  details: unknown;
+  createdAt: string;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The append-only activity log. The database assigns each entry its place in the company's
+ * hash chain (trigger keel_activity_append) and refuses updates and deletes; this service
+ * only sanitises and inserts. Write entries inside the transaction of the change they
+ * describe, so that a change and its record commit or vanish together.
+ */
+export class ActivityLog {
+  async record(db: Queryable, input: ActivityInput): Promise<ActivityRecord> {
+    const details = input.details === undefined ? null : sanitizeDetails(input.details);
+    const rows = await db.query(
+      `insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 0, '', '')
+       returning *`,
+      [input.companyId, input.actorType, input.actorId, input.action, input.entityType, input.entityId,
+        validUuid(input.agentId), validUuid(input.runId), details === null ? null : JSON.stringify(details)],
+    );
+    return toRecord(rows[0]!);
+  }
+
+  /** Records an entry for the request's actor and marks the request as audited. */
+  async recordFor(ctx: Context, db: Queryable, input: Omit<ActivityInput, 'actorType' | 'actorId' | 'agentId' | 'runId'> & { agentId?: string | null }): Promise<ActivityRecord> {
+    const who = activityActor(ctx.state.actor as Actor);
+    ctx.state.activityWritten = true;
+    return this.record(db, { ...input, actorType: who.actorType, actorId: who.actorId, agentId: input.agentId ?? who.agentId, runId: who.runId });
+  }
+
+  async list(db: Queryable, companyId: string, filters: { agentId?: string; entityType?: string; entityId?: string }): Promise<ActivityRecord[]> {
+    const where = ['company_id = ?'];
+    const params: unknown[] = [companyId];
+    if (filters.agentId !== undefined) { where.push('agent_id = ?'); params.push(filters.agentId); }
+    if (filters.entityType !== undefined) { where.push('entity_type = ?'); params.push(filters.entityType); }
+    if (filters.entityId !== undefined) { where.push('entity_id = ?'); params.push(filters.entityId); }
+    const rows = await db.query(`select * from activity_log where ${where.join(' and ')} order by seq desc`, params);
+    return rows.map(toRecord);
+  }
+}
+
+function validUuid(value: string | null | undefined): string | null {
+  return value && UUID.test(value) ? value : null;
+}
+
+export function toRecord(row: Record<string, any>): ActivityRecord {
+  return {
+    id: row.id,
+    companyId: row.company_id,
+    actorType: row.actor_type,
+    actorId: row.actor_id,
+    action: row.action,
+    entityType: row.entity_type,
+    entityId: row.entity_id,
+    agentId: row.agent_id,
+    runId: row.run_id,
+    details: row.details ?? null,
+    createdAt: iso(row.created_at)!,
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Activity details are kept forever, so nothing secret may reach them. Values under
+ * sensitive keys are replaced, token-shaped strings anywhere are replaced, and the
+ * structure is bounded in depth, width and length.
+ */
+// Anchored at the end so that counters such as `inputTokens` or lists such as `secrets` stay readable.
+const SENSITIVE_KEY = /(secret|password|passwd|passphrase|token|api[-_]?key|authorization|cookie|private[-_]?key|credentials?|session[-_]?key|plaintext|^value)$/i;
+const TOKEN_SHAPED = [
+  /\bsvc_[a-z]+_[A-Za-z0-9_-]{16,}/g,
+  /\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}/g,
+  /\bBearer\s+[A-Za-z0-9._~+/-]{12,}=*/gi,
+  /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
+];
+export const REDACTED = '[REDACTED]';
+const MAX_DEPTH = 8;
+const MAX_KEYS = 200;
+const MAX_STRING = 4000;
+
+/** Keys whose values are references, not secrets (a secret_ref names a secret by id). */
+const SAFE_KEYS = new Set(['secretId', 'secretName', 'keyId', 'tokenId', 'keyPrefix', 'tokenType', 'secretsRead']);
+
+export function sanitizeDetails(value: unknown, extraSecrets: readonly string[] = []): unknown {
+  return clean(value, 0, extraSecrets.filter((s) => s.length >= 4));
+}
+
+function clean(value: unknown, depth: number, secrets: readonly string[]): unknown {
+  if (value === null || value === undefined) return value ?? null;
+  if (typeof value === 'string') return scrubString(value, secrets);
+  if (typeof value === 'number' || typeof value === 'boolean') return Number.isFinite(value as number) || typeof value === 'boolean' ? value : null;
+  if (typeof value === 'bigint') return value.toString();
+  if (depth >= MAX_DEPTH) return '[TRUNCATED]';
+  if (Array.isArray(value)) return value.slice(0, MAX_KEYS).map((item) => clean(item, depth + 1, secrets));
+  if (typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    let count = 0;
+    for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
+      if (count++ >= MAX_KEYS) break;
+      if (SENSITIVE_KEY.test(key) && !SAFE_KEYS.has(key) && !isSecretRef(item)) {
+        out[key] = item === null || item === undefined ? item ?? null : REDACTED;
+      } else {
+        out[key] = clean(item, depth + 1, secrets);
+      }
+    }
+    return out;
+  }
+  return null;
+}
+
+function isSecretRef(value: unknown): boolean {
+  return !!value && typeof value === 'object' && (value as { type?: unknown }).type === 'secret_ref';
+}
+
+function scrubString(value: string, secrets: readonly string[]): string {
+  let out = value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…` : value;
+  for (const pattern of TOKEN_SHAPED) out = out.replace(pattern, REDACTED);
+  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
+  return out;
+}

@@ -1,0 +1,45 @@
+/**
+ * Who is calling. Resolved once per request by kernel/auth/resolve-actor.ts and stored on
+ * `ctx.state.actor`; every guard and every activity entry reads it from there.
+ */
+export type Actor = BoardActor | AgentActor | AnonymousActor;
+
+export interface BoardActor {
+  kind: 'board';
+  source: 'local_implicit' | 'session' | 'board_key';
+  /** `local-board` for the implicit board of a local_trusted instance. */
+  userId: string;
+  isInstanceAdmin: boolean;
+  /** The implicit board of a local_trusted instance, or a board key it minted: full local trust. */
+  isLocalBoard: boolean;
+  /** Companies reachable through memberships; `local_implicit` bypasses the check. */
+  companyIds: readonly string[];
+  keyId?: string;
+  sessionId?: string;
+  runId?: string;
+}
+
+export interface AgentActor {
+  kind: 'agent';
+  source: 'agent_key' | 'agent_jwt';
+  agentId: string;
+  companyId: string;
+  role: string;
+  adapterType: string;
+  keyId?: string;
+  runId?: string;
+}
+
+export interface AnonymousActor {
+  kind: 'anonymous';
+  runId?: string;
+}
+
+export const LOCAL_BOARD_USER_ID = 'local-board';
+
+/** How the activity log names an actor. */
+export function activityActor(actor: Actor): { actorType: 'agent' | 'user' | 'system'; actorId: string; agentId: string | null; runId: string | null } {
+  if (actor.kind === 'agent') return { actorType: 'agent', actorId: actor.agentId, agentId: actor.agentId, runId: actor.runId ?? null };
+  if (actor.kind === 'board') return { actorType: 'user', actorId: actor.userId, agentId: null, runId: actor.runId ?? null };
+  return { actorType: 'system', actorId: 'anonymous', agentId: null, runId: null };
+}

@@ -1,0 +1,111 @@
+import type { Logger } from 'pino';
+import type pg from 'pg';
+
+/**
+ * Caches what a hashed credential resolves to, so that an authenticated request costs a
+ * map lookup instead of a query. Entries expire after a short TTL as a safety net, and are
+ * evicted at once when the kernel changes what they describe: locally right after the
+ * change commits, and in every other kernel process sharing the database through
+ * PostgreSQL LISTEN/NOTIFY on the `keel_auth` channel.
+ */
+export interface CachedCredential {
+  kind: 'board_key' | 'agent_key' | 'session';
+  id: string;
+  userId?: string | null;
+  agentId?: string;
+  companyId?: string;
+  expiresAt?: number;
+}
+
+export interface CachedAgent {
+  id: string;
+  companyId: string;
+  role: string;
+  status: string;
+  adapterType: string;
+}
+
+export interface CachedUser {
+  id: string;
+  isInstanceAdmin: boolean;
+  companyIds: string[];
+}
+
+const TTL_MS = 30_000;
+const MAX_ENTRIES = 50_000;
+
+class TtlMap<V> {
+  private readonly map = new Map<string, { value: V; until: number }>();
+  get(key: string): V | undefined {
+    const hit = this.map.get(key);
+    if (!hit) return undefined;
+    if (hit.until < Date.now()) { this.map.delete(key); return undefined; }
+    return hit.value;
+  }
+  set(key: string, value: V): void {
+    if (this.map.size >= MAX_ENTRIES) this.map.delete(this.map.keys().next().value as string);
+    this.map.set(key, { value, until: Date.now() + TTL_MS });
+  }
+  delete(key: string): void { this.map.delete(key); }
+  deleteWhere(match: (value: V) => boolean): void {
+    for (const [key, entry] of this.map) if (match(entry.value)) this.map.delete(key);
+  }
+  clear(): void { this.map.clear(); }
+}
+
+export type Invalidation =
+  | { type: 'credential'; hash: string }
+  | { type: 'credential_id'; id: string }
+  | { type: 'agent'; id: string }
+  | { type: 'user'; id: string }
+  | { type: 'all' };
+
+export class AuthCache {
+  readonly credentials = new TtlMap<CachedCredential>();
+  readonly agents = new TtlMap<CachedAgent>();
+  readonly users = new TtlMap<CachedUser>();
+  private listener?: pg.PoolClient;
+  private closing = false;
+
+  apply(invalidation: Invalidation): void {
+    switch (invalidation.type) {
+      case 'credential': this.credentials.delete(invalidation.hash); break;
+      case 'credential_id': this.credentials.deleteWhere((c) => c.id === invalidation.id); break;
+      case 'agent':
+        this.agents.delete(invalidation.id);
+        this.credentials.deleteWhere((c) => c.agentId === invalidation.id);
+        break;
+      case 'user': this.users.delete(invalidation.id); break;
+      case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); break;
+    }
+  }
+
+  /** Listens for invalidations published by any kernel process (including this one). */
+  async listen(pool: pg.Pool, log: Logger): Promise<void> {
+    const client = await pool.connect();
+    this.listener = client;
+    client.on('notification', (message) => {
+      if (message.channel !== 'keel_auth' || !message.payload) return;
+      try { this.apply(JSON.parse(message.payload) as Invalidation); } catch { /* ignore malformed */ }
+    });
+    client.on('error', (error) => {
+      if (this.closing || (error as { code?: string }).code === '57P01') { this.apply({ type: 'all' }); return; }
+      // Without the listener another process's revocation could go unseen: drop everything cached.
+      log.error({ err: error }, 'auth cache listener lost; clearing caches');
+      this.apply({ type: 'all' });
+    });
+    await client.query('LISTEN keel_auth');
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    if (!this.listener) return;
+    const client = this.listener;
+    this.listener = undefined;
+    await client.query('UNLISTEN keel_auth').catch(() => undefined);
+    client.release();
+  }
+}
+
+/** SQL that publishes an invalidation; run it inside the transaction that makes the change. */
+export const NOTIFY_SQL = "select pg_notify('keel_auth', ?)";

@@ -1,0 +1,173 @@
+import type { Context } from 'koa';
+import type { KeelConfig } from '../config/schema.ts';
+import type { Database } from '../db/database.ts';
+import { unauthorized } from '../http/errors.ts';
+import { LOCAL_BOARD_USER_ID, type Actor, type AgentActor, type BoardActor } from './actor.ts';
+import type { AgentJwt } from './agent-jwt.ts';
+import { looksLikeJwt } from './agent-jwt.ts';
+import type { AuthCache, CachedAgent, CachedCredential, CachedUser } from './auth-cache.ts';
+import type { LastUsedRecorder } from './last-used.ts';
+import { BOARD_KEY_PREFIX, hashToken } from './tokens.ts';
+
+export const SESSION_COOKIE = 'keel_session';
+const REFUSED_AGENT_STATUSES = new Set(['terminated', 'pending_approval']);
+
+/**
+ * Hook that a later kernel module (the run ledger) installs to decide whether the run named
+ * by an agent JWT is still live; returning false refuses the token.
+ */
+export type RunLivenessCheck = (runId: string, agentId: string, companyId: string) => Promise<boolean>;
+
+/**
+ * The spec's actor resolution order: a bearer token is tried as a board API key, then an
+ * agent API key, then a local agent JWT; without one, local_trusted yields the implicit
+ * local board and authenticated mode the browser session. A valid bearer token always wins
+ * over cookies; an invalid one leaves the request unauthenticated.
+ */
+export class ActorResolver {
+  runLiveness?: RunLivenessCheck;
+  private readonly config: KeelConfig;
+  private readonly db: Database;
+  private readonly cache: AuthCache;
+  private readonly jwt: AgentJwt;
+  private readonly lastUsed: LastUsedRecorder;
+
+  constructor(deps: { config: KeelConfig; db: Database; cache: AuthCache; jwt: AgentJwt; lastUsed: LastUsedRecorder }) {
+    this.config = deps.config;
+    this.db = deps.db;
+    this.cache = deps.cache;
+    this.jwt = deps.jwt;
+    this.lastUsed = deps.lastUsed;
+  }
+
+  async resolve(ctx: Context): Promise<Actor> {
+    const runHeader = ctx.get('x-service-run-id') || undefined;
+    const authorization = ctx.get('authorization');
+    const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
+    if (bearer) {
+      const actor = await this.fromBearer(bearer, runHeader);
+      return actor ?? { kind: 'anonymous', runId: runHeader };
+    }
+    if (this.config.deploymentMode === 'local_trusted') return this.localBoard(runHeader);
+    const cookie = ctx.cookies.get(SESSION_COOKIE);
+    if (cookie) {
+      const actor = await this.fromSession(cookie, runHeader);
+      if (actor) return actor;
+    }
+    return { kind: 'anonymous', runId: runHeader };
+  }
+
+  localBoard(runId?: string): BoardActor {
+    return { kind: 'board', source: 'local_implicit', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], runId };
+  }
+
+  private async fromBearer(token: string, runHeader: string | undefined): Promise<Actor | undefined> {
+    const hash = hashToken(token);
+    let credential = this.cache.credentials.get(hash);
+    if (!credential) {
+      credential = await this.lookupCredential(hash, token.startsWith(BOARD_KEY_PREFIX));
+      if (credential) this.cache.credentials.set(hash, credential);
+    }
+    if (credential?.kind === 'board_key') {
+      this.lastUsed.touch('board_api_keys', credential.id);
+      return this.boardFromKey(credential, runHeader);
+    }
+    if (credential?.kind === 'agent_key') {
+      const agent = await this.agent(credential.agentId!);
+      if (!agent || agent.companyId !== credential.companyId) return undefined;
+      this.refuseInactive(agent);
+      this.lastUsed.touch('agent_api_keys', credential.id);
+      return agentActor(agent, 'agent_key', runHeader, credential.id);
+    }
+    if (looksLikeJwt(token)) {
+      const claims = await this.jwt.verify(token);
+      if (!claims) return undefined;
+      const agent = await this.agent(claims.sub);
+      if (!agent || agent.companyId !== claims.company_id) return undefined;
+      this.refuseInactive(agent);
+      const runId = claims.run_id ?? runHeader;
+      if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
+        throw unauthorized('Agent token belongs to a run that is no longer live');
+      }
+      return agentActor(agent, 'agent_jwt', runId);
+    }
+    return undefined;
+  }
+
+  private refuseInactive(agent: CachedAgent): void {
+    if (REFUSED_AGENT_STATUSES.has(agent.status)) {
+      throw unauthorized(agent.status === 'terminated' ? 'Agent is terminated' : 'Agent is pending approval');
+    }
+  }
+
+  private async lookupCredential(hash: string, boardFirst: boolean): Promise<CachedCredential | undefined> {
+    const board = async () => {
+      const row = await this.db.maybeOne<{ id: string; user_id: string | null }>(
+        'select id, user_id from board_api_keys where key_hash = ? and revoked_at is null', [hash]);
+      return row ? { kind: 'board_key' as const, id: row.id, userId: row.user_id } : undefined;
+    };
+    const agent = async () => {
+      const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string }>(
+        'select id, agent_id, company_id from agent_api_keys where key_hash = ? and revoked_at is null', [hash]);
+      return row ? { kind: 'agent_key' as const, id: row.id, agentId: row.agent_id, companyId: row.company_id } : undefined;
+    };
+    return boardFirst ? (await board()) ?? (await agent()) : (await agent()) ?? (await board());
+  }
+
+  async agent(agentId: string): Promise<CachedAgent | undefined> {
+    let agent = this.cache.agents.get(agentId);
+    if (!agent) {
+      const row = await this.db.maybeOne<{ id: string; company_id: string; role: string; status: string; adapter_type: string }>(
+        'select id, company_id, role, status, adapter_type from agents where id = ?', [agentId]);
+      if (!row) return undefined;
+      agent = { id: row.id, companyId: row.company_id, role: row.role, status: row.status, adapterType: row.adapter_type };
+      this.cache.agents.set(agentId, agent);
+    }
+    return agent;
+  }
+
+  async user(userId: string): Promise<CachedUser | undefined> {
+    let user = this.cache.users.get(userId);
+    if (!user) {
+      const row = await this.db.maybeOne<{ id: string; is_instance_admin: boolean; company_ids: string[] | null }>(
+        `select u.id, u.is_instance_admin,
+           array(select m.company_id::text from company_memberships m
+                 where m.principal_type = 'user' and m.principal_id = u.id::text and m.status = 'active') as company_ids
+         from users u where u.id = ?`, [userId]);
+      if (!row) return undefined;
+      user = { id: row.id, isInstanceAdmin: row.is_instance_admin, companyIds: row.company_ids ?? [] };
+      this.cache.users.set(userId, user);
+    }
+    return user;
+  }
+
+  private async boardFromKey(credential: CachedCredential, runId: string | undefined): Promise<BoardActor | undefined> {
+    if (!credential.userId) {
+      // Minted by the implicit local board: it carries the same full local trust.
+      return { kind: 'board', source: 'board_key', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], keyId: credential.id, runId };
+    }
+    const user = await this.user(credential.userId);
+    if (!user) return undefined;
+    return { kind: 'board', source: 'board_key', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, keyId: credential.id, runId };
+  }
+
+  private async fromSession(token: string, runId: string | undefined): Promise<BoardActor | undefined> {
+    const hash = hashToken(token);
+    let credential = this.cache.credentials.get(hash);
+    if (!credential) {
+      const row = await this.db.maybeOne<{ id: string; user_id: string; expires_at: string }>(
+        'select id, user_id, expires_at from user_sessions where token_hash = ? and expires_at > now()', [hash]);
+      if (!row) return undefined;
+      credential = { kind: 'session', id: row.id, userId: row.user_id, expiresAt: new Date(row.expires_at).getTime() };
+      this.cache.credentials.set(hash, credential);
+    }
+    if (credential.kind !== 'session' || (credential.expiresAt ?? 0) < Date.now()) return undefined;
+    const user = await this.user(credential.userId!);
+    if (!user) return undefined;
+    return { kind: 'board', source: 'session', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, sessionId: credential.id, runId };
+  }
+}
+
+function agentActor(agent: CachedAgent, source: AgentActor['source'], runId: string | undefined, keyId?: string): AgentActor {
+  return { kind: 'agent', source, agentId: agent.id, companyId: agent.companyId, role: agent.role, adapterType: agent.adapterType, keyId, runId };
+}

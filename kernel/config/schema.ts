@@ -1,0 +1,81 @@
+/**
+ * JSON schema of the kernel configuration. Every property carries a description because
+ * the same schema documents the configuration file (see README, "Configuration").
+ */
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['deploymentMode', 'server', 'auth', 'database', 'dataDir', 'logging', 'limits'],
+  properties: {
+    deploymentMode: {
+      enum: ['local_trusted', 'authenticated'],
+      description: 'local_trusted: every request is the implicit local board (private exposure only). authenticated: login-aware.',
+    },
+    server: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['host', 'port', 'exposure'],
+      properties: {
+        host: { type: 'string', minLength: 1, description: 'Interface the HTTP server binds to.' },
+        port: { type: 'integer', minimum: 0, maximum: 65535, description: 'TCP port; 0 picks a free port.' },
+        exposure: { enum: ['private', 'public'], description: 'Whether the instance is reachable beyond the operator.' },
+      },
+    },
+    auth: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['baseUrlMode'],
+      properties: {
+        baseUrlMode: { enum: ['auto', 'explicit'], description: 'explicit requires publicBaseUrl; required for public exposure.' },
+        publicBaseUrl: { type: 'string', format: 'uri', pattern: '^https?://', description: 'Base URL users reach the instance at.' },
+        sessionTtlHours: { type: 'integer', minimum: 1, maximum: 8760, description: 'Browser session lifetime.' },
+        agentJwtSecret: { type: 'string', minLength: 32, description: 'Secret from which per-company agent JWT signing keys are derived. Generated into the data directory when absent.' },
+        agentJwtTtlSeconds: { type: 'integer', minimum: 60, maximum: 86400, description: 'Lifetime of run-scoped agent JWTs.' },
+      },
+    },
+    database: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        url: { type: 'string', pattern: '^postgres(ql)?://', description: 'External PostgreSQL; when absent an embedded server runs in the data directory.' },
+        poolSize: { type: 'integer', minimum: 1, maximum: 100, description: 'Connections per kernel process.' },
+      },
+    },
+    dataDir: { type: 'string', minLength: 1, description: 'Where the embedded database, keys and assets live.' },
+    logging: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['level'],
+      properties: {
+        level: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], description: 'pino log level.' },
+      },
+    },
+    limits: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['jsonBodyBytes', 'attachmentBytes'],
+      properties: {
+        jsonBodyBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted JSON request body.' },
+        attachmentBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted upload (logos, attachments).' },
+      },
+    },
+  },
+} as const;
+
+export type DeploymentMode = 'local_trusted' | 'authenticated';
+
+export interface KeelConfig {
+  deploymentMode: DeploymentMode;
+  server: { host: string; port: number; exposure: 'private' | 'public' };
+  auth: {
+    baseUrlMode: 'auto' | 'explicit';
+    publicBaseUrl?: string;
+    sessionTtlHours?: number;
+    agentJwtSecret?: string;
+    agentJwtTtlSeconds?: number;
+  };
+  database: { url?: string; poolSize?: number };
+  dataDir: string;
+  logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  limits: { jsonBodyBytes: number; attachmentBytes: number };
+}

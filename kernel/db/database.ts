@@ -1,0 +1,134 @@
+import { MikroORM } from '@mikro-orm/postgresql';
+import { Migrator } from '@mikro-orm/migrations';
+import type { Transaction } from '@mikro-orm/core';
+import type { Logger } from 'pino';
+import { kernelMigrations } from './migrations/index.ts';
+
+/**
+ * The kernel's access to PostgreSQL. MikroORM owns the pool, the transaction context and
+ * the migrations; kernel services speak SQL through it (placeholders are `?`), because
+ * their hot paths (actor resolution, the activity hash chain, row locks) need exact
+ * statements rather than a unit of work. See kernel/db/README.md.
+ */
+export interface Queryable {
+  /** All rows. */
+  query<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  /** The first row, or undefined. */
+  maybeOne<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  /** Affected row count of a statement. */
+  exec(sql: string, params?: readonly unknown[]): Promise<number>;
+}
+
+export type Row = Record<string, any>;
+
+export interface Tx extends Queryable {
+  /** Runs `fn` after the transaction commits (never when it rolls back). */
+  afterCommit(fn: () => void | Promise<void>): void;
+}
+
+export class Database implements Queryable {
+  readonly orm: MikroORM;
+  private readonly connection;
+
+  private constructor(orm: MikroORM) {
+    this.orm = orm;
+    this.connection = orm.em.getConnection();
+  }
+
+  static async connect(url: string, options: { poolSize?: number; log?: Logger } = {}): Promise<Database> {
+    const orm = await MikroORM.init({
+      clientUrl: url,
+      entities: [],
+      discovery: { warnWhenNoEntities: false },
+      extensions: [Migrator],
+      migrations: { migrationsList: kernelMigrations, tableName: 'kernel_migrations', silent: true, snapshot: false },
+      pool: { min: 0, max: options.poolSize ?? 20 },
+      debug: false,
+    });
+    return new Database(orm);
+  }
+
+  /** Applies pending kernel migrations; an advisory lock keeps concurrent kernels from racing. */
+  async migrate(): Promise<string[]> {
+    const pool = await (this.connection as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
+    const client = await pool.connect();
+    try {
+      await client.query('select pg_advisory_lock(727001)');
+      const applied = await this.orm.migrator.up();
+      return applied.map((m) => m.name);
+    } finally {
+      await client.query('select pg_advisory_unlock(727001)').catch(() => undefined);
+      client.release();
+    }
+  }
+
+  query<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.connection.execute(sql, params, 'all') as Promise<T[]>;
+  }
+
+  async maybeOne<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T | undefined> {
+    const rows = await this.query<T>(sql, params);
+    return rows[0];
+  }
+
+  async exec(sql: string, params: readonly unknown[] = []): Promise<number> {
+    const result = await this.connection.execute(sql, params, 'run') as { affectedRows?: number };
+    return result.affectedRows ?? 0;
+  }
+
+  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
+    const callbacks: Array<() => void | Promise<void>> = [];
+    const result = await this.connection.transactional(async (trx: Transaction) => fn(new TransactionScope(this.connection, trx, callbacks)));
+    for (const callback of callbacks) {
+      try { await callback(); } catch { /* after-commit work must not fail the committed request */ }
+    }
+    return result;
+  }
+
+  async close(): Promise<void> {
+    await this.orm.close(true);
+  }
+}
+
+class TransactionScope implements Tx {
+  private readonly connection;
+  private readonly trx: Transaction;
+  private readonly callbacks: Array<() => void | Promise<void>>;
+
+  constructor(connection: Database['connection'], trx: Transaction, callbacks: Array<() => void | Promise<void>>) {
+    this.connection = connection;
+    this.trx = trx;
+    this.callbacks = callbacks;
+  }
+
+  query<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
+    return this.connection.execute(sql, params, 'all', this.trx) as Promise<T[]>;
+  }
+
+  async maybeOne<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T | undefined> {
+    const rows = await this.query<T>(sql, params);
+    return rows[0];
+  }
+
+  async exec(sql: string, params: readonly unknown[] = []): Promise<number> {
+    const result = await this.connection.execute(sql, params, 'run', this.trx) as { affectedRows?: number };
+    return result.affectedRows ?? 0;
+  }
+
+  afterCommit(fn: () => void | Promise<void>): void {
+    this.callbacks.push(fn);
+  }
+}
+
+/** PostgreSQL timestamps arrive as text; the API speaks ISO 8601. */
+export function iso(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value.toISOString();
+  return new Date(String(value)).toISOString();
+}
+
+/** bigint columns arrive as text; cents stay well inside the safe integer range. */
+export function int(value: unknown): number {
+  return value === null || value === undefined ? 0 : Number(value);
+}

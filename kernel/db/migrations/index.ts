@@ -1,0 +1,24 @@
+import { readFileSync } from 'node:fs';
+import { Migration } from '@mikro-orm/migrations';
+
+/**
+ * Kernel migrations, applied in this order and recorded in `kernel_migrations`. Each one is
+ * a plain SQL file beside this module so that schema changes read as SQL in review. A
+ * migration is never edited after it ships; add a new file instead.
+ */
+const files = [
+  '0001-kernel-foundation.sql',
+];
+
+function sqlMigration(file: string): typeof Migration {
+  const sql = readFileSync(new URL(file, import.meta.url), 'utf8');
+  class SqlMigration extends Migration {
+    override name = file.replace(/\.sql$/, '');
+    up(): void {
+      this.addSql(sql);
+    }
+  }
+  return SqlMigration as unknown as typeof Migration;
+}
+
+export const kernelMigrations = files.map(sqlMigration) as unknown as Array<new (...args: any[]) => Migration>;

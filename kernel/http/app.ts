@@ -1,0 +1,94 @@
+import Koa from 'koa';
+import { Router } from '@koa/router';
+import type { Context, Next } from 'koa';
+import type { KernelServices } from '../services.ts';
+import { errorBody, KeelError } from './errors.ts';
+import { activityActor, type Actor } from '../auth/actor.ts';
+
+export type ApiRouter = Router;
+export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The Koa application: error model, actor resolution, the audit safety net and the routers.
+ * Route modules are registered in order; the first matching route answers.
+ */
+export function createApp(kernel: KernelServices, modules: RouteModule[], extra: { before?: Koa.Middleware[] } = {}): Koa {
+  const app = new Koa({ proxy: false });
+  app.silent = true;
+  app.use(errorHandler(kernel));
+  for (const middleware of extra.before ?? []) app.use(middleware);
+  app.use(async (ctx, next) => {
+    ctx.state.actor = await kernel.resolver.resolve(ctx);
+    await next();
+  });
+  app.use(auditSafetyNet(kernel));
+  const router = new Router();
+  for (const register of modules) register(router, kernel);
+  app.use(router.routes());
+  app.use(async (ctx) => {
+    const allowed = router.stack.filter((layer) => layer.match(ctx.path)).flatMap((layer) => layer.methods);
+    if (allowed.length > 0 && !allowed.includes(ctx.method)) {
+      ctx.set('Allow', [...new Set(allowed)].join(', '));
+      throw new KeelError(405, 'method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}`);
+    }
+    throw new KeelError(404, 'route_not_found', `No route for ${ctx.method} ${ctx.path}`);
+  });
+  return app;
+}
+
+function errorHandler(kernel: KernelServices): Koa.Middleware {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+    } catch (thrown) {
+      const error = normalise(thrown);
+      if (!error.expose) kernel.log.error({ err: thrown, method: ctx.method, path: ctx.path }, 'request failed');
+      ctx.status = error.status;
+      ctx.body = error.expose ? errorBody(error) : { error: 'Internal server error', code: 'internal_error' };
+      if (ctx.req.readable && !ctx.req.readableEnded) ctx.set('Connection', 'close');
+    }
+  };
+}
+
+/** Turns anything thrown into a KeelError without leaking internals. */
+function normalise(thrown: unknown): KeelError {
+  if (thrown instanceof KeelError) return thrown;
+  const candidate = thrown as { status?: number; statusCode?: number; expose?: boolean; message?: string; code?: string };
+  const status = candidate?.status ?? candidate?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return new KeelError(status, candidate.code && /^[a-z_]+$/.test(candidate.code) ? candidate.code : 'bad_request', candidate.message || 'Bad request');
+  }
+  // Database errors caused by input that slipped past validation are still the caller's fault.
+  const pgCode = (thrown as { code?: string })?.code;
+  if (pgCode === '22P02' || pgCode === '22003' || pgCode === '22007' || pgCode === '22008') {
+    return new KeelError(400, 'bad_request', 'Invalid value in request');
+  }
+  return new KeelError(500, 'internal_error', 'Internal server error', { expose: false, cause: thrown });
+}
+
+/**
+ * Every mutating route must leave an activity entry. Routes write their own, inside their
+ * transaction; this records a generic one for any successful mutation that did not, so
+ * that nothing acknowledged goes unaudited.
+ */
+function auditSafetyNet(kernel: KernelServices): Koa.Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (!MUTATING.has(ctx.method) || ctx.status >= 400 || ctx.state.activityWritten || ctx.state.skipAudit) return;
+    const actor = ctx.state.actor as Actor;
+    if (actor.kind === 'anonymous') return;
+    const who = activityActor(actor);
+    const companyId = ctx.state.auditCompanyId ?? (actor.kind === 'agent' ? actor.companyId : null);
+    const entityType = ctx.state.auditEntityType ?? 'api_request';
+    try {
+      await kernel.activity.record(kernel.db, {
+        companyId, ...who, action: `api.${ctx.method.toLowerCase()}`, entityType,
+        entityId: ctx.state.auditEntityId ?? ctx.path, details: { path: ctx.path, status: ctx.status },
+      });
+    } catch (error) {
+      kernel.log.error({ err: error, path: ctx.path }, 'could not write activity entry');
+    }
+  };
+}

@@ -1,0 +1,110 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import type pg from 'pg';
+import { ActivityLog } from './activity/activity-log.ts';
+import { AgentJwt } from './auth/agent-jwt.ts';
+import { AuthCache, NOTIFY_SQL } from './auth/auth-cache.ts';
+import { LastUsedRecorder } from './auth/last-used.ts';
+import { ActorResolver } from './auth/resolve-actor.ts';
+import type { KeelConfig } from './config/schema.ts';
+import { Database } from './db/database.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
+import { EventBus } from './events/event-bus.ts';
+import { createApp } from './http/app.ts';
+import { createLogger } from './logger.ts';
+import { kernelRouteModules } from './routes.ts';
+import type { KernelServices } from './services.ts';
+
+export interface RunningKernel {
+  services: KernelServices;
+  server: Server;
+  url: string;
+  databaseUrl: string;
+  embedded: EmbeddedDatabase | null;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  log?: Logger;
+  /** Skip listening on config.server.port and listen on this one instead (tests use 0). */
+  port?: number;
+}
+
+/** config -> database -> kernel services -> HTTP listen. The extension host joins here later. */
+export async function startKernel(config: KeelConfig, options: StartOptions = {}): Promise<RunningKernel> {
+  const log = options.log ?? createLogger(config.logging.level);
+  let embedded: EmbeddedDatabase | null = null;
+  let databaseUrl = config.database.url;
+  if (!databaseUrl) {
+    embedded = await startEmbeddedPostgres(config.dataDir, log);
+    databaseUrl = embedded.url.replace(/\/postgres$/, '/keel');
+    await ensureDatabase(embedded.url, 'keel');
+  }
+  let db: Database | undefined;
+  try {
+    db = await Database.connect(databaseUrl, { poolSize: config.database.poolSize, log });
+    const applied = await db.migrate();
+    if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
+    const services = await buildServices(config, log, db);
+    const app = createApp(services, kernelRouteModules);
+    const server = createServer(app.callback());
+    server.keepAliveTimeout = 65_000;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? config.server.port, config.server.host, () => resolve());
+    });
+    const address = server.address() as AddressInfo;
+    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${host}:${address.port}`;
+    let stopping: Promise<void> | undefined;
+    return {
+      services, server, url, databaseUrl, embedded,
+      stop() {
+        stopping ??= (async () => {
+          await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+          await services.lastUsed.stop();
+          await services.authCache.close();
+          await db!.close();
+          await embedded?.stop();
+        })();
+        return stopping;
+      },
+    };
+  } catch (error) {
+    await db?.close().catch(() => undefined);
+    await embedded?.stop().catch(() => undefined);
+    throw error;
+  }
+}
+
+async function buildServices(config: KeelConfig, log: Logger, db: Database): Promise<KernelServices & { lastUsed: LastUsedRecorder }> {
+  const authCache = new AuthCache();
+  const pool = await (db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
+  await authCache.listen(pool, log);
+  const jwt = await AgentJwt.load(config.dataDir, config.auth.agentJwtSecret, config.auth.agentJwtTtlSeconds);
+  const lastUsed = new LastUsedRecorder(db, log);
+  lastUsed.start();
+  const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed });
+  return {
+    config, log, db, authCache, resolver, jwt, lastUsed,
+    activity: new ActivityLog(),
+    events: new EventBus(log),
+    async invalidate(tx, invalidation) {
+      await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);
+      tx.afterCommit(() => authCache.apply(invalidation));
+    },
+  };
+}
+
+async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
+  const { default: pgModule } = await import('pg');
+  const client = new pgModule.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (exists.rowCount === 0) await client.query(`create database ${name}`);
+  } finally {
+    await client.end();
+  }
+}

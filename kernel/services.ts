@@ -1,0 +1,27 @@
+import type { Logger } from 'pino';
+import type { ActivityLog } from './activity/activity-log.ts';
+import type { AgentJwt } from './auth/agent-jwt.ts';
+import type { AuthCache, Invalidation } from './auth/auth-cache.ts';
+import type { ActorResolver } from './auth/resolve-actor.ts';
+import type { KeelConfig } from './config/schema.ts';
+import type { LastUsedRecorder } from './auth/last-used.ts';
+import type { Database, Tx } from './db/database.ts';
+import type { EventBus } from './events/event-bus.ts';
+
+/**
+ * What kernel route modules and services are handed. Built once by kernel/kernel.ts; nothing
+ * here is reachable from plugin code, which gets only its brokered `ctx`.
+ */
+export interface KernelServices {
+  config: KeelConfig;
+  log: Logger;
+  db: Database;
+  authCache: AuthCache;
+  resolver: ActorResolver;
+  jwt: AgentJwt;
+  activity: ActivityLog;
+  events: EventBus;
+  lastUsed: LastUsedRecorder;
+  /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */
+  invalidate(tx: Tx, invalidation: Invalidation): Promise<void>;
+}

@@ -1,0 +1,45 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { Database } from '../../kernel/db/database.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../kernel/db/embedded-postgres.ts';
+import { createLogger } from '../../kernel/logger.ts';
+
+/**
+ * Starts one embedded PostgreSQL for the whole run (or uses TEST_DATABASE_URL), migrates a
+ * template database once, and hands its address to the test files, which clone it.
+ */
+let embedded: EmbeddedDatabase | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  const log = createLogger('warn');
+  let adminUrl = process.env.TEST_DATABASE_URL;
+  if (!adminUrl) {
+    const dir = join(process.cwd(), 'test', '.tmp', `pg-${process.pid}`);
+    await rm(join(process.cwd(), 'test', '.tmp'), { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    embedded = await startEmbeddedPostgres(dir, log);
+    adminUrl = embedded.url;
+  }
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query('drop database if exists keel_template');
+  await admin.query('create database keel_template');
+  await admin.end();
+  const templateUrl = adminUrl.replace(/\/[^/]*$/, '/keel_template');
+  const db = await Database.connect(templateUrl, { poolSize: 2 });
+  await db.migrate();
+  await db.close();
+  project.provide('adminDatabaseUrl', adminUrl);
+}
+
+export async function teardown(): Promise<void> {
+  await embedded?.stop();
+}
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    adminDatabaseUrl: string;
+  }
+}

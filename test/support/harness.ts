@@ -1,0 +1,111 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { loadConfig } from '../../kernel/config/load.ts';
+import type { KeelConfig } from '../../kernel/config/schema.ts';
+import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
+import { createLogger } from '../../kernel/logger.ts';
+
+export interface TestKernel {
+  kernel: RunningKernel;
+  url: string;
+  databaseUrl: string;
+  dataDir: string;
+  /** A client connected to this kernel's database, for assertions on stored rows. */
+  sql: pg.Pool;
+  api: Api;
+  stop(): Promise<void>;
+}
+
+export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; text: string }
+
+export interface RequestOptions {
+  token?: string;
+  headers?: Record<string, string>;
+  body?: unknown;
+  rawBody?: string | Uint8Array | FormData;
+  cookie?: string;
+}
+
+export interface Api {
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  get<T = any>(path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  post<T = any>(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse<T>>;
+  patch<T = any>(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse<T>>;
+  put<T = any>(path: string, body?: unknown, options?: RequestOptions): Promise<ApiResponse<T>>;
+  delete<T = any>(path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  /** The same client, sending a bearer token on every request. */
+  as(token: string): Api;
+}
+
+/**
+ * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.
+ * `overrides` adjusts configuration (for example `{ deploymentMode: 'authenticated' }`).
+ */
+export async function startTestKernel(overrides: Record<string, any> = {}): Promise<TestKernel> {
+  const adminUrl = inject('adminDatabaseUrl');
+  const name = `t_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
+  await admin.query(`create database ${name} template keel_template`);
+  await admin.end();
+  const databaseUrl = adminUrl.replace(/\/[^/]*$/, `/${name}`);
+  const dataDir = await mkdtemp(join(tmpdir(), 'keel-test-'));
+  const config: KeelConfig = loadConfig({
+    env: {},
+    overrides: {
+      dataDir,
+      database: { url: databaseUrl, poolSize: 10 },
+      logging: { level: (process.env.KEEL_TEST_LOG_LEVEL as KeelConfig['logging']['level']) ?? 'silent' },
+      ...overrides,
+      server: { host: '127.0.0.1', port: 0, exposure: 'private', ...(overrides.server ?? {}) },
+    },
+  });
+  const kernel = await startKernel(config, { log: createLogger(config.logging.level), port: 0 });
+  const sql = new pg.Pool({ connectionString: databaseUrl, max: 3 });
+  return {
+    kernel, url: kernel.url, databaseUrl, dataDir, sql,
+    api: createApi(kernel.url),
+    async stop() {
+      await sql.end();
+      await kernel.stop();
+      await rm(dataDir, { recursive: true, force: true });
+      const cleanup = new pg.Client({ connectionString: adminUrl });
+      await cleanup.connect();
+      await cleanup.query(`drop database if exists ${name} with (force)`).catch(() => undefined);
+      await cleanup.end();
+    },
+  };
+}
+
+export function createApi(baseUrl: string, defaults: RequestOptions = {}): Api {
+  const request = async <T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
+    const merged = { ...defaults, ...options, headers: { ...defaults.headers, ...options.headers } };
+    const headers: Record<string, string> = { ...merged.headers };
+    if (merged.token) headers.authorization = `Bearer ${merged.token}`;
+    if (merged.cookie) headers.cookie = merged.cookie;
+    let body: string | Uint8Array | FormData | undefined;
+    if (merged.rawBody !== undefined) body = merged.rawBody;
+    else if (merged.body !== undefined) {
+      body = JSON.stringify(merged.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    const response = await fetch(baseUrl + path, { method, headers, body: body as BodyInit | undefined });
+    const text = await response.text();
+    let parsed: unknown = text;
+    if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
+    return { status: response.status, body: parsed as T, headers: response.headers, text };
+  };
+  return {
+    request,
+    get: (path, options) => request('GET', path, options),
+    post: (path, body, options) => request('POST', path, { ...options, body }),
+    patch: (path, body, options) => request('PATCH', path, { ...options, body }),
+    put: (path, body, options) => request('PUT', path, { ...options, body }),
+    delete: (path, options) => request('DELETE', path, options),
+    as: (token) => createApi(baseUrl, { ...defaults, token }),
+  };
+}

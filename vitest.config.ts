@@ -1,0 +1,16 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', 'plugins/**/*.test.ts', 'examples/**/*.test.ts', 'sdk/**/*.test.ts'],
+    // One embedded PostgreSQL per test run; every test file gets its own database cloned from a migrated template.
+    globalSetup: ['test/support/global-setup.ts'],
+    pool: 'forks',
+    execArgv: ['--no-node-snapshot'],
+    maxWorkers: 2,
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: '.vitest-report.json' },
+  },
+});
