@@ -1,7 +1,26 @@
 import type { RouteModule } from './http/app.ts';
 import { healthRoutes } from './http/health-routes.ts';
+import { sessionRoutes } from './auth/session-routes.ts';
+import { cliAuthRoutes } from './auth/cli-auth-routes.ts';
+import { instanceRoutes } from './tenancy/instance-routes.ts';
+import { companyRoutes } from './tenancy/company-routes.ts';
+import { assetRoutes } from './tenancy/asset-routes.ts';
+import { agentRoutes } from './tenancy/agent-routes.ts';
+import { resourceMembershipRoutes } from './tenancy/resource-membership-routes.ts';
+import { activityRoutes } from './activity/activity-routes.ts';
 
-/** Kernel route modules, in registration order (specific paths before parameterised ones). */
+/**
+ * Kernel route modules, in registration order. Within a module, specific paths are
+ * registered before parameterised ones (`/api/companies/stats` before `/:companyId`).
+ */
 export const kernelRouteModules: RouteModule[] = [
   healthRoutes,
+  sessionRoutes,
+  cliAuthRoutes,
+  instanceRoutes,
+  companyRoutes,
+  assetRoutes,
+  agentRoutes,
+  resourceMembershipRoutes,
+  activityRoutes,
 ];

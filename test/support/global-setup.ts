@@ -1,4 +1,4 @@
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
@@ -16,8 +16,9 @@ export async function setup(project: TestProject): Promise<void> {
   const log = createLogger('warn');
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
-    const dir = join(process.cwd(), 'test', '.tmp', `pg-${process.pid}`);
-    await rm(join(process.cwd(), 'test', '.tmp'), { recursive: true, force: true });
+    const root = join(process.cwd(), 'test', '.tmp');
+    await removeStaleClusters(root);
+    const dir = join(root, `pg-${process.pid}`);
     await mkdir(dir, { recursive: true });
     embedded = await startEmbeddedPostgres(dir, log);
     adminUrl = embedded.url;
@@ -36,6 +37,19 @@ export async function setup(project: TestProject): Promise<void> {
 
 export async function teardown(): Promise<void> {
   await embedded?.stop();
+  await rm(join(process.cwd(), 'test', '.tmp', `pg-${process.pid}`), { recursive: true, force: true });
+}
+
+/** Removes clusters of earlier runs whose process is gone; clusters of concurrent runs stay. */
+async function removeStaleClusters(root: string): Promise<void> {
+  const entries = await readdir(root).catch(() => [] as string[]);
+  for (const entry of entries) {
+    const pid = Number(/^pg-(\d+)$/.exec(entry)?.[1]);
+    if (!pid) continue;
+    let alive = true;
+    try { process.kill(pid, 0); } catch { alive = false; }
+    if (!alive) await rm(join(root, entry), { recursive: true, force: true });
+  }
 }
 
 declare module 'vitest' {

@@ -1,0 +1,4 @@
+import type { RouteModule } from '../http/app.ts';
+
+// Placeholder until this module lands.
+export const resourceMembershipRoutes: RouteModule = () => {};
