@@ -8,6 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
  */
 const files = [
   '0001-kernel-foundation.sql',
+  '0002-companies.sql',
+  '0003-agents.sql',
+  '0004-auth-and-instance.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
