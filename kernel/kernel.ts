@@ -14,6 +14,9 @@ import { EventBus } from './events/event-bus.ts';
 import { createApp } from './http/app.ts';
 import { createLogger } from './logger.ts';
 import { kernelRouteModules } from './routes.ts';
+import { RunLedger } from './runs/run-ledger.ts';
+import { Keyring } from './vault/keyring.ts';
+import { Vault } from './vault/vault.ts';
 import type { KernelServices } from './services.ts';
 
 export interface RunningKernel {
@@ -78,7 +81,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
   }
 }
 
-async function buildServices(config: KeelConfig, log: Logger, db: Database): Promise<KernelServices & { lastUsed: LastUsedRecorder }> {
+async function buildServices(config: KeelConfig, log: Logger, db: Database): Promise<KernelServices> {
   const authCache = new AuthCache();
   const pool = await (db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
   await authCache.listen(pool, log);
@@ -86,14 +89,18 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database): Pro
   const lastUsed = new LastUsedRecorder(db, log);
   lastUsed.start();
   const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed });
+  const keyring = await Keyring.open(config.dataDir);
+  const invalidate: KernelServices['invalidate'] = async (tx, invalidation) => {
+    await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);
+    tx.afterCommit(() => authCache.apply(invalidation));
+  };
+  const runs = new RunLedger({ db, jwt, cache: authCache, invalidate });
+  resolver.runLiveness = (runId, agentId, companyId) => runs.isLive(runId, agentId, companyId);
   return {
-    config, log, db, authCache, resolver, jwt, lastUsed,
+    config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate,
+    vault: new Vault(keyring, log),
     activity: new ActivityLog(),
     events: new EventBus(log),
-    async invalidate(tx, invalidation) {
-      await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);
-      tx.afterCommit(() => authCache.apply(invalidation));
-    },
   };
 }
 

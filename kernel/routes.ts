@@ -8,6 +8,8 @@ import { assetRoutes } from './tenancy/asset-routes.ts';
 import { agentRoutes } from './tenancy/agent-routes.ts';
 import { resourceMembershipRoutes } from './tenancy/resource-membership-routes.ts';
 import { activityRoutes } from './activity/activity-routes.ts';
+import { secretRoutes } from './vault/secret-routes.ts';
+import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
 
 /**
  * Kernel route modules, in registration order. Within a module, specific paths are
@@ -20,6 +22,8 @@ export const kernelRouteModules: RouteModule[] = [
   instanceRoutes,
   companyRoutes,
   assetRoutes,
+  secretRoutes,
+  agentSecretRoutes,
   agentRoutes,
   resourceMembershipRoutes,
   activityRoutes,

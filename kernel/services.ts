@@ -7,6 +7,9 @@ import type { KeelConfig } from './config/schema.ts';
 import type { LastUsedRecorder } from './auth/last-used.ts';
 import type { Database, Tx } from './db/database.ts';
 import type { EventBus } from './events/event-bus.ts';
+import type { RunLedger } from './runs/run-ledger.ts';
+import type { Keyring } from './vault/keyring.ts';
+import type { Vault } from './vault/vault.ts';
 
 /**
  * What kernel route modules and services are handed. Built once by kernel/kernel.ts; nothing
@@ -22,6 +25,9 @@ export interface KernelServices {
   activity: ActivityLog;
   events: EventBus;
   lastUsed: LastUsedRecorder;
+  keyring: Keyring;
+  vault: Vault;
+  runs: RunLedger;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */
   invalidate(tx: Tx, invalidation: Invalidation): Promise<void>;
 }

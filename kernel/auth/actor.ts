@@ -28,6 +28,8 @@ export interface AgentActor {
   adapterType: string;
   keyId?: string;
   runId?: string;
+  /** True when runId came from the signed `run_id` claim of a JWT whose run was live. */
+  runVerified: boolean;
 }
 
 export interface AnonymousActor {

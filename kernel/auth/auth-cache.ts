@@ -25,6 +25,13 @@ export interface CachedAgent {
   adapterType: string;
 }
 
+export interface CachedRun {
+  id: string;
+  agentId: string;
+  companyId: string;
+  live: boolean;
+}
+
 export interface CachedUser {
   id: string;
   isInstanceAdmin: boolean;
@@ -58,12 +65,15 @@ export type Invalidation =
   | { type: 'credential_id'; id: string }
   | { type: 'agent'; id: string }
   | { type: 'user'; id: string }
+  | { type: 'run'; id: string }
   | { type: 'all' };
 
 export class AuthCache {
   readonly credentials = new TtlMap<CachedCredential>();
   readonly agents = new TtlMap<CachedAgent>();
   readonly users = new TtlMap<CachedUser>();
+  /** Live runs, keyed by run id; closing a run evicts it so its token is refused at once. */
+  readonly runs = new TtlMap<CachedRun>();
   private listener?: pg.PoolClient;
   private closing = false;
 
@@ -76,7 +86,8 @@ export class AuthCache {
         this.credentials.deleteWhere((c) => c.agentId === invalidation.id);
         break;
       case 'user': this.users.delete(invalidation.id); break;
-      case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); break;
+      case 'run': this.runs.delete(invalidation.id); break;
+      case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); this.runs.clear(); break;
     }
   }
 

@@ -77,7 +77,7 @@ export class ActorResolver {
       if (!agent || agent.companyId !== credential.companyId) return undefined;
       this.refuseInactive(agent);
       this.lastUsed.touch('agent_api_keys', credential.id);
-      return agentActor(agent, 'agent_key', runHeader, credential.id);
+      return agentActor(agent, 'agent_key', runHeader, false, credential.id);
     }
     if (looksLikeJwt(token)) {
       const claims = await this.jwt.verify(token);
@@ -89,7 +89,7 @@ export class ActorResolver {
       if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
         throw unauthorized('Agent token belongs to a run that is no longer live');
       }
-      return agentActor(agent, 'agent_jwt', runId);
+      return agentActor(agent, 'agent_jwt', runId, Boolean(claims.run_id && this.runLiveness));
     }
     return undefined;
   }
@@ -168,6 +168,6 @@ export class ActorResolver {
   }
 }
 
-function agentActor(agent: CachedAgent, source: AgentActor['source'], runId: string | undefined, keyId?: string): AgentActor {
-  return { kind: 'agent', source, agentId: agent.id, companyId: agent.companyId, role: agent.role, adapterType: agent.adapterType, keyId, runId };
+function agentActor(agent: CachedAgent, source: AgentActor['source'], runId: string | undefined, runVerified: boolean, keyId?: string): AgentActor {
+  return { kind: 'agent', source, agentId: agent.id, companyId: agent.companyId, role: agent.role, adapterType: agent.adapterType, keyId, runId, runVerified };
 }

@@ -11,6 +11,7 @@ const files = [
   '0002-companies.sql',
   '0003-agents.sql',
   '0004-auth-and-instance.sql',
+  '0005-vault-and-runs.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -1,0 +1,115 @@
+import type { AgentJwt } from '../auth/agent-jwt.ts';
+import type { AuthCache } from '../auth/auth-cache.ts';
+import { iso, type Database, type Queryable, type Row, type Tx } from '../db/database.ts';
+import { conflict, KeelError, notFound } from '../http/errors.ts';
+
+export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
+export const LIVE_STATUSES: ReadonlySet<string> = new Set(['queued', 'running']);
+const CLOSED_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
+const REFUSED_AGENT_STATUSES = new Set(['terminated', 'pending_approval', 'paused']);
+
+export interface RunRecord {
+  runId: string;
+  companyId: string;
+  agentId: string;
+  status: RunStatus;
+  invocationSource: string;
+  adapterType: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  createdAt: string;
+  closeReason: string | null;
+  usageJson: unknown;
+  resultJson: unknown;
+}
+
+export interface OpenedRun { run: RunRecord; token: string; tokenExpiresAt: string }
+
+/**
+ * The run ledger: a run is opened for an agent, verified while it is live, and closed.
+ * Opening mints the short-lived agent JWT (claim `run_id`) that the run receives as
+ * SERVICE_API_KEY. The token is valid only while its run is live: closing the run evicts it
+ * from every kernel process's cache (NOTIFY), so the token is refused at once, before it
+ * expires. This is the primitive the agent runtime uses through a capability.
+ */
+export class RunLedger {
+  private readonly db: Database;
+  private readonly jwt: AgentJwt;
+  private readonly cache: AuthCache;
+  private readonly invalidate: (tx: Tx, invalidation: { type: 'run'; id: string }) => Promise<void>;
+
+  constructor(deps: { db: Database; jwt: AgentJwt; cache: AuthCache; invalidate: (tx: Tx, invalidation: { type: 'run'; id: string }) => Promise<void> }) {
+    this.db = deps.db;
+    this.jwt = deps.jwt;
+    this.cache = deps.cache;
+    this.invalidate = deps.invalidate;
+  }
+
+  async open(tx: Tx, input: { companyId: string; agentId: string; invocationSource?: string; trigger?: string; context?: unknown; openedByPlugin?: string; ttlSeconds?: number }): Promise<OpenedRun> {
+    const agent = await tx.maybeOne('select id, company_id, status, adapter_type from agents where id = ? and company_id = ? for share', [input.agentId, input.companyId]);
+    if (!agent) throw notFound('Agent not found');
+    if (REFUSED_AGENT_STATUSES.has(agent.status)) throw conflict(`Cannot open a run for an agent that is ${agent.status}`, { status: agent.status }, 'agent_not_runnable');
+    const ttl = Math.min(input.ttlSeconds ?? this.jwt.ttlSeconds, 24 * 3600);
+    const row = await tx.maybeOne(
+      `insert into runs (company_id, agent_id, status, invocation_source, trigger_detail, adapter_type, opened_by_plugin, context, token_expires_at)
+       values (?, ?, 'running', ?, ?, ?, ?, ?::jsonb, now() + make_interval(secs => ?)) returning *`,
+      [input.companyId, input.agentId, input.invocationSource ?? 'on_demand', input.trigger ?? null, agent.adapter_type,
+        input.openedByPlugin ?? null, input.context === undefined ? null : JSON.stringify(input.context), ttl]);
+    const run = toRun(row!);
+    const token = await this.jwt.sign({ agentId: input.agentId, companyId: input.companyId, adapterType: agent.adapter_type, runId: run.runId, ttlSeconds: ttl });
+    return { run, token, tokenExpiresAt: iso(row!.token_expires_at)! };
+  }
+
+  /** Whether a run is live and belongs to the agent and company; cached, evicted on close. */
+  async isLive(runId: string, agentId: string, companyId: string): Promise<boolean> {
+    let cached = this.cache.runs.get(runId);
+    if (!cached) {
+      const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string; status: string }>(
+        'select id, agent_id, company_id, status from runs where id = ?', [runId]);
+      if (!row) return false;
+      cached = { id: row.id, agentId: row.agent_id, companyId: row.company_id, live: LIVE_STATUSES.has(row.status) };
+      this.cache.runs.set(runId, cached);
+    }
+    return cached.live && cached.agentId === agentId && cached.companyId === companyId;
+  }
+
+  async close(tx: Tx, runId: string, input: { status: RunStatus; reason?: string; usage?: unknown; result?: unknown }): Promise<RunRecord> {
+    if (!CLOSED_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_run_status', `A run closes as one of ${[...CLOSED_STATUSES].join(', ')}`);
+    const row = await tx.maybeOne(
+      `update runs set status = ?, close_reason = ?, usage_json = coalesce(?::jsonb, usage_json), result_json = coalesce(?::jsonb, result_json), finished_at = now()
+       where id = ? and status in ('queued', 'running') returning *`,
+      [input.status, input.reason ?? null, input.usage === undefined ? null : JSON.stringify(input.usage), input.result === undefined ? null : JSON.stringify(input.result), runId]);
+    if (!row) {
+      const existing = await tx.maybeOne('select status from runs where id = ?', [runId]);
+      if (!existing) throw notFound('Run not found');
+      throw conflict(`Run is already ${existing.status}`, { status: existing.status }, 'run_already_closed');
+    }
+    // Evict now in this process (the cache must not serve the closed run even before commit
+    // completes elsewhere) and everywhere after commit.
+    this.cache.apply({ type: 'run', id: runId });
+    await this.invalidate(tx, { type: 'run', id: runId });
+    return toRun(row);
+  }
+
+  async get(db: Queryable, runId: string): Promise<RunRecord | undefined> {
+    const row = await db.maybeOne('select * from runs where id = ?', [runId]);
+    return row ? toRun(row) : undefined;
+  }
+}
+
+export function toRun(row: Row): RunRecord {
+  return {
+    runId: row.id,
+    companyId: row.company_id,
+    agentId: row.agent_id,
+    status: row.status,
+    invocationSource: row.invocation_source,
+    adapterType: row.adapter_type ?? null,
+    startedAt: iso(row.started_at)!,
+    finishedAt: iso(row.finished_at),
+    createdAt: iso(row.created_at)!,
+    closeReason: row.close_reason ?? null,
+    usageJson: row.usage_json ?? null,
+    resultJson: row.result_json ?? null,
+  };
+}

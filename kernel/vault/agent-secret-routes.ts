@@ -1,0 +1,162 @@
+import type { Context } from 'koa';
+import type { AgentActor } from '../auth/actor.ts';
+import { iso, type Row } from '../db/database.ts';
+import type { RouteModule } from '../http/app.ts';
+import { forbidden, KeelError, notFound } from '../http/errors.ts';
+import { requireAgent, requireBoard } from '../http/guards.ts';
+import { parseBody, uuidParam } from '../http/request.ts';
+import { bodyValidator, uuidPattern } from '../http/validate.ts';
+import type { KernelServices } from '../services.ts';
+import { companyForRequest } from '../tenancy/company-access.ts';
+
+const createGrant = bodyValidator<{ secretId: string; key: string; delivery: 'env' | 'api' | 'both'; version?: 'latest' | number; description?: string | null; projectionClass?: string }>({
+  type: 'object',
+  required: ['secretId', 'key', 'delivery'],
+  properties: {
+    secretId: { type: 'string', pattern: uuidPattern },
+    key: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
+    delivery: { enum: ['env', 'api', 'both'] },
+    version: { anyOf: [{ const: 'latest' }, { type: 'integer', minimum: 1 }] },
+    description: { type: ['string', 'null'], maxLength: 2000 },
+    projectionClass: { type: 'string', pattern: '^[a-z][a-z0-9_]{0,63}$' },
+  },
+});
+
+/** Runs that may never read secret values, whatever was granted. */
+const DENIED_INVOCATION_SOURCES = new Set(['skill_test']);
+
+/**
+ * The run-bound check: an agent JWT whose signed `run_id` names a live run of this agent.
+ * Agent API keys (no run), closed runs, skill-test runs and low-trust review agents are
+ * refused with 403.
+ */
+async function requireRunBoundAgent(ctx: Context, kernel: KernelServices): Promise<{ actor: AgentActor; run: Row }> {
+  const actor = requireAgent(ctx);
+  if (actor.source !== 'agent_jwt' || !actor.runVerified || !actor.runId) {
+    throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
+  }
+  if (!(await kernel.runs.isLive(actor.runId, actor.agentId, actor.companyId))) {
+    throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
+  }
+  const run = await kernel.db.maybeOne('select r.*, a.metadata as agent_metadata from runs r join agents a on a.id = r.agent_id where r.id = ?', [actor.runId]);
+  if (!run) throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
+  if (DENIED_INVOCATION_SOURCES.has(run.invocation_source) || run.agent_metadata?.trustLevel === 'low') {
+    throw forbidden('This run is not allowed to read secrets (secrets:read)', 'secrets_read_denied');
+  }
+  return { actor, run };
+}
+
+function grantEntry(row: Row) {
+  const selector = row.version_selector === 'latest' ? 'latest' : Number(row.version_selector);
+  return {
+    key: row.key,
+    name: row.name,
+    description: row.description ?? row.secret_description ?? null,
+    delivery: row.delivery,
+    projectionClass: row.projection_class,
+    latestVersion: Number(row.latest_version),
+    versionSelector: selector,
+    resolvedVersion: selector === 'latest' ? Number(row.latest_version) : selector,
+  };
+}
+
+function grantRecord(row: Row) {
+  return {
+    id: row.id, agentId: row.agent_id, companyId: row.company_id, secretId: row.secret_id, key: row.key,
+    delivery: row.delivery, versionSelector: row.version_selector === 'latest' ? 'latest' : Number(row.version_selector),
+    projectionClass: row.projection_class, description: row.description ?? null,
+    createdAt: iso(row.created_at), updatedAt: iso(row.updated_at),
+  };
+}
+
+async function boardAgent(ctx: Context, kernel: KernelServices): Promise<Row> {
+  requireBoard(ctx);
+  const agentId = uuidParam(ctx, 'agentId', 'Agent');
+  const agent = await kernel.db.maybeOne('select id, company_id from agents where id = ?', [agentId]);
+  if (!agent) throw notFound('Agent not found');
+  await companyForRequest(ctx, kernel.db, agent.company_id);
+  return agent;
+}
+
+export const agentSecretRoutes: RouteModule = (router, kernel) => {
+  router.get('/api/agents/me/secrets', async (ctx) => {
+    const { actor } = await requireRunBoundAgent(ctx, kernel);
+    const rows = await kernel.db.query(
+      `select g.*, s.name, s.latest_version, s.description as secret_description from agent_secret_grants g
+       join secrets s on s.id = g.secret_id where g.agent_id = ? order by g.key`, [actor.agentId]);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { secrets: rows.map(grantEntry) };
+  });
+
+  router.post('/api/agents/me/secrets/:key/value', async (ctx) => {
+    const { actor, run } = await requireRunBoundAgent(ctx, kernel);
+    const key = ctx.params.key;
+    const grant = await kernel.db.maybeOne(
+      `select g.* from agent_secret_grants g where g.agent_id = ? and g.key = ? and g.delivery in ('api', 'both')`, [actor.agentId, key]);
+    if (!grant) throw forbidden(`Secret "${key}" is not granted to this agent for API delivery`, 'secret_not_granted');
+    const selector = grant.version_selector === 'latest' ? 'latest' : Number(grant.version_selector);
+    const result = await kernel.db.transaction(async (tx) => {
+      const revealed = await kernel.vault.reveal(tx, actor.companyId, grant.secret_id, selector);
+      await tx.query(
+        `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, secret_id, secret_version, details)
+         values (?, 'agent', ?, 'secret.value_read', ?, ?, ?, ?, ?::jsonb)`,
+        [actor.companyId, actor.agentId, actor.agentId, run.id, grant.secret_id, revealed.version, JSON.stringify({ key, delivery: grant.delivery })]);
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: actor.companyId, action: 'secret.value_read', entityType: 'secret', entityId: grant.secret_id,
+        details: { key, version: revealed.version, runId: run.id },
+      });
+      return revealed;
+    });
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
+    ctx.body = { key, value: result.value, version: result.version };
+  });
+
+  router.get('/api/agents/:agentId/secret-grants', async (ctx) => {
+    const agent = await boardAgent(ctx, kernel);
+    const rows = await kernel.db.query('select * from agent_secret_grants where agent_id = ? order by key', [agent.id]);
+    ctx.body = rows.map(grantRecord);
+  });
+
+  router.post('/api/agents/:agentId/secret-grants', async (ctx) => {
+    const agent = await boardAgent(ctx, kernel);
+    const body = await parseBody(ctx, kernel, createGrant);
+    const created = await kernel.db.transaction(async (tx) => {
+      const secret = await tx.maybeOne('select id, company_id, latest_version from secrets where id = ?', [body.secretId.toLowerCase()]);
+      if (!secret || secret.company_id !== agent.company_id) {
+        throw new KeelError(422, 'secret_ref_company_mismatch', 'secretId must name a secret of the agent\'s company');
+      }
+      if (typeof body.version === 'number' && body.version > Number(secret.latest_version)) {
+        throw new KeelError(422, 'secret_version_not_found', `The secret has no version ${body.version}`);
+      }
+      const clash = await tx.maybeOne('select id from agent_secret_grants where agent_id = ? and key = ?', [agent.id, body.key]);
+      if (clash) throw new KeelError(409, 'secret_grant_conflict', `The agent already has a secret granted as "${body.key}"`);
+      const row = await tx.maybeOne(
+        `insert into agent_secret_grants (company_id, agent_id, secret_id, key, delivery, version_selector, projection_class, description, created_by_user_id)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning *`,
+        [agent.company_id, agent.id, secret.id, body.key, body.delivery, String(body.version ?? 'latest'), body.projectionClass ?? 'standard', body.description ?? null,
+          (ctx.state.actor as { userId?: string }).userId ?? null]);
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: agent.company_id, action: 'secret.granted', entityType: 'agent', entityId: agent.id, agentId: agent.id,
+        details: { secretId: secret.id, key: body.key, delivery: body.delivery, versionSelector: String(body.version ?? 'latest') },
+      });
+      return grantRecord(row!);
+    });
+    ctx.status = 201;
+    ctx.body = created;
+  });
+
+  router.delete('/api/agents/:agentId/secret-grants/:grantId', async (ctx) => {
+    const agent = await boardAgent(ctx, kernel);
+    const grantId = uuidParam(ctx, 'grantId', 'Secret grant');
+    await kernel.db.transaction(async (tx) => {
+      const row = await tx.maybeOne('delete from agent_secret_grants where id = ? and agent_id = ? returning *', [grantId, agent.id]);
+      if (!row) throw notFound('Secret grant not found');
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: agent.company_id, action: 'secret.grant_revoked', entityType: 'agent', entityId: agent.id, agentId: agent.id,
+        details: { secretId: row.secret_id, key: row.key },
+      });
+    });
+    ctx.body = { ok: true };
+  });
+};
