@@ -50,6 +50,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db);
+    const stopWatchingKeys = services.keyring.watch();
     const app = createApp(services, kernelRouteModules);
     const server = createServer(app.callback());
     server.keepAliveTimeout = 65_000;
@@ -66,6 +67,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       stop() {
         stopping ??= (async () => {
           await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
+          stopWatchingKeys();
           await services.lastUsed.stop();
           await services.authCache.close();
           await db!.close();

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { KeelConfig } from '../config/schema.ts';
 import type { Database } from '../db/database.ts';
-import { unauthorized } from '../http/errors.ts';
+import { forbidden, unauthorized } from '../http/errors.ts';
 import { LOCAL_BOARD_USER_ID, type Actor, type AgentActor, type BoardActor } from './actor.ts';
 import type { AgentJwt } from './agent-jwt.ts';
 import { looksLikeJwt } from './agent-jwt.ts';
@@ -45,7 +45,7 @@ export class ActorResolver {
     const authorization = ctx.get('authorization');
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
     if (bearer) {
-      const actor = await this.fromBearer(bearer, runHeader);
+      const actor = await this.fromBearer(bearer, runHeader, ctx.path);
       return actor ?? { kind: 'anonymous', runId: runHeader };
     }
     if (this.config.deploymentMode === 'local_trusted') return this.localBoard(runHeader);
@@ -61,7 +61,7 @@ export class ActorResolver {
     return { kind: 'board', source: 'local_implicit', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], runId };
   }
 
-  private async fromBearer(token: string, runHeader: string | undefined): Promise<Actor | undefined> {
+  private async fromBearer(token: string, runHeader: string | undefined, path: string): Promise<Actor | undefined> {
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
@@ -87,6 +87,8 @@ export class ActorResolver {
       this.refuseInactive(agent);
       const runId = claims.run_id ?? runHeader;
       if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
+        // A closed run revokes its token everywhere; the run-bound secret routes answer 403 as the spec asks.
+        if (path.startsWith('/api/agents/me/secrets')) throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
         throw unauthorized('Agent token belongs to a run that is no longer live');
       }
       return agentActor(agent, 'agent_jwt', runId, Boolean(claims.run_id && this.runLiveness));

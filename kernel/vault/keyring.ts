@@ -99,6 +99,14 @@ export class Keyring {
     this.primaryId = parsed.primary;
   }
 
+  /** Re-reads the key file every few seconds so a rotation's new primary is picked up while serving. */
+  watch(intervalMs = 4000): () => void {
+    if (!this.file) return () => undefined;
+    const timer = setInterval(() => { void this.reload(false).catch(() => undefined); }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
   get filePath(): string | null {
     return this.file;
   }

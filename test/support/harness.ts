@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import pg from 'pg';
 import { inject } from 'vitest';
 import { loadConfig } from '../../kernel/config/load.ts';
@@ -45,7 +46,7 @@ export interface Api {
  * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.
  * `overrides` adjusts configuration (for example `{ deploymentMode: 'authenticated' }`).
  */
-export async function startTestKernel(overrides: Record<string, any> = {}): Promise<TestKernel> {
+export async function startTestKernel(overrides: Record<string, any> = {}, options: { captureLogs?: string[] } = {}): Promise<TestKernel> {
   const adminUrl = inject('adminDatabaseUrl');
   const name = `t_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
@@ -64,7 +65,11 @@ export async function startTestKernel(overrides: Record<string, any> = {}): Prom
       server: { host: '127.0.0.1', port: 0, exposure: 'private', ...(overrides.server ?? {}) },
     },
   });
-  const kernel = await startKernel(config, { log: createLogger(config.logging.level), port: 0 });
+  const capture = options.captureLogs;
+  const log = capture
+    ? createLogger('trace', new Writable({ write(chunk, _encoding, done) { capture.push(String(chunk)); done(); } }))
+    : createLogger(config.logging.level);
+  const kernel = await startKernel(config, { log, port: 0 });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 3 });
   return {
     kernel, url: kernel.url, databaseUrl, dataDir, sql,
