@@ -23,7 +23,7 @@ export interface EmbeddedDatabase {
 
 const SUPERUSER = 'keel';
 
-export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(dataDir: string, log: Logger, options: { anyPort?: boolean } = {}): Promise<EmbeddedDatabase> {
   const clusterDir = join(dataDir, 'db');
   const credentialsFile = join(dataDir, 'db.json');
   await mkdir(dataDir, { recursive: true });
@@ -33,7 +33,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger): Promi
 
   const initialised = existsSync(join(clusterDir, 'PG_VERSION'));
   if (initialised) await clearStalePostmaster(clusterDir, log);
-  const port = await choosePort(credentials.port);
+  const port = await choosePort(options.anyPort ? 0 : credentials.port);
   if (port !== credentials.port) {
     credentials.port = port;
     await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
@@ -97,7 +97,7 @@ function remember(lines: string[], message: string): void {
 
 /** Prefer the port the cluster used last time; otherwise let the OS pick a free one. */
 async function choosePort(preferred: number): Promise<number> {
-  if (await portIsFree(preferred)) return preferred;
+  if (preferred !== 0 && await portIsFree(preferred)) return preferred;
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.once('error', reject);

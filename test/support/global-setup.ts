@@ -20,7 +20,7 @@ export async function setup(project: TestProject): Promise<void> {
     await removeStaleClusters(root);
     const dir = join(root, `pg-${process.pid}`);
     await mkdir(dir, { recursive: true });
-    embedded = await startEmbeddedPostgres(dir, log);
+    embedded = await startEmbeddedPostgres(dir, log, { anyPort: true });
     adminUrl = embedded.url;
   }
   const admin = new pg.Client({ connectionString: adminUrl });
