@@ -1,4 +1,97 @@
+import { userInfo } from 'node:os';
 import type { RouteModule } from '../http/app.ts';
+import { unprocessable } from '../http/errors.ts';
+import { actorOf, requireBoard } from '../http/guards.ts';
+import { parseBody, parseQuery } from '../http/request.ts';
+import { bodyValidator, queryValidator, uuidPattern } from '../http/validate.ts';
+import { companyForRequest } from '../tenancy/company-access.ts';
+import { readSettings } from '../tenancy/instance-settings.ts';
+import type { ActivityRecord } from './activity-log.ts';
 
-// Placeholder until this module lands.
-export const activityRoutes: RouteModule = () => {};
+/**
+ * The company activity feed and manual activity entries. Issue activity and issue runs
+ * are served by the work plugin, which owns issues.
+ */
+const listQuery = queryValidator<{ agentId?: string; entityType?: string; entityId?: string }>({
+  type: 'object',
+  properties: {
+    agentId: { type: 'string', pattern: uuidPattern },
+    entityType: { type: 'string', minLength: 1, maxLength: 200 },
+    entityId: { type: 'string', minLength: 1, maxLength: 500 },
+  },
+});
+
+interface CreateActivity {
+  actorType: 'agent' | 'user' | 'system';
+  actorId: string;
+  action: string;
+  entityType: string;
+  entityId: string;
+  agentId?: string | null;
+  details?: Record<string, unknown> | null;
+}
+
+const createValidator = bodyValidator<CreateActivity>({
+  type: 'object',
+  required: ['actorId', 'action', 'entityType', 'entityId'],
+  properties: {
+    actorType: { enum: ['agent', 'user', 'system'], default: 'system' },
+    actorId: { type: 'string', minLength: 1, maxLength: 200 },
+    action: { type: 'string', minLength: 1, maxLength: 200 },
+    entityType: { type: 'string', minLength: 1, maxLength: 200 },
+    entityId: { type: 'string', minLength: 1, maxLength: 500 },
+    agentId: { type: ['string', 'null'], pattern: uuidPattern },
+    details: { type: ['object', 'null'] },
+  },
+});
+
+export const activityRoutes: RouteModule = (router, kernel) => {
+  router.get('/api/companies/:companyId/activity', async (ctx) => {
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const filters = parseQuery(ctx, listQuery);
+    const entries = await kernel.activity.list(kernel.db, company.id, {
+      agentId: filters.agentId?.toLowerCase(), entityType: filters.entityType, entityId: filters.entityId,
+    });
+    const { censorUsernameInLogs } = await readSettings(kernel.db, 'general');
+    ctx.body = censorUsernameInLogs ? entries.map(censorUsername) : entries;
+  });
+
+  router.post('/api/companies/:companyId/activity', async (ctx) => {
+    requireBoard(ctx);
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const body = await parseBody(ctx, kernel, createValidator);
+    const agentId = body.agentId?.toLowerCase() ?? null;
+    if (agentId && !(await kernel.db.maybeOne('select 1 from agents where id = ? and company_id = ?', [agentId, company.id]))) {
+      throw unprocessable('agentId must name an agent of this company', { agentId }, 'agent_not_in_company');
+    }
+    const entry = await kernel.db.transaction((tx) => kernel.activity.record(tx, {
+      companyId: company.id, actorType: body.actorType, actorId: body.actorId, action: body.action, entityType: body.entityType,
+      entityId: body.entityId, agentId, runId: actorOf(ctx).runId ?? null, details: body.details ?? undefined,
+    }));
+    ctx.state.activityWritten = true;
+    ctx.status = 201;
+    ctx.body = entry;
+  });
+};
+
+/**
+ * With `censorUsernameInLogs` on, the host's operating-system user name (which shows up in
+ * paths such as /home/<name>/...) is masked in the details served by the API. The stored
+ * entry is untouched: the log is append-only and its hash chain covers the original.
+ */
+const hostUser = (() => {
+  try { return userInfo().username; } catch { return ''; }
+})();
+
+function censorUsername(entry: ActivityRecord): ActivityRecord {
+  if (hostUser.length < 2 || entry.details === null) return entry;
+  const masked = hostUser[0] + '*'.repeat(hostUser.length - 1);
+  const pattern = new RegExp(`\\b${hostUser.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'g');
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') return value.replace(pattern, masked);
+    if (Array.isArray(value)) return value.map(walk);
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
+    return value;
+  };
+  return { ...entry, details: walk(entry.details) };
+}

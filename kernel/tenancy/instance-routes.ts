@@ -1,4 +1,65 @@
 import type { RouteModule } from '../http/app.ts';
+import { conflict, KeelError } from '../http/errors.ts';
+import { actorOf, requireBoard, requireInstanceAdmin } from '../http/guards.ts';
+import { parseBody } from '../http/request.ts';
+import { readSettings, settingsPatchValidator, writeSettings, type SettingsSection } from './instance-settings.ts';
 
-// Placeholder until this module lands.
-export const instanceRoutes: RouteModule = () => {};
+/**
+ * Instance administration: the general and experimental settings (readable by any board
+ * actor, writable by instance admins and the local board) and the browser first-admin claim.
+ */
+const SECTIONS: SettingsSection[] = ['general', 'experimental'];
+
+export const instanceRoutes: RouteModule = (router, kernel) => {
+  for (const section of SECTIONS) {
+    const path = `/api/instance/settings/${section}`;
+    const validator = settingsPatchValidator(section);
+
+    router.get(path, async (ctx) => {
+      requireBoard(ctx);
+      ctx.body = await readSettings(kernel.db, section);
+    });
+
+    router.patch(path, async (ctx) => {
+      requireInstanceAdmin(ctx);
+      const patch = await parseBody(ctx, kernel, validator);
+      const { settings, changes } = await kernel.db.transaction(async (tx) => {
+        const result = await writeSettings(tx, section, patch);
+        if (Object.keys(result.changes).length > 0) {
+          await kernel.activity.recordFor(ctx, tx, {
+            companyId: null, action: 'instance_settings.updated', entityType: 'instance_settings', entityId: section,
+            details: { section, changes: result.changes },
+          });
+        }
+        return result;
+      });
+      // A patch that changes nothing is not a mutation worth an audit entry.
+      if (Object.keys(changes).length === 0) ctx.state.skipAudit = true;
+      ctx.body = settings;
+    });
+  }
+
+  router.post('/api/bootstrap/claim', async (ctx) => {
+    if (kernel.config.deploymentMode !== 'authenticated' || kernel.config.server.exposure !== 'private') {
+      throw new KeelError(404, 'claim_not_available', 'Browser first-admin claim is not available');
+    }
+    const actor = actorOf(ctx);
+    if (actor.kind !== 'board' || actor.source !== 'session') {
+      throw new KeelError(401, 'browser_session_required', 'Sign in from a browser session before claiming first admin');
+    }
+    const userId = actor.userId;
+    await kernel.db.transaction(async (tx) => {
+      // instance_claims holds at most one row: concurrent claims serialise on its primary key.
+      const claimed = await tx.maybeOne(
+        'insert into instance_claims (user_id) values (?) on conflict (id) do nothing returning user_id', [userId]);
+      const existingAdmin = claimed ? await tx.maybeOne('select id from users where is_instance_admin limit 1') : undefined;
+      if (!claimed || existingAdmin) throw conflict('Someone else has already claimed this instance', undefined, 'instance_already_claimed');
+      await tx.exec('update users set is_instance_admin = true, updated_at = now() where id = ?', [userId]);
+      await kernel.invalidate(tx, { type: 'user', id: userId });
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: null, action: 'instance.admin_claimed', entityType: 'user', entityId: userId, details: { via: 'browser_claim' },
+      });
+    });
+    ctx.body = { claimed: true, userId };
+  });
+};

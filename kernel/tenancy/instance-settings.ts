@@ -1,0 +1,144 @@
+import type { Queryable } from '../db/database.ts';
+import { validationFailed } from '../http/errors.ts';
+import { bodyValidator, type Schema, type Validator } from '../http/validate.ts';
+
+/**
+ * Instance-wide settings, one instance_settings row per section (`general`,
+ * `experimental`). Stored values are merged over the defaults on every read, so a setting
+ * added later simply appears with its default. Patches are strict: a field the section
+ * does not know is refused, naming it.
+ */
+export interface GeneralSettings {
+  /** Display name of this instance (shown in the UI title and in CLI output). */
+  instanceName: string;
+  /** Mask the host's operating-system user name in activity details served by the API. */
+  censorUsernameInLogs: boolean;
+  /** Whether the UI's keyboard shortcuts are enabled. */
+  keyboardShortcuts: boolean;
+  /** IANA time zone used to display dates when a user has not chosen one. */
+  timezone: string;
+}
+
+export interface ExperimentalSettings {
+  /** Summary slots (project, workspace and overview summaries). */
+  enableSummaries: boolean;
+  /** Execution environments and their leases. */
+  enableEnvironments: boolean;
+  /** Isolated execution workspaces per issue. */
+  enableIsolatedWorkspaces: boolean;
+  /** Automatic recovery of stalled issue graphs. */
+  enableIssueGraphLivenessAutoRecovery: boolean;
+  /** How far back (hours) the liveness recovery looks for stalled work. */
+  issueGraphLivenessAutoRecoveryLookbackHours: number;
+}
+
+export interface InstanceSettings {
+  general: GeneralSettings;
+  experimental: ExperimentalSettings;
+}
+
+export type SettingsSection = keyof InstanceSettings;
+
+export const SETTINGS_DEFAULTS: InstanceSettings = {
+  general: { instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC' },
+  experimental: {
+    enableSummaries: false,
+    enableEnvironments: false,
+    enableIsolatedWorkspaces: false,
+    enableIssueGraphLivenessAutoRecovery: false,
+    issueGraphLivenessAutoRecoveryLookbackHours: 24,
+  },
+};
+
+const PATCH_SCHEMAS: Record<SettingsSection, Schema> = {
+  general: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      instanceName: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S' },
+      censorUsernameInLogs: { type: 'boolean' },
+      keyboardShortcuts: { type: 'boolean' },
+      timezone: { type: 'string', minLength: 1, maxLength: 100 },
+    },
+  },
+  experimental: {
+    type: 'object',
+    additionalProperties: false,
+    properties: {
+      enableSummaries: { type: 'boolean' },
+      enableEnvironments: { type: 'boolean' },
+      enableIsolatedWorkspaces: { type: 'boolean' },
+      enableIssueGraphLivenessAutoRecovery: { type: 'boolean' },
+      issueGraphLivenessAutoRecoveryLookbackHours: { type: 'integer', minimum: 1, maximum: 720 },
+    },
+  },
+};
+
+const validators = Object.fromEntries(
+  Object.entries(PATCH_SCHEMAS).map(([section, schema]) => [section, bodyValidator(schema)]),
+) as Record<SettingsSection, Validator<Record<string, unknown>>>;
+
+/** Validates a patch of one section: unknown fields first (all named at once), then types and ranges. */
+export function validateSettingsPatch<S extends SettingsSection>(section: S, patch: Record<string, unknown>): Partial<InstanceSettings[S]> {
+  const known = Object.keys(PATCH_SCHEMAS[section].properties as Record<string, unknown>);
+  const unknown = Object.keys(patch).filter((key) => !known.includes(key));
+  if (unknown.length > 0) {
+    throw validationFailed(`Unknown ${section} settings field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`,
+      unknown.map((path) => ({ path, message: 'is not an allowed field', keyword: 'additionalProperties' })));
+  }
+  const value = validators[section](patch) as Partial<InstanceSettings[S]>;
+  if (section === 'general' && typeof patch.timezone === 'string' && !isTimeZone(patch.timezone)) {
+    throw validationFailed('Invalid request body: timezone must be an IANA time zone such as "UTC" or "Europe/Berlin"',
+      [{ path: 'timezone', message: 'must be an IANA time zone', keyword: 'format' }]);
+  }
+  return value;
+}
+
+/** validateSettingsPatch in the shape parseBody expects. */
+export function settingsPatchValidator<S extends SettingsSection>(section: S): Validator<Partial<InstanceSettings[S]>> {
+  const validator = ((value: unknown) => validateSettingsPatch(section, value as Record<string, unknown>)) as Validator<Partial<InstanceSettings[S]>>;
+  validator.schema = PATCH_SCHEMAS[section];
+  return validator;
+}
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The section's effective settings: stored values over defaults (unknown stored keys are dropped). */
+export async function readSettings<S extends SettingsSection>(db: Queryable, section: S, lock = false): Promise<InstanceSettings[S]> {
+  const row = await db.maybeOne<{ value: Record<string, unknown> }>(
+    `select value from instance_settings where key = ?${lock ? ' for update' : ''}`, [section]);
+  return merge(section, row?.value ?? {});
+}
+
+/** Applies a validated patch inside the caller's transaction; returns the new settings and what changed. */
+export async function writeSettings<S extends SettingsSection>(tx: Queryable, section: S, patch: Partial<InstanceSettings[S]>): Promise<{ settings: InstanceSettings[S]; changes: Record<string, { from: unknown; to: unknown }> }> {
+  // Create the row first so that concurrent patches serialise on its lock instead of racing the insert.
+  await tx.exec(`insert into instance_settings (key, value) values (?, '{}'::jsonb) on conflict (key) do nothing`, [section]);
+  const current = await readSettings(tx, section, true);
+  const changes: Record<string, { from: unknown; to: unknown }> = {};
+  for (const [key, to] of Object.entries(patch)) {
+    const from = (current as unknown as Record<string, unknown>)[key];
+    if (from !== to) changes[key] = { from, to };
+  }
+  const settings = { ...current, ...patch } as InstanceSettings[S];
+  if (Object.keys(changes).length > 0) {
+    await tx.exec('update instance_settings set value = ?::jsonb, updated_at = now() where key = ?', [JSON.stringify(settings), section]);
+  }
+  return { settings, changes };
+}
+
+function merge<S extends SettingsSection>(section: S, stored: Record<string, unknown>): InstanceSettings[S] {
+  const defaults = SETTINGS_DEFAULTS[section] as unknown as Record<string, unknown>;
+  const out: Record<string, unknown> = { ...defaults };
+  for (const key of Object.keys(defaults)) {
+    if (stored[key] !== undefined && typeof stored[key] === typeof defaults[key]) out[key] = stored[key];
+  }
+  return out as unknown as InstanceSettings[S];
+}
