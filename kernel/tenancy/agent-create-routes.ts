@@ -1,0 +1,55 @@
+import type { RouteModule } from '../http/app.ts';
+import { parseBody } from '../http/request.ts';
+import { requireBoard } from '../http/guards.ts';
+import { companyForRequest } from './company-access.ts';
+import { assertMayManageAgents } from './agent-access.ts';
+import { createAgentBody, hireAgentBody, sourceIssueIds } from './agent-input.ts';
+import { callerIds, insertAgent, normalizeNewAgent, requestedSnapshot } from './agent-service.ts';
+import { createHireApproval, toApprovalJson, type ApprovalRow } from './approvals.ts';
+import { toAgentJson } from './agents.ts';
+
+export const agentCreateRoutes: RouteModule = (router, kernel) => {
+  router.post('/api/companies/:companyId/agents', async (ctx) => {
+    requireBoard(ctx);
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const body = await parseBody(ctx, kernel, createAgentBody);
+    const values = normalizeNewAgent(body);
+    const agent = await kernel.db.transaction((tx) => insertAgent(ctx, kernel, tx, company.id, values, 'idle'));
+    ctx.status = 201;
+    ctx.body = toAgentJson(agent);
+  });
+
+  /**
+   * Hiring runs the same normalisation as create. When the company requires board approval
+   * the agent waits in pending_approval beside a hire approval holding the requested config.
+   */
+  router.post('/api/companies/:companyId/agent-hires', async (ctx) => {
+    const { actor, company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    await assertMayManageAgents(kernel.db, actor, company.id, 'hiring agents');
+    const body = await parseBody(ctx, kernel, hireAgentBody);
+    const values = normalizeNewAgent(body);
+    const issues = sourceIssueIds(body);
+    const needsApproval = company.require_board_approval_for_new_agents === true;
+    const result = await kernel.db.transaction(async (tx) => {
+      const agent = await insertAgent(ctx, kernel, tx, company.id, values, needsApproval ? 'pending_approval' : 'idle', { hire: true, sourceIssueIds: issues });
+      let approval: ApprovalRow | null = null;
+      if (needsApproval) {
+        const { userId, agentId } = callerIds(ctx);
+        approval = await createHireApproval(tx, {
+          companyId: company.id,
+          agentId: agent.id,
+          payload: { ...requestedSnapshot(values), agentId: agent.id, name: agent.name, urlKey: agent.url_key, sourceIssueIds: issues },
+          requestedByUserId: userId,
+          requestedByAgentId: agentId,
+        });
+        await kernel.activity.recordFor(ctx, tx, {
+          companyId: company.id, action: 'approval.created', entityType: 'approval', entityId: approval.id,
+          details: { type: approval.type, subjectAgentId: agent.id },
+        });
+      }
+      return { agent, approval };
+    });
+    ctx.status = 201;
+    ctx.body = { agent: toAgentJson(result.agent), approval: result.approval ? toApprovalJson(result.approval) : null };
+  });
+};

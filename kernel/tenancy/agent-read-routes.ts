@@ -1,0 +1,39 @@
+import type { RouteModule } from '../http/app.ts';
+import type { Queryable } from '../db/database.ts';
+import { notFound } from '../http/errors.ts';
+import { requireAgent } from '../http/guards.ts';
+import { companyForRequest } from './company-access.ts';
+import { accessState, agentForRequest, agentMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
+import { chainOfCommand, findAgent, listCompanyAgents, toAgentJson, type AgentJson, type AgentRow } from './agents.ts';
+
+/** The agent as this caller may see it: full (masked) configuration, or the redacted view. */
+export async function agentView(db: Queryable, caller: Caller, row: AgentRow): Promise<AgentJson> {
+  return toAgentJson(row, { redacted: !(await callerMayReadConfig(db, caller, row)) });
+}
+
+/** GET of one agent adds the chain of command and the access block. */
+export async function agentDetail(db: Queryable, caller: Caller, row: AgentRow): Promise<Record<string, unknown>> {
+  return { ...(await agentView(db, caller, row)), chainOfCommand: await chainOfCommand(db, row), access: await accessState(db, row) };
+}
+
+export const agentReadRoutes: RouteModule = (router, kernel) => {
+  // Registered before /api/agents/:agentId so that "me" is never taken for a shortname.
+  router.get('/api/agents/me', async (ctx) => {
+    const actor = requireAgent(ctx);
+    const row = await findAgent(kernel.db, actor.agentId);
+    if (!row) throw notFound('Agent not found');
+    ctx.body = await agentDetail(kernel.db, actor, row);
+  });
+
+  router.get('/api/companies/:companyId/agents', async (ctx) => {
+    const { actor, company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const rows = await listCompanyAgents(kernel.db, company.id);
+    const readsPeers = actor.kind === 'board' || (await agentMayManageAgents(kernel.db, actor.agentId, company.id));
+    ctx.body = rows.map((row) => toAgentJson(row, { redacted: !readsPeers && !(actor.kind === 'agent' && actor.agentId === row.id) }));
+  });
+
+  router.get('/api/agents/:agentId', async (ctx) => {
+    const { caller, agent } = await agentForRequest(ctx, kernel.db);
+    ctx.body = await agentDetail(kernel.db, caller, agent);
+  });
+};

@@ -1,0 +1,107 @@
+import type { Context } from 'koa';
+import type { RouteModule } from '../http/app.ts';
+import type { Tx } from '../db/database.ts';
+import type { KernelServices } from '../services.ts';
+import { forbidden } from '../http/errors.ts';
+import { parseBody } from '../http/request.ts';
+import { bodyValidator } from '../http/validate.ts';
+import { agentForRequest, isCeoAgentOf } from './agent-access.ts';
+import { maskConfig } from './agent-config.ts';
+import { changedConfigKeys, deepEqual, snapshotOf } from './agent-config-revisions.ts';
+import { refusePermissionsInPatch, updateAgentBody } from './agent-input.ts';
+import { authorizePatch, nextStateForPatch, patchedFields } from './agent-patch.ts';
+import { agentDetail, agentView } from './agent-read-routes.ts';
+import { afterAgentWrite, callerIds, eventActor, recordConfigRevision, stateOf, writeAgent } from './agent-service.ts';
+import { eventAgent, lockAgent, type AgentRow } from './agents.ts';
+import { deleteGrant, ensureActiveAgentMembership, hasGrant, upsertGrant } from './permission-grants.ts';
+
+const permissionsBody = bodyValidator<{ canCreateAgents?: boolean; canAssignTasks?: boolean }>({
+  type: 'object',
+  properties: { canCreateAgents: { type: 'boolean' }, canAssignTasks: { type: 'boolean' } },
+});
+
+/** Field name -> new value (masked) for every column that differs, for events and audit. */
+export function changesBetween(before: AgentRow, after: AgentRow): Record<string, unknown> {
+  const a = stateOf(before) as unknown as Record<string, unknown>;
+  const b = stateOf(after) as unknown as Record<string, unknown>;
+  const changes: Record<string, unknown> = {};
+  const names: Record<string, string> = {
+    url_key: 'urlKey', reports_to: 'reportsTo', adapter_type: 'adapterType', adapter_config: 'adapterConfig', runtime_config: 'runtimeConfig',
+    budget_monthly_cents: 'budgetMonthlyCents', pause_reason: 'pauseReason', paused_at: 'pausedAt', terminated_at: 'terminatedAt',
+  };
+  for (const key of Object.keys(b)) {
+    const left = key === 'budget_monthly_cents' ? Number(a[key]) : a[key];
+    const right = key === 'budget_monthly_cents' ? Number(b[key]) : b[key];
+    if (!deepEqual(left, right)) changes[names[key] ?? key] = maskConfig(right, names[key] ?? key);
+  }
+  return changes;
+}
+
+/** Audit, revision, cache and events after an agent row changed through an update. */
+export async function finishUpdate(ctx: Context, kernel: KernelServices, tx: Tx, before: AgentRow, after: AgentRow, action: string, source: 'patch' | 'rollback', extra: { revisionId?: string; details?: Record<string, unknown> } = {}) {
+  const changedKeys = changedConfigKeys(snapshotOf(before), snapshotOf(after));
+  const changes = changesBetween(before, after);
+  let revision;
+  if (changedKeys.length > 0 || source === 'rollback') revision = await recordConfigRevision(ctx, tx, after, source, changedKeys, extra.revisionId);
+  await kernel.activity.recordFor(ctx, tx, {
+    companyId: after.company_id, action, entityType: 'agent', entityId: after.id,
+    details: { changedKeys: Object.keys(changes), configRevision: revision?.revision_number ?? null, ...extra.details },
+  });
+  if (Object.keys(changes).length > 0) {
+    await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) });
+  }
+  await afterAgentWrite(ctx, kernel, tx, before, after);
+}
+
+export const agentUpdateRoutes: RouteModule = (router, kernel) => {
+  router.patch('/api/agents/:agentId', async (ctx) => {
+    const { caller, agent } = await agentForRequest(ctx, kernel.db);
+    const body = await parseBody(ctx, kernel, updateAgentBody);
+    refusePermissionsInPatch(body);
+    await authorizePatch(kernel.db, caller, agent, patchedFields(body));
+    const updated = await kernel.db.transaction(async (tx) => {
+      const before = await lockAgent(tx, agent.id);
+      const after = await writeAgent(tx, before.id, await nextStateForPatch(tx, before, body));
+      await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'patch');
+      return after;
+    });
+    ctx.body = await agentView(kernel.db, caller, updated);
+  });
+
+  /**
+   * canCreateAgents is the stored legacy flag; canAssignTasks is an explicit tasks:assign
+   * grant plus an active company membership, so the agent can take part in assignment.
+   */
+  router.patch('/api/agents/:agentId/permissions', async (ctx) => {
+    const { caller, agent } = await agentForRequest(ctx, kernel.db);
+    if (caller.kind === 'agent' && !(await isCeoAgentOf(kernel.db, caller, agent.company_id))) {
+      throw forbidden("Only the board or the company's CEO agent can change agent permissions", 'permission_denied');
+    }
+    const body = await parseBody(ctx, kernel, permissionsBody);
+    const updated = await kernel.db.transaction(async (tx) => {
+      const before = await lockAgent(tx, agent.id);
+      const state = stateOf(before);
+      if (body.canCreateAgents !== undefined) state.permissions = { ...(before.permissions ?? {}), canCreateAgents: body.canCreateAgents };
+      const after = await writeAgent(tx, before.id, state);
+      const { userId, agentId } = callerIds(ctx);
+      if (body.canAssignTasks === true) {
+        await ensureActiveAgentMembership(tx, after.company_id, after.id);
+        if (!(await hasGrant(tx, after.company_id, 'agent', after.id, 'tasks:assign'))) {
+          await upsertGrant(tx, { companyId: after.company_id, principalType: 'agent', principalId: after.id, permissionKey: 'tasks:assign', scope: null, grantedByUserId: userId, grantedByAgentId: agentId });
+        }
+      } else if (body.canAssignTasks === false) {
+        await deleteGrant(tx, after.company_id, 'agent', after.id, 'tasks:assign');
+      }
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: after.company_id, action: 'agent.permissions_updated', entityType: 'agent', entityId: after.id,
+        details: { canCreateAgents: body.canCreateAgents ?? null, canAssignTasks: body.canAssignTasks ?? null },
+      });
+      const changes = changesBetween(before, after);
+      if (Object.keys(changes).length > 0) {
+        await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) });
+      }
+      return after;
+    });
+    ctx.body = await agentDetail(kernel.db, caller, updated);
+  });
+};
