@@ -86,6 +86,8 @@ export async function purgeCompany(tx: Tx, companyId: string): Promise<PurgeResu
   const purged = await tx.query<{ count: string }>(
     'with removed as (delete from activity_log where company_id = ? returning 1) select count(*) as count from removed', [companyId]);
   await tx.exec('delete from activity_chain_heads where chain_key = ?', [companyId]);
+  // The security audit trail follows the same rule: append-only except for this purge.
+  await tx.exec('delete from security_audit_log where company_id = ?', [companyId]);
   await tx.exec('delete from companies where id = ?', [companyId]);
   return {
     agentIds: agents.map((row) => row.id),

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/**
+ * A kernel started the way operators start it (`kernel/main.ts` in its own process, embedded
+ * PostgreSQL in a fresh data directory), so that benchmarks measure the real server and the
+ * load generator does not share its event loop.
+ */
+export interface KernelProcess {
+  url: string;
+  dataDir: string;
+  /** A pool on the kernel's own database, for setup that has no public route. */
+  sql(): Promise<pg.Pool>;
+  stop(): Promise<void>;
+}
+
+export async function startKernelProcess(env: Record<string, string> = {}): Promise<KernelProcess> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'keel-bench-'));
+  const child = spawn(process.execPath, ['--no-node-snapshot', 'kernel/main.ts', '--data-dir', dataDir, '--port', '0'], {
+    env: { ...process.env, KEEL_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /listening on (http:\/\/\S+)/.exec(output);
+      if (match) resolve(match[1]!);
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', (chunk: Buffer) => { output += chunk.toString(); });
+    child.once('exit', (code) => reject(new Error(`kernel exited with ${code}: ${output}`)));
+  });
+  let pool: pg.Pool | undefined;
+  return {
+    url,
+    dataDir,
+    async sql() {
+      if (!pool) {
+        const credentials = JSON.parse(await readFile(join(dataDir, 'db.json'), 'utf8'));
+        pool = new pg.Pool({ connectionString: `postgres://keel:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/keel`, max: 2 });
+      }
+      return pool;
+    },
+    async stop() {
+      await pool?.end();
+      await stopChild(child);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once('exit', () => resolve());
+    child.kill('SIGINT');
+  });
+}
