@@ -91,6 +91,12 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database): Pro
   const lastUsed = new LastUsedRecorder(db, log);
   lastUsed.start();
   const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed });
+  db.afterEveryCommit = () => authCache.sync();
+  db.companyCache = {
+    get: (id) => authCache.companies.get(id),
+    set: (id, row, since) => authCache.companies.set(id, row, since),
+    epoch: () => authCache.epoch,
+  };
   const keyring = await Keyring.open(config.dataDir);
   const invalidate: KernelServices['invalidate'] = async (tx, invalidation) => {
     await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);

@@ -41,15 +41,27 @@ export interface CachedUser {
 const TTL_MS = 30_000;
 const MAX_ENTRIES = 50_000;
 
+/** Counts invalidations; a value read before an invalidation must not be cached after it. */
+class Epoch {
+  value = 0;
+}
+
 class TtlMap<V> {
   private readonly map = new Map<string, { value: V; until: number }>();
+  private readonly epoch: Epoch;
+  constructor(epoch: Epoch) { this.epoch = epoch; }
   get(key: string): V | undefined {
     const hit = this.map.get(key);
     if (!hit) return undefined;
     if (hit.until < Date.now()) { this.map.delete(key); return undefined; }
     return hit.value;
   }
-  set(key: string, value: V): void {
+  /**
+   * Caches a value loaded from the database. `since` is the cache epoch read before the load:
+   * when an invalidation arrived meanwhile, the loaded value may predate it and is not kept.
+   */
+  set(key: string, value: V, since?: number): void {
+    if (since !== undefined && since !== this.epoch.value) return;
     if (this.map.size >= MAX_ENTRIES) this.map.delete(this.map.keys().next().value as string);
     this.map.set(key, { value, until: Date.now() + TTL_MS });
   }
@@ -66,18 +78,28 @@ export type Invalidation =
   | { type: 'agent'; id: string }
   | { type: 'user'; id: string }
   | { type: 'run'; id: string }
+  | { type: 'company'; id: string }
   | { type: 'all' };
 
 export class AuthCache {
-  readonly credentials = new TtlMap<CachedCredential>();
-  readonly agents = new TtlMap<CachedAgent>();
-  readonly users = new TtlMap<CachedUser>();
+  private readonly counter = new Epoch();
+  readonly credentials = new TtlMap<CachedCredential>(this.counter);
+  readonly agents = new TtlMap<CachedAgent>(this.counter);
+  readonly users = new TtlMap<CachedUser>(this.counter);
   /** Live runs, keyed by run id; closing a run evicts it so its token is refused at once. */
-  readonly runs = new TtlMap<CachedRun>();
+  readonly runs = new TtlMap<CachedRun>(this.counter);
+  /** Company rows by id, for the company guard of every company route. */
+  readonly companies = new TtlMap<Record<string, any>>(this.counter);
   private listener?: pg.PoolClient;
   private closing = false;
 
+  /** Read this before loading a value from the database, and pass it to `set`. */
+  get epoch(): number {
+    return this.counter.value;
+  }
+
   apply(invalidation: Invalidation): void {
+    this.counter.value++;
     switch (invalidation.type) {
       case 'credential': this.credentials.delete(invalidation.hash); break;
       case 'credential_id': this.credentials.deleteWhere((c) => c.id === invalidation.id); break;
@@ -87,7 +109,8 @@ export class AuthCache {
         break;
       case 'user': this.users.delete(invalidation.id); break;
       case 'run': this.runs.delete(invalidation.id); break;
-      case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); this.runs.clear(); break;
+      case 'company': this.companies.delete(invalidation.id); break;
+      case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); this.runs.clear(); this.companies.clear(); break;
     }
   }
 
@@ -106,6 +129,16 @@ export class AuthCache {
       this.apply({ type: 'all' });
     });
     await client.query('LISTEN keel_auth');
+  }
+
+  /**
+   * Returns once every notification committed before this call has been applied: PostgreSQL
+   * delivers pending notifications on the listening connection before answering a query on
+   * it. The kernel calls this after each commit, so a request sees its own writes.
+   */
+  async sync(): Promise<void> {
+    if (!this.listener || this.closing) return;
+    try { await this.listener.query('select 1'); } catch { this.apply({ type: 'all' }); }
   }
 
   async close(): Promise<void> {

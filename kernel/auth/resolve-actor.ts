@@ -65,8 +65,9 @@ export class ActorResolver {
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
+      const since = this.cache.epoch;
       credential = await this.lookupCredential(hash, token.startsWith(BOARD_KEY_PREFIX));
-      if (credential) this.cache.credentials.set(hash, credential);
+      if (credential) this.cache.credentials.set(hash, credential, since);
     }
     if (credential?.kind === 'board_key') {
       this.lastUsed.touch('board_api_keys', credential.id);
@@ -119,11 +120,12 @@ export class ActorResolver {
   async agent(agentId: string): Promise<CachedAgent | undefined> {
     let agent = this.cache.agents.get(agentId);
     if (!agent) {
+      const since = this.cache.epoch;
       const row = await this.db.maybeOne<{ id: string; company_id: string; role: string; status: string; adapter_type: string }>(
         'select id, company_id, role, status, adapter_type from agents where id = ?', [agentId]);
       if (!row) return undefined;
       agent = { id: row.id, companyId: row.company_id, role: row.role, status: row.status, adapterType: row.adapter_type };
-      this.cache.agents.set(agentId, agent);
+      this.cache.agents.set(agentId, agent, since);
     }
     return agent;
   }
@@ -131,6 +133,7 @@ export class ActorResolver {
   async user(userId: string): Promise<CachedUser | undefined> {
     let user = this.cache.users.get(userId);
     if (!user) {
+      const since = this.cache.epoch;
       const row = await this.db.maybeOne<{ id: string; is_instance_admin: boolean; company_ids: string[] | null }>(
         `select u.id, u.is_instance_admin,
            array(select m.company_id::text from company_memberships m
@@ -138,7 +141,7 @@ export class ActorResolver {
          from users u where u.id = ?`, [userId]);
       if (!row) return undefined;
       user = { id: row.id, isInstanceAdmin: row.is_instance_admin, companyIds: row.company_ids ?? [] };
-      this.cache.users.set(userId, user);
+      this.cache.users.set(userId, user, since);
     }
     return user;
   }
@@ -157,11 +160,12 @@ export class ActorResolver {
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
+      const since = this.cache.epoch;
       const row = await this.db.maybeOne<{ id: string; user_id: string; expires_at: string }>(
         'select id, user_id, expires_at from user_sessions where token_hash = ? and expires_at > now()', [hash]);
       if (!row) return undefined;
       credential = { kind: 'session', id: row.id, userId: row.user_id, expiresAt: new Date(row.expires_at).getTime() };
-      this.cache.credentials.set(hash, credential);
+      this.cache.credentials.set(hash, credential, since);
     }
     if (credential.kind !== 'session' || (credential.expiresAt ?? 0) < Date.now()) return undefined;
     const user = await this.user(credential.userId!);

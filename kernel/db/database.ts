@@ -28,6 +28,10 @@ export interface Tx extends Queryable {
 
 export class Database implements Queryable {
   readonly orm: MikroORM;
+  /** Runs after every committed transaction (the kernel waits for cache invalidations here). */
+  afterEveryCommit?: () => Promise<void>;
+  /** Read-through cache of company rows, evicted by database notifications. */
+  companyCache?: { get(id: string): Row | undefined; set(id: string, row: Row, since?: number): void; epoch(): number };
   private readonly connection;
 
   private constructor(orm: MikroORM) {
@@ -80,6 +84,7 @@ export class Database implements Queryable {
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const callbacks: Array<() => void | Promise<void>> = [];
     const result = await this.connection.transactional(async (trx: Transaction) => fn(new TransactionScope(this.connection, trx, callbacks)));
+    if (this.afterEveryCommit) await this.afterEveryCommit();
     for (const callback of callbacks) {
       try { await callback(); } catch { /* after-commit work must not fail the committed request */ }
     }

@@ -64,11 +64,12 @@ export class RunLedger {
   async isLive(runId: string, agentId: string, companyId: string): Promise<boolean> {
     let cached = this.cache.runs.get(runId);
     if (!cached) {
+      const since = this.cache.epoch;
       const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string; status: string }>(
         'select id, agent_id, company_id, status from runs where id = ?', [runId]);
       if (!row) return false;
       cached = { id: row.id, agentId: row.agent_id, companyId: row.company_id, live: LIVE_STATUSES.has(row.status) };
-      this.cache.runs.set(runId, cached);
+      this.cache.runs.set(runId, cached, since);
     }
     return cached.live && cached.agentId === agentId && cached.companyId === companyId;
   }

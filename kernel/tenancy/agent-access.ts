@@ -102,8 +102,10 @@ export type TaskAssignSource = 'ceo_role' | 'agent_creator' | 'explicit_grant' |
  * permissions route gives agents implies nothing, so clearing canAssignTasks really clears it.
  */
 export async function accessState(db: Queryable, agent: AgentRow): Promise<Record<string, unknown>> {
-  const membershipRow = await findMembership(db, agent.company_id, 'agent', agent.id);
-  const grantRows = await listGrants(db, agent.company_id, { principalType: 'agent', principalId: agent.id });
+  const [membershipRow, grantRows] = await Promise.all([
+    findMembership(db, agent.company_id, 'agent', agent.id),
+    listGrants(db, agent.company_id, { principalType: 'agent', principalId: agent.id }),
+  ]);
   let source: TaskAssignSource = 'none';
   if (agent.role === 'ceo') source = 'ceo_role';
   else if (legacyCanCreateAgents(agent)) source = 'agent_creator';

@@ -12,6 +12,7 @@ const files = [
   '0003-agents.sql',
   '0004-auth-and-instance.sql',
   '0005-vault-and-runs.sql',
+  '0006-cache-invalidation.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
