@@ -20,6 +20,8 @@ export interface AgentJwtClaims {
 export class AgentJwt {
   private readonly secret: Buffer;
   private readonly keys = new Map<string, Uint8Array>();
+  /** Tokens already verified, until they expire: signature checks dominate an authenticated request otherwise. */
+  private readonly verified = new Map<string, AgentJwtClaims>();
   readonly ttlSeconds: number;
 
   constructor(secret: string | Buffer, ttlSeconds = 3600) {
@@ -64,6 +66,12 @@ export class AgentJwt {
 
   /** Verifies signature and expiry; returns undefined for anything that is not a valid agent JWT. */
   async verify(token: string): Promise<AgentJwtClaims | undefined> {
+    const known = this.verified.get(token);
+    if (known) {
+      if (known.exp * 1000 > Date.now()) return known;
+      this.verified.delete(token);
+      return undefined;
+    }
     let unverified: Record<string, unknown>;
     try { unverified = decodeJwt(token); } catch { return undefined; }
     const companyId = unverified.company_id;
@@ -71,7 +79,10 @@ export class AgentJwt {
     try {
       const { payload } = await jwtVerify(token, this.keyFor(companyId), { algorithms: ['HS256'] });
       if (typeof payload.sub !== 'string' || payload.company_id !== companyId || typeof payload.exp !== 'number') return undefined;
-      return payload as unknown as AgentJwtClaims;
+      const claims = payload as unknown as AgentJwtClaims;
+      if (this.verified.size >= 10_000) this.verified.delete(this.verified.keys().next().value as string);
+      this.verified.set(token, claims);
+      return claims;
     } catch {
       return undefined;
     }

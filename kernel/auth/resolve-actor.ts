@@ -62,6 +62,9 @@ export class ActorResolver {
   }
 
   private async fromBearer(token: string, runHeader: string | undefined, path: string): Promise<Actor | undefined> {
+    // API keys are `svc_` tokens without dots, so a JWT-shaped token can only be a JWT:
+    // deciding by shape first spares every JWT request two key lookups that cannot match.
+    if (looksLikeJwt(token)) return this.fromJwt(token, runHeader, path);
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
@@ -80,21 +83,22 @@ export class ActorResolver {
       this.lastUsed.touch('agent_api_keys', credential.id);
       return agentActor(agent, 'agent_key', runHeader, false, credential.id);
     }
-    if (looksLikeJwt(token)) {
-      const claims = await this.jwt.verify(token);
-      if (!claims) return undefined;
-      const agent = await this.agent(claims.sub);
-      if (!agent || agent.companyId !== claims.company_id) return undefined;
-      this.refuseInactive(agent);
-      const runId = claims.run_id ?? runHeader;
-      if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
-        // A closed run revokes its token everywhere; the run-bound secret routes answer 403 as the spec asks.
-        if (path.startsWith('/api/agents/me/secrets')) throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
-        throw unauthorized('Agent token belongs to a run that is no longer live');
-      }
-      return agentActor(agent, 'agent_jwt', runId, Boolean(claims.run_id && this.runLiveness));
-    }
     return undefined;
+  }
+
+  private async fromJwt(token: string, runHeader: string | undefined, path: string): Promise<Actor | undefined> {
+    const claims = await this.jwt.verify(token);
+    if (!claims) return undefined;
+    const agent = await this.agent(claims.sub);
+    if (!agent || agent.companyId !== claims.company_id) return undefined;
+    this.refuseInactive(agent);
+    const runId = claims.run_id ?? runHeader;
+    if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
+      // A closed run revokes its token everywhere; the run-bound secret routes answer 403 as the spec asks.
+      if (path.startsWith('/api/agents/me/secrets')) throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
+      throw unauthorized('Agent token belongs to a run that is no longer live');
+    }
+    return agentActor(agent, 'agent_jwt', runId, Boolean(claims.run_id && this.runLiveness));
   }
 
   private refuseInactive(agent: CachedAgent): void {

@@ -15,6 +15,7 @@ const wrapAad = (companyId: string, dataKeyId: string) => `keel-data-key:${compa
 
 export class DataKeys {
   private readonly cache = new Map<string, DataKey>();
+  private readonly byKeyId = new Map<string, DataKey>();
   private readonly keyring: Keyring;
 
   constructor(keyring: Keyring) {
@@ -46,9 +47,13 @@ export class DataKeys {
   async byId(db: Queryable, companyId: string, dataKeyId: string): Promise<DataKey> {
     const cached = this.cache.get(companyId);
     if (cached?.id === dataKeyId) return cached;
+    const known = this.byKeyId.get(dataKeyId);
+    if (known) return known;
     const row = await db.maybeOne('select * from vault_data_keys where id = ? and company_id = ?', [dataKeyId, companyId]);
     if (!row) throw integrityError(`data key ${dataKeyId} of company ${companyId} is missing`);
-    return this.unwrap(row);
+    const key = await this.unwrap(row);
+    this.byKeyId.set(dataKeyId, key);
+    return key;
   }
 
   private async unwrap(row: Record<string, any>): Promise<DataKey> {
@@ -74,6 +79,8 @@ export class DataKeys {
   }
 
   forget(companyId: string): void {
+    const key = this.cache.get(companyId);
+    if (key) this.byKeyId.delete(key.id);
     this.cache.delete(companyId);
   }
 }

@@ -24,27 +24,26 @@ export async function resolveRunEnvironment(db: Queryable, vault: Vault, agent: 
     else if (typeof value === 'number' || typeof value === 'boolean') env[name] = String(value);
   }
   const refs = collectSecretRefs(agent.adapter_config);
-  const revealed = await Promise.all(refs.map(async (ref) => {
-    try {
-      return { ref, result: await vault.reveal(db, agent.company_id, ref.secretId, ref.version) };
-    } catch (error) {
-      if (error instanceof KeelError && error.status < 500) {
-        throw new KeelError(422, 'secret_ref_unresolvable', `Cannot resolve adapterConfig.env.${ref.envName}: ${error.message}`, { details: { envName: ref.envName, secretId: ref.secretId } });
-      }
-      throw error;
-    }
-  }));
-  for (const { ref, result } of revealed) {
-    env[ref.envName] = result.value;
-    secrets.push({ envName: ref.envName, secretId: ref.secretId, version: result.version, source: 'reference' });
-  }
   const grants = await db.query<{ key: string; secret_id: string; version_selector: string }>(
     `select key, secret_id, version_selector from agent_secret_grants where agent_id = ? and delivery in ('env', 'both') order by key`, [agent.id]);
-  for (const grant of grants) {
-    const selector = grant.version_selector === 'latest' ? 'latest' : Number(grant.version_selector);
-    const result = await vault.reveal(db, agent.company_id, grant.secret_id, selector);
-    env[grant.key] = result.value;
-    secrets.push({ envName: grant.key, secretId: grant.secret_id, version: result.version, source: 'grant' });
+  const requests = [
+    ...refs.map((ref) => ({ secretId: ref.secretId, selector: ref.version })),
+    ...grants.map((grant) => ({ secretId: grant.secret_id, selector: grant.version_selector === 'latest' ? 'latest' as const : Number(grant.version_selector) })),
+  ];
+  const outcomes = await vault.revealMany(db, agent.company_id, requests);
+  for (const [index, ref] of refs.entries()) {
+    const outcome = outcomes[index]!;
+    if (!outcome.ok) {
+      throw new KeelError(422, 'secret_ref_unresolvable', `Cannot resolve adapterConfig.env.${ref.envName}: ${outcome.error.message}`, { details: { envName: ref.envName, secretId: ref.secretId } });
+    }
+    env[ref.envName] = outcome.value;
+    secrets.push({ envName: ref.envName, secretId: ref.secretId, version: outcome.version, source: 'reference' });
+  }
+  for (const [index, grant] of grants.entries()) {
+    const outcome = outcomes[refs.length + index]!;
+    if (!outcome.ok) throw new KeelError(422, 'secret_grant_unresolvable', `Cannot resolve the secret granted as ${grant.key}: ${outcome.error.message}`);
+    env[grant.key] = outcome.value;
+    secrets.push({ envName: grant.key, secretId: grant.secret_id, version: outcome.version, source: 'grant' });
   }
   return { env, secrets };
 }

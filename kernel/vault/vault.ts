@@ -89,6 +89,50 @@ export class Vault {
    * Decrypts one version of a secret. `latest` follows rotations; a number stays pinned.
    * A ciphertext that fails authentication raises vault_integrity_error and is logged.
    */
+  /**
+   * Decrypts several secrets of one company with a single query (a run environment names
+   * many). Each request gets its own outcome, so the caller can say which one failed.
+   */
+  async revealMany(db: Queryable, companyId: string, requests: readonly RevealRequest[]): Promise<RevealOutcome[]> {
+    if (requests.length === 0) return [];
+    const rows = await db.query(
+      `select w.ord, s.id, s.name, s.provider, s.latest_version, v.version, v.data_key_id, v.nonce, v.ciphertext, v.tag
+         from jsonb_to_recordset(?::jsonb) as w(ord int, secret_id uuid, pinned int)
+         left join secrets s on s.id = w.secret_id and s.company_id = ?
+         left join secret_versions v on v.secret_id = s.id and v.version = coalesce(w.pinned, s.latest_version)`,
+      // Arrays are passed as JSON: the driver would expand a JS array into a list of placeholders.
+      [JSON.stringify(requests.map((r, index) => ({ ord: index + 1, secret_id: r.secretId, pinned: r.selector === 'latest' ? null : r.selector }))), companyId]);
+    const byOrdinal = new Map(rows.map((row) => [Number(row.ord), row]));
+    const outcomes: RevealOutcome[] = [];
+    for (const [index, request] of requests.entries()) {
+      const row = byOrdinal.get(index + 1);
+      if (!row?.id) {
+        outcomes.push({ ok: false, error: new KeelError(422, 'secret_not_found', `Secret ${request.secretId} does not exist in this company (it may have been deleted)`) });
+        continue;
+      }
+      try {
+        usableProvider(row.provider);
+      } catch (error) {
+        outcomes.push({ ok: false, error: error as KeelError });
+        continue;
+      }
+      if (row.version === null || row.version === undefined) {
+        outcomes.push({ ok: false, error: new KeelError(422, 'secret_version_not_found', `Secret "${row.name}" has no version ${request.selector === 'latest' ? row.latest_version : request.selector}`) });
+        continue;
+      }
+      const version = Number(row.version);
+      const dataKey = await this.dataKeys.byId(db, companyId, row.data_key_id);
+      try {
+        const plaintext = open(dataKey.key, { nonce: row.nonce, ciphertext: row.ciphertext, tag: row.tag }, versionAad(companyId, row.id, version));
+        outcomes.push({ ok: true, value: plaintext.toString('utf8'), version });
+      } catch {
+        this.log.error({ secretId: row.id, version, companyId }, 'secret version failed authentication: stored ciphertext was altered');
+        throw integrityError(`version ${version} of secret ${row.id} failed authentication`);
+      }
+    }
+    return outcomes;
+  }
+
   async reveal(db: Queryable, companyId: string, secretId: string, selector: 'latest' | number): Promise<{ value: string; version: number; secret: Row }> {
     const secret = await db.maybeOne('select * from secrets where id = ? and company_id = ?', [secretId, companyId]);
     if (!secret) throw new KeelError(422, 'secret_not_found', `Secret ${secretId} does not exist in this company (it may have been deleted)`);
@@ -106,6 +150,9 @@ export class Vault {
     }
   }
 }
+
+export interface RevealRequest { secretId: string; selector: 'latest' | number }
+export type RevealOutcome = { ok: true; value: string; version: number } | { ok: false; error: KeelError };
 
 export function toMetadata(row: Row): SecretMetadata {
   return {

@@ -14,6 +14,7 @@ export interface KernelProcess {
   dataDir: string;
   /** A pool on the kernel's own database, for setup that has no public route. */
   sql(): Promise<pg.Pool>;
+  databaseUrl(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -35,14 +36,16 @@ export async function startKernelProcess(env: Record<string, string> = {}): Prom
     child.once('exit', (code) => reject(new Error(`kernel exited with ${code}: ${output}`)));
   });
   let pool: pg.Pool | undefined;
+  const databaseUrl = async () => {
+    const credentials = JSON.parse(await readFile(join(dataDir, 'db.json'), 'utf8'));
+    return `postgres://keel:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/keel`;
+  };
   return {
     url,
     dataDir,
+    databaseUrl,
     async sql() {
-      if (!pool) {
-        const credentials = JSON.parse(await readFile(join(dataDir, 'db.json'), 'utf8'));
-        pool = new pg.Pool({ connectionString: `postgres://keel:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/keel`, max: 2 });
-      }
+      pool ??= new pg.Pool({ connectionString: await databaseUrl(), max: 2 });
       return pool;
     },
     async stop() {
