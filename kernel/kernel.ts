@@ -11,7 +11,9 @@ import type { KeelConfig } from './config/schema.ts';
 import { Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { EventBus } from './events/event-bus.ts';
-import { createApp } from './http/app.ts';
+import { buildKernelRouter, createApp } from './http/app.ts';
+import { ExtensionHost } from './host/extension-host.ts';
+import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
 import { createLogger } from './logger.ts';
 import { kernelRouteModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
@@ -32,6 +34,8 @@ export interface StartOptions {
   log?: Logger;
   /** Skip listening on config.server.port and listen on this one instead (tests use 0). */
   port?: number;
+  /** Install and enable the first-party plugins of plugins/ on a fresh instance (default true). */
+  bootstrapFirstParty?: boolean;
 }
 
 /** config -> database -> kernel services -> HTTP listen. The extension host joins here later. */
@@ -51,7 +55,12 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db);
     const stopWatchingKeys = services.keyring.watch();
-    const app = createApp(services, kernelRouteModules);
+    const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
+    services.extensionHost = host;
+    const router = buildKernelRouter(services, kernelRouteModules);
+    host.attachKernelRouter(router);
+    await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true });
+    const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const server = createServer(app.callback());
     server.keepAliveTimeout = 65_000;
     await new Promise<void>((resolve, reject) => {
@@ -59,8 +68,8 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       server.listen(options.port ?? config.server.port, config.server.host, () => resolve());
     });
     const address = server.address() as AddressInfo;
-    const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const url = `http://${host}:${address.port}`;
+    const hostname = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+    const url = `http://${hostname}:${address.port}`;
     let stopping: Promise<void> | undefined;
     return {
       services, server, url, databaseUrl, embedded,
@@ -68,6 +77,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
         stopping ??= (async () => {
           await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
           stopWatchingKeys();
+          await host.stop();
           await services.lastUsed.stop();
           await services.authCache.close();
           await db!.close();

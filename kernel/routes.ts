@@ -10,6 +10,7 @@ import { resourceMembershipRoutes } from './tenancy/resource-membership-routes.t
 import { activityRoutes } from './activity/activity-routes.ts';
 import { secretRoutes } from './vault/secret-routes.ts';
 import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
+import { pluginApiRoutes } from './host/plugin-api-routes.ts';
 
 /**
  * Kernel route modules, in registration order. Within a module, specific paths are
@@ -27,4 +28,5 @@ export const kernelRouteModules: RouteModule[] = [
   agentRoutes,
   resourceMembershipRoutes,
   activityRoutes,
+  pluginApiRoutes,
 ];

@@ -10,6 +10,7 @@ import type { EventBus } from './events/event-bus.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
+import type { ExtensionHost } from './host/extension-host.ts';
 
 /**
  * What kernel route modules and services are handed. Built once by kernel/kernel.ts; nothing
@@ -28,6 +29,8 @@ export interface KernelServices {
   keyring: Keyring;
   vault: Vault;
   runs: RunLedger;
+  /** Set once the extension host is built; kernel routes reach plugins only through it. */
+  extensionHost?: ExtensionHost;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */
   invalidate(tx: Tx, invalidation: Invalidation): Promise<void>;
 }

@@ -43,6 +43,11 @@ export class AgentJwt {
     }
   }
 
+  /** A key for another purpose, derived from the same instance secret (never the JWT keys themselves). */
+  derive(label: string): Buffer {
+    return createHmac('sha256', this.secret).update(`derive:${label}`).digest();
+  }
+
   private keyFor(companyId: string): Uint8Array {
     let key = this.keys.get(companyId);
     if (!key) {

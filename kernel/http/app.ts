@@ -9,12 +9,20 @@ export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
 
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const INPUT_PG_CODES = new Set(['22P02', '22003', '22007', '22008', '22001', '22021', '22P05']);
 
 /**
  * The Koa application: error model, actor resolution, the audit safety net and the routers.
  * Route modules are registered in order; the first matching route answers.
  */
-export function createApp(kernel: KernelServices, modules: RouteModule[], extra: { before?: Koa.Middleware[] } = {}): Koa {
+/** The kernel's own routes, in registration order. */
+export function buildKernelRouter(kernel: KernelServices, modules: RouteModule[]): Router {
+  const router = new Router();
+  for (const register of modules) register(router, kernel);
+  return router;
+}
+
+export function createApp(kernel: KernelServices, router: Router, extra: { before?: Koa.Middleware[]; after?: Koa.Middleware[] } = {}): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(errorHandler(kernel));
@@ -24,9 +32,9 @@ export function createApp(kernel: KernelServices, modules: RouteModule[], extra:
     await next();
   });
   app.use(auditSafetyNet(kernel));
-  const router = new Router();
-  for (const register of modules) register(router, kernel);
   app.use(router.routes());
+  // Plugin routes are matched only when no kernel route answered.
+  for (const middleware of extra.after ?? []) app.use(middleware);
   app.use(async (ctx) => {
     const allowed = router.stack.filter((layer) => layer.match(ctx.path)).flatMap((layer) => layer.methods);
     if (allowed.length > 0 && !allowed.includes(ctx.method)) {
@@ -60,9 +68,11 @@ function normalise(thrown: unknown): KeelError {
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return new KeelError(status, candidate.code && /^[a-z_]+$/.test(candidate.code) ? candidate.code : 'bad_request', candidate.message || 'Bad request');
   }
-  // Database errors caused by input that slipped past validation are still the caller's fault.
+  // Database errors caused by input that slipped past validation are still the caller's fault:
+  // invalid text, numbers out of range, bad datetimes, strings too long for their column, and
+  // characters the database cannot store (NUL in text or jsonb, for example from a query string).
   const pgCode = (thrown as { code?: string })?.code;
-  if (pgCode === '22P02' || pgCode === '22003' || pgCode === '22007' || pgCode === '22008') {
+  if (pgCode !== undefined && INPUT_PG_CODES.has(pgCode)) {
     return new KeelError(400, 'bad_request', 'Invalid value in request');
   }
   return new KeelError(500, 'internal_error', 'Internal server error', { expose: false, cause: thrown });

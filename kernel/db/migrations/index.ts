@@ -13,6 +13,7 @@ const files = [
   '0004-auth-and-instance.sql',
   '0005-vault-and-runs.sql',
   '0006-cache-invalidation.sql',
+  '0007-extension-host.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -1,0 +1,51 @@
+import { KeelError } from '../http/errors.ts';
+import type { WorkerToKernel } from './protocol/messages.ts';
+import { agentsCapability } from './capabilities/agents.ts';
+import { companiesCapability } from './capabilities/companies.ts';
+import { runsCapability } from './capabilities/runs.ts';
+import { secretsCapability } from './capabilities/secrets.ts';
+import { servicesCapability } from './capabilities/services.ts';
+import type { KernelCapability } from './capabilities/types.ts';
+import type { ExtensionHost } from './extension-host.ts';
+
+const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
+  companies: companiesCapability,
+  agents: agentsCapability,
+  runs: runsCapability,
+  secrets: secretsCapability,
+  services: servicesCapability,
+};
+
+/**
+ * The one place where plugin power is decided for kernel-served capabilities. A call is
+ * accepted only for an invocation the kernel itself started for that plugin, and only with a
+ * capability the operator granted; identity is taken from the kernel's record of the
+ * invocation. Every denial is logged with the grant that would allow it.
+ */
+export class Broker {
+  private readonly host: ExtensionHost;
+
+  constructor(host: ExtensionHost) {
+    this.host = host;
+  }
+
+  async handle(plugin: string, call: Extract<WorkerToKernel, { t: 'call' }>): Promise<unknown> {
+    const invocation = this.host.invocations.get(call.invocationId);
+    if (!invocation || invocation.plugin !== plugin) {
+      throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+    }
+    const capability = KERNEL_CAPABILITIES[call.capability];
+    const method = capability?.methods[call.method];
+    if (!method) throw new KeelError(400, 'unknown_capability', `Unknown capability ${call.capability}.${call.method}`);
+    const loaded = this.host.plugins.get(plugin);
+    const grants: string[] = loaded?.row.granted_capabilities ?? [];
+    if (!method.needs.some((needed) => grants.includes(needed))) {
+      const message = `${plugin}: ${call.capability}.${call.method} needs ${method.needs.join(' or ')}, which is not granted; declare it under capabilities in ${plugin}/plugin.json and enable the plugin again`;
+      this.host.kernel.log.warn({ plugin, capability: call.capability, method: call.method }, 'capability denied');
+      loaded?.logs.push({ at: new Date().toISOString(), level: 'warn', message });
+      throw new KeelError(403, 'capability_denied', message);
+    }
+    if (!Array.isArray(call.args) || JSON.stringify(call.args).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
+    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth } as never);
+  }
+}

@@ -1,0 +1,62 @@
+import { KeelError, notFound } from '../../http/errors.ts';
+import { findAgent, toAgentJson } from '../../tenancy/agents.ts';
+import { assertSameCompany, uuidArg } from './scope.ts';
+import type { BrokeredCall, KernelCapability } from './types.ts';
+
+const PAUSABLE = new Set(['active', 'idle', 'running', 'error']);
+
+async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: string | null) {
+  const agentId = uuidArg(call.args[0], 'agentId');
+  const { kernel } = call;
+  return kernel.db.transaction(async (tx) => {
+    const agent = await tx.maybeOne('select * from agents where id = ? for update', [agentId]);
+    if (!agent) throw notFound('Agent not found');
+    assertSameCompany(call, agent.company_id, 'the agent');
+    const from = agent.status as string;
+    const applies = to === 'paused' ? PAUSABLE.has(from) : from === 'paused';
+    if (!applies) return { changed: false, status: from };
+    await tx.exec(
+      `update agents set status = ?, pause_reason = ?, paused_at = case when ? = 'paused' then now() else null end, updated_at = now() where id = ?`,
+      [to, to === 'paused' ? reason : null, to, agentId]);
+    const actor = { actorType: 'system' as const, actorId: `plugin:${call.plugin}` };
+    await kernel.activity.record(tx, {
+      companyId: agent.company_id, ...actor, agentId, runId: call.info.runId,
+      action: to === 'paused' ? 'agent.paused' : 'agent.resumed', entityType: 'agent', entityId: agentId,
+      details: { from, to, reason, plugin: call.plugin, onBehalfOf: call.info.actor },
+    });
+    await kernel.events.emit(tx, 'agent.status_changed', { companyId: agent.company_id, agentId, from, to, reason, actor });
+    return { changed: true, status: to };
+  });
+}
+
+export const agentsCapability: KernelCapability = {
+  methods: {
+    get: {
+      needs: ['agents.read', 'agents.pause'],
+      run: async (call) => {
+        const agentId = uuidArg(call.args[0], 'agentId');
+        const row = await findAgent(call.kernel.db, agentId);
+        if (!row) return null;
+        assertSameCompany(call, row.company_id, 'the agent');
+        // Configuration stays with the kernel: plugins see the redacted view.
+        return toAgentJson(row, { redacted: true });
+      },
+    },
+    pause: {
+      needs: ['agents.pause'],
+      run: async (call) => {
+        const reason = call.args[1];
+        if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200) throw new KeelError(400, 'invalid_arguments', 'pause needs a reason of 1-200 characters');
+        const result = await changeStatus(call, 'paused', reason);
+        return { paused: result.changed || result.status === 'paused', status: result.status };
+      },
+    },
+    resume: {
+      needs: ['agents.pause'],
+      run: async (call) => {
+        const result = await changeStatus(call, 'idle', null);
+        return { resumed: result.changed, status: result.status };
+      },
+    },
+  },
+};

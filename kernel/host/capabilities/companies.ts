@@ -1,0 +1,18 @@
+import { toCompany } from '../../tenancy/companies.ts';
+import { readCompany } from '../../tenancy/company-access.ts';
+import { assertSameCompany, uuidArg } from './scope.ts';
+import type { KernelCapability } from './types.ts';
+
+export const companiesCapability: KernelCapability = {
+  methods: {
+    get: {
+      needs: ['companies.read'],
+      run: async (call) => {
+        const companyId = uuidArg(call.args[0], 'companyId');
+        assertSameCompany(call, companyId, 'the company');
+        const row = await readCompany(call.kernel.db, companyId);
+        return row ? toCompany(row) : null;
+      },
+    },
+  },
+};

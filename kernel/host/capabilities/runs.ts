@@ -1,0 +1,51 @@
+import { KeelError } from '../../http/errors.ts';
+import { assertSameCompany, uuidArg } from './scope.ts';
+import type { KernelCapability } from './types.ts';
+
+const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
+
+/** The run ledger, as the agent runtime plugin reaches it. */
+export const runsCapability: KernelCapability = {
+  methods: {
+    open: {
+      needs: ['runs.open'],
+      run: async (call) => {
+        const input = (call.args[0] ?? {}) as { agentId?: unknown; invocationSource?: unknown; trigger?: unknown };
+        const agentId = uuidArg(input.agentId, 'agentId');
+        const agent = await call.kernel.db.maybeOne<{ company_id: string }>('select company_id from agents where id = ?', [agentId]);
+        if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
+        assertSameCompany(call, agent.company_id, 'the agent');
+        const source = typeof input.invocationSource === 'string' && /^[a-z_]{1,40}$/.test(input.invocationSource) ? input.invocationSource : 'on_demand';
+        const opened = await call.kernel.db.transaction(async (tx) => {
+          const result = await call.kernel.runs.open(tx, { companyId: agent.company_id, agentId, invocationSource: source, trigger: typeof input.trigger === 'string' ? input.trigger.slice(0, 200) : undefined, openedByPlugin: call.plugin });
+          await call.kernel.activity.record(tx, {
+            companyId: agent.company_id, actorType: 'system', actorId: `plugin:${call.plugin}`, agentId, runId: result.run.runId,
+            action: 'run.opened', entityType: 'run', entityId: result.run.runId, details: { invocationSource: source, plugin: call.plugin },
+          });
+          return result;
+        });
+        return { runId: opened.run.runId, token: opened.token, tokenExpiresAt: opened.tokenExpiresAt };
+      },
+    },
+    close: {
+      needs: ['runs.close'],
+      run: async (call) => {
+        const runId = uuidArg(call.args[0], 'runId');
+        const input = (call.args[1] ?? {}) as { status?: unknown; reason?: unknown };
+        if (typeof input.status !== 'string' || !CLOSE_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_arguments', `status must be one of ${[...CLOSE_STATUSES].join(', ')}`);
+        const run = await call.kernel.runs.get(call.kernel.db, runId);
+        if (!run) throw new KeelError(404, 'not_found', 'Run not found');
+        assertSameCompany(call, run.companyId, 'the run');
+        const closed = await call.kernel.db.transaction(async (tx) => {
+          const result = await call.kernel.runs.close(tx, runId, { status: input.status as 'succeeded', reason: typeof input.reason === 'string' ? input.reason.slice(0, 500) : undefined });
+          await call.kernel.activity.record(tx, {
+            companyId: run.companyId, actorType: 'system', actorId: `plugin:${call.plugin}`, agentId: run.agentId, runId,
+            action: 'run.closed', entityType: 'run', entityId: runId, details: { status: result.status, plugin: call.plugin },
+          });
+          return result;
+        });
+        return { runId: closed.runId, status: closed.status };
+      },
+    },
+  },
+};

@@ -1,0 +1,14 @@
+import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
+import type { KernelServices } from '../../services.ts';
+
+/** What a kernel-served capability method receives: identity comes from the kernel's own record of the call. */
+export interface BrokeredCall {
+  plugin: string;
+  grants: readonly string[];
+  info: InvocationInfo;
+  args: unknown[];
+  kernel: KernelServices;
+}
+
+export type KernelCapabilityMethod = (call: BrokeredCall) => Promise<unknown>;
+export interface KernelCapability { methods: Record<string, { needs: string[]; run: KernelCapabilityMethod }> }

@@ -1,0 +1,120 @@
+import type { Context, Middleware } from 'koa';
+import { Ajv, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
+import { activityActor, type Actor } from '../../auth/actor.ts';
+import { readJsonBody } from '../../http/body.ts';
+import { KeelError, validationFailed } from '../../http/errors.ts';
+import { requireActor, requireAgent, requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
+import { companyForRequest } from '../../tenancy/company-access.ts';
+import type { ExtensionHost } from '../extension-host.ts';
+import type { PluginRoute } from './routes.ts';
+import type { InvokeResult } from '../plugin-process.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+const bodyAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true }));
+const queryAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: true }));
+const compiled = new WeakMap<object, ValidateFunction>();
+const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
+
+function validator(ajv: Ajv, schema: object): ValidateFunction {
+  let fn = compiled.get(schema);
+  if (!fn) { fn = ajv.compile(schema); compiled.set(schema, fn); }
+  return fn;
+}
+
+function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {
+  if (!schema) return;
+  const check = validator(ajv, schema);
+  if (check(value)) return;
+  const issues = (check.errors ?? []).map((e) => {
+    const base = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    const missing = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : '';
+    return { path: [base, missing].filter(Boolean).join('.') || '(body)', message: e.keyword === 'required' ? 'is required' : e.message ?? 'is invalid', keyword: e.keyword };
+  });
+  throw validationFailed(`Invalid ${where}: ${issues[0]!.path} ${issues[0]!.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`, issues);
+}
+
+function authorize(ctx: Context, auth: RouteManifest['auth']): void {
+  if (auth === 'none') return;
+  if (auth === 'board') requireBoard(ctx);
+  else if (auth === 'agent') requireAgent(ctx);
+  else if (auth === 'instance_admin') requireInstanceAdmin(ctx);
+  else requireActor(ctx);
+}
+
+/** Writes a plugin's answer (or its error) as the kernel answers: JSON, with the one error body. */
+export function respond(ctx: Context, result: InvokeResult, successStatus: number): void {
+  if (!result.ok) {
+    const error = result.error!;
+    const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
+    throw new KeelError(status, error.code, error.message, { details: error.details, expose: true });
+  }
+  const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;
+  const envelope = value && typeof value === 'object' && '$response' in (value as object) ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string> } }).$response : null;
+  if (envelope) {
+    ctx.status = envelope.status && envelope.status >= 200 && envelope.status <= 599 ? envelope.status : successStatus;
+    for (const [name, headerValue] of Object.entries(envelope.headers ?? {})) {
+      if (/^(x-[a-z0-9-]+|cache-control|etag|location|content-language)$/i.test(name)) ctx.set(name, String(headerValue));
+    }
+    ctx.body = envelope.body === undefined ? null : envelope.body;
+  } else {
+    ctx.status = successStatus;
+    ctx.body = value;
+  }
+  if (ctx.body === null) ctx.body = 'null';
+  ctx.type = 'application/json';
+}
+
+/**
+ * Serves plugin routes: authentication, company scoping and schema validation run here, in
+ * the kernel, before the isolate is entered; the plugin sees a validated request and the
+ * identity the kernel resolved.
+ */
+export function pluginRouteDispatch(host: ExtensionHost): Middleware {
+  return async (ctx, next) => {
+    const match = host.routes.match(ctx.method === 'HEAD' ? 'GET' : ctx.method, ctx.path);
+    if (!match) return next();
+    if ('allowed' in match) {
+      ctx.set('Allow', [...new Set(match.allowed)].join(', '));
+      throw new KeelError(405, 'method_not_allowed', `Method ${ctx.method} is not allowed on ${ctx.path}`);
+    }
+    await serve(ctx, host, match.route, match.params);
+  };
+}
+
+async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute, params: Record<string, string>): Promise<void> {
+  const { route, plugin } = pluginRoute;
+  authorize(ctx, route.auth);
+  const actor = ctx.state.actor as Actor;
+  let companyId: string | null = null;
+  if (route.companyParam) {
+    const { company } = await companyForRequest(ctx, host.kernel.db, params[route.companyParam]);
+    companyId = company.id;
+  } else if (actor.kind === 'agent') {
+    companyId = actor.companyId;
+  }
+  const query = { ...ctx.query } as Record<string, unknown>;
+  validate(queryAjv, route.query, query, 'query');
+  let body: unknown = null;
+  if (route.method !== 'GET') {
+    body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
+    if (body === undefined) body = route.body ? {} : null;
+    validate(bodyAjv, route.body, body, 'request body');
+  }
+  const headers: Record<string, string> = {};
+  for (const name of FORWARDED_HEADERS) { const value = ctx.get(name); if (value) headers[name] = value; }
+  const who = activityActor(actor);
+  const transactional = route.transactional ?? route.method !== 'GET';
+  const result = await host.invoke(plugin, 'route', route.key, { params, query, body, headers, companyId }, {
+    companyId,
+    actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },
+    runId: who.runId,
+  }, {
+    transactional,
+    defaultActivity: route.method === 'GET' ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+  });
+  // The plugin's transaction wrote the entry (its own, or the host's default one).
+  if (route.method !== 'GET') ctx.state.activityWritten = true;
+  respond(ctx, result, route.successStatus ?? 200);
+}

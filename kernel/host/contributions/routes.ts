@@ -1,0 +1,75 @@
+import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
+import { normalisePath } from '../manifest/validate-manifest.ts';
+
+/**
+ * The routes plugins contribute, matched after the kernel's own routes. Relative routes live
+ * under /api/plugins/{pluginKey}; absolute ones (granted http.routes.absolute) at the path
+ * the manifest gives. Two claimants of one route are refused at enable, naming both.
+ */
+export interface PluginRoute {
+  plugin: string;
+  route: RouteManifest;
+  fullPath: string;
+  pattern: RegExp;
+  params: string[];
+}
+
+export function compileRoute(plugin: string, route: RouteManifest): PluginRoute {
+  const path = normalisePath(route.path);
+  const fullPath = route.absolute ? path : `/api/plugins/${plugin}${path === '/' ? '' : path}`;
+  const params: string[] = [];
+  const source = fullPath.split('/').map((segment) => {
+    if (segment.startsWith(':')) { params.push(segment.slice(1)); return '([^/]+)'; }
+    return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  }).join('/');
+  return { plugin, route, fullPath, pattern: new RegExp(`^${source}/?$`), params };
+}
+
+/** A sample concrete path for a pattern, used to test overlaps. */
+export function samplePath(fullPath: string): string {
+  return fullPath.split('/').map((segment) => (segment.startsWith(':') ? '00000000-0000-4000-8000-000000000000' : segment)).join('/');
+}
+
+export function overlaps(a: PluginRoute, b: PluginRoute): boolean {
+  if (a.route.method !== b.route.method) return false;
+  return a.pattern.test(samplePath(b.fullPath)) || b.pattern.test(samplePath(a.fullPath));
+}
+
+export class RouteTable {
+  private routes: PluginRoute[] = [];
+
+  add(routes: PluginRoute[]): void {
+    this.routes.push(...routes);
+    // Literal segments before parameters, so /x/stats wins over /x/:id.
+    this.routes.sort((a, b) => specificity(b.fullPath) - specificity(a.fullPath));
+  }
+
+  remove(plugin: string): void {
+    this.routes = this.routes.filter((r) => r.plugin !== plugin);
+  }
+
+  conflicts(candidate: PluginRoute): PluginRoute | undefined {
+    return this.routes.find((existing) => existing.plugin !== candidate.plugin && overlaps(existing, candidate));
+  }
+
+  match(method: string, path: string): { route: PluginRoute; params: Record<string, string> } | { allowed: string[] } | null {
+    const allowed: string[] = [];
+    for (const route of this.routes) {
+      const match = route.pattern.exec(path);
+      if (!match) continue;
+      if (route.route.method !== method) { allowed.push(route.route.method); continue; }
+      const params: Record<string, string> = {};
+      route.params.forEach((name, index) => { params[name] = decodeURIComponent(match[index + 1]!); });
+      return { route, params };
+    }
+    return allowed.length ? { allowed } : null;
+  }
+
+  all(): readonly PluginRoute[] {
+    return this.routes;
+  }
+}
+
+function specificity(path: string): number {
+  return path.split('/').reduce((score, segment) => score * 2 + (segment.startsWith(':') ? 0 : 1), 1);
+}

@@ -1,0 +1,322 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Router } from '@koa/router';
+import type { InvocationInfo } from '../../sdk/plugin/context.ts';
+import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import { buildPlugin } from '../../sdk/build/build-plugin.ts';
+import type { Row } from '../db/database.ts';
+import { conflict, KeelError, notFound } from '../http/errors.ts';
+import type { KernelServices } from '../services.ts';
+import { Broker } from './broker.ts';
+import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
+import { PluginDatabases } from './plugin-databases.ts';
+import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
+import type { InvokeMessage } from './protocol/messages.ts';
+import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
+
+export interface LoadedPlugin {
+  key: string;
+  manifest: PluginManifest;
+  folder: string;
+  row: Row;
+  process: PluginProcess | null;
+  routes: PluginRoute[];
+  logs: LogLine[];
+}
+
+export interface InvokeOptions {
+  transactional: boolean;
+  defaultActivity?: { action: string; entityType: string; entityId: string } | null;
+  deadlineMs?: number;
+}
+
+const LOG_RING = 500;
+const DEFAULT_LIMITS = { memoryMb: 64, callTimeoutMs: 10_000, maxConcurrentCalls: 64 };
+
+/**
+ * The extension host: installs plugins, grants their capabilities on enable, runs each in
+ * its own supervised worker process, mounts what they contribute, and carries every call
+ * into them. It is the only kernel module that knows plugins exist.
+ */
+export class ExtensionHost {
+  readonly kernel: KernelServices;
+  readonly plugins = new Map<string, LoadedPlugin>();
+  readonly routes = new RouteTable();
+  /** Calls in flight, by invocation id: the broker attaches identity from here, never from the worker. */
+  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number }>();
+  readonly databases: PluginDatabases;
+  private readonly broker: Broker;
+  private kernelRouter: Router | null = null;
+  /** Contribution points (jobs, events, webhooks, folders) hook in here instead of editing activation. */
+  private readonly activationHooks: Array<{ activate(plugin: LoadedPlugin): Promise<void> | void; deactivate(key: string): Promise<void> | void }> = [];
+  /** Adds per-call data to an invocation before it is sent (for example the company's folder mounts). */
+  readonly invokeDecorators: Array<(plugin: LoadedPlugin, message: InvokeMessage) => Promise<void> | void> = [];
+  private bridgeKey!: Buffer;
+
+  constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
+    this.kernel = kernel;
+    this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
+    this.broker = new Broker(this);
+  }
+
+  onActivation(hooks: { activate(plugin: LoadedPlugin): Promise<void> | void; deactivate(key: string): Promise<void> | void }): void {
+    this.activationHooks.push(hooks);
+  }
+
+  /** The kernel's own routes, which plugin routes may never claim. */
+  attachKernelRouter(router: Router): void {
+    this.kernelRouter = router;
+  }
+
+  async start(options: { bootstrapFirstParty: boolean }): Promise<void> {
+    const row = await this.kernel.db.maybeOne<{ key: Buffer }>('select key from keel_private.bridge_key');
+    this.bridgeKey = Buffer.from(row!.key);
+    if (options.bootstrapFirstParty) {
+      for (const found of await scanFolder(FIRST_PARTY_DIR, 'first_party')) {
+        const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
+        if (!existing) {
+          await this.install(found);
+          await this.enable(found.manifest.key, {});
+        }
+      }
+    }
+    const enabled = await this.kernel.db.query("select * from plugins where status = 'enabled' order by key");
+    for (const pluginRow of enabled) {
+      try {
+        await this.activate(pluginRow);
+      } catch (error) {
+        await this.markFailed(pluginRow.key, (error as Error).message);
+        this.kernel.log.error({ plugin: pluginRow.key, err: error }, 'plugin could not start');
+      }
+    }
+  }
+
+  // ---- lifecycle -------------------------------------------------------------------------
+
+  async install(found: FoundPlugin): Promise<Row> {
+    const { manifest } = found;
+    const existing = await this.kernel.db.maybeOne('select key, source_path from plugins where key = ?', [manifest.key]);
+    if (existing) throw conflict(`Plugin ${manifest.key} is already installed (from ${existing.source_path})`, { key: manifest.key }, 'plugin_already_installed');
+    await buildPlugin(found.folder).catch((error: Error) => { throw new KeelError(422, 'plugin_build_failed', `${manifest.key} does not build: ${error.message.split('\n').slice(0, 3).join(' ')}`); });
+    const row = await this.kernel.db.transaction(async (tx) => {
+      const inserted = await tx.maybeOne(
+        `insert into plugins (key, package_name, version, display_name, description, source_kind, source_path, tag, manifest, db_namespace)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?) returning *`,
+        [manifest.key, found.packageName, manifest.version, manifest.displayName, manifest.description ?? null, found.sourceKind, found.folder,
+          manifest.tag ?? (found.sourceKind === 'first_party' ? 'first-party' : found.sourceKind === 'example' ? 'example' : null),
+          JSON.stringify(manifest), manifest.database?.namespace ?? null]);
+      await this.audit(tx, 'plugin.installed', manifest.key, { version: manifest.version, source: found.sourceKind });
+      return inserted!;
+    });
+    return row;
+  }
+
+  /** Grants the manifest's capabilities (or the subset given), provisions the database and starts the worker. */
+  async enable(key: string, options: { grant?: string[] }): Promise<Row> {
+    const row = await this.row(key);
+    const manifest = row.manifest as PluginManifest;
+    const declared = manifest.capabilities.map((c) => c.id as string);
+    const requested = options.grant ?? declared;
+    const unknown = requested.filter((id) => !declared.includes(id));
+    if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
+    const claimed = this.claimedRoutes(manifest, requested);
+    const updated = await this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne(
+        `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
+           enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
+        [`{${requested.join(',')}}`, key]);
+      await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+      return result!;
+    });
+    this.assertNoRouteConflicts(key, claimed);
+    await this.deactivate(key);
+    try {
+      await this.activate(updated);
+    } catch (error) {
+      await this.markFailed(key, (error as Error).message);
+      throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
+    }
+    return this.row(key);
+  }
+
+  async disable(key: string): Promise<Row> {
+    await this.row(key);
+    await this.deactivate(key);
+    return this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
+      await this.audit(tx, 'plugin.disabled', key, {});
+      return result!;
+    });
+  }
+
+  async uninstall(key: string): Promise<void> {
+    const row = await this.row(key);
+    await this.deactivate(key);
+    await this.databases.drop(row.manifest as PluginManifest);
+    await this.kernel.db.transaction(async (tx) => {
+      await tx.exec('delete from plugins where key = ?', [key]);
+      await this.audit(tx, 'plugin.uninstalled', key, { version: row.version });
+    });
+  }
+
+  /**
+   * Re-reads the plugin's folder, runs new migrations and restarts it. A new version that asks
+   * for capabilities the operator has not granted is refused until it is enabled again with them.
+   */
+  async upgrade(key: string): Promise<Row> {
+    const row = await this.row(key);
+    const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
+    if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
+    const granted: string[] = row.granted_capabilities ?? [];
+    const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !granted.includes(id));
+    if (row.status === 'enabled' && added.length) {
+      throw new KeelError(409, 'capability_grant_required', `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; enable it again with those capabilities`, { details: { newCapabilities: added } });
+    }
+    await buildPlugin(found.folder).catch((error: Error) => { throw new KeelError(422, 'plugin_build_failed', `${key} does not build: ${error.message.split('\n')[0]}`); });
+    const updated = await this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne(
+        `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, updated_at = now() where key = ? returning *`,
+        [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null, key]);
+      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version });
+      return result!;
+    });
+    if (updated.status === 'enabled') {
+      await this.deactivate(key);
+      await this.activate(updated);
+    }
+    return updated;
+  }
+
+  async setConfig(key: string, config: Record<string, unknown>): Promise<Row> {
+    const updated = await this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne('update plugins set config = ?::jsonb, updated_at = now() where key = ? returning *', [JSON.stringify(config), key]);
+      if (!result) throw notFound('Plugin not found');
+      await this.audit(tx, 'plugin.config_updated', key, { keys: Object.keys(config) });
+      return result;
+    });
+    const loaded = this.plugins.get(key);
+    if (loaded) { loaded.row = updated; loaded.process?.updateConfig(config); }
+    return updated;
+  }
+
+  // ---- running plugins -------------------------------------------------------------------
+
+  private async activate(row: Row): Promise<void> {
+    const manifest = row.manifest as PluginManifest;
+    const folder = row.source_path as string;
+    const grants: string[] = row.granted_capabilities ?? [];
+    const declared = manifest.capabilities.map((c) => c.id as string);
+    const ungranted = declared.filter((id) => !grants.includes(id));
+    if (ungranted.length) throw new KeelError(409, 'capability_grant_required', `${row.key} asks for ${ungranted.join(', ')}, which the operator has not granted; enable it again to grant them`);
+    const built = await buildPlugin(folder);
+    const roles = await this.databases.provision(manifest, grants);
+    if (grants.includes('database.namespace.migrate') || manifest.database) await this.databases.migrate(manifest, folder);
+    const limits = { ...DEFAULT_LIMITS, ...manifest.limits };
+    const loaded: LoadedPlugin = { key: row.key, manifest, folder, row, process: null, routes: [], logs: this.plugins.get(row.key)?.logs ?? [] };
+    const process = new PluginProcess({
+      init: {
+        pluginKey: row.key,
+        version: manifest.version,
+        code: built.code,
+        grants,
+        config: row.config ?? {},
+        database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog' },
+        network: manifest.network?.allow ?? [],
+        folders: {},
+        limits: { memoryMb: limits.memoryMb, callTimeoutMs: limits.callTimeoutMs, cpuSliceMs: Math.min(limits.callTimeoutMs, 5000), maxResponseBytes: 5 * 1024 * 1024, maxLogLinesPerMinute: 600 },
+        activitySigning: true,
+      },
+      log: this.kernel.log,
+      maxConcurrent: limits.maxConcurrentCalls,
+      onCall: (call) => this.broker.handle(row.key, call),
+      onLog: (line) => {
+        loaded.logs.push(line);
+        if (loaded.logs.length > LOG_RING) loaded.logs.splice(0, loaded.logs.length - LOG_RING);
+      },
+    });
+    loaded.process = process;
+    this.plugins.set(row.key, loaded);
+    await process.start();
+    loaded.routes = this.claimedRoutes(manifest, grants);
+    this.assertNoRouteConflicts(row.key, loaded.routes);
+    this.routes.add(loaded.routes);
+    for (const hook of this.activationHooks) await hook.activate(loaded);
+  }
+
+  private async deactivate(key: string): Promise<void> {
+    const loaded = this.plugins.get(key);
+    this.routes.remove(key);
+    for (const hook of this.activationHooks) await hook.deactivate(key);
+    if (!loaded) return;
+    this.plugins.delete(key);
+    await loaded.process?.stop();
+  }
+
+  private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
+    if (!grants.includes('http.routes')) return [];
+    return (manifest.routes ?? []).filter((route) => !route.absolute || grants.includes('http.routes.absolute')).map((route) => compileRoute(manifest.key, route));
+  }
+
+  private assertNoRouteConflicts(key: string, routes: PluginRoute[]): void {
+    for (const route of routes) {
+      const other = this.routes.conflicts(route);
+      if (other) throw conflict(`${key} claims ${route.route.method} ${route.fullPath}, which ${other.plugin} already serves (${other.route.method} ${other.fullPath})`, { plugins: [key, other.plugin] }, 'route_conflict');
+      const sample = samplePath(route.fullPath);
+      for (const layer of this.kernelRouter?.stack ?? []) {
+        if (!layer.methods.includes(route.route.method)) continue;
+        if (layer.match(sample) || route.pattern.test(samplePath(String(layer.path)))) {
+          throw conflict(`${key} claims ${route.route.method} ${route.fullPath}, which the kernel serves (${route.route.method} ${String(layer.path)})`, { plugins: [key, 'kernel'] }, 'route_conflict');
+        }
+      }
+    }
+  }
+
+  /** Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it. */
+  async invoke(key: string, kind: InvocationInfo['kind'], target: string, input: unknown, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, options: InvokeOptions, depth = 0): Promise<InvokeResult> {
+    const loaded = this.plugins.get(key);
+    if (!loaded?.process) throw new KeelError(404, 'plugin_not_enabled', `Plugin ${key} is not enabled`);
+    const id = randomUUID();
+    const full: InvocationInfo = { ...info, id, kind, target };
+    const deadlineMs = options.deadlineMs ?? loaded.manifest.limits?.callTimeoutMs ?? DEFAULT_LIMITS.callTimeoutMs;
+    const role = this.databases.roles(loaded.manifest).runtime;
+    const invocation = JSON.stringify({
+      plugin: key, role, invocationId: id, companyId: info.companyId, actorType: info.actor.type, actorId: info.actor.id,
+      agentId: info.actor.agentId, runId: info.runId, exp: Math.floor(Date.now() / 1000) + Math.ceil(deadlineMs / 1000) + 60,
+    });
+    this.invocations.set(id, { plugin: key, info: full, depth });
+    try {
+      const message: InvokeMessage = {
+        t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional,
+        signed: { invocation, signature: this.sign(invocation) }, defaultActivity: options.defaultActivity ?? null, deadlineMs,
+      };
+      for (const decorate of this.invokeDecorators) await decorate(loaded, message);
+      return await loaded.process.invoke(message);
+    } finally {
+      this.invocations.delete(id);
+    }
+  }
+
+  private sign(text: string): string {
+    const inner = createHash('sha256').update(Buffer.concat([this.bridgeKey, Buffer.from(text, 'utf8')])).digest();
+    return createHash('sha256').update(Buffer.concat([this.bridgeKey, inner])).digest('hex');
+  }
+
+  // ---- helpers ---------------------------------------------------------------------------
+
+  async row(key: string): Promise<Row> {
+    const row = await this.kernel.db.maybeOne('select * from plugins where key = ?', [key]);
+    if (!row) throw notFound(`Plugin ${key} is not installed`, 'plugin_not_found');
+    return row;
+  }
+
+  private async markFailed(key: string, message: string): Promise<void> {
+    await this.kernel.db.exec("update plugins set status = 'failed', last_error = ?, updated_at = now() where key = ?", [message.slice(0, 2000), key]);
+  }
+
+  private async audit(tx: Parameters<Parameters<KernelServices['db']['transaction']>[0]>[0], action: string, key: string, details: Record<string, unknown>): Promise<void> {
+    await this.kernel.activity.record(tx, { companyId: null, actorType: 'system', actorId: 'extension-host', action, entityType: 'plugin', entityId: key, details });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
+  }
+}

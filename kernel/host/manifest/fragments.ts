@@ -1,0 +1,245 @@
+/**
+ * The manifest schema, one fragment per contribution point. Every property has a
+ * description: the same schema is published for plugin authors and drives validation.
+ */
+const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 };
+const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-12 subset understood by ajv).' };
+
+export const CAPABILITY_IDS = [
+  'database.namespace.read', 'database.namespace.write', 'database.namespace.migrate',
+  'activity.write', 'http.routes', 'http.routes.absolute', 'http.fetch', 'local.folders',
+  'tools.register', 'jobs.schedule', 'webhooks.receive', 'events.subscribe', 'events.hooks',
+  'ui.slots', 'ui.page.register', 'companies.read', 'agents.read', 'agents.pause', 'agents.managed',
+  'projects.managed', 'routines.managed', 'skills.managed', 'runs.open', 'runs.close',
+  'secrets.resolve', 'services.provide', 'services.consume', 'instance.settings.read',
+] as const;
+
+export const capabilitiesFragment = {
+  type: 'array', maxItems: 64, uniqueItems: true,
+  description: 'Capabilities the plugin asks for; the operator grants them on enable. No wildcards.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['id', 'reason'],
+    properties: {
+      id: { enum: CAPABILITY_IDS, description: 'Capability id (domain.verb).' },
+      reason: { type: 'string', minLength: 3, maxLength: 500, description: 'Why the plugin needs it; shown to the operator.' },
+    },
+  },
+};
+
+export const routesFragment = {
+  type: 'array', maxItems: 200,
+  description: 'HTTP routes, mounted under /api/plugins/{pluginKey} unless absolute.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['key', 'method', 'path', 'auth'],
+    properties: {
+      key: { ...identifier, description: 'Handler key in definePlugin({ routes }).' },
+      method: { enum: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], description: 'HTTP method.' },
+      path: { type: 'string', pattern: '^/[A-Za-z0-9_\\-./:{}]*$', maxLength: 300, description: 'Path; parameters as :name or {name}.' },
+      absolute: { type: 'boolean', description: 'Serve the path as given (needs http.routes.absolute).' },
+      auth: { enum: ['board', 'agent', 'any', 'none', 'instance_admin'], description: 'Who may call it; checked before the isolate runs.' },
+      companyParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'Path parameter naming the company; company access is checked by the host.' },
+      body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
+      query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
+      transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },
+      successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
+      description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
+    },
+  },
+};
+
+export const toolsFragment = {
+  type: 'array', maxItems: 100, description: 'Tools agents can call through POST /api/plugins/tools/execute.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['key', 'description', 'inputSchema'],
+    properties: {
+      key: { ...identifier, description: 'Tool key; exposed as <pluginKey>.<key>.' },
+      description: { type: 'string', minLength: 1, maxLength: 2000, description: 'What the tool does, for the agent.' },
+      inputSchema: { ...schemaObject, description: 'Schema of the tool input.' },
+    },
+  },
+};
+
+export const jobsFragment = {
+  type: 'array', maxItems: 50, description: 'Scheduled jobs, leased through the database.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['key'],
+    properties: {
+      key: { ...identifier, description: 'Handler key in definePlugin({ jobs }).' },
+      schedule: { type: 'string', maxLength: 100, description: 'Cron expression (5 fields, UTC); absent = manual only.' },
+      description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+    },
+  },
+};
+
+export const webhooksFragment = {
+  type: 'array', maxItems: 50, description: 'Inbound webhook endpoints at /api/plugins/{pluginKey}/webhooks/{key}.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['key'],
+    properties: {
+      key: { ...identifier, description: 'Endpoint key.' },
+      description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+      signature: {
+        type: 'object', additionalProperties: false, required: ['scheme', 'header', 'secretConfigKey'],
+        description: 'Signature verification done by the host before the body is parsed.',
+        properties: {
+          scheme: { enum: ['hmac-sha256'], description: 'Signature scheme.' },
+          header: { type: 'string', minLength: 1, maxLength: 100, description: 'Header carrying the hex signature.' },
+          secretConfigKey: { type: 'string', minLength: 1, maxLength: 100, description: 'Config key holding the shared secret.' },
+          timestampHeader: { type: 'string', maxLength: 100, description: 'Header with a Unix timestamp, signed with the body; enables replay protection.' },
+          toleranceSeconds: { type: 'integer', minimum: 1, maximum: 3600, description: 'Accepted clock skew for the timestamp.' },
+        },
+      },
+    },
+  },
+};
+
+export const eventsFragment = {
+  type: 'array', maxItems: 50, description: 'Kernel events the plugin receives.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['event', 'mode'],
+    properties: {
+      event: { enum: ['company.created', 'company.updated', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed'], description: 'Event name.' },
+      mode: { enum: ['after_commit', 'in_transaction'], description: 'after_commit: subscriber; in_transaction: hook that can veto (needs events.hooks).' },
+    },
+  },
+};
+
+export const uiFragment = {
+  type: 'object', additionalProperties: false, description: 'UI contributions, shown while the plugin is enabled.',
+  properties: {
+    slots: {
+      type: 'array', maxItems: 50, description: 'Named UI slots the plugin fills.',
+      items: {
+        type: 'object', additionalProperties: false, required: ['slot', 'key'],
+        properties: {
+          slot: { type: 'string', minLength: 1, maxLength: 100, description: 'Slot name, e.g. wiki-sidebar.' },
+          key: { ...identifier, description: 'Contribution key.' },
+          label: { type: 'string', maxLength: 200, description: 'Display label.' },
+          order: { type: 'integer', minimum: 0, maximum: 10000, description: 'Sort order within the slot.' },
+          dataKey: { ...identifier, description: 'Data handler that feeds the slot.' },
+        },
+      },
+    },
+    launchers: {
+      type: 'array', maxItems: 50, description: 'Buttons or menu entries.',
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'label', 'placement'],
+        properties: {
+          key: { ...identifier, description: 'Launcher key.' },
+          label: { type: 'string', minLength: 1, maxLength: 200, description: 'Display label.' },
+          placement: { type: 'string', minLength: 1, maxLength: 100, description: 'Where it appears.' },
+          action: { ...identifier, description: 'Action handler it triggers.' },
+        },
+      },
+    },
+    pages: {
+      type: 'array', maxItems: 20, description: 'Pages (needs ui.page.register).',
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'title', 'path'],
+        properties: {
+          key: { ...identifier, description: 'Page key.' },
+          title: { type: 'string', minLength: 1, maxLength: 200, description: 'Page title.' },
+          path: { type: 'string', pattern: '^/[A-Za-z0-9_\\-/]*$', maxLength: 200, description: 'Page path in the UI.' },
+        },
+      },
+    },
+  },
+};
+
+export const foldersFragment = {
+  type: 'array', maxItems: 10, description: 'Local-folder mounts (needs local.folders); operators set the path per company.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['key', 'access'],
+    properties: {
+      key: { ...identifier, description: 'Mount key.' },
+      access: { enum: ['read', 'readWrite'], description: 'What the plugin may do inside the mount.' },
+      description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+    },
+  },
+};
+
+export const servicesFragment = {
+  type: 'object', additionalProperties: false, description: 'Services offered to and used from other plugins, brokered by the host.',
+  properties: {
+    provides: {
+      type: 'array', maxItems: 50, description: 'Services this plugin offers (needs services.provide).',
+      items: {
+        type: 'object', additionalProperties: false, required: ['key'],
+        properties: {
+          key: { ...identifier, description: 'Service key.' },
+          description: { type: 'string', maxLength: 1000, description: 'What it does.' },
+          inputSchema: { ...schemaObject, description: 'Schema of the input.' },
+          callerRequires: { type: 'array', items: { enum: CAPABILITY_IDS }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
+        },
+      },
+    },
+    consumes: {
+      type: 'array', maxItems: 50, description: 'Services of other plugins this one calls (needs services.consume).',
+      items: {
+        type: 'object', additionalProperties: false, required: ['plugin', 'service'],
+        properties: { plugin: { ...identifier, description: 'Provider plugin key.' }, service: { ...identifier, description: 'Service key.' } },
+      },
+    },
+  },
+};
+
+export const managedFragment = {
+  type: 'object', additionalProperties: false, description: 'Agents, projects, routines and skills the plugin manages.',
+  properties: {
+    agents: { type: 'array', maxItems: 20, items: { type: 'object' }, description: 'Managed agents (needs agents.managed).' },
+    projects: { type: 'array', maxItems: 20, items: { type: 'object' }, description: 'Managed projects (needs projects.managed).' },
+    routines: { type: 'array', maxItems: 50, items: { type: 'object' }, description: 'Managed routines (needs routines.managed).' },
+    skills: { type: 'array', maxItems: 50, items: { type: 'object' }, description: 'Managed skills (needs skills.managed).' },
+  },
+};
+
+export const manifestSchema = {
+  $id: 'https://keel.local/schemas/plugin-manifest.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['key', 'version', 'sdkApiVersion', 'displayName', 'entry', 'capabilities'],
+  properties: {
+    $schema: { type: 'string', description: 'Optional schema reference for editors.' },
+    key: { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*$', minLength: 2, maxLength: 48, description: 'Plugin key (kebab-case); also its id in the API.' },
+    version: { type: 'string', pattern: '^\\d+\\.\\d+\\.\\d+(-[0-9A-Za-z.-]+)?$', description: 'Semantic version.' },
+    sdkApiVersion: { const: 1, description: 'Version of the SDK contract the plugin was built against.' },
+    displayName: { type: 'string', minLength: 1, maxLength: 100, description: 'Human-friendly name.' },
+    description: { type: 'string', maxLength: 2000, description: 'What the plugin does.' },
+    entry: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+\\.(ts|js|mjs)$', description: 'Entry module, relative to the plugin folder.' },
+    tag: { enum: ['first-party', 'example'], description: 'Origin of the plugin.' },
+    experimental: { type: 'boolean', description: 'Shown as experimental.' },
+    capabilities: capabilitiesFragment,
+    database: {
+      type: 'object', additionalProperties: false, required: ['namespace'], description: 'The plugin\'s own PostgreSQL schema.',
+      properties: {
+        namespace: { type: 'string', pattern: '^[a-z][a-z0-9_]{1,30}$', description: 'Namespace slug; the schema is plugin_<namespace>.' },
+        migrations: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+$', description: 'Folder of NNNN-name.sql migrations, relative to the plugin folder.' },
+      },
+    },
+    routes: routesFragment,
+    tools: toolsFragment,
+    jobs: jobsFragment,
+    webhooks: webhooksFragment,
+    events: eventsFragment,
+    ui: uiFragment,
+    config: {
+      type: 'object', additionalProperties: false, required: ['schema'], description: 'Instance configuration of the plugin.',
+      properties: { schema: { ...schemaObject, description: 'Schema of the configuration object.' } },
+    },
+    folders: foldersFragment,
+    managed: managedFragment,
+    network: {
+      type: 'object', additionalProperties: false, required: ['allow'], description: 'Hosts ctx.http.fetch may reach.',
+      properties: { allow: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9.-]+(:[0-9]{1,5})?$' }, description: 'Host names (optionally *.domain and :port). No IP ranges.' } },
+    },
+    services: servicesFragment,
+    limits: {
+      type: 'object', additionalProperties: false, description: 'Sandbox limits (the host clamps them).',
+      properties: {
+        memoryMb: { type: 'integer', minimum: 8, maximum: 512, description: 'Isolate heap limit.' },
+        callTimeoutMs: { type: 'integer', minimum: 10, maximum: 120000, description: 'Wall-clock limit of one call.' },
+        maxConcurrentCalls: { type: 'integer', minimum: 1, maximum: 256, description: 'Calls in flight at once.' },
+      },
+    },
+  },
+} as const;

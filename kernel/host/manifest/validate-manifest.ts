@@ -1,0 +1,115 @@
+import { Ajv } from 'ajv';
+import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
+import { KeelError } from '../../http/errors.ts';
+import { manifestSchema } from './fragments.ts';
+
+export const MAX_MANIFEST_BYTES = 256 * 1024;
+
+/** Per-plugin host routes that no plugin route may shadow. */
+export const RESERVED_RELATIVE_PREFIXES = [
+  '/health', '/logs', '/config', '/enable', '/disable', '/upgrade', '/jobs', '/webhooks',
+  '/dashboard', '/bridge', '/data', '/actions', '/tools',
+];
+const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
+
+const ajv = new Ajv({ allErrors: true, strict: false });
+const check = ajv.compile(manifestSchema);
+const schemaAjv = new Ajv({ strict: false });
+
+/** Which capability a contribution needs; declaring one without it is a manifest error. */
+const NEEDS: Array<[keyof PluginManifest, string]> = [
+  ['routes', 'http.routes'], ['tools', 'tools.register'], ['jobs', 'jobs.schedule'], ['webhooks', 'webhooks.receive'],
+  ['folders', 'local.folders'], ['network', 'http.fetch'],
+];
+
+/**
+ * Validates a manifest (text or parsed) and returns it typed. Every problem is reported in
+ * one 422 `invalid_manifest` with `issues` naming the field; unknown fields are named too.
+ */
+export function validateManifest(input: string | unknown, source = 'plugin.json'): PluginManifest {
+  let manifest: unknown = input;
+  if (typeof input === 'string') {
+    if (Buffer.byteLength(input) > MAX_MANIFEST_BYTES) throw invalid(source, [{ path: '(manifest)', message: `exceeds ${MAX_MANIFEST_BYTES} bytes` }]);
+    try { manifest = JSON.parse(input); } catch (error) {
+      throw invalid(source, [{ path: '(manifest)', message: `is not valid JSON: ${(error as Error).message}` }]);
+    }
+  } else if (JSON.stringify(input ?? null).length > MAX_MANIFEST_BYTES) {
+    throw invalid(source, [{ path: '(manifest)', message: `exceeds ${MAX_MANIFEST_BYTES} bytes` }]);
+  }
+  if (!check(manifest)) {
+    const issues = (check.errors ?? []).map((error) => {
+      const base = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+      if (error.keyword === 'additionalProperties') {
+        const field = (error.params as { additionalProperty: string }).additionalProperty;
+        return { path: base ? `${base}.${field}` : field, message: 'is not a known manifest field' };
+      }
+      if (error.keyword === 'required') {
+        const field = (error.params as { missingProperty: string }).missingProperty;
+        return { path: base ? `${base}.${field}` : field, message: 'is required' };
+      }
+      return { path: base || '(manifest)', message: error.message ?? 'is invalid' };
+    });
+    throw invalid(source, dedupe(issues));
+  }
+  const typed = manifest as PluginManifest;
+  const issues: Array<{ path: string; message: string }> = [];
+  const declared = new Set(typed.capabilities.map((c) => c.id));
+  for (const [field, capability] of NEEDS) {
+    const value = typed[field];
+    if (value && (!Array.isArray(value) || value.length > 0) && !declared.has(capability as never)) {
+      issues.push({ path: field, message: `needs the ${capability} capability; declare it under capabilities` });
+    }
+  }
+  if (typed.database && ![...declared].some((c) => c.startsWith('database.namespace.'))) {
+    issues.push({ path: 'database', message: 'needs a database.namespace.* capability' });
+  }
+  const seen = new Set<string>();
+  for (const [index, route] of (typed.routes ?? []).entries()) {
+    const signature = `${route.method} ${normalisePath(route.path)} ${route.absolute ? 'abs' : 'rel'}`;
+    if (seen.has(signature)) issues.push({ path: `routes.${index}`, message: `duplicates ${route.method} ${route.path}` });
+    seen.add(signature);
+    if (route.absolute) {
+      if (!declared.has('http.routes.absolute')) issues.push({ path: `routes.${index}.absolute`, message: 'needs the http.routes.absolute capability' });
+      if (!route.path.startsWith('/api/') || route.path.startsWith('/api/plugins/')) issues.push({ path: `routes.${index}.path`, message: 'absolute paths must start with /api/ and stay outside /api/plugins/' });
+    } else if (RESERVED_RELATIVE_PREFIXES.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))
+      || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path)))) {
+      issues.push({ path: `routes.${index}.path`, message: `shadows a host route of every plugin (${route.path})` });
+    }
+    if (route.companyParam && !normalisePath(route.path).includes(`:${route.companyParam}`)) {
+      issues.push({ path: `routes.${index}.companyParam`, message: `names a parameter that is not in the path` });
+    }
+    for (const key of ['body', 'query'] as const) {
+      if (route[key]) {
+        try { schemaAjv.compile(route[key]!); } catch (error) { issues.push({ path: `routes.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
+      }
+    }
+  }
+  for (const [index, tool] of (typed.tools ?? []).entries()) {
+    try { schemaAjv.compile(tool.inputSchema); } catch (error) { issues.push({ path: `tools.${index}.inputSchema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
+  }
+  for (const [index, event] of (typed.events ?? []).entries()) {
+    const needed = event.mode === 'in_transaction' ? 'events.hooks' : 'events.subscribe';
+    if (!declared.has(needed as never)) issues.push({ path: `events.${index}.mode`, message: `needs the ${needed} capability` });
+  }
+  if (typed.ui?.pages?.length && !declared.has('ui.page.register')) issues.push({ path: 'ui.pages', message: 'needs the ui.page.register capability' });
+  if ((typed.ui?.slots?.length || typed.ui?.launchers?.length) && !declared.has('ui.slots')) issues.push({ path: 'ui.slots', message: 'needs the ui.slots capability' });
+  if (typed.services?.provides?.length && !declared.has('services.provide')) issues.push({ path: 'services.provides', message: 'needs the services.provide capability' });
+  if (typed.services?.consumes?.length && !declared.has('services.consume')) issues.push({ path: 'services.consumes', message: 'needs the services.consume capability' });
+  if (issues.length) throw invalid(source, issues);
+  return typed;
+}
+
+/** `{name}` and `:name` are the same parameter syntax. */
+export function normalisePath(path: string): string {
+  return path.replace(/\{([A-Za-z][A-Za-z0-9]*)\}/g, ':$1');
+}
+
+function dedupe(issues: Array<{ path: string; message: string }>) {
+  const seen = new Set<string>();
+  return issues.filter((issue) => { const key = `${issue.path} ${issue.message}`; if (seen.has(key)) return false; seen.add(key); return true; });
+}
+
+function invalid(source: string, issues: Array<{ path: string; message: string }>): KeelError {
+  const first = issues[0]!;
+  return new KeelError(422, 'invalid_manifest', `Invalid manifest ${source}: ${first.path} ${first.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`, { issues });
+}

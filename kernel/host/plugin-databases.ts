@@ -1,0 +1,143 @@
+import { createHash, createHmac } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import type { Database } from '../db/database.ts';
+import { KeelError } from '../http/errors.ts';
+
+/**
+ * Each plugin gets two PostgreSQL login roles: a migrator that owns the plugin's schema and
+ * runs its SQL migrations, and a runtime role the worker connects as, which may only use the
+ * tables the migrator made (read-only unless database.namespace.write is granted). Neither
+ * can reach another schema, make temporary tables or become anyone else; isolation is the
+ * database's, not the host's string checks. Passwords are derived from the instance secret.
+ */
+export interface PluginRoles { runtime: string; migrator: string; schema: string | null }
+
+export class PluginDatabases {
+  private readonly db: Database;
+  private readonly secret: Buffer;
+  private readonly baseUrl: URL;
+
+  constructor(db: Database, secret: Buffer, databaseUrl: string) {
+    this.db = db;
+    this.secret = secret;
+    this.baseUrl = new URL(databaseUrl);
+  }
+
+  roles(manifest: Pick<PluginManifest, 'key' | 'database'>): PluginRoles {
+    const slug = manifest.key.replaceAll('-', '_');
+    return { runtime: `keel_p_${slug}`, migrator: `keel_pm_${slug}`, schema: manifest.database ? `plugin_${manifest.database.namespace}` : null };
+  }
+
+  private password(role: string): string {
+    return createHmac('sha256', this.secret).update(`plugin-db-role:${role}`).digest('base64url');
+  }
+
+  url(role: string): string {
+    const url = new URL(this.baseUrl.href);
+    url.username = role;
+    url.password = this.password(role);
+    return url.href;
+  }
+
+  /** Creates or refreshes the roles, schema and privileges of a plugin; idempotent. */
+  async provision(manifest: PluginManifest, grants: readonly string[]): Promise<PluginRoles> {
+    const roles = this.roles(manifest);
+    const write = grants.includes('database.namespace.write');
+    const q = (sql: string) => this.db.query(sql);
+    const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
+    for (const role of [roles.runtime, roles.migrator]) {
+      const exists = await this.db.maybeOne('select 1 as x from pg_roles where rolname = ?', [role]);
+      const attributes = `login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls connection limit 40 password ${literal(this.password(role))}`;
+      await q(exists ? `alter role ${ident(role)} with ${attributes}` : `create role ${ident(role)} with ${attributes}`);
+      await q(`grant connect on database ${ident(database)} to ${ident(role)}`);
+    }
+    await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
+    await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
+    if (roles.schema) {
+      await q(`create schema if not exists ${ident(roles.schema)} authorization ${ident(roles.migrator)}`);
+      await q(`alter schema ${ident(roles.schema)} owner to ${ident(roles.migrator)}`);
+      await q(`revoke all on schema ${ident(roles.schema)} from public`);
+      await q(`grant usage on schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+      const tablePrivileges = write ? 'select, insert, update, delete' : 'select';
+      const sequencePrivileges = write ? 'usage, select, update' : 'select';
+      await q(`revoke all on all tables in schema ${ident(roles.schema)} from ${ident(roles.runtime)}`);
+      await q(`grant ${tablePrivileges} on all tables in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+      await q(`grant ${sequencePrivileges} on all sequences in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} revoke all on tables from ${ident(roles.runtime)}`);
+      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${tablePrivileges} on tables to ${ident(roles.runtime)}`);
+      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${sequencePrivileges} on sequences to ${ident(roles.runtime)}`);
+      await q(`alter default privileges for role ${ident(roles.migrator)} revoke execute on functions from public`);
+    }
+    for (const role of [roles.runtime, roles.migrator]) {
+      await q(`alter role ${ident(role)} set search_path = ${roles.schema ? ident(roles.schema) : 'pg_catalog'}`);
+    }
+    return roles;
+  }
+
+  /**
+   * Applies the plugin's pending migrations (NNNN-name.sql, in name order) as its migrator
+   * role, each in its own transaction; an applied migration whose file changed is refused.
+   */
+  async migrate(manifest: PluginManifest, folder: string): Promise<string[]> {
+    const roles = this.roles(manifest);
+    if (!roles.schema || !manifest.database?.migrations) return [];
+    const dir = join(folder, manifest.database.migrations);
+    const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^\d{4}-[a-z0-9-]+\.sql$/.test(f)).sort();
+    const applied = new Map((await this.db.query<{ name: string; checksum: string }>('select name, checksum from plugin_migrations where plugin_key = ?', [manifest.key])).map((r) => [r.name, r.checksum]));
+    const ran: string[] = [];
+    const pending: Array<{ name: string; sql: string; checksum: string }> = [];
+    for (const file of files) {
+      const sql = await readFile(join(dir, file), 'utf8');
+      const checksum = createHash('sha256').update(sql).digest('hex');
+      const previous = applied.get(file);
+      if (previous && previous !== checksum) throw new KeelError(409, 'plugin_migration_changed', `${manifest.key}: migration ${file} was changed after it was applied; add a new migration instead`);
+      if (!previous) pending.push({ name: file, sql, checksum });
+    }
+    if (pending.length === 0) return [];
+    const client = new pg.Client({ connectionString: this.url(roles.migrator), options: `-c search_path=${roles.schema}` } as pg.ClientConfig);
+    await client.connect();
+    try {
+      for (const migration of pending) {
+        try {
+          await client.query('begin');
+          await client.query(migration.sql);
+          await client.query('commit');
+        } catch (error) {
+          await client.query('rollback').catch(() => undefined);
+          throw new KeelError(422, 'plugin_migration_failed', `${manifest.key}: migration ${migration.name} failed: ${(error as Error).message}`);
+        }
+        await this.db.query('insert into plugin_migrations (plugin_key, name, checksum) values (?, ?, ?)', [manifest.key, migration.name, migration.checksum]);
+        ran.push(migration.name);
+      }
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+    // Tables made by migrations get the runtime privileges through default privileges; refresh anyway.
+    return ran;
+  }
+
+  /** Removes the plugin's schema, data and roles (uninstall). */
+  async drop(manifest: PluginManifest): Promise<void> {
+    const roles = this.roles(manifest);
+    if (roles.schema) await this.db.query(`drop schema if exists ${ident(roles.schema)} cascade`);
+    for (const role of [roles.runtime, roles.migrator]) {
+      const exists = await this.db.maybeOne('select 1 as x from pg_roles where rolname = ?', [role]);
+      if (!exists) continue;
+      await this.db.query(`select pg_terminate_backend(pid) from pg_stat_activity where usename = ?`, [role]);
+      await this.db.query(`drop owned by ${ident(role)} cascade`);
+      await this.db.query(`drop role if exists ${ident(role)}`);
+    }
+  }
+}
+
+function ident(name: string): string {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unsafe identifier ${name}`);
+  return `"${name}"`;
+}
+
+function literal(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,209 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { InvokeMessage, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+
+const WORKER_MAIN = fileURLToPath(new URL('./worker/worker-main.ts', import.meta.url));
+
+export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+export type KernelCallHandler = (call: Extract<WorkerToKernel, { t: 'call' }>) => Promise<unknown>;
+
+export interface PluginHealth {
+  status: 'starting' | 'running' | 'restarting' | 'stopped' | 'failed';
+  pid: number | null;
+  restarts: number;
+  consecutiveFailures: number;
+  lastExit: { code: number | null; signal: string | null; reason: string | null; at: string } | null;
+  lastBootMs: number | null;
+  inFlight: number;
+  startedAt: string | null;
+}
+
+export interface LogLine { at: string; level: string; message: string; fields?: Record<string, unknown> }
+
+const MAX_BACKOFF_MS = 30_000;
+
+/**
+ * Supervises one plugin's worker process: boots it, sends it invocations with a deadline,
+ * answers its kernel-capability calls through the broker, and restarts it with exponential
+ * backoff when it dies (crash, out of memory, runaway call). Calls in flight when the worker
+ * dies fail with a clear error; nothing else in the kernel notices.
+ */
+export class PluginProcess {
+  readonly key: string;
+  private child: ChildProcess | null = null;
+  private init: WorkerInit;
+  private readonly log: Logger;
+  private readonly onCall: KernelCallHandler;
+  private readonly onLog: (line: LogLine) => void;
+  private readonly pending = new Map<string, { resolve(result: InvokeResult): void; timer: NodeJS.Timeout }>();
+  private ready: Promise<void> | null = null;
+  private stopped = false;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private fatalReason: string | null = null;
+  readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
+  readonly maxConcurrent: number;
+
+  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number }) {
+    this.key = options.init.pluginKey;
+    this.init = options.init;
+    this.log = options.log;
+    this.onCall = options.onCall;
+    this.onLog = options.onLog;
+    this.maxConcurrent = options.maxConcurrent;
+  }
+
+  start(): Promise<void> {
+    this.stopped = false;
+    this.ready = this.spawn();
+    return this.ready;
+  }
+
+  private spawn(): Promise<void> {
+    this.health.status = this.health.restarts > 0 ? 'restarting' : 'starting';
+    const child = fork(WORKER_MAIN, [], {
+      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
+      serialization: 'json',
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
+    });
+    this.child = child;
+    this.fatalReason = null;
+    this.health.pid = child.pid ?? null;
+    let stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
+    const booted = new Promise<void>((resolve, reject) => {
+      const onMessage = (message: WorkerToKernel) => {
+        if (message.t === 'ready') {
+          this.health.status = 'running';
+          this.health.lastBootMs = Math.round(message.bootMs);
+          this.health.startedAt = new Date().toISOString();
+          resolve();
+        } else if (message.t === 'boot_failed') {
+          this.fatalReason = message.error.message;
+          reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
+        }
+      };
+      child.on('message', onMessage);
+      child.once('exit', (code) => reject(new Error(`worker exited during boot (code ${code}): ${this.fatalReason ?? stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`)));
+    });
+    child.on('message', (message: WorkerToKernel) => this.handle(message));
+    child.on('exit', (code, signal) => this.exited(child, code, signal, stderr));
+    child.send({ t: 'init', init: this.init } satisfies KernelToWorker);
+    booted.catch(() => undefined);
+    return booted;
+  }
+
+  private handle(message: WorkerToKernel): void {
+    switch (message.t) {
+      case 'result': {
+        const waiter = this.pending.get(message.id);
+        if (!waiter) return;
+        this.pending.delete(message.id);
+        clearTimeout(waiter.timer);
+        this.health.inFlight = this.pending.size;
+        waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
+        break;
+      }
+      case 'call':
+        this.onCall(message).then(
+          (value) => this.send({ t: 'reply', id: message.id, ok: true, value }),
+          (error: { status?: number; code?: string; message?: string; expose?: boolean }) => this.send({
+            t: 'reply', id: message.id, ok: false,
+            error: { status: error.status ?? 500, code: error.code ?? 'kernel_error', message: error.expose === false ? 'Kernel call failed' : String(error.message ?? 'Kernel call failed') },
+          }),
+        );
+        break;
+      case 'log':
+        this.onLog({ at: new Date().toISOString(), level: message.level, message: message.message, fields: message.fields });
+        break;
+      case 'fatal':
+        this.fatalReason = message.reason;
+        this.onLog({ at: new Date().toISOString(), level: 'error', message: `worker fatal: ${message.reason}` });
+        break;
+    }
+  }
+
+  private exited(child: ChildProcess, code: number | null, signal: string | null, stderr: string): void {
+    if (this.child !== child) return;
+    this.child = null;
+    this.health.pid = null;
+    const reason = this.fatalReason ?? (stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
+    this.health.lastExit = { code, signal, reason, at: new Date().toISOString() };
+    for (const [id, waiter] of this.pending) {
+      clearTimeout(waiter.timer);
+      waiter.resolve({ ok: false, error: { status: 503, code: 'plugin_crashed', message: `${this.key} stopped while handling the call${reason ? `: ${reason}` : ''}` }, activityWritten: false });
+      this.pending.delete(id);
+    }
+    this.health.inFlight = 0;
+    if (this.stopped) { this.health.status = 'stopped'; return; }
+    this.health.consecutiveFailures++;
+    this.health.restarts++;
+    const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.health.consecutiveFailures - 1, 9));
+    this.health.status = 'restarting';
+    this.log.warn({ plugin: this.key, code, signal, reason, delay }, 'plugin worker exited; restarting');
+    this.onLog({ at: new Date().toISOString(), level: 'warn', message: `worker exited (code ${code}${signal ? `, ${signal}` : ''}); restarting in ${delay} ms` });
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = null;
+      if (this.stopped) return;
+      this.ready = this.spawn();
+      this.ready.then(() => { this.health.consecutiveFailures = 0; }, () => undefined);
+    }, delay);
+    this.restartTimer.unref();
+  }
+
+  private send(message: KernelToWorker): boolean {
+    if (!this.child?.connected) return false;
+    this.child.send(message);
+    return true;
+  }
+
+  /** Sends one invocation and resolves with its result; never rejects. */
+  async invoke(message: InvokeMessage): Promise<InvokeResult> {
+    if (this.pending.size >= this.maxConcurrent) {
+      return { ok: false, error: { status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` }, activityWritten: false };
+    }
+    try {
+      await this.ready;
+    } catch {
+      if (this.health.status === 'restarting' && this.ready) await this.ready.catch(() => undefined);
+    }
+    if (!this.child?.connected) {
+      return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` }, activityWritten: false };
+    }
+    return new Promise<InvokeResult>((resolve) => {
+      // The kernel's own deadline, a little after the worker's: it holds even if the worker hangs.
+      const timer = setTimeout(() => {
+        this.pending.delete(message.id);
+        this.health.inFlight = this.pending.size;
+        resolve({ ok: false, error: { status: 504, code: 'plugin_timeout', message: `${this.key} did not answer within ${message.deadlineMs} ms` }, activityWritten: false });
+        this.child?.kill('SIGKILL');
+      }, message.deadlineMs + 1000);
+      this.pending.set(message.id, { resolve, timer });
+      this.health.inFlight = this.pending.size;
+      if (!this.send(message)) {
+        clearTimeout(timer);
+        this.pending.delete(message.id);
+        resolve({ ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is not running` }, activityWritten: false });
+      }
+    });
+  }
+
+  updateConfig(config: Record<string, unknown>): void {
+    this.init = { ...this.init, config };
+    this.send({ t: 'config', config });
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    const child = this.child;
+    if (!child) { this.health.status = 'stopped'; return; }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+      child.once('exit', () => { clearTimeout(timer); resolve(); });
+      if (!this.send({ t: 'shutdown' })) child.kill('SIGKILL');
+    });
+    this.health.status = 'stopped';
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * The contract between the kernel and a plugin's extension-host worker process. Only JSON
+ * crosses; payloads that plugins produce travel as strings and are parsed on the far side.
+ * Identity (company, actor, run) always comes from the kernel, never from the worker.
+ */
+import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
+
+export interface WorkerInit {
+  pluginKey: string;
+  version: string;
+  code: string;
+  grants: string[];
+  config: Record<string, unknown>;
+  database: { url: string; schema: string } | null;
+  network: string[];
+  folders: Record<string, { path: string; access: 'read' | 'readWrite' }>;
+  limits: { memoryMb: number; callTimeoutMs: number; cpuSliceMs: number; maxResponseBytes: number; maxLogLinesPerMinute: number };
+  /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity.ts). */
+  activitySigning: boolean;
+}
+
+export interface InvokeMessage {
+  t: 'invoke';
+  id: string;
+  kind: InvocationInfo['kind'];
+  target: string;
+  /** JSON text of the handler input. */
+  input: string;
+  info: InvocationInfo;
+  transactional: boolean;
+  /** The invocation identity signed by the kernel, for writes to kernel tables from the plugin's transaction. */
+  signed: { invocation: string; signature: string } | null;
+  /** Activity entry the host writes when the plugin wrote none (mutating routes). */
+  defaultActivity: { action: string; entityType: string; entityId: string } | null;
+  deadlineMs: number;
+}
+
+export type KernelToWorker =
+  | { t: 'init'; init: WorkerInit }
+  | InvokeMessage
+  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError }
+  | { t: 'config'; config: Record<string, unknown> }
+  | { t: 'shutdown' };
+
+export interface WireError { status: number; code: string; message: string; details?: unknown }
+
+export type WorkerToKernel =
+  | { t: 'ready'; bootMs: number }
+  | { t: 'boot_failed'; error: WireError }
+  | { t: 'result'; id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+  | { t: 'call'; id: number; invocationId: string; capability: string; method: string; args: unknown[] }
+  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string }
+  | { t: 'fatal'; reason: string };

@@ -1,0 +1,44 @@
+import { sanitizeDetails } from '../../../activity/sanitize.ts';
+import type { PluginDatabase } from './database.ts';
+import type { Invocation } from '../invocation.ts';
+import { CapabilityError, type WorkerCapability } from './types.ts';
+
+const ACTION = /^[a-z][a-z0-9_.:-]{0,127}$/;
+
+/**
+ * `ctx.activity.record`: an entry in the kernel's activity log, written in the invocation's
+ * own transaction through `keel_bridge.record_activity`. That function (owned by the kernel)
+ * accepts the write only with the invocation identity the kernel signed, and takes company,
+ * actor and run from it: the plugin chooses what happened, never who did it or where.
+ */
+export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): Promise<void> {
+  const signed = invocation.message.signed;
+  if (!signed) throw new CapabilityError(403, 'activity_unavailable', 'This invocation carries no signed identity; activity cannot be written');
+  const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
+  // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
+  const values = [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
+  if (invocation.client) {
+    await invocation.client.query({ text: sql, values });
+  } else {
+    const client = await db.pool.connect();
+    try { await client.query({ text: sql, values }); } finally { db.release(client); }
+  }
+  invocation.activityWritten = true;
+}
+
+export function activityCapability(db: PluginDatabase | null): WorkerCapability {
+  return {
+    record: async (invocation: Invocation, args: unknown[]) => {
+      const entry = args[0] as { action?: unknown; entityType?: unknown; entityId?: unknown; details?: unknown } | undefined;
+      if (!entry || typeof entry !== 'object') throw new CapabilityError(400, 'invalid_activity', 'ctx.activity.record needs {action, entityType, entityId, details?}');
+      if (typeof entry.action !== 'string' || !ACTION.test(entry.action)) throw new CapabilityError(400, 'invalid_activity', 'action must be a dotted lower-case name of at most 128 characters');
+      if (typeof entry.entityType !== 'string' || entry.entityType.length === 0 || entry.entityType.length > 100) throw new CapabilityError(400, 'invalid_activity', 'entityType must be a non-empty string of at most 100 characters');
+      if (typeof entry.entityId !== 'string' || entry.entityId.length === 0 || entry.entityId.length > 200) throw new CapabilityError(400, 'invalid_activity', 'entityId must be a non-empty string of at most 200 characters');
+      if (entry.details !== undefined && (entry.details === null || typeof entry.details !== 'object' || Array.isArray(entry.details))) throw new CapabilityError(400, 'invalid_activity', 'details must be an object');
+      if (entry.details !== undefined && JSON.stringify(entry.details).length > 32_000) throw new CapabilityError(413, 'invalid_activity', 'details larger than 32,000 characters');
+      if (!db) throw new CapabilityError(403, 'activity_unavailable', 'activity needs the plugin database connection');
+      await writeActivity(db, invocation, entry as { action: string; entityType: string; entityId: string; details?: unknown });
+      return null;
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import pg from 'pg';
+import type { Invocation } from '../invocation.ts';
+import { refusedStatement } from '../sql-guard.ts';
+import { CapabilityError, type WorkerCapability } from './types.ts';
+
+const MAX_SQL_LENGTH = 100_000;
+const MAX_PARAMS = 1000;
+const MAX_ROWS = 10_000;
+
+/**
+ * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
+ * database (not string checks) confines it. One statement per call over the extended
+ * protocol; results are bounded. Transactional invocations use the client that holds their
+ * transaction; others take a pooled client and give it back with its session state reset.
+ */
+export class PluginDatabase {
+  readonly pool: pg.Pool;
+
+  constructor(url: string, schema: string, maxConnections: number) {
+    this.pool = new pg.Pool({
+      connectionString: url,
+      max: maxConnections,
+      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
+      application_name: `keel-plugin-${schema}`,
+    } as pg.PoolConfig);
+    this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
+  }
+
+  /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
+  release(client: pg.PoolClient): void {
+    client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
+  }
+
+  capability(): WorkerCapability {
+    return {
+      query: async (invocation: Invocation, args: unknown[]) => {
+        const [sql, params] = args as [unknown, unknown];
+        if (typeof sql !== 'string' || sql.length === 0) throw new CapabilityError(400, 'invalid_sql', 'ctx.db.query needs an SQL string');
+        if (sql.length > MAX_SQL_LENGTH) throw new CapabilityError(400, 'invalid_sql', `SQL longer than ${MAX_SQL_LENGTH} characters`);
+        const refused = refusedStatement(sql);
+        if (refused) throw new CapabilityError(403, 'sql_refused', `ctx.db.query refused ${refused}`);
+        if (params !== undefined && !Array.isArray(params)) throw new CapabilityError(400, 'invalid_sql', 'ctx.db.query parameters must be an array');
+        if (Array.isArray(params) && params.length > MAX_PARAMS) throw new CapabilityError(400, 'invalid_sql', `at most ${MAX_PARAMS} parameters`);
+        const values = (params as unknown[] | undefined)?.map((value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value)) ?? [];
+        const config = { text: sql, values, queryMode: 'extended' } as pg.QueryConfig;
+        try {
+          let result: pg.QueryResult;
+          if (invocation.client) {
+            result = await invocation.client.query(config);
+          } else {
+            const client = await this.pool.connect();
+            try { result = await client.query(config); } finally { this.release(client); }
+          }
+          if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
+          return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
+        } catch (error) {
+          if (error instanceof CapabilityError) throw error;
+          const pgError = error as { code?: string; message?: string };
+          // PostgreSQL's own message names the plugin's objects only; codes let plugins branch (23505 = unique violation).
+          throw new CapabilityError(pgError.code === '42501' ? 403 : 400, pgError.code ? `sql_${pgError.code}` : 'sql_error', pgError.message ?? 'query failed');
+        }
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,95 @@
+import ivm from 'isolated-vm';
+
+/**
+ * The plugin's isolate: a V8 heap with a memory limit, no Node APIs, no WebAssembly and
+ * no shared memory, and exactly three host functions (`__keel_host.call/done/log`). The
+ * host enters it synchronously (`applySync`) with a CPU time slice per entry; plugin code
+ * never sees an ivm object, a host function's own properties or a host stack.
+ */
+export interface HostFunctions {
+  call(invocationId: string, capability: string, method: string, args: string): string;
+  done(invocationId: string, result: string): void;
+  log(invocationId: string, level: string, message: string, fields: string): void;
+}
+
+const BOOTSTRAP = `
+'use strict';
+{
+  const hostCall = __keel_raw_call, hostDone = __keel_raw_done, hostLog = __keel_raw_log;
+  const str = (v) => typeof v === 'string' ? v : String(v);
+  // Wrappers, so plugin code holds plain functions and never the host references themselves.
+  const bridge = Object.freeze({
+    call: (a, b, c, d) => hostCall(str(a), str(b), str(c), str(d)),
+    done: (a, b) => { hostDone(str(a), str(b)); },
+    log: (a, b, c, d) => { hostLog(str(a), str(b), str(c), str(d)); },
+  });
+  Object.defineProperty(globalThis, '__keel_host', { value: bridge, writable: false, configurable: false, enumerable: false });
+  delete globalThis.__keel_raw_call; delete globalThis.__keel_raw_done; delete globalThis.__keel_raw_log;
+  // Memory the heap limit does not account for, and primitives for timing attacks.
+  delete globalThis.WebAssembly;
+  delete globalThis.SharedArrayBuffer;
+  delete globalThis.Atomics;
+  const NativeArrayBuffer = ArrayBuffer;
+  globalThis.ArrayBuffer = new Proxy(NativeArrayBuffer, {
+    construct(target, args) {
+      if (args[1] !== undefined) throw new RangeError('Resizable ArrayBuffers are not available in the sandbox');
+      return Reflect.construct(target, [args[0]]);
+    },
+  });
+}
+`;
+
+export class Sandbox {
+  readonly isolate: ivm.Isolate;
+  private readonly context: ivm.Context;
+  private dispatchRef!: ivm.Reference<(json: string) => void>;
+  private settleRef!: ivm.Reference<(op: number, ok: boolean, json: string) => void>;
+  private readonly cpuSliceMs: number;
+
+  constructor(options: { memoryMb: number; cpuSliceMs: number; onCatastrophicError: (message: string) => void }) {
+    this.cpuSliceMs = options.cpuSliceMs;
+    this.isolate = new ivm.Isolate({ memoryLimit: options.memoryMb, onCatastrophicError: options.onCatastrophicError });
+    this.context = this.isolate.createContextSync();
+  }
+
+  /** Installs the bridge, runs the plugin bundle and hands it its grants and configuration. */
+  load(code: string, host: HostFunctions, setup: { grants: string[]; config: Record<string, unknown> }): void {
+    const jail = this.context.global;
+    jail.setSync('globalThis', jail.derefInto());
+    jail.setSync('__keel_raw_call', new ivm.Callback(host.call));
+    jail.setSync('__keel_raw_done', new ivm.Callback(host.done));
+    jail.setSync('__keel_raw_log', new ivm.Callback(host.log));
+    this.isolate.compileScriptSync(BOOTSTRAP).runSync(this.context, { timeout: 1000 });
+    this.isolate.compileScriptSync(code, { filename: 'plugin.js' }).runSync(this.context, { timeout: 5000 });
+    this.dispatchRef = jail.getSync('__keel_dispatch', { reference: true }) as ivm.Reference<(json: string) => void>;
+    this.settleRef = jail.getSync('__keel_settle', { reference: true }) as ivm.Reference<(op: number, ok: boolean, json: string) => void>;
+    if (this.dispatchRef.typeof !== 'function' || this.settleRef.typeof !== 'function') {
+      throw new Error('the bundle did not install the SDK runtime; does the entry import @keel/sdk/plugin and call definePlugin?');
+    }
+    const init = jail.getSync('__keel_init', { reference: true }) as ivm.Reference<(json: string) => void>;
+    init.applySync(undefined, [JSON.stringify(setup)], { timeout: 1000 });
+  }
+
+  /** Enters the isolate to start an invocation; returns when the isolate yields (awaits host work or finishes). */
+  dispatch(json: string): void {
+    this.dispatchRef.applySync(undefined, [json], { timeout: this.cpuSliceMs });
+  }
+
+  /** Delivers the outcome of an async host operation; the plugin's await resumes inside this call. */
+  settle(op: number, ok: boolean, json: string): void {
+    this.settleRef.applySync(undefined, [op, ok, json], { timeout: this.cpuSliceMs });
+  }
+
+  updateConfig(setup: { grants: string[]; config: Record<string, unknown> }): void {
+    const init = this.context.global.getSync('__keel_init', { reference: true }) as ivm.Reference<(json: string) => void>;
+    init.applySync(undefined, [JSON.stringify(setup)], { timeout: 1000 });
+  }
+
+  get disposed(): boolean {
+    return this.isolate.isDisposed;
+  }
+
+  dispose(): void {
+    if (!this.isolate.isDisposed) this.isolate.dispose();
+  }
+}

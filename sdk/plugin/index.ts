@@ -1,0 +1,18 @@
+/**
+ * The one module plugin code imports (`@keel/sdk/plugin`). Everything a plugin can do goes
+ * through `definePlugin` and the `ctx` it receives; nothing of the kernel is reachable.
+ */
+import './runtime.ts';
+
+export { definePlugin, type PluginDefinition } from './define-plugin.ts';
+export { PluginError } from './errors.ts';
+export type * from './context.ts';
+export type * from './manifest.ts';
+
+/**
+ * A route answer with its own status and headers: `return respond(201, created)`. A plain
+ * return value is sent as the body with the route's success status.
+ */
+export function respond(status: number, body?: unknown, headers?: Record<string, string>): { $response: { status: number; body?: unknown; headers?: Record<string, string> } } {
+  return { $response: { status, body, headers } };
+}

@@ -1,0 +1,79 @@
+/**
+ * The plugin manifest (`plugin.json`): static data the host reads before running a line of
+ * plugin code. Its JSON schema lives in kernel/host/manifest/ and is published at
+ * `GET /api/plugins/manifest-schema`; these types mirror it.
+ */
+export type JsonSchema = Record<string, unknown>;
+
+/** A capability the plugin asks for, with the reason shown to the operator on enable. */
+export interface CapabilityRequest {
+  id: CapabilityId;
+  reason: string;
+}
+
+export type CapabilityId =
+  | 'database.namespace.read' | 'database.namespace.write' | 'database.namespace.migrate'
+  | 'activity.write' | 'http.routes' | 'http.routes.absolute' | 'http.fetch' | 'local.folders'
+  | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
+  | 'ui.slots' | 'ui.page.register' | 'companies.read' | 'agents.read' | 'agents.pause' | 'agents.managed'
+  | 'projects.managed' | 'routines.managed' | 'skills.managed' | 'runs.open' | 'runs.close'
+  | 'secrets.resolve' | 'services.provide' | 'services.consume' | 'instance.settings.read';
+
+export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
+
+export interface RouteManifest {
+  key: string;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+  /** Relative to `/api/plugins/{pluginKey}` unless `absolute` is true. Parameters as `:name`. */
+  path: string;
+  absolute?: boolean;
+  auth: RouteAuth;
+  /** The path parameter that names the company; the host checks company access before the isolate runs. */
+  companyParam?: string;
+  body?: JsonSchema;
+  query?: JsonSchema;
+  /** Defaults to true for every method but GET. */
+  transactional?: boolean;
+  /** HTTP status of a successful answer when the handler does not set one. */
+  successStatus?: number;
+  description?: string;
+}
+
+export interface ToolManifest { key: string; description: string; inputSchema: JsonSchema }
+export interface JobManifest { key: string; schedule?: string; description?: string }
+export interface WebhookManifest {
+  key: string;
+  description?: string;
+  /** How deliveries are authenticated; the host verifies before the body is parsed. */
+  signature?: { scheme: 'hmac-sha256'; header: string; secretConfigKey: string; timestampHeader?: string; toleranceSeconds?: number };
+}
+export interface EventManifest { event: string; mode: 'after_commit' | 'in_transaction' }
+export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }
+export interface UiLauncherManifest { key: string; label: string; placement: string; action?: string }
+export interface FolderManifest { key: string; access: 'read' | 'readWrite'; description?: string }
+export interface ServiceManifest { key: string; description?: string; inputSchema?: JsonSchema; callerRequires?: string[] }
+
+export interface PluginManifest {
+  key: string;
+  version: string;
+  sdkApiVersion: 1;
+  displayName: string;
+  description?: string;
+  entry: string;
+  tag?: 'first-party' | 'example';
+  experimental?: boolean;
+  capabilities: CapabilityRequest[];
+  database?: { namespace: string; migrations?: string };
+  routes?: RouteManifest[];
+  tools?: ToolManifest[];
+  jobs?: JobManifest[];
+  webhooks?: WebhookManifest[];
+  events?: EventManifest[];
+  ui?: { slots?: UiSlotManifest[]; launchers?: UiLauncherManifest[]; pages?: Array<{ key: string; title: string; path: string }> };
+  config?: { schema: JsonSchema };
+  folders?: FolderManifest[];
+  managed?: { agents?: unknown[]; projects?: unknown[]; routines?: unknown[]; skills?: unknown[] };
+  network?: { allow: string[] };
+  services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
+  limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };
+}

@@ -1,0 +1,132 @@
+import type { InvocationInfo, PluginContext, QueryResult, FetchResponse } from './context.ts';
+import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
+import { PluginError } from './errors.ts';
+
+/**
+ * The isolate side of the host/plugin protocol. It is bundled into every plugin and talks
+ * to the host only through `__keel_host`, three plain synchronous functions the host
+ * installs before the bundle runs. Asynchronous host work (a query, a fetch) returns an op
+ * id at once; the host later calls `__keel_settle` with the outcome, and the plugin's
+ * `await` resumes inside that call. Only JSON strings cross the boundary.
+ */
+interface HostBridge {
+  call(invocationId: string, capability: string, method: string, args: string): string;
+  done(invocationId: string, result: string): void;
+  log(invocationId: string, level: string, message: string, fields: string): void;
+}
+
+interface Setup { grants: string[]; config: Record<string, unknown> }
+
+const g = globalThis as unknown as Record<string, unknown>;
+const pending = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+let setup: Setup = { grants: [], config: {} };
+
+function host(): HostBridge {
+  return g.__keel_host as HostBridge;
+}
+
+/** One call across the boundary; resolves now or when the host settles the op. */
+function call(invocationId: string, capability: string, method: string, args: unknown[]): Promise<unknown> {
+  let raw: string;
+  try {
+    raw = host().call(invocationId, capability, method, JSON.stringify(args));
+  } catch (error) {
+    return Promise.reject(new PluginError(500, 'host_call_failed', String((error as Error)?.message ?? error)));
+  }
+  const reply = JSON.parse(raw) as { v?: unknown; op?: number; e?: { status?: number; code: string; message: string } };
+  if (reply.e) return Promise.reject(new PluginError(reply.e.status ?? 500, reply.e.code, reply.e.message));
+  if (reply.op === undefined) return Promise.resolve(reply.v);
+  return new Promise((resolve, reject) => pending.set(reply.op!, { resolve, reject }));
+}
+
+function settle(op: number, ok: boolean, json: string): void {
+  const waiter = pending.get(op);
+  if (!waiter) return;
+  pending.delete(op);
+  const value = json === '' ? undefined : JSON.parse(json);
+  if (ok) waiter.resolve(value);
+  else waiter.reject(new PluginError(value?.status ?? 500, value?.code ?? 'host_error', value?.message ?? 'Host call failed'));
+}
+
+function buildContext(info: InvocationInfo): PluginContext {
+  const has = (id: string) => setup.grants.includes(id);
+  const c = (capability: string, method: string) => (...args: unknown[]) => call(info.id, capability, method, args);
+  const log = (level: string) => (message: string, fields?: Record<string, unknown>) => host().log(info.id, level, String(message), JSON.stringify(fields ?? {}));
+  const ctx: PluginContext = {
+    invocation: info,
+    config: setup.config,
+    log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
+  };
+  if (has('database.namespace.read') || has('database.namespace.write')) {
+    ctx.db = { query: c('db', 'query') as <T>(sql: string, params?: unknown[]) => Promise<QueryResult<T>> };
+  }
+  if (has('activity.write')) ctx.activity = { record: c('activity', 'record') as never };
+  if (has('http.fetch')) {
+    ctx.http = {
+      fetch: async (url, init) => {
+        const response = await call(info.id, 'http', 'fetch', [url, init ?? {}]) as { status: number; headers: Record<string, string>; body: string };
+        return { ...response, json: () => JSON.parse(response.body) } as FetchResponse;
+      },
+    };
+  }
+  if (has('local.folders')) ctx.folders = { read: c('folders', 'read'), write: c('folders', 'write'), list: c('folders', 'list'), exists: c('folders', 'exists') } as never;
+  if (has('companies.read')) ctx.companies = { get: c('companies', 'get') } as never;
+  if (has('agents.read') || has('agents.pause')) ctx.agents = { get: c('agents', 'get'), pause: c('agents', 'pause'), resume: c('agents', 'resume') } as never;
+  if (has('runs.open') || has('runs.close')) ctx.runs = { open: c('runs', 'open'), close: c('runs', 'close') } as never;
+  if (has('secrets.resolve')) ctx.secrets = { resolveEnvironment: c('secrets', 'resolveEnvironment') } as never;
+  if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
+  return ctx;
+}
+
+function handlerFor(definition: PluginDefinition, kind: InvocationInfo['kind'], target: string): ((input: unknown, ctx: PluginContext) => unknown) | undefined {
+  const table: Record<string, Record<string, unknown> | undefined> = {
+    route: definition.routes, tool: definition.tools, webhook: definition.webhooks, event: definition.events,
+    hook: definition.hooks, data: definition.data, action: definition.actions, service: definition.services,
+  };
+  if (kind === 'job') {
+    const job = definition.jobs?.[target];
+    return job ? (_input, ctx) => job(ctx) : undefined;
+  }
+  if (kind === 'validate_config') {
+    return definition.validateConfig ? (input, ctx) => definition.validateConfig!(input as Record<string, unknown>, ctx) : () => ({ ok: true });
+  }
+  const handler = table[kind]?.[target];
+  return typeof handler === 'function' ? handler as (input: unknown, ctx: PluginContext) => unknown : undefined;
+}
+
+function errorOf(error: unknown): { status: number; code: string; message: string; details?: unknown } {
+  if (error instanceof PluginError) return { status: error.status, code: error.code, message: error.message, details: error.details };
+  const message = error instanceof Error ? error.message : String(error);
+  return { status: 500, code: 'plugin_error', message: `Plugin failed: ${message}` };
+}
+
+function dispatch(json: string): void {
+  const { id, kind, target, input, info } = JSON.parse(json) as { id: string; kind: InvocationInfo['kind']; target: string; input: unknown; info: InvocationInfo };
+  const finish = (ok: boolean, value: unknown) => {
+    let text: string;
+    try {
+      text = JSON.stringify(ok ? { ok: true, v: value === undefined ? null : value } : { ok: false, e: value });
+    } catch (error) {
+      text = JSON.stringify({ ok: false, e: { status: 500, code: 'unserializable_result', message: `Plugin result is not JSON: ${(error as Error).message}` } });
+    }
+    host().done(id, text);
+  };
+  const definition = registeredDefinition();
+  const handler = definition && handlerFor(definition, kind, target);
+  if (!handler) {
+    finish(false, { status: 501, code: 'handler_missing', message: `Plugin has no ${kind} handler "${target}"` });
+    return;
+  }
+  let result: unknown;
+  try {
+    result = handler(input, buildContext(info));
+  } catch (error) {
+    finish(false, errorOf(error));
+    return;
+  }
+  Promise.resolve(result).then((value) => finish(true, value), (error) => finish(false, errorOf(error)));
+}
+
+g.__keel_init = (json: string) => { setup = JSON.parse(json) as Setup; };
+g.__keel_dispatch = dispatch;
+g.__keel_settle = settle;
