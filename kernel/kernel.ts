@@ -36,6 +36,8 @@ export interface StartOptions {
   port?: number;
   /** Install and enable the first-party plugins of plugins/ on a fresh instance (default true). */
   bootstrapFirstParty?: boolean;
+  /** Route modules added after the kernel's own (benchmarks mount their baseline routes this way). */
+  extraRouteModules?: import('./http/app.ts').RouteModule[];
 }
 
 /** config -> database -> kernel services -> HTTP listen. The extension host joins here later. */
@@ -57,7 +59,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const stopWatchingKeys = services.keyring.watch();
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.extensionHost = host;
-    const router = buildKernelRouter(services, kernelRouteModules);
+    const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true });
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });

@@ -31,6 +31,13 @@ const executeBody = bodyValidator<{ tool: string; input?: unknown; companyId?: s
   properties: { tool: { type: 'string', minLength: 3, maxLength: 200 }, input: {}, companyId: { type: 'string' } },
 });
 const schemaAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
+const compiledSchemas = new WeakMap<object, ReturnType<Ajv['compile']>>();
+/** Manifest schemas are compiled once per manifest object, not per call. */
+function compileOnce(schema: object) {
+  let check = compiledSchemas.get(schema);
+  if (!check) { check = schemaAjv.compile(schema); compiledSchemas.set(schema, check); }
+  return check;
+}
 
 function hostOf(kernel: KernelServices): ExtensionHost {
   return kernel.extensionHost!;
@@ -48,7 +55,7 @@ function invocationInfo(ctx: Context, companyId: string | null) {
 
 function validateConfigShape(manifest: PluginManifest, config: Record<string, unknown>): void {
   if (!manifest.config?.schema) return;
-  const check = schemaAjv.compile(manifest.config.schema);
+  const check = compileOnce(manifest.config.schema);
   if (!check(config)) {
     const issues = (check.errors ?? []).map((e) => ({ path: e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(config)', message: e.message ?? 'is invalid' }));
     throw new KeelError(400, 'invalid_plugin_config', `Invalid plugin configuration: ${issues[0]!.path} ${issues[0]!.message}`, { issues });
@@ -125,7 +132,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
       companyId = company.id;
     }
     const input = body.input ?? {};
-    const check = schemaAjv.compile(tool.inputSchema);
+    const check = compileOnce(tool.inputSchema);
     if (!check(input)) {
       const issues = (check.errors ?? []).map((e) => ({ path: e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(input)', message: e.message ?? 'is invalid' }));
       throw new KeelError(400, 'validation_failed', `Invalid tool input: ${issues[0]!.path} ${issues[0]!.message}`, { issues });

@@ -11,6 +11,7 @@ import pg from 'pg';
  */
 export interface KernelProcess {
   url: string;
+  pid: number;
   dataDir: string;
   /** A pool on the kernel's own database, for setup that has no public route. */
   sql(): Promise<pg.Pool>;
@@ -18,9 +19,10 @@ export interface KernelProcess {
   stop(): Promise<void>;
 }
 
-export async function startKernelProcess(env: Record<string, string> = {}): Promise<KernelProcess> {
+export async function startKernelProcess(env: Record<string, string> = {}, entry: string[] = ['kernel/main.ts']): Promise<KernelProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'keel-bench-'));
-  const child = spawn(process.execPath, ['--no-node-snapshot', 'kernel/main.ts', '--data-dir', dataDir, '--port', '0'], {
+  const args = entry[0] === 'kernel/main.ts' ? [...entry, '--data-dir', dataDir, '--port', '0'] : [...entry, dataDir];
+  const child = spawn(process.execPath, ['--no-node-snapshot', ...args], {
     env: { ...process.env, KEEL_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -43,6 +45,7 @@ export async function startKernelProcess(env: Record<string, string> = {}): Prom
   return {
     url,
     dataDir,
+    pid: child.pid!,
     databaseUrl,
     async sql() {
       pool ??= new pg.Pool({ connectionString: await databaseUrl(), max: 2 });

@@ -1,0 +1,110 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startKernelProcess } from './support/kernel-process.ts';
+import { load, printTable } from './support/load.ts';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/bench-plugin', import.meta.url));
+
+async function rssKb(pid: number): Promise<number> {
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+}
+
+/** The kernel's plugin worker processes (its other children are the embedded PostgreSQL). */
+async function workerPids(pid: number): Promise<number[]> {
+  const text = await readFile(`/proc/${pid}/task/${pid}/children`, 'utf8').catch(() => '');
+  const children = text.trim().split(/\s+/).filter(Boolean).map(Number);
+  const workers: number[] = [];
+  for (const child of children) {
+    const cmdline = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes('worker-main')) workers.push(child);
+  }
+  return workers;
+}
+
+/**
+ * The extension host's costs, in one run: cold start (enable to first answered request),
+ * a tool call's round trip through tools/execute, memory with ten plugins enabled, and the
+ * throughput of an echo route and a one-row read-and-write route served by a plugin against
+ * the same routes served by the kernel itself.
+ */
+export async function run(): Promise<void> {
+  const kernel = await startKernelProcess({}, ['test/bench/support/bench-kernel-main.ts']);
+  const scratch = await mkdtemp(join(tmpdir(), 'keel-bench-plugins-'));
+  try {
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(kernel.url + path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      const text = await res.text();
+      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+      return text ? JSON.parse(text) : null;
+    };
+    const company = await call('POST', '/api/companies', { name: 'Host Bench' });
+
+    // Cold start: from the enable request to the first answered plugin request.
+    await call('POST', '/api/plugins/install', { localPath: FIXTURE });
+    const coldStarted = performance.now();
+    await call('POST', '/api/plugins/bench-plugin/enable', {});
+    await call('POST', '/api/plugins/bench-plugin/echo', { warm: true });
+    const coldStartMs = performance.now() - coldStarted;
+
+    // Tool round trip, sequential.
+    for (let i = 0; i < 50; i++) await call('POST', '/api/plugins/tools/execute', { tool: 'bench-plugin.ping', input: {} });
+    const toolRuns = 500;
+    const toolStarted = performance.now();
+    for (let i = 0; i < toolRuns; i++) await call('POST', '/api/plugins/tools/execute', { tool: 'bench-plugin.ping', input: {} });
+    const toolMs = (performance.now() - toolStarted) / toolRuns;
+
+    // Throughput: plugin routes against the same routes in the kernel.
+    const echoBody = JSON.stringify({ message: 'x'.repeat(900), n: 1 });
+    let counter = 0;
+    const rowBody = () => JSON.stringify({ key: `k${counter++ % 1000}`, value: 'v'.repeat(100) });
+    const headers = { 'content-type': 'application/json' };
+    const cases: Array<[string, string, () => string]> = [
+      ['echo, kernel', `${kernel.url}/api/bench/echo`, () => echoBody],
+      ['echo, plugin', `${kernel.url}/api/plugins/bench-plugin/echo`, () => echoBody],
+      ['row write+read, kernel', `${kernel.url}/api/bench/companies/${company.id}/rows`, rowBody],
+      ['row write+read, plugin', `${kernel.url}/api/plugins/bench-plugin/companies/${company.id}/rows`, rowBody],
+    ];
+    for (const [name, url, body] of cases) await load(`${name} (warm-up)`, url, { method: 'POST', headers, body: body(), seconds: 1 });
+    const results = [];
+    for (const [name, url, body] of cases) results.push(await load(name, url, { method: 'POST', headers, body: body(), seconds: 5 }));
+
+    // Memory with ten plugins enabled (the benchmark plugin plus nine copies under other keys).
+    for (let i = 1; i <= 9; i++) {
+      const folder = join(scratch, `copy-${i}`);
+      await cp(FIXTURE, folder, { recursive: true });
+      const manifest = JSON.parse(await readFile(join(folder, 'plugin.json'), 'utf8'));
+      manifest.key = `bench-copy-${i}`;
+      manifest.database.namespace = `bench_copy_${i}`;
+      manifest.routes = manifest.routes.filter((r: { absolute?: boolean }) => !r.absolute);
+      await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
+      await call('POST', '/api/plugins/install', { localPath: folder });
+      await call('POST', `/api/plugins/bench-copy-${i}/enable`, {});
+      await call('POST', `/api/plugins/bench-copy-${i}/echo`, { warm: true });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const kernelRss = await rssKb(kernel.pid);
+    const workers = await workerPids(kernel.pid);
+    const workerRss = await Promise.all(workers.map(rssKb));
+    const pluginWorkers = workerRss.filter((kb) => kb > 0);
+    const total = kernelRss + pluginWorkers.reduce((a, b) => a + b, 0);
+
+    printTable('plugin costs', [
+      { measure: 'cold start: enable -> first answered request', value: `${coldStartMs.toFixed(0)} ms` },
+      { measure: 'tool call round trip (POST /api/plugins/tools/execute, sequential)', value: `${toolMs.toFixed(2)} ms` },
+      { measure: 'kernel process RSS with 10 plugins enabled', value: `${(kernelRss / 1024).toFixed(0)} MiB` },
+      { measure: `plugin worker processes (${pluginWorkers.length}), RSS each (mean)`, value: `${(pluginWorkers.reduce((a, b) => a + b, 0) / Math.max(1, pluginWorkers.length) / 1024).toFixed(0)} MiB` },
+      { measure: 'kernel + workers RSS', value: `${(total / 1024).toFixed(0)} MiB` },
+    ]);
+    const [echoKernel, echoPlugin, rowKernel, rowPlugin] = results;
+    printTable('requests per second, 10 connections, 1 KB JSON body', [
+      { route: 'echo', kernel: echoKernel!.requestsPerSecond, plugin: echoPlugin!.requestsPerSecond, 'plugin / kernel': `${((echoPlugin!.requestsPerSecond / echoKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: echoKernel!.errors + echoKernel!.non2xx + echoPlugin!.errors + echoPlugin!.non2xx },
+      { route: 'row write+read (transaction + activity)', kernel: rowKernel!.requestsPerSecond, plugin: rowPlugin!.requestsPerSecond, 'plugin / kernel': `${((rowPlugin!.requestsPerSecond / rowKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: rowKernel!.errors + rowKernel!.non2xx + rowPlugin!.errors + rowPlugin!.non2xx },
+    ]);
+  } finally {
+    await kernel.stop();
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

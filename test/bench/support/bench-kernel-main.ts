@@ -1,0 +1,11 @@
+import { loadConfig } from '../../../kernel/config/load.ts';
+import { createLogger } from '../../../kernel/logger.ts';
+import { startKernel } from '../../../kernel/kernel.ts';
+import { kernelBenchRoutes } from './kernel-bench-routes.ts';
+
+/** A kernel with the benchmark's baseline routes added; otherwise exactly what `npm start` runs. */
+const config = loadConfig({ flags: { dataDir: process.argv[2], port: '0' } });
+const kernel = await startKernel(config, { log: createLogger(config.logging.level), extraRouteModules: [kernelBenchRoutes] });
+await kernel.services.db.query('create table if not exists bench_rows (key text primary key, company_id uuid not null, value text not null, updated_at timestamptz not null default now())');
+console.log(`Keel is listening on ${kernel.url}`);
+process.on('SIGINT', () => { void kernel.stop().then(() => process.exit(0)); });
