@@ -11,6 +11,7 @@ import { activityRoutes } from './activity/activity-routes.ts';
 import { secretRoutes } from './vault/secret-routes.ts';
 import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
 import { pluginApiRoutes } from './host/plugin-api-routes.ts';
+import { pluginUiRoutes } from './host/api/ui-routes.ts';
 
 /**
  * Kernel route modules, in registration order. Within a module, specific paths are
@@ -28,5 +29,6 @@ export const kernelRouteModules: RouteModule[] = [
   agentRoutes,
   resourceMembershipRoutes,
   activityRoutes,
+  pluginUiRoutes,
   pluginApiRoutes,
 ];

@@ -5,6 +5,7 @@ import { companiesCapability } from './capabilities/companies.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
+import { streamsCapability } from './capabilities/streams.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
 
@@ -14,6 +15,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   runs: runsCapability,
   secrets: secretsCapability,
   services: servicesCapability,
+  streams: streamsCapability,
 };
 
 /**

@@ -55,6 +55,10 @@ export interface SecretsCapability {
   /** The environment of a run of the agent: plain values plus decrypted references and env grants. */
   resolveEnvironment(agentId: string): Promise<Record<string, string>>;
 }
+export interface StreamsCapability {
+  /** Sends an event to the plugin's UI subscribers of GET /api/plugins/{key}/bridge/stream/{channel}. */
+  publish(channel: string, data: unknown): Promise<{ delivered: number }>;
+}
 export interface ServicesCapability { call<T = unknown>(plugin: string, service: string, input?: unknown): Promise<T> }
 
 export interface Logger {
@@ -78,6 +82,7 @@ export interface PluginContext {
   runs?: RunsCapability;
   secrets?: SecretsCapability;
   services?: ServicesCapability;
+  streams?: StreamsCapability;
 }
 
 export interface RouteRequest {

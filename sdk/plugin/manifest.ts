@@ -15,7 +15,7 @@ export type CapabilityId =
   | 'database.namespace.read' | 'database.namespace.write' | 'database.namespace.migrate'
   | 'activity.write' | 'http.routes' | 'http.routes.absolute' | 'http.fetch' | 'local.folders'
   | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
-  | 'ui.slots' | 'ui.page.register' | 'companies.read' | 'agents.read' | 'agents.pause' | 'agents.managed'
+  | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause' | 'agents.managed'
   | 'projects.managed' | 'routines.managed' | 'skills.managed' | 'runs.open' | 'runs.close'
   | 'secrets.resolve' | 'services.provide' | 'services.consume' | 'instance.settings.read';
 

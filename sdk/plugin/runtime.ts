@@ -75,6 +75,7 @@ function buildContext(info: InvocationInfo): PluginContext {
   if (has('runs.open') || has('runs.close')) ctx.runs = { open: c('runs', 'open'), close: c('runs', 'close') } as never;
   if (has('secrets.resolve')) ctx.secrets = { resolveEnvironment: c('secrets', 'resolveEnvironment') } as never;
   if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
+  if (has('ui.streams')) ctx.streams = { publish: c('streams', 'publish') } as never;
   return ctx;
 }
 

@@ -14,7 +14,7 @@ import { workerCapabilities } from './capabilities/registry.ts';
 const send = (message: WorkerToKernel) => process.send!(message);
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
-const KERNEL_CAPABILITIES = new Set(['companies', 'agents', 'runs', 'secrets', 'services']);
+const KERNEL_CAPABILITIES = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams']);
 const GRANT_OF: Record<string, (method: string) => string[]> = {
   db: () => ['database.namespace.read', 'database.namespace.write'],
   activity: () => ['activity.write'],
@@ -25,6 +25,7 @@ const GRANT_OF: Record<string, (method: string) => string[]> = {
   runs: (method) => [method === 'open' ? 'runs.open' : 'runs.close'],
   secrets: () => ['secrets.resolve'],
   services: () => ['services.consume'],
+  streams: () => ['ui.streams'],
 };
 
 let init: WorkerInit;

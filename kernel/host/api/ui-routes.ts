@@ -1,0 +1,103 @@
+import type { Context } from 'koa';
+import { activityActor, type Actor } from '../../auth/actor.ts';
+import type { RouteModule } from '../../http/app.ts';
+import { KeelError, notFound } from '../../http/errors.ts';
+import { requireBoard } from '../../http/guards.ts';
+import { parseBody } from '../../http/request.ts';
+import { bodyValidator } from '../../http/validate.ts';
+import type { KernelServices } from '../../services.ts';
+import { companyForRequest } from '../../tenancy/company-access.ts';
+import { respond } from '../contributions/route-dispatch.ts';
+import type { ExtensionHost } from '../extension-host.ts';
+
+const keyed = bodyValidator<{ key?: string; companyId?: string; params?: unknown }>({
+  type: 'object',
+  properties: { key: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 }, companyId: { type: 'string' }, params: {} },
+});
+
+/**
+ * UI-facing calls into a plugin: data reads and actions by key (from the UI directly, or from
+ * the plugin's own UI through the bridge), and server-sent event streams the plugin publishes
+ * to. Board callers only; a company named in the body is checked like any company route.
+ */
+export const pluginUiRoutes: RouteModule = (router, kernel) => {
+  const host = (): ExtensionHost => kernel.extensionHost!;
+
+  const call = async (ctx: Context, kind: 'data' | 'action', key: string | undefined) => {
+    requireBoard(ctx);
+    const pluginKey = ctx.params.pluginId!;
+    const body = await parseBody(ctx, kernel, keyed);
+    const target = key ?? body.key;
+    if (!target) throw new KeelError(400, 'validation_failed', 'Invalid request body: key is required');
+    const loaded = host().plugins.get(pluginKey);
+    if (!loaded) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
+    let companyId: string | null = null;
+    if (body.companyId !== undefined) companyId = (await companyForRequest(ctx, kernel.db, body.companyId)).company.id;
+    const who = activityActor(ctx.state.actor as Actor);
+    const result = await host().invoke(pluginKey, kind, target, { params: body.params ?? null, companyId },
+      { companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId },
+      kind === 'action'
+        ? { transactional: true, defaultActivity: { action: `plugin.${pluginKey}.action.${target}`, entityType: 'plugin_action', entityId: target } }
+        : { transactional: false });
+    if (kind === 'action') ctx.state.activityWritten = true;
+    else ctx.state.skipAudit = true;
+    respond(ctx, result, 200);
+  };
+
+  router.post('/api/plugins/:pluginId/data/:key', (ctx) => call(ctx, 'data', ctx.params.key));
+  router.post('/api/plugins/:pluginId/actions/:key', (ctx) => call(ctx, 'action', ctx.params.key));
+  router.post('/api/plugins/:pluginId/bridge/data', (ctx) => call(ctx, 'data', undefined));
+  router.post('/api/plugins/:pluginId/bridge/action', (ctx) => call(ctx, 'action', undefined));
+
+  router.get('/api/plugins/:pluginId/bridge/stream/:channel', async (ctx) => {
+    requireBoard(ctx);
+    const pluginKey = ctx.params.pluginId!;
+    const channel = ctx.params.channel!;
+    if (!/^[a-z][a-z0-9-]{0,63}$/.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');
+    if (!host().plugins.has(pluginKey)) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
+    ctx.state.skipAudit = true;
+    ctx.req.socket.setTimeout(0);
+    ctx.req.socket.setKeepAlive(true);
+    ctx.set('Content-Type', 'text/event-stream');
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Connection', 'keep-alive');
+    ctx.status = 200;
+    ctx.respond = false;
+    const res = ctx.res;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+    res.write(`event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel })}\n\n`);
+    const unsubscribe = streams(kernel).subscribe(pluginKey, channel, (data) => res.write(`data: ${data}\n\n`));
+    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+    ctx.req.on('close', () => { clearInterval(heartbeat); unsubscribe(); });
+  });
+};
+
+type Listener = (data: string) => void;
+
+/** Stream subscribers per plugin channel; plugins publish through ctx.streams (capability ui.streams). */
+export class PluginStreams {
+  private readonly listeners = new Map<string, Set<Listener>>();
+
+  subscribe(plugin: string, channel: string, listener: Listener): () => void {
+    const key = `${plugin}/${channel}`;
+    const set = this.listeners.get(key) ?? new Set<Listener>();
+    set.add(listener);
+    this.listeners.set(key, set);
+    return () => { set.delete(listener); if (set.size === 0) this.listeners.delete(key); };
+  }
+
+  publish(plugin: string, channel: string, data: unknown): number {
+    const set = this.listeners.get(`${plugin}/${channel}`);
+    if (!set) return 0;
+    const text = JSON.stringify(data).replaceAll('\n', '\\n');
+    for (const listener of set) listener(text);
+    return set.size;
+  }
+}
+
+const registry = new WeakMap<KernelServices, PluginStreams>();
+export function streams(kernel: KernelServices): PluginStreams {
+  let found = registry.get(kernel);
+  if (!found) { found = new PluginStreams(); registry.set(kernel, found); }
+  return found;
+}
