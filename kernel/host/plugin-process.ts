@@ -1,9 +1,8 @@
 import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { InvokeMessage, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 
-const WORKER_MAIN = fileURLToPath(new URL('./worker/worker-main.ts', import.meta.url));
+import { workerEntry } from './worker-entry.ts';
 
 export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
 export type KernelCallHandler = (call: Extract<WorkerToKernel, { t: 'call' }>) => Promise<unknown>;
@@ -59,9 +58,9 @@ export class PluginProcess {
     return this.ready;
   }
 
-  private spawn(): Promise<void> {
+  private async spawn(): Promise<void> {
     this.health.status = this.health.restarts > 0 ? 'restarting' : 'starting';
-    const child = fork(WORKER_MAIN, [], {
+    const child = fork(await workerEntry(), [], {
       execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
       serialization: 'json',
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

@@ -19,7 +19,7 @@ async function workerPids(pid: number): Promise<number[]> {
   const workers: number[] = [];
   for (const child of children) {
     const cmdline = await readFile(`/proc/${child}/cmdline`, 'utf8').catch(() => '');
-    if (cmdline.includes('worker-main')) workers.push(child);
+    if (cmdline.includes('plugin-worker')) workers.push(child);
   }
   return workers;
 }
