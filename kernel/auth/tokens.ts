@@ -18,9 +18,17 @@ export function hashToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
-/** The first characters after the prefix, stored to help people recognise a key. */
+/** `svc_<kind>_`: the kind is lowercase letters only, so the match ends before the random part. */
+const KIND_PREFIX = /^svc_[a-z]+_/;
+
+/**
+ * The type prefix and the first six random characters, stored to help people recognise a
+ * key. The random part is base64url and may itself contain `_`, so the prefix is found by
+ * its shape, never by the last underscore (which could reveal most of the key).
+ */
 export function displayPrefix(token: string): string {
-  return token.slice(0, token.lastIndexOf('_') + 1 + 6);
+  const kind = KIND_PREFIX.exec(token)?.[0] ?? '';
+  return token.slice(0, kind.length + 6);
 }
 
 export function safeEqual(a: string, b: string): boolean {

@@ -70,7 +70,7 @@ function normalise(thrown: unknown): KeelError {
   }
   // Database errors caused by input that slipped past validation are still the caller's fault:
   // invalid text, numbers out of range, bad datetimes, strings too long for their column, and
-  // characters the database cannot store (NUL in text or jsonb, for example from a query string).
+  // characters the database cannot store (a \u0000 escape in jsonb, say).
   const pgCode = (thrown as { code?: string })?.code;
   if (pgCode !== undefined && INPUT_PG_CODES.has(pgCode)) {
     return new KeelError(400, 'bad_request', 'Invalid value in request');

@@ -1,7 +1,10 @@
 import type { Context } from 'koa';
-import { badRequest, payloadTooLarge, unsupportedMediaType } from './errors.ts';
+import { badRequest, payloadTooLarge, unsupportedMediaType, validationFailed } from './errors.ts';
 
 const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\b/i;
+
+/** Deeper than any configuration needs, shallow enough for every recursive walk and for PostgreSQL's jsonb. */
+export const MAX_JSON_DEPTH = 100;
 
 /**
  * Reads and parses a JSON request body with a byte limit. An absent body yields
@@ -30,8 +33,39 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
   } catch (error) {
     throw badRequest(`Malformed JSON body: ${(error as Error).message}`);
   }
+  assertStorableJson(value);
   ctx.state.parsedBody = { value };
   return value;
+}
+
+/**
+ * Refuses, before any route sees them, JSON values that would break further down: nesting
+ * beyond MAX_JSON_DEPTH (recursive walks would overflow the stack) and NUL characters in
+ * strings or keys (PostgreSQL text and jsonb cannot hold them, and neither can an
+ * environment variable). The walk is iterative, so the check itself cannot overflow.
+ */
+export function assertStorableJson(root: unknown): void {
+  const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: '', depth: 0 }];
+  while (stack.length > 0) {
+    const { value, path, depth } = stack.pop()!;
+    if (typeof value === 'string') {
+      if (value.includes('\u0000')) throw nulCharacter(path);
+      continue;
+    }
+    if (value === null || typeof value !== 'object') continue;
+    if (depth >= MAX_JSON_DEPTH) throw badRequest(`Request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+    for (const [key, child] of Object.entries(value)) {
+      const childPath = path ? `${path}.${key}` : key;
+      if (key.includes('\u0000')) throw nulCharacter(childPath);
+      stack.push({ value: child, path: childPath, depth: depth + 1 });
+    }
+  }
+}
+
+function nulCharacter(path: string) {
+  const where = path || '(body)';
+  return validationFailed(`Invalid request body: ${path || 'body'} must not contain NUL (\\u0000) characters`,
+    [{ path: where, message: 'must not contain NUL (\\u0000) characters', keyword: 'nul' }]);
 }
 
 export function readRaw(ctx: Context, limit: number): Promise<Buffer> {

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { KernelServices } from '../services.ts';
 import { readJsonBody } from './body.ts';
-import { badRequest, notFound } from './errors.ts';
+import { badRequest, notFound, validationFailed } from './errors.ts';
 import { isUuid, type Validator } from './validate.ts';
 
 /**
@@ -15,8 +15,15 @@ export async function parseBody<T>(ctx: Context, kernel: KernelServices, validat
   return validator(value);
 }
 
+/** Validates the query string; a NUL character cannot even be sent to PostgreSQL as a parameter, so it is refused first. */
 export function parseQuery<T>(ctx: Context, validator: Validator<T>): T {
-  return validator({ ...ctx.query });
+  const query = { ...ctx.query };
+  for (const [name, value] of Object.entries(query)) {
+    if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'string' && item.includes('\u0000'))) {
+      throw validationFailed(`Invalid query: ${name} must not contain NUL (\\u0000) characters`, [{ path: name, message: 'must not contain NUL (\\u0000) characters', keyword: 'nul' }]);
+    }
+  }
+  return validator(query);
 }
 
 /** A path id that is not a uuid cannot name anything: answer 404 with the resource's name. */

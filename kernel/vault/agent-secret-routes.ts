@@ -9,12 +9,14 @@ import { bodyValidator, uuidPattern } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 
+const GRANT_KEY = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
 const createGrant = bodyValidator<{ secretId: string; key: string; delivery: 'env' | 'api' | 'both'; version?: 'latest' | number; description?: string | null; projectionClass?: string }>({
   type: 'object',
   required: ['secretId', 'key', 'delivery'],
   properties: {
     secretId: { type: 'string', pattern: uuidPattern },
-    key: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' },
+    key: { type: 'string', pattern: GRANT_KEY.source },
     delivery: { enum: ['env', 'api', 'both'] },
     version: { anyOf: [{ const: 'latest' }, { type: 'integer', minimum: 1 }] },
     description: { type: ['string', 'null'], maxLength: 2000 },
@@ -90,7 +92,9 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
 
   router.post('/api/agents/me/secrets/:key/value', async (ctx) => {
     const { actor, run } = await requireRunBoundAgent(ctx, kernel);
-    const key = ctx.params.key;
+    const key = ctx.params.key ?? '';
+    // A key that no grant could carry is simply not granted (and never reaches the database).
+    if (!GRANT_KEY.test(key)) throw forbidden(`Secret "${key}" is not granted to this agent for API delivery`, 'secret_not_granted');
     const grant = await kernel.db.maybeOne(
       `select g.* from agent_secret_grants g where g.agent_id = ? and g.key = ? and g.delivery in ('api', 'both')`, [actor.agentId, key]);
     if (!grant) throw forbidden(`Secret "${key}" is not granted to this agent for API delivery`, 'secret_not_granted');

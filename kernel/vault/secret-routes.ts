@@ -8,7 +8,8 @@ import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import { MAX_SECRET_VALUE_BYTES, toMetadata } from './vault.ts';
 
-const name = { type: 'string', minLength: 1, maxLength: 200, pattern: '^[^\\u0000-\\u001f]+$' };
+// Names are stored trimmed, so a name must hold something besides blanks (and no control characters).
+const name = { type: 'string', minLength: 1, maxLength: 200, pattern: '^(?=.*\\S)[^\\u0000-\\u001f]+$' };
 const value = { type: 'string', minLength: 1 };
 const nullableText = (max: number) => ({ type: ['string', 'null'], maxLength: max });
 

@@ -1,0 +1,110 @@
+/**
+ * Bad-input generators of test/kernel/bad-input.test.ts. A route is described by its body
+ * fields and their kinds; each kind yields values that the route must refuse with a 4xx.
+ * Only values that are wrong for the field whatever else the body holds are generated, so
+ * that a success is always a real finding.
+ */
+export type FieldKind =
+  | { kind: 'text'; max?: number; nullable?: boolean; blankRefused?: boolean; nulAllowed?: boolean }
+  | { kind: 'uuid'; nullable?: boolean; reference?: boolean }
+  | { kind: 'int'; min?: number; max?: number }
+  | { kind: 'bool' }
+  | { kind: 'enum' }
+  | { kind: 'object'; nullable?: boolean; stored?: boolean }
+  | { kind: 'strings'; max?: number };
+
+export interface BodyCase { label: string; body?: unknown; raw?: string | FormData; contentType?: string }
+
+export const UNKNOWN_UUID = '00000000-0000-4000-8000-000000000000';
+const HUGE = 'x'.repeat(300_000);
+
+/** JSON text sent as it is: nesting this deep cannot even be serialised by JSON.stringify. */
+export class RawJson {
+  readonly text: string;
+  constructor(text: string) { this.text = text; }
+}
+
+/** An object nested deeper than any configuration needs: must be refused, not overflow a stack. */
+export function deepJson(depth: number): string {
+  return '{"n":'.repeat(depth) + '{"leaf":true}' + '}'.repeat(depth);
+}
+
+function wrongValues(field: FieldKind): Array<[string, unknown]> {
+  const common: Array<[string, unknown]> = [['an array', ['x']], ['an object', { x: 1 }], ['a boolean', true]];
+  switch (field.kind) {
+    case 'text': {
+      const values: Array<[string, unknown]> = [['a number', 42], ...common, ['a huge string', HUGE]];
+      if (field.max !== undefined) values.push(['a string over the limit', 'y'.repeat(field.max + 1)]);
+      if (!field.nullable) values.push(['null', null]);
+      if (field.blankRefused) values.push(['a blank string', '   ']);
+      if (!field.nulAllowed) values.push(['a NUL character', 'a\u0000b']);
+      return values;
+    }
+    case 'uuid': {
+      const values: Array<[string, unknown]> = [['a non-uuid', 'not-a-uuid'], ['a number', 7], ...common, ['a huge string', HUGE]];
+      if (!field.nullable) values.push(['null', null]);
+      if (field.reference) values.push(['an unknown uuid', UNKNOWN_UUID]);
+      return values;
+    }
+    case 'int':
+      return [['a numeric string', '5'], ['a fraction', 1.5], ['a negative number', (field.min ?? 0) - 1], ['a number beyond 2^53', 1e300],
+        ['null', null], ...common, ...(field.max !== undefined ? [['a number over the maximum', field.max + 1] as [string, unknown]] : [])];
+    case 'bool':
+      return [['a string', 'true'], ['a number', 1], ['null', null], ['an array', [true]], ['an object', {}]];
+    case 'enum':
+      return [['an unknown value', 'bogus'], ['a number', 1], ['null', null], ['an array', ['x']], ['an object', {}], ['a huge string', HUGE]];
+    case 'object': {
+      const values: Array<[string, unknown]> = [['a string', 'x'], ['a number', 1], ['an array', [{}]], ['a boolean', true]];
+      if (!field.nullable) values.push(['null', null]);
+      if (field.stored) values.push(['a NUL character inside', { note: 'a\u0000b' }], ['a NUL character in a key', { 'a\u0000b': 1 }], ['10,000 levels of nesting', new RawJson(deepJson(10_000))]);
+      return values;
+    }
+    case 'strings':
+      return [['a string', 'x'], ['an object', {}], ['numbers', [1, 2]], ['nulls', [null]], ['a NUL character', ['a\u0000b']],
+        ...(field.max !== undefined ? [['too many items', Array.from({ length: field.max + 1 }, (_, i) => `s${i}`)] as [string, unknown]] : [])];
+  }
+}
+
+/** Cases for one field: the valid body with that field replaced by each wrong value. */
+export function fieldCases(valid: Record<string, unknown>, fields: Record<string, FieldKind>): BodyCase[] {
+  const PLACEHOLDER = '__raw_json_value__';
+  return Object.entries(fields).flatMap(([name, kind]) => wrongValues(kind).map(([label, value]): BodyCase => {
+    if (!(value instanceof RawJson)) return { label: `${name} as ${label}`, body: { ...valid, [name]: value } };
+    const raw = JSON.stringify({ ...valid, [name]: PLACEHOLDER }).replace(`"${PLACEHOLDER}"`, value.text);
+    return { label: `${name} as ${label}`, raw, contentType: 'application/json' };
+  }));
+}
+
+/** Cases every JSON route must refuse, whatever its fields. */
+export function bodyShapeCases(options: { needsFields: boolean; limitBytes: number }): BodyCase[] {
+  const form = new FormData();
+  form.set('name', 'x');
+  const cases: BodyCase[] = [
+    { label: 'malformed JSON', raw: '{"name": "x",', contentType: 'application/json' },
+    { label: 'JSON with a trailing comma', raw: '{"name": "x",}', contentType: 'application/json' },
+    { label: 'a text/plain body', raw: 'name=x', contentType: 'text/plain' },
+    { label: 'a form-encoded body', raw: 'name=x', contentType: 'application/x-www-form-urlencoded' },
+    { label: 'a multipart body', raw: form },
+    { label: 'a JSON array', body: [{ name: 'x' }] },
+    { label: 'JSON null', raw: 'null', contentType: 'application/json' },
+    { label: 'a JSON string', raw: '"x"', contentType: 'application/json' },
+    { label: 'a JSON number', raw: '42', contentType: 'application/json' },
+    { label: 'JSON true', raw: 'true', contentType: 'application/json' },
+    { label: 'a body over the JSON limit', raw: JSON.stringify({ name: 'x', pad: 'p'.repeat(options.limitBytes) }), contentType: 'application/json' },
+    { label: 'JSON nested 100,000 levels deep', raw: '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), contentType: 'application/json' },
+  ];
+  if (options.needsFields) {
+    cases.push({ label: 'an empty object', body: {} }, { label: 'no body at all' });
+  }
+  return cases;
+}
+
+/** Path ids that can name nothing. */
+export const BAD_IDS: Array<[string, string]> = [
+  ['a non-uuid id', 'not-a-uuid'],
+  ['an unknown uuid', UNKNOWN_UUID],
+  ['an id with SQL in it', encodeURIComponent("x' or '1'='1")],
+  ['a 3,000-character id', 'a'.repeat(3000)],
+  ['a malformed percent escape', '%E0%A4%A'],
+  ['an encoded NUL', 'a%00b'],
+];
