@@ -14,6 +14,7 @@ import { EventBus } from './events/event-bus.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
+import { startContributionPoints, type ContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
 import { kernelRouteModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
@@ -51,6 +52,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await ensureDatabase(embedded.url, 'keel');
   }
   let db: Database | undefined;
+  let contributions: ContributionPoints | undefined;
   try {
     db = await Database.connect(databaseUrl, { poolSize: config.database.poolSize, log });
     const applied = await db.migrate();
@@ -61,7 +63,9 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     services.extensionHost = host;
     const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
+    contributions = await startContributionPoints(host, { databaseUrl });
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true });
+    await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const server = createServer(app.callback());
     server.keepAliveTimeout = 65_000;
@@ -79,6 +83,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
         stopping ??= (async () => {
           await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
           stopWatchingKeys();
+          await contributions!.stop();
           await host.stop();
           await services.lastUsed.stop();
           await services.authCache.close();
@@ -89,6 +94,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       },
     };
   } catch (error) {
+    await contributions?.stop().catch(() => undefined);
     await db?.close().catch(() => undefined);
     await embedded?.stop().catch(() => undefined);
     throw error;

@@ -8,6 +8,7 @@ import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { Broker } from './broker.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
+import { privateNetworkHostsFor } from './network-settings.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import type { InvokeMessage } from './protocol/messages.ts';
@@ -51,6 +52,7 @@ export class ExtensionHost {
   /** Adds per-call data to an invocation before it is sent (for example the company's folder mounts). */
   readonly invokeDecorators: Array<(plugin: LoadedPlugin, message: InvokeMessage) => Promise<void> | void> = [];
   private bridgeKey!: Buffer;
+  private listener: import('pg').PoolClient | null = null;
 
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
@@ -70,6 +72,7 @@ export class ExtensionHost {
   async start(options: { bootstrapFirstParty: boolean }): Promise<void> {
     const row = await this.kernel.db.maybeOne<{ key: Buffer }>('select key from keel_private.bridge_key');
     this.bridgeKey = Buffer.from(row!.key);
+    await this.databases.init();
     if (options.bootstrapFirstParty) {
       for (const found of await scanFolder(FIRST_PARTY_DIR, 'first_party')) {
         const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
@@ -84,6 +87,7 @@ export class ExtensionHost {
       try {
         await this.activate(pluginRow);
       } catch (error) {
+        await this.deactivate(pluginRow.key);
         await this.markFailed(pluginRow.key, (error as Error).message);
         this.kernel.log.error({ plugin: pluginRow.key, err: error }, 'plugin could not start');
       }
@@ -132,20 +136,25 @@ export class ExtensionHost {
     try {
       await this.activate(updated);
     } catch (error) {
+      await this.deactivate(key);
       await this.markFailed(key, (error as Error).message);
+      await this.announce(key);
       throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
     }
+    await this.announce(key);
     return this.row(key);
   }
 
   async disable(key: string): Promise<Row> {
     await this.row(key);
     await this.deactivate(key);
-    return this.kernel.db.transaction(async (tx) => {
+    const disabled = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
       await this.audit(tx, 'plugin.disabled', key, {});
       return result!;
     });
+    await this.announce(key);
+    return disabled;
   }
 
   async uninstall(key: string): Promise<void> {
@@ -156,6 +165,7 @@ export class ExtensionHost {
       await tx.exec('delete from plugins where key = ?', [key]);
       await this.audit(tx, 'plugin.uninstalled', key, { version: row.version });
     });
+    await this.announce(key);
   }
 
   /**
@@ -183,6 +193,7 @@ export class ExtensionHost {
       await this.deactivate(key);
       await this.activate(updated);
     }
+    await this.announce(key);
     return updated;
   }
 
@@ -195,6 +206,7 @@ export class ExtensionHost {
     });
     const loaded = this.plugins.get(key);
     if (loaded) { loaded.row = updated; loaded.process?.updateConfig(config); }
+    await this.announce(key);
     return updated;
   }
 
@@ -221,6 +233,7 @@ export class ExtensionHost {
         config: row.config ?? {},
         database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog' },
         network: manifest.network?.allow ?? [],
+        privateNetworkHosts: privateNetworkHostsFor(this.kernel.config, row.key),
         folders: {},
         limits: { memoryMb: limits.memoryMb, callTimeoutMs: limits.callTimeoutMs, cpuSliceMs: Math.min(limits.callTimeoutMs, 5000), maxResponseBytes: 5 * 1024 * 1024, maxLogLinesPerMinute: 600 },
         activitySigning: true,
@@ -316,7 +329,56 @@ export class ExtensionHost {
     await this.kernel.activity.record(tx, { companyId: null, actorType: 'system', actorId: 'extension-host', action, entityType: 'plugin', entityId: key, details });
   }
 
+  /**
+   * Several kernel processes may share one database: a lifecycle change made in one is
+   * announced on `keel_plugins`, and every process brings its running workers in line with
+   * the stored state (the process that made the change finds nothing to do).
+   */
+  async listen(): Promise<void> {
+    const pool = await (this.kernel.db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
+    const client = await pool.connect();
+    this.listener = client;
+    client.on('notification', (message) => {
+      if (message.channel === 'keel_plugins' && message.payload) void this.reconcile(message.payload);
+    });
+    client.on('error', () => undefined);
+    await client.query('LISTEN keel_plugins');
+  }
+
+  private announce(key: string): Promise<unknown> {
+    return this.kernel.db.query("select pg_notify('keel_plugins', ?)", [key]);
+  }
+
+  private reconciling = Promise.resolve();
+  reconcile(key: string): Promise<void> {
+    this.reconciling = this.reconciling.then(async () => {
+      const row = await this.kernel.db.maybeOne('select * from plugins where key = ?', [key]);
+      const loaded = this.plugins.get(key);
+      if (!row || row.status !== 'enabled') {
+        if (loaded) await this.deactivate(key);
+        return;
+      }
+      const current = loaded?.row;
+      const same = current && current.version === row.version && String(current.granted_capabilities) === String(row.granted_capabilities)
+        && JSON.stringify(current.config) === JSON.stringify(row.config) && String(current.updated_at) === String(row.updated_at);
+      if (same) return;
+      if (loaded && current && current.version === row.version && String(current.granted_capabilities) === String(row.granted_capabilities)) {
+        loaded.row = row;
+        loaded.process?.updateConfig(row.config ?? {});
+        return;
+      }
+      await this.deactivate(key);
+      await this.activate(row).catch((error: Error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin could not start after a change made elsewhere'));
+    }).catch((error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin reconcile failed'));
+    return this.reconciling;
+  }
+
   async stop(): Promise<void> {
+    if (this.listener) {
+      await this.listener.query('UNLISTEN keel_plugins').catch(() => undefined);
+      this.listener.release();
+      this.listener = null;
+    }
     await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
   }
 }

@@ -19,6 +19,11 @@ export class PluginDatabases {
   private readonly db: Database;
   private readonly secret: Buffer;
   private readonly baseUrl: URL;
+  /**
+   * Roles are global to a PostgreSQL cluster while plugins belong to one database: role names
+   * carry a short tag of the database so two instances on one cluster never share a role.
+   */
+  private tag = '';
 
   constructor(db: Database, secret: Buffer, databaseUrl: string) {
     this.db = db;
@@ -26,9 +31,15 @@ export class PluginDatabases {
     this.baseUrl = new URL(databaseUrl);
   }
 
+  async init(): Promise<void> {
+    const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
+    this.tag = createHash('sha256').update(database).digest('hex').slice(0, 6);
+  }
+
   roles(manifest: Pick<PluginManifest, 'key' | 'database'>): PluginRoles {
+    if (!this.tag) throw new Error('PluginDatabases.init() has not run');
     const slug = manifest.key.replaceAll('-', '_');
-    return { runtime: `keel_p_${slug}`, migrator: `keel_pm_${slug}`, schema: manifest.database ? `plugin_${manifest.database.namespace}` : null };
+    return { runtime: `keel_p${this.tag}_${slug}`, migrator: `keel_m${this.tag}_${slug}`, schema: manifest.database ? `plugin_${manifest.database.namespace}` : null };
   }
 
   private password(role: string): string {
