@@ -36,8 +36,9 @@ export class Broker {
     if (!invocation || invocation.plugin !== plugin) {
       throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     }
-    const capability = KERNEL_CAPABILITIES[call.capability];
-    const method = capability?.methods[call.method];
+    // Own properties only: prototype names (`constructor`, `toString`) are not capabilities or methods.
+    const capability = Object.hasOwn(KERNEL_CAPABILITIES, call.capability) ? KERNEL_CAPABILITIES[call.capability] : undefined;
+    const method = capability && Object.hasOwn(capability.methods, call.method) ? capability.methods[call.method] : undefined;
     if (!method) throw new KeelError(400, 'unknown_capability', `Unknown capability ${call.capability}.${call.method}`);
     const loaded = this.host.plugins.get(plugin);
     const grants: string[] = loaded?.row.granted_capabilities ?? [];

@@ -88,6 +88,9 @@ export class PluginProcess {
     });
     child.on('message', (message: WorkerToKernel) => this.handle(message));
     child.on('exit', (code, signal) => this.exited(child, code, signal, stderr));
+    // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
+    // a listener that event would end the kernel. The exit handler deals with the worker.
+    child.on('error', (error) => this.log.warn({ plugin: this.key, err: error }, 'plugin worker channel error'));
     child.send({ t: 'init', init: this.init } satisfies KernelToWorker);
     booted.catch(() => undefined);
     return booted;
@@ -107,10 +110,17 @@ export class PluginProcess {
       case 'call':
         this.onCall(message).then(
           (value) => this.send({ t: 'reply', id: message.id, ok: true, value }),
-          (error: { status?: number; code?: string; message?: string; expose?: boolean }) => this.send({
-            t: 'reply', id: message.id, ok: false,
-            error: { status: error.status ?? 500, code: error.code ?? 'kernel_error', message: error.expose === false ? 'Kernel call failed' : String(error.message ?? 'Kernel call failed') },
-          }),
+          (failure: { status?: number; code?: string; message?: string; expose?: boolean } | undefined) => {
+            const error = failure ?? {};
+            // Only the kernel's own errors (status and code) say why; any other failure is internal and its text stays here.
+            const own = typeof error.status === 'number' && typeof error.code === 'string';
+            this.send({
+              t: 'reply', id: message.id, ok: false,
+              error: own
+                ? { status: error.status!, code: error.code!, message: error.expose === false ? 'Kernel call failed' : String(error.message ?? 'Kernel call failed') }
+                : { status: 500, code: 'kernel_error', message: 'Kernel call failed' },
+            });
+          },
         );
         break;
       case 'log':

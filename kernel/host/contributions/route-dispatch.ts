@@ -53,9 +53,13 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
   const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;
   const envelope = value && typeof value === 'object' && '$response' in (value as object) ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string> } }).$response : null;
   if (envelope) {
-    ctx.status = envelope.status && envelope.status >= 200 && envelope.status <= 599 ? envelope.status : successStatus;
+    ctx.status = Number.isInteger(envelope.status) && envelope.status! >= 200 && envelope.status! <= 599 ? envelope.status! : successStatus;
     for (const [name, headerValue] of Object.entries(envelope.headers ?? {})) {
-      if (/^(x-[a-z0-9-]+|cache-control|etag|location|content-language)$/i.test(name)) ctx.set(name, String(headerValue));
+      if (!/^(x-[a-z0-9-]+|cache-control|etag|location|content-language)$/i.test(name)) continue;
+      // A value with control characters would split the header (or make Node throw): the plugin's answer is invalid.
+      const text = String(headerValue);
+      if (text.length > 8192 || /[^\t\x20-\x7e\x80-\xff]/.test(text)) throw new KeelError(502, 'plugin_invalid_response', `The plugin answered with an invalid value for the ${name} header`, { expose: true });
+      ctx.set(name, text);
     }
     ctx.body = envelope.body === undefined ? null : envelope.body;
   } else {

@@ -36,6 +36,10 @@ const BOOTSTRAP = `
       return Reflect.construct(target, [args[0]]);
     },
   });
+  // The native constructor is also reachable as ArrayBuffer.prototype.constructor (and so from
+  // any buffer): point that at the guard too, and take resize away from every buffer.
+  Object.defineProperty(NativeArrayBuffer.prototype, 'constructor', { value: globalThis.ArrayBuffer, writable: false, configurable: false, enumerable: false });
+  delete NativeArrayBuffer.prototype.resize;
 }
 `;
 

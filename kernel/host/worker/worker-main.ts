@@ -3,6 +3,7 @@ import { activityCapability, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { Invocation } from './invocation.ts';
+import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { Sandbox } from './sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -35,8 +36,15 @@ let capabilities: Record<string, WorkerCapability> = {};
 const invocations = new Map<string, Invocation>();
 const kernelCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 let nextOp = 1;
+/** The invocation whose code the isolate is running right now (set while the host is inside dispatch or settle). */
+let entered: string | null = null;
 let nextKernelCall = 1;
 let logBudget = { windowStart: Date.now(), lines: 0, dropped: 0 };
+/** Host work one invocation may have in flight; a burst of un-awaited calls must not flood the kernel. */
+const MAX_PENDING_OPS = 64;
+const MAX_ARGS_CHARS = 8 * 1024 * 1024;
+const MAX_KERNEL_ARGS_CHARS = 1_000_000;
+const closed = (message = 'This ctx belongs to an invocation that has finished') => JSON.stringify({ e: { status: 409, code: 'invocation_closed', message } });
 
 function wire(error: unknown): WireError {
   if (error instanceof CapabilityError) return { status: error.status, code: error.code, message: error.message };
@@ -47,13 +55,30 @@ function wire(error: unknown): WireError {
   return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
 }
 
+/**
+ * Host functions never throw into the isolate: an error thrown by host code would arrive
+ * there with the host's stack and file paths. They answer with a code and a message instead.
+ */
+function shielded<A extends unknown[], R>(name: string, fn: (...args: A) => R, fallback: R): (...args: A) => R {
+  return (...args: A) => {
+    try {
+      return fn(...args);
+    } catch (error) {
+      try { log('error', `host function ${name} failed: ${String((error as Error)?.message ?? error).slice(0, 300)}`); } catch { /* logging is best effort */ }
+      return fallback;
+    }
+  };
+}
+
 /** Sync host function: checks the invocation and the grant, then starts the work. */
 function hostCall(invocationId: string, capability: string, method: string, argsJson: string): string {
   const invocation = invocations.get(invocationId);
-  if (!invocation || invocation.finished) {
-    return JSON.stringify({ e: { status: 409, code: 'invocation_closed', message: 'This ctx belongs to an invocation that has finished' } });
-  }
-  const needed = GRANT_OF[capability]?.(method);
+  if (!invocation || invocation.finished) return closed();
+  // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
+  // kept from another invocation (even one still running) is refused.
+  if (entered !== null && entered !== invocationId) return closed('This ctx belongs to another invocation');
+  // Own properties only: `constructor` or `__proto__` are not capabilities.
+  const needed = Object.hasOwn(GRANT_OF, capability) ? GRANT_OF[capability]!(method) : undefined;
   if (!needed) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability "${capability}"` } });
   if (!needed.some((grant) => init.grants.includes(grant))) {
     log('warn', `denied ${capability}.${method}: not granted`, { capability, method }, invocationId);
@@ -61,6 +86,13 @@ function hostCall(invocationId: string, capability: string, method: string, args
   }
   if (capability === 'db' && method === 'query' && !init.grants.includes('database.namespace.write') && invocation.message.transactional === false) {
     // Read-only plugins get no write privileges from the database; nothing more to check here.
+  }
+  const kernelServed = KERNEL_CAPABILITIES.has(capability);
+  const maxChars = kernelServed ? MAX_KERNEL_ARGS_CHARS : MAX_ARGS_CHARS;
+  if (argsJson.length > maxChars) return JSON.stringify({ e: { status: 413, code: 'invalid_arguments', message: `Arguments larger than ${maxChars} characters` } });
+  if (jsonTooDeep(argsJson)) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: `Arguments nested deeper than ${MAX_JSON_DEPTH} levels` } });
+  if (invocation.ops.size >= MAX_PENDING_OPS) {
+    return JSON.stringify({ e: { status: 429, code: 'too_many_pending_calls', message: `${init.pluginKey}: at most ${MAX_PENDING_OPS} host calls may be in flight per invocation; await them` } });
   }
   let args: unknown[];
   try {
@@ -71,13 +103,16 @@ function hostCall(invocationId: string, capability: string, method: string, args
   }
   const op = nextOp++;
   invocation.ops.add(op);
-  const work = KERNEL_CAPABILITIES.has(capability)
-    ? callKernel(invocationId, capability, method, args)
-    : Promise.resolve().then(() => {
-      const handler = capabilities[capability]?.[method];
-      if (!handler) throw new CapabilityError(400, 'unknown_method', `Unknown method ${capability}.${method}`);
-      return handler(invocation, args);
-    });
+  const work = Promise.resolve().then(() => {
+    // Work starts after the isolate yields; a call the plugin made just before it returned
+    // or failed must not run once the invocation is finished (its transaction is gone).
+    if (invocation.finished) throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+    if (kernelServed) return callKernel(invocationId, capability, method, args);
+    const table = Object.hasOwn(capabilities, capability) ? capabilities[capability]! : {};
+    const handler = Object.hasOwn(table, method) ? table[method] : undefined;
+    if (!handler) throw new CapabilityError(400, 'unknown_method', `Unknown method ${capability}.${method}`);
+    return handler(invocation, args);
+  });
   work.then(
     (value) => settle(invocation, op, true, value),
     (error) => settle(invocation, op, false, wire(error)),
@@ -99,9 +134,12 @@ function settle(invocation: Invocation, op: number, ok: boolean, value: unknown)
   let json: string;
   try { json = value === undefined ? '' : JSON.stringify(value); } catch { json = JSON.stringify({ status: 500, code: 'host_error', message: 'unserializable host result' }); ok = false; }
   try {
+    entered = invocation.id;
     sandbox.settle(op, ok, json);
   } catch (error) {
     failFromIsolate(invocation, error);
+  } finally {
+    entered = null;
   }
 }
 
@@ -109,7 +147,7 @@ function hostDone(invocationId: string, resultJson: string): void {
   const invocation = invocations.get(invocationId);
   if (!invocation || invocation.finished) return;
   invocation.finished = true;
-  void finish(invocation, resultJson);
+  finish(invocation, resultJson).catch((error) => finishFailed(invocation, error));
 }
 
 function log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>, invocationId?: string): void {
@@ -129,13 +167,39 @@ function hostLog(invocationId: string, level: string, message: string, fieldsJso
   log(safeLevel, message, fields, invocationId);
 }
 
+/** Last resort when finishing threw: the connection (and its transaction) is destroyed, the kernel still gets an answer. */
+function finishFailed(invocation: Invocation, error: unknown): void {
+  log('error', `finishing call ${invocation.message.kind}:${invocation.message.target} failed: ${String((error as Error)?.message ?? error).slice(0, 300)}`);
+  if (invocation.client) { invocation.client.release(error instanceof Error ? error : new Error('finish failed')); invocation.client = null; }
+  if (!invocations.delete(invocation.id)) return;
+  send({ t: 'result', id: invocation.id, ok: false, error: { status: 500, code: 'host_error', message: 'The host could not finish the call' }, activityWritten: false });
+}
+
+/** A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects. */
+function wireFromPlugin(raw: unknown): WireError {
+  const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
+  const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
+  const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) ? e.code : 'plugin_error';
+  const message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  const wire: WireError = { status, code, message };
+  if (e.details !== undefined && e.details !== null) {
+    const text = JSON.stringify(e.details);
+    if (text.length <= 16_000) wire.details = e.details;
+  }
+  return wire;
+}
+
 /** Commits or rolls back the invocation's transaction, then reports the result once. */
 async function finish(invocation: Invocation, resultJson: string): Promise<void> {
   clearTimeout(invocation.timer);
   let parsed: { ok: boolean; v?: unknown; e?: WireError };
-  try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
-  let ok = parsed.ok;
-  let error = parsed.e;
+  if (jsonTooDeep(resultJson)) {
+    parsed = { ok: false, e: { status: 502, code: 'plugin_result_too_deep', message: `Plugin result nested deeper than ${MAX_JSON_DEPTH} levels` } };
+  } else {
+    try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
+  }
+  let ok = parsed?.ok === true;
+  let error = ok ? undefined : wireFromPlugin(parsed?.e);
   let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
   if (ok && value !== undefined && Buffer.byteLength(value) > init.limits.maxResponseBytes) {
     ok = false;
@@ -179,7 +243,7 @@ function failFromIsolate(invocation: Invocation, error: unknown): void {
   }
   if (!invocation.finished) {
     invocation.finished = true;
-    void finish(invocation, JSON.stringify({ ok: false, e: wireError }));
+    finish(invocation, JSON.stringify({ ok: false, e: wireError })).catch((failure) => finishFailed(invocation, failure));
   }
   if (sandbox.disposed) restartWorker(`isolate disposed: ${message}`);
 }
@@ -197,7 +261,8 @@ async function invoke(message: InvokeMessage): Promise<void> {
     if (invocation.finished) return;
     log('error', `call ${message.kind}:${message.target} exceeded its ${message.deadlineMs} ms deadline; restarting the isolate`);
     invocation.finished = true;
-    void finish(invocation, JSON.stringify({ ok: false, e: { status: 504, code: 'plugin_timeout', message: `${init.pluginKey} did not answer within ${message.deadlineMs} ms` } }))
+    finish(invocation, JSON.stringify({ ok: false, e: { status: 504, code: 'plugin_timeout', message: `${init.pluginKey} did not answer within ${message.deadlineMs} ms` } }))
+      .catch((error) => finishFailed(invocation, error))
       .finally(() => restartWorker('wall-clock deadline exceeded'));
   }, message.deadlineMs);
   if (message.transactional && database) {
@@ -207,9 +272,12 @@ async function invoke(message: InvokeMessage): Promise<void> {
   }
   const json = JSON.stringify({ id: message.id, kind: message.kind, target: message.target, input: JSON.parse(message.input), info: message.info });
   try {
+    entered = invocation.id;
     sandbox.dispatch(json);
   } catch (error) {
     failFromIsolate(invocation, error);
+  } finally {
+    entered = null;
   }
 }
 
@@ -224,7 +292,11 @@ async function boot(received: WorkerInit): Promise<void> {
   if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16);
   capabilities = { ...workerCapabilities(init), activity: activityCapability(database) };
   if (database) capabilities.db = database.capability();
-  sandbox.load(init.code, { call: hostCall, done: hostDone, log: hostLog }, { grants: init.grants, config: init.config });
+  sandbox.load(init.code, {
+    call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),
+    done: shielded('done', hostDone, undefined),
+    log: shielded('log', hostLog, undefined),
+  }, { grants: init.grants, config: init.config });
   send({ t: 'ready', bootMs: performance.now() - started });
 }
 

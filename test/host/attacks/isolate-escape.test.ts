@@ -1,0 +1,191 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCompany } from '../../support/fixtures.ts';
+import { startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { expectKernelAlive, HOST_LEAK, installAndEnable } from './support.ts';
+
+/** SANDBOX.md class 1: isolate escape and host-object leaks. */
+let t: TestKernel;
+let company: any;
+const P = '/api/plugins/attack-escape';
+
+beforeAll(async () => {
+  t = await startTestKernel();
+  company = await createCompany(t.api);
+  await installAndEnable(t, 'attack-escape');
+});
+afterAll(async () => { await t?.stop(); });
+
+const result = (kind: string) => t.api.post(`${P}/results`, { kind });
+const args = (kind: string) => t.api.post(`${P}/args`, { kind, companyId: company.id });
+
+describe('reaching host objects from the isolate', () => {
+  it('finds no process, require or host realm through constructor chains of the bridge', async () => {
+    const res = await t.api.post(`${P}/constructors`, {});
+    expect(res.status, res.text).toBe(200);
+    const out = res.body as Record<string, string>;
+    expect(out.callCtorProcess).toBe('string:undefined');
+    expect(out.callCtorRequire).toBe('string:undefined');
+    expect(out.protoCtorProcess).toBe('string:undefined');
+    expect(out.evalProcess).toBe('string:undefinedundefinedundefinedundefined');
+    expect(out.rawCallback).toBe('string:undefined');
+    expect(out.bridgeKeys).toBe('string:call,done,log');
+    expect(out.bridgeFrozen).toBe('boolean:true');
+    // The bridge functions are isolate arrow functions: no host properties, no host source.
+    expect(out.callOwnProps).toBe('string:length,name');
+    expect(out.callSource).not.toMatch(HOST_LEAK);
+    // The bridge cannot be replaced.
+    expect(out.redefine).toMatch(/^threw:/);
+    expect(out.assign).not.toBe('boolean:true');
+    expect(out.stillBridge).toBe('string:string');
+    // A caller walk from inside the bridge's argument coercion finds nothing (strict code).
+    expect(out.callerLeak).not.toMatch(/hostCall|__keel_raw|ivm|Callback/);
+    const globals = out.globals!.replace(/^string:/, '').split(',');
+    for (const name of ['process', 'require', 'module', 'Buffer', 'global', '__keel_raw_call', '__keel_raw_done', '__keel_raw_log', 'setTimeout']) {
+      expect(globals).not.toContain(name);
+    }
+    expect(JSON.stringify(out)).not.toMatch(HOST_LEAK);
+  });
+
+  it('answers hostile bridge calls with codes and messages only, never host stacks, paths or host objects', async () => {
+    const res = await t.api.post(`${P}/host-errors`, {});
+    expect(res.status, res.text).toBe(200);
+    const out = res.body as Record<string, any>;
+    const text = JSON.stringify(out);
+    expect(text).not.toMatch(HOST_LEAK);
+    // Prototype names are not capabilities: every one is refused as unknown, before any work starts.
+    for (const name of ['protoCap', 'ctorCap', 'toStringCap', 'hasOwnCap']) {
+      expect(out[name], name).toEqual({ sync: { e: expect.objectContaining({ status: 400, code: 'unknown_capability' }) } });
+    }
+    // Prototype names are not methods either, on worker-served and kernel-served capabilities alike.
+    for (const name of ['dbCtor', 'dbProto', 'dbToString', 'dbValueOf', 'dbDefineGetter', 'activityCtor', 'companiesCtor', 'companiesProto', 'companiesToString', 'companiesHasOwn']) {
+      const reply = out[name];
+      const error = reply.sync?.e ?? reply.asyncError;
+      expect(error, `${name}: ${JSON.stringify(reply)}`).toBeTruthy();
+      expect(error.code ?? error.status, name).not.toBeUndefined();
+      expect(reply.async, name).toBeUndefined();
+    }
+    // The signed invocation identity never reaches plugin code.
+    expect(text).not.toMatch(/signature|"signed"|bridge/i);
+    expect(out.badJson).toEqual({ sync: { e: expect.objectContaining({ code: 'invalid_arguments' }) } });
+    expect(out.notArray).toEqual({ sync: { e: expect.objectContaining({ code: 'invalid_arguments' }) } });
+    expect(out.otherInvocation).toEqual({ sync: { e: expect.objectContaining({ code: 'invocation_closed' }) } });
+    expect(out.badSql).toMatchObject({ code: 'sql_42P01', status: 400 });
+    expect(out.badUuid).toMatchObject({ code: 'invalid_arguments', status: 400 });
+    expect(out.missingCompany).toMatchObject({ value: null });
+    expect(out.hostLogWeird).toBe('ok');
+    expect(out.doneOther).toBe('ok');
+    // Errors created by the host inside the isolate carry isolate frames only.
+    for (const sites of out.capturedSites as string[]) expect(sites).not.toMatch(HOST_LEAK);
+    await expectKernelAlive(t);
+  });
+});
+
+describe('hostile values handed to the host', () => {
+  it('refuses cycles, BigInts, throwing getters and Proxy traps with a clear error (they run in the isolate, never on the host)', async () => {
+    for (const kind of ['cycle', 'bigint', 'getter']) {
+      const res = await result(kind);
+      expect(res.status, `${kind}: ${res.text}`).toBe(500);
+      expect(res.body.code, kind).toBe('unserializable_result');
+      expect(res.body.error, kind).toMatch(/^Plugin result is not JSON: /);
+      expect(res.text).not.toMatch(HOST_LEAK);
+    }
+    // A Proxy's traps fire in the isolate (already when the SDK looks for a then method).
+    const proxy = await result('proxy');
+    expect(proxy.status).toBe(500);
+    expect(proxy.body).toEqual({ code: 'plugin_error', error: 'Plugin failed: proxy trap ran' });
+    const sparse = await result('sparse');
+    expect(sparse.status).toBe(200);
+    expect(sparse.body).toEqual([null, null, null, null, 'last']);
+    const toJson = await result('to-json');
+    expect(toJson.body).toEqual({ replaced: true });
+    await expectKernelAlive(t);
+  });
+
+  it('survives nesting too deep to serialise, whether built in the isolate or written raw to the bridge', async () => {
+    const deep = await result('deep');
+    expect(deep.status, deep.text).toBe(500);
+    expect(deep.body.code).toBe('unserializable_result');
+    for (const kind of ['deep-raw', 'deep-raw-error']) {
+      const res = await result(kind);
+      expect(res.status, `${kind}: ${res.text}`).toBe(502);
+      expect(res.body).toMatchObject({ code: 'plugin_result_too_deep' });
+    }
+    // The worker did not die over it.
+    const health = await t.api.get(`${P}/health`);
+    expect(health.body.worker.restarts).toBe(0);
+    expect((await t.api.get(`${P}/ok`)).status).toBe(200);
+    await expectKernelAlive(t);
+  });
+
+  it('does not let JSON __proto__ keys pollute the host', async () => {
+    const res = await result('proto');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.ok).toBe(1);
+    const envelope = await result('envelope-proto');
+    expect(envelope.status).toBe(201);
+    expect(envelope.headers.get('x-fine')).toBe('yes');
+    expect(envelope.headers.get('x-injected')).toBeNull();
+    const pollute = await t.api.post(`${P}/pollute`, {});
+    expect(pollute.body).toEqual({ inIsolate: 'yes', parsedOwn: ['__proto__'] });
+    // The kernel runs in this test process: its prototypes are untouched.
+    expect(({} as any).polluted).toBeUndefined();
+    expect(({} as any).polluted2).toBeUndefined();
+    expect(({} as any).isAdmin).toBeUndefined();
+    expect(({} as any).viaJson).toBeUndefined();
+    expect(([] as any).injected).toBeUndefined();
+    await expectKernelAlive(t);
+  });
+
+  it('bounds what a plugin error can carry and which response headers it can set', async () => {
+    const huge = await result('huge-error');
+    expect(huge.status).toBe(418);
+    expect(huge.text.length).toBeLessThan(10_000);
+    expect(huge.body.code).toBe('plugin_error');
+    const odd = await result('odd-error');
+    expect(odd.status).toBe(500);
+    expect(typeof odd.body.code).toBe('string');
+    expect(typeof odd.body.error).toBe('string');
+    const garbage = await result('garbage-done');
+    expect(garbage.status).toBe(500);
+    expect(garbage.body).toMatchObject({ code: 'plugin_error', error: 'Plugin produced no valid result' });
+    const noProto = await result('non-error-throw');
+    expect(noProto.status).toBe(500);
+    expect(noProto.body.code).toBe('plugin_error');
+    const crlf = await result('header-crlf');
+    expect(crlf.headers.get('set-cookie')).toBeNull();
+    expect(crlf.status).toBe(502);
+    expect(crlf.body.code).toBe('plugin_invalid_response');
+    const forbidden = await result('header-forbidden');
+    expect(forbidden.status).toBe(200);
+    expect(forbidden.headers.get('set-cookie')).toBeNull();
+    expect(forbidden.headers.get('content-security-policy')).toBeNull();
+    expect(forbidden.headers.get('access-control-allow-origin')).toBeNull();
+    await expectKernelAlive(t);
+  });
+});
+
+describe('hostile arguments to ctx calls', () => {
+  it('refuses cycles and BigInts in the isolate, before anything crosses', async () => {
+    for (const kind of ['cycle', 'bigint']) {
+      const res = await args(kind);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ code: 'host_call_failed', status: 500 });
+      expect(res.body.message).toMatch(/circular|BigInt/i);
+    }
+  });
+
+  it('refuses argument nesting and sizes the host would choke on, with a clear error', async () => {
+    for (const kind of ['deep-db', 'deep-kernel']) {
+      const res = await args(kind);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body, kind).toEqual({ sync: { e: expect.objectContaining({ status: 400, code: 'invalid_arguments', message: expect.stringMatching(/nested deeper/) }) } });
+    }
+    const huge = await args('huge-kernel');
+    expect(huge.body).toEqual({ sync: { e: expect.objectContaining({ status: 413, code: 'invalid_arguments' }) } });
+    const proto = await args('proto-kernel');
+    expect(proto.body.asyncError).toMatchObject({ code: 'invalid_arguments' });
+    const sparse = await args('sparse-db');
+    expect(sparse.body).toEqual({ value: { rows: [{ a: null, b: null, c: 'x' }], rowCount: 1 } });
+    await expectKernelAlive(t);
+  });
+});
