@@ -12,6 +12,7 @@ import { secretRoutes } from './vault/secret-routes.ts';
 import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
 import { pluginApiRoutes } from './host/plugin-api-routes.ts';
 import { pluginUiRoutes } from './host/api/ui-routes.ts';
+import { localFolderRoutes } from './host/api/local-folder-routes.ts';
 
 /**
  * Kernel route modules, in registration order. Within a module, specific paths are
@@ -30,5 +31,6 @@ export const kernelRouteModules: RouteModule[] = [
   resourceMembershipRoutes,
   activityRoutes,
   pluginUiRoutes,
+  localFolderRoutes,
   pluginApiRoutes,
 ];

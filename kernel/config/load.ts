@@ -70,6 +70,7 @@ export function loadConfig(sources: ConfigSources = {}): KeelConfig {
   if (env.KEEL_AGENT_JWT_SECRET) fromEnv.auth.agentJwtSecret = env.KEEL_AGENT_JWT_SECRET;
   if (env.DATABASE_URL) fromEnv.database.url = env.DATABASE_URL;
   if (env.KEEL_LOG_LEVEL) fromEnv.logging.level = env.KEEL_LOG_LEVEL;
+  if (env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS) fromEnv.plugins = { privateNetworkHosts: env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
   merge(config, fromEnv);
 
   const fromFlags: Record<string, any> = { server: {}, auth: {}, database: {} };

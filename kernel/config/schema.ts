@@ -59,6 +59,17 @@ export const configSchema = {
         attachmentBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted upload (logos, attachments).' },
       },
     },
+    plugins: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        privateNetworkHosts: {
+          type: 'array', maxItems: 200,
+          items: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*@[^@\\s/]+$' },
+          description: 'Entries "<pluginKey>@<host>": lets ctx.http.fetch of that plugin reach private, loopback or link-local addresses of that host, when the plugin names the host exactly (no wildcard) in network.allow. Off by default; cloud metadata addresses stay refused. Env: KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS (comma-separated).',
+        },
+      },
+    },
   },
 } as const;
 
@@ -78,4 +89,5 @@ export interface KeelConfig {
   dataDir: string;
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number };
+  plugins?: { privateNetworkHosts?: string[] };
 }

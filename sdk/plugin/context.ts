@@ -27,16 +27,28 @@ export interface ActivityCapability {
   record(entry: { action: string; entityType: string; entityId: string; details?: Record<string, unknown> }): Promise<void>;
 }
 
+/** A fetched response: header names lower-cased, the body as text (at most 5 MiB). */
 export interface FetchResponse { status: number; headers: Record<string, string>; body: string; json<T = unknown>(): T }
 export interface HttpCapability {
-  /** Only hosts of the manifest's network allow-list; private and metadata addresses are refused. */
+  /**
+   * Only hosts (and ports) of the manifest's network allow-list; private, loopback and metadata
+   * addresses are refused after DNS resolution, and every redirect hop is checked again.
+   * Errors: `network_denied`, `address_denied`, `redirect_denied`, `fetch_timeout`, ...
+   */
   fetch(url: string, init?: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number }): Promise<FetchResponse>;
 }
 
 export interface FolderEntry { name: string; kind: 'file' | 'directory'; size: number }
+/**
+ * Text files in the folders an operator mounted for the invocation's company. Paths are
+ * relative and `/`-separated; `..`, absolute paths, backslashes, percent escapes and links
+ * leading outside the folder are refused. Files are at most 5 MiB.
+ */
 export interface FoldersCapability {
   read(folderKey: string, path: string): Promise<string>;
+  /** Creates missing parent directories; never writes through a symbolic link. */
   write(folderKey: string, path: string, content: string): Promise<void>;
+  /** The folder itself when `path` is omitted; at most 1,000 entries, sorted by name. */
   list(folderKey: string, path?: string): Promise<FolderEntry[]>;
   exists(folderKey: string, path: string): Promise<boolean>;
 }

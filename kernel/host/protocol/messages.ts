@@ -13,6 +13,8 @@ export interface WorkerInit {
   config: Record<string, unknown>;
   database: { url: string; schema: string } | null;
   network: string[];
+  /** Hosts of `network` the operator opened to non-public addresses (configuration `plugins.privateNetworkHosts`). */
+  privateNetworkHosts?: string[];
   folders: Record<string, { path: string; access: 'read' | 'readWrite' }>;
   limits: { memoryMb: number; callTimeoutMs: number; cpuSliceMs: number; maxResponseBytes: number; maxLogLinesPerMinute: number };
   /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity.ts). */
@@ -33,7 +35,15 @@ export interface InvokeMessage {
   /** Activity entry the host writes when the plugin wrote none (mutating routes). */
   defaultActivity: { action: string; entityType: string; entityId: string } | null;
   deadlineMs: number;
+  /**
+   * Local-folder mounts of the invocation's company (plugins granted local.folders only):
+   * every declared folder key, with the stored real path or null when not configured.
+   * Absent when the invocation has no company.
+   */
+  folders?: Record<string, FolderMount>;
 }
+
+export interface FolderMount { path: string | null; access: 'read' | 'readWrite' }
 
 export type KernelToWorker =
   | { t: 'init'; init: WorkerInit }

@@ -1,10 +1,16 @@
 import type { WorkerInit } from '../../protocol/messages.ts';
+import { foldersCapability } from './folders.ts';
+import { httpCapability } from './http-fetch.ts';
 import type { WorkerCapability } from './types.ts';
 
 /**
  * Capabilities the worker serves itself (outside the kernel process): network and local
- * folders. Each lives in its own module; this file only assembles them for a plugin.
+ * folders. Each lives in its own module; this file only assembles them for a plugin. The
+ * grant check happens before any of them runs (GRANT_OF in worker-main.ts).
  */
-export function workerCapabilities(_init: WorkerInit): Record<string, WorkerCapability> {
-  return {};
+export function workerCapabilities(init: WorkerInit): Record<string, WorkerCapability> {
+  return {
+    http: httpCapability(init),
+    folders: foldersCapability(),
+  };
 }
