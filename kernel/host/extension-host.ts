@@ -100,6 +100,7 @@ export class ExtensionHost {
     const { manifest } = found;
     const existing = await this.kernel.db.maybeOne('select key, source_path from plugins where key = ?', [manifest.key]);
     if (existing) throw conflict(`Plugin ${manifest.key} is already installed (from ${existing.source_path})`, { key: manifest.key }, 'plugin_already_installed');
+    await this.databases.assertNamespaceFree(manifest);
     await buildPlugin(found.folder).catch((error: Error) => { throw new KeelError(422, 'plugin_build_failed', `${manifest.key} does not build: ${error.message.split('\n').slice(0, 3).join(' ')}`); });
     const row = await this.kernel.db.transaction(async (tx) => {
       const inserted = await tx.maybeOne(
@@ -176,6 +177,7 @@ export class ExtensionHost {
     const row = await this.row(key);
     const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
     if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
+    await this.databases.assertNamespaceFree(found.manifest);
     const granted: string[] = row.granted_capabilities ?? [];
     const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !granted.includes(id));
     if (row.status === 'enabled' && added.length) {

@@ -5,6 +5,7 @@ import pg from 'pg';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import type { Database } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
+import { hardenDatabaseForPlugins } from './database-hardening.ts';
 
 /**
  * Each plugin gets two PostgreSQL login roles: a migrator that owns the plugin's schema and
@@ -58,6 +59,8 @@ export class PluginDatabases {
     const roles = this.roles(manifest);
     const write = grants.includes('database.namespace.write');
     const q = (sql: string) => this.db.query(sql);
+    await hardenDatabaseForPlugins(this.db, (message) => process.emitWarning(message));
+    await this.assertNamespaceFree(manifest);
     const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
     for (const role of [roles.runtime, roles.migrator]) {
       const exists = await this.db.maybeOne('select 1 as x from pg_roles where rolname = ?', [role]);
@@ -83,9 +86,31 @@ export class PluginDatabases {
       await q(`alter default privileges for role ${ident(roles.migrator)} revoke execute on functions from public`);
     }
     for (const role of [roles.runtime, roles.migrator]) {
+      // A role may change its own defaults (a migration can run ALTER ROLE CURRENT_USER SET ...): wipe them.
+      await q(`alter role ${ident(role)} reset all`);
       await q(`alter role ${ident(role)} set search_path = ${roles.schema ? ident(roles.schema) : 'pg_catalog'}`);
     }
     return roles;
+  }
+
+  /**
+   * A namespace belongs to one plugin. Another plugin declaring it would otherwise be handed
+   * the schema (ownership, table grants) on enable, and drop it with everything in it on
+   * uninstall.
+   */
+  async assertNamespaceFree(manifest: Pick<PluginManifest, 'key' | 'database'>): Promise<void> {
+    const roles = this.roles(manifest);
+    if (!roles.schema) return;
+    const other = await this.db.maybeOne<{ key: string }>('select key from plugins where db_namespace = ? and key <> ?', [manifest.database!.namespace, manifest.key]);
+    const owner = await this.schemaOwner(roles.schema);
+    if (other || (owner !== null && owner !== roles.migrator)) {
+      throw new KeelError(409, 'database_namespace_taken', `${manifest.key} declares the database namespace ${manifest.database!.namespace}, which ${other ? `plugin ${other.key}` : 'another owner'} already holds`, { details: { namespace: manifest.database!.namespace, heldBy: other?.key ?? null } });
+    }
+  }
+
+  private async schemaOwner(schema: string): Promise<string | null> {
+    const row = await this.db.maybeOne<{ owner: string }>('select pg_get_userbyid(nspowner) as owner from pg_namespace where nspname = ?', [schema]);
+    return row?.owner ?? null;
   }
 
   /**
@@ -133,7 +158,8 @@ export class PluginDatabases {
   /** Removes the plugin's schema, data and roles (uninstall). */
   async drop(manifest: PluginManifest): Promise<void> {
     const roles = this.roles(manifest);
-    if (roles.schema) await this.db.query(`drop schema if exists ${ident(roles.schema)} cascade`);
+    // Only a schema this plugin's migrator owns: never another plugin's, whatever the manifest says.
+    if (roles.schema && await this.schemaOwner(roles.schema) === roles.migrator) await this.db.query(`drop schema if exists ${ident(roles.schema)} cascade`);
     for (const role of [roles.runtime, roles.migrator]) {
       const exists = await this.db.maybeOne('select 1 as x from pg_roles where rolname = ?', [role]);
       if (!exists) continue;

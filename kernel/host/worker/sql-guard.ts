@@ -7,6 +7,12 @@
  */
 const TRANSACTION_CONTROL = new Set(['begin', 'start', 'commit', 'end', 'rollback', 'abort', 'savepoint', 'release', 'prepare']);
 const SESSION_STATE = new Set(['listen', 'unlisten', 'notify', 'discard', 'load', 'checkpoint', 'vacuum', 'copy', 'do', 'call', 'lock', 'reset', 'set']);
+/**
+ * The runtime role owns nothing, so DDL fails on privileges anyway, with one exception the
+ * database allows every role: ALTER ROLE CURRENT_USER SET/PASSWORD on itself. Schema and role
+ * changes belong in migrations.
+ */
+const SCHEMA_CHANGES = new Set(['alter', 'create', 'drop', 'grant', 'revoke', 'comment', 'security', 'reassign', 'import', 'cluster', 'reindex', 'refresh']);
 
 export function leadingKeyword(sql: string): string {
   let i = 0;
@@ -37,5 +43,6 @@ export function refusedStatement(sql: string): string | null {
   if (keyword === '') return 'an empty statement';
   if (TRANSACTION_CONTROL.has(keyword)) return `transaction control (${keyword.toUpperCase()}): the host owns the transaction`;
   if (SESSION_STATE.has(keyword)) return `${keyword.toUpperCase()} changes session state or the server; it is not available to plugins`;
+  if (SCHEMA_CHANGES.has(keyword)) return `${keyword.toUpperCase()}: schema and role changes belong in the plugin's migrations`;
   return null;
 }
