@@ -14,7 +14,9 @@ import { describe, expect, it } from 'vitest';
  *   its default and the status are read from errors.ts itself, so a new helper is picked up
  *   without touching this test. A helper's default code counts when a call omits the code
  *   argument (`forbidden('...')` answers `forbidden`); defaults no call relies on are not
- *   answered and so not documented.
+ *   answered and so not documented;
+ * - object literals `{ status, code, message }` with a literal code: the error objects that
+ *   plugin workers and the host exchange before they become a KeelError.
  * A code or status that is not a literal (or a conditional between literals, or a literal
  * fallback after `??`) is dynamic, in whole or in part; the dynamic sites are listed below
  * and must match exactly.
@@ -122,6 +124,26 @@ function readHelpers(): Map<string, Helper> {
   return helpers;
 }
 
+/**
+ * Errors also travel as plain `{status, code, message}` objects between plugin workers and
+ * the host, and reach clients when the host turns them into a KeelError; an object literal
+ * with exactly those three keys (and perhaps `details`) is read as such an error.
+ */
+function wireError(node: ts.ObjectLiteralExpression): { code: ts.Expression; statuses: ReturnType<typeof literalNumbers> } | undefined {
+  const props = new Map<string, ts.Expression>();
+  for (const prop of node.properties) {
+    if (ts.isPropertyAssignment(prop) && (ts.isIdentifier(prop.name) || ts.isStringLiteral(prop.name))) props.set(prop.name.text, prop.initializer);
+    else if (ts.isShorthandPropertyAssignment(prop)) props.set(prop.name.text, prop.name);
+    else return undefined;
+  }
+  const keys = [...props.keys()].filter((key) => key !== 'details').sort().join(',');
+  if (keys !== 'code,message,status') return undefined;
+  const code = literalStrings(props.get('code'));
+  // Only literals mark an error object; a record that merely copies a code along is not a site.
+  if (code.dynamic || code.values.length === 0) return undefined;
+  return { code: props.get('code')!, statuses: literalNumbers(props.get('status')) };
+}
+
 function scanKernel(): { uses: Use[]; dynamic: Dynamic[] } {
   const helpers = readHelpers();
   const uses: Use[] = [];
@@ -144,6 +166,9 @@ function scanKernel(): { uses: Use[]; dynamic: Dynamic[] } {
         add(node, args[1], statuses.values.length > 0 ? statuses.values : [null], null, statuses.dynamic);
       } else if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && node.expression.text === 'KeelError') {
         // Inside errors.ts the constructions are the helpers themselves, read by readHelpers.
+      } else if (ts.isObjectLiteralExpression(node)) {
+        const wire = wireError(node);
+        if (wire) add(node, wire.code, wire.statuses.values.length > 0 ? wire.statuses.values : [null], null, wire.statuses.dynamic);
       } else if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && helpers.has(node.expression.text)) {
         const helper = helpers.get(node.expression.text)!;
         if (helper.codeIndex === null) add(node, undefined, [helper.status], helper.fixedCode, false);
