@@ -11,6 +11,9 @@ import { activityRoutes } from './activity/activity-routes.ts';
 import { secretRoutes } from './vault/secret-routes.ts';
 import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
 import { pluginApiRoutes } from './host/plugin-api-routes.ts';
+import { pluginJobRoutes } from './host/api/job-routes.ts';
+import { pluginWebhookRoutes } from './host/api/webhook-routes.ts';
+import { pluginDashboardRoutes } from './host/api/dashboard-routes.ts';
 import { pluginUiRoutes } from './host/api/ui-routes.ts';
 import { localFolderRoutes } from './host/api/local-folder-routes.ts';
 
@@ -30,6 +33,9 @@ export const kernelRouteModules: RouteModule[] = [
   agentRoutes,
   resourceMembershipRoutes,
   activityRoutes,
+  pluginJobRoutes,
+  pluginWebhookRoutes,
+  pluginDashboardRoutes,
   pluginUiRoutes,
   localFolderRoutes,
   pluginApiRoutes,

@@ -65,7 +65,7 @@ export const jobsFragment = {
     type: 'object', additionalProperties: false, required: ['key'],
     properties: {
       key: { ...identifier, description: 'Handler key in definePlugin({ jobs }).' },
-      schedule: { type: 'string', maxLength: 100, description: 'Cron expression (5 fields, UTC); absent = manual only.' },
+      schedule: { type: 'string', maxLength: 100, pattern: '^\\s*\\S+(\\s+\\S+){4}\\s*$', description: 'Cron expression (5 fields, UTC); absent = manual only.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
     },
   },

@@ -1,0 +1,73 @@
+import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
+import type { RouteModule } from '../../http/app.ts';
+import { notFound } from '../../http/errors.ts';
+import { requireInstanceAdmin } from '../../http/guards.ts';
+import { parseQuery } from '../../http/request.ts';
+import { queryValidator } from '../../http/validate.ts';
+import { contributionsOf } from '../contributions/contribution-points.ts';
+import { toJobRunJson } from '../contributions/job-runs.ts';
+
+const runsQuery = queryValidator<{ limit: number }>({
+  type: 'object',
+  properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+});
+
+function jobOf(manifest: PluginManifest, pluginKey: string, jobKey: string) {
+  const job = manifest.jobs?.find((j) => j.key === jobKey);
+  if (!job) throw notFound(`Plugin ${pluginKey} has no job ${jobKey}`, 'job_not_found');
+  return job;
+}
+
+/**
+ * Scheduled jobs of a plugin (instance admin): the jobs with their schedule, whether the
+ * schedule is registered with the job engine, the next occurrence and the last run; the
+ * recent runs of one job; and a manual run, which answers 202 with the run record while the
+ * job runs.
+ */
+export const pluginJobRoutes: RouteModule = (router, kernel) => {
+  router.get('/api/plugins/:pluginId/jobs', async (ctx) => {
+    requireInstanceAdmin(ctx);
+    const host = kernel.extensionHost!;
+    const row = await host.row(ctx.params.pluginId!);
+    const { jobs } = contributionsOf(host);
+    const [registered, latest] = await Promise.all([jobs.registeredSchedules(row.key), jobs.runs.latest(row.key)]);
+    ctx.body = ((row.manifest as PluginManifest).jobs ?? []).map((job) => {
+      const scheduled = job.schedule !== undefined && registered.has(job.key);
+      const last = latest.get(job.key);
+      return {
+        key: job.key,
+        pluginKey: row.key,
+        description: job.description ?? null,
+        schedule: job.schedule ?? null,
+        scheduled,
+        nextRunAt: scheduled ? jobs.nextRun(job.schedule!) : null,
+        lastRun: last ? toJobRunJson(last) : null,
+      };
+    });
+  });
+
+  router.get('/api/plugins/:pluginId/jobs/:jobId/runs', async (ctx) => {
+    requireInstanceAdmin(ctx);
+    const host = kernel.extensionHost!;
+    const row = await host.row(ctx.params.pluginId!);
+    const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);
+    const { limit } = parseQuery(ctx, runsQuery);
+    const runs = await contributionsOf(host).jobs.runs.list(row.key, { jobKey: job.key, limit });
+    ctx.body = runs.map(toJobRunJson);
+  });
+
+  router.post('/api/plugins/:pluginId/jobs/:jobId/trigger', async (ctx) => {
+    requireInstanceAdmin(ctx);
+    const host = kernel.extensionHost!;
+    const row = await host.row(ctx.params.pluginId!);
+    const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);
+    const run = await contributionsOf(host).jobs.trigger(row.key, job.key, async (tx, started) => {
+      await kernel.activity.recordFor(ctx, tx, {
+        companyId: null, action: 'plugin.job_triggered', entityType: 'plugin_job', entityId: `${row.key}.${job.key}`,
+        details: { plugin: row.key, job: job.key, runId: started.id },
+      });
+    });
+    ctx.status = 202;
+    ctx.body = toJobRunJson(run);
+  });
+};

@@ -1,0 +1,44 @@
+import { KeelError } from '../../http/errors.ts';
+import type { ExtensionHost } from '../extension-host.ts';
+import { PluginEvents } from './events.ts';
+import { ensureHostTables } from './host-tables.ts';
+import { PluginJobs } from './jobs.ts';
+
+/** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
+export interface ContributionPoints {
+  jobs: PluginJobs;
+  events: PluginEvents;
+  stop(): Promise<void>;
+}
+
+const started = new WeakMap<ExtensionHost, ContributionPoints>();
+
+/**
+ * Starts the job engine and the event bridge and registers their activation hooks. Runs
+ * before the host activates the enabled plugins, so their schedules and subscriptions are
+ * in place when the first request arrives. `stop` runs before the host stops its plugins:
+ * the engine stops fetching (schedules stay for other processes) and subscriptions go.
+ */
+export async function startContributionPoints(host: ExtensionHost, options: { databaseUrl: string }): Promise<ContributionPoints> {
+  await ensureHostTables(host.kernel.db);
+  const jobs = await PluginJobs.start(host, options.databaseUrl);
+  const events = new PluginEvents(host);
+  host.onActivation(jobs);
+  host.onActivation(events);
+  const points: ContributionPoints = {
+    jobs,
+    events,
+    async stop() {
+      await Promise.all([jobs.stop(), events.stop()]);
+    },
+  };
+  started.set(host, points);
+  return points;
+}
+
+/** The contribution points of a running host (for the plugin API's route modules). */
+export function contributionsOf(host: ExtensionHost | undefined): ContributionPoints {
+  const points = host && started.get(host);
+  if (!points) throw new KeelError(503, 'extension_host_unavailable', 'The extension host is not running', { expose: true });
+  return points;
+}

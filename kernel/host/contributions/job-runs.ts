@@ -1,0 +1,90 @@
+import { iso, type Database, type Row, type Tx } from '../../db/database.ts';
+
+export type JobTrigger = 'schedule' | 'manual';
+
+export interface JobRunJson {
+  id: string;
+  pluginKey: string;
+  jobKey: string;
+  trigger: JobTrigger;
+  status: 'running' | 'succeeded' | 'failed';
+  error: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  durationMs: number | null;
+}
+
+/** A run whose process died keeps its lease this long past the plugin's call deadline. */
+const LEASE_GRACE_MS = 60_000;
+
+/**
+ * The record of job runs (plugin_job_runs), which doubles as the lease that keeps one job
+ * from running twice at once across every kernel process on the database: a run is started
+ * only when no live `running` row exists for the job, checked and inserted under a
+ * transaction-scoped advisory lock. A `running` row older than the call deadline plus a
+ * grace period belongs to a process that stopped; it is closed as failed and no longer holds
+ * the lease.
+ */
+export class JobRuns {
+  private readonly db: Database;
+
+  constructor(db: Database) {
+    this.db = db;
+  }
+
+  /** Starts a run, or answers null when one of the same job is still running. */
+  async acquire(tx: Tx, pluginKey: string, jobKey: string, trigger: JobTrigger, deadlineMs: number): Promise<Row | null> {
+    await tx.query('select pg_advisory_xact_lock(hashtextextended(?, 7270))', [`plugin-job:${pluginKey}/${jobKey}`]);
+    await tx.exec(
+      `update plugin_job_runs set status = 'failed', error = 'abandoned: the process running it stopped before it finished', finished_at = now()
+        where plugin_key = ? and job_key = ? and status = 'running' and started_at < now() - make_interval(secs => ?)`,
+      [pluginKey, jobKey, (deadlineMs + LEASE_GRACE_MS) / 1000]);
+    const running = await tx.maybeOne("select id from plugin_job_runs where plugin_key = ? and job_key = ? and status = 'running' limit 1", [pluginKey, jobKey]);
+    if (running) return null;
+    const row = await tx.maybeOne(
+      "insert into plugin_job_runs (plugin_key, job_key, trigger, status) values (?, ?, ?, 'running') returning *",
+      [pluginKey, jobKey, trigger]);
+    return row!;
+  }
+
+  async finish(runId: string, outcome: { ok: boolean; error?: string | null }): Promise<Row | undefined> {
+    return this.db.maybeOne(
+      "update plugin_job_runs set status = ?, error = ?, finished_at = now() where id = ? and status = 'running' returning *",
+      [outcome.ok ? 'succeeded' : 'failed', outcome.ok ? null : (outcome.error ?? 'failed').slice(0, 2000), runId]);
+  }
+
+  async get(runId: string): Promise<Row | undefined> {
+    return this.db.maybeOne('select * from plugin_job_runs where id = ?', [runId]);
+  }
+
+  /** Newest first. */
+  async list(pluginKey: string, options: { jobKey?: string; limit: number }): Promise<Row[]> {
+    if (options.jobKey !== undefined) {
+      return this.db.query('select * from plugin_job_runs where plugin_key = ? and job_key = ? order by started_at desc, id limit ?', [pluginKey, options.jobKey, options.limit]);
+    }
+    return this.db.query('select * from plugin_job_runs where plugin_key = ? order by started_at desc, id limit ?', [pluginKey, options.limit]);
+  }
+
+  /** The latest run of each job of a plugin. */
+  async latest(pluginKey: string): Promise<Map<string, Row>> {
+    const rows = await this.db.query(
+      'select distinct on (job_key) * from plugin_job_runs where plugin_key = ? order by job_key, started_at desc', [pluginKey]);
+    return new Map(rows.map((row) => [row.job_key as string, row]));
+  }
+}
+
+export function toJobRunJson(row: Row): JobRunJson {
+  const started = row.started_at ? new Date(iso(row.started_at)!).getTime() : null;
+  const finished = row.finished_at ? new Date(iso(row.finished_at)!).getTime() : null;
+  return {
+    id: row.id,
+    pluginKey: row.plugin_key,
+    jobKey: row.job_key,
+    trigger: row.trigger,
+    status: row.status,
+    error: row.error ?? null,
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+    durationMs: started !== null && finished !== null ? finished - started : null,
+  };
+}

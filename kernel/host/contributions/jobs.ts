@@ -1,0 +1,210 @@
+import { PgBoss, type Job } from 'pg-boss';
+import type { Row, Tx } from '../../db/database.ts';
+import { conflict, KeelError, notFound } from '../../http/errors.ts';
+import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
+import { JobRuns, type JobTrigger } from './job-runs.ts';
+import { appendPluginLog } from './plugin-log.ts';
+
+/** The job engine's own schema; plugin roles get no privilege on it. */
+export const JOB_ENGINE_SCHEMA = 'keel_jobs';
+const DEFAULT_CALL_TIMEOUT_MS = 10_000;
+/** Five fields (minute hour day-of-month month day-of-week); seconds fields and macros are refused. */
+const FIVE_FIELDS = /^\S+(\s+\S+){4}$/;
+
+interface OccurrenceData { jobKey: string }
+
+/** One queue per plugin; each scheduled job is a schedule on it, keyed by the job key. */
+export function queueOf(pluginKey: string): string {
+  return `plugin/${pluginKey}`;
+}
+
+function deadlineOf(plugin: LoadedPlugin): number {
+  return plugin.manifest.limits?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+}
+
+/**
+ * Scheduled plugin jobs. Schedules live in the database through pg-boss: its cron pass is
+ * claimed by one kernel process at a time and files each occurrence under a per-minute
+ * singleton slot, and workers fetch jobs with SKIP LOCKED, so kernels sharing one
+ * PostgreSQL never run the same occurrence twice. A job run invokes the plugin and is
+ * recorded in plugin_job_runs, whose `running` row is also the lease that keeps a job from
+ * overlapping itself (see job-runs.ts).
+ *
+ * Schedules are registered when a plugin is activated and removed when it is deactivated
+ * (disable, uninstall, upgrade); a kernel that is shutting down leaves them in place for the
+ * other processes.
+ */
+export class PluginJobs {
+  readonly runs: JobRuns;
+  private readonly host: ExtensionHost;
+  private readonly boss: PgBoss;
+  private stopping = false;
+  /** Runs started in this process and not finished yet (manual triggers run in the background). */
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  private constructor(host: ExtensionHost, boss: PgBoss) {
+    this.host = host;
+    this.boss = boss;
+    this.runs = new JobRuns(host.kernel.db);
+  }
+
+  /** Starts the engine; it creates or migrates its schema itself (under its own advisory lock). */
+  static async start(host: ExtensionHost, databaseUrl: string): Promise<PluginJobs> {
+    const log = host.kernel.log;
+    const boss = new PgBoss({
+      connectionString: databaseUrl,
+      schema: JOB_ENGINE_SCHEMA,
+      application_name: 'keel-jobs',
+      max: 4,
+      // A pass every 10 s keeps a job within seconds of its minute; the default is 30 s.
+      cronMonitorIntervalSeconds: 10,
+      cronWorkerIntervalSeconds: 2,
+    });
+    boss.on('error', (error: Error) => log.warn({ err: error }, 'job engine error'));
+    boss.on('warning', (warning: unknown) => log.warn({ warning }, 'job engine warning'));
+    await boss.start();
+    const jobs = new PluginJobs(host, boss);
+    await jobs.removeOrphanedSchedules();
+    return jobs;
+  }
+
+  // ---- activation hooks ------------------------------------------------------------------
+
+  async activate(plugin: LoadedPlugin): Promise<void> {
+    const declared = plugin.manifest.jobs ?? [];
+    const granted = (plugin.row.granted_capabilities ?? []).includes('jobs.schedule');
+    const queue = queueOf(plugin.key);
+    if (!granted || declared.length === 0) {
+      await this.clearSchedules(queue, new Set());
+      return;
+    }
+    for (const job of declared) {
+      if (job.schedule !== undefined && !FIVE_FIELDS.test(job.schedule.trim())) {
+        throw new KeelError(422, 'invalid_job_schedule', `${plugin.key}: job ${job.key} has schedule "${job.schedule}"; a schedule is a cron expression of 5 fields, in UTC`);
+      }
+    }
+    await this.boss.createQueue(queue, {
+      retryLimit: 0,
+      expireInSeconds: Math.ceil(deadlineOf(plugin) / 1000) + 60,
+      // An occurrence nobody fetched within an hour (no process has the plugin running) is dropped.
+      retentionSeconds: 3600,
+      deleteAfterSeconds: 86_400,
+    });
+    const scheduled = new Set<string>();
+    for (const job of declared) {
+      if (job.schedule === undefined) continue;
+      try {
+        await this.boss.schedule(queue, job.schedule.trim(), { jobKey: job.key } satisfies OccurrenceData, { key: job.key, tz: 'UTC' });
+      } catch (error) {
+        throw new KeelError(422, 'invalid_job_schedule', `${plugin.key}: job ${job.key} has an invalid schedule "${job.schedule}": ${(error as Error).message}`);
+      }
+      scheduled.add(job.key);
+    }
+    // Jobs an upgrade removed or unscheduled lose their schedule.
+    await this.clearSchedules(queue, scheduled);
+    await this.boss.offWork(queue).catch(() => undefined);
+    await this.boss.work<OccurrenceData>(queue, { pollingIntervalSeconds: 2, batchSize: 1 }, (occurrences) => this.onOccurrences(plugin.key, occurrences));
+  }
+
+  async deactivate(key: string): Promise<void> {
+    if (this.stopping) return;
+    const queue = queueOf(key);
+    await this.boss.offWork(queue).catch(() => undefined);
+    await this.clearSchedules(queue, new Set());
+    // Occurrences filed before the schedule went must not run when the plugin comes back.
+    await this.boss.deleteQueuedJobs(queue).catch(() => undefined);
+  }
+
+  private async clearSchedules(queue: string, keep: Set<string>): Promise<void> {
+    for (const schedule of await this.boss.getSchedules(queue)) {
+      if (!keep.has(schedule.key)) await this.boss.unschedule(queue, schedule.key);
+    }
+  }
+
+  /** Schedules of plugins that are no longer enabled (a process stopped between disable and cleanup). */
+  private async removeOrphanedSchedules(): Promise<void> {
+    const enabled = new Set((await this.host.kernel.db.query<{ key: string }>("select key from plugins where status = 'enabled'")).map((r) => r.key));
+    for (const schedule of await this.boss.getSchedules()) {
+      const plugin = schedule.name.startsWith('plugin/') ? schedule.name.slice('plugin/'.length) : null;
+      if (plugin !== null && !enabled.has(plugin)) await this.boss.unschedule(schedule.name, schedule.key);
+    }
+  }
+
+  // ---- running jobs ----------------------------------------------------------------------
+
+  private async onOccurrences(pluginKey: string, occurrences: Array<Job<OccurrenceData>>): Promise<void> {
+    for (const occurrence of occurrences) {
+      const plugin = this.host.plugins.get(pluginKey);
+      const jobKey = occurrence.data?.jobKey;
+      if (!plugin || typeof jobKey !== 'string' || !plugin.manifest.jobs?.some((j) => j.key === jobKey)) continue;
+      const run = await this.host.kernel.db.transaction((tx) => this.runs.acquire(tx, pluginKey, jobKey, 'schedule', deadlineOf(plugin)));
+      if (!run) {
+        appendPluginLog(plugin, 'warn', `job ${jobKey}: scheduled occurrence skipped, the previous run is still running`);
+        continue;
+      }
+      await this.track(this.execute(plugin, jobKey, run));
+    }
+  }
+
+  /**
+   * A manual run: the run record is created (and the trigger audited) in the request's
+   * transaction, then the job runs in this process in the background.
+   */
+  async trigger(pluginKey: string, jobKey: string, audit: (tx: Tx, run: Row) => Promise<void>): Promise<Row> {
+    const plugin = this.host.plugins.get(pluginKey);
+    if (!plugin?.process) throw conflict(`Plugin ${pluginKey} is not enabled`, undefined, 'plugin_not_enabled');
+    if (!plugin.manifest.jobs?.some((j) => j.key === jobKey)) throw notFound(`Plugin ${pluginKey} has no job ${jobKey}`, 'job_not_found');
+    const run = await this.host.kernel.db.transaction(async (tx) => {
+      const started = await this.runs.acquire(tx, pluginKey, jobKey, 'manual', deadlineOf(plugin));
+      if (!started) throw conflict(`Job ${jobKey} of ${pluginKey} is already running`, undefined, 'job_already_running');
+      await audit(tx, started);
+      return started;
+    });
+    void this.track(this.execute(plugin, jobKey, run));
+    return run;
+  }
+
+  private async execute(plugin: LoadedPlugin, jobKey: string, run: Row): Promise<void> {
+    let outcome: { ok: boolean; error?: string };
+    try {
+      const result = await this.host.invoke(plugin.key, 'job', jobKey, null, {
+        companyId: null, actor: { type: 'system', id: 'scheduler', agentId: null }, runId: null,
+      }, {
+        transactional: true,
+        defaultActivity: { action: `plugin.${plugin.key}.job.${jobKey}`, entityType: 'plugin_job_run', entityId: run.id },
+      });
+      outcome = result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
+    } catch (error) {
+      outcome = { ok: false, error: `${(error as KeelError).code ?? 'host_error'}: ${(error as Error).message}` };
+    }
+    if (!outcome.ok) appendPluginLog(plugin, 'error', `job ${jobKey} failed: ${outcome.error}`, { runId: run.id, trigger: run.trigger as JobTrigger });
+    await this.runs.finish(run.id, outcome).catch((error: Error) => this.host.kernel.log.error({ err: error, runId: run.id }, 'could not record job run'));
+  }
+
+  private track(work: Promise<unknown>): Promise<unknown> {
+    this.inFlight.add(work);
+    void work.finally(() => this.inFlight.delete(work));
+    return work;
+  }
+
+  /** The next occurrence of a cron expression after now (UTC), or null. */
+  nextRun(schedule: string): string | null {
+    try {
+      return this.boss.previewSchedule(schedule.trim(), { count: 1, tz: 'UTC' })[0]?.toISOString() ?? null;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Job keys with a schedule registered in the engine (the database, not this process). */
+  async registeredSchedules(pluginKey: string): Promise<Set<string>> {
+    return new Set((await this.boss.getSchedules(queueOf(pluginKey))).map((s) => s.key));
+  }
+
+  /** Stops fetching and waits for runs in flight; schedules stay for the other processes. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    await this.boss.stop({ graceful: true, timeout: 5000, close: true }).catch((error: Error) => this.host.kernel.log.warn({ err: error }, 'job engine did not stop cleanly'));
+    await Promise.race([Promise.allSettled([...this.inFlight]), new Promise((resolve) => setTimeout(resolve, 5000).unref())]);
+  }
+}
