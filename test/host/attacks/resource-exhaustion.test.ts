@@ -3,7 +3,7 @@ import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { expectKernelAlive, installAndEnable, waitFor } from './support.ts';
 
-/** SANDBOX.md class 2: resource exhaustion. The fixture's limits: 32 MB, 1,500 ms per call, 3 calls at once. */
+/** SANDBOX.md class 2: resource exhaustion. The fixture's limits: 32 MB, 2,500 ms per call, 3 calls at once. */
 let t: TestKernel;
 let company: any;
 let agent: any;
@@ -49,7 +49,7 @@ describe('runaway code', () => {
       const { res, kernelMs } = await during(() => t.api.post(`${P}/${path}`, {}));
       expect(res.status, `${path}: ${res.text}`).toBe(504);
       expect(res.body.code).toBe('plugin_timeout');
-      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(Date.now() - started).toBeLessThan(6_000);
       expect(Math.max(...kernelMs)).toBeLessThan(1_000);
       await waitFor(() => t.api.get(`${P}/ok`), (r) => r.status === 200);
     }
@@ -62,7 +62,7 @@ describe('runaway code', () => {
       const { res, kernelMs } = await during(() => t.api.post(`${P}/${path}`, {}));
       expect(res.status, `${path}: ${res.text}`).toBe(504);
       expect(res.body.code).toBe('plugin_timeout');
-      expect(Date.now() - started).toBeLessThan(4_000);
+      expect(Date.now() - started).toBeLessThan(6_000);
       expect(Math.max(...kernelMs)).toBeLessThan(1_000);
       // The worker answers, then exits; wait for its successor before the next attack.
       restarts += 1;

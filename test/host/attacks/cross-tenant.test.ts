@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
+import { startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { expectKernelAlive, installAndEnable } from './support.ts';
+
+/** SANDBOX.md class 6: cross-tenant access and identity forging. */
+let t: TestKernel;
+let companyA: any;
+let companyB: any;
+let agentA: any;
+let agentB: any;
+let agentAKey: string;
+const SECRET_VALUE = 'b-secret-value-0123456789';
+const P = '/api/plugins/attack-tenant';
+
+beforeAll(async () => {
+  t = await startTestKernel();
+  companyA = await createCompany(t.api);
+  companyB = await createCompany(t.api);
+  agentA = await createAgent(t.api, companyA.id);
+  const secret = await t.api.post(`/api/companies/${companyB.id}/secrets`, { name: 'B_TOKEN', value: SECRET_VALUE });
+  expect(secret.status, secret.text).toBe(201);
+  agentB = await createAgent(t.api, companyB.id, { adapterConfig: { env: { B_TOKEN: { type: 'secret_ref', secretId: secret.body.id } } } });
+  agentAKey = await createAgentKey(t.api, agentA.id);
+  await installAndEnable(t, 'attack-tenant');
+});
+afterAll(async () => { await t?.stop(); });
+
+const forge = (companyId: string, body: Record<string, unknown>, path = 'forge') => t.api.post(`${P}/companies/${companyId}/${path}`, body);
+
+async function agentStatus(id: string): Promise<string> {
+  return (await t.sql.query('select status from agents where id = $1', [id])).rows[0].status;
+}
+
+describe('a call serving company A', () => {
+  it('reads and acts on company A (the control)', async () => {
+    const company = await forge(companyA.id, { op: 'companies.get', target: companyA.id });
+    expect(company.body.result.value).toMatchObject({ id: companyA.id });
+    const agent = await forge(companyA.id, { op: 'agents.get', agentId: agentA.id });
+    expect(agent.body.result.value).toMatchObject({ id: agentA.id, configRedacted: true });
+  });
+
+  it('cannot read company B, nor read, pause, resume, open runs for or resolve secrets of B\'s agent', async () => {
+    const statusBefore = await agentStatus(agentB.id);
+    const runsBefore = (await t.sql.query('select count(*)::int as n from runs where agent_id = $1', [agentB.id])).rows[0].n;
+    for (const body of [{ op: 'companies.get', target: companyB.id }, { op: 'agents.get', agentId: agentB.id }, { op: 'agents.pause', agentId: agentB.id },
+      { op: 'agents.resume', agentId: agentB.id }, { op: 'runs.open', agentId: agentB.id }, { op: 'secrets.resolve', agentId: agentB.id }]) {
+      const res = await forge(companyA.id, body);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.result.error, `${body.op}: ${res.text}`).toMatchObject({ code: 'cross_company_denied', status: 403 });
+      expect(res.text).not.toContain(SECRET_VALUE);
+      expect(res.text).not.toContain(companyB.name);
+    }
+    expect(await agentStatus(agentB.id)).toBe(statusBefore);
+    expect((await t.sql.query('select count(*)::int as n from runs where agent_id = $1', [agentB.id])).rows[0].n).toBe(runsBefore);
+    expect((await t.sql.query("select count(*)::int as n from security_audit_log where agent_id = $1 and event = 'secret.environment_resolved'", [agentB.id])).rows[0].n).toBe(0);
+    await expectKernelAlive(t);
+  });
+
+  it('keeps the invocation\'s company whatever the request body, the isolate\'s copy of ctx.invocation or extra arguments say', async () => {
+    const res = await forge(companyA.id, { op: 'companies.get', target: companyB.id, companyId: companyB.id });
+    expect(res.body.invocationCompany).toBe(companyA.id);
+    expect(res.body.requestCompany).toBe(companyA.id);
+    expect(res.body.result.error.code).toBe('cross_company_denied');
+    const query = await t.api.post(`${P}/companies/${companyA.id}/forge?companyId=${companyB.id}`, { op: 'companies.get', target: companyB.id });
+    expect(query.body.invocationCompany).toBe(companyA.id);
+    const mutated = await forge(companyA.id, { op: 'agents.pause', agentId: agentB.id, target: companyB.id }, 'forge-mutated');
+    expect(mutated.status, mutated.text).toBe(200);
+    expect(mutated.body.plain.error.code).toBe('cross_company_denied');
+    expect(mutated.body.extraArgs.error.code).toBe('cross_company_denied');
+    expect(await agentStatus(agentB.id)).not.toBe('paused');
+  });
+
+  it('a route without a company parameter called with an agent key serves the agent\'s company only', async () => {
+    const res = await t.api.post(`${P}/agent/whoami`, { op: 'companies.get', target: companyB.id }, { token: agentAKey });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.invocation).toMatchObject({ companyId: companyA.id, actor: { type: 'agent', agentId: agentA.id } });
+    expect(res.body.result.error.code).toBe('cross_company_denied');
+    // The company parameter is checked against the caller before the isolate runs.
+    const other = await forge(companyB.id, { op: 'companies.get', target: companyB.id }).then(() => t.api.post(`${P}/companies/${companyB.id}/forge`, { op: 'companies.get', target: companyB.id }, { token: agentAKey }));
+    expect(other.status).toBe(403);
+  });
+});
+
+describe('ctx objects kept across invocations', () => {
+  it('a ctx captured in an earlier invocation answers invocation_closed, in the same company or another', async () => {
+    const captured = await forge(companyA.id, {}, 'capture');
+    expect(captured.status).toBe(200);
+    for (const companyId of [companyA.id, companyB.id]) {
+      for (const body of [{ op: 'companies.get', target: companyA.id }, { op: 'agents.pause', agentId: agentA.id }]) {
+        const res = await forge(companyId, body, 'use-captured');
+        expect(res.status, res.text).toBe(200);
+        expect(res.body.result.error).toMatchObject({ code: 'invocation_closed', status: 409 });
+      }
+    }
+    expect(await agentStatus(agentA.id)).not.toBe('paused');
+  });
+
+  it('a ctx of another company\'s invocation that is still running is refused too', async () => {
+    const holding = forge(companyB.id, {}, 'hold');
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    const res = await forge(companyA.id, { op: 'agents.pause', agentId: agentB.id }, 'use-live');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.hadLive).toBe(true);
+    expect(res.body.result.error).toMatchObject({ code: 'invocation_closed', status: 409 });
+    const read = await forge(companyA.id, { op: 'secrets.resolve', agentId: agentB.id }, 'use-live');
+    expect(read.body.result.error).toMatchObject({ code: 'invocation_closed' });
+    expect(read.text).not.toContain(SECRET_VALUE);
+    expect((await holding).status).toBe(200);
+    expect(await agentStatus(agentB.id)).not.toBe('paused');
+  });
+});
+
+describe('tools', () => {
+  it('take the company from the agent\'s key or a checked companyId, never from the tool input', async () => {
+    const own = await t.api.post('/api/plugins/tools/execute', { tool: 'attack-tenant.lookup', input: { companyId: companyA.id } }, { token: agentAKey });
+    expect(own.status, own.text).toBe(200);
+    expect(own.body.result).toMatchObject({ id: companyA.id });
+    const forged = await t.api.post('/api/plugins/tools/execute', { tool: 'attack-tenant.lookup', input: { companyId: companyB.id } }, { token: agentAKey });
+    expect(forged.status, forged.text).toBe(403);
+    expect(forged.body.code).toBe('cross_company_denied');
+    const claimed = await t.api.post('/api/plugins/tools/execute', { tool: 'attack-tenant.lookup', companyId: companyB.id, input: { companyId: companyB.id } }, { token: agentAKey });
+    expect(claimed.status, claimed.text).toBe(403);
+    await expectKernelAlive(t);
+  });
+});
