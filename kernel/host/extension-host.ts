@@ -124,6 +124,9 @@ export class ExtensionHost {
     const unknown = requested.filter((id) => !declared.includes(id));
     if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
     const claimed = this.claimedRoutes(manifest, requested);
+    // Before anything is stored: a refused enable must not leave the plugin enabled with its
+    // grants (the next start would activate it, and the first to start would win the route).
+    this.assertNoRouteConflicts(key, claimed);
     const updated = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(
         `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
@@ -132,7 +135,6 @@ export class ExtensionHost {
       await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
       return result!;
     });
-    this.assertNoRouteConflicts(key, claimed);
     await this.deactivate(key);
     try {
       await this.activate(updated);
@@ -262,8 +264,9 @@ export class ExtensionHost {
     this.routes.remove(key);
     for (const hook of this.activationHooks) await hook.deactivate(key);
     if (!loaded) return;
-    this.plugins.delete(key);
+    // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
     await loaded.process?.stop();
+    if (this.plugins.get(key) === loaded) this.plugins.delete(key);
   }
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {

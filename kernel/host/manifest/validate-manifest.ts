@@ -63,16 +63,21 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   if (typed.database && ![...declared].some((c) => c.startsWith('database.namespace.'))) {
     issues.push({ path: 'database', message: 'needs a database.namespace.* capability' });
   }
+  // Files named by the manifest stay inside the plugin folder.
+  for (const [field, value] of [['entry', typed.entry], ['database.migrations', typed.database?.migrations]] as const) {
+    if (value !== undefined && (value.startsWith('/') || value.split('/').includes('..'))) issues.push({ path: field, message: 'must be a path inside the plugin folder (no leading / and no ..)' });
+  }
   const seen = new Set<string>();
   for (const [index, route] of (typed.routes ?? []).entries()) {
     const signature = `${route.method} ${normalisePath(route.path)} ${route.absolute ? 'abs' : 'rel'}`;
     if (seen.has(signature)) issues.push({ path: `routes.${index}`, message: `duplicates ${route.method} ${route.path}` });
     seen.add(signature);
+    if (/(^|\/)\.{1,2}(\/|$)|\/\//.test(route.path)) issues.push({ path: `routes.${index}.path`, message: 'must not contain . or .. segments or empty segments' });
     if (route.absolute) {
       if (!declared.has('http.routes.absolute')) issues.push({ path: `routes.${index}.absolute`, message: 'needs the http.routes.absolute capability' });
-      if (!route.path.startsWith('/api/') || route.path.startsWith('/api/plugins/')) issues.push({ path: `routes.${index}.path`, message: 'absolute paths must start with /api/ and stay outside /api/plugins/' });
-    } else if (RESERVED_RELATIVE_PREFIXES.some((prefix) => route.path === prefix || route.path.startsWith(`${prefix}/`))
-      || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path)))) {
+      if (!route.path.startsWith('/api/') || route.path.toLowerCase().startsWith('/api/plugins/') || route.path.toLowerCase() === '/api/plugins') issues.push({ path: `routes.${index}.path`, message: 'absolute paths must start with /api/ and stay outside /api/plugins/' });
+    } else if (RESERVED_RELATIVE_PREFIXES.some((prefix) => route.path.toLowerCase() === prefix || route.path.toLowerCase().startsWith(`${prefix}/`))
+      || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path).toLowerCase()))) {
       issues.push({ path: `routes.${index}.path`, message: `shadows a host route of every plugin (${route.path})` });
     }
     if (route.companyParam && !normalisePath(route.path).includes(`:${route.companyParam}`)) {

@@ -1,0 +1,152 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { expectKernelAlive, install, variant } from './support.ts';
+
+/** SANDBOX.md class 8: manifest abuse. Each attack is a variant of test/host/fixtures/attack-manifest. */
+let t: TestKernel;
+let serial = 0;
+
+beforeAll(async () => { t = await startTestKernel(); });
+afterAll(async () => { await t?.stop(); });
+
+const ABSOLUTE = { id: 'http.routes.absolute', reason: 'Serves kernel-level paths' };
+const ROUTES = { id: 'http.routes', reason: 'Serves routes' };
+
+/** A variant with a fresh key, so that every attack installs on its own. */
+async function hostile(change: (m: any) => void, raw?: string): Promise<{ folder: string; key: string }> {
+  const key = `attack-manifest-${++serial}`;
+  const folder = await variant('attack-manifest', (m) => { m.key = key; change(m); }, raw);
+  return { folder, key };
+}
+
+async function refusedAtInstall(change: (m: any) => void, message: RegExp, raw?: string): Promise<any> {
+  const { folder, key } = await hostile(change, raw);
+  const res = await t.api.post('/api/plugins/install', { localPath: folder });
+  expect(res.status, res.text).toBe(422);
+  expect(res.body.code).toBe('invalid_manifest');
+  expect(res.body.error, res.text).toMatch(message);
+  expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
+  return res.body;
+}
+
+describe('malformed manifests', () => {
+  it('refuses oversized, malformed and non-object manifests with 422 invalid_manifest', async () => {
+    await refusedAtInstall(() => undefined, /exceeds 262144 bytes/, JSON.stringify({ key: 'attack-manifest-big', padding: 'x'.repeat(300_000) }));
+    await refusedAtInstall(() => undefined, /is not valid JSON/, '{"key": "attack-manifest-broken",');
+    for (const raw of ['null', '[]', '"plugin"', '42']) await refusedAtInstall(() => undefined, /Invalid manifest/, raw);
+    await expectKernelAlive(t);
+  });
+
+  it('refuses wildcard and unknown capability ids', async () => {
+    for (const id of ['*', 'database.*', 'database.namespace.*', 'DATABASE.NAMESPACE.WRITE', 'http.routes ', 'admin']) {
+      const body = await refusedAtInstall((m) => { m.capabilities = [{ id, reason: 'Wants everything' }]; }, /capabilities\.0\.id/);
+      expect(body.issues).toContainEqual(expect.objectContaining({ path: 'capabilities.0.id' }));
+    }
+  });
+
+  it('names unknown fields instead of ignoring them', async () => {
+    const top = await refusedAtInstall((m) => { m.permissions = ['all']; }, /permissions is not a known manifest field/);
+    expect(top.issues).toContainEqual({ path: 'permissions', message: 'is not a known manifest field' });
+    await refusedAtInstall((m) => { m.routes[0].bypassAuth = true; }, /routes\.0\.bypassAuth is not a known manifest field/);
+    await refusedAtInstall((m) => { m.limits = { memoryMb: 100_000 }; }, /limits\.memoryMb/);
+    await refusedAtInstall((m) => { m.sdkApiVersion = 2; }, /sdkApiVersion/);
+  });
+
+  it('keeps the files a manifest names inside the plugin folder', async () => {
+    await refusedAtInstall((m) => { m.entry = '../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
+    await refusedAtInstall((m) => { m.entry = 'src/../../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
+    await refusedAtInstall((m) => { m.capabilities.push({ id: 'database.namespace.migrate', reason: 'Runs migrations' }); m.database = { namespace: 'attack_manifest', migrations: '../attack-sql/migrations' }; }, /database\.migrations must be a path inside/);
+  });
+});
+
+describe('routes', () => {
+  it('refuses relative routes that shadow the host\'s own per-plugin routes, in any spelling', async () => {
+    for (const path of ['/health', '/logs', '/config', '/config/test', '/Health', '/jobs', '/webhooks/github', '/enable', '/upgrade',
+      '/companies/:companyId/local-folders', '/companies/{companyId}/local-folders/docs/status', '/companies/:id/LOCAL-FOLDERS']) {
+      await refusedAtInstall((m) => { m.routes = [{ key: 'claim', method: 'GET', path, auth: 'none' }]; }, /shadows a host route/);
+    }
+    for (const path of ['/../../companies', '/x/../../../health', '/./health', '//health']) {
+      await refusedAtInstall((m) => { m.routes = [{ key: 'claim', method: 'GET', path, auth: 'none' }]; }, /must not contain \. or \.\. segments/);
+    }
+  });
+
+  it('refuses absolute routes without http.routes.absolute, outside /api/ or inside /api/plugins', async () => {
+    await refusedAtInstall((m) => { m.routes = [{ key: 'claim', method: 'POST', path: '/api/attack/claim', auth: 'none', absolute: true }]; }, /needs the http.routes.absolute capability/);
+    for (const path of ['/health', '/api/plugins', '/api/plugins/echo/health', '/API/PLUGINS/echo/x']) {
+      await refusedAtInstall((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ key: 'claim', method: 'GET', path, auth: 'none', absolute: true }]; }, /absolute paths must start with \/api\/ and stay outside \/api\/plugins\//);
+    }
+  });
+
+  it('refuses, at enable, absolute routes that claim the kernel\'s paths, and leaves the plugin disabled', async () => {
+    for (const [method, path] of [['POST', '/api/companies'], ['GET', '/api/health'], ['GET', '/api/companies/:companyId'], ['GET', '/api/Companies'], ['GET', '/api/companies/'], ['DELETE', '/api/agents/{agentId}']]) {
+      const { folder, key } = await hostile((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ key: 'claim', method, path, auth: 'none', absolute: true }]; });
+      await install(t, folder);
+      const res = await t.api.post(`/api/plugins/${key}/enable`, {});
+      expect(res.status, `${method} ${path}: ${res.text}`).toBe(409);
+      expect(res.body).toMatchObject({ code: 'route_conflict', details: { plugins: [key, 'kernel'] } });
+      const stored = (await t.sql.query('select status, granted_capabilities from plugins where key = $1', [key])).rows[0];
+      expect(stored.status).not.toBe('enabled');
+    }
+    const companies = await t.api.get('/api/companies');
+    expect(companies.status).toBe(200);
+    expect(Array.isArray(companies.body)).toBe(true);
+    await expectKernelAlive(t);
+  });
+
+  it('refuses a second plugin claiming the same route, naming both, and the first keeps serving it', async () => {
+    const route = { key: 'claim', method: 'GET', path: '/api/attack-manifest/shared', auth: 'board', absolute: true };
+    const first = await hostile((m) => { m.capabilities.push(ABSOLUTE); m.routes = [route]; });
+    const second = await hostile((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ ...route, path: '/api/attack-manifest/{other}' }]; });
+    await install(t, first.folder);
+    expect((await t.api.post(`/api/plugins/${first.key}/enable`, {})).status).toBe(200);
+    await install(t, second.folder);
+    const res = await t.api.post(`/api/plugins/${second.key}/enable`, {});
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.code).toBe('route_conflict');
+    expect(res.body.error).toContain(first.key);
+    expect(res.body.error).toContain(second.key);
+    expect((await t.sql.query('select status from plugins where key = $1', [second.key])).rows[0].status).not.toBe('enabled');
+    const served = await t.api.get('/api/attack-manifest/shared');
+    expect(served.status).toBe(200);
+    expect(served.body).toEqual({ claimedBy: 'attack-manifest' });
+  });
+
+  it('does not serve absolute routes when http.routes.absolute was declared but not granted (the plugin does not start at all)', async () => {
+    const { folder, key } = await hostile((m) => {
+      m.capabilities.push(ABSOLUTE);
+      m.routes.push({ key: 'claim', method: 'GET', path: '/api/attack-manifest/ungranted', auth: 'board', absolute: true });
+    });
+    await install(t, folder);
+    const partial = await t.api.post(`/api/plugins/${key}/enable`, { grant: ['http.routes'] });
+    expect(partial.status, partial.text).toBe(409);
+    expect(partial.body.code).toBe('capability_grant_required');
+    expect((await t.sql.query('select status from plugins where key = $1', [key])).rows[0].status).not.toBe('enabled');
+    expect((await t.api.get('/api/attack-manifest/ungranted')).status).toBe(404);
+    expect((await t.api.get(`/api/plugins/${key}/ping`)).status).toBe(404);
+    const undeclared = await t.api.post(`/api/plugins/${key}/enable`, { grant: ['http.routes', 'http.routes.absolute', 'secrets.resolve'] });
+    expect(undeclared.status).toBe(422);
+    expect(undeclared.body.code).toBe('capability_not_declared');
+  });
+});
+
+describe('upgrades', () => {
+  it('refuses an upgrade that asks for a new capability without the operator\'s renewed grant; the running version keeps its grants', async () => {
+    const { folder, key } = await hostile((m) => { m.capabilities = [ROUTES]; });
+    await install(t, folder);
+    expect((await t.api.post(`/api/plugins/${key}/enable`, {})).status).toBe(200);
+    const manifest = JSON.parse(await readFile(join(folder, 'plugin.json'), 'utf8'));
+    manifest.version = '2.0.0';
+    manifest.capabilities.push({ id: 'companies.read', reason: 'Now reads companies' }, { id: 'secrets.resolve', reason: 'And secrets' });
+    await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
+    const res = await t.api.post(`/api/plugins/${key}/upgrade`, {});
+    expect(res.status, res.text).toBe(409);
+    expect(res.body).toMatchObject({ code: 'capability_grant_required', details: { newCapabilities: ['companies.read', 'secrets.resolve'] } });
+    const stored = await t.api.get(`/api/plugins/${key}`);
+    expect(stored.body).toMatchObject({ version: '1.0.0', status: 'enabled', grantedCapabilities: ['http.routes'] });
+    const ping = await t.api.get(`/api/plugins/${key}/ping`);
+    expect(ping.status).toBe(200);
+    expect(ping.body.ctx).toEqual(['config', 'invocation', 'log']);
+  });
+});
