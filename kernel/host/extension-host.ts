@@ -264,9 +264,8 @@ export class ExtensionHost {
     this.routes.remove(key);
     for (const hook of this.activationHooks) await hook.deactivate(key);
     if (!loaded) return;
-    // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
+    this.plugins.delete(key);
     await loaded.process?.stop();
-    if (this.plugins.get(key) === loaded) this.plugins.delete(key);
   }
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
