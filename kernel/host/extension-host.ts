@@ -264,8 +264,9 @@ export class ExtensionHost {
     this.routes.remove(key);
     for (const hook of this.activationHooks) await hook.deactivate(key);
     if (!loaded) return;
-    this.plugins.delete(key);
+    // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
     await loaded.process?.stop();
+    if (this.plugins.get(key) === loaded) this.plugins.delete(key);
   }
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {

@@ -169,6 +169,9 @@ export class PluginProcess {
 
   /** Sends one invocation and resolves with its result; never rejects. */
   async invoke(message: InvokeMessage): Promise<InvokeResult> {
+    if (this.stopped) {
+      return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` }, activityWritten: false };
+    }
     if (this.pending.size >= this.maxConcurrent) {
       return { ok: false, error: { status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` }, activityWritten: false };
     }
@@ -206,6 +209,7 @@ export class PluginProcess {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
+    await this.drain();
     const child = this.child;
     if (!child) { this.health.status = 'stopped'; return; }
     await new Promise<void>((resolve) => {
@@ -214,5 +218,17 @@ export class PluginProcess {
       if (!this.send({ t: 'shutdown' })) child.kill('SIGKILL');
     });
     this.health.status = 'stopped';
+  }
+
+  /**
+   * Lets calls in flight finish before the worker goes away, so an upgrade (a hot swap) or a
+   * disable never cuts one off. Bounded by the call deadline: by then the kernel's own timer
+   * has failed every call still pending.
+   */
+  private async drain(): Promise<void> {
+    const until = Date.now() + this.init.limits.callTimeoutMs + 1000;
+    while (this.pending.size > 0 && this.child?.connected && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
   }
 }

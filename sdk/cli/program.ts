@@ -1,0 +1,69 @@
+import { Command, Option } from 'commander';
+import { DEFAULT_API_BASE, report, type GlobalOptions } from './output.ts';
+
+type Action = (...args: any[]) => Promise<void>;
+
+/** Commands load on use: `keel plugin list` should not pay for esbuild and the manifest schema. */
+function lazy(module: string, name: string): Action {
+  return async (...args: unknown[]) => {
+    const loaded = await import(module) as Record<string, Action>;
+    await loaded[name]!(...args);
+  };
+}
+const buildCommand = lazy('./commands/build.ts', 'buildCommand');
+const createCommand = lazy('./commands/create.ts', 'createCommand');
+const devCommand = lazy('./commands/dev.ts', 'devCommand');
+const testCommand = lazy('./commands/test.ts', 'testCommand');
+const installCommand = lazy('./commands/manage.ts', 'installCommand');
+const listCommand = lazy('./commands/manage.ts', 'listCommand');
+const enableCommand = lazy('./commands/manage.ts', 'enableCommand');
+const disableCommand = lazy('./commands/manage.ts', 'disableCommand');
+const upgradeCommand = lazy('./commands/manage.ts', 'upgradeCommand');
+const uninstallCommand = lazy('./commands/manage.ts', 'uninstallCommand');
+
+/** --api-base, --api-key and --json on a command; the environment supplies defaults. */
+function common(command: Command): Command {
+  return command
+    .addOption(new Option('--api-base <url>', 'where the kernel listens').env('KEEL_API_BASE').default(DEFAULT_API_BASE))
+    .addOption(new Option('--api-key <key>', 'board API key (not needed in local_trusted mode)').env('KEEL_API_KEY'))
+    .option('--json', 'print machine-readable JSON', false);
+}
+
+/** Runs an action; any failure is reported once, in the requested format, with exit code 1. */
+function run(action: Action): Action {
+  return async (...args: unknown[]) => {
+    const command = args.at(-1) as Command;
+    const options = command.opts<GlobalOptions>();
+    try {
+      await action(...args.slice(0, -2), options);
+    } catch (error) {
+      report(options, error);
+    }
+  };
+}
+
+export function buildProgram(): Command {
+  const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError();
+  const plugin = program.command('plugin').description('build, test, run and manage plugins');
+
+  common(plugin.command('create <name>').description('scaffold a plugin folder <dir>/<name> that builds and passes its generated test'))
+    .option('--dir <dir>', 'plugins, examples, or a path', '.')
+    .action(run(createCommand));
+  common(plugin.command('build <folder>').description('validate plugin.json and bundle the plugin to <folder>/dist/plugin.js'))
+    .action(run(buildCommand));
+  common(plugin.command('test <folder>').description("run the plugin's own tests on sdk/testing (no database needed)"))
+    .action(run(testCommand));
+  common(plugin.command('dev <folder>').description('install the folder into the running kernel, then rebuild and hot-swap it on every change'))
+    .action(run(devCommand));
+  common(plugin.command('install <pathOrPackage>').description('install a plugin from a folder or an npm package'))
+    .option('--enable', 'enable it right away, granting every capability it declares', false)
+    .action(run(installCommand));
+  common(plugin.command('list').description('installed plugins')).action(run(listCommand));
+  common(plugin.command('enable <key>').description('grant capabilities and start the plugin'))
+    .option('--grant <capabilities...>', 'grant only these (default: every declared capability)')
+    .action(run(enableCommand));
+  common(plugin.command('disable <key>').description('stop the plugin and hide its contributions')).action(run(disableCommand));
+  common(plugin.command('upgrade <key>').description('re-read the plugin from its source and restart it')).action(run(upgradeCommand));
+  common(plugin.command('uninstall <key>').description('remove the plugin and its data')).action(run(uninstallCommand));
+  return program;
+}

@@ -1,0 +1,134 @@
+import type { ExamplePlugin, InstallSource, PluginHealth, PluginLogs, PluginRecord, PluginTool, UiContributions } from './types.ts';
+
+export interface ClientOptions {
+  /** Where the kernel listens, e.g. `http://127.0.0.1:3100`. */
+  baseUrl: string;
+  /** A board API key or agent token, sent as `Authorization: Bearer …`; none in local_trusted mode. */
+  token?: string;
+  /** Per-request time limit (default 60 s: an upgrade rebuilds and restarts the plugin). */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** The kernel answered with an error body `{error, code, details?, issues?}`. */
+export class KeelApiError extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly details?: unknown;
+  readonly issues?: Array<{ path: string; message: string }>;
+  constructor(status: number, body: { error?: string; code?: string; details?: unknown; issues?: Array<{ path: string; message: string }> } | null, fallback: string) {
+    super(body?.error ?? fallback);
+    this.name = 'KeelApiError';
+    this.status = status;
+    this.code = body?.code ?? `http_${status}`;
+    this.details = body?.details;
+    this.issues = body?.issues;
+  }
+}
+
+/** The kernel could not be reached at all (not running, wrong address, timeout). */
+export class KeelConnectionError extends Error {
+  readonly baseUrl: string;
+  constructor(baseUrl: string, cause: unknown) {
+    const inner = (cause as { cause?: { code?: string; message?: string } })?.cause;
+    const reason = (cause as Error)?.name === 'TimeoutError' ? 'timed out' : inner?.code ?? inner?.message ?? (cause as Error)?.message ?? String(cause);
+    super(`Cannot reach Keel at ${baseUrl} (${reason}); is it running?`);
+    this.name = 'KeelConnectionError';
+    this.baseUrl = baseUrl;
+  }
+}
+
+/**
+ * A small typed client for the Keel HTTP API, built on `fetch`. Every method resolves with
+ * the parsed answer or rejects with KeelApiError (an error answer) or KeelConnectionError.
+ */
+export class KeelClient {
+  readonly baseUrl: string;
+  private readonly token?: string;
+  private readonly timeoutMs: number;
+  private readonly fetchImpl: typeof fetch;
+
+  constructor(options: ClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.token = options.token;
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+    this.fetchImpl = options.fetch ?? fetch;
+  }
+
+  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    let response: Response;
+    try {
+      response = await this.fetchImpl(this.baseUrl + path, {
+        method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (error) {
+      throw new KeelConnectionError(this.baseUrl, error);
+    }
+    const text = await response.text();
+    let parsed: unknown = null;
+    if (text) {
+      try { parsed = JSON.parse(text); } catch { parsed = null; }
+    }
+    if (!response.ok) throw new KeelApiError(response.status, parsed as never, `${method} ${path} answered ${response.status}${text && parsed === null ? `: ${text.slice(0, 200)}` : ''}`);
+    return parsed as T;
+  }
+
+  // ---- plugins ---------------------------------------------------------------------------
+
+  listPlugins(): Promise<PluginRecord[]> {
+    return this.request('GET', '/api/plugins');
+  }
+
+  getPlugin(key: string): Promise<PluginRecord> {
+    return this.request('GET', `/api/plugins/${encodeURIComponent(key)}`);
+  }
+
+  installPlugin(source: InstallSource): Promise<PluginRecord> {
+    return this.request('POST', '/api/plugins/install', source);
+  }
+
+  /** Grants the given capabilities (default: every declared one) and starts the plugin. */
+  enablePlugin(key: string, options: { grant?: string[] } = {}): Promise<PluginRecord> {
+    return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/enable`, options.grant ? { grant: options.grant } : {});
+  }
+
+  disablePlugin(key: string): Promise<PluginRecord> {
+    return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/disable`, {});
+  }
+
+  /** Re-reads the plugin's folder, runs new migrations and restarts it (calls in flight finish first). */
+  upgradePlugin(key: string): Promise<PluginRecord> {
+    return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/upgrade`, {});
+  }
+
+  uninstallPlugin(key: string): Promise<{ ok: boolean; pluginKey: string }> {
+    return this.request('DELETE', `/api/plugins/${encodeURIComponent(key)}`);
+  }
+
+  pluginHealth(key: string): Promise<PluginHealth> {
+    return this.request('GET', `/api/plugins/${encodeURIComponent(key)}/health`);
+  }
+
+  pluginLogs(key: string, limit = 200): Promise<PluginLogs> {
+    return this.request('GET', `/api/plugins/${encodeURIComponent(key)}/logs?limit=${limit}`);
+  }
+
+  listExamples(): Promise<ExamplePlugin[]> {
+    return this.request('GET', '/api/plugins/examples');
+  }
+
+  uiContributions(): Promise<UiContributions> {
+    return this.request('GET', '/api/plugins/ui-contributions');
+  }
+
+  listTools(): Promise<PluginTool[]> {
+    return this.request('GET', '/api/plugins/tools');
+  }
+
+  executeTool(tool: string, input: unknown, options: { companyId?: string } = {}): Promise<{ tool: string; result: unknown }> {
+    return this.request('POST', '/api/plugins/tools/execute', { tool, input, ...options });
+  }
+}

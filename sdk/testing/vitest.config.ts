@@ -1,0 +1,22 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The configuration `keel plugin test <folder>` runs a plugin's own tests with (`--root` is
+ * the plugin folder). No database is started: sdk/testing needs none. Isolates need
+ * `--no-node-snapshot` in the test processes; Vite's cache stays in the project's node_modules
+ * instead of appearing inside the plugin folder.
+ */
+const cache = (name: string) => fileURLToPath(new URL(`../../node_modules/.cache/keel-plugin-tests/${name}`, import.meta.url));
+
+export default defineConfig({
+  cacheDir: cache('vite'),
+  test: {
+    fsModuleCachePath: cache('modules'),
+    include: ['**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    pool: 'forks',
+    execArgv: ['--no-node-snapshot'],
+    testTimeout: 30_000,
+  },
+});

@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../sdk/cli/bin.ts', import.meta.url));
+export const REPO = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface CliResult { code: number | null; stdout: string; stderr: string }
+
+function env(): NodeJS.ProcessEnv {
+  const clean = { ...process.env };
+  for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY']) delete clean[name];
+  return clean;
+}
+
+/** Runs `node --no-node-snapshot sdk/cli/bin.ts ...args` to completion. */
+export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: env() });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
+    child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`keel ${args.join(' ')} timed out\n${stdout}\n${stderr}`)); }, options.timeoutMs ?? 60_000);
+    child.once('error', reject);
+    child.once('exit', (code) => { clearTimeout(timer); resolve({ code, stdout, stderr }); });
+  });
+}
+
+/** A long-running CLI process (plugin dev) whose --json output is read line by line. */
+export interface CliSession {
+  child: ChildProcess;
+  events: Array<Record<string, any>>;
+  stderr(): string;
+  /** Resolves with the first event (after `from`) that matches. */
+  waitFor(match: (event: Record<string, any>) => boolean, options?: { timeoutMs?: number; from?: number }): Promise<Record<string, any>>;
+  stop(): Promise<void>;
+}
+
+export function startCli(args: string[]): CliSession {
+  const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: REPO, env: env() });
+  const events: Array<Record<string, any>> = [];
+  const waiters = new Set<() => void>();
+  let buffer = '';
+  let stderr = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString();
+    let newline: number;
+    while ((newline = buffer.indexOf('\n')) >= 0) {
+      const line = buffer.slice(0, newline);
+      buffer = buffer.slice(newline + 1);
+      if (line.trim()) events.push(JSON.parse(line) as Record<string, any>);
+    }
+    for (const wake of waiters) wake();
+  });
+  child.stderr!.on('data', (chunk: Buffer) => { stderr += chunk.toString(); });
+  return {
+    child,
+    events,
+    stderr: () => stderr,
+    waitFor(match, options = {}) {
+      const from = options.from ?? 0;
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const found = events.slice(from).find(match);
+          if (found) { cleanup(); resolve(found); }
+        };
+        const timer = setTimeout(() => { cleanup(); reject(new Error(`no matching dev event; got ${JSON.stringify(events)}\n${stderr}`)); }, options.timeoutMs ?? 20_000);
+        const cleanup = () => { clearTimeout(timer); waiters.delete(check); };
+        waiters.add(check);
+        check();
+      });
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
