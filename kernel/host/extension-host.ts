@@ -26,6 +26,7 @@ export interface LoadedPlugin {
 
 export interface InvokeOptions {
   transactional: boolean;
+  readOnly?: boolean;
   defaultActivity?: { action: string; entityType: string; entityId: string } | null;
   deadlineMs?: number;
 }
@@ -303,7 +304,7 @@ export class ExtensionHost {
     this.invocations.set(id, { plugin: key, info: full, depth });
     try {
       const message: InvokeMessage = {
-        t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional,
+        t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional, readOnly: options.readOnly,
         signed: { invocation, signature: this.sign(invocation) }, defaultActivity: options.defaultActivity ?? null, deadlineMs,
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);

@@ -34,6 +34,11 @@ export interface RouteManifest {
   query?: JsonSchema;
   /** Defaults to true for every method but GET. */
   transactional?: boolean;
+  /**
+   * A route that changes nothing (GET by default; also POST routes such as echo or search):
+   * it runs in a READ ONLY transaction and writes no activity entry.
+   */
+  readOnly?: boolean;
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
   description?: string;

@@ -47,6 +47,19 @@ describe('plugin routes', () => {
     expect((await t.sql.query('select count(*)::int as n from plugin_echo.notes')).rows[0].n).toBe(before);
   });
 
+  it('runs GET and readOnly routes in a READ ONLY transaction without activity', async () => {
+    const before = (await t.sql.query('select count(*)::int as n from plugin_echo.notes')).rows[0].n;
+    const activityBefore = (await t.sql.query('select count(*)::int as n from activity_log')).rows[0].n;
+    const sneak = await t.api.get(`/api/plugins/echo/companies/${company.id}/sneak`);
+    expect(sneak.status).toBe(400);
+    expect(sneak.body.error).toMatch(/read-only transaction/);
+    const search = await t.api.post('/api/plugins/echo/search', {});
+    expect(search.status).toBe(403);
+    expect(search.body.code).toBe('activity_read_only');
+    expect((await t.sql.query('select count(*)::int as n from plugin_echo.notes')).rows[0].n).toBe(before);
+    expect((await t.sql.query('select count(*)::int as n from activity_log')).rows[0].n).toBe(activityBefore);
+  });
+
   it('runs plugin code without Node or host objects', async () => {
     const res = await t.api.post('/api/plugins/echo/probe', {});
     expect(res.body).toEqual({ require: 'undefined', process: 'undefined', webAssembly: 'undefined', sharedArrayBuffer: 'undefined', hostKeys: ['__keel_dispatch', '__keel_host', '__keel_init', '__keel_settle'] });

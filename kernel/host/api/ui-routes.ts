@@ -38,7 +38,7 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
       { companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId },
       kind === 'action'
         ? { transactional: true, defaultActivity: { action: `plugin.${pluginKey}.action.${target}`, entityType: 'plugin_action', entityId: target } }
-        : { transactional: false });
+        : { transactional: false, readOnly: true });
     if (kind === 'action') ctx.state.activityWritten = true;
     else ctx.state.skipAudit = true;
     respond(ctx, result, 200);

@@ -109,16 +109,19 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   const headers: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) { const value = ctx.get(name); if (value) headers[name] = value; }
   const who = activityActor(actor);
-  const transactional = route.transactional ?? route.method !== 'GET';
+  const readOnly = route.readOnly ?? route.method === 'GET';
+  const transactional = !readOnly && (route.transactional ?? true);
   const result = await host.invoke(plugin, 'route', route.key, { params, query, body, headers, companyId }, {
     companyId,
     actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },
     runId: who.runId,
   }, {
     transactional,
-    defaultActivity: route.method === 'GET' ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+    readOnly,
+    defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
   });
-  // The plugin's transaction wrote the entry (its own, or the host's default one).
-  if (route.method !== 'GET') ctx.state.activityWritten = true;
+  // A mutating route's entry was written by the plugin's transaction (its own, or the host's
+  // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
+  ctx.state.activityWritten = true;
   respond(ctx, result, route.successStatus ?? 200);
 }

@@ -41,6 +41,7 @@ export const routesFragment = {
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
       transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },
+      readOnly: { type: 'boolean', description: 'Changes nothing: runs in a READ ONLY transaction and writes no activity (default: true for GET).' },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },

@@ -30,6 +30,8 @@ export interface InvokeMessage {
   input: string;
   info: InvocationInfo;
   transactional: boolean;
+  /** A read-only call: its transaction (opened on first use) is READ ONLY and it writes no activity. */
+  readOnly?: boolean;
   /** The invocation identity signed by the kernel, for writes to kernel tables from the plugin's transaction. */
   signed: { invocation: string; signature: string } | null;
   /** Activity entry the host writes when the plugin wrote none (mutating routes). */

@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type { InvokeMessage } from '../protocol/messages.ts';
+import { CapabilityError } from './capabilities/types.ts';
 
 /**
  * One call into the plugin, from dispatch to result. It owns the database client of its
@@ -17,8 +18,44 @@ export class Invocation {
   readonly ops = new Set<number>();
   timer?: NodeJS.Timeout;
 
+  private opening: Promise<pg.PoolClient> | null = null;
+
   constructor(message: InvokeMessage) {
     this.message = message;
+  }
+
+  /** Whether the host owns a transaction for this call (read-write, or read-only). */
+  get wantsTransaction(): boolean {
+    return this.message.transactional || this.message.readOnly === true;
+  }
+
+  /**
+   * The client holding this call's transaction, opened on first use: a call that never touches
+   * the database never pays for BEGIN and COMMIT. BEGIN is queued on the client, so the first
+   * statement follows it without a round trip of its own.
+   */
+  transactionClient(pool: pg.Pool): Promise<pg.PoolClient> | null {
+    if (!this.wantsTransaction) return null;
+    if (this.client) return Promise.resolve(this.client);
+    this.opening ??= pool.connect().then((client) => {
+      if (this.finished && !this.settling) {
+        client.release();
+        throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+      }
+      this.client = client;
+      client.query(this.message.readOnly ? 'BEGIN READ ONLY' : 'BEGIN').catch(() => undefined);
+      return client;
+    });
+    return this.opening;
+  }
+
+  /** Set while the host itself finishes the call (writing its default activity entry). */
+  settling = false;
+
+  /** Waits for a transaction that is still being opened, so finishing never misses it. */
+  async openedClient(): Promise<pg.PoolClient | null> {
+    if (this.opening) await this.opening.catch(() => undefined);
+    return this.client;
   }
 
   get id(): string {

@@ -206,12 +206,19 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${init.limits.maxResponseBytes} bytes` };
     value = undefined;
   }
-  const client = invocation.client;
+  invocation.settling = true;
+  if (ok && invocation.wantsTransaction && !invocation.message.readOnly && invocation.message.defaultActivity && !invocation.activityWritten && database) {
+    // The host's own entry joins the call's transaction (opening it if the handler never did).
+    try { await writeActivity(database, invocation, invocation.message.defaultActivity); } catch (activityError) {
+      ok = false;
+      error = { status: 500, code: 'plugin_transaction_failed', message: `The activity entry could not be written: ${(activityError as Error).message}` };
+      value = undefined;
+    }
+  }
+  const client = await invocation.openedClient();
   if (client) {
     try {
       if (ok) {
-        const fallback = invocation.message.defaultActivity;
-        if (fallback && !invocation.activityWritten && database) await writeActivity(database, invocation, fallback);
         await client.query('COMMIT');
       } else {
         await client.query('ROLLBACK');
@@ -224,7 +231,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     }
     invocation.client = null;
     database?.release(client);
-  } else if (ok && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
+  } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
     await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
   }
   invocations.delete(invocation.id);
@@ -265,11 +272,6 @@ async function invoke(message: InvokeMessage): Promise<void> {
       .catch((error) => finishFailed(invocation, error))
       .finally(() => restartWorker('wall-clock deadline exceeded'));
   }, message.deadlineMs);
-  if (message.transactional && database) {
-    invocation.client = await database.pool.connect();
-    // Queued on the client: the plugin's first statement runs after BEGIN without a wait here.
-    invocation.client.query('BEGIN').catch(() => undefined);
-  }
   const json = JSON.stringify({ id: message.id, kind: message.kind, target: message.target, input: JSON.parse(message.input), info: message.info });
   try {
     entered = invocation.id;

@@ -10,6 +10,8 @@ import { companyForRequest } from '../../../kernel/tenancy/company-access.ts';
 export const kernelBenchRoutes: RouteModule = (router, kernel) => {
   router.post('/api/bench/echo', async (ctx) => {
     requireActor(ctx);
+    // Changes nothing, like the plugin's readOnly echo route: no activity entry.
+    ctx.state.skipAudit = true;
     ctx.body = await readJsonBody(ctx, kernel.config.limits.jsonBodyBytes);
   });
 

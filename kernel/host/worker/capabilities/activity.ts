@@ -17,8 +17,10 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
   const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
   // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
   const values = [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
-  if (invocation.client) {
-    await invocation.client.query({ text: sql, values });
+  if (invocation.message.readOnly) throw new CapabilityError(403, 'activity_read_only', 'This route is declared readOnly; it cannot write activity');
+  const transaction = invocation.transactionClient(db.pool);
+  if (transaction) {
+    await (await transaction).query({ text: sql, values });
   } else {
     const client = await db.pool.connect();
     try { await client.query({ text: sql, values }); } finally { db.release(client); }

@@ -45,8 +45,9 @@ export class PluginDatabase {
         const config = { text: sql, values, queryMode: 'extended' } as pg.QueryConfig;
         try {
           let result: pg.QueryResult;
-          if (invocation.client) {
-            result = await invocation.client.query(config);
+          const transaction = invocation.transactionClient(this.pool);
+          if (transaction) {
+            result = await (await transaction).query(config);
           } else {
             const client = await this.pool.connect();
             try { result = await client.query(config); } finally { this.release(client); }
