@@ -296,16 +296,20 @@ export class ExtensionHost {
     const id = randomUUID();
     const full: InvocationInfo = { ...info, id, kind, target };
     const deadlineMs = options.deadlineMs ?? loaded.manifest.limits?.callTimeoutMs ?? DEFAULT_LIMITS.callTimeoutMs;
-    const role = this.databases.roles(loaded.manifest).runtime;
-    const invocation = JSON.stringify({
-      plugin: key, role, invocationId: id, companyId: info.companyId, actorType: info.actor.type, actorId: info.actor.id,
-      agentId: info.actor.agentId, runId: info.runId, exp: Math.floor(Date.now() / 1000) + Math.ceil(deadlineMs / 1000) + 60,
-    });
+    let signed: InvokeMessage['signed'] = null;
+    // A read-only call writes no kernel data, so it carries no signed identity at all.
+    if (!options.readOnly) {
+      const invocation = JSON.stringify({
+        plugin: key, role: this.databases.roles(loaded.manifest).runtime, invocationId: id, companyId: info.companyId, actorType: info.actor.type, actorId: info.actor.id,
+        agentId: info.actor.agentId, runId: info.runId, exp: Math.floor(Date.now() / 1000) + Math.ceil(deadlineMs / 1000) + 60,
+      });
+      signed = { invocation, signature: this.sign(invocation) };
+    }
     this.invocations.set(id, { plugin: key, info: full, depth });
     try {
       const message: InvokeMessage = {
         t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional, readOnly: options.readOnly,
-        signed: { invocation, signature: this.sign(invocation) }, defaultActivity: options.defaultActivity ?? null, deadlineMs,
+        signed, defaultActivity: options.defaultActivity ?? null, deadlineMs,
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);
       return await loaded.process.invoke(message);

@@ -50,7 +50,16 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
     const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
     throw new KeelError(status, error.code, error.message, { details: error.details, expose: true });
   }
-  const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;
+  const raw = result.value ?? 'null';
+  // The worker already parsed and bounded this JSON; a plain answer goes out as the same text,
+  // and only an explicit respond() envelope is parsed here.
+  if (!raw.startsWith('{"$response"')) {
+    ctx.status = successStatus;
+    ctx.type = 'application/json';
+    ctx.body = raw;
+    return;
+  }
+  const value = JSON.parse(raw) as unknown;
   const envelope = value && typeof value === 'object' && '$response' in (value as object) ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string> } }).$response : null;
   if (envelope) {
     ctx.status = Number.isInteger(envelope.status) && envelope.status! >= 200 && envelope.status! <= 599 ? envelope.status! : successStatus;

@@ -272,7 +272,8 @@ async function invoke(message: InvokeMessage): Promise<void> {
       .catch((error) => finishFailed(invocation, error))
       .finally(() => restartWorker('wall-clock deadline exceeded'));
   }, message.deadlineMs);
-  const json = JSON.stringify({ id: message.id, kind: message.kind, target: message.target, input: JSON.parse(message.input), info: message.info });
+  // The input is JSON text the kernel produced; it is spliced in rather than parsed and re-serialised.
+  const json = `{"id":${JSON.stringify(message.id)},"kind":${JSON.stringify(message.kind)},"target":${JSON.stringify(message.target)},"info":${JSON.stringify(message.info)},"input":${message.input}}`;
   try {
     entered = invocation.id;
     sandbox.dispatch(json);

@@ -12,12 +12,12 @@ const ACTION = /^[a-z][a-z0-9_.:-]{0,127}$/;
  * actor and run from it: the plugin chooses what happened, never who did it or where.
  */
 export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): Promise<void> {
+  if (invocation.message.readOnly) throw new CapabilityError(403, 'activity_read_only', 'This route is declared readOnly; it cannot write activity');
   const signed = invocation.message.signed;
   if (!signed) throw new CapabilityError(403, 'activity_unavailable', 'This invocation carries no signed identity; activity cannot be written');
   const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
   // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
   const values = [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
-  if (invocation.message.readOnly) throw new CapabilityError(403, 'activity_read_only', 'This route is declared readOnly; it cannot write activity');
   const transaction = invocation.transactionClient(db.pool);
   if (transaction) {
     await (await transaction).query({ text: sql, values });
