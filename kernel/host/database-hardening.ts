@@ -23,10 +23,13 @@ const REVOKED_FUNCTIONS = [
   'lo_tell', 'lo_tell64', 'lo_truncate', 'lo_truncate64', 'lo_unlink', 'lo_get', 'lo_import', 'lo_export',
 ];
 
-let hardened: Promise<void> | null = null;
+const hardened = new WeakMap<Database, Promise<boolean>>();
 
-export function hardenDatabaseForPlugins(db: Database, warn: (message: string) => void): Promise<void> {
-  hardened ??= (async () => {
+/** Resolves true when the database now refuses these to plugin roles. */
+export function hardenDatabaseForPlugins(db: Database, warn: (message: string) => void): Promise<boolean> {
+  const known = hardened.get(db);
+  if (known) return known;
+  const attempt = (async () => {
     const rows = await db.query<{ signature: string }>(
       `select p.oid::regprocedure::text as signature from pg_proc p
         where p.pronamespace = 'pg_catalog'::regnamespace and p.proname = any(?::text[])
@@ -45,9 +48,12 @@ export function hardenDatabaseForPlugins(db: Database, warn: (message: string) =
         await tx.query(`grant temporary on database "${database}" to current_user`);
         await tx.query(`revoke temporary on database "${database}" from public`);
       });
+      return true;
     } catch (error) {
       warn(`plugin database hardening skipped: ${(error as Error).message}`);
+      return false;
     }
-  })().catch((error) => { hardened = null; throw error; });
-  return hardened;
+  })().catch((error) => { hardened.delete(db); throw error; });
+  hardened.set(db, attempt);
+  return attempt;
 }

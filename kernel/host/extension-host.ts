@@ -236,7 +236,7 @@ export class ExtensionHost {
         code: built.code,
         grants,
         config: row.config ?? {},
-        database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog' },
+        database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog', resetSessions: !this.databases.hardened },
         network: manifest.network?.allow ?? [],
         privateNetworkHosts: privateNetworkHostsFor(this.kernel.config, row.key),
         folders: {},

@@ -25,6 +25,8 @@ export class PluginDatabases {
    * carry a short tag of the database so two instances on one cluster never share a role.
    */
   private tag = '';
+  /** Whether the database refuses session-state functions to plugin roles (see database-hardening.ts). */
+  hardened = false;
 
   constructor(db: Database, secret: Buffer, databaseUrl: string) {
     this.db = db;
@@ -59,7 +61,7 @@ export class PluginDatabases {
     const roles = this.roles(manifest);
     const write = grants.includes('database.namespace.write');
     const q = (sql: string) => this.db.query(sql);
-    await hardenDatabaseForPlugins(this.db, (message) => process.emitWarning(message));
+    this.hardened = await hardenDatabaseForPlugins(this.db, (message) => process.emitWarning(message));
     await this.assertNamespaceFree(manifest);
     const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
     for (const role of [roles.runtime, roles.migrator]) {

@@ -11,7 +11,8 @@ export interface WorkerInit {
   code: string;
   grants: string[];
   config: Record<string, unknown>;
-  database: { url: string; schema: string } | null;
+  /** resetSessions: reset pooled connections on return (only needed where the database could not be hardened). */
+  database: { url: string; schema: string; resetSessions?: boolean } | null;
   network: string[];
   /** Hosts of `network` the operator opened to non-public addresses (configuration `plugins.privateNetworkHosts`). */
   privateNetworkHosts?: string[];

@@ -6,7 +6,8 @@
  * refused here by its leading keyword, after comments, which SQL's grammar puts first.
  */
 const TRANSACTION_CONTROL = new Set(['begin', 'start', 'commit', 'end', 'rollback', 'abort', 'savepoint', 'release', 'prepare']);
-const SESSION_STATE = new Set(['listen', 'unlisten', 'notify', 'discard', 'load', 'checkpoint', 'vacuum', 'copy', 'do', 'call', 'lock', 'reset', 'set']);
+// `declare`: a cursor WITH HOLD outlives the transaction on a pooled connection.
+const SESSION_STATE = new Set(['listen', 'unlisten', 'notify', 'discard', 'load', 'checkpoint', 'vacuum', 'copy', 'do', 'call', 'lock', 'reset', 'set', 'declare', 'fetch', 'move', 'close']);
 /**
  * The runtime role owns nothing, so DDL fails on privileges anyway, with one exception the
  * database allows every role: ALTER ROLE CURRENT_USER SET/PASSWORD on itself. Schema and role

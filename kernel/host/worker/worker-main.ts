@@ -292,7 +292,7 @@ async function boot(received: WorkerInit): Promise<void> {
     cpuSliceMs: init.limits.cpuSliceMs,
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
-  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16);
+  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true);
   capabilities = { ...workerCapabilities(init), activity: activityCapability(database) };
   if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {

@@ -15,8 +15,16 @@ const MAX_ROWS = 10_000;
  */
 export class PluginDatabase {
   readonly pool: pg.Pool;
+  private readonly resetSessions: boolean;
 
-  constructor(url: string, schema: string, maxConnections: number) {
+  /**
+   * `resetSessions`: whether pooled connections must be reset (DISCARD ALL) when returned.
+   * Where the database took advisory locks, set_config, temporary tables and large objects
+   * from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and cursors, a plugin can
+   * leave no session state behind and the reset (which measurably slows every write) is skipped.
+   */
+  constructor(url: string, schema: string, maxConnections: number, resetSessions = true) {
+    this.resetSessions = resetSessions;
     this.pool = new pg.Pool({
       connectionString: url,
       max: maxConnections,
@@ -28,6 +36,7 @@ export class PluginDatabase {
 
   /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
   release(client: pg.PoolClient): void {
+    if (!this.resetSessions) { client.release(); return; }
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
   }
 
