@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { pluginSchemaAjv } from './manifest/plugin-schema-ajv.ts';
 import { Ajv } from 'ajv';
 import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
@@ -30,7 +31,7 @@ const executeBody = bodyValidator<{ tool: string; input?: unknown; companyId?: s
   type: 'object', required: ['tool'],
   properties: { tool: { type: 'string', minLength: 3, maxLength: 200 }, input: {}, companyId: { type: 'string' } },
 });
-const schemaAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
+const schemaAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
 const compiledSchemas = new WeakMap<object, ReturnType<Ajv['compile']>>();
 /** Manifest schemas are compiled once per manifest object, not per call. */
 function compileOnce(schema: object) {

@@ -28,3 +28,4 @@ export function checkManifest(text: string, source: string): ReturnType<typeof v
     throw new InvalidManifestError(String(candidate.message ?? error), candidate.issues ?? candidate.details?.issues ?? []);
   }
 }
+export { pluginSchemaAjv } from '../../kernel/host/manifest/plugin-schema-ajv.ts';

@@ -1,16 +1,15 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import { pluginSchemaAjv } from '../build/validate-manifest.ts';
+import type { ValidateFunction } from 'ajv';
 import type { WebhookManifest } from '../plugin/manifest.ts';
 import { PluginCallError } from './errors.ts';
 
 /** A route or webhook answer as the kernel would send it over HTTP. */
 export interface RouteAnswer { status: number; body: unknown; headers: Record<string, string> }
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 // The same ajv settings as the host's route dispatch: defaults applied, query values coerced.
-const bodyAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true }));
-const queryAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: true }));
+const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
+const queryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
 const compiled = { body: new WeakMap<object, ValidateFunction>(), query: new WeakMap<object, ValidateFunction>() };
 
 /** Validates in place (defaults, coercion) like the host does before the isolate runs; throws 400 `validation_failed`. */

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { pluginSchemaAjv } from '../build/validate-manifest.ts';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv } from 'ajv';
 import { buildPlugin } from '../build/build-plugin.ts';
 import { checkManifest } from '../build/validate-manifest.ts';
 import type { InvocationInfo } from '../plugin/context.ts';
@@ -41,7 +41,7 @@ const DEFAULT_ACTOR: InvocationInfo['actor'] = { type: 'user', id: 'test-board',
 const SCHEDULER_ACTOR: InvocationInfo['actor'] = { type: 'system', id: 'scheduler', agentId: null };
 const WEBHOOK_ACTOR: InvocationInfo['actor'] = { type: 'system', id: 'webhook', agentId: null };
 const EVENTS_ACTOR: InvocationInfo['actor'] = { type: 'system', id: 'events', agentId: null };
-const configAjv = new Ajv({ allErrors: true, strict: false, useDefaults: true });
+const configAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
 
 /**
  * Builds the plugin folder with sdk/build and runs the bundle in a real isolate against an

@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
+import { pluginSchemaAjv } from '../manifest/plugin-schema-ajv.ts';
 import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import { readJsonBody } from '../../http/body.ts';
@@ -11,9 +11,8 @@ import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-const bodyAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true }));
-const queryAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefaults: true, coerceTypes: true }));
+const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
+const queryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
 const compiled = new WeakMap<object, ValidateFunction>();
 const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
 

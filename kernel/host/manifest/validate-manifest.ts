@@ -1,4 +1,5 @@
 import { Ajv } from 'ajv';
+import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError } from '../../http/errors.ts';
 import { manifestSchema } from './fragments.ts';
@@ -14,7 +15,7 @@ const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
 
 const ajv = new Ajv({ allErrors: true, strict: false });
 const check = ajv.compile(manifestSchema);
-const schemaAjv = new Ajv({ strict: false });
+const schemaAjv = pluginSchemaAjv();
 
 /** Which capability a contribution needs; declaring one without it is a manifest error. */
 const NEEDS: Array<[keyof PluginManifest, string]> = [
