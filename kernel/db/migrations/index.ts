@@ -14,6 +14,7 @@ const files = [
   '0005-vault-and-runs.sql',
   '0006-cache-invalidation.sql',
   '0007-extension-host.sql',
+  '0008-host-tables.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -1,7 +1,6 @@
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import { PluginEvents } from './events.ts';
-import { ensureHostTables } from './host-tables.ts';
 import { PluginJobs } from './jobs.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
@@ -20,7 +19,6 @@ const started = new WeakMap<ExtensionHost, ContributionPoints>();
  * the engine stops fetching (schedules stay for other processes) and subscriptions go.
  */
 export async function startContributionPoints(host: ExtensionHost, options: { databaseUrl: string }): Promise<ContributionPoints> {
-  await ensureHostTables(host.kernel.db);
   const jobs = await PluginJobs.start(host, options.databaseUrl);
   const events = new PluginEvents(host);
   host.onActivation(jobs);
