@@ -37,6 +37,8 @@ export interface StartOptions {
   port?: number;
   /** Install and enable the first-party plugins of plugins/ on a fresh instance (default true). */
   bootstrapFirstParty?: boolean;
+  /** Where first-party plugins are found (default: the project's plugins/ folder). */
+  firstPartyDir?: string;
   /** Route modules added after the kernel's own (benchmarks mount their baseline routes this way). */
   extraRouteModules?: import('./http/app.ts').RouteModule[];
 }
@@ -64,7 +66,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
     contributions = await startContributionPoints(host, { databaseUrl });
-    await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true });
+    await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const server = createServer(app.callback());

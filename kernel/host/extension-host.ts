@@ -70,12 +70,17 @@ export class ExtensionHost {
     this.kernelRouter = router;
   }
 
-  async start(options: { bootstrapFirstParty: boolean }): Promise<void> {
+  /**
+   * Loads what the database says is enabled. On a fresh instance the first-party plugins are
+   * installed and enabled with every capability they declare; a first-party plugin the operator
+   * disabled (or uninstalled and reinstalled) is left as the operator left it.
+   */
+  async start(options: { bootstrapFirstParty: boolean; firstPartyDir?: string }): Promise<void> {
     const row = await this.kernel.db.maybeOne<{ key: Buffer }>('select key from keel_private.bridge_key');
     this.bridgeKey = Buffer.from(row!.key);
     await this.databases.init();
     if (options.bootstrapFirstParty) {
-      for (const found of await scanFolder(FIRST_PARTY_DIR, 'first_party')) {
+      for (const found of await scanFolder(options.firstPartyDir ?? FIRST_PARTY_DIR, 'first_party')) {
         const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
         if (!existing) {
           await this.install(found);

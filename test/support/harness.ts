@@ -18,7 +18,9 @@ export interface TestKernel {
   /** A client connected to this kernel's database, for assertions on stored rows. */
   sql: pg.Pool;
   api: Api;
-  stop(): Promise<void>;
+  /** Stops the kernel; the database is dropped unless `keepDatabase`. */
+  stop(keepDatabase?: boolean): Promise<void>;
+  databaseName: string;
 }
 
 export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; text: string }
@@ -46,13 +48,15 @@ export interface Api {
  * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.
  * `overrides` adjusts configuration (for example `{ deploymentMode: 'authenticated' }`).
  */
-export async function startTestKernel(overrides: Record<string, any> = {}, options: { captureLogs?: string[] } = {}): Promise<TestKernel> {
+export async function startTestKernel(overrides: Record<string, any> = {}, options: { captureLogs?: string[]; firstPartyDir?: string; databaseName?: string } = {}): Promise<TestKernel> {
   const adminUrl = inject('adminDatabaseUrl');
-  const name = `t_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  await admin.query(`create database ${name} template keel_template`);
-  await admin.end();
+  const name = options.databaseName ?? `t_${randomBytes(6).toString('hex')}`;
+  if (!options.databaseName) {
+    const admin = new pg.Client({ connectionString: adminUrl });
+    await admin.connect();
+    await admin.query(`create database ${name} template keel_template`);
+    await admin.end();
+  }
   const databaseUrl = adminUrl.replace(/\/[^/]*$/, `/${name}`);
   const dataDir = await mkdtemp(join(tmpdir(), 'keel-test-'));
   const config: KeelConfig = loadConfig({
@@ -69,15 +73,16 @@ export async function startTestKernel(overrides: Record<string, any> = {}, optio
   const log = capture
     ? createLogger('trace', new Writable({ write(chunk, _encoding, done) { capture.push(String(chunk)); done(); } }))
     : createLogger(config.logging.level);
-  const kernel = await startKernel(config, { log, port: 0 });
+  const kernel = await startKernel(config, { log, port: 0, firstPartyDir: options.firstPartyDir });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 3 });
   return {
-    kernel, url: kernel.url, databaseUrl, dataDir, sql,
+    kernel, url: kernel.url, databaseUrl, dataDir, sql, databaseName: name,
     api: createApi(kernel.url),
-    async stop() {
+    async stop(keepDatabase = false) {
       await sql.end();
       await kernel.stop();
       await rm(dataDir, { recursive: true, force: true });
+      if (keepDatabase) return;
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${name} with (force)`).catch(() => undefined);

@@ -1,0 +1,42 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestKernel, type TestKernel } from '../support/harness.ts';
+
+const PANEL = fileURLToPath(new URL('./fixtures/ui-bridge', import.meta.url));
+let dir: string;
+let t: TestKernel | undefined;
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'keel-first-party-'));
+  await cp(PANEL, join(dir, 'fp-panel'), { recursive: true });
+  const manifest = JSON.parse(await readFile(join(dir, 'fp-panel', 'plugin.json'), 'utf8'));
+  await writeFile(join(dir, 'fp-panel', 'plugin.json'), JSON.stringify({ ...manifest, key: 'fp-panel', tag: 'first-party' }));
+});
+afterAll(async () => {
+  await t?.stop();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('first-party plugins', () => {
+  it('are installed and enabled on a fresh instance, and stay disabled once an operator disables them', async () => {
+    t = await startTestKernel({}, { firstPartyDir: dir });
+    const listed = await t.api.get('/api/plugins/fp-panel');
+    expect(listed.status).toBe(200);
+    expect(listed.body).toMatchObject({ status: 'enabled', sourceKind: 'first_party', tag: 'first-party', running: 'running' });
+    expect(listed.body.grantedCapabilities).toEqual(['ui.slots', 'ui.streams', 'activity.write']);
+    expect((await t.api.post('/api/plugins/fp-panel/data/summary', {})).status).toBe(200);
+
+    expect((await t.api.post('/api/plugins/fp-panel/disable', {})).status).toBe(200);
+    const databaseName = t.databaseName;
+    await t.stop(true);
+    t = await startTestKernel({}, { firstPartyDir: dir, databaseName });
+    const after = await t.api.get('/api/plugins/fp-panel');
+    expect(after.body).toMatchObject({ status: 'disabled', running: 'stopped' });
+    expect((await t.api.post('/api/plugins/fp-panel/data/summary', {})).status).toBe(404);
+    const activity = await t.sql.query("select action from activity_log where entity_type = 'plugin' and entity_id = 'fp-panel' order by seq");
+    expect(activity.rows.map((r: any) => r.action)).toEqual(['plugin.installed', 'plugin.enabled', 'plugin.disabled']);
+  }, 60_000);
+});
