@@ -6,22 +6,7 @@ import type { FakeHttp } from './fake-http.ts';
 import { KERNEL_METHODS, type FakeKernel, type KernelMethod } from './fake-kernel.ts';
 import { sanitizeDetails } from './host-shared.ts';
 
-/**
- * Which grant each capability call needs: the same table the extension-host worker checks
- * (kernel/host/worker/worker-main.ts), so a test fails where the real host would.
- */
-export const GRANT_OF: Record<string, (method: string) => string[]> = {
-  db: () => ['database.namespace.read', 'database.namespace.write'],
-  activity: () => ['activity.write'],
-  http: () => ['http.fetch'],
-  folders: () => ['local.folders'],
-  companies: () => ['companies.read'],
-  agents: (method) => (method === 'get' ? ['agents.read', 'agents.pause'] : ['agents.pause']),
-  runs: (method) => [method === 'open' ? 'runs.open' : 'runs.close'],
-  secrets: () => ['secrets.resolve'],
-  services: () => ['services.consume'],
-  streams: () => ['ui.streams'],
-};
+export { GRANT_OF } from '../../kernel/host/worker/capability-grants.ts';
 
 /** An activity entry as the test host recorded it, with the identity the host attached. */
 export interface RecordedActivity {

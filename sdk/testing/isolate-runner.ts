@@ -1,4 +1,5 @@
 import type { InvocationInfo } from '../plugin/context.ts';
+import { parseCallArguments } from '../../kernel/host/worker/capability-grants.ts';
 import { GRANT_OF, serveCall, type CapabilityServices, type RecordedActivity } from './capabilities.ts';
 import { CapabilityFault, PluginCallError } from './errors.ts';
 import { Sandbox } from './host-shared.ts';
@@ -91,19 +92,14 @@ export class IsolateRunner {
     if (!running || running.finished) {
       return JSON.stringify({ e: { status: 409, code: 'invocation_closed', message: 'This ctx belongs to an invocation that has finished' } });
     }
-    const needed = GRANT_OF[capability]?.(method);
+    const needed = Object.hasOwn(GRANT_OF, capability) ? GRANT_OF[capability]!(method) : undefined;
     if (!needed) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability "${capability}"` } });
     if (!needed.some((grant) => this.options.grants.includes(grant))) {
       this.hostLog(invocationId, 'warn', `denied ${capability}.${method}: not granted`, JSON.stringify({ capability, method }));
       return JSON.stringify({ e: { status: 403, code: 'capability_denied', message: `${this.options.pluginKey}: ${capability}.${method} needs ${needed.join(' or ')}, which is not granted; declare it under capabilities in plugin.json and re-enable the plugin` } });
     }
-    let args: unknown[];
-    try {
-      args = JSON.parse(argsJson) as unknown[];
-      if (!Array.isArray(args)) throw new Error('not an array');
-    } catch {
-      return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
-    }
+    const args = parseCallArguments(argsJson);
+    if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
     const op = this.nextOp++;
     Promise.resolve()
       .then(() => serveCall(this.options.services, capability, method, args, running.info, running.transactional, (entry) => running.activity.push(entry)))

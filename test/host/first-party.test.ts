@@ -38,5 +38,6 @@ describe('first-party plugins', () => {
     expect((await t.api.post('/api/plugins/fp-panel/data/summary', {})).status).toBe(404);
     const activity = await t.sql.query("select action from activity_log where entity_type = 'plugin' and entity_id = 'fp-panel' order by seq");
     expect(activity.rows.map((r: any) => r.action)).toEqual(['plugin.installed', 'plugin.enabled', 'plugin.disabled']);
-  }, 60_000);
+  // Two kernel starts (each with the job engine and a plugin worker) in one test: generous on a busy machine.
+  }, 180_000);
 });

@@ -1,4 +1,5 @@
 import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
+import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
 import { activityCapability, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
@@ -14,20 +15,6 @@ import { workerCapabilities } from './capabilities/registry.ts';
  */
 const send = (message: WorkerToKernel) => process.send!(message);
 
-/** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
-const KERNEL_CAPABILITIES = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams']);
-const GRANT_OF: Record<string, (method: string) => string[]> = {
-  db: () => ['database.namespace.read', 'database.namespace.write'],
-  activity: () => ['activity.write'],
-  http: () => ['http.fetch'],
-  folders: () => ['local.folders'],
-  companies: () => ['companies.read'],
-  agents: (method) => (method === 'get' ? ['agents.read', 'agents.pause'] : ['agents.pause']),
-  runs: (method) => [method === 'open' ? 'runs.open' : 'runs.close'],
-  secrets: () => ['secrets.resolve'],
-  services: () => ['services.consume'],
-  streams: () => ['ui.streams'],
-};
 
 let init: WorkerInit;
 let sandbox: Sandbox;
@@ -94,13 +81,8 @@ function hostCall(invocationId: string, capability: string, method: string, args
   if (invocation.ops.size >= MAX_PENDING_OPS) {
     return JSON.stringify({ e: { status: 429, code: 'too_many_pending_calls', message: `${init.pluginKey}: at most ${MAX_PENDING_OPS} host calls may be in flight per invocation; await them` } });
   }
-  let args: unknown[];
-  try {
-    args = JSON.parse(argsJson) as unknown[];
-    if (!Array.isArray(args)) throw new Error('not an array');
-  } catch {
-    return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
-  }
+  const args = parseCallArguments(argsJson);
+  if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
   const op = nextOp++;
   invocation.ops.add(op);
   const work = Promise.resolve().then(() => {
