@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
@@ -32,6 +33,12 @@ export interface InvokeOptions {
 }
 
 const LOG_RING = 500;
+
+/**
+ * Who asked for a lifecycle change (install, enable, ...), so the host's activity entries
+ * name the operator; changes the host makes on its own (first-party bootstrap) are `system`.
+ */
+export const lifecycleActor = new AsyncLocalStorage<{ actorType: 'user' | 'agent' | 'system'; actorId: string }>();
 const DEFAULT_LIMITS = { memoryMb: 64, callTimeoutMs: 10_000, maxConcurrentCalls: 64 };
 
 /**
@@ -341,7 +348,8 @@ export class ExtensionHost {
   }
 
   private async audit(tx: Parameters<Parameters<KernelServices['db']['transaction']>[0]>[0], action: string, key: string, details: Record<string, unknown>): Promise<void> {
-    await this.kernel.activity.record(tx, { companyId: null, actorType: 'system', actorId: 'extension-host', action, entityType: 'plugin', entityId: key, details });
+    const who = lifecycleActor.getStore() ?? { actorType: 'system' as const, actorId: 'extension-host' };
+    await this.kernel.activity.record(tx, { companyId: null, ...who, action, entityType: 'plugin', entityId: key, details });
   }
 
   /**

@@ -12,7 +12,7 @@ import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import { respond } from './contributions/route-dispatch.ts';
-import type { ExtensionHost } from './extension-host.ts';
+import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
 import { manifestSchema } from './manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
 import { fetchNpmPackage, readPluginFolder, scanExamples } from './plugin-sources.ts';
@@ -45,8 +45,14 @@ function hostOf(kernel: KernelServices): ExtensionHost {
 }
 
 function audit(ctx: Context) {
-  // Lifecycle changes are recorded by the host itself (instance-level activity).
+  // Lifecycle changes are recorded by the host itself (instance-level activity, naming the operator).
   ctx.state.activityWritten = true;
+}
+
+/** Runs a lifecycle change on behalf of the request's actor. */
+function asOperator<T>(ctx: Context, change: () => Promise<T>): Promise<T> {
+  const who = activityActor(ctx.state.actor as Actor);
+  return lifecycleActor.run({ actorType: who.actorType, actorId: who.actorId }, change);
 }
 
 function invocationInfo(ctx: Context, companyId: string | null) {
@@ -159,7 +165,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
       const example = (await scanExamples()).find((e) => `@keel-examples/${e.manifest.key}` === body.packageName);
       found = example ?? await fetchNpmPackage(kernel.config.dataDir, body.packageName!);
     }
-    const row = await hostOf(kernel).install(found);
+    const row = await asOperator(ctx, () => hostOf(kernel).install(found));
     audit(ctx);
     ctx.status = 201;
     ctx.body = toPluginJson(row);
@@ -173,7 +179,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
 
   router.delete('/api/plugins/:pluginId', async (ctx) => {
     requireInstanceAdmin(ctx);
-    await hostOf(kernel).uninstall(ctx.params.pluginId!);
+    await asOperator(ctx, () => hostOf(kernel).uninstall(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = { ok: true, pluginKey: ctx.params.pluginId };
   });
@@ -181,21 +187,21 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
   router.post('/api/plugins/:pluginId/enable', async (ctx) => {
     requireInstanceAdmin(ctx);
     const body = await parseBody(ctx, kernel, enableBody);
-    const row = await hostOf(kernel).enable(ctx.params.pluginId!, { grant: body.grant });
+    const row = await asOperator(ctx, () => hostOf(kernel).enable(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });
 
   router.post('/api/plugins/:pluginId/disable', async (ctx) => {
     requireInstanceAdmin(ctx);
-    const row = await hostOf(kernel).disable(ctx.params.pluginId!);
+    const row = await asOperator(ctx, () => hostOf(kernel).disable(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = toPluginJson(row);
   });
 
   router.post('/api/plugins/:pluginId/upgrade', async (ctx) => {
     requireInstanceAdmin(ctx);
-    const row = await hostOf(kernel).upgrade(ctx.params.pluginId!);
+    const row = await asOperator(ctx, () => hostOf(kernel).upgrade(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });
@@ -233,7 +239,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
     const body = await parseBody(ctx, kernel, configBody);
     validateConfigShape(row.manifest as PluginManifest, body.config);
-    const updated = await hostOf(kernel).setConfig(row.key, body.config);
+    const updated = await asOperator(ctx, () => hostOf(kernel).setConfig(row.key, body.config));
     audit(ctx);
     ctx.body = { pluginKey: updated.key, config: updated.config };
   });

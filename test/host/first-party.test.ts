@@ -36,8 +36,12 @@ describe('first-party plugins', () => {
     const after = await t.api.get('/api/plugins/fp-panel');
     expect(after.body).toMatchObject({ status: 'disabled', running: 'stopped' });
     expect((await t.api.post('/api/plugins/fp-panel/data/summary', {})).status).toBe(404);
-    const activity = await t.sql.query("select action from activity_log where entity_type = 'plugin' and entity_id = 'fp-panel' order by seq");
-    expect(activity.rows.map((r: any) => r.action)).toEqual(['plugin.installed', 'plugin.enabled', 'plugin.disabled']);
+    const activity = await t.sql.query("select action, actor_type, actor_id from activity_log where entity_type = 'plugin' and entity_id = 'fp-panel' order by seq");
+    expect(activity.rows).toEqual([
+      { action: 'plugin.installed', actor_type: 'system', actor_id: 'extension-host' },
+      { action: 'plugin.enabled', actor_type: 'system', actor_id: 'extension-host' },
+      { action: 'plugin.disabled', actor_type: 'user', actor_id: 'local-board' },
+    ]);
   // Two kernel starts (each with the job engine and a plugin worker) in one test: generous on a busy machine.
   }, 180_000);
 });
