@@ -9,6 +9,7 @@ import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { Broker } from './broker.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
+import { RouteBatcher } from './contributions/route-batcher.ts';
 import { privateNetworkHostsFor } from './network-settings.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
@@ -28,6 +29,8 @@ export interface LoadedPlugin {
 export interface InvokeOptions {
   transactional: boolean;
   readOnly?: boolean;
+  /** Group this call with concurrent calls of the same route into one commit (manifest `batch`). */
+  batch?: { key: string; maxItems: number };
   defaultActivity?: { action: string; entityType: string; entityId: string } | null;
   deadlineMs?: number;
 }
@@ -324,10 +327,24 @@ export class ExtensionHost {
         signed, defaultActivity: options.defaultActivity ?? null, deadlineMs,
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);
+      if (options.batch && options.transactional && !options.readOnly) return await this.batcher(loaded, options.batch).submit(message);
       return await loaded.process.invoke(message);
     } finally {
       this.invocations.delete(id);
     }
+  }
+
+  private readonly batchers = new Map<string, { process: PluginProcess; batcher: RouteBatcher }>();
+
+  private batcher(loaded: LoadedPlugin, batch: { key: string; maxItems: number }): RouteBatcher {
+    const key = `${loaded.key}/${batch.key}`;
+    const known = this.batchers.get(key);
+    // A restarted or upgraded plugin has a new process: its batches start afresh.
+    if (known && known.process === loaded.process) return known.batcher;
+    const process = loaded.process!;
+    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems });
+    this.batchers.set(key, { process, batcher });
+    return batcher;
   }
 
   private sign(text: string): string {

@@ -168,6 +168,40 @@ export class PluginProcess {
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */
+  /**
+   * Sends the calls of one batch together (group commit in the worker: one transaction, a
+   * savepoint per item). Each item resolves on its own result; the kernel's deadline for the
+   * batch allows every item its own deadline in turn.
+   */
+  async invokeBatch(messages: InvokeMessage[]): Promise<InvokeResult[]> {
+    const refuse = (error: WireError) => messages.map(() => ({ ok: false, error, activityWritten: false }) as InvokeResult);
+    if (this.stopped) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` });
+    if (this.pending.size >= this.maxConcurrent) return refuse({ status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` });
+    try { await this.ready; } catch { if (this.health.status === 'restarting' && this.ready) await this.ready.catch(() => undefined); }
+    if (!this.child?.connected) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` });
+    const budget = messages.reduce((sum, m) => sum + m.deadlineMs, 0) + 1000;
+    const results = messages.map((message) => new Promise<InvokeResult>((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(message.id);
+        this.health.inFlight = this.pending.size;
+        resolve({ ok: false, error: { status: 504, code: 'plugin_timeout', message: `${this.key} did not answer within its deadline` }, activityWritten: false });
+        this.child?.kill('SIGKILL');
+      }, budget);
+      this.pending.set(message.id, { resolve, timer });
+    }));
+    this.health.inFlight = this.pending.size;
+    if (!this.send({ t: 'invoke_batch', items: messages })) {
+      for (const message of messages) {
+        const waiter = this.pending.get(message.id);
+        if (!waiter) continue;
+        clearTimeout(waiter.timer);
+        this.pending.delete(message.id);
+        waiter.resolve({ ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is not running` }, activityWritten: false });
+      }
+    }
+    return Promise.all(results);
+  }
+
   async invoke(message: InvokeMessage): Promise<InvokeResult> {
     if (this.stopped) {
       return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` }, activityWritten: false };

@@ -39,6 +39,11 @@ export interface RouteManifest {
    * it runs in a READ ONLY transaction and writes no activity entry.
    */
   readOnly?: boolean;
+  /**
+   * Group commit: concurrent calls of this route run in one transaction (a savepoint each; a
+   * failing call is rolled back alone) and are answered after one shared commit.
+   */
+  batch?: { maxItems?: number };
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
   description?: string;

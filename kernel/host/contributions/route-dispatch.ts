@@ -126,6 +126,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   }, {
     transactional,
     readOnly,
+    batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100 } : undefined,
     defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
   });
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's

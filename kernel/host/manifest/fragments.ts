@@ -42,6 +42,10 @@ export const routesFragment = {
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
       transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },
       readOnly: { type: 'boolean', description: 'Changes nothing: runs in a READ ONLY transaction and writes no activity (default: true for GET).' },
+      batch: {
+        type: 'object', additionalProperties: false, description: 'Group commit: concurrent calls share one transaction (a savepoint each) and one commit.',
+        properties: { maxItems: { type: 'integer', minimum: 1, maximum: 500, description: 'Most calls in one batch (default 100).' } },
+      },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },

@@ -81,6 +81,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path).toLowerCase()))) {
       issues.push({ path: `routes.${index}.path`, message: `shadows a host route of every plugin (${route.path})` });
     }
+    if (route.batch && (route.method === 'GET' || route.readOnly || route.transactional === false)) {
+      issues.push({ path: `routes.${index}.batch`, message: 'needs a mutating, transactional route' });
+    }
     if (route.companyParam && !normalisePath(route.path).includes(`:${route.companyParam}`)) {
       issues.push({ path: `routes.${index}.companyParam`, message: `names a parameter that is not in the path` });
     }

@@ -51,6 +51,8 @@ export interface FolderMount { path: string | null; access: 'read' | 'readWrite'
 export type KernelToWorker =
   | { t: 'init'; init: WorkerInit }
   | InvokeMessage
+  /** Calls of one batched route, run in one transaction with a savepoint per item; each answered after the commit. */
+  | { t: 'invoke_batch'; items: InvokeMessage[] }
   | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError }
   | { t: 'config'; config: Record<string, unknown> }
   | { t: 'shutdown' };

@@ -49,6 +49,12 @@ export class Invocation {
     return this.opening;
   }
 
+  /**
+   * Set for a call that is one item of a batch: it shares the batch's transaction (its own
+   * savepoint), and its outcome goes to the batch, which commits once for all items.
+   */
+  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean }): void };
+
   /** Set while the host itself finishes the call (writing its default activity entry). */
   settling = false;
 

@@ -197,6 +197,12 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
       value = undefined;
     }
   }
+  if (invocation.batch) {
+    // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
+    invocations.delete(invocation.id);
+    invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten });
+    return;
+  }
   const client = await invocation.openedClient();
   if (client) {
     try {
@@ -244,7 +250,54 @@ function restartWorker(reason: string): void {
 }
 
 async function invoke(message: InvokeMessage): Promise<void> {
-  const invocation = new Invocation(message);
+  start(new Invocation(message));
+}
+
+/**
+ * Group commit: the items of a batch run one after another in one transaction, each inside
+ * its own savepoint (a failing item is rolled back alone), and all are answered after a
+ * single COMMIT, so nothing is acknowledged before it is durable.
+ */
+async function invokeBatch(items: InvokeMessage[]): Promise<void> {
+  if (!database) {
+    for (const item of items) start(new Invocation(item));
+    return;
+  }
+  const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
+  let client: import('pg').PoolClient;
+  try {
+    client = await database.pool.connect();
+    await client.query('BEGIN');
+  } catch (error) {
+    fail({ status: 500, code: 'plugin_transaction_failed', message: `Could not open the batch transaction: ${(error as Error).message}` });
+    return;
+  }
+  const outcomes: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> = [];
+  try {
+    for (const item of items) {
+      await client.query('SAVEPOINT keel_item');
+      const outcome = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean }>((resolve) => {
+        const invocation = new Invocation(item);
+        invocation.client = client;
+        invocation.batch = { resolve };
+        start(invocation);
+      });
+      await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
+      outcomes.push({ id: item.id, ...outcome });
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    database.release(client);
+    fail({ status: 500, code: 'plugin_transaction_failed', message: `The batch transaction could not commit: ${(error as Error).message}` });
+    return;
+  }
+  database.release(client);
+  for (const outcome of outcomes) send({ t: 'result', ...outcome });
+}
+
+function start(invocation: Invocation): void {
+  const message = invocation.message;
   invocations.set(message.id, invocation);
   invocation.timer = setTimeout(() => {
     if (invocation.finished) return;
@@ -295,6 +348,9 @@ process.on('message', (message: KernelToWorker) => {
       break;
     case 'invoke':
       void invoke(message);
+      break;
+    case 'invoke_batch':
+      void invokeBatch(message.items);
       break;
     case 'reply': {
       const waiter = kernelCalls.get(message.id);
