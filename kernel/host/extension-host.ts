@@ -342,7 +342,8 @@ export class ExtensionHost {
     // A restarted or upgraded plugin has a new process: its batches start afresh.
     if (known && known.process === loaded.process) return known.batcher;
     const process = loaded.process!;
-    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems });
+    // Two batches in flight: one runs its calls while the other commits.
+    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems, maxInFlight: 2 });
     this.batchers.set(key, { process, batcher });
     return batcher;
   }

@@ -66,6 +66,7 @@ export async function run(): Promise<void> {
       ['echo, plugin', `${kernel.url}/api/plugins/bench-plugin/echo`, () => echoBody],
       ['row write+read, kernel', `${kernel.url}/api/bench/companies/${company.id}/rows`, rowBody],
       ['row write+read, plugin', `${kernel.url}/api/plugins/bench-plugin/companies/${company.id}/rows`, rowBody],
+      ['row write+read, plugin, batched route', `${kernel.url}/api/plugins/bench-plugin/companies/${company.id}/rows-batched`, rowBody],
     ];
     for (const [name, url, body] of cases) await load(`${name} (warm-up)`, url, { method: 'POST', headers, body: body(), seconds: 1 });
     const results = [];
@@ -98,10 +99,11 @@ export async function run(): Promise<void> {
       { measure: `plugin worker processes (${pluginWorkers.length}), RSS each (mean)`, value: `${(pluginWorkers.reduce((a, b) => a + b, 0) / Math.max(1, pluginWorkers.length) / 1024).toFixed(0)} MiB` },
       { measure: 'kernel + workers RSS', value: `${(total / 1024).toFixed(0)} MiB` },
     ]);
-    const [echoKernel, echoPlugin, rowKernel, rowPlugin] = results;
+    const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched] = results;
     printTable('requests per second, 10 connections, 1 KB JSON body', [
       { route: 'echo', kernel: echoKernel!.requestsPerSecond, plugin: echoPlugin!.requestsPerSecond, 'plugin / kernel': `${((echoPlugin!.requestsPerSecond / echoKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: echoKernel!.errors + echoKernel!.non2xx + echoPlugin!.errors + echoPlugin!.non2xx },
       { route: 'row write+read (transaction + activity)', kernel: rowKernel!.requestsPerSecond, plugin: rowPlugin!.requestsPerSecond, 'plugin / kernel': `${((rowPlugin!.requestsPerSecond / rowKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: rowKernel!.errors + rowKernel!.non2xx + rowPlugin!.errors + rowPlugin!.non2xx },
+      { route: 'row write+read, batched plugin route (group commit)', kernel: rowKernel!.requestsPerSecond, plugin: rowBatched!.requestsPerSecond, 'plugin / kernel': `${((rowBatched!.requestsPerSecond / rowKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: rowBatched!.errors + rowBatched!.non2xx },
     ]);
   } finally {
     await kernel.stop();

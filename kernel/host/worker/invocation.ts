@@ -53,7 +53,10 @@ export class Invocation {
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.
    */
-  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean }): void };
+  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean; activity: unknown[][] }): void };
+
+  /** Activity entries of a batched call, written with the batch's other entries before COMMIT. */
+  readonly pendingActivity: unknown[][] = [];
 
   /** Set while the host itself finishes the call (writing its default activity entry). */
   settling = false;

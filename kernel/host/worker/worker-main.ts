@@ -1,6 +1,6 @@
 import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
-import { activityCapability, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, flushBatchActivity, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { Invocation } from './invocation.ts';
@@ -200,7 +200,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   if (invocation.batch) {
     // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
     invocations.delete(invocation.id);
-    invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten });
+    invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
     return;
   }
   const client = await invocation.openedClient();
@@ -273,10 +273,11 @@ async function invokeBatch(items: InvokeMessage[]): Promise<void> {
     return;
   }
   const outcomes: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> = [];
+  const activity: unknown[][] = [];
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const outcome = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean }>((resolve) => {
+      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };
@@ -284,7 +285,9 @@ async function invokeBatch(items: InvokeMessage[]): Promise<void> {
       });
       await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
       outcomes.push({ id: item.id, ...outcome });
+      activity.push(...entries);
     }
+    await flushBatchActivity(client, activity);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

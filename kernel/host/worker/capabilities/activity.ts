@@ -18,6 +18,13 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
   const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
   // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
   const values = [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
+  if (invocation.batch) {
+    // In a batch, entries are written together just before the shared COMMIT: the activity
+    // chain's per-company lock is then held once per batch, not once per call.
+    invocation.pendingActivity.push(values);
+    invocation.activityWritten = true;
+    return;
+  }
   const transaction = invocation.transactionClient(db.pool);
   if (transaction) {
     await (await transaction).query({ text: sql, values });
@@ -43,4 +50,16 @@ export function activityCapability(db: PluginDatabase | null): WorkerCapability 
       return null;
     },
   };
+}
+
+/** Writes the buffered entries of a batch's successful calls in one statement. */
+export async function flushBatchActivity(client: import('pg').PoolClient, entries: unknown[][]): Promise<void> {
+  if (entries.length === 0) return;
+  const rows = entries.map(([invocation, signature, action, entityType, entityId, details], index) => ({ ord: index, invocation, signature, action, entity_type: entityType, entity_id: entityId, details: details === null ? null : JSON.parse(details as string) }));
+  await client.query({
+    text: `select keel_bridge.record_activity(x.invocation, x.signature, x.action, x.entity_type, x.entity_id, x.details)
+             from jsonb_to_recordset($1::jsonb) as x(ord int, invocation text, signature text, action text, entity_type text, entity_id text, details jsonb)
+            order by x.ord`,
+    values: [JSON.stringify(rows)],
+  });
 }
