@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'vitest';
-import { hashToken } from '../../kernel/auth/tokens.ts';
 import type { TestKernel } from '../support/harness.ts';
+import { addMember, boardToken, insertUser } from '../support/fixtures.ts';
+
+export { addMember, boardToken, insertUser };
 
 /**
  * Helpers of the agent tests. Companies, users and board keys come from areas built
@@ -32,26 +34,6 @@ export async function agentWithKey(t: TestKernel, companyId: string, body: Recor
   const agent = await createAgent(t, companyId, body);
   const key = await createKey(t, agent.id);
   return { agent, token: key.token };
-}
-
-export async function insertUser(t: TestKernel, options: { admin?: boolean } = {}): Promise<string> {
-  const { rows } = await t.sql.query(
-    'insert into users (email, name, is_instance_admin) values ($1, $2, $3) returning id',
-    [`user-${randomBytes(4).toString('hex')}@example.test`, 'Test User', options.admin ?? false]);
-  return rows[0].id;
-}
-
-export async function boardToken(t: TestKernel, userId: string | null): Promise<string> {
-  const token = `svc_board_${randomBytes(24).toString('base64url')}`;
-  await t.sql.query('insert into board_api_keys (user_id, name, key_hash, key_prefix) values ($1, $2, $3, $4)',
-    [userId, 'test', hashToken(token), token.slice(0, 16)]);
-  return token;
-}
-
-export async function addMember(t: TestKernel, companyId: string, userId: string, role = 'member'): Promise<void> {
-  await t.sql.query(
-    "insert into company_memberships (company_id, principal_type, principal_id, role, status) values ($1, 'user', $2, $3, 'active')",
-    [companyId, userId, role]);
 }
 
 /** A board user with a key, a member of the given companies. */

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { hashToken } from '../../kernel/auth/tokens.ts';
 import type { TestKernel } from '../support/harness.ts';
+import { addMember, boardToken, insertUser } from '../support/fixtures.ts';
+
+export { addMember, boardToken, insertUser };
 
 /**
  * Rows the company tests need from areas built elsewhere (agents, users, keys), inserted
@@ -24,28 +27,7 @@ export async function agentToken(t: TestKernel, agentId: string, companyId: stri
   return token;
 }
 
-export async function insertUser(t: TestKernel, options: { admin?: boolean } = {}): Promise<string> {
-  const { rows } = await t.sql.query(
-    'insert into users (email, name, is_instance_admin) values ($1, $2, $3) returning id',
-    [`user-${randomBytes(4).toString('hex')}@example.test`, 'Test User', options.admin ?? false]);
-  return rows[0].id;
-}
-
 /** A board API key of a user (user_id null makes it a key of the implicit local board). */
-export async function boardToken(t: TestKernel, userId: string | null): Promise<string> {
-  const token = `svc_board_${randomBytes(24).toString('base64url')}`;
-  await t.sql.query(
-    `insert into board_api_keys (user_id, name, key_hash, key_prefix) values ($1, 'test', $2, $3)`,
-    [userId, hashToken(token), token.slice(0, 16)]);
-  return token;
-}
-
-export async function addMember(t: TestKernel, companyId: string, userId: string, role = 'member', status = 'active'): Promise<void> {
-  await t.sql.query(
-    `insert into company_memberships (company_id, principal_type, principal_id, role, status) values ($1, 'user', $2, $3, $4)`,
-    [companyId, userId, role, status]);
-}
-
 /** Row counts of everything a company route may touch, to prove that refused input changed nothing. */
 export async function snapshot(t: TestKernel): Promise<Record<string, number>> {
   const tables = ['companies', 'company_memberships', 'agents', 'assets', 'activity_log', 'activity_chain_heads'];
