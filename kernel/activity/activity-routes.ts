@@ -6,7 +6,7 @@ import { parseBody, parseQuery } from '../http/request.ts';
 import { bodyValidator, queryValidator, uuidPattern } from '../http/validate.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import { readSettings } from '../tenancy/instance-settings.ts';
-import type { ActivityRecord } from './activity-log.ts';
+import type { ActivityInput, ActivityRecord } from './activity-log.ts';
 
 /**
  * The company activity feed and manual activity entries. Issue activity and issue runs
@@ -21,15 +21,8 @@ const listQuery = queryValidator<{ agentId?: string; entityType?: string; entity
   },
 });
 
-interface CreateActivity {
-  actorType: 'agent' | 'user' | 'system';
-  actorId: string;
-  action: string;
-  entityType: string;
-  entityId: string;
-  agentId?: string | null;
-  details?: Record<string, unknown> | null;
-}
+/** The body of POST activity: an entry without company (from the path) or run (from the request). */
+type CreateActivity = Omit<ActivityInput, 'companyId' | 'runId' | 'details'> & { details?: Record<string, unknown> | null };
 
 const createValidator = bodyValidator<CreateActivity>({
   type: 'object',
