@@ -34,12 +34,7 @@ export async function run(): Promise<void> {
   const kernel = await startKernelProcess({}, ['test/bench/support/bench-kernel-main.ts']);
   const scratch = await mkdtemp(join(tmpdir(), 'keel-bench-plugins-'));
   try {
-    const call = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(kernel.url + path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
-      const text = await res.text();
-      if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
-      return text ? JSON.parse(text) : null;
-    };
+    const { call } = kernel;
     const company = await call('POST', '/api/companies', { name: 'Host Bench' });
 
     // Cold start: from the enable request to the first answered plugin request.

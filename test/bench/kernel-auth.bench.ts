@@ -10,11 +10,7 @@ import { load, printTable, startBareServer, type LoadResult } from './support/lo
 export async function run(): Promise<void> {
   const kernel = await startKernelProcess();
   try {
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(kernel.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<any>;
-    };
+    const post = (path: string, body: unknown) => kernel.call('POST', path, body);
     const company = await post('/api/companies', { name: 'Bench Co' });
     const created = await post(`/api/companies/${company.id}/agents`, { name: 'Bench Agent', role: 'engineer' });
     const agent = created.agent ?? created;

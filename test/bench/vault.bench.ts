@@ -17,11 +17,7 @@ import { load, printTable } from './support/load.ts';
 export async function run(): Promise<void> {
   const kernel = await startKernelProcess();
   try {
-    const post = async (path: string, body: unknown) => {
-      const res = await fetch(kernel.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-      if (!res.ok) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return res.json() as Promise<any>;
-    };
+    const post = (path: string, body: unknown) => kernel.call('POST', path, body);
     const company = await post('/api/companies', { name: 'Vault Bench' });
     const refs: Record<string, unknown> = {};
     const plain: Record<string, unknown> = {};

@@ -16,6 +16,8 @@ export interface KernelProcess {
   /** A pool on the kernel's own database, for setup that has no public route. */
   sql(): Promise<pg.Pool>;
   databaseUrl(): Promise<string>;
+  /** A setup request that must succeed; answers the parsed JSON body. */
+  call(method: string, path: string, body?: unknown): Promise<any>;
   stop(): Promise<void>;
 }
 
@@ -42,8 +44,15 @@ export async function startKernelProcess(env: Record<string, string> = {}, entry
     const credentials = JSON.parse(await readFile(join(dataDir, 'db.json'), 'utf8'));
     return `postgres://keel:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/keel`;
   };
+  const call = async (method: string, path: string, body?: unknown) => {
+    const res = await fetch(url + path, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
+    return text ? JSON.parse(text) : null;
+  };
   return {
     url,
+    call,
     dataDir,
     pid: child.pid!,
     databaseUrl,
