@@ -17,13 +17,8 @@ export class PluginCallError extends Error {
   }
 }
 
-/** An error a fake capability raises; it crosses into the isolate as `{status, code, message}`. */
-export class CapabilityFault extends Error {
-  readonly status: number;
-  readonly code: string;
-  constructor(status: number, code: string, message: string) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
+/**
+ * An error a fake capability raises; it crosses into the isolate as `{status, code, message}`.
+ * The same class the real worker's capabilities throw, so fakes fail exactly as they would.
+ */
+export { CapabilityError as CapabilityFault } from '../../kernel/host/worker/capabilities/types.ts';
