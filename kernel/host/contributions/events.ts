@@ -81,15 +81,19 @@ export class PluginEvents {
       .finally(() => { delivery.pending--; });
   }
 
+  /** One event call into the plugin; a plugin that cannot be reached answers like a failed call. */
+  private async call(key: string, kind: 'event' | 'hook', event: string, payload: Record<string, unknown>): Promise<InvokeResult> {
+    try {
+      return await this.host.invoke(key, kind, event, payload, this.info(payload), { transactional: true, defaultActivity: null });
+    } catch (error) {
+      return { ok: false, error: { status: 503, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
+    }
+  }
+
   private async deliver(key: string, event: string, payload: Record<string, unknown>): Promise<void> {
     const plugin = this.host.plugins.get(key);
     if (!plugin) return;
-    let result: InvokeResult;
-    try {
-      result = await this.host.invoke(key, 'event', event, payload, this.info(payload), { transactional: true, defaultActivity: null });
-    } catch (error) {
-      result = { ok: false, error: { status: 503, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
-    }
+    const result = await this.call(key, 'event', event, payload);
     if (!result.ok) {
       appendPluginLog(this.host.plugins.get(key) ?? plugin, 'error', `event ${event} handler failed: ${result.error?.code}: ${result.error?.message}`, { event });
       this.host.kernel.log.warn({ plugin: key, event, code: result.error?.code }, 'plugin event handler failed');
@@ -99,12 +103,7 @@ export class PluginEvents {
   private async intercept(key: string, event: string, payload: Record<string, unknown>): Promise<void> {
     const plugin = this.host.plugins.get(key);
     if (!plugin) return;
-    let result: InvokeResult;
-    try {
-      result = await this.host.invoke(key, 'hook', event, payload, this.info(payload), { transactional: true, defaultActivity: null });
-    } catch (error) {
-      result = { ok: false, error: { status: 503, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
-    }
+    const result = await this.call(key, 'hook', event, payload);
     if (result.ok) return;
     const reason = result.error!;
     appendPluginLog(plugin, 'warn', `hook ${event} rejected the change: ${reason.code}: ${reason.message}`, { event });
