@@ -136,9 +136,27 @@ export class AuthCache {
    * delivers pending notifications on the listening connection before answering a query on
    * it. The kernel calls this after each commit, so a request sees its own writes.
    */
-  async sync(): Promise<void> {
-    if (!this.listener || this.closing) return;
-    try { await this.listener.query('select 1'); } catch { this.apply({ type: 'all' }); }
+  sync(): Promise<void> {
+    if (!this.listener || this.closing) return Promise.resolve();
+    // Concurrent commits share round trips: a caller joins the next probe that starts after
+    // the one already in flight (which may have started before its commit), never an older one.
+    if (this.nextProbe) return this.nextProbe;
+    if (this.probe) {
+      this.nextProbe = this.probe.then(() => { this.nextProbe = null; return this.runProbe(); });
+      return this.nextProbe;
+    }
+    return this.runProbe();
+  }
+
+  private probe: Promise<void> | null = null;
+  private nextProbe: Promise<void> | null = null;
+
+  private runProbe(): Promise<void> {
+    const listener = this.listener;
+    if (!listener || this.closing) return Promise.resolve();
+    this.probe = listener.query('select 1').then(() => undefined, () => { this.apply({ type: 'all' }); })
+      .finally(() => { this.probe = null; });
+    return this.probe;
   }
 
   async close(): Promise<void> {
