@@ -117,7 +117,7 @@ export class ExtensionHost {
     const existing = await this.kernel.db.maybeOne('select key, source_path from plugins where key = ?', [manifest.key]);
     if (existing) throw conflict(`Plugin ${manifest.key} is already installed (from ${existing.source_path})`, { key: manifest.key }, 'plugin_already_installed');
     await this.databases.assertNamespaceFree(manifest);
-    await buildPlugin(found.folder).catch((error: Error) => { throw new KeelError(422, 'plugin_build_failed', `${manifest.key} does not build: ${error.message.split('\n').slice(0, 3).join(' ')}`); });
+    await buildOrRefuse(found.folder, manifest.key);
     const row = await this.kernel.db.transaction(async (tx) => {
       const inserted = await tx.maybeOne(
         `insert into plugins (key, package_name, version, display_name, description, source_kind, source_path, tag, manifest, db_namespace)
@@ -201,7 +201,7 @@ export class ExtensionHost {
     if (row.status === 'enabled' && added.length) {
       throw new KeelError(409, 'capability_grant_required', `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; enable it again with those capabilities`, { details: { newCapabilities: added } });
     }
-    await buildPlugin(found.folder).catch((error: Error) => { throw new KeelError(422, 'plugin_build_failed', `${key} does not build: ${error.message.split('\n')[0]}`); });
+    const built = await buildOrRefuse(found.folder, key);
     const updated = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(
         `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, updated_at = now() where key = ? returning *`,
@@ -211,7 +211,7 @@ export class ExtensionHost {
     });
     if (updated.status === 'enabled') {
       await this.deactivate(key);
-      await this.activate(updated);
+      await this.activate(updated, built.code);
     }
     await this.announce(key);
     return updated;
@@ -232,14 +232,15 @@ export class ExtensionHost {
 
   // ---- running plugins -------------------------------------------------------------------
 
-  private async activate(row: Row): Promise<void> {
+  /** Starts a plugin; `code` is its bundle when the caller has just built it. */
+  private async activate(row: Row, code?: string): Promise<void> {
     const manifest = row.manifest as PluginManifest;
     const folder = row.source_path as string;
     const grants: string[] = row.granted_capabilities ?? [];
     const declared = manifest.capabilities.map((c) => c.id as string);
     const ungranted = declared.filter((id) => !grants.includes(id));
     if (ungranted.length) throw new KeelError(409, 'capability_grant_required', `${row.key} asks for ${ungranted.join(', ')}, which the operator has not granted; enable it again to grant them`);
-    const built = await buildPlugin(folder);
+    const bundle = code ?? (await buildPlugin(folder)).code;
     const roles = await this.databases.provision(manifest, grants);
     if (grants.includes('database.namespace.migrate') || manifest.database) await this.databases.migrate(manifest, folder);
     const limits = { ...DEFAULT_LIMITS, ...manifest.limits };
@@ -248,7 +249,7 @@ export class ExtensionHost {
       init: {
         pluginKey: row.key,
         version: manifest.version,
-        code: built.code,
+        code: bundle,
         grants,
         config: row.config ?? {},
         database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog', resetSessions: !this.databases.hardened },
@@ -421,5 +422,14 @@ export class ExtensionHost {
       this.listener = null;
     }
     await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
+  }
+}
+
+/** Bundles a plugin, answering 422 plugin_build_failed (first lines of the build error) when it does not build. */
+async function buildOrRefuse(folder: string, key: string) {
+  try {
+    return await buildPlugin(folder);
+  } catch (error) {
+    throw new KeelError(422, 'plugin_build_failed', `${key} does not build: ${(error as Error).message.split('\n').slice(0, 3).join(' ')}`);
   }
 }
