@@ -7,6 +7,14 @@ import type { Database } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import { hardenDatabaseForPlugins } from './database-hardening.ts';
 
+/** Kernel bridge functions a plugin's runtime role may execute, each behind its capability. */
+const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
+  ['keel_bridge.report_monthly_spend(text, text, date, bigint, jsonb)', 'budgets.write'],
+  ['keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)', 'budgets.write'],
+  ['keel_bridge.pause_agent(text, text, uuid, boolean, text)', 'agents.pause'],
+  ['keel_bridge.pause_company(text, text, boolean, text)', 'companies.pause'],
+];
+
 /**
  * Each plugin gets two PostgreSQL login roles: a migrator that owns the plugin's schema and
  * runs its SQL migrations, and a runtime role the worker connects as, which may only use the
@@ -72,6 +80,10 @@ export class PluginDatabases {
     }
     await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
     await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
+    // Bridge functions that write kernel rows are executable only with their capability granted.
+    for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
+      await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
+    }
     if (roles.schema) {
       await q(`create schema if not exists ${ident(roles.schema)} authorization ${ident(roles.migrator)}`);
       await q(`alter schema ${ident(roles.schema)} owner to ${ident(roles.migrator)}`);

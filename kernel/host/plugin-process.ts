@@ -176,7 +176,9 @@ export class PluginProcess {
   async invokeBatch(messages: InvokeMessage[]): Promise<InvokeResult[]> {
     const refuse = (error: WireError) => messages.map(() => ({ ok: false, error, activityWritten: false }) as InvokeResult);
     if (this.stopped) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` });
-    if (this.pending.size >= this.maxConcurrent) return refuse({ status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` });
+    // No plugin_busy here: a batch is one unit of work in the worker, and its route's batcher
+    // already bounds how many are in flight; counting its calls would refuse the very load
+    // that batching exists to absorb.
     try { await this.ready; } catch { if (this.health.status === 'restarting' && this.ready) await this.ready.catch(() => undefined); }
     if (!this.child?.connected) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` });
     const budget = messages.reduce((sum, m) => sum + m.deadlineMs, 0) + 1000;

@@ -1,4 +1,5 @@
 import { int, iso, type Queryable } from '../db/database.ts';
+import { monthToDateCents } from './month-to-date.ts';
 import { notFound, unprocessable } from '../http/errors.ts';
 import { assertSecretRefsBelongToCompany as vaultAssertSecretRefs } from '../vault/secret-refs.ts';
 import { isPlainObject, maskConfig, readDesiredSkills } from './agent-config.ts';
@@ -22,6 +23,7 @@ export interface AgentRow {
   runtime_config: Record<string, unknown>;
   budget_monthly_cents: string | number;
   spent_monthly_cents: string | number;
+  spent_month?: unknown;
   status: string;
   pause_reason: string | null;
   paused_at: string | null;
@@ -59,7 +61,7 @@ export function toAgentJson(row: AgentRow, options: { redacted?: boolean } = {})
     adapterConfig: options.redacted ? {} : maskConfig(adapterConfig),
     runtimeConfig: options.redacted ? {} : maskConfig(runtimeConfig),
     budgetMonthlyCents: int(row.budget_monthly_cents),
-    spentMonthlyCents: int(row.spent_monthly_cents),
+    spentMonthlyCents: monthToDateCents(row.spent_monthly_cents, row.spent_month),
     status: row.status,
     pauseReason: row.pause_reason,
     pausedAt: iso(row.paused_at),

@@ -1,4 +1,5 @@
 import { int, iso, type Queryable, type Row } from '../db/database.ts';
+import { monthToDateCents } from './month-to-date.ts';
 import { insertWithUniquePrefix } from './issue-prefix.ts';
 
 /** The company resource as the API returns it (a type alias, so that it is a plain JSON record for event payloads). */
@@ -35,7 +36,7 @@ export function toCompany(row: Row): Company {
     issuePrefix: row.issue_prefix,
     issueCounter: int(row.issue_counter),
     budgetMonthlyCents: int(row.budget_monthly_cents),
-    spentMonthlyCents: int(row.spent_monthly_cents),
+    spentMonthlyCents: monthToDateCents(row.spent_monthly_cents, row.spent_month),
     requireBoardApprovalForNewAgents: row.require_board_approval_for_new_agents === true,
     brandColor: row.brand_color ?? null,
     logoAssetId: row.logo_asset_id ?? null,

@@ -6,7 +6,7 @@
  */
 export interface InvocationInfo {
   id: string;
-  kind: 'route' | 'tool' | 'job' | 'webhook' | 'event' | 'hook' | 'data' | 'action' | 'service' | 'validate_config';
+  kind: 'route' | 'route_batch' | 'tool' | 'job' | 'webhook' | 'event' | 'hook' | 'data' | 'action' | 'service' | 'validate_config';
   target: string;
   companyId: string | null;
   actor: { type: 'user' | 'agent' | 'system'; id: string; agentId: string | null };
@@ -56,6 +56,8 @@ export interface FoldersCapability {
 export interface CompaniesCapability { get(companyId: string): Promise<Record<string, unknown> | null> }
 export interface AgentsCapability {
   get(agentId: string): Promise<Record<string, unknown> | null>;
+  /** The agents of the company this call serves (redacted view), oldest first. */
+  list(): Promise<Array<Record<string, unknown>>>;
   pause(agentId: string, reason: string): Promise<{ paused: boolean; status: string }>;
   resume(agentId: string, reason?: string): Promise<{ resumed: boolean; status: string }>;
 }
@@ -70,6 +72,27 @@ export interface SecretsCapability {
 export interface StreamsCapability {
   /** Sends an event to the plugin's UI subscribers of GET /api/plugins/{key}/bridge/stream/{channel}. */
   publish(channel: string, data: unknown): Promise<{ delivered: number }>;
+}
+/**
+ * Kernel rows a budget domain keeps in step (budgets.write). Both run in the call's own
+ * transaction and act only on the call's company and its agents.
+ */
+export interface BudgetsCapability {
+  /** Month-to-date spend (calendar month UTC, `YYYY-MM`) of the company and of some of its agents; a report for an older month than the stored one is ignored. */
+  reportMonthlySpend(report: { month: string; companyCents?: number; agents?: Array<{ agentId: string; cents: number }> }): Promise<void>;
+  /** The `budgetMonthlyCents` of the company or of one of its agents. */
+  setMonthlyBudget(change: { scope: 'company' | 'agent'; agentId?: string; cents: number }): Promise<{ updated: boolean }>;
+}
+/**
+ * Pauses and resumes in the call's own transaction (agents.pause, companies.pause): they commit
+ * or roll back with the plugin's writes, and each change is written to the activity log. A
+ * resume lifts only a pause made with the same reason; an operator's own pause stays.
+ */
+export interface ScopesCapability {
+  pauseAgent(agentId: string, reason: string): Promise<{ changed: boolean }>;
+  resumeAgent(agentId: string, reason: string): Promise<{ changed: boolean }>;
+  pauseCompany(reason: string): Promise<{ changed: boolean }>;
+  resumeCompany(reason: string): Promise<{ changed: boolean }>;
 }
 export interface ServicesCapability { call<T = unknown>(plugin: string, service: string, input?: unknown): Promise<T> }
 
@@ -95,6 +118,8 @@ export interface PluginContext {
   secrets?: SecretsCapability;
   services?: ServicesCapability;
   streams?: StreamsCapability;
+  budgets?: BudgetsCapability;
+  scopes?: ScopesCapability;
 }
 
 export interface RouteRequest {
@@ -104,6 +129,9 @@ export interface RouteRequest {
   headers: Record<string, string>;
   companyId: string | null;
 }
+
+/** One call of a batched route, as a batch handler receives it: its request and its own ctx. */
+export interface BatchCall { request: RouteRequest; ctx: PluginContext }
 
 export interface RouteResponse { status?: number; body?: unknown; headers?: Record<string, string> }
 export interface WebhookRequest { headers: Record<string, string>; body: string; verified: boolean }

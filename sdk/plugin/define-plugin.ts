@@ -1,10 +1,18 @@
-import type { PluginContext, RouteRequest, RouteResponse, WebhookRequest } from './context.ts';
+import type { BatchCall, PluginContext, RouteRequest, RouteResponse, WebhookRequest } from './context.ts';
 
 type Handler<I, O> = (input: I, ctx: PluginContext) => O | Promise<O>;
 
 /** What a plugin implements; keys match the manifest's contributions. */
 export interface PluginDefinition {
   routes?: Record<string, Handler<RouteRequest, RouteResponse | unknown>>;
+  /**
+   * Set-based handlers for batched routes (`batch` in the manifest): one call receives every
+   * call of a group commit and answers each, in order, with a value (or `respond(...)`) or a
+   * thrown-style `PluginError` instance. All share one transaction: a call answered with an
+   * error must have written nothing. If the handler throws, the batch is rolled back and each
+   * call runs again through `routes[key]` on its own.
+   */
+  batches?: Record<string, (calls: BatchCall[], ctx: PluginContext) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
   tools?: Record<string, Handler<unknown, unknown>>;
   jobs?: Record<string, (ctx: PluginContext) => unknown | Promise<unknown>>;
   webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown>>;

@@ -17,7 +17,8 @@ export type CapabilityId =
   | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
   | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause' | 'agents.managed'
   | 'projects.managed' | 'routines.managed' | 'skills.managed' | 'runs.open' | 'runs.close'
-  | 'secrets.resolve' | 'services.provide' | 'services.consume' | 'instance.settings.read';
+  | 'secrets.resolve' | 'services.provide' | 'services.consume' | 'instance.settings.read'
+  | 'companies.pause' | 'budgets.write';
 
 export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
 
@@ -30,6 +31,10 @@ export interface RouteManifest {
   auth: RouteAuth;
   /** The path parameter that names the company; the host checks company access before the isolate runs. */
   companyParam?: string;
+  /** The path parameter that names an agent: unknown agents get 404, and the agent's company becomes the call's company (access checked). */
+  agentParam?: string;
+  /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
+  agentBodyField?: string;
   body?: JsonSchema;
   query?: JsonSchema;
   /** Defaults to true for every method but GET. */

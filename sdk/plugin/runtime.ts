@@ -1,4 +1,4 @@
-import type { InvocationInfo, PluginContext, QueryResult, FetchResponse } from './context.ts';
+import type { InvocationInfo, PluginContext, QueryResult, FetchResponse, RouteRequest } from './context.ts';
 import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
 import { PluginError } from './errors.ts';
 
@@ -71,11 +71,15 @@ function buildContext(info: InvocationInfo): PluginContext {
   }
   if (has('local.folders')) ctx.folders = { read: c('folders', 'read'), write: c('folders', 'write'), list: c('folders', 'list'), exists: c('folders', 'exists') } as never;
   if (has('companies.read')) ctx.companies = { get: c('companies', 'get') } as never;
-  if (has('agents.read') || has('agents.pause')) ctx.agents = { get: c('agents', 'get'), pause: c('agents', 'pause'), resume: c('agents', 'resume') } as never;
+  if (has('agents.read') || has('agents.pause')) ctx.agents = { get: c('agents', 'get'), list: c('agents', 'list'), pause: c('agents', 'pause'), resume: c('agents', 'resume') } as never;
   if (has('runs.open') || has('runs.close')) ctx.runs = { open: c('runs', 'open'), close: c('runs', 'close') } as never;
   if (has('secrets.resolve')) ctx.secrets = { resolveEnvironment: c('secrets', 'resolveEnvironment') } as never;
   if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
   if (has('ui.streams')) ctx.streams = { publish: c('streams', 'publish') } as never;
+  if (has('budgets.write')) ctx.budgets = { reportMonthlySpend: c('budgets', 'reportMonthlySpend'), setMonthlyBudget: c('budgets', 'setMonthlyBudget') } as never;
+  if (has('agents.pause') || has('companies.pause')) {
+    ctx.scopes = { pauseAgent: c('scopes', 'pauseAgent'), resumeAgent: c('scopes', 'resumeAgent'), pauseCompany: c('scopes', 'pauseCompany'), resumeCompany: c('scopes', 'resumeCompany') } as never;
+  }
   return ctx;
 }
 
@@ -88,11 +92,24 @@ function handlerFor(definition: PluginDefinition, kind: InvocationInfo['kind'], 
     const job = definition.jobs?.[target];
     return job ? (_input, ctx) => job(ctx) : undefined;
   }
+  if (kind === 'route_batch') {
+    const batch = definition.batches?.[target];
+    return typeof batch === 'function' ? (input, ctx) => runBatch(batch, input as { calls: Array<{ info: InvocationInfo; input: RouteRequest }> }, ctx) : undefined;
+  }
   if (kind === 'validate_config') {
     return definition.validateConfig ? (input, ctx) => definition.validateConfig!(input as Record<string, unknown>, ctx) : () => ({ ok: true });
   }
   const handler = table[kind]?.[target];
   return typeof handler === 'function' ? handler as (input: unknown, ctx: PluginContext) => unknown : undefined;
+}
+
+/** Each call of a batch gets its own ctx (its own identity); each answer is marked ok or failed. */
+async function runBatch(batch: NonNullable<PluginDefinition['batches']>[string], input: { calls: Array<{ info: InvocationInfo; input: RouteRequest }> }, ctx: PluginContext): Promise<unknown> {
+  const answers = await batch(input.calls.map((call) => ({ request: call.input, ctx: buildContext(call.info) })), ctx);
+  if (!Array.isArray(answers) || answers.length !== input.calls.length) {
+    throw new PluginError(500, 'invalid_batch_result', `A batch handler must answer each of its ${input.calls.length} calls, in order`);
+  }
+  return answers.map((answer) => (answer instanceof PluginError ? { ok: false, e: errorOf(answer) } : { ok: true, v: answer === undefined ? null : answer }));
 }
 
 function errorOf(error: unknown): { status: number; code: string; message: string; details?: unknown } {

@@ -4,7 +4,7 @@ import { CapabilityFault } from './errors.ts';
 /** The kernel-served capability methods a test can fake, named `capability.method`. */
 export type KernelMethod =
   | 'companies.get'
-  | 'agents.get' | 'agents.pause' | 'agents.resume'
+  | 'agents.get' | 'agents.list' | 'agents.pause' | 'agents.resume'
   | 'runs.open' | 'runs.close'
   | 'secrets.resolveEnvironment'
   | 'services.call'
@@ -14,7 +14,7 @@ export type KernelMethod =
 export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknown | Promise<unknown>;
 
 export const KERNEL_METHODS: readonly KernelMethod[] = [
-  'companies.get', 'agents.get', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
+  'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
 ];
 
 /**

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +45,9 @@ export interface Api {
   as(token: string): Api;
 }
 
+/** The repository's first-party plugins, installed and enabled on a fresh instance as `npm start` does. */
+export const FIRST_PARTY_PLUGINS = fileURLToPath(new URL('../../plugins', import.meta.url));
+
 /**
  * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.
  * `overrides` adjusts configuration (for example `{ deploymentMode: 'authenticated' }`).
@@ -73,7 +77,8 @@ export async function startTestKernel(overrides: Record<string, any> = {}, optio
   const log = capture
     ? createLogger('trace', new Writable({ write(chunk, _encoding, done) { capture.push(String(chunk)); done(); } }))
     : createLogger(config.logging.level);
-  const kernel = await startKernel(config, { log, port: 0, firstPartyDir: options.firstPartyDir });
+  // Kernel tests run the kernel alone; a test of a first-party plugin passes FIRST_PARTY_PLUGINS.
+  const kernel = await startKernel(config, { log, port: 0, firstPartyDir: options.firstPartyDir ?? join(dataDir, 'no-first-party-plugins') });
   const sql = new pg.Pool({ connectionString: databaseUrl, max: 3 });
   return {
     kernel, url: kernel.url, databaseUrl, dataDir, sql, databaseName: name,

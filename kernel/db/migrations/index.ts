@@ -15,6 +15,7 @@ const files = [
   '0006-cache-invalidation.sql',
   '0007-extension-host.sql',
   '0008-host-tables.sql',
+  '0009-budget-bridge.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

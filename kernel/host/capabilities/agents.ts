@@ -42,6 +42,16 @@ export const agentsCapability: KernelCapability = {
         return toAgentJson(row, { redacted: true });
       },
     },
+    list: {
+      needs: ['agents.read', 'agents.pause'],
+      run: async (call) => {
+        // Only the agents of the company the call serves; an instance-level call has none.
+        const companyId = call.info.companyId;
+        if (!companyId) throw new KeelError(400, 'invalid_arguments', 'agents.list needs a call that serves a company');
+        const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
+        return rows.map((row) => toAgentJson(row as never, { redacted: true }));
+      },
+    },
     pause: {
       needs: ['agents.pause'],
       run: async (call) => {

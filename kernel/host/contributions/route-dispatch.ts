@@ -7,6 +7,8 @@ import { readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { requireActor, requireAgent, requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
+import { agentForRequest } from '../../tenancy/agent-access.ts';
+import { isUuid } from '../../http/validate.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
 import type { InvokeResult } from '../plugin-process.ts';
@@ -79,6 +81,20 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
 }
 
 /**
+ * A body field naming an agent must name one of the call's company: checked here, so that a
+ * plugin needs no round trip to the kernel to trust it (its schema has already made it a uuid
+ * when it declares one).
+ */
+async function assertAgentOfCompany(host: ExtensionHost, body: unknown, field: string, companyId: string): Promise<void> {
+  const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
+  if (value === undefined || value === null) return;
+  const found = typeof value === 'string' && isUuid(value)
+    ? await host.kernel.db.maybeOne('select 1 as x from agents where id = ? and company_id = ?', [value.toLowerCase(), companyId])
+    : undefined;
+  if (!found) throw new KeelError(404, 'agent_not_found', `${field}: no agent with this id belongs to the company`, { details: { field } });
+}
+
+/**
  * Serves plugin routes: authentication, company scoping and schema validation run here, in
  * the kernel, before the isolate is entered; the plugin sees a validated request and the
  * identity the kernel resolved.
@@ -103,6 +119,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   if (route.companyParam) {
     const { company } = await companyForRequest(ctx, host.kernel.db, params[route.companyParam]);
     companyId = company.id;
+  } else if (route.agentParam) {
+    ctx.params = { ...params, [route.agentParam]: params[route.agentParam] ?? '' };
+    const { agent } = await agentForRequest(ctx, host.kernel.db, route.agentParam);
+    params[route.agentParam] = agent.id;
+    companyId = agent.company_id;
   } else if (actor.kind === 'agent') {
     companyId = actor.companyId;
   }
@@ -113,6 +134,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
     if (body === undefined) body = route.body ? {} : null;
     validate(bodyAjv, route.body, body, 'request body');
+    if (route.agentBodyField && companyId) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   }
   const headers: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) { const value = ctx.get(name); if (value) headers[name] = value; }

@@ -12,6 +12,7 @@ export const CAPABILITY_IDS = [
   'ui.slots', 'ui.page.register', 'ui.streams', 'companies.read', 'agents.read', 'agents.pause', 'agents.managed',
   'projects.managed', 'routines.managed', 'skills.managed', 'runs.open', 'runs.close',
   'secrets.resolve', 'services.provide', 'services.consume', 'instance.settings.read',
+  'companies.pause', 'budgets.write',
 ] as const;
 
 export const capabilitiesFragment = {
@@ -38,6 +39,8 @@ export const routesFragment = {
       absolute: { type: 'boolean', description: 'Serve the path as given (needs http.routes.absolute).' },
       auth: { enum: ['board', 'agent', 'any', 'none', 'instance_admin'], description: 'Who may call it; checked before the isolate runs.' },
       companyParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'Path parameter naming the company; company access is checked by the host.' },
+      agentParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Path parameter naming an agent; the host answers 404 for an unknown agent and checks access to the agent's company, which becomes the call's company." },
+      agentBodyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Top-level body field naming an agent that must belong to the call's company; the host answers 404 agent_not_found otherwise, before the isolate runs." },
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
       transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },

@@ -87,6 +87,15 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.companyParam && !normalisePath(route.path).includes(`:${route.companyParam}`)) {
       issues.push({ path: `routes.${index}.companyParam`, message: `names a parameter that is not in the path` });
     }
+    if (route.agentParam && !normalisePath(route.path).includes(`:${route.agentParam}`)) {
+      issues.push({ path: `routes.${index}.agentParam`, message: `names a parameter that is not in the path` });
+    }
+    if (route.agentParam && route.companyParam) {
+      issues.push({ path: `routes.${index}.agentParam`, message: 'cannot be combined with companyParam: the agent names the company' });
+    }
+    if (route.agentBodyField && (route.method === 'GET' || !(route.companyParam || route.agentParam))) {
+      issues.push({ path: `routes.${index}.agentBodyField`, message: 'needs a route with a body and a company (companyParam or agentParam)' });
+    }
     for (const key of ['body', 'query'] as const) {
       if (route[key]) {
         try { schemaAjv.compile(route[key]!); } catch (error) { issues.push({ path: `routes.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }

@@ -8,11 +8,13 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   http: () => ['http.fetch'],
   folders: () => ['local.folders'],
   companies: () => ['companies.read'],
-  agents: (method) => (method === 'get' ? ['agents.read', 'agents.pause'] : ['agents.pause']),
+  agents: (method) => (method === 'get' || method === 'list' ? ['agents.read', 'agents.pause'] : ['agents.pause']),
   runs: (method) => [method === 'open' ? 'runs.open' : 'runs.close'],
   secrets: () => ['secrets.resolve'],
   services: () => ['services.consume'],
   streams: () => ['ui.streams'],
+  budgets: () => ['budgets.write'],
+  scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */

@@ -55,6 +55,19 @@ export class Invocation {
    */
   batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean; activity: unknown[][] }): void };
 
+  /**
+   * Set on the one call that runs a plugin's batch handler: it receives the handler's answers.
+   * The batch's own calls carry `leadId`, the id of that call, so that their `ctx` works while
+   * the handler runs.
+   */
+  batchLead?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError }): void };
+  leadId?: string;
+
+  /** The invocation whose code runs when this one's ctx is used: the batch handler's, for a call of a batch. */
+  get scopeId(): string {
+    return this.leadId ?? this.message.id;
+  }
+
   /** Activity entries of a batched call, written with the batch's other entries before COMMIT. */
   readonly pendingActivity: unknown[][] = [];
 

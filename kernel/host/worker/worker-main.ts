@@ -2,6 +2,7 @@ import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKern
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
 import { activityCapability, flushBatchActivity, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
+import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
@@ -63,7 +64,7 @@ function hostCall(invocationId: string, capability: string, method: string, args
   if (!invocation || invocation.finished) return closed();
   // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
   // kept from another invocation (even one still running) is refused.
-  if (entered !== null && entered !== invocationId) return closed('This ctx belongs to another invocation');
+  if (entered !== null && entered !== invocation.scopeId) return closed('This ctx belongs to another invocation');
   // Own properties only: `constructor` or `__proto__` are not capabilities.
   const needed = Object.hasOwn(GRANT_OF, capability) ? GRANT_OF[capability]!(method) : undefined;
   if (!needed) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability "${capability}"` } });
@@ -116,7 +117,7 @@ function settle(invocation: Invocation, op: number, ok: boolean, value: unknown)
   let json: string;
   try { json = value === undefined ? '' : JSON.stringify(value); } catch { json = JSON.stringify({ status: 500, code: 'host_error', message: 'unserializable host result' }); ok = false; }
   try {
-    entered = invocation.id;
+    entered = invocation.scopeId;
     sandbox.settle(op, ok, json);
   } catch (error) {
     failFromIsolate(invocation, error);
@@ -197,6 +198,12 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
       value = undefined;
     }
   }
+  if (invocation.batchLead) {
+    // The batch handler's answers go to the batch, which owns the transaction.
+    invocations.delete(invocation.id);
+    invocation.batchLead.resolve({ ok, value, error });
+    return;
+  }
   if (invocation.batch) {
     // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
     invocations.delete(invocation.id);
@@ -253,16 +260,104 @@ async function invoke(message: InvokeMessage): Promise<void> {
   start(new Invocation(message));
 }
 
+/** Routes whose plugin has no batch handler: their batches go item by item at once. */
+const withoutBatchHandler = new Set<string>();
+
 /**
- * Group commit: the items of a batch run one after another in one transaction, each inside
- * its own savepoint (a failing item is rolled back alone), and all are answered after a
- * single COMMIT, so nothing is acknowledged before it is durable.
+ * Group commit. A plugin with a batch handler for the route answers every call of the batch
+ * in one set-based pass; otherwise (or when that handler fails) the calls run one after
+ * another, each inside its own savepoint. Either way all are answered after a single COMMIT,
+ * so nothing is acknowledged before it is durable.
  */
 async function invokeBatch(items: InvokeMessage[]): Promise<void> {
   if (!database) {
     for (const item of items) start(new Invocation(item));
     return;
   }
+  if (!withoutBatchHandler.has(items[0]!.target) && await invokeBatchHandler(items, database)) return;
+  await invokeItemByItem(items, database);
+}
+
+/** Errors after which running the calls again one by one would only fail the same way (or worse). */
+const FINAL_BATCH_ERRORS = new Set(['plugin_timeout', 'plugin_out_of_memory']);
+
+/**
+ * Runs the plugin's batch handler over all calls in one transaction. Answers false, having
+ * rolled back and answered nothing, when the calls should run one by one instead: the plugin
+ * has no batch handler, the handler threw, or the shared commit failed (a deadlock, say).
+ */
+async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): Promise<boolean> {
+  const first = items[0]!;
+  let client: import('pg').PoolClient;
+  try {
+    client = await db.pool.connect();
+    await client.query('BEGIN');
+  } catch {
+    return false;
+  }
+  const leadId = `${first.id}:batch`;
+  const members = items.map((item) => {
+    const member = new Invocation(item);
+    member.client = client;
+    member.leadId = leadId;
+    member.batch = { resolve: () => undefined };
+    invocations.set(item.id, member);
+    return member;
+  });
+  const input = `{"calls":[${items.map((item) => `{"info":${JSON.stringify(item.info)},"input":${item.input}}`).join(',')}]}`;
+  const lead = new Invocation({ ...first, id: leadId, kind: 'route_batch', input, info: { ...first.info, id: leadId, kind: 'route_batch' }, defaultActivity: null });
+  lead.client = client;
+  const outcome = await new Promise<{ ok: boolean; value?: string; error?: WireError }>((resolve) => {
+    lead.batchLead = { resolve };
+    start(lead);
+  });
+  for (const member of members) { member.finished = true; invocations.delete(member.id); }
+  const giveUp = async (): Promise<false> => {
+    await client.query('ROLLBACK').catch(() => undefined);
+    db.release(client);
+    return false;
+  };
+  if (!outcome.ok) {
+    const error = outcome.error!;
+    if (error.code === 'handler_missing') { withoutBatchHandler.add(first.target); return giveUp(); }
+    if (FINAL_BATCH_ERRORS.has(error.code)) {
+      await giveUp();
+      for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false });
+      return true;
+    }
+    log('warn', `batch handler ${first.target} failed (${error.code}: ${error.message.slice(0, 200)}); running its ${items.length} calls one by one`);
+    return giveUp();
+  }
+  const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
+  const results: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> = [];
+  const activity: unknown[][] = [];
+  items.forEach((item, index) => {
+    const answer = answers[index];
+    const member = members[index]!;
+    if (!answer?.ok) {
+      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e), activityWritten: false });
+      return;
+    }
+    activity.push(...member.pendingActivity);
+    if (!member.activityWritten && item.defaultActivity && item.signed) {
+      const entry = item.defaultActivity;
+      activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
+    }
+    results.push({ id: item.id, ok: true, value: JSON.stringify(answer.v ?? null), activityWritten: true });
+  });
+  try {
+    await flushBatchActivity(client, activity);
+    await client.query('COMMIT');
+  } catch (error) {
+    log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
+    return giveUp();
+  }
+  db.release(client);
+  for (const result of results) send({ t: 'result', ...result });
+  return true;
+}
+
+async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase): Promise<void> {
   const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
   let client: import('pg').PoolClient;
   try {
@@ -331,7 +426,7 @@ async function boot(received: WorkerInit): Promise<void> {
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
   if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database) };
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
   if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {
     call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),

@@ -1,0 +1,80 @@
+import type { PluginDatabase } from './database.ts';
+import type { Invocation } from '../invocation.ts';
+import { CapabilityError, type WorkerCapability } from './types.ts';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
+const MAX_CENTS = Number.MAX_SAFE_INTEGER;
+
+/**
+ * Writes to kernel rows (budgets, month-to-date spend, pauses) from inside the invocation's own
+ * transaction, through SECURITY DEFINER functions of `keel_bridge` that accept only the
+ * invocation identity the kernel signed and act only on its company. Because they share the
+ * plugin's transaction, a hard stop commits or rolls back together with the spend that caused
+ * it. The database itself enforces the grant: the functions are executable by the plugin's
+ * role only when the operator granted the capability (see plugin-databases.ts).
+ */
+async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[]): Promise<unknown> {
+  if (!db) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this capability needs the plugin database connection');
+  if (invocation.message.readOnly || !invocation.message.transactional) throw new CapabilityError(403, 'kernel_rows_read_only', 'kernel rows can be changed only from a mutating, transactional call');
+  const signed = invocation.message.signed;
+  if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
+  const client = await invocation.transactionClient(db.pool)!;
+  try {
+    const result = await client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] });
+    return (result.rows[0] as { result?: unknown } | undefined)?.result ?? null;
+  } catch (error) {
+    const pgError = error as { code?: string; message?: string };
+    if (pgError.code === '42501') throw new CapabilityError(403, 'capability_denied', `the database refused: ${pgError.message}`);
+    throw new CapabilityError(400, 'invalid_arguments', pgError.message ?? 'refused');
+  }
+}
+
+function cents(value: unknown, name: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 0 || (value as number) > MAX_CENTS) throw new CapabilityError(400, 'invalid_arguments', `${name} must be a non-negative integer number of cents`);
+  return value as number;
+}
+
+function uuid(value: unknown, name: string): string {
+  if (typeof value !== 'string' || !UUID.test(value)) throw new CapabilityError(400, 'invalid_arguments', `${name} must be a uuid`);
+  return value.toLowerCase();
+}
+
+function reason(value: unknown): string {
+  if (typeof value !== 'string' || value.length === 0 || value.length > 200) throw new CapabilityError(400, 'invalid_arguments', 'reason must be 1-200 characters');
+  return value;
+}
+
+/** `ctx.budgets` (budgets.write): monthly budgets and month-to-date spend of the company and its agents. */
+export function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
+  return {
+    reportMonthlySpend: async (invocation, args) => {
+      const report = args[0] as { month?: unknown; companyCents?: unknown; agents?: unknown } | undefined;
+      if (!report || typeof report !== 'object') throw new CapabilityError(400, 'invalid_arguments', 'reportMonthlySpend needs {month, companyCents?, agents?}');
+      const month = typeof report.month === 'string' ? MONTH.exec(report.month) : null;
+      if (!month) throw new CapabilityError(400, 'invalid_arguments', 'month must be YYYY-MM');
+      const agents = report.agents === undefined ? [] : report.agents;
+      if (!Array.isArray(agents) || agents.length > 10_000) throw new CapabilityError(400, 'invalid_arguments', 'agents must be an array of at most 10,000 {agentId, cents}');
+      const rows = agents.map((entry: { agentId?: unknown; cents?: unknown }) => ({ id: uuid(entry?.agentId, 'agentId'), cents: cents(entry?.cents, 'cents') }));
+      const companyCents = report.companyCents === undefined || report.companyCents === null ? null : cents(report.companyCents, 'companyCents');
+      await bridge(db, invocation, 'select keel_bridge.report_monthly_spend($1, $2, $3::date, $4, $5::jsonb) as result', [`${month[1]}-${month[2]}-01`, companyCents, JSON.stringify(rows)]);
+      return null;
+    },
+    setMonthlyBudget: async (invocation, args) => {
+      const change = args[0] as { scope?: unknown; agentId?: unknown; cents?: unknown } | undefined;
+      if (!change || (change.scope !== 'company' && change.scope !== 'agent')) throw new CapabilityError(400, 'invalid_arguments', "setMonthlyBudget needs {scope: 'company' | 'agent', agentId?, cents}");
+      const target = change.scope === 'agent' ? uuid(change.agentId, 'agentId') : null;
+      const found = await bridge(db, invocation, 'select keel_bridge.set_monthly_budget($1, $2, $3, $4::uuid, $5) as result', [change.scope, target, cents(change.cents, 'cents')]);
+      return { updated: found === true };
+    },
+  };
+}
+
+/** `ctx.scopes`: pause or resume the company (companies.pause) or one of its agents (agents.pause) in this call's transaction. */
+export function scopesCapability(db: PluginDatabase | null): WorkerCapability {
+  const agent = (paused: boolean) => async (invocation: Invocation, args: unknown[]) =>
+    ({ changed: await bridge(db, invocation, 'select keel_bridge.pause_agent($1, $2, $3::uuid, $4, $5) as result', [uuid(args[0], 'agentId'), paused, reason(args[1])]) === true });
+  const company = (paused: boolean) => async (invocation: Invocation, args: unknown[]) =>
+    ({ changed: await bridge(db, invocation, 'select keel_bridge.pause_company($1, $2, $3, $4) as result', [paused, reason(args[0])]) === true });
+  return { pauseAgent: agent(true), resumeAgent: agent(false), pauseCompany: company(true), resumeCompany: company(false) };
+}
