@@ -1,0 +1,169 @@
+import { PluginError, respond, type BatchCall, type PluginContext } from '@keel/sdk/plugin';
+import { fingerprint } from './fingerprint.ts';
+import { costEventJson } from './json.ts';
+import { monthKey } from './periods.ts';
+import { actOnIncidents, openIncidents, type Scope, type ScopeType } from './policies.ts';
+
+interface CostEventBody {
+  agentId: string; provider: string; model: string; costCents: number; occurredAt: string;
+  issueId?: string | null; projectId?: string | null; goalId?: string | null; heartbeatRunId?: string | null;
+  billingCode?: string | null; biller?: string | null; billingType?: string;
+  inputTokens?: number | null; cachedInputTokens?: number | null; outputTokens?: number | null;
+}
+
+type Row = Record<string, unknown>;
+const MAX_IDEMPOTENCY_KEY = 255;
+
+/**
+ * Accepts the cost events of one group commit together. One statement stores the new events,
+ * adds them to the hourly rollups and to the running totals of every scope and period (the
+ * rows it updates stay locked until commit, which orders concurrent batches of one company);
+ * one more opens the incidents those totals call for. Month-to-date spend goes back to the
+ * company and agent rows, hard stops pause their scope, and each event gets its activity
+ * entry, all in the same transaction.
+ */
+export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): Promise<unknown[]> {
+  const answers: unknown[] = new Array(calls.length).fill(null);
+  const candidates: Array<{ index: number; row: Row }> = [];
+  calls.forEach((call, index) => {
+    try {
+      candidates.push({ index, row: toRow(call, index) });
+    } catch (error) {
+      answers[index] = error;
+    }
+  });
+  if (candidates.length === 0) return answers;
+
+  const now = new Date();
+  const { rows } = await ctx.db!.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[]; totals: Row[] }>(INGEST, [JSON.stringify(candidates.map((c) => c.row))]);
+  const { ids, inserted, totals } = rows[0]!;
+  const insertedById = new Map(inserted.map((row) => [String(row.id), row]));
+  const idByIndex = new Map(ids.map((entry) => [entry.ord, entry.id]));
+
+  const replays = candidates.filter((c) => !insertedById.has(idByIndex.get(c.index)!));
+  const stored = replays.length ? await storedUnderKeys(ctx, replays.map((c) => c.row)) : new Map<string, Row>();
+
+  const ctxOfCompany = new Map<string, PluginContext>();
+  for (const { index, row } of candidates) {
+    const call = calls[index]!;
+    const created = insertedById.get(idByIndex.get(index)!);
+    if (created) {
+      ctxOfCompany.set(String(row.company_id), ctxOfCompany.get(String(row.company_id)) ?? call.ctx);
+      await call.ctx.activity!.record({
+        action: 'cost_event.created', entityType: 'cost_event', entityId: String(created.id),
+        details: { agentId: created.agent_id, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
+      });
+      answers[index] = costEventJson(created);
+      continue;
+    }
+    const previous = stored.get(`${row.company_id}/${row.idempotency_key}`);
+    if (!previous) {
+      answers[index] = new PluginError(409, 'idempotency_conflict', 'A request with this Idempotency-Key is still being processed; retry it');
+    } else if (previous.fingerprint !== row.fingerprint) {
+      answers[index] = new PluginError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different cost event');
+    } else {
+      await call.ctx.activity!.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } });
+      answers[index] = respond(201, costEventJson(previous), { 'x-idempotent-replayed': 'true' });
+    }
+  }
+
+  await reportMonthToDate(ctxOfCompany, totals, now);
+  const touched: Scope[] = totals.map((t) => ({ companyId: String(t.company_id), scopeType: t.scope_type as ScopeType, scopeId: String(t.scope_id) }));
+  const incidents = await openIncidents(ctx.db!, touched, now);
+  for (const [companyId, companyCtx] of ctxOfCompany) {
+    await actOnIncidents(companyCtx, incidents.filter((incident) => incident.company_id === companyId));
+  }
+  return answers;
+}
+
+/** The stored row of a cost event; throws the per-call error when the call cannot be accepted. */
+function toRow(call: BatchCall, index: number): Row {
+  const body = call.request.body as CostEventBody;
+  const actor = call.ctx.invocation.actor;
+  if (actor.type === 'agent' && actor.agentId !== body.agentId.toLowerCase()) {
+    throw new PluginError(403, 'forbidden', 'An agent may report only its own costs');
+  }
+  const key = call.request.headers['idempotency-key'];
+  if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
+    throw new PluginError(400, 'invalid_idempotency_key', `Idempotency-Key must be 1-${MAX_IDEMPOTENCY_KEY} characters`);
+  }
+  const occurredAt = new Date(body.occurredAt);
+  if (Number.isNaN(occurredAt.getTime())) throw new PluginError(400, 'validation_failed', 'occurredAt is not a valid date-time');
+  return {
+    ord: index, company_id: call.request.companyId, agent_id: body.agentId.toLowerCase(),
+    project_id: body.projectId ?? null, issue_id: body.issueId ?? null, goal_id: body.goalId ?? null, heartbeat_run_id: body.heartbeatRunId ?? null,
+    provider: body.provider, biller: body.biller ?? body.provider, model: body.model, billing_type: body.billingType ?? 'unknown',
+    billing_code: body.billingCode ?? null, cost_cents: body.costCents,
+    input_tokens: body.inputTokens ?? null, cached_input_tokens: body.cachedInputTokens ?? null, output_tokens: body.outputTokens ?? null,
+    occurred_at: occurredAt.toISOString(), idempotency_key: key ?? null, fingerprint: key === undefined ? null : fingerprint(body),
+  };
+}
+
+async function storedUnderKeys(ctx: PluginContext, rows: Row[]): Promise<Map<string, Row>> {
+  const keys = rows.filter((row) => row.idempotency_key !== null).map((row) => ({ company_id: row.company_id, key: row.idempotency_key }));
+  if (keys.length === 0) return new Map();
+  const { rows: found } = await ctx.db!.query(
+    `select e.* from cost_events e join jsonb_to_recordset($1::jsonb) as k(company_id uuid, key text)
+       on e.company_id = k.company_id and e.idempotency_key = k.key`, [JSON.stringify(keys)]);
+  return new Map(found.map((row) => [`${row.company_id}/${row.idempotency_key}`, row]));
+}
+
+/** Month-to-date spend of each company and agent whose current month changed, onto the kernel's rows. */
+async function reportMonthToDate(ctxOfCompany: Map<string, PluginContext>, totals: Row[], now: Date): Promise<void> {
+  const month = monthKey(now);
+  for (const [companyId, companyCtx] of ctxOfCompany) {
+    const current = totals.filter((t) => t.company_id === companyId && t.period === month);
+    if (current.length === 0) continue;
+    const company = current.find((t) => t.scope_type === 'company');
+    await companyCtx.budgets!.reportMonthlySpend({
+      month,
+      companyCents: company ? Number(company.cost_cents) : undefined,
+      agents: current.filter((t) => t.scope_type === 'agent').map((t) => ({ agentId: String(t.scope_id), cents: Number(t.cost_cents) })),
+    });
+  }
+}
+
+const INGEST = `
+with input as materialized (
+  select gen_random_uuid() as id, x.*
+    from jsonb_to_recordset($1::jsonb) as x(ord int, company_id uuid, agent_id uuid, project_id uuid, issue_id uuid, goal_id uuid, heartbeat_run_id uuid,
+         provider text, biller text, model text, billing_type text, billing_code text, cost_cents bigint, input_tokens bigint,
+         cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz, idempotency_key text, fingerprint text)
+),
+ins as (
+  insert into cost_events (id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
+                           billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, idempotency_key, fingerprint)
+  select id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
+         billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, idempotency_key, fingerprint
+    from input order by company_id, idempotency_key, ord
+  on conflict (company_id, idempotency_key) where idempotency_key is not null do nothing
+  returning *
+),
+rolled as (
+  insert into cost_rollups as r (company_id, hour, agent_id, project_id, provider, biller, model, billing_type,
+                                 cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
+  select company_id, date_trunc('hour', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
+         sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
+    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
+  on conflict (company_id, hour, agent_id, project_id, provider, biller, model, billing_type) do update
+    set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
+        cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
+        event_count = r.event_count + excluded.event_count
+  returning 1
+),
+scoped as (
+  select company_id, 'company' as scope_type, company_id as scope_id, occurred_at, cost_cents from ins
+  union all select company_id, 'agent', agent_id, occurred_at, cost_cents from ins
+  union all select company_id, 'project', project_id, occurred_at, cost_cents from ins where project_id is not null
+),
+totals as (
+  insert into spend_totals as t (company_id, scope_type, scope_id, period, cost_cents)
+  select company_id, scope_type, scope_id, p.period, sum(cost_cents)
+    from scoped cross join lateral (values (to_char(occurred_at at time zone 'UTC', 'YYYY-MM')), ('lifetime')) as p(period)
+   group by 1, 2, 3, 4 order by 1, 2, 3, 4
+  on conflict (company_id, scope_type, scope_id, period) do update set cost_cents = t.cost_cents + excluded.cost_cents
+  returning t.company_id, t.scope_type, t.scope_id, t.period, t.cost_cents
+)
+select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
+       (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted,
+       (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals`;

@@ -1,0 +1,48 @@
+import { definePlugin, type BatchCall, type PluginContext, type RouteRequest } from '@keel/sdk/plugin';
+import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
+import { acceptCostEvents } from './cost-events.ts';
+import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
+import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
+
+/** One cost event on its own (a batch's fallback path) is a batch of one. */
+async function createCostEvent(request: RouteRequest, ctx: PluginContext): Promise<unknown> {
+  const [answer] = await acceptCostEvents([{ request, ctx } satisfies BatchCall], ctx);
+  if (answer instanceof Error) throw answer;
+  return answer;
+}
+
+export default definePlugin({
+  routes: {
+    'create-cost-event': createCostEvent,
+    summary,
+    'by-agent': breakdown('by-agent'),
+    'by-agent-model': breakdown('by-agent-model'),
+    'by-provider': breakdown('by-provider'),
+    'by-biller': breakdown('by-biller'),
+    'by-project': breakdown('by-project'),
+    'window-spend': windowSpend,
+    'company-budget': companyBudget,
+    'agent-budget': agentBudget,
+    'budget-overview': overview,
+    'upsert-policy': upsertPolicyRoute,
+    'resolve-incident': resolveIncident,
+    'create-finance-event': createFinanceEvent,
+    'finance-summary': financeSummary,
+    'finance-by-biller': financeBy('biller'),
+    'finance-by-kind': financeBy('kind'),
+    'finance-events': financeEvents,
+    'quota-windows': quotaWindows,
+  },
+  batches: {
+    'create-cost-event': acceptCostEvents,
+  },
+  hooks: {
+    'company.created': onCompanyChanged,
+    'company.updated': onCompanyChanged,
+    'agent.created': onAgentChanged,
+    'agent.updated': onAgentChanged,
+  },
+  events: {
+    'company.deleted': onCompanyDeleted,
+  },
+});

@@ -1,0 +1,118 @@
+import type { DatabaseCapability, PluginContext } from '@keel/sdk/plugin';
+import { monthKey, monthStart, nextMonthStart } from './periods.ts';
+
+export type ScopeType = 'company' | 'agent' | 'project';
+export interface Scope { companyId: string; scopeType: ScopeType; scopeId: string }
+
+/** The pause reason of a hard stop; a resume lifts only a pause made with it. */
+export const HARD_STOP_REASON = 'budget_hard_stop';
+
+export const POLICY_DEFAULTS = { metric: 'billed_cents', warnPercent: 80, hardStopEnabled: true, notifyEnabled: true, isActive: true } as const;
+export const defaultWindowKind = (scopeType: ScopeType) => (scopeType === 'project' ? 'lifetime' : 'calendar_month_utc');
+
+export interface PolicyInput {
+  scopeType: ScopeType; scopeId: string; amount: number; metric?: string; windowKind?: string;
+  warnPercent?: number; hardStopEnabled?: boolean; notifyEnabled?: boolean; isActive?: boolean;
+}
+
+/**
+ * Creates the policy of a scope or updates it. Fields left out keep their stored value on an
+ * update and take the documented defaults on a create.
+ */
+export async function upsertPolicy(db: DatabaseCapability, companyId: string, input: PolicyInput): Promise<{ row: Record<string, unknown>; created: boolean }> {
+  const { rows } = await db.query(
+    `insert into budget_policies as p (company_id, scope_type, scope_id, metric, window_kind, amount, warn_percent, hard_stop_enabled, notify_enabled, is_active)
+     values ($1, $2, $3, $4, $5, $6, coalesce($7, ${POLICY_DEFAULTS.warnPercent}), coalesce($8, true), coalesce($9, true), coalesce($10, true))
+     on conflict (company_id, scope_type, scope_id, metric, window_kind) do update
+       set amount = excluded.amount,
+           warn_percent = coalesce($7, p.warn_percent),
+           hard_stop_enabled = coalesce($8, p.hard_stop_enabled),
+           notify_enabled = coalesce($9, p.notify_enabled),
+           is_active = coalesce($10, p.is_active),
+           updated_at = now()
+     returning p.*, (xmax = 0) as created`,
+    [companyId, input.scopeType, input.scopeId, input.metric ?? POLICY_DEFAULTS.metric, input.windowKind ?? defaultWindowKind(input.scopeType),
+      input.amount, input.warnPercent ?? null, input.hardStopEnabled ?? null, input.notifyEnabled ?? null, input.isActive ?? null]);
+  const row = rows[0]!;
+  return { row, created: row.created === true };
+}
+
+/**
+ * The monthly policy of a company or agent follows its `budgetMonthlyCents`: created when the
+ * budget becomes positive, updated when it changes. A budget of 0 with no policy creates none.
+ */
+export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number): Promise<Record<string, unknown> | null> {
+  if (!(cents > 0)) {
+    const { rows } = await db.query(
+      `update budget_policies set amount = $4, updated_at = now()
+        where company_id = $1 and scope_type = $2 and scope_id = $3 and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and amount <> $4
+        returning *`, [companyId, scopeType, scopeId, 0]);
+    return rows[0] ?? null;
+  }
+  return (await upsertPolicy(db, companyId, { scopeType, scopeId, amount: cents })).row;
+}
+
+/**
+ * Opens the incidents the current totals call for, for every active policy of the touched
+ * scopes: soft at the warn threshold (notifications on), hard at 100% (hard stop on). The
+ * unique key (policy, window, threshold, amount) makes each fire at most once per window and
+ * budget, whichever concurrent transaction gets there first. Totals rows are locked by the
+ * transaction that updated them, so two batches of one scope are evaluated one after the other.
+ */
+export async function openIncidents(db: DatabaseCapability, touched: Scope[], now: Date): Promise<Array<Record<string, unknown>>> {
+  if (touched.length === 0) return [];
+  const { rows } = await db.query(
+    `with touched as (
+       select distinct company_id, scope_type, scope_id from jsonb_to_recordset($1::jsonb) as t(company_id uuid, scope_type text, scope_id uuid)
+     ),
+     candidates as (
+       select p.id as policy_id, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, p.amount, p.warn_percent,
+              p.hard_stop_enabled, p.notify_enabled, coalesce(s.cost_cents, 0) as observed,
+              case when p.window_kind = 'lifetime' then '-infinity'::timestamptz else $3::timestamptz end as window_start,
+              case when p.window_kind = 'lifetime' then null else $4::timestamptz end as window_end
+         from budget_policies p
+         join touched t on t.company_id = p.company_id and t.scope_type = p.scope_type and t.scope_id = p.scope_id
+         left join spend_totals s on s.company_id = p.company_id and s.scope_type = p.scope_type and s.scope_id = p.scope_id
+                                 and s.period = case when p.window_kind = 'lifetime' then 'lifetime' else $2 end
+        where p.is_active and p.amount > 0
+     ),
+     crossed as (
+       select c.*, 'soft' as threshold_type from candidates c where c.notify_enabled and c.observed * 100 >= c.amount * c.warn_percent
+       union all
+       select c.*, 'hard' as threshold_type from candidates c where c.hard_stop_enabled and c.observed >= c.amount
+     )
+     insert into budget_incidents (company_id, policy_id, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount_limit, amount_observed)
+     select company_id, policy_id, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount, observed
+       from crossed order by policy_id, threshold_type
+     on conflict (policy_id, window_start, threshold_type, amount_limit) do nothing
+     returning *`,
+    [JSON.stringify(touched.map((s) => ({ company_id: s.companyId, scope_type: s.scopeType, scope_id: s.scopeId }))), monthKey(now),
+      monthStart(now).toISOString(), nextMonthStart(now).toISOString()]);
+  return rows;
+}
+
+/**
+ * What a new incident does beyond being stored: an activity entry, and for a hard stop the
+ * pause of its scope in the same transaction. Projects have no runtime in the kernel yet: an
+ * open hard incident is what marks a project paused.
+ */
+export async function actOnIncidents(ctx: PluginContext, incidents: Array<Record<string, unknown>>): Promise<void> {
+  for (const incident of incidents) {
+    await ctx.activity!.record({
+      action: 'budget.incident_opened', entityType: 'budget_incident', entityId: String(incident.id),
+      details: { policyId: incident.policy_id, thresholdType: incident.threshold_type, scopeType: incident.scope_type, scopeId: incident.scope_id,
+        amountLimit: Number(incident.amount_limit), amountObserved: Number(incident.amount_observed) },
+    });
+    if (incident.threshold_type !== 'hard') continue;
+    if (incident.scope_type === 'company') await ctx.scopes!.pauseCompany(HARD_STOP_REASON);
+    else if (incident.scope_type === 'agent') await ctx.scopes!.pauseAgent(String(incident.scope_id), HARD_STOP_REASON);
+  }
+}
+
+/** The spend a policy is measured against right now: its window's running total. */
+export async function observedSpend(db: DatabaseCapability, policy: Record<string, unknown>, now: Date): Promise<number> {
+  const period = policy.window_kind === 'lifetime' ? 'lifetime' : monthKey(now);
+  const { rows } = await db.query('select cost_cents from spend_totals where company_id = $1 and scope_type = $2 and scope_id = $3 and period = $4',
+    [policy.company_id, policy.scope_type, policy.scope_id, period]);
+  return Number(rows[0]?.cost_cents ?? 0);
+}
