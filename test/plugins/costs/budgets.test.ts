@@ -483,6 +483,19 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
     expect(await activityCount(t, company.id, 'agent.paused', agent.id)).toBe(2);
   });
 
+  it('a budget set back to an amount already stopped at this month stops the agent again', async () => {
+    const { company, agent, hard } = await stoppedAgent(100, 100);
+    expect((await resolve(company.id, hard.id, { action: 'raise_budget_and_resume', amount: 200 })).status).toBe(200);
+    await addCost(t.api, company.id, event(agent.id, 50));
+    expect((await agentRow(t, agent.id)).status).toBe('idle');
+    // The operator lowers the budget back to 100 while 150 is already spent: that is a hard stop now.
+    expect((await t.api.patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 100 })).status).toBe(200);
+    await addCost(t.api, company.id, event(agent.id, 50));
+    expect(await agentRow(t, agent.id)).toMatchObject({ status: 'paused', pause_reason: 'budget_hard_stop', spent: 200, budget: 100 });
+    const open = (await overview(company.id)).activeIncidents.map((i: any) => [i.thresholdType, i.amountLimit]);
+    expect(open).toContainEqual(['hard', 100]);
+  });
+
   it('an agent paused by the operator for another reason is not resumed by the resolve', async () => {
     const { company, agent, hard } = await stoppedAgent(100, 100);
     await t.sql.query(`update agents set status = 'paused', pause_reason = 'manual' where id = $1`, [agent.id]);
