@@ -43,6 +43,8 @@ const LOG_RING = 500;
  */
 export const lifecycleActor = new AsyncLocalStorage<{ actorType: 'user' | 'agent' | 'system'; actorId: string }>();
 const DEFAULT_LIMITS = { memoryMb: 64, callTimeoutMs: 10_000, maxConcurrentCalls: 64 };
+const KERNEL_ROW_GRANTS = ['budgets.write', 'agents.pause', 'companies.pause'];
+const writesKernelRows = (loaded: LoadedPlugin) => (loaded.row.granted_capabilities as string[] | null ?? []).some((grant) => KERNEL_ROW_GRANTS.includes(grant));
 
 /**
  * The extension host: installs plugins, grants their capabilities on enable, runs each in
@@ -328,8 +330,13 @@ export class ExtensionHost {
         signed, defaultActivity: options.defaultActivity ?? null, deadlineMs,
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);
-      if (options.batch && options.transactional && !options.readOnly) return await this.batcher(loaded, options.batch).submit(message);
-      return await loaded.process.invoke(message);
+      const result = options.batch && options.transactional && !options.readOnly
+        ? await this.batcher(loaded, options.batch).submit(message)
+        : await loaded.process.invoke(message);
+      // A plugin that may write kernel rows committed in its own worker: the kernel's caches
+      // learn of it by notification, so wait for those before answering, as after a kernel commit.
+      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await this.kernel.db.afterEveryCommit?.();
+      return result;
     } finally {
       this.invocations.delete(id);
     }

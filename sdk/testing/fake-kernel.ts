@@ -8,13 +8,16 @@ export type KernelMethod =
   | 'runs.open' | 'runs.close'
   | 'secrets.resolveEnvironment'
   | 'services.call'
-  | 'streams.publish';
+  | 'streams.publish'
+  | 'budgets.reportMonthlySpend' | 'budgets.setMonthlyBudget'
+  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany';
 
 /** A fake receives the plugin's arguments and the invocation the host attached (company, actor, run). */
 export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknown | Promise<unknown>;
 
 export const KERNEL_METHODS: readonly KernelMethod[] = [
   'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
+  'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
 ];
 
 /**

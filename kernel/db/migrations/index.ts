@@ -16,6 +16,7 @@ const files = [
   '0007-extension-host.sql',
   '0008-host-tables.sql',
   '0009-budget-bridge.sql',
+  '0010-activity-append.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -6,6 +6,7 @@ import { CapabilityError, type WorkerCapability } from './types.ts';
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
 const MAX_ROWS = 10_000;
+const MAX_NAMED_STATEMENTS = 200;
 
 /**
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
@@ -34,6 +35,23 @@ export class PluginDatabase {
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
   }
 
+  /**
+   * Names for statements run often, so that each connection parses and plans them once. Only
+   * where sessions are not reset (DISCARD ALL would drop them under the driver's feet), and for
+   * a bounded number of distinct texts: a plugin that builds SQL dynamically stays unnamed.
+   */
+  private readonly statementNames = new Map<string, string>();
+
+  private statementName(sql: string): string | undefined {
+    if (this.resetSessions) return undefined;
+    let name = this.statementNames.get(sql);
+    if (!name && this.statementNames.size < MAX_NAMED_STATEMENTS) {
+      name = `keel_s${this.statementNames.size}`;
+      this.statementNames.set(sql, name);
+    }
+    return name;
+  }
+
   /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
   release(client: pg.PoolClient): void {
     if (!this.resetSessions) { client.release(); return; }
@@ -51,7 +69,7 @@ export class PluginDatabase {
         if (params !== undefined && !Array.isArray(params)) throw new CapabilityError(400, 'invalid_sql', 'ctx.db.query parameters must be an array');
         if (Array.isArray(params) && params.length > MAX_PARAMS) throw new CapabilityError(400, 'invalid_sql', `at most ${MAX_PARAMS} parameters`);
         const values = (params as unknown[] | undefined)?.map((value) => (value !== null && typeof value === 'object' ? JSON.stringify(value) : value)) ?? [];
-        const config = { text: sql, values, queryMode: 'extended' } as pg.QueryConfig;
+        const config = { text: sql, values, queryMode: 'extended', name: this.statementName(sql) } as pg.QueryConfig;
         try {
           let result: pg.QueryResult;
           const transaction = invocation.transactionClient(this.pool);

@@ -1,0 +1,172 @@
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
+import { startTestKernel, type TestKernel } from '../support/harness.ts';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/kernel-rows', import.meta.url));
+const ALL = ['http.routes', 'database.namespace.write', 'database.namespace.migrate', 'activity.write', 'agents.pause', 'companies.pause', 'budgets.write'];
+let t: TestKernel;
+let company: any;
+let other: any;
+let agent: any;
+let foreignAgent: any;
+
+const thisMonth = () => new Date().toISOString().slice(0, 7);
+const rows = (body: Record<string, unknown>, companyId = company.id) => t.api.post(`/api/plugins/kernel-rows/companies/${companyId}/rows`, body);
+const activityCount = async (action: string, entityId: string) =>
+  (await t.sql.query('select count(*)::int as n from activity_log where action = $1 and entity_id = $2', [action, entityId])).rows[0].n;
+
+beforeAll(async () => {
+  t = await startTestKernel();
+  company = await createCompany(t.api);
+  other = await createCompany(t.api);
+  agent = await createAgent(t.api, company.id);
+  foreignAgent = await createAgent(t.api, other.id);
+  expect((await t.api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
+  expect((await t.api.post('/api/plugins/kernel-rows/enable', { grant: ALL })).status).toBe(200);
+});
+afterAll(async () => { await t?.stop(); });
+
+describe('batch handlers', () => {
+  it('answer every call of a group commit in one pass, each with its own answer and activity', async () => {
+    const amounts = Array.from({ length: 150 }, (_, i) => (i % 30 === 5 ? 13 : i + 1));
+    const responses = await Promise.all(amounts.map((amount) => t.api.post(`/api/plugins/kernel-rows/companies/${company.id}/entries`, { amount })));
+    responses.forEach((res, i) => {
+      if (amounts[i] === 13) expect([res.status, res.body.code]).toEqual([422, 'unlucky']);
+      else expect([res.status, res.body.amount]).toEqual([201, amounts[i]]);
+    });
+    const good = amounts.filter((a) => a !== 13);
+    const stats = (await t.api.get(`/api/plugins/kernel-rows/companies/${company.id}/stats`)).body;
+    expect(stats.entries).toBe(good.length);
+    expect(stats.total).toBe(good.reduce((a, b) => a + b, 0));
+    expect(stats.transactions).toBeLessThan(good.length);
+    expect(stats.largest).toBeGreaterThan(1);
+    const logged = await t.sql.query("select count(*)::int as n from activity_log where company_id = $1 and action = 'entry.added'", [company.id]);
+    expect(logged.rows[0].n).toBe(good.length);
+  });
+
+  it('fall back to one call at a time when the handler throws, so one poisoned call fails alone', async () => {
+    const target = await createCompany(t.api);
+    const amounts = [...Array.from({ length: 40 }, (_, i) => i + 20), 666, ...Array.from({ length: 40 }, (_, i) => i + 100)];
+    const responses = await Promise.all(amounts.map((amount) => t.api.post(`/api/plugins/kernel-rows/companies/${target.id}/entries`, { amount })));
+    responses.forEach((res, i) => {
+      if (amounts[i] === 666) expect([res.status, res.body.code]).toEqual([422, 'poison']);
+      else expect(res.status, res.text).toBe(201);
+    });
+    const stats = (await t.api.get(`/api/plugins/kernel-rows/companies/${target.id}/stats`)).body;
+    expect(stats.entries).toBe(80);
+    expect(stats.total).toBe(amounts.filter((a) => a !== 666).reduce((a, b) => a + b, 0));
+  });
+
+  it('check a body field naming an agent against the route company before the plugin runs', async () => {
+    const path = `/api/plugins/kernel-rows/companies/${company.id}/entries`;
+    const foreign = await t.api.post(path, { amount: 1, agentId: foreignAgent.id });
+    expect([foreign.status, foreign.body.code]).toEqual([404, 'agent_not_found']);
+    const unknown = await t.api.post(path, { amount: 1, agentId: '00000000-0000-4000-8000-000000000000' });
+    expect([unknown.status, unknown.body.code]).toEqual([404, 'agent_not_found']);
+    const malformed = await t.api.post(path, { amount: 1, agentId: 'nope' });
+    expect([malformed.status, malformed.body.code]).toEqual([404, 'agent_not_found']);
+    expect((await t.api.post(path, { amount: 1, agentId: agent.id })).status).toBe(201);
+  });
+
+  it('resolve an agent path parameter to its company, with company scoping', async () => {
+    const own = await t.api.get(`/api/plugins/kernel-rows/agents/${agent.id}/info`);
+    expect(own.body).toEqual({ agentId: agent.id, companyId: company.id });
+    expect((await t.api.get('/api/plugins/kernel-rows/agents/00000000-0000-4000-8000-000000000000/info')).status).toBe(404);
+    const key = await createAgentKey(t.api, agent.id);
+    const crossing = await t.api.as(key).get(`/api/plugins/kernel-rows/agents/${foreignAgent.id}/info`);
+    expect(crossing.status).toBe(403);
+  });
+});
+
+describe('kernel rows from the plugin transaction', () => {
+  it('month-to-date spend shows on the company and its agents, never on another company', async () => {
+    const res = await rows({ op: 'spend', month: thisMonth(), cents: 1234, agentId: agent.id });
+    expect(res.status, res.text).toBe(200);
+    expect((await t.api.get(`/api/companies/${company.id}`)).body.spentMonthlyCents).toBe(1234);
+    expect((await t.api.get(`/api/agents/${agent.id}`)).body.spentMonthlyCents).toBe(1234);
+    await rows({ op: 'spend', month: thisMonth(), cents: 999, agentId: foreignAgent.id });
+    expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.spentMonthlyCents).toBe(0);
+  });
+
+  it('spend of a past month reads as zero, and a late report for an older month changes nothing', async () => {
+    const fresh = await createCompany(t.api);
+    await rows({ op: 'spend', month: thisMonth(), cents: 500 }, fresh.id);
+    await t.sql.query("update companies set spent_month = (date_trunc('month', now()) - interval '1 month')::date where id = $1", [fresh.id]);
+    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(0);
+    await rows({ op: 'spend', month: thisMonth(), cents: 70 }, fresh.id);
+    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(70);
+    await rows({ op: 'spend', month: '2001-01', cents: 99999 }, fresh.id);
+    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(70);
+    expect((await rows({ op: 'spend', month: '2026-13', cents: 1 }, fresh.id)).body.code).toBe('invalid_arguments');
+  });
+
+  it('sets monthly budgets of the company and of its own agents only', async () => {
+    expect((await rows({ op: 'budget-company', cents: 4200 })).body).toEqual({ updated: true });
+    expect((await t.api.get(`/api/companies/${company.id}`)).body.budgetMonthlyCents).toBe(4200);
+    expect((await rows({ op: 'budget-agent', agentId: agent.id, cents: 700 })).body).toEqual({ updated: true });
+    expect((await t.api.get(`/api/agents/${agent.id}`)).body.budgetMonthlyCents).toBe(700);
+    expect((await rows({ op: 'budget-agent', agentId: foreignAgent.id, cents: 1 })).body).toEqual({ updated: false });
+    expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.budgetMonthlyCents).toBe(0);
+  });
+
+  it('pauses and resumes in the same transaction: a failing call leaves the agent as it was', async () => {
+    const subject = await createAgent(t.api, company.id);
+    const failed = await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop', fail: true });
+    expect(failed.status).toBe(409);
+    expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
+    expect(await activityCount('agent.paused', subject.id)).toBe(0);
+
+    expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
+    const paused = (await t.api.get(`/api/agents/${subject.id}`)).body;
+    expect([paused.status, paused.pauseReason]).toEqual(['paused', 'budget_hard_stop']);
+    expect(await activityCount('agent.paused', subject.id)).toBe(1);
+    expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
+
+    expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'other_reason' })).body).toEqual({ changed: false });
+    expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
+    expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
+    expect((await rows({ op: 'pause-agent', agentId: foreignAgent.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
+    expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.status).toBe('idle');
+  });
+
+  it('pauses the company and lifts only its own pause', async () => {
+    const target = await createCompany(t.api);
+    expect((await rows({ op: 'pause-company', reason: 'budget_hard_stop' }, target.id)).body).toEqual({ changed: true });
+    const paused = (await t.api.get(`/api/companies/${target.id}`)).body;
+    expect(paused.status).toBe('paused');
+    expect(await activityCount('company.paused', target.id)).toBe(1);
+    expect((await rows({ op: 'resume-company', reason: 'manual' }, target.id)).body).toEqual({ changed: false });
+    expect((await rows({ op: 'resume-company', reason: 'budget_hard_stop' }, target.id)).body).toEqual({ changed: true });
+    expect((await t.api.get(`/api/companies/${target.id}`)).body.status).toBe('active');
+  });
+
+  it('are refused by the database itself to a plugin without the grant', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'keel-kernel-rows-'));
+    try {
+      await cp(FIXTURE, join(dir, 'bare'), { recursive: true });
+      const manifest = JSON.parse(await readFile(join(dir, 'bare', 'plugin.json'), 'utf8'));
+      manifest.key = 'kernel-rows-bare';
+      manifest.database.namespace = 'kernel_rows_bare';
+      manifest.capabilities = manifest.capabilities.filter((c: { id: string }) => !['budgets.write', 'agents.pause', 'companies.pause'].includes(c.id));
+      await writeFile(join(dir, 'bare', 'plugin.json'), JSON.stringify(manifest));
+      expect((await t.api.post('/api/plugins/install', { localPath: join(dir, 'bare') })).status).toBe(201);
+      expect((await t.api.post('/api/plugins/kernel-rows-bare/enable', {})).status).toBe(200);
+      // Through SQL, bypassing the SDK: the function is not executable by this plugin's role.
+      const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-spend' });
+      expect([raw.status, raw.body.code]).toEqual([403, 'sql_42501']);
+      const roles = await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_bare'");
+      const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.pause_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
+      expect(granted.rows[0].ok).toBe(false);
+      // With the grant, the same raw call gets past the privilege check and fails on the forged signature instead.
+      const forged = await rows({ op: 'raw-spend' });
+      expect(forged.status).toBe(403);
+      expect(forged.body.error).toMatch(/invalid invocation signature/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
