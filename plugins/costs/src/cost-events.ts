@@ -35,8 +35,9 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
   if (candidates.length === 0) return answers;
 
   const now = new Date();
-  const { rows } = await ctx.db!.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[]; totals: Row[] }>(INGEST, [JSON.stringify(candidates.map((c) => c.row))]);
-  const { ids, inserted, totals } = rows[0]!;
+  // Storing the events locks nothing another batch needs (bar a shared idempotency key).
+  const { rows } = await ctx.db!.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[] }>(STORE, [JSON.stringify(candidates.map((c) => c.row))]);
+  const { ids, inserted } = rows[0]!;
   const insertedById = new Map(inserted.map((row) => [String(row.id), row]));
   const idByIndex = new Map(ids.map((entry) => [entry.ord, entry.id]));
 
@@ -44,15 +45,16 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
   const stored = replays.length ? await storedUnderKeys(ctx, replays.map((c) => c.row)) : new Map<string, Row>();
 
   const ctxOfCompany = new Map<string, PluginContext>();
+  const activity: Array<Promise<void>> = [];
   for (const { index, row } of candidates) {
     const call = calls[index]!;
     const created = insertedById.get(idByIndex.get(index)!);
     if (created) {
       ctxOfCompany.set(String(row.company_id), ctxOfCompany.get(String(row.company_id)) ?? call.ctx);
-      await call.ctx.activity!.record({
+      activity.push(call.ctx.activity!.record({
         action: 'cost_event.created', entityType: 'cost_event', entityId: String(created.id),
         details: { agentId: created.agent_id, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
-      });
+      }));
       answers[index] = costEventJson(created);
       continue;
     }
@@ -62,11 +64,17 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
     } else if (previous.fingerprint !== row.fingerprint) {
       answers[index] = new PluginError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different cost event');
     } else {
-      await call.ctx.activity!.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } });
+      activity.push(call.ctx.activity!.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } }));
       answers[index] = respond(201, costEventJson(previous), { 'x-idempotent-replayed': 'true' });
     }
   }
+  await Promise.all(activity);
+  if (inserted.length === 0) return answers;
 
+  // From here to the commit, the rows of the company's running totals stay locked: this is
+  // the part concurrent batches of one company take turns at, so it does only what needs them.
+  const { rows: added } = await ctx.db!.query<{ totals: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted)]);
+  const totals = added[0]!.totals;
   await reportMonthToDate(ctxOfCompany, totals, now);
   const touched: Scope[] = totals.map((t) => ({ companyId: String(t.company_id), scopeType: t.scope_type as ScopeType, scopeId: String(t.scope_id) }));
   const incidents = await openIncidents(ctx.db!, touched, now);
@@ -123,7 +131,7 @@ async function reportMonthToDate(ctxOfCompany: Map<string, PluginContext>, total
   }
 }
 
-const INGEST = `
+const STORE = `
 with input as materialized (
   select gen_random_uuid() as id, x.*
     from jsonb_to_recordset($1::jsonb) as x(ord int, company_id uuid, agent_id uuid, project_id uuid, issue_id uuid, goal_id uuid, heartbeat_run_id uuid,
@@ -138,6 +146,15 @@ ins as (
     from input order by company_id, idempotency_key, ord
   on conflict (company_id, idempotency_key) where idempotency_key is not null do nothing
   returning *
+)
+select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
+       (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted`;
+
+/** Adds stored events to the hourly rollups and to every scope's running totals, in key order (no deadlocks between batches). */
+const ADD_TO_TOTALS = `
+with ins as (
+  select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
+         billing_type text, cost_cents bigint, input_tokens bigint, cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz)
 ),
 rolled as (
   insert into cost_rollups as r (company_id, hour, agent_id, project_id, provider, biller, model, billing_type,
@@ -164,6 +181,4 @@ totals as (
   on conflict (company_id, scope_type, scope_id, period) do update set cost_cents = t.cost_cents + excluded.cost_cents
   returning t.company_id, t.scope_type, t.scope_id, t.period, t.cost_cents
 )
-select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
-       (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted,
-       (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals`;
+select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) as totals from totals`;
