@@ -11,9 +11,11 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
  * RE2, whose matching time is linear in the input. Patterns RE2 does not support
  * (backreferences, lookaround) fail at manifest validation instead.
  */
-const re2Engine = Object.assign((pattern: string) => {
+const re2Engine = Object.assign((pattern: string, flags = '') => {
   const compiled = RE2JS.compile(pattern);
-  return { test: (text: string) => compiled.test(text) };
+  // ajv shares compiled patterns within a schema by their toString(): each must print as itself,
+  // or every pattern of an instance would be checked with the first one compiled.
+  return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/${flags}` };
 }, { code: 'RE2JS.compile' });
 
 /** An ajv instance for schemas written by plugins. */
