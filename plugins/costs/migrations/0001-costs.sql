@@ -69,13 +69,15 @@ create table budget_policies (
   hard_stop_enabled boolean not null default true,
   notify_enabled boolean not null default true,
   is_active boolean not null default true,
+  -- Bumped whenever the budget or its thresholds change: incidents are per revision.
+  revision integer not null default 1,
   created_at timestamptz not null default now(),
   updated_at timestamptz not null default now(),
   unique (company_id, scope_type, scope_id, metric, window_kind)
 );
 
--- One incident per policy, window, threshold and budget amount: a threshold fires once per
--- window, and again only after the budget was changed.
+-- One incident per policy, window, threshold and policy revision: a threshold fires once per
+-- window, and again only after the budget (or its thresholds) changed.
 create table budget_incidents (
   id uuid primary key default gen_random_uuid(),
   company_id uuid not null,
@@ -87,6 +89,7 @@ create table budget_incidents (
   window_start timestamptz not null,
   window_end timestamptz,
   threshold_type text not null check (threshold_type in ('soft', 'hard')),
+  policy_revision integer not null,
   amount_limit bigint not null,
   amount_observed bigint not null,
   status text not null default 'open' check (status in ('open', 'resolved')),
@@ -94,7 +97,7 @@ create table budget_incidents (
   resolution_note text,
   created_at timestamptz not null default now(),
   resolved_at timestamptz,
-  unique (policy_id, window_start, threshold_type, amount_limit)
+  unique (policy_id, window_start, threshold_type, policy_revision)
 );
 create index budget_incidents_open on budget_incidents (company_id, created_at desc) where status = 'open';
 

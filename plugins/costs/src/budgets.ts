@@ -102,7 +102,7 @@ export async function resolveIncident(req: RouteRequest, ctx: PluginContext) {
     if (body.amount <= observed) {
       throw new PluginError(422, 'budget_not_above_spend', `The new budget (${body.amount}) must be greater than the spend already observed in this window (${observed})`);
     }
-    const { rows: updated } = await ctx.db!.query('update budget_policies set amount = $2, updated_at = now() where id = $1 returning *', [policy.id, body.amount]);
+    const { rows: updated } = await ctx.db!.query('update budget_policies set amount = $2, revision = revision + 1, updated_at = now() where id = $1 returning *', [policy.id, body.amount]);
     if (policy.metric === 'billed_cents' && policy.window_kind === 'calendar_month_utc' && (policy.scope_type === 'company' || policy.scope_type === 'agent')) {
       await ctx.budgets!.setMonthlyBudget(policy.scope_type === 'company' ? { scope: 'company', cents: body.amount } : { scope: 'agent', agentId: String(policy.scope_id), cents: body.amount });
     }

@@ -24,7 +24,10 @@ export async function upsertPolicy(db: DatabaseCapability, companyId: string, in
     `insert into budget_policies as p (company_id, scope_type, scope_id, metric, window_kind, amount, warn_percent, hard_stop_enabled, notify_enabled, is_active)
      values ($1, $2, $3, $4, $5, $6, coalesce($7, ${POLICY_DEFAULTS.warnPercent}), coalesce($8, true), coalesce($9, true), coalesce($10, true))
      on conflict (company_id, scope_type, scope_id, metric, window_kind) do update
-       set amount = excluded.amount,
+       set revision = p.revision + case when (p.amount, p.warn_percent, p.hard_stop_enabled, p.notify_enabled, p.is_active)
+                                             is distinct from (excluded.amount, coalesce($7, p.warn_percent), coalesce($8, p.hard_stop_enabled),
+                                                               coalesce($9, p.notify_enabled), coalesce($10, p.is_active)) then 1 else 0 end,
+           amount = excluded.amount,
            warn_percent = coalesce($7, p.warn_percent),
            hard_stop_enabled = coalesce($8, p.hard_stop_enabled),
            notify_enabled = coalesce($9, p.notify_enabled),
@@ -44,7 +47,7 @@ export async function upsertPolicy(db: DatabaseCapability, companyId: string, in
 export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number): Promise<Record<string, unknown> | null> {
   if (!(cents > 0)) {
     const { rows } = await db.query(
-      `update budget_policies set amount = $4, updated_at = now()
+      `update budget_policies set amount = $4, revision = revision + 1, updated_at = now()
         where company_id = $1 and scope_type = $2 and scope_id = $3 and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and amount <> $4
         returning *`, [companyId, scopeType, scopeId, 0]);
     return rows[0] ?? null;
@@ -55,8 +58,8 @@ export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: strin
 /**
  * Opens the incidents the current totals call for, for every active policy of the touched
  * scopes: soft at the warn threshold (notifications on), hard at 100% (hard stop on). The
- * unique key (policy, window, threshold, amount) makes each fire at most once per window and
- * budget, whichever concurrent transaction gets there first. Totals rows are locked by the
+ * unique key (policy, window, threshold, policy revision) makes each fire at most once per
+ * window until the budget changes, whichever concurrent transaction gets there first. Totals rows are locked by the
  * transaction that updated them, so two batches of one scope are evaluated one after the other.
  */
 export async function openIncidents(db: DatabaseCapability, touched: Scope[], now: Date): Promise<Array<Record<string, unknown>>> {
@@ -66,7 +69,7 @@ export async function openIncidents(db: DatabaseCapability, touched: Scope[], no
        select distinct company_id, scope_type, scope_id from jsonb_to_recordset($1::jsonb) as t(company_id uuid, scope_type text, scope_id uuid)
      ),
      candidates as (
-       select p.id as policy_id, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, p.amount, p.warn_percent,
+       select p.id as policy_id, p.revision, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, p.amount, p.warn_percent,
               p.hard_stop_enabled, p.notify_enabled, coalesce(s.cost_cents, 0) as observed,
               case when p.window_kind = 'lifetime' then '-infinity'::timestamptz else $3::timestamptz end as window_start,
               case when p.window_kind = 'lifetime' then null else $4::timestamptz end as window_end
@@ -81,10 +84,10 @@ export async function openIncidents(db: DatabaseCapability, touched: Scope[], no
        union all
        select c.*, 'hard' as threshold_type from candidates c where c.hard_stop_enabled and c.observed >= c.amount
      )
-     insert into budget_incidents (company_id, policy_id, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount_limit, amount_observed)
-     select company_id, policy_id, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount, observed
+     insert into budget_incidents (company_id, policy_id, policy_revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount_limit, amount_observed)
+     select company_id, policy_id, revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount, observed
        from crossed order by policy_id, threshold_type
-     on conflict (policy_id, window_start, threshold_type, amount_limit) do nothing
+     on conflict (policy_id, window_start, threshold_type, policy_revision) do nothing
      returning *`,
     [JSON.stringify(touched.map((s) => ({ company_id: s.companyId, scope_type: s.scopeType, scope_id: s.scopeId }))), monthKey(now),
       monthStart(now).toISOString(), nextMonthStart(now).toISOString()]);
