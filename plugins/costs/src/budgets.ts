@@ -89,11 +89,14 @@ export async function resolveIncident(req: RouteRequest, ctx: PluginContext) {
   const incidentId = req.params.incidentId ?? '';
   const body = req.body as { action: 'keep_paused' | 'raise_budget_and_resume'; amount?: number; note?: string };
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(incidentId)) throw new PluginError(404, 'incident_not_found', 'Budget incident not found');
-  const { rows } = await ctx.db!.query('select * from budget_incidents where id = $1 and company_id = $2 for update', [incidentId.toLowerCase(), companyId]);
+  const { rows } = await ctx.db!.query('select * from budget_incidents where id = $1 and company_id = $2 for no key update', [incidentId.toLowerCase(), companyId]);
   const incident = rows[0];
   if (!incident) throw new PluginError(404, 'incident_not_found', 'Budget incident not found');
   if (incident.status !== 'open') throw new PluginError(409, 'incident_not_open', `This incident is already ${incident.status}`);
-  const { rows: policyRows } = await ctx.db!.query('select * from budget_policies where id = $1 for update', [incident.policy_id]);
+  // NO KEY UPDATE: cost events opening incidents meanwhile take KEY SHARE on the policy (the
+  // foreign key) while holding the agent's row, which this resolve updates too; FOR UPDATE
+  // would make the two wait on each other.
+  const { rows: policyRows } = await ctx.db!.query('select * from budget_policies where id = $1 for no key update', [incident.policy_id]);
   const policy = policyRows[0]!;
   let resumed = false;
   if (body.action === 'raise_budget_and_resume') {

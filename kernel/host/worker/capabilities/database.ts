@@ -85,7 +85,9 @@ export class PluginDatabase {
           if (error instanceof CapabilityError) throw error;
           const pgError = error as { code?: string; message?: string };
           // PostgreSQL's own message names the plugin's objects only; codes let plugins branch (23505 = unique violation).
-          throw new CapabilityError(pgError.code === '42501' ? 403 : 400, pgError.code ? `sql_${pgError.code}` : 'sql_error', pgError.message ?? 'query failed');
+          // Class 40 (deadlock, serialization failure) is transient and not the caller's fault: retryable 503.
+          const status = pgError.code === '42501' ? 403 : pgError.code?.startsWith('40') ? 503 : 400;
+          throw new CapabilityError(status, pgError.code ? `sql_${pgError.code}` : 'sql_error', pgError.message ?? 'query failed');
         }
       },
     };
