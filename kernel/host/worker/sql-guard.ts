@@ -7,7 +7,8 @@
  */
 const TRANSACTION_CONTROL = new Set(['begin', 'start', 'commit', 'end', 'rollback', 'abort', 'savepoint', 'release', 'prepare']);
 // `declare`: a cursor WITH HOLD outlives the transaction on a pooled connection.
-const SESSION_STATE = new Set(['listen', 'unlisten', 'notify', 'discard', 'load', 'checkpoint', 'vacuum', 'copy', 'do', 'call', 'lock', 'reset', 'set', 'declare', 'fetch', 'move', 'close']);
+// `execute` / `deallocate`: the host's own prepared statements are not the plugin's to run or drop.
+const SESSION_STATE = new Set(['listen', 'unlisten', 'notify', 'discard', 'load', 'checkpoint', 'vacuum', 'copy', 'do', 'call', 'lock', 'reset', 'set', 'declare', 'fetch', 'move', 'close', 'execute', 'deallocate']);
 /**
  * The runtime role owns nothing, so DDL fails on privileges anyway, with one exception the
  * database allows every role: ALTER ROLE CURRENT_USER SET/PASSWORD on itself. Schema and role

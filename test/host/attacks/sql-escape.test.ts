@@ -115,17 +115,18 @@ describe('identity and transaction', () => {
   it('leaves no session state on pooled connections: temp tables, LISTEN, held cursors, prepared statements, advisory locks', async () => {
     await refused('create temp table t (a int)', [...GUARD, ...DENIED]);
     await refused('select 1 into temp table t2', DENIED);
-    for (const statement of ['listen keel_auth', 'unlisten *', "notify keel_auth, '{}'", 'discard all', 'prepare p as select 1', "load 'plpgsql'", 'vacuum loot', 'checkpoint', 'lock table loot']) {
+    for (const statement of ['listen keel_auth', 'unlisten *', "notify keel_auth, '{}'", 'discard all', 'prepare p as select 1', 'execute keel_s0', 'deallocate all', "load 'plpgsql'", 'vacuum loot', 'checkpoint', 'lock table loot']) {
       await refused(statement, GUARD);
     }
     // Advisory locks share one space with the kernel's own keys (migrations, agent short names).
     for (const statement of ['select pg_advisory_lock(727001)', 'select pg_try_advisory_lock(1)', "select pg_advisory_xact_lock(hashtext('keel.agent_shortnames'), 1)", 'select pg_advisory_unlock_all()']) {
       await refused(statement, DENIED);
     }
+    // The host prepares frequent statements itself (named keel_s*); nothing else may persist.
     // A cursor WITH HOLD would outlive the transaction on a pooled connection: cursors are refused.
     await refused('declare c cursor with hold for select 1', GUARD);
     for (let i = 0; i < 20; i++) {
-      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_prepared_statements)::int as prepared, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
+      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_prepared_statements where name not like \'keel\\_s%\')::int as prepared, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
       expect(left.rows![0]).toEqual({ cursors: 0, prepared: 0, locks: 0 });
     }
   });
