@@ -30,7 +30,7 @@ export interface InvokeOptions {
   transactional: boolean;
   readOnly?: boolean;
   /** Group this call with concurrent calls of the same route into one commit (manifest `batch`). */
-  batch?: { key: string; maxItems: number };
+  batch?: { key: string; maxItems: number; maxInFlight: number };
   defaultActivity?: { action: string; entityType: string; entityId: string } | null;
   deadlineMs?: number;
 }
@@ -344,14 +344,14 @@ export class ExtensionHost {
 
   private readonly batchers = new Map<string, { process: PluginProcess; batcher: RouteBatcher }>();
 
-  private batcher(loaded: LoadedPlugin, batch: { key: string; maxItems: number }): RouteBatcher {
+  private batcher(loaded: LoadedPlugin, batch: { key: string; maxItems: number; maxInFlight: number }): RouteBatcher {
     const key = `${loaded.key}/${batch.key}`;
     const known = this.batchers.get(key);
     // A restarted or upgraded plugin has a new process: its batches start afresh.
     if (known && known.process === loaded.process) return known.batcher;
     const process = loaded.process!;
-    // Two batches in flight: one runs its calls while the other commits.
-    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems, maxInFlight: 2 });
+    // By default two batches in flight: one runs its calls while the other commits.
+    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems, maxInFlight: batch.maxInFlight });
     this.batchers.set(key, { process, batcher });
     return batcher;
   }

@@ -98,15 +98,12 @@ export class PluginProcess {
 
   private handle(message: WorkerToKernel): void {
     switch (message.t) {
-      case 'result': {
-        const waiter = this.pending.get(message.id);
-        if (!waiter) return;
-        this.pending.delete(message.id);
-        clearTimeout(waiter.timer);
-        this.health.inFlight = this.pending.size;
-        waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
+      case 'result':
+        this.settle(message);
         break;
-      }
+      case 'results':
+        for (const result of message.results) this.settle(result);
+        break;
       case 'call':
         this.onCall(message).then(
           (value) => this.send({ t: 'reply', id: message.id, ok: true, value }),
@@ -165,6 +162,15 @@ export class PluginProcess {
     if (!this.child?.connected) return false;
     this.child.send(message);
     return true;
+  }
+
+  private settle(message: { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }): void {
+    const waiter = this.pending.get(message.id);
+    if (!waiter) return;
+    this.pending.delete(message.id);
+    clearTimeout(waiter.timer);
+    this.health.inFlight = this.pending.size;
+    waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */

@@ -48,7 +48,7 @@ export interface RouteManifest {
    * Group commit: concurrent calls of this route run in one transaction (a savepoint each; a
    * failing call is rolled back alone) and are answered after one shared commit.
    */
-  batch?: { maxItems?: number };
+  batch?: { maxItems?: number; maxInFlight?: number };
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
   description?: string;

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { verifyActivityChains } from '../../kernel/activity/verify-chain.ts';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 
@@ -46,6 +47,12 @@ describe('batch handlers', () => {
     expect(stats.largest).toBeGreaterThan(1);
     const logged = await t.sql.query("select count(*)::int as n from activity_log where company_id = $1 and action = 'entry.added'", [company.id]);
     expect(logged.rows[0].n).toBe(good.length);
+    // Appended in bulk, each entry still carries its caller's identity and an unbroken chain.
+    const actors = await t.sql.query("select distinct actor_type, details->>'plugin' as plugin, details->>'by' as by from activity_log where company_id = $1 and action = 'entry.added'", [company.id]);
+    expect(actors.rows).toEqual([{ actor_type: 'user', plugin: 'kernel-rows', by: 'user' }]);
+    const report = await verifyActivityChains(t.kernel.services.db, company.id);
+    expect(report.firstBreak).toBeNull();
+    expect(report.entries).toBeGreaterThan(good.length);
   });
 
   it('fall back to one call at a time when the handler throws, so one poisoned call fails alone', async () => {

@@ -21,3 +21,32 @@ begin
   update activity_chain_heads set last_seq = new.seq, last_hash = new.hash where chain_key = key;
   return new;
 end $$;
+
+-- The activity entries of a plugin's group commit, in one call: each entry carries the
+-- invocation identity the kernel signed for its own call, and every one is verified exactly as
+-- keel_bridge.record_activity verifies a single entry before any is written. Identity comes
+-- from the signed claims only. Entries are appended in the order given (one INSERT; the row
+-- trigger chains them).
+create function keel_bridge.record_activities(entries jsonb)
+  returns void language plpgsql security definer set search_path = public, pg_temp as $$
+declare
+  k bytea;
+begin
+  select b.key into k from keel_private.bridge_key b;
+  if exists (
+    select 1 from jsonb_array_elements(entries) as e
+     where encode(sha256(k || sha256(k || convert_to(e ->> 'invocation', 'UTF8'))), 'hex') is distinct from e ->> 'signature'
+        or ((e ->> 'invocation')::jsonb ->> 'role') is distinct from session_user
+        or ((e ->> 'invocation')::jsonb ->> 'exp')::bigint < extract(epoch from now())::bigint
+  ) then
+    raise exception 'invalid, foreign or expired invocation signature' using errcode = 'insufficient_privilege';
+  end if;
+  insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
+  select (c ->> 'companyId')::uuid, c ->> 'actorType', c ->> 'actorId', x.e ->> 'action', x.e ->> 'entityType', x.e ->> 'entityId',
+         (c ->> 'agentId')::uuid, (c ->> 'runId')::uuid,
+         coalesce(nullif(x.e -> 'details', 'null'::jsonb), '{}'::jsonb) || jsonb_build_object('plugin', c ->> 'plugin'), 0, '', ''
+    from jsonb_array_elements(entries) with ordinality as x(e, ord)
+    cross join lateral (select (x.e ->> 'invocation')::jsonb as c) as claims
+   order by x.ord;
+end $$;
+revoke all on function keel_bridge.record_activities(jsonb) from public;

@@ -88,10 +88,9 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
 async function assertAgentOfCompany(host: ExtensionHost, body: unknown, field: string, companyId: string): Promise<void> {
   const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
   if (value === undefined || value === null) return;
-  const found = typeof value === 'string' && isUuid(value)
-    ? await host.kernel.db.maybeOne('select 1 as x from agents where id = ? and company_id = ?', [value.toLowerCase(), companyId])
-    : undefined;
-  if (!found) throw new KeelError(404, 'agent_not_found', `${field}: no agent with this id belongs to the company`, { details: { field } });
+  // The auth cache's agent rows (evicted by trigger on any change of company or deletion).
+  const agent = typeof value === 'string' && isUuid(value) ? await host.kernel.resolver.agent(value.toLowerCase()) : undefined;
+  if (agent?.companyId !== companyId) throw new KeelError(404, 'agent_not_found', `${field}: no agent with this id belongs to the company`, { details: { field } });
 }
 
 /**
@@ -148,7 +147,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   }, {
     transactional,
     readOnly,
-    batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100 } : undefined,
+    batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100, maxInFlight: route.batch.maxInFlight ?? 2 } : undefined,
     defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
   });
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's

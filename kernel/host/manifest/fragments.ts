@@ -47,7 +47,10 @@ export const routesFragment = {
       readOnly: { type: 'boolean', description: 'Changes nothing: runs in a READ ONLY transaction and writes no activity (default: true for GET).' },
       batch: {
         type: 'object', additionalProperties: false, description: 'Group commit: concurrent calls share one transaction (a savepoint each) and one commit.',
-        properties: { maxItems: { type: 'integer', minimum: 1, maximum: 500, description: 'Most calls in one batch (default 100).' } },
+        properties: {
+          maxItems: { type: 'integer', minimum: 1, maximum: 500, description: 'Most calls in one batch (default 100).' },
+          maxInFlight: { type: 'integer', minimum: 1, maximum: 4, description: 'Batches of the route in flight at once (default 2). 1 suits set-based batch handlers whose batches serialise on the same rows anyway.' },
+        },
       },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },

@@ -63,6 +63,8 @@ export type WorkerToKernel =
   | { t: 'ready'; bootMs: number }
   | { t: 'boot_failed'; error: WireError }
   | { t: 'result'; id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+  /** The results of a batch, in one message (one write instead of one per call). */
+  | { t: 'results'; results: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> }
   | { t: 'call'; id: number; invocationId: string; capability: string; method: string; args: unknown[] }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string }
   | { t: 'fatal'; reason: string };

@@ -1,6 +1,6 @@
 import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
-import { activityCapability, flushBatchActivity, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
@@ -84,6 +84,13 @@ function hostCall(invocationId: string, capability: string, method: string, args
   }
   const args = parseCallArguments(argsJson);
   if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
+  if (capability === 'activity' && method === 'record' && invocation.batch) {
+    try {
+      if (recordInBatch(database, invocation, args) === null) return '{"v":null}';
+    } catch (error) {
+      return JSON.stringify({ e: wire(error) });
+    }
+  }
   const op = nextOp++;
   invocation.ops.add(op);
   const work = Promise.resolve().then(() => {
@@ -353,7 +360,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
     return giveUp();
   }
   db.release(client);
-  for (const result of results) send({ t: 'result', ...result });
+  send({ t: 'results', results });
   return true;
 }
 
@@ -391,7 +398,7 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
     return;
   }
   database.release(client);
-  for (const outcome of outcomes) send({ t: 'result', ...outcome });
+  send({ t: 'results', results: outcomes });
 }
 
 function start(invocation: Invocation): void {

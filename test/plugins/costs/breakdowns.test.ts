@@ -138,7 +138,7 @@ describe('GET costs/summary', () => {
   });
 
   it('a malformed from or to is 400 validation_failed', async () => {
-    for (const params of [{ from: 'yesterday' }, { to: '2025-13-01T00:00:00Z' }, { from: '2025-06-10' }]) {
+    for (const params of [{ from: 'yesterday' }, { to: '2025-13-01T00:00:00Z' }, { from: '2025-06-10' }] as Array<Record<string, string>>) {
       const res = await get('summary', params);
       expect({ params, status: res.status, code: res.body.code }).toEqual({ params, status: 400, code: 'validation_failed' });
     }

@@ -56,7 +56,7 @@ describe('concurrent cost events', () => {
     for (let i = 0; i < 12; i++) agents.push(await createAgent(t.api, company.id, { budgetMonthlyCents: 100 }));
     const keys = await Promise.all(agents.map((a) => createAgentKey(t.api, a.id)));
     // Each agent reports 15 events of 10 cents with its own key: 150 cents each, over its 100 budget.
-    const calls = [];
+    const calls: Array<ReturnType<typeof postCost>> = [];
     for (let round = 0; round < 15; round++) {
       for (let i = 0; i < agents.length; i++) calls.push(postCost(t.api.as(keys[i]!), company.id, event(agents[i].id, 10)));
     }
@@ -85,7 +85,7 @@ describe('concurrent cost events', () => {
       const agent = await createAgent(t.api, company.id);
       companies.push({ company, agent });
     }
-    const calls = [];
+    const calls: Array<ReturnType<typeof postCost>> = [];
     for (let round = 0; round < 30; round++) {
       companies.forEach(({ company, agent }, i) => calls.push(postCost(t.api, company.id, event(agent.id, i + 1 + (round % 3)))));
     }
@@ -108,7 +108,7 @@ describe('concurrent cost events', () => {
     const company = await createCompany(t.api);
     const agent = await createAgent(t.api, company.id);
     const bodies = Array.from({ length: 20 }, (_, i) => event(agent.id, 100 + i));
-    const calls = [];
+    const calls: Array<ReturnType<typeof postCost>> = [];
     for (let copy = 0; copy < 5; copy++) {
       bodies.forEach((body, i) => calls.push(postCost(t.api, company.id, body, { 'idempotency-key': `key-${i}` })));
     }
