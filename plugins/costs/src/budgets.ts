@@ -151,7 +151,7 @@ export async function onAgentChanged(payload: Record<string, unknown>, ctx: Plug
 export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: PluginContext): Promise<void> {
   const companyId = String(payload.companyId ?? '');
   if (!companyId) return;
-  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_events', 'finance_events']) {
+  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events']) {
     await ctx.db!.query(`delete from ${table} where company_id = $1`, [companyId]);
   }
 }

@@ -150,7 +150,7 @@ ins as (
 select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
        (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted`;
 
-/** Adds stored events to the hourly rollups and to every scope's running totals, in key order (no deadlocks between batches). */
+/** Adds stored events to the hourly and daily rollups and to every scope's running totals, in key order (no deadlocks between batches). */
 const ADD_TO_TOTALS = `
 with ins as (
   select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
@@ -163,6 +163,18 @@ rolled as (
          sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
     from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
   on conflict (company_id, hour, agent_id, project_id, provider, biller, model, billing_type) do update
+    set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
+        cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
+        event_count = r.event_count + excluded.event_count
+  returning 1
+),
+rolled_daily as (
+  insert into cost_rollups_daily as r (company_id, day, agent_id, project_id, provider, biller, model, billing_type,
+                                       cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
+  select company_id, date_trunc('day', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
+         sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
+    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
+  on conflict (company_id, day, agent_id, project_id, provider, biller, model, billing_type) do update
     set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
         cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
         event_count = r.event_count + excluded.event_count

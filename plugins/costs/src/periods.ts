@@ -1,6 +1,7 @@
 import { PluginError } from '@keel/sdk/plugin';
 
 const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
 
 /** A half-open time range [from, to); null ends are unbounded. */
 export interface TimeRange { from: Date | null; to: Date | null }
@@ -35,20 +36,34 @@ export function trailing(hours: number, now: Date): TimeRange {
   return { from: new Date(now.getTime() - hours * HOUR_MS), to: new Date(now.getTime() + 1) };
 }
 
-const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR_MS) * HOUR_MS);
-const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR_MS) * HOUR_MS);
+const floorTo = (at: Date, unit: number) => new Date(Math.floor(at.getTime() / unit) * unit);
+const ceilTo = (at: Date, unit: number) => new Date(Math.ceil(at.getTime() / unit) * unit);
+
+/** The whole `unit`s inside a range (null when there are none), and the partial pieces left at its ends. */
+function wholeUnits(range: TimeRange, unit: number): { whole: TimeRange | null; rest: TimeRange[] } {
+  const wholeFrom = range.from ? ceilTo(range.from, unit) : null;
+  const wholeTo = range.to ? floorTo(range.to, unit) : null;
+  if (wholeFrom && wholeTo && wholeFrom.getTime() >= wholeTo.getTime()) return { whole: null, rest: [range] };
+  const rest: TimeRange[] = [];
+  if (range.from && wholeFrom && range.from.getTime() < wholeFrom.getTime()) rest.push({ from: range.from, to: wholeFrom });
+  if (range.to && wholeTo && wholeTo.getTime() < range.to.getTime()) rest.push({ from: wholeTo, to: range.to });
+  return { whole: { from: wholeFrom, to: wholeTo }, rest };
+}
 
 /**
- * Which part of a range hourly rollups answer (the whole hours inside it) and which parts raw
- * events must answer (the partial hours at either end). A read therefore scans at most two
- * hours of raw events, however many events the range holds.
+ * Which parts of a range each source answers: whole days from daily rollups, whole hours left
+ * at the two ends from hourly rollups, and the partial hours at the very ends from raw events.
+ * A read therefore touches at most 2 × 23 hourly rows per attribution and two partial hours
+ * of events, however long the range and however many events it holds.
  */
-export function splitRange(range: TimeRange): { rollups: TimeRange | null; raw: TimeRange[] } {
-  const wholeFrom = range.from ? ceilHour(range.from) : null;
-  const wholeTo = range.to ? floorHour(range.to) : null;
-  if (wholeFrom && wholeTo && wholeFrom.getTime() >= wholeTo.getTime()) return { rollups: null, raw: [range] };
+export function splitRange(range: TimeRange): { days: TimeRange | null; hours: TimeRange[]; raw: TimeRange[] } {
+  const days = wholeUnits(range, DAY_MS);
+  const hours: TimeRange[] = [];
   const raw: TimeRange[] = [];
-  if (range.from && wholeFrom && range.from.getTime() < wholeFrom.getTime()) raw.push({ from: range.from, to: wholeFrom });
-  if (range.to && wholeTo && wholeTo.getTime() < range.to.getTime()) raw.push({ from: wholeTo, to: range.to });
-  return { rollups: { from: wholeFrom, to: wholeTo }, raw };
+  for (const piece of days.rest) {
+    const split = wholeUnits(piece, HOUR_MS);
+    if (split.whole) hours.push(split.whole);
+    raw.push(...split.rest);
+  }
+  return { days: days.whole, hours, raw };
 }

@@ -5,19 +5,22 @@ export const MEASURES = 'cost_cents, input_tokens, cached_input_tokens, output_t
 
 /**
  * SQL for the spend rows of one company in a range, with the given attribution columns and
- * the measures: whole hours from `cost_rollups`, partial edge hours from `cost_events`. The
- * company id is `$1`; range bounds are appended to `params`.
+ * the measures: whole days from `cost_rollups_daily`, whole hours at the ends from
+ * `cost_rollups`, partial hours from `cost_events`. The company id is `$1`; range bounds are
+ * appended to `params`.
  */
 export function spendSource(range: TimeRange, columns: readonly string[], params: unknown[]): string {
-  const { rollups, raw } = splitRange(range);
+  const { days, hours, raw } = splitRange(range);
   const bound = (value: Date | null) => { params.push(value ? value.toISOString() : null); return `$${params.length}::timestamptz`; };
   const select = columns.length ? `${columns.join(', ')}, ` : '';
+  const rollup = (table: string, column: string, piece: TimeRange) => {
+    const from = bound(piece.from);
+    const to = bound(piece.to);
+    return `select ${select}${MEASURES} from ${table} where company_id = $1 and (${from} is null or ${column} >= ${from}) and (${to} is null or ${column} < ${to})`;
+  };
   const parts: string[] = [];
-  if (rollups) {
-    const from = bound(rollups.from);
-    const to = bound(rollups.to);
-    parts.push(`select ${select}${MEASURES} from cost_rollups where company_id = $1 and (${from} is null or hour >= ${from}) and (${to} is null or hour < ${to})`);
-  }
+  if (days) parts.push(rollup('cost_rollups_daily', 'day', days));
+  for (const piece of hours) parts.push(rollup('cost_rollups', 'hour', piece));
   for (const edge of raw) {
     const from = bound(edge.from);
     const to = bound(edge.to);
