@@ -107,6 +107,8 @@ describe('board users', () => {
   it('deleting a company evicts its members from the credential cache', async () => {
     const doomed = await createCompany(t, { name: 'Short Lived' }, admin);
     await addMember(t, doomed.id, memberId);
+    // The membership was written outside the kernel: let its invalidation arrive before reading.
+    await t.kernel.services.authCache.sync();
     t.kernel.services.authCache.users.delete(memberId);
     expect((await t.api.get(`/api/companies/${doomed.id}`, { token: member })).status).toBe(200);
     expect(t.kernel.services.authCache.users.get(memberId)?.companyIds).toContain(doomed.id);
