@@ -15,12 +15,12 @@ type Row = Record<string, unknown>;
 const MAX_IDEMPOTENCY_KEY = 255;
 
 /**
- * Accepts the cost events of one group commit together. One statement stores the new events,
- * adds them to the hourly rollups and to the running totals of every scope and period (the
- * rows it updates stay locked until commit, which orders concurrent batches of one company);
- * one more opens the incidents those totals call for. Month-to-date spend goes back to the
- * company and agent rows, hard stops pause their scope, and each event gets its activity
- * entry, all in the same transaction.
+ * Accepts the cost events of one group commit together. One statement stores the new events
+ * (and finds the stored ones of retried idempotency keys); the activity entries are buffered;
+ * one statement adds the events to the rollups and to the running totals of every scope and
+ * period, whose rows then stay locked until commit (which orders concurrent batches of one
+ * company); one more opens the incidents those totals call for. Month-to-date spend goes back
+ * to the company and agent rows and hard stops pause their scope, all in the same transaction.
  */
 export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): Promise<unknown[]> {
   const answers: unknown[] = new Array(calls.length).fill(null);
@@ -150,36 +150,29 @@ ins as (
 select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
        (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted`;
 
+/** Adds the events of CTE `ins` to a rollup table keyed by `unit` ('hour' or 'day', UTC), in key order. */
+function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
+  return `
+  insert into ${table} as r (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type,
+                             cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
+  select company_id, date_trunc('${unit}', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
+         sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
+    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
+  on conflict (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type) do update
+    set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
+        cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
+        event_count = r.event_count + excluded.event_count
+  returning 1`;
+}
+
 /** Adds stored events to the hourly and daily rollups and to every scope's running totals, in key order (no deadlocks between batches). */
 const ADD_TO_TOTALS = `
 with ins as (
   select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
          billing_type text, cost_cents bigint, input_tokens bigint, cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz)
 ),
-rolled as (
-  insert into cost_rollups as r (company_id, hour, agent_id, project_id, provider, biller, model, billing_type,
-                                 cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
-  select company_id, date_trunc('hour', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
-         sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
-    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
-  on conflict (company_id, hour, agent_id, project_id, provider, biller, model, billing_type) do update
-    set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
-        cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
-        event_count = r.event_count + excluded.event_count
-  returning 1
-),
-rolled_daily as (
-  insert into cost_rollups_daily as r (company_id, day, agent_id, project_id, provider, biller, model, billing_type,
-                                       cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
-  select company_id, date_trunc('day', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
-         sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
-    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
-  on conflict (company_id, day, agent_id, project_id, provider, biller, model, billing_type) do update
-    set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
-        cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
-        event_count = r.event_count + excluded.event_count
-  returning 1
-),
+rolled as (${rollupUpsert('cost_rollups', 'hour')}),
+rolled_daily as (${rollupUpsert('cost_rollups_daily', 'day')}),
 scoped as (
   select company_id, 'company' as scope_type, company_id as scope_id, occurred_at, cost_cents from ins
   union all select company_id, 'agent', agent_id, occurred_at, cost_cents from ins
