@@ -25,8 +25,16 @@ interface Running {
   transactional: boolean;
   finished: boolean;
   activity: RecordedActivity[];
-  timer: NodeJS.Timeout;
+  timer?: NodeJS.Timeout;
   resolve(outcome: RunOutcome): void;
+}
+
+/** How a batch handler's call ended: its per-call answers, and what each call's ctx recorded. */
+export interface BatchOutcome {
+  ok: boolean;
+  answers?: Array<{ ok: boolean; v?: unknown; e?: { status: number; code: string; message: string; details?: unknown } }>;
+  error?: PluginCallError;
+  activity: RecordedActivity[][];
 }
 
 /**
@@ -85,6 +93,24 @@ export class IsolateRunner {
         this.failFromIsolate(running, error);
       }
     });
+  }
+
+  /**
+   * Runs a batch handler over several calls, as the host's group commit does: each call is
+   * registered with its own identity (so its ctx works while the handler runs), the handler
+   * runs as one invocation of kind `route_batch`, and each call's activity is kept apart.
+   */
+  async runBatch(lead: InvocationInfo, calls: Array<{ info: InvocationInfo; input: unknown }>, transactional: boolean): Promise<BatchOutcome> {
+    const members: Running[] = calls.map(({ info }) => ({ info, transactional, finished: false, activity: [], resolve: () => undefined }));
+    for (const member of members) this.running.set(member.info.id, member);
+    try {
+      const outcome = await this.run(lead, { calls }, transactional);
+      const activity = members.map((member) => member.activity);
+      if (!outcome.ok) return { ok: false, error: outcome.error, activity };
+      return { ok: true, answers: outcome.value as BatchOutcome['answers'], activity };
+    } finally {
+      for (const member of members) { member.finished = true; this.running.delete(member.info.id); }
+    }
   }
 
   private hostCall(sandbox: Sandbox, invocationId: string, capability: string, method: string, argsJson: string): string {

@@ -5,8 +5,8 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildPlugin } from '../build/build-plugin.ts';
 import { checkManifest } from '../build/validate-manifest.ts';
-import type { InvocationInfo } from '../plugin/context.ts';
-import type { PluginManifest } from '../plugin/manifest.ts';
+import type { InvocationInfo, RouteRequest } from '../plugin/context.ts';
+import type { PluginManifest, RouteManifest } from '../plugin/manifest.ts';
 import type { RecordedActivity } from './capabilities.ts';
 import { errorAnswer, successAnswer, validateInput, verifyWebhook, webhookSignature, type RouteAnswer } from './contributions.ts';
 import { PluginCallError } from './errors.ts';
@@ -35,6 +35,14 @@ export interface TestHostOptions {
 export interface CallOptions { companyId?: string | null; actor?: InvocationInfo['actor']; runId?: string | null }
 export interface RouteCall extends CallOptions { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string> }
 export interface WebhookCall { body: string | object; headers?: Record<string, string> }
+
+/** A route call that passed the host's checks: what the plugin receives. */
+interface PreparedRoute {
+  route: RouteManifest;
+  request: RouteRequest;
+  transactional: boolean;
+  defaultActivity: { action: string; entityType: string; entityId: string } | null;
+}
 
 const DEFAULT_ACTOR: InvocationInfo['actor'] = { type: 'user', id: 'test-board', agentId: null };
 // The identities the host's scheduler, webhook receiver and event bus call with.
@@ -102,11 +110,64 @@ export class TestHost {
 
   /** Calls a route by its manifest key, after the host's checks (grant, schemas); answers like HTTP would. */
   async callRoute(key: string, call: RouteCall = {}): Promise<RouteAnswer> {
+    const prepared = this.prepareRoute(key, call);
+    if ('answer' in prepared) return prepared.answer;
+    const { route, request, transactional, defaultActivity } = prepared;
+    try {
+      const value = await this.invoke('route', route.key, request, { ...call, companyId: request.companyId }, transactional, defaultActivity);
+      return successAnswer(value, route.successStatus ?? 200);
+    } catch (error) {
+      if (error instanceof PluginCallError) return errorAnswer(error);
+      throw error;
+    }
+  }
+
+  /**
+   * Calls a batched route with several calls at once, as concurrent requests would arrive in
+   * one group commit: the plugin's `batches[key]` handler answers them all (each call with its
+   * own identity and activity). Without a batch handler, or when it throws, each call runs
+   * alone through `routes[key]`, as the host falls back. Answers in call order.
+   */
+  async callBatch(key: string, calls: RouteCall[]): Promise<RouteAnswer[]> {
+    const answers: Array<RouteAnswer | undefined> = new Array(calls.length).fill(undefined);
+    const ready: Array<{ index: number; prepared: PreparedRoute; info: InvocationInfo }> = [];
+    calls.forEach((call, index) => {
+      const prepared = this.prepareRoute(key, call);
+      if ('answer' in prepared) { answers[index] = prepared.answer; return; }
+      if (!prepared.route.batch) throw new Error(`Route "${key}" is not batched in plugin.json`);
+      ready.push({ index, prepared, info: this.invocationInfo('route', key, { ...call, companyId: prepared.request.companyId }) });
+    });
+    if (ready.length === 0) return answers as RouteAnswer[];
+    const lead = { ...ready[0]!.info, id: randomUUID(), kind: 'route_batch' as const };
+    const outcome = await this.runner.runBatch(lead, ready.map(({ info, prepared }) => ({ info, input: prepared.request })), true);
+    if (!outcome.ok || !Array.isArray(outcome.answers) || outcome.answers.length !== ready.length) {
+      for (const { index } of ready) answers[index] = await this.callRoute(key, calls[index]!);
+      return answers as RouteAnswer[];
+    }
+    ready.forEach(({ index, prepared, info }, position) => {
+      const answer = outcome.answers![position]!;
+      if (!answer.ok) {
+        const e = answer.e ?? { status: 500, code: 'plugin_error', message: 'Plugin failed' };
+        answers[index] = errorAnswer(new PluginCallError(e.status, e.code, e.message, { details: e.details }));
+        return;
+      }
+      const recorded = outcome.activity[position]!;
+      this.activity.push(...recorded);
+      if (recorded.length === 0 && prepared.defaultActivity) {
+        this.activity.push({ ...prepared.defaultActivity, details: null, companyId: info.companyId, actor: info.actor, runId: info.runId, invocationId: info.id, byHost: true });
+      }
+      answers[index] = successAnswer(answer.v, prepared.route.successStatus ?? 200);
+    });
+    return answers as RouteAnswer[];
+  }
+
+  /** The host's checks of one route call (grant, company, schemas): the request to send, or the answer already given. */
+  private prepareRoute(key: string, call: RouteCall): { answer: RouteAnswer } | PreparedRoute {
     const route = this.manifest.routes?.find((r) => r.key === key);
     if (!route) throw new Error(`${this.manifest.key} declares no route "${key}" in plugin.json`);
     const fullPath = route.absolute ? route.path : `/api/plugins/${this.manifest.key}${route.path}`;
     if (!this.has('http.routes') || (route.absolute && !this.has('http.routes.absolute'))) {
-      return errorAnswer(new PluginCallError(404, 'not_found', `Route ${route.method} ${fullPath} is not mounted: ${route.absolute ? 'http.routes.absolute' : 'http.routes'} is not granted`));
+      return { answer: errorAnswer(new PluginCallError(404, 'not_found', `Route ${route.method} ${fullPath} is not mounted: ${route.absolute ? 'http.routes.absolute' : 'http.routes'} is not granted`)) };
     }
     const params = { ...call.params };
     let companyId = call.companyId !== undefined ? call.companyId : this.defaults.companyId;
@@ -123,18 +184,12 @@ export class TestHost {
         validateInput(route.body, body, 'request body');
       }
     } catch (error) {
-      return errorAnswer(error as PluginCallError);
+      return { answer: errorAnswer(error as PluginCallError) };
     }
     const headers = Object.fromEntries(Object.entries(call.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     const transactional = route.transactional ?? route.method !== 'GET';
     const defaultActivity = route.method === 'GET' ? null : { action: `plugin.${this.manifest.key}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${fullPath}` };
-    try {
-      const value = await this.invoke('route', route.key, { params, query, body, headers, companyId }, { ...call, companyId }, transactional, defaultActivity);
-      return successAnswer(value, route.successStatus ?? 200);
-    } catch (error) {
-      if (error instanceof PluginCallError) return errorAnswer(error);
-      throw error;
-    }
+    return { route, request: { params, query, body, headers, companyId }, transactional, defaultActivity };
   }
 
   /** Runs a tool as POST /api/plugins/tools/execute would; resolves its result or rejects with PluginCallError. */
@@ -248,13 +303,17 @@ export class TestHost {
     return copy;
   }
 
-  private async invoke(kind: InvocationInfo['kind'], target: string, input: unknown, call: CallOptions, transactional: boolean, defaultActivity: { action: string; entityType: string; entityId: string } | null): Promise<unknown> {
-    const info: InvocationInfo = {
+  private invocationInfo(kind: InvocationInfo['kind'], target: string, call: CallOptions): InvocationInfo {
+    return {
       id: randomUUID(), kind, target,
       companyId: call.companyId !== undefined ? call.companyId : this.defaults.companyId,
       actor: call.actor ?? this.defaults.actor,
       runId: call.runId !== undefined ? call.runId : this.defaults.runId,
     };
+  }
+
+  private async invoke(kind: InvocationInfo['kind'], target: string, input: unknown, call: CallOptions, transactional: boolean, defaultActivity: { action: string; entityType: string; entityId: string } | null): Promise<unknown> {
+    const info = this.invocationInfo(kind, target, call);
     const outcome = await this.runner.run(info, input, transactional);
     this.activity.push(...outcome.activity);
     if (outcome.ok && outcome.activity.length === 0 && defaultActivity) {
