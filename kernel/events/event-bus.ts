@@ -41,6 +41,16 @@ export class EventBus {
     return add(this.subscribers, event, fn);
   }
 
+  /**
+   * A change that was committed elsewhere (a plugin's own transaction, through a kernel
+   * bridge): there is no transaction left for hooks to veto, so only subscribers hear of it.
+   */
+  async published<E extends EventName>(event: E, payload: KernelEvents[E]): Promise<void> {
+    for (const subscriber of this.subscribers.get(event) ?? []) {
+      try { await subscriber(payload); } catch (error) { this.log.error({ err: error, event }, 'event subscriber failed'); }
+    }
+  }
+
   async emit<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E]): Promise<void> {
     for (const hook of this.hooks.get(event) ?? []) await hook(tx, payload);
     const subscribers = this.subscribers.get(event);

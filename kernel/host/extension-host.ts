@@ -13,7 +13,9 @@ import { RouteBatcher } from './contributions/route-batcher.ts';
 import { privateNetworkHostsFor } from './network-settings.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
-import type { InvokeMessage } from './protocol/messages.ts';
+import type { InvokeMessage, KernelEffect } from './protocol/messages.ts';
+import { readCompany } from '../tenancy/company-access.ts';
+import { toCompany } from '../tenancy/companies.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 
 export interface LoadedPlugin {
@@ -336,9 +338,23 @@ export class ExtensionHost {
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
       // learn of it by notification, so wait for those before answering, as after a kernel commit.
       if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await this.kernel.db.afterEveryCommit?.();
+      if (result.ok && result.effects?.length && info.companyId) await this.announceEffects(key, info.companyId, result.effects);
       return result;
     } finally {
       this.invocations.delete(id);
+    }
+  }
+
+  /** Status changes a plugin committed to kernel rows, told to event subscribers as the kernel's own changes are. */
+  private async announceEffects(plugin: string, companyId: string, effects: KernelEffect[]): Promise<void> {
+    const actor = { actorType: 'system' as const, actorId: `plugin:${plugin}` };
+    for (const effect of effects) {
+      if (effect.scope === 'agent') {
+        await this.kernel.events.published('agent.status_changed', { companyId, agentId: effect.agentId, from: effect.from, to: effect.to, reason: effect.reason, actor });
+        continue;
+      }
+      const company = await readCompany(this.kernel.db, companyId);
+      if (company) await this.kernel.events.published('company.updated', { companyId, company: toCompany(company), changes: { status: effect.to }, actor });
     }
   }
 

@@ -1,10 +1,10 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
-import type { InvokeMessage, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+import type { CallResult, InvokeMessage, KernelEffect, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 
 import { workerEntry } from './worker-entry.ts';
 
-export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
 export type KernelCallHandler = (call: Extract<WorkerToKernel, { t: 'call' }>) => Promise<unknown>;
 
 export interface PluginHealth {
@@ -164,13 +164,13 @@ export class PluginProcess {
     return true;
   }
 
-  private settle(message: { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }): void {
+  private settle(message: CallResult): void {
     const waiter = this.pending.get(message.id);
     if (!waiter) return;
     this.pending.delete(message.id);
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
-    waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
+    waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten, effects: message.effects });
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */

@@ -122,10 +122,13 @@ describe('kernel rows from the plugin transaction', () => {
 
   it('pauses and resumes in the same transaction: a failing call leaves the agent as it was', async () => {
     const subject = await createAgent(t.api, company.id);
+    const heard: any[] = [];
+    const off = t.kernel.services.events.on('agent.status_changed', (payload) => { if (payload.agentId === subject.id) heard.push(payload); });
     const failed = await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop', fail: true });
     expect(failed.status).toBe(409);
     expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
     expect(await activityCount('agent.paused', subject.id)).toBe(0);
+    expect(heard).toEqual([]);
 
     expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
     const paused = (await t.api.get(`/api/agents/${subject.id}`)).body;
@@ -136,6 +139,13 @@ describe('kernel rows from the plugin transaction', () => {
     expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'other_reason' })).body).toEqual({ changed: false });
     expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
     expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
+    // Committed changes reach event subscribers as the kernel's own status changes do.
+    off();
+    const actor = { actorType: 'system', actorId: 'plugin:kernel-rows' };
+    expect(heard).toEqual([
+      { companyId: company.id, agentId: subject.id, from: 'idle', to: 'paused', reason: 'budget_hard_stop', actor },
+      { companyId: company.id, agentId: subject.id, from: 'paused', to: 'idle', reason: null, actor },
+    ]);
     expect((await rows({ op: 'pause-agent', agentId: foreignAgent.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
     expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.status).toBe('idle');
   });

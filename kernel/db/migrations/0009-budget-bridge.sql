@@ -77,9 +77,10 @@ revoke all on function keel_bridge.set_monthly_budget(text, text, text, uuid, bi
 -- Pauses (or resumes) a company or one of its agents in the caller's own transaction, so that a
 -- hard stop commits or rolls back with the spend that caused it. A resume undoes only a pause
 -- made for the same reason: an operator's own pause is never lifted by a plugin. The change is
--- written to the activity log as the plugin (actor type system).
+-- written to the activity log as the plugin (actor type system). Returns the status the scope
+-- had before, or null when nothing changed.
 create function keel_private.set_scope_paused(claims jsonb, scope text, scope_id uuid, paused boolean, reason text)
-  returns boolean language plpgsql security definer set search_path = public, pg_temp as $$
+  returns text language plpgsql security definer set search_path = public, pg_temp as $$
 declare
   company uuid := (claims ->> 'companyId')::uuid;
   previous text;
@@ -111,7 +112,7 @@ begin
     raise exception 'unknown scope %', scope using errcode = 'invalid_parameter_value';
   end if;
   if previous is null then
-    return false;
+    return null;
   end if;
   insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
   values (company, 'system', 'plugin:' || (claims ->> 'plugin'),
@@ -121,19 +122,19 @@ begin
                              'reason', reason, 'plugin', claims ->> 'plugin',
                              'onBehalfOf', jsonb_build_object('actorType', claims ->> 'actorType', 'actorId', claims ->> 'actorId')),
           0, '', '');
-  return true;
+  return previous;
 end $$;
 revoke all on function keel_private.set_scope_paused(jsonb, text, uuid, boolean, text) from public;
 
 -- agents.pause / companies.pause, in the caller's transaction.
 create function keel_bridge.pause_agent(invocation text, signature text, agent_id uuid, paused boolean, reason text)
-  returns boolean language sql security definer set search_path = public, pg_temp as $$
+  returns text language sql security definer set search_path = public, pg_temp as $$
   select keel_private.set_scope_paused(keel_private.verified_invocation(invocation, signature), 'agent', agent_id, paused, reason)
 $$;
 revoke all on function keel_bridge.pause_agent(text, text, uuid, boolean, text) from public;
 
 create function keel_bridge.pause_company(invocation text, signature text, paused boolean, reason text)
-  returns boolean language sql security definer set search_path = public, pg_temp as $$
+  returns text language sql security definer set search_path = public, pg_temp as $$
   select keel_private.set_scope_paused(keel_private.verified_invocation(invocation, signature), 'company', null, paused, reason)
 $$;
 revoke all on function keel_bridge.pause_company(text, text, boolean, text) from public;

@@ -59,12 +59,22 @@ export type KernelToWorker =
 
 export interface WireError { status: number; code: string; message: string; details?: unknown }
 
+/**
+ * A status change a call made to a kernel row from its own transaction; reported with the
+ * result only when that transaction committed, and announced by the kernel to event subscribers.
+ */
+export type KernelEffect =
+  | { scope: 'agent'; agentId: string; from: string; to: string; reason: string | null }
+  | { scope: 'company'; from: string; to: string; reason: string | null };
+
+export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
+
 export type WorkerToKernel =
   | { t: 'ready'; bootMs: number }
   | { t: 'boot_failed'; error: WireError }
-  | { t: 'result'; id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+  | ({ t: 'result' } & CallResult)
   /** The results of a batch, in one message (one write instead of one per call). */
-  | { t: 'results'; results: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> }
+  | { t: 'results'; results: CallResult[] }
   | { t: 'call'; id: number; invocationId: string; capability: string; method: string; args: unknown[] }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string }
   | { t: 'fatal'; reason: string };

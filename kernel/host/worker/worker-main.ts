@@ -1,4 +1,4 @@
-import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
+import type { CallResult, KernelEffect, KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
 import { activityCapability, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
@@ -214,7 +214,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   if (invocation.batch) {
     // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
     invocations.delete(invocation.id);
-    invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
+    invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [], effects: ok ? invocation.effects : [] });
     return;
   }
   const client = await invocation.openedClient();
@@ -237,7 +237,8 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
   }
   invocations.delete(invocation.id);
-  send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten });
+  // Status changes are reported only when the transaction that made them committed.
+  send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten, effects: ok && invocation.effects.length ? invocation.effects : undefined });
 }
 
 function failFromIsolate(invocation: Invocation, error: unknown): void {
@@ -336,7 +337,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
     return giveUp();
   }
   const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
-  const results: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> = [];
+  const results: CallResult[] = [];
   const activity: unknown[][] = [];
   items.forEach((item, index) => {
     const answer = answers[index];
@@ -350,7 +351,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
       const entry = item.defaultActivity;
       activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
     }
-    results.push({ id: item.id, ok: true, value: JSON.stringify(answer.v ?? null), activityWritten: true });
+    results.push({ id: item.id, ok: true, value: JSON.stringify(answer.v ?? null), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
   });
   try {
     await flushBatchActivity(client, activity);
@@ -374,12 +375,12 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
     fail({ status: 500, code: 'plugin_transaction_failed', message: `Could not open the batch transaction: ${(error as Error).message}` });
     return;
   }
-  const outcomes: Array<{ id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }> = [];
+  const outcomes: CallResult[] = [];
   const activity: unknown[][] = [];
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][] }>((resolve) => {
+      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][]; effects: KernelEffect[] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };

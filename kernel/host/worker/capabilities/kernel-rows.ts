@@ -70,11 +70,24 @@ export function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
   };
 }
 
-/** `ctx.scopes`: pause or resume the company (companies.pause) or one of its agents (agents.pause) in this call's transaction. */
+/**
+ * `ctx.scopes`: pause or resume the company (companies.pause) or one of its agents
+ * (agents.pause) in this call's transaction. Each change is remembered on the invocation, so
+ * that the kernel announces it to event subscribers once the transaction has committed.
+ */
 export function scopesCapability(db: PluginDatabase | null): WorkerCapability {
-  const agent = (paused: boolean) => async (invocation: Invocation, args: unknown[]) =>
-    ({ changed: await bridge(db, invocation, 'select keel_bridge.pause_agent($1, $2, $3::uuid, $4, $5) as result', [uuid(args[0], 'agentId'), paused, reason(args[1])]) === true });
-  const company = (paused: boolean) => async (invocation: Invocation, args: unknown[]) =>
-    ({ changed: await bridge(db, invocation, 'select keel_bridge.pause_company($1, $2, $3, $4) as result', [paused, reason(args[0])]) === true });
+  const agent = (paused: boolean) => async (invocation: Invocation, args: unknown[]) => {
+    const agentId = uuid(args[0], 'agentId');
+    const why = reason(args[1]);
+    const previous = await bridge(db, invocation, 'select keel_bridge.pause_agent($1, $2, $3::uuid, $4, $5) as result', [agentId, paused, why]);
+    if (typeof previous === 'string') invocation.effects.push({ scope: 'agent', agentId, from: previous, to: paused ? 'paused' : 'idle', reason: paused ? why : null });
+    return { changed: typeof previous === 'string' };
+  };
+  const company = (paused: boolean) => async (invocation: Invocation, args: unknown[]) => {
+    const why = reason(args[0]);
+    const previous = await bridge(db, invocation, 'select keel_bridge.pause_company($1, $2, $3, $4) as result', [paused, why]);
+    if (typeof previous === 'string') invocation.effects.push({ scope: 'company', from: previous, to: paused ? 'paused' : 'active', reason: paused ? why : null });
+    return { changed: typeof previous === 'string' };
+  };
   return { pauseAgent: agent(true), resumeAgent: agent(false), pauseCompany: company(true), resumeCompany: company(false) };
 }
