@@ -137,58 +137,64 @@ export class ExtensionHost {
 
   /** Grants the manifest's capabilities (or the subset given), provisions the database and starts the worker. */
   async enable(key: string, options: { grant?: string[] }): Promise<Row> {
-    const row = await this.row(key);
-    const manifest = row.manifest as PluginManifest;
-    const declared = manifest.capabilities.map((c) => c.id as string);
-    const requested = options.grant ?? declared;
-    const unknown = requested.filter((id) => !declared.includes(id));
-    if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
-    const claimed = this.claimedRoutes(manifest, requested);
-    // Before anything is stored: a refused enable must not leave the plugin enabled with its
-    // grants (the next start would activate it, and the first to start would win the route).
-    this.assertNoRouteConflicts(key, claimed);
-    const updated = await this.kernel.db.transaction(async (tx) => {
-      const result = await tx.maybeOne(
-        `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
-           enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
-        [`{${requested.join(',')}}`, key]);
-      await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
-      return result!;
-    });
-    await this.deactivate(key);
-    try {
-      await this.activate(updated);
-    } catch (error) {
+    return this.exclusive(async () => {
+      const row = await this.row(key);
+      const manifest = row.manifest as PluginManifest;
+      const declared = manifest.capabilities.map((c) => c.id as string);
+      const requested = options.grant ?? declared;
+      const unknown = requested.filter((id) => !declared.includes(id));
+      if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
+      const claimed = this.claimedRoutes(manifest, requested);
+      // Before anything is stored: a refused enable must not leave the plugin enabled with its
+      // grants (the next start would activate it, and the first to start would win the route).
+      this.assertNoRouteConflicts(key, claimed);
+      const updated = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne(
+          `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
+             enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
+          [`{${requested.join(',')}}`, key]);
+        await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+        return result!;
+      });
       await this.deactivate(key);
-      await this.markFailed(key, (error as Error).message);
+      try {
+        await this.activate(updated);
+      } catch (error) {
+        await this.deactivate(key);
+        await this.markFailed(key, (error as Error).message);
+        await this.announce(key);
+        throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
+      }
       await this.announce(key);
-      throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
-    }
-    await this.announce(key);
-    return this.row(key);
+      return this.row(key);
+    });
   }
 
   async disable(key: string): Promise<Row> {
-    await this.row(key);
-    await this.deactivate(key);
-    const disabled = await this.kernel.db.transaction(async (tx) => {
-      const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
-      await this.audit(tx, 'plugin.disabled', key, {});
-      return result!;
+    return this.exclusive(async () => {
+      await this.row(key);
+      await this.deactivate(key);
+      const disabled = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
+        await this.audit(tx, 'plugin.disabled', key, {});
+        return result!;
+      });
+      await this.announce(key);
+      return disabled;
     });
-    await this.announce(key);
-    return disabled;
   }
 
   async uninstall(key: string): Promise<void> {
-    const row = await this.row(key);
-    await this.deactivate(key);
-    await this.databases.drop(row.manifest as PluginManifest);
-    await this.kernel.db.transaction(async (tx) => {
-      await tx.exec('delete from plugins where key = ?', [key]);
-      await this.audit(tx, 'plugin.uninstalled', key, { version: row.version });
+    return this.exclusive(async () => {
+      const row = await this.row(key);
+      await this.deactivate(key);
+      await this.databases.drop(row.manifest as PluginManifest);
+      await this.kernel.db.transaction(async (tx) => {
+        await tx.exec('delete from plugins where key = ?', [key]);
+        await this.audit(tx, 'plugin.uninstalled', key, { version: row.version });
+      });
+      await this.announce(key);
     });
-    await this.announce(key);
   }
 
   /**
@@ -196,29 +202,31 @@ export class ExtensionHost {
    * for capabilities the operator has not granted is refused until it is enabled again with them.
    */
   async upgrade(key: string): Promise<Row> {
-    const row = await this.row(key);
-    const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
-    if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
-    await this.databases.assertNamespaceFree(found.manifest);
-    const granted: string[] = row.granted_capabilities ?? [];
-    const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !granted.includes(id));
-    if (row.status === 'enabled' && added.length) {
-      throw new KeelError(409, 'capability_grant_required', `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; enable it again with those capabilities`, { details: { newCapabilities: added } });
-    }
-    const built = await buildOrRefuse(found.folder, key);
-    const updated = await this.kernel.db.transaction(async (tx) => {
-      const result = await tx.maybeOne(
-        `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, updated_at = now() where key = ? returning *`,
-        [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null, key]);
-      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version });
-      return result!;
+    return this.exclusive(async () => {
+      const row = await this.row(key);
+      const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
+      if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
+      await this.databases.assertNamespaceFree(found.manifest);
+      const granted: string[] = row.granted_capabilities ?? [];
+      const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !granted.includes(id));
+      if (row.status === 'enabled' && added.length) {
+        throw new KeelError(409, 'capability_grant_required', `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; enable it again with those capabilities`, { details: { newCapabilities: added } });
+      }
+      const built = await buildOrRefuse(found.folder, key);
+      const updated = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne(
+          `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, updated_at = now() where key = ? returning *`,
+          [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null, key]);
+        await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version });
+        return result!;
+      });
+      if (updated.status === 'enabled') {
+        await this.deactivate(key);
+        await this.activate(updated, built.code);
+      }
+      await this.announce(key);
+      return updated;
     });
-    if (updated.status === 'enabled') {
-      await this.deactivate(key);
-      await this.activate(updated, built.code);
-    }
-    await this.announce(key);
-    return updated;
   }
 
   async setConfig(key: string, config: Record<string, unknown>): Promise<Row> {
@@ -414,9 +422,21 @@ export class ExtensionHost {
     return this.kernel.db.query("select pg_notify('keel_plugins', ?)", [key]);
   }
 
-  private reconciling = Promise.resolve();
+  private lifecycle: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Lifecycle changes made here and reconciliations of changes made elsewhere run one at a
+   * time: a reconciliation set off by an earlier change (a disable's notification, say) must
+   * not deactivate or start a worker in the middle of a later enable.
+   */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.lifecycle.then(fn, fn);
+    this.lifecycle = run.catch(() => undefined);
+    return run;
+  }
+
   reconcile(key: string): Promise<void> {
-    this.reconciling = this.reconciling.then(async () => {
+    return this.exclusive(async () => {
       const row = await this.kernel.db.maybeOne('select * from plugins where key = ?', [key]);
       const loaded = this.plugins.get(key);
       if (!row || row.status !== 'enabled') {
@@ -435,7 +455,6 @@ export class ExtensionHost {
       await this.deactivate(key);
       await this.activate(row).catch((error: Error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin could not start after a change made elsewhere'));
     }).catch((error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin reconcile failed'));
-    return this.reconciling;
   }
 
   async stop(): Promise<void> {
