@@ -4,7 +4,7 @@ import type { FakeDatabase } from './fake-database.ts';
 import type { FakeFolders } from './fake-folders.ts';
 import type { FakeHttp } from './fake-http.ts';
 import { KERNEL_METHODS, type FakeKernel, type KernelMethod } from './fake-kernel.ts';
-import { sanitizeDetails } from './host-shared.ts';
+import { checkedActivityEntry, sanitizeDetails } from './host-shared.ts';
 
 export { GRANT_OF } from '../../kernel/host/worker/capability-grants.ts';
 
@@ -22,17 +22,9 @@ export interface RecordedActivity {
   byHost: boolean;
 }
 
-const ACTION = /^[a-z][a-z0-9_.:-]{0,127}$/;
-
-/** `ctx.activity.record`, checked with the worker's rules; the identity comes from the invocation. */
+/** `ctx.activity.record`, checked with the worker's own rules; the identity comes from the invocation. */
 export function activityEntry(args: unknown[], info: InvocationInfo): RecordedActivity {
-  const entry = args[0] as { action?: unknown; entityType?: unknown; entityId?: unknown; details?: unknown } | undefined;
-  if (!entry || typeof entry !== 'object') throw new CapabilityFault(400, 'invalid_activity', 'ctx.activity.record needs {action, entityType, entityId, details?}');
-  if (typeof entry.action !== 'string' || !ACTION.test(entry.action)) throw new CapabilityFault(400, 'invalid_activity', 'action must be a dotted lower-case name of at most 128 characters');
-  if (typeof entry.entityType !== 'string' || entry.entityType.length === 0 || entry.entityType.length > 100) throw new CapabilityFault(400, 'invalid_activity', 'entityType must be a non-empty string of at most 100 characters');
-  if (typeof entry.entityId !== 'string' || entry.entityId.length === 0 || entry.entityId.length > 200) throw new CapabilityFault(400, 'invalid_activity', 'entityId must be a non-empty string of at most 200 characters');
-  if (entry.details !== undefined && (entry.details === null || typeof entry.details !== 'object' || Array.isArray(entry.details))) throw new CapabilityFault(400, 'invalid_activity', 'details must be an object');
-  if (entry.details !== undefined && JSON.stringify(entry.details).length > 32_000) throw new CapabilityFault(413, 'invalid_activity', 'details larger than 32,000 characters');
+  const entry = checkedActivityEntry(args);
   return {
     action: entry.action, entityType: entry.entityType, entityId: entry.entityId,
     details: entry.details === undefined ? null : sanitizeDetails(entry.details) as Record<string, unknown>,

@@ -1,8 +1,9 @@
 /**
  * The pieces of the real host the test host reuses rather than imitates: the isolate and its
  * bridge (so plugin code runs exactly as it does in a worker), the SQL statement guard and
- * the activity sanitiser. Only this file reaches into kernel/.
+ * the activity entry rules and sanitiser. Only this file reaches into kernel/.
  */
 export { Sandbox, type HostFunctions } from '../../kernel/host/worker/sandbox.ts';
 export { refusedStatement, leadingKeyword } from '../../kernel/host/worker/sql-guard.ts';
 export { sanitizeDetails } from '../../kernel/activity/sanitize.ts';
+export { checkedActivityEntry } from '../../kernel/host/worker/capabilities/activity.ts';

@@ -41,8 +41,8 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
 
 type ActivityEntry = { action: string; entityType: string; entityId: string; details?: unknown };
 
-/** The checked entry of a `ctx.activity.record` call, or a CapabilityError saying what is wrong with it. */
-function checkedEntry(args: unknown[]): ActivityEntry {
+/** The checked entry of a `ctx.activity.record` call, or a CapabilityError saying what is wrong with it (sdk/testing applies the same rules). */
+export function checkedActivityEntry(args: unknown[]): ActivityEntry {
   const entry = args[0] as { action?: unknown; entityType?: unknown; entityId?: unknown; details?: unknown } | undefined;
   if (!entry || typeof entry !== 'object') throw new CapabilityError(400, 'invalid_activity', 'ctx.activity.record needs {action, entityType, entityId, details?}');
   if (typeof entry.action !== 'string' || !ACTION.test(entry.action)) throw new CapabilityError(400, 'invalid_activity', 'action must be a dotted lower-case name of at most 128 characters');
@@ -60,7 +60,7 @@ function checkedEntry(args: unknown[]): ActivityEntry {
  */
 export function recordInBatch(db: PluginDatabase | null, invocation: Invocation, args: unknown[]): null | undefined {
   if (!invocation.batch || !db) return undefined;
-  invocation.pendingActivity.push(activityValues(invocation, checkedEntry(args)));
+  invocation.pendingActivity.push(activityValues(invocation, checkedActivityEntry(args)));
   invocation.activityWritten = true;
   return null;
 }
@@ -68,7 +68,7 @@ export function recordInBatch(db: PluginDatabase | null, invocation: Invocation,
 export function activityCapability(db: PluginDatabase | null): WorkerCapability {
   return {
     record: async (invocation: Invocation, args: unknown[]) => {
-      const entry = checkedEntry(args);
+      const entry = checkedActivityEntry(args);
       if (!db) throw new CapabilityError(403, 'activity_unavailable', 'activity needs the plugin database connection');
       await writeActivity(db, invocation, entry);
       return null;
