@@ -178,6 +178,11 @@ describe('kernel rows from the plugin transaction', () => {
       const roles = await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_bare'");
       const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.pause_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
       expect(granted.rows[0].ok).toBe(false);
+      // Activity of a batch is verified entry by entry: a forged identity writes nothing.
+      const forgedActivity = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-activities' });
+      expect(forgedActivity.status).toBe(403);
+      expect(forgedActivity.body.error).toMatch(/invalid invocation signature/);
+      expect((await t.sql.query("select count(*)::int as n from activity_log where action = 'forged.entry'")).rows[0].n).toBe(0);
       // With the grant, the same raw call gets past the privilege check and fails on the forged signature instead.
       const forged = await rows({ op: 'raw-spend' });
       expect(forged.status).toBe(403);

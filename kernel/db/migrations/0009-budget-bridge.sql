@@ -4,7 +4,8 @@ alter table companies add column spent_month date;
 alter table agents add column spent_month date;
 
 -- The claims of a kernel-signed plugin invocation, after checking the signature, the calling
--- role and the expiry (the same checks as keel_bridge.record_activity).
+-- role and the expiry: the one check every bridge function makes (keel_bridge.record_activity
+-- is redefined on it in 0010).
 create function keel_private.verified_invocation(invocation text, signature text)
   returns jsonb language plpgsql stable security definer set search_path = public, pg_temp as $$
 declare
@@ -22,12 +23,20 @@ begin
   if (claims ->> 'exp')::bigint < extract(epoch from now())::bigint then
     raise exception 'invocation expired' using errcode = 'insufficient_privilege';
   end if;
-  if claims ->> 'companyId' is null then
-    raise exception 'invocation has no company' using errcode = 'insufficient_privilege';
-  end if;
   return claims;
 end $$;
 revoke all on function keel_private.verified_invocation(text, text) from public;
+
+-- The company a signed invocation serves; kernel rows are changed only for calls that serve one.
+create function keel_private.company_of(claims jsonb)
+  returns uuid language plpgsql immutable as $$
+begin
+  if claims ->> 'companyId' is null then
+    raise exception 'invocation has no company' using errcode = 'insufficient_privilege';
+  end if;
+  return (claims ->> 'companyId')::uuid;
+end $$;
+revoke all on function keel_private.company_of(jsonb) from public;
 
 -- budgets.write: month-to-date spend of the invocation's company and of its agents, for the
 -- given month. A report for an older month than the one stored is ignored (a late report must
@@ -35,8 +44,7 @@ revoke all on function keel_private.verified_invocation(text, text) from public;
 create function keel_bridge.report_monthly_spend(invocation text, signature text, month date, company_cents bigint, agent_cents jsonb)
   returns void language plpgsql security definer set search_path = public, pg_temp as $$
 declare
-  claims jsonb := keel_private.verified_invocation(invocation, signature);
-  company uuid := (claims ->> 'companyId')::uuid;
+  company uuid := keel_private.company_of(keel_private.verified_invocation(invocation, signature));
 begin
   if month <> date_trunc('month', month) then
     raise exception 'month must be the first day of a month' using errcode = 'invalid_parameter_value';
@@ -57,8 +65,7 @@ revoke all on function keel_bridge.report_monthly_spend(text, text, date, bigint
 create function keel_bridge.set_monthly_budget(invocation text, signature text, scope text, scope_id uuid, cents bigint)
   returns boolean language plpgsql security definer set search_path = public, pg_temp as $$
 declare
-  claims jsonb := keel_private.verified_invocation(invocation, signature);
-  company uuid := (claims ->> 'companyId')::uuid;
+  company uuid := keel_private.company_of(keel_private.verified_invocation(invocation, signature));
 begin
   if cents is null or cents < 0 then
     raise exception 'budget must be a non-negative number of cents' using errcode = 'invalid_parameter_value';
@@ -82,7 +89,7 @@ revoke all on function keel_bridge.set_monthly_budget(text, text, text, uuid, bi
 create function keel_private.set_scope_paused(claims jsonb, scope text, scope_id uuid, paused boolean, reason text)
   returns text language plpgsql security definer set search_path = public, pg_temp as $$
 declare
-  company uuid := (claims ->> 'companyId')::uuid;
+  company uuid := keel_private.company_of(claims);
   previous text;
 begin
   if reason is null or length(reason) = 0 or length(reason) > 200 then

@@ -22,31 +22,31 @@ begin
   return new;
 end $$;
 
--- The activity entries of a plugin's group commit, in one call: each entry carries the
--- invocation identity the kernel signed for its own call, and every one is verified exactly as
--- keel_bridge.record_activity verifies a single entry before any is written. Identity comes
--- from the signed claims only. Entries are appended in the order given (one INSERT; the row
--- trigger chains them).
-create function keel_bridge.record_activities(entries jsonb)
+-- One signature check for every bridge function: record_activity now uses
+-- keel_private.verified_invocation (0009) instead of its own copy of the same checks.
+create or replace function keel_bridge.record_activity(invocation text, signature text, action text, entity_type text, entity_id text, details jsonb)
   returns void language plpgsql security definer set search_path = public, pg_temp as $$
 declare
-  k bytea;
+  claims jsonb := keel_private.verified_invocation(invocation, signature);
 begin
-  select b.key into k from keel_private.bridge_key b;
-  if exists (
-    select 1 from jsonb_array_elements(entries) as e
-     where encode(sha256(k || sha256(k || convert_to(e ->> 'invocation', 'UTF8'))), 'hex') is distinct from e ->> 'signature'
-        or ((e ->> 'invocation')::jsonb ->> 'role') is distinct from session_user
-        or ((e ->> 'invocation')::jsonb ->> 'exp')::bigint < extract(epoch from now())::bigint
-  ) then
-    raise exception 'invalid, foreign or expired invocation signature' using errcode = 'insufficient_privilege';
-  end if;
+  insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
+  values ((claims ->> 'companyId')::uuid, claims ->> 'actorType', claims ->> 'actorId', action, entity_type, entity_id,
+          (claims ->> 'agentId')::uuid, (claims ->> 'runId')::uuid,
+          coalesce(details, '{}'::jsonb) || jsonb_build_object('plugin', claims ->> 'plugin'), 0, '', '');
+end $$;
+
+-- The activity entries of a plugin's group commit, in one statement: each entry carries the
+-- invocation identity the kernel signed for its own call and is verified like a single entry;
+-- identity comes from the signed claims only. Entries are appended in the order given (the
+-- row trigger chains them).
+create function keel_bridge.record_activities(entries jsonb)
+  returns void language sql security definer set search_path = public, pg_temp as $$
   insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
   select (c ->> 'companyId')::uuid, c ->> 'actorType', c ->> 'actorId', x.e ->> 'action', x.e ->> 'entityType', x.e ->> 'entityId',
          (c ->> 'agentId')::uuid, (c ->> 'runId')::uuid,
          coalesce(nullif(x.e -> 'details', 'null'::jsonb), '{}'::jsonb) || jsonb_build_object('plugin', c ->> 'plugin'), 0, '', ''
     from jsonb_array_elements(entries) with ordinality as x(e, ord)
-    cross join lateral (select (x.e ->> 'invocation')::jsonb as c) as claims
-   order by x.ord;
-end $$;
+    cross join lateral keel_private.verified_invocation(x.e ->> 'invocation', x.e ->> 'signature') as v(c)
+   order by x.ord
+$$;
 revoke all on function keel_bridge.record_activities(jsonb) from public;
