@@ -46,21 +46,8 @@ create table cost_rollups (
 create unique index cost_rollups_key on cost_rollups (company_id, hour, agent_id, project_id, provider, biller, model, billing_type) nulls not distinct;
 
 -- The same per day (UTC): long ranges read days, and hours only at their two ends.
-create table cost_rollups_daily (
-  company_id uuid not null,
-  day timestamptz not null,
-  agent_id uuid not null,
-  project_id uuid,
-  provider text not null,
-  biller text not null,
-  model text not null,
-  billing_type text not null,
-  cost_cents bigint not null,
-  input_tokens bigint not null,
-  cached_input_tokens bigint not null,
-  output_tokens bigint not null,
-  event_count bigint not null
-);
+create table cost_rollups_daily (like cost_rollups including defaults);
+alter table cost_rollups_daily rename column hour to day;
 create unique index cost_rollups_daily_key on cost_rollups_daily (company_id, day, agent_id, project_id, provider, biller, model, billing_type) nulls not distinct;
 
 -- Running totals per scope (company, agent, project) and period ('YYYY-MM' in UTC, or
