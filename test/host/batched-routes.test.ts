@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/batch-ledger', import.meta.url));
 let t: TestKernel;
@@ -10,8 +11,7 @@ let company: any;
 beforeAll(async () => {
   t = await startTestKernel();
   company = await createCompany(t.api);
-  expect((await t.api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
-  expect((await t.api.post('/api/plugins/batch-ledger/enable', {})).status).toBe(200);
+  await installAndEnable(t, FIXTURE);
 });
 afterAll(async () => { await t?.stop(); });
 

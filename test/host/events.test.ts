@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/event-fx', import.meta.url));
 const KEY = 'event-fx';
@@ -23,9 +24,7 @@ const logs = async () => (await t.api.get(`/api/plugins/${KEY}/logs`)).body.logs
 
 beforeAll(async () => {
   t = await startTestKernel();
-  expect((await t.api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
-  const enabled = await t.api.post(`/api/plugins/${KEY}/enable`, {});
-  expect(enabled.status, enabled.text).toBe(200);
+  await installAndEnable(t, FIXTURE);
 });
 afterAll(async () => { await t?.stop(); });
 

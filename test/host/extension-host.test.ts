@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
 let t: TestKernel;
@@ -10,10 +11,7 @@ let company: any;
 beforeAll(async () => {
   t = await startTestKernel();
   company = await createCompany(t.api);
-  const installed = await t.api.post('/api/plugins/install', { localPath: ECHO });
-  expect(installed.status, installed.text).toBe(201);
-  const enabled = await t.api.post('/api/plugins/echo/enable', {});
-  expect(enabled.status, enabled.text).toBe(200);
+  await installAndEnable(t, ECHO);
 });
 afterAll(async () => { await t?.stop(); });
 

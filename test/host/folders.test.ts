@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 /**
  * ctx.folders and the local-folder API rows. The `folder-probe` fixture declares `notes`
@@ -46,10 +47,7 @@ beforeAll(async () => {
   t = await startTestKernel({ limits: { jsonBodyBytes: 8 * 1024 * 1024 } });
   companyA = await createCompany(t.api);
   companyB = await createCompany(t.api);
-  const installed = await t.api.post('/api/plugins/install', { localPath: FIXTURE });
-  expect(installed.status, installed.text).toBe(201);
-  const enabled = await t.api.post('/api/plugins/folder-probe/enable', {});
-  expect(enabled.status, enabled.text).toBe(200);
+  await installAndEnable(t, FIXTURE);
 });
 
 afterAll(async () => {

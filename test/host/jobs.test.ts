@@ -8,6 +8,7 @@ import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { createApi, startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/job-fx', import.meta.url));
 const KEY = 'job-fx';
@@ -40,10 +41,7 @@ async function schedules(): Promise<Array<{ key: string; cron: string; timezone:
 
 beforeAll(async () => {
   t = await startTestKernel({ auth: { agentJwtSecret: SECRET } });
-  const installed = await t.api.post('/api/plugins/install', { localPath: FIXTURE });
-  expect(installed.status, installed.text).toBe(201);
-  const enabled = await t.api.post(`/api/plugins/${KEY}/enable`, {});
-  expect(enabled.status, enabled.text).toBe(200);
+  await installAndEnable(t, FIXTURE);
   const company = await createCompany(t.api);
   const agent = await createAgent(t.api, company.id);
   agentToken = await createAgentKey(t.api, agent.id);

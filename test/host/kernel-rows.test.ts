@@ -1,11 +1,10 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyActivityChains } from '../../kernel/activity/verify-chain.ts';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/kernel-rows', import.meta.url));
 const ALL = ['http.routes', 'database.namespace.write', 'database.namespace.migrate', 'activity.write', 'agents.pause', 'companies.pause', 'budgets.write'];
@@ -26,8 +25,7 @@ beforeAll(async () => {
   other = await createCompany(t.api);
   agent = await createAgent(t.api, company.id);
   foreignAgent = await createAgent(t.api, other.id);
-  expect((await t.api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
-  expect((await t.api.post('/api/plugins/kernel-rows/enable', { grant: ALL })).status).toBe(200);
+  await installAndEnable(t, FIXTURE, ALL);
 });
 afterAll(async () => { await t?.stop(); });
 
@@ -162,16 +160,12 @@ describe('kernel rows from the plugin transaction', () => {
   });
 
   it('are refused by the database itself to a plugin without the grant', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'keel-kernel-rows-'));
+    const dir = await pluginVariant(FIXTURE, (manifest: any) => ({
+      ...manifest, key: 'kernel-rows-bare', database: { ...manifest.database, namespace: 'kernel_rows_bare' },
+      capabilities: manifest.capabilities.filter((c: { id: string }) => !['budgets.write', 'agents.pause', 'companies.pause'].includes(c.id)),
+    }));
     try {
-      await cp(FIXTURE, join(dir, 'bare'), { recursive: true });
-      const manifest = JSON.parse(await readFile(join(dir, 'bare', 'plugin.json'), 'utf8'));
-      manifest.key = 'kernel-rows-bare';
-      manifest.database.namespace = 'kernel_rows_bare';
-      manifest.capabilities = manifest.capabilities.filter((c: { id: string }) => !['budgets.write', 'agents.pause', 'companies.pause'].includes(c.id));
-      await writeFile(join(dir, 'bare', 'plugin.json'), JSON.stringify(manifest));
-      expect((await t.api.post('/api/plugins/install', { localPath: join(dir, 'bare') })).status).toBe(201);
-      expect((await t.api.post('/api/plugins/kernel-rows-bare/enable', {})).status).toBe(200);
+      await installAndEnable(t, dir);
       // Through SQL, bypassing the SDK: the function is not executable by this plugin's role.
       const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-spend' });
       expect([raw.status, raw.body.code]).toEqual([403, 'sql_42501']);

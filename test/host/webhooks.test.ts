@@ -8,6 +8,7 @@ import { loadConfig } from '../../kernel/config/load.ts';
 import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createApi, startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/webhook-fx', import.meta.url));
 const KEY = 'webhook-fx';
@@ -37,9 +38,7 @@ const webhookActivity = () => count("select count(*)::int as n from activity_log
 
 beforeAll(async () => {
   t = await startTestKernel({ auth: { agentJwtSecret: INSTANCE_SECRET } });
-  expect((await t.api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
-  const enabled = await t.api.post(`/api/plugins/${KEY}/enable`, {});
-  expect(enabled.status, enabled.text).toBe(200);
+  await installAndEnable(t, FIXTURE);
   const config = await t.api.post(`/api/plugins/${KEY}/config`, { config: { signingSecret: SECRET } });
   expect(config.status, config.text).toBe(200);
 });
