@@ -119,7 +119,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     const { company } = await companyForRequest(ctx, host.kernel.db, params[route.companyParam]);
     companyId = company.id;
   } else if (route.agentParam) {
-    ctx.params = { ...params, [route.agentParam]: params[route.agentParam] ?? '' };
+    // agentForRequest reads the path parameter (a uuid, or a short name with ?companyId=) from ctx.params.
+    ctx.params = params;
     const { agent } = await agentForRequest(ctx, host.kernel.db, route.agentParam);
     params[route.agentParam] = agent.id;
     companyId = agent.company_id;
