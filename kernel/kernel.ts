@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import type pg from 'pg';
 import { ActivityLog } from './activity/activity-log.ts';
@@ -10,6 +9,8 @@ import { ActorResolver } from './auth/resolve-actor.ts';
 import type { KeelConfig } from './config/schema.ts';
 import { Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
+import { DataDirLock } from './config/data-dir-lock.ts';
+import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
@@ -28,6 +29,7 @@ export interface RunningKernel {
   url: string;
   databaseUrl: string;
   embedded: EmbeddedDatabase | null;
+  /** Drains HTTP, then stops the job engine, the plugin workers, the kernel's services and PostgreSQL, in that order. */
   stop(): Promise<void>;
 }
 
@@ -41,75 +43,101 @@ export interface StartOptions {
   firstPartyDir?: string;
   /** Route modules added after the kernel's own (benchmarks mount their baseline routes this way). */
   extraRouteModules?: import('./http/app.ts').RouteModule[];
+  /** How long a stop waits for requests in flight before it closes their connections (default 10 s). */
+  drainMs?: number;
 }
 
-/** config -> database -> kernel services -> HTTP listen. The extension host joins here later. */
+const DEFAULT_DRAIN_MS = 10_000;
+
+/**
+ * data-directory lock -> HTTP listen -> database -> kernel services -> extension host ->
+ * ready. The port is taken before anything else starts, so a port in use fails at once
+ * with nothing to undo; until the kernel is ready the server answers 503 `starting`.
+ * Whatever a failed start had started is stopped again, in reverse order, before it throws.
+ */
 export async function startKernel(config: KeelConfig, options: StartOptions = {}): Promise<RunningKernel> {
   const log = options.log ?? createLogger(config.logging.level);
-  let embedded: EmbeddedDatabase | null = null;
-  let databaseUrl = config.database.url;
-  if (!databaseUrl) {
-    embedded = await startEmbeddedPostgres(config.dataDir, log);
-    databaseUrl = embedded.url.replace(/\/postgres$/, '/keel');
-    await ensureDatabase(embedded.url, 'keel');
-  }
-  let db: Database | undefined;
-  let contributions: ContributionPoints | undefined;
+  const started = new StartedParts(log);
   try {
-    db = await Database.connect(databaseUrl, { poolSize: config.database.poolSize, log });
+    const lock = await DataDirLock.acquire(config.dataDir);
+    started.add('data directory lock', () => lock.release());
+    const listener = await listenEarly(config.server.host, options.port ?? config.server.port);
+    started.add('HTTP server', () => listener.close(0));
+    let embedded: EmbeddedDatabase | null = null;
+    let databaseUrl = config.database.url;
+    if (!databaseUrl) {
+      embedded = await startEmbeddedPostgres(config.dataDir, log);
+      started.add('PostgreSQL', () => embedded!.stop());
+      databaseUrl = embedded.url.replace(/\/postgres$/, '/keel');
+      await ensureDatabase(embedded.url, 'keel');
+    }
+    const db = await Database.connect(databaseUrl, { poolSize: config.database.poolSize, log });
+    started.add('database pool', () => db.close());
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
-    const services = await buildServices(config, log, db);
-    const stopWatchingKeys = services.keyring.watch();
+    const services = await buildServices(config, log, db, started);
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.extensionHost = host;
+    started.add('plugin workers', () => host.stop());
     const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
-    contributions = await startContributionPoints(host, { databaseUrl });
+    const contributions = await startContributionPoints(host, { databaseUrl });
+    started.add('job engine', () => contributions.stop());
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
-    const server = createServer(app.callback());
-    server.keepAliveTimeout = 65_000;
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(options.port ?? config.server.port, config.server.host, () => resolve());
-    });
-    const address = server.address() as AddressInfo;
-    const hostname = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-    const url = `http://${hostname}:${address.port}`;
+    listener.serve(app.callback());
+    await lock.listening(listener.url);
     let stopping: Promise<void> | undefined;
     return {
-      services, server, url, databaseUrl, embedded,
+      services, server: listener.server, url: listener.url, databaseUrl, embedded,
       stop() {
-        stopping ??= (async () => {
-          await new Promise<void>((resolve) => { server.close(() => resolve()); server.closeAllConnections(); });
-          stopWatchingKeys();
-          await contributions!.stop();
-          await host.stop();
-          await services.lastUsed.stop();
-          await services.authCache.close();
-          await db!.close();
-          await embedded?.stop();
-        })();
+        stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, listener);
         return stopping;
       },
     };
   } catch (error) {
-    await contributions?.stop().catch(() => undefined);
-    await db?.close().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
+    await started.stopAll(0);
     throw error;
   }
 }
 
-async function buildServices(config: KeelConfig, log: Logger, db: Database): Promise<KernelServices> {
+/**
+ * What a start has brought up, stopped in reverse order. The HTTP server goes first
+ * whatever its place (requests drain while everything they need still runs), and one
+ * part that fails to stop does not keep the others running.
+ */
+class StartedParts {
+  private readonly parts: Array<{ name: string; stop: () => Promise<void> | void }> = [];
+  private readonly log: Logger;
+  constructor(log: Logger) { this.log = log; }
+
+  add(name: string, stop: () => Promise<void> | void): void {
+    this.parts.push({ name, stop });
+  }
+
+  async stopAll(drainMs: number, listener?: EarlyListener): Promise<void> {
+    if (listener) await listener.close(drainMs);
+    for (const part of this.parts.reverse()) {
+      try {
+        await part.stop();
+      } catch (error) {
+        this.log.warn({ err: error, part: part.name }, `could not stop ${part.name} cleanly`);
+      }
+    }
+    this.parts.length = 0;
+  }
+}
+
+async function buildServices(config: KeelConfig, log: Logger, db: Database, started: StartedParts): Promise<KernelServices> {
   const authCache = new AuthCache();
   const pool = await (db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
   await authCache.listen(pool, log);
+  started.add('credential cache listener', () => authCache.close());
   const jwt = await AgentJwt.load(config.dataDir, config.auth.agentJwtSecret, config.auth.agentJwtTtlSeconds);
   const lastUsed = new LastUsedRecorder(db, log);
   lastUsed.start();
+  started.add('last-used recorder', () => lastUsed.stop());
   const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed });
   db.afterEveryCommit = () => authCache.sync();
   db.companyCache = {
@@ -118,6 +146,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database): Pro
     epoch: () => authCache.epoch,
   };
   const keyring = await Keyring.open(config.dataDir);
+  started.add('key watcher', keyring.watch());
   const invalidate: KernelServices['invalidate'] = async (tx, invalidation) => {
     await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);
     tx.afterCommit(() => authCache.apply(invalidation));

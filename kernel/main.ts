@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './logger.ts';
-import { startKernel } from './kernel.ts';
+import { startKernel, type RunningKernel } from './kernel.ts';
 
 const [major] = process.versions.node.split('.').map(Number);
 if ((major ?? 0) < 24) {
@@ -40,23 +40,38 @@ try {
 }
 
 const log = createLogger(config.logging.level);
-const kernel = await startKernel(config, { log }).catch((error: Error) => {
-  log.fatal({ err: error }, `Keel could not start: ${error.message}`);
+let kernel: RunningKernel;
+try {
+  kernel = await startKernel(config, { log });
+} catch (error) {
+  // One plain line that says why; the details (a stack) only at debug level.
+  log.debug({ err: error }, 'start-up failed');
+  console.error(`Keel could not start: ${(error as Error).message}`);
   process.exit(1);
-});
+}
 
 const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
 console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);
 console.log(`Data directory: ${config.dataDir}; database: ${where}`);
 
+/**
+ * SIGINT (Ctrl-C) and SIGTERM stop the server in order: HTTP drains, then the job engine,
+ * the plugin workers and PostgreSQL. A second signal gives up waiting and exits at once.
+ */
 let shuttingDown = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    if (shuttingDown) return;
+    if (shuttingDown) {
+      console.error(`Received ${signal} again, exiting without waiting`);
+      process.exit(130);
+    }
     shuttingDown = true;
     console.log(`Received ${signal}, stopping`);
-    kernel.stop().then(() => process.exit(0), (error: Error) => {
-      log.error({ err: error }, 'error while stopping');
+    kernel.stop().then(() => {
+      console.log('Keel stopped');
+      process.exit(0);
+    }, (error: Error) => {
+      console.error(`Keel did not stop cleanly: ${error.message}`);
       process.exit(1);
     });
   });

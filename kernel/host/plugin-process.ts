@@ -63,6 +63,9 @@ export class PluginProcess {
     const child = fork(await workerEntry(), [], {
       execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
       serialization: 'json',
+      // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
+      // which stops workers in order, not every worker at once mid-request.
+      detached: true,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
     });

@@ -1,10 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { verifyActivityChains, type ChainReport } from '../activity/verify-chain.ts';
 import { defaultDataDir } from '../config/load.ts';
 import type { Database } from '../db/database.ts';
-import type { EmbeddedDatabase } from '../db/embedded-postgres.ts';
 
 /**
  * Verifies the activity log's hash chains:
@@ -51,61 +49,24 @@ export function formatReport(report: ChainReport): string {
 
 async function connect(dataDir: string): Promise<{ db: Database; close(): Promise<void> }> {
   // Loaded here so that usage errors answer without loading the database stack.
-  const { Database } = await import('../db/database.ts');
-  let url = process.env.DATABASE_URL;
-  let embedded: EmbeddedDatabase | undefined;
-  if (!url) {
-    const credentialsFile = join(dataDir, 'db.json');
-    if (!existsSync(credentialsFile)) {
-      throw new UsageError(`No embedded database in ${dataDir} (db.json is missing); set DATABASE_URL or pass --data-dir`);
-    }
-    const credentials = JSON.parse(readFileSync(credentialsFile, 'utf8')) as { password: string; port: number };
-    const adminUrl = `postgres://keel:${encodeURIComponent(credentials.password)}@127.0.0.1:${credentials.port}/postgres`;
-    if (!(await reachable(adminUrl))) {
-      // Not running: start the data directory's server just for this check.
-      const { startEmbeddedPostgres } = await import('../db/embedded-postgres.ts');
-      const { createLogger } = await import('../logger.ts');
-      embedded = await startEmbeddedPostgres(dataDir, createLogger('warn'));
-      url = embedded.url;
-    } else {
-      url = adminUrl;
-    }
-    url = url.replace(/\/postgres$/, '/keel');
-  }
-  let db: Database;
+  const { openToolDatabase, ToolDatabaseError } = await import('./tool-database.ts');
+  let connection: { db: Database; close(): Promise<void> };
   try {
-    db = await Database.connect(url, { poolSize: 2 });
-    await db.query('select 1 from activity_log limit 1');
+    connection = await openToolDatabase(dataDir, { poolSize: 2 });
   } catch (error) {
-    await embedded?.stop();
+    if (error instanceof ToolDatabaseError) throw new UsageError(error.message);
+    throw new UsageError(`Could not connect to the database: ${(error as Error).message}`);
+  }
+  try {
+    await connection.db.query('select 1 from activity_log limit 1');
+  } catch (error) {
+    await connection.close();
     throw new UsageError(`Could not read the activity log: ${(error as Error).message}`);
   }
-  return {
-    db,
-    async close() {
-      await db.close();
-      await embedded?.stop();
-    },
-  };
-}
-
-/** Only a refused connection means "not running"; anything else (bad password) must not start a second server. */
-async function reachable(url: string): Promise<boolean> {
-  const { default: pg } = await import('pg');
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
-  try {
-    await client.connect();
-    return true;
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ECONNREFUSED') return false;
-    throw new UsageError(`Could not connect to the embedded database: ${(error as Error).message}`);
-  } finally {
-    await client.end().catch(() => undefined);
-  }
+  return connection;
 }
 
 if (import.meta.main) {
-  // Exit explicitly: the embedded PostgreSQL library installs an exit hook that would otherwise exit with 0.
   main(process.argv.slice(2)).then(
     (code) => process.exit(code),
     (error: Error) => {

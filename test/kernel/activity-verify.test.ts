@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyActivityChains } from '../../kernel/activity/verify-chain.ts';
 import { Database } from '../../kernel/db/database.ts';
 import { startEmbeddedPostgres } from '../../kernel/db/embedded-postgres.ts';
+import { DataDirLock } from '../../kernel/config/data-dir-lock.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 
@@ -115,6 +116,8 @@ describe('npm run activity:verify', () => {
   it('uses the embedded database of a data directory, running or not', { timeout: 180_000 }, async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'keel-verify-embedded-'));
     const log = createLogger('silent');
+    // As a running Keel server does: hold the data directory's lock while its PostgreSQL runs.
+    const lock = await DataDirLock.acquire(dataDir);
     let server = await startEmbeddedPostgres(dataDir, log);
     try {
       const admin = new pg.Client({ connectionString: server.url });
@@ -138,12 +141,14 @@ describe('npm run activity:verify', () => {
 
       // Server stopped: the command starts it for the check and stops it again.
       await server.stop();
+      await lock.release();
       const stopped = await runVerify(['--data-dir', dataDir], { DATABASE_URL: undefined });
       expect(stopped.stdout).toBe('OK: 1 entries in 1 chains');
       expect(stopped.code).toBe(0);
       expect(existsSync(join(dataDir, 'db', 'postmaster.pid'))).toBe(false);
     } finally {
       await server.stop();
+      await lock.release();
       server = undefined as never;
       await rm(dataDir, { recursive: true, force: true });
     }

@@ -476,3 +476,8 @@ process.on('message', (message: KernelToWorker) => {
   }
 });
 process.on('disconnect', () => process.exit(0));
+// The kernel owns this process's lifetime: it ends it with `shutdown` after its requests have
+// drained, and the worker exits by itself when the kernel is gone (disconnect). A Ctrl-C or a
+// service manager's SIGTERM sent to every process of the group must not end it earlier.
+process.on('SIGINT', () => undefined);
+process.on('SIGTERM', () => undefined);
