@@ -1,6 +1,5 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type pg from 'pg';
 import { ActivityLog } from './activity/activity-log.ts';
 import { AgentJwt } from './auth/agent-jwt.ts';
 import { AuthCache, NOTIFY_SQL } from './auth/auth-cache.ts';
@@ -10,6 +9,8 @@ import type { KeelConfig } from './config/schema.ts';
 import { Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { DataDirLock } from './config/data-dir-lock.ts';
+import { HealthChecks } from './http/health.ts';
+import { isDatabaseUnavailable } from './db/connection-errors.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
@@ -75,7 +76,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     started.add('database pool', () => db.close());
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
-    const services = await buildServices(config, log, db, started);
+    const services = await buildServices(config, log, db, databaseUrl, started);
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.extensionHost = host;
     started.add('plugin workers', () => host.stop());
@@ -129,10 +130,9 @@ class StartedParts {
   }
 }
 
-async function buildServices(config: KeelConfig, log: Logger, db: Database, started: StartedParts): Promise<KernelServices> {
+async function buildServices(config: KeelConfig, log: Logger, db: Database, databaseUrl: string, started: StartedParts): Promise<KernelServices> {
   const authCache = new AuthCache();
-  const pool = await (db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
-  await authCache.listen(pool, log);
+  await authCache.listen(databaseUrl, log);
   started.add('credential cache listener', () => authCache.close());
   const jwt = await AgentJwt.load(config.dataDir, config.auth.agentJwtSecret, config.auth.agentJwtTtlSeconds);
   const lastUsed = new LastUsedRecorder(db, log);
@@ -153,8 +153,21 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, star
   };
   const runs = new RunLedger({ db, jwt, cache: authCache, invalidate });
   resolver.runLiveness = (runId, agentId, companyId) => runs.isLive(runId, agentId, companyId);
+  const health = new HealthChecks();
+  health.register('database', async () => {
+    const started = performance.now();
+    try {
+      await db.query('select 1');
+      return { status: 'up', latencyMs: Math.round((performance.now() - started) * 10) / 10 };
+    } catch (error) {
+      return { status: 'down', detail: isDatabaseUnavailable(error) ? 'unreachable' : 'query failed' };
+    }
+  });
+  health.register('notifications', async () => authCache.listenerState === 'listening'
+    ? { status: 'up' }
+    : { status: 'degraded', detail: 'reconnecting to the database; credential caching is off until it listens again' });
   return {
-    config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate,
+    config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health,
     vault: new Vault(keyring, log),
     activity: new ActivityLog(),
     events: new EventBus(log),

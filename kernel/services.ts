@@ -11,6 +11,7 @@ import type { RunLedger } from './runs/run-ledger.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
 import type { ExtensionHost } from './host/extension-host.ts';
+import type { HealthChecks } from './http/health.ts';
 
 /**
  * What kernel route modules and services are handed. Built once by kernel/kernel.ts; nothing
@@ -29,6 +30,8 @@ export interface KernelServices {
   keyring: Keyring;
   vault: Vault;
   runs: RunLedger;
+  /** What GET /api/health reports; parts of the kernel and the host register their checks. */
+  health: HealthChecks;
   /** Set once the extension host is built; kernel routes reach plugins only through it. */
   extensionHost?: ExtensionHost;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */

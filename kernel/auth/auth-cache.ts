@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type pg from 'pg';
+import { NotificationListener } from '../db/notification-listener.ts';
 
 /**
  * Caches what a hashed credential resolves to, so that an authenticated request costs a
@@ -44,6 +44,8 @@ const MAX_ENTRIES = 50_000;
 /** Counts invalidations; a value read before an invalidation must not be cached after it. */
 class Epoch {
   value = 0;
+  /** Off while invalidations cannot be heard (the listening connection is down): nothing is cached then. */
+  caching = true;
 }
 
 class TtlMap<V> {
@@ -61,7 +63,7 @@ class TtlMap<V> {
    * when an invalidation arrived meanwhile, the loaded value may predate it and is not kept.
    */
   set(key: string, value: V, since?: number): void {
-    if (since !== undefined && since !== this.epoch.value) return;
+    if (!this.epoch.caching || (since !== undefined && since !== this.epoch.value)) return;
     if (this.map.size >= MAX_ENTRIES) this.map.delete(this.map.keys().next().value as string);
     this.map.set(key, { value, until: Date.now() + TTL_MS });
   }
@@ -90,7 +92,7 @@ export class AuthCache {
   readonly runs = new TtlMap<CachedRun>(this.counter);
   /** Company rows by id, for the company guard of every company route. */
   readonly companies = new TtlMap<Record<string, any>>(this.counter);
-  private listener?: pg.PoolClient;
+  private listener?: NotificationListener;
   private closing = false;
 
   /** Read this before loading a value from the database, and pass it to `set`. */
@@ -114,21 +116,31 @@ export class AuthCache {
     }
   }
 
-  /** Listens for invalidations published by any kernel process (including this one). */
-  async listen(pool: pg.Pool, log: Logger): Promise<void> {
-    const client = await pool.connect();
-    this.listener = client;
-    client.on('notification', (message) => {
-      if (message.channel !== 'keel_auth' || !message.payload) return;
-      try { this.apply(JSON.parse(message.payload) as Invalidation); } catch { /* ignore malformed */ }
+  /**
+   * Listens for invalidations published by any kernel process (including this one). While
+   * the listening connection is down, another process's revocation could go unseen: the
+   * caches are emptied and nothing is cached until it listens again.
+   */
+  async listen(databaseUrl: string, log: Logger): Promise<void> {
+    this.listener = new NotificationListener(databaseUrl, ['keel_auth'], log, {
+      onNotification: (_channel, payload) => {
+        try { this.apply(JSON.parse(payload) as Invalidation); } catch { /* ignore malformed */ }
+      },
+      onLost: () => {
+        this.counter.caching = false;
+        this.apply({ type: 'all' });
+      },
+      onListening: () => {
+        this.apply({ type: 'all' });
+        this.counter.caching = true;
+      },
     });
-    client.on('error', (error) => {
-      if (this.closing || (error as { code?: string }).code === '57P01') { this.apply({ type: 'all' }); return; }
-      // Without the listener another process's revocation could go unseen: drop everything cached.
-      log.error({ err: error }, 'auth cache listener lost; clearing caches');
-      this.apply({ type: 'all' });
-    });
-    await client.query('LISTEN keel_auth');
+    await this.listener.start();
+  }
+
+  /** The state of the listening connection, for health reports. */
+  get listenerState(): string {
+    return this.listener?.state ?? 'closed';
   }
 
   /**
@@ -154,18 +166,15 @@ export class AuthCache {
   private runProbe(): Promise<void> {
     const listener = this.listener;
     if (!listener || this.closing) return Promise.resolve();
-    this.probe = listener.query('select 1').then(() => undefined, () => { this.apply({ type: 'all' }); })
+    this.probe = listener.roundTrip().then((delivered) => { if (!delivered) this.apply({ type: 'all' }); })
       .finally(() => { this.probe = null; });
     return this.probe;
   }
 
   async close(): Promise<void> {
     this.closing = true;
-    if (!this.listener) return;
-    const client = this.listener;
+    await this.listener?.close();
     this.listener = undefined;
-    await client.query('UNLISTEN keel_auth').catch(() => undefined);
-    client.release();
   }
 }
 

@@ -21,14 +21,14 @@ export interface EmbeddedDatabase {
   url: string;
   port: number;
   clusterDir: string;
-  /** Resolves when the server exits, whoever stopped it. */
-  exited: Promise<void>;
   stop(): Promise<void>;
 }
 
 const SUPERUSER = 'keel';
 /** A fast shutdown that has not finished by then is made immediate (SIGQUIT). */
 const STOP_DEADLINE_MS = 30_000;
+const FIRST_RESTART_MS = 500;
+const MAX_RESTART_MS = 30_000;
 
 export async function startEmbeddedPostgres(dataDir: string, log: Logger, options: { anyPort?: boolean } = {}): Promise<EmbeddedDatabase> {
   const clusterDir = join(dataDir, 'db');
@@ -64,20 +64,55 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger, option
     });
     await initialiser.initialise();
   }
-  const server = await spawnPostmaster(clusterDir, port, isRoot, lines);
+  let server = await spawnPostmaster(clusterDir, port, isRoot, lines);
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
   let stopping: Promise<void> | undefined;
+  let restartTimer: NodeJS.Timeout | null = null;
+  let restarting: Promise<void> | null = null;
+  let retryMs = FIRST_RESTART_MS;
+  // The kernel is this server's only supervisor: if it dies under a running kernel (the OOM
+  // killer, an operator's kill), it is started again with backoff, and the kernel's
+  // connections recover by themselves; until then requests answer 503 and health says why.
+  const supervise = () => {
+    void server.exited.then(() => {
+      if (stopping) return;
+      log.error({ clusterDir, code: server.child.exitCode, signal: server.child.signalCode }, `embedded PostgreSQL exited unexpectedly; restarting in ${retryMs} ms`);
+      scheduleRestart();
+    });
+  };
+  const scheduleRestart = () => {
+    const delay = retryMs;
+    retryMs = Math.min(MAX_RESTART_MS, retryMs * 2);
+    restartTimer = setTimeout(() => {
+      restartTimer = null;
+      if (stopping) return;
+      restarting = (async () => {
+        await clearStalePostmaster(clusterDir, log);
+        server = await spawnPostmaster(clusterDir, port, isRoot, lines);
+        retryMs = FIRST_RESTART_MS;
+        log.info({ clusterDir }, 'embedded PostgreSQL restarted');
+        supervise();
+      })().catch((error: Error) => {
+        log.error({ err: error }, `embedded PostgreSQL could not be restarted; retrying in ${retryMs} ms`);
+        if (!stopping) scheduleRestart();
+      }).finally(() => { restarting = null; });
+    }, delay);
+    restartTimer.unref();
+  };
+  supervise();
   return {
     url,
     port,
     clusterDir,
-    exited: server.exited,
     stop() {
       stopping ??= (async () => {
-        if (server.child.exitCode !== null || server.child.signalCode !== null) return;
-        server.child.kill('SIGINT');
-        const deadline = setTimeout(() => server.child.kill('SIGQUIT'), STOP_DEADLINE_MS);
-        await server.exited;
+        if (restartTimer) clearTimeout(restartTimer);
+        await restarting;
+        const { child, exited } = server;
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGINT');
+        const deadline = setTimeout(() => child.kill('SIGQUIT'), STOP_DEADLINE_MS);
+        await exited;
         clearTimeout(deadline);
       })();
       return stopping;

@@ -4,6 +4,8 @@ import type { Context, Next } from 'koa';
 import type { KernelServices } from '../services.ts';
 import { errorBody, KeelError } from './errors.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
+import { requestLog } from './request-log.ts';
+import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -25,6 +27,7 @@ export function buildKernelRouter(kernel: KernelServices, modules: RouteModule[]
 export function createApp(kernel: KernelServices, router: Router, extra: { before?: Koa.Middleware[]; after?: Koa.Middleware[] } = {}): Koa {
   const app = new Koa({ proxy: false });
   app.silent = true;
+  app.use(requestLog(kernel.log));
   app.use(errorHandler(kernel));
   for (const middleware of extra.before ?? []) app.use(middleware);
   app.use(async (ctx, next) => {
@@ -52,9 +55,13 @@ function errorHandler(kernel: KernelServices): Koa.Middleware {
       await next();
     } catch (thrown) {
       const error = normalise(thrown);
-      if (!error.expose) kernel.log.error({ err: thrown, method: ctx.method, path: ctx.path }, 'request failed');
+      if (!error.expose) kernel.log.error({ err: thrown, requestId: ctx.state.requestId, method: ctx.method }, 'request failed');
       ctx.status = error.status;
       ctx.body = error.expose ? errorBody(error) : { error: 'Internal server error', code: 'internal_error' };
+      if (error.code === 'database_unavailable') {
+        ctx.set('Retry-After', '1');
+        kernel.log.warn({ err: thrown, requestId: ctx.state.requestId }, 'request failed: database unavailable');
+      }
       if (ctx.req.readable && !ctx.req.readableEnded) ctx.set('Connection', 'close');
     }
   };
@@ -74,6 +81,9 @@ function normalise(thrown: unknown): KeelError {
   const pgCode = (thrown as { code?: string })?.code;
   if (pgCode !== undefined && INPUT_PG_CODES.has(pgCode)) {
     return new KeelError(400, 'bad_request', 'Invalid value in request');
+  }
+  if (isDatabaseUnavailable(thrown)) {
+    return new KeelError(503, 'database_unavailable', 'The database is unavailable; retry shortly', { expose: true, cause: thrown });
   }
   return new KeelError(500, 'internal_error', 'Internal server error', { expose: false, cause: thrown });
 }

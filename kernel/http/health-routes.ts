@@ -1,8 +1,35 @@
 import type { RouteModule } from './app.ts';
 
+/**
+ * `GET /api/health`: 200 with each component's state when all are up, 503 with the error
+ * body naming the failing components otherwise. Per-plugin detail is shown to the board;
+ * an anonymous caller of an authenticated instance sees each group's state only.
+ */
 export const healthRoutes: RouteModule = (router, kernel) => {
   router.get('/api/health', async (ctx) => {
-    await kernel.db.query('select 1');
-    ctx.body = { status: 'ok', deploymentMode: kernel.config.deploymentMode, exposure: kernel.config.server.exposure };
+    const report = await kernel.health.report();
+    const detailed = kernel.config.deploymentMode === 'local_trusted' || ctx.state.actor?.kind === 'board';
+    const components = detailed ? report.components : summarise(report.components);
+    const base = { deploymentMode: kernel.config.deploymentMode, exposure: kernel.config.server.exposure, components };
+    ctx.set('Cache-Control', 'no-store');
+    if (report.healthy) {
+      ctx.body = { status: 'ok', ...base };
+      return;
+    }
+    ctx.status = 503;
+    ctx.set('Retry-After', '5');
+    const named = detailed ? report.failing : [...new Set(report.failing.map((name) => name.split('.')[0]))];
+    ctx.body = { error: `Unhealthy: ${named.join(', ')} down`, code: 'unhealthy', status: 'unavailable', ...base };
   });
 };
+
+function summarise(components: Record<string, unknown>): Record<string, unknown> {
+  const summary: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(components)) {
+    const health = value as { status?: string };
+    if (typeof health.status === 'string') { summary[name] = { status: health.status }; continue; }
+    const members = Object.values(value as Record<string, { status: string }>);
+    summary[name] = { status: members.some((m) => m.status === 'down') ? 'down' : members.some((m) => m.status === 'degraded') ? 'degraded' : 'up' };
+  }
+  return summary;
+}

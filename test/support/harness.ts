@@ -24,7 +24,7 @@ export interface TestKernel {
   databaseName: string;
 }
 
-export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; text: string }
+export interface ApiResponse<T = any> { status: number; body: T; headers: Headers; text: string; requestId: string | null }
 
 export interface RequestOptions {
   token?: string;
@@ -96,6 +96,18 @@ export async function startTestKernel(overrides: Record<string, any> = {}, optio
   };
 }
 
+/**
+ * Every error body carries the request id of its response's X-Request-Id header: checked on
+ * every error answer a test sees, then taken out of the body so that tests compare the error
+ * itself (the id is in `requestId`).
+ */
+function withoutRequestId(status: number, body: unknown, requestId: string | null): unknown {
+  if (status < 400 || !body || typeof body !== 'object' || Array.isArray(body) || !('error' in body)) return body;
+  const { requestId: inBody, ...rest } = body as Record<string, unknown>;
+  if (!requestId || inBody !== requestId) throw new Error(`error body requestId ${String(inBody)} does not match the X-Request-Id header ${String(requestId)}`);
+  return rest;
+}
+
 export function createApi(baseUrl: string, defaults: RequestOptions = {}): Api {
   const request = async <T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
     const merged = { ...defaults, ...options, headers: { ...defaults.headers, ...options.headers } };
@@ -112,7 +124,8 @@ export function createApi(baseUrl: string, defaults: RequestOptions = {}): Api {
     const text = await response.text();
     let parsed: unknown = text;
     if ((response.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
-    return { status: response.status, body: parsed as T, headers: response.headers, text };
+    const requestId = response.headers.get('x-request-id');
+    return { status: response.status, body: withoutRequestId(response.status, parsed, requestId) as T, headers: response.headers, text, requestId };
   };
   return {
     request,

@@ -23,6 +23,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   const events = new PluginEvents(host);
   host.onActivation(jobs);
   host.onActivation(events);
+  host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {
     jobs,
     events,

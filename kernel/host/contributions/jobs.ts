@@ -202,6 +202,17 @@ export class PluginJobs {
   }
 
   /** Stops fetching and waits for runs in flight; schedules stay for the other processes. */
+  /** Up while the engine runs and reaches its schema; down once it stops or loses the database. */
+  async health(): Promise<{ status: 'up' | 'down'; detail?: string }> {
+    if (this.stopping) return { status: 'down', detail: 'stopped' };
+    try {
+      await this.boss.getDb().executeSql('select 1');
+      return { status: 'up' };
+    } catch {
+      return { status: 'down', detail: 'cannot reach the database' };
+    }
+  }
+
   async stop(): Promise<void> {
     this.stopping = true;
     await this.boss.stop({ graceful: true, timeout: 5000, close: true }).catch((error: Error) => this.host.kernel.log.warn({ err: error }, 'job engine did not stop cleanly'));

@@ -112,6 +112,7 @@ export function pluginRouteDispatch(host: ExtensionHost): Middleware {
 
 async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute, params: Record<string, string>): Promise<void> {
   const { route, plugin } = pluginRoute;
+  ctx.state.routePattern = pluginRoute.fullPath;
   authorize(ctx, route.auth);
   const actor = ctx.state.actor as Actor;
   let companyId: string | null = null;
@@ -127,6 +128,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   } else if (actor.kind === 'agent') {
     companyId = actor.companyId;
   }
+  ctx.state.companyId = companyId;
   const query = { ...ctx.query } as Record<string, unknown>;
   validate(queryAjv, route.query, query, 'query');
   let body: unknown = null;

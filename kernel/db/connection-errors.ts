@@ -1,0 +1,20 @@
+/** Socket errors of a connection to PostgreSQL that is refused, reset or timed out. */
+const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND']);
+/** SQLSTATEs of a server that is shutting down, starting up or dropped the connection. */
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03']);
+/** node-postgres reports a lost connection with a plain Error and one of these messages. */
+const LOST_CONNECTION = /^(Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error)/;
+
+/**
+ * True when an error means "the database cannot be reached right now" rather than "this
+ * statement failed": the request may be retried and the server answers 503, not 500.
+ */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 4; current = (current as { cause?: unknown }).cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && (SOCKET_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08'))) return true;
+    const message = (current as { message?: unknown }).message;
+    if (typeof message === 'string' && LOST_CONNECTION.test(message)) return true;
+  }
+  return false;
+}
