@@ -59,11 +59,11 @@ const DEFAULT_DRAIN_MS = 10_000;
 export async function startKernel(config: KeelConfig, options: StartOptions = {}): Promise<RunningKernel> {
   const log = options.log ?? createLogger(config.logging.level);
   const started = new StartedParts(log);
+  let listener: EarlyListener | undefined;
   try {
     const lock = await DataDirLock.acquire(config.dataDir);
     started.add('data directory lock', () => lock.release());
-    const listener = await listenEarly(config.server.host, options.port ?? config.server.port);
-    started.add('HTTP server', () => listener.close(0));
+    listener = await listenEarly(config.server.host, options.port ?? config.server.port);
     let embedded: EmbeddedDatabase | null = null;
     let databaseUrl = config.database.url;
     if (!databaseUrl) {
@@ -87,18 +87,19 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
-    listener.serve(app.callback());
-    await lock.listening(listener.url);
+    const http = listener;
+    http.serve(app.callback());
+    await lock.listening(http.url);
     let stopping: Promise<void> | undefined;
     return {
-      services, server: listener.server, url: listener.url, databaseUrl, embedded,
+      services, server: http.server, url: http.url, databaseUrl, embedded,
       stop() {
-        stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, listener);
+        stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, http);
         return stopping;
       },
     };
   } catch (error) {
-    await started.stopAll(0);
+    await started.stopAll(0, listener);
     throw error;
   }
 }
@@ -118,10 +119,14 @@ class StartedParts {
   }
 
   async stopAll(drainMs: number, listener?: EarlyListener): Promise<void> {
-    if (listener) await listener.close(drainMs);
+    if (listener) {
+      await listener.close(drainMs);
+      this.log.info({ part: 'HTTP server' }, 'stopped HTTP server');
+    }
     for (const part of this.parts.reverse()) {
       try {
         await part.stop();
+        this.log.info({ part: part.name }, `stopped ${part.name}`);
       } catch (error) {
         this.log.warn({ err: error, part: part.name }, `could not stop ${part.name} cleanly`);
       }

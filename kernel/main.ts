@@ -40,7 +40,37 @@ try {
 }
 
 const log = createLogger(config.logging.level);
-let kernel: RunningKernel;
+
+/**
+ * SIGINT (Ctrl-C) and SIGTERM stop the server in order: HTTP drains, then the job engine,
+ * the plugin workers and PostgreSQL. The handlers are installed before anything starts, so a
+ * signal during start-up stops what was started once the start completes, instead of ending
+ * the process with PostgreSQL and workers left running. A second signal exits at once.
+ */
+let kernel: RunningKernel | undefined;
+let stopRequested: NodeJS.Signals | null = null;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (stopRequested) {
+      console.error(`Received ${signal} again, exiting without waiting`);
+      process.exit(130);
+    }
+    stopRequested = signal;
+    console.log(`Received ${signal}, stopping`);
+    if (kernel) void stop(kernel);
+  });
+}
+
+function stop(running: RunningKernel): Promise<never> {
+  return running.stop().then(() => {
+    console.log('Keel stopped');
+    process.exit(0);
+  }, (error: Error) => {
+    console.error(`Keel did not stop cleanly: ${error.message}`);
+    process.exit(1);
+  });
+}
+
 try {
   kernel = await startKernel(config, { log });
 } catch (error) {
@@ -50,29 +80,10 @@ try {
   process.exit(1);
 }
 
-const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
-console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);
-console.log(`Data directory: ${config.dataDir}; database: ${where}`);
-
-/**
- * SIGINT (Ctrl-C) and SIGTERM stop the server in order: HTTP drains, then the job engine,
- * the plugin workers and PostgreSQL. A second signal gives up waiting and exits at once.
- */
-let shuttingDown = false;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (shuttingDown) {
-      console.error(`Received ${signal} again, exiting without waiting`);
-      process.exit(130);
-    }
-    shuttingDown = true;
-    console.log(`Received ${signal}, stopping`);
-    kernel.stop().then(() => {
-      console.log('Keel stopped');
-      process.exit(0);
-    }, (error: Error) => {
-      console.error(`Keel did not stop cleanly: ${error.message}`);
-      process.exit(1);
-    });
-  });
+if (stopRequested) {
+  await stop(kernel);
+} else {
+  const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
+  console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);
+  console.log(`Data directory: ${config.dataDir}; database: ${where}`);
 }

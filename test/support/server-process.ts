@@ -1,0 +1,65 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+
+/**
+ * The server as operators run it: `kernel/main.ts` in a process of its own. Tests read what
+ * it prints (plain lines and pino's JSON lines) and stop it with signals.
+ */
+export interface ServerProcess {
+  child: ChildProcess;
+  /** Everything printed so far, stdout and stderr interleaved. */
+  output(): string;
+  /** The JSON log lines printed so far. */
+  logLines(): Array<Record<string, any>>;
+  /** Resolves with the URL once the server has printed where it listens and where its data lives; rejects if it exits first. */
+  listening: Promise<string>;
+  /** Resolves with the exit code (or the signal) once the process has ended. */
+  exited: Promise<number | string>;
+}
+
+export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined> }): ServerProcess {
+  const child = spawn(process.execPath, ['--no-node-snapshot', 'kernel/main.ts', ...(options.args ?? ['--port', '0'])], {
+    env: { ...process.env, KEEL_HOME: options.home, KEEL_LOG_LEVEL: 'warn', DATABASE_URL: undefined, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let text = '';
+  const waiters: Array<() => void> = [];
+  const onData = (chunk: Buffer) => {
+    text += chunk.toString();
+    for (const wake of waiters.splice(0)) wake();
+  };
+  child.stdout!.on('data', onData);
+  child.stderr!.on('data', onData);
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const listening = new Promise<string>((resolve, reject) => {
+    const check = () => {
+      const match = /Keel is listening on (http:\/\/\S+)[^\n]*\nData directory: [^\n]*\n/.exec(text);
+      if (match) { resolve(match[1]!); return; }
+      waiters.push(check);
+    };
+    check();
+    void exited.then((code) => reject(new Error(`exited with ${code}: ${text}`)));
+  });
+  listening.catch(() => undefined);
+  return {
+    child,
+    output: () => text,
+    logLines: () => text.split('\n').filter((line) => line.startsWith('{')).flatMap((line) => {
+      try { return [JSON.parse(line) as Record<string, any>]; } catch { return []; }
+    }),
+    listening,
+    exited,
+  };
+}
+
+/** Sends a signal and waits for the process to end. */
+export async function stopServer(server: ServerProcess, signal: NodeJS.Signals = 'SIGINT'): Promise<number | string> {
+  if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill(signal);
+  return server.exited;
+}
+
+/** Pids of the processes whose command line contains `needle` (ps, so this works for any user). */
+export async function processesMatching(needle: string): Promise<number[]> {
+  const { execFileSync } = await import('node:child_process');
+  const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
+  return out.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo')).map((line) => Number(line.trim().split(/\s+/)[0]));
+}
