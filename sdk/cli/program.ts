@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { DEFAULT_API_BASE, report, type GlobalOptions } from './output.ts';
+import { cliVersion } from './version.ts';
 
 type Action = (...args: any[]) => Promise<void>;
 
@@ -43,7 +44,8 @@ function run(action: Action): Action {
 }
 
 export function buildProgram(): Command {
-  const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError();
+  const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError()
+    .version(cliVersion(), '-v, --version', 'print the version of keel');
   const plugin = program.command('plugin').description('build, test, run and manage plugins');
 
   common(plugin.command('create <name>').description('scaffold a plugin folder <dir>/<name> that builds and passes its generated test'))
