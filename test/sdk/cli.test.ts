@@ -130,7 +130,7 @@ describe('keel without a kernel', () => {
     await new Promise((resolve) => server.close(resolve));
     const result = await runCli(['plugin', 'list', '--api-base', `http://127.0.0.1:${port}`]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`Error: Cannot reach Keel at http://127.0.0.1:${port} (ECONNREFUSED); is it running?\n`);
+    expect(result.stderr).toBe(`Error: No Keel server at http://127.0.0.1:${port} (ECONNREFUSED; address from --api-base); is it running?\n`);
   });
 });
 
