@@ -1,6 +1,7 @@
 import { relative, resolve } from 'node:path';
 import type { InvalidManifestError } from '../build/validate-manifest.ts';
 import { KeelApiError, KeelClient, KeelConnectionError } from '../client/index.ts';
+import { unauthorizedHint } from './auth-hint.ts';
 import { CliError } from './errors.ts';
 import { resolveServerAddress, type ServerAddress } from './server-address.ts';
 
@@ -82,6 +83,7 @@ export type DescribedError = {
 export function describeError(error: unknown, options?: GlobalOptions): DescribedError {
   if (error instanceof KeelApiError) {
     const described: DescribedError = { error: error.message, code: error.code, status: error.status, issues: error.issues ?? (error.details as { issues?: [] } | undefined)?.issues };
+    if (error.status === 401 && options) described.hint = unauthorizedHint(Boolean(options.apiKey));
     return described;
   }
   if (error instanceof KeelConnectionError) {
