@@ -2,12 +2,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CliError } from './errors.ts';
+import { runningServerUrl } from './running-server.ts';
 
 /**
  * Where the CLI finds the server when no `--api-base` is given: the address the server itself
  * listens on, worked out from the same sources in the same order as kernel/config/load.ts
  * (defaults < `<data dir>/config.json` or `--config`/`KEEL_CONFIG` < `HOST`/`PORT` < `--host`/
- * `--port`). Re-implemented rather than imported: the SDK ships without the kernel.
+ * `--port`). Re-implemented rather than imported: the SDK ships without the kernel. A server
+ * running on the data directory has recorded its real address in the directory's lock, which
+ * then wins over the reconstruction unless `--host` or `--port` say otherwise.
  */
 
 /** The flags that choose the server; paths are already resolved against the user's directory. */
@@ -38,6 +41,10 @@ export function resolveServerAddress(flags: AddressFlags, env: NodeJS.ProcessEnv
   if (!namesServer && env.KEEL_API_BASE) return { url: env.KEEL_API_BASE, source: 'address from KEEL_API_BASE' };
 
   const dataDir = flags.dataDir ?? (env.KEEL_HOME ? resolve(env.KEEL_HOME) : join(homedir(), '.keel'));
+  if (flags.host === undefined && flags.port === undefined) {
+    const running = runningServerUrl(dataDir);
+    if (running) return { url: contactUrl(running.url), source: `address from the running server's ${running.lockFile}` };
+  }
   const configFile = flags.config ?? env.KEEL_CONFIG ?? join(dataDir, 'config.json');
   const host: Setting<string> = { value: DEFAULT_HOST, from: null };
   const port: Setting<number> = { value: DEFAULT_PORT, from: null };
@@ -56,7 +63,7 @@ export function resolveServerAddress(flags: AddressFlags, env: NodeJS.ProcessEnv
   // Only a missing file that would have been read is worth naming: it is the likely mistake.
   const source = describeSource(host, port, fileExists || (host.from && port.from) ? null : configFile);
   if (port.value === 0) {
-    throw new CliError('server_port_unknown', `The server's port is 0 (${source}): it picks a free port at start, so its address is not known here; pass --api-base with the address it printed ("Keel is listening on ...")`);
+    throw new CliError('server_port_unknown', `The server's port is 0 (${source}) and no server is running on ${dataDir}: a server started so picks a free port, so its address is not known here; pass --api-base with the address it printed ("Keel is listening on ...")`);
   }
   return { url: `http://${contactHost(host.value)}:${port.value}`, source };
 }
@@ -85,6 +92,16 @@ function checkPort(field: string, raw: unknown, parseText = true): number {
 function checkHost(field: string, raw: unknown): string {
   if (typeof raw !== 'string' || !raw) throw new CliError('invalid_config', `${field} must be a host name or address, got ${JSON.stringify(raw)}`);
   return raw;
+}
+
+/** A recorded URL with its host made contactable (the server records the address it bound). */
+function contactUrl(recorded: string): string {
+  try {
+    const url = new URL(recorded);
+    return `${url.protocol}//${contactHost(url.hostname)}${url.port ? `:${url.port}` : ''}`;
+  } catch {
+    return recorded;
+  }
 }
 
 /** A server bound to every interface is contacted on loopback; IPv6 literals need brackets in a URL. */

@@ -56,6 +56,28 @@ describe('the address the CLI contacts', () => {
     expect(resolveServerAddress({ port: '3500' }, env).url).toBe('http://127.0.0.1:3500');
   });
 
+  it("prefers the address a running server recorded in the data directory's lock, unless --host or --port say otherwise", async () => {
+    const running = await mkdtemp(join(tmpdir(), 'keel-address-lock-'));
+    try {
+      await writeFile(join(running, 'config.json'), JSON.stringify({ server: { port: 0 } }));
+      const lock = join(running, 'keel.lock');
+      // This test's own process stands in for the server: alive, and the lock names no start time.
+      await writeFile(lock, JSON.stringify({ pid: process.pid, startTime: null, startedAt: new Date().toISOString(), url: 'http://0.0.0.0:4567' }));
+      expect(resolveServerAddress({ dataDir: running }, { PORT: '3300' })).toEqual({ url: 'http://127.0.0.1:4567', source: `address from the running server's ${lock}` });
+      expect(resolveServerAddress({}, { KEEL_HOME: running }).url).toBe('http://127.0.0.1:4567');
+      await writeFile(lock, JSON.stringify({ pid: process.pid, startTime: null, startedAt: '', url: 'http://[::]:4568' }));
+      expect(resolveServerAddress({ dataDir: running }, {}).url).toBe('http://[::1]:4568');
+      expect(resolveServerAddress({ dataDir: running, port: '4000' }, {}).url).toBe('http://127.0.0.1:4000');
+      // A server still starting has no address yet; a lock whose process is gone is stale.
+      await writeFile(lock, JSON.stringify({ pid: process.pid, startTime: null, startedAt: '', url: null }));
+      expect(() => resolveServerAddress({ dataDir: running }, {})).toThrow(/port is 0 .*no server is running on/);
+      await writeFile(lock, JSON.stringify({ pid: 99_999_999, startTime: null, startedAt: '', url: 'http://127.0.0.1:4567' }));
+      expect(() => resolveServerAddress({ dataDir: running }, {})).toThrow(/port is 0/);
+    } finally {
+      await rm(running, { recursive: true, force: true });
+    }
+  });
+
   it('refuses what the server would refuse, naming the field, and a port the server picks at start', async () => {
     const bad = join(dir, 'bad.json');
     await writeFile(bad, JSON.stringify({ server: { port: '3200' } }));

@@ -12,9 +12,12 @@ import { REPO, runCli } from './cli-support.ts';
 /**
  * The CLI and the server as an operator runs them: `kernel/main.ts` in its own process on a data
  * directory whose config.json names a port other than 3100 and authenticated mode, and `keel`
- * given only that data directory (or nothing but KEEL_HOME), never --api-base.
+ * given only that data directory (or nothing but KEEL_HOME), never --api-base. The server's
+ * own directory has its lock, which names the address; `configOnly` holds the same config.json
+ * without a lock, so that what the CLI reads from config.json alone is tested as well.
  */
 let home: string;
+let configOnly: string;
 let port: number;
 let server: ChildProcess;
 let serverOutput = '';
@@ -43,6 +46,8 @@ beforeAll(async () => {
     server: { host: '0.0.0.0', port },
     database: { url: adminUrl.replace(/\/[^/]*$/, `/${databaseName}`) },
   }));
+  configOnly = await mkdtemp(join(tmpdir(), 'keel-cli-config-'));
+  await writeFile(join(configOnly, 'config.json'), JSON.stringify({ server: { host: '0.0.0.0', port } }));
   server = spawn(process.execPath, ['--no-node-snapshot', 'kernel/main.ts', '--data-dir', home], {
     cwd: REPO, env: { PATH: process.env.PATH, HOME: process.env.HOME, KEEL_LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -61,6 +66,7 @@ afterAll(async () => {
     await exited;
   }
   if (home) await rm(home, { recursive: true, force: true });
+  if (configOnly) await rm(configOnly, { recursive: true, force: true });
   if (databaseName) {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
@@ -86,7 +92,7 @@ async function boardKey(): Promise<string> {
 
 describe('keel finds the server of a data directory', () => {
   it('reaches the port named in config.json, and a 401 in authenticated mode tells how to get a key', async () => {
-    const result = await runCli(['plugin', 'list'], { env: { KEEL_HOME: home } });
+    const result = await runCli(['plugin', 'list'], { env: { KEEL_HOME: configOnly } });
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split('\n');
     expect(lines[0]).toBe('Error: Authentication required (unauthorized, HTTP 401)');
@@ -94,8 +100,14 @@ describe('keel finds the server of a data directory', () => {
     expect(result.stderr).toContain('POST /api/cli-auth/challenges');
     expect(result.stderr).toContain('X-Challenge-Secret');
     expect(result.stderr).toContain('docs/api/auth.md');
-    const json = await runCli(['plugin', 'list', '--json', '--data-dir', home]);
+    const json = await runCli(['plugin', 'list', '--json', '--data-dir', configOnly]);
     expect(JSON.parse(json.stderr)).toMatchObject({ code: 'unauthorized', status: 401, hint: expect.arrayContaining([expect.stringContaining('--api-key')]) });
+  });
+
+  it("reaches the server running on a data directory at the address in the directory's lock", async () => {
+    // PORT names nothing that listens: the running server's own record of its address wins.
+    const result = await runCli(['plugin', 'list', '--json'], { env: { KEEL_HOME: home, PORT: String(await freePort()) } });
+    expect(JSON.parse(result.stderr)).toMatchObject({ code: 'unauthorized', status: 401 });
   });
 
   it('works with the key obtained as the hint says, from --api-key or KEEL_API_KEY', async () => {
@@ -114,8 +126,8 @@ describe('keel finds the server of a data directory', () => {
     const viaFlag = await runCli(['plugin', 'list', '--data-dir', home, '--port', String(idle)]);
     expect(viaFlag.code).toBe(1);
     expect(viaFlag.stderr.split('\n')[0]).toBe(`Error: No Keel server at http://127.0.0.1:${idle} (ECONNREFUSED; port from --port, host from ${join(home, 'config.json')}); is it running?`);
-    const viaEnv = await runCli(['plugin', 'list'], { env: { KEEL_HOME: home, PORT: String(idle) } });
-    expect(viaEnv.stderr.split('\n')[0]).toBe(`Error: No Keel server at http://127.0.0.1:${idle} (ECONNREFUSED; port from PORT, host from ${join(home, 'config.json')}); is it running?`);
+    const viaEnv = await runCli(['plugin', 'list'], { env: { KEEL_HOME: configOnly, PORT: String(idle) } });
+    expect(viaEnv.stderr.split('\n')[0]).toBe(`Error: No Keel server at http://127.0.0.1:${idle} (ECONNREFUSED; port from PORT, host from ${join(configOnly, 'config.json')}); is it running?`);
     const elsewhere = await mkdtemp(join(tmpdir(), 'keel-cli-idle-'));
     try {
       await writeFile(join(elsewhere, 'config.json'), JSON.stringify({ server: { port: idle } }));
