@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { DEFAULT_API_BASE, report, type GlobalOptions } from './output.ts';
+import { report, type GlobalOptions } from './output.ts';
+import { cliVersion } from './version.ts';
 
 type Action = (...args: any[]) => Promise<void>;
 
@@ -21,10 +22,18 @@ const disableCommand = lazy('./commands/manage.ts', 'disableCommand');
 const upgradeCommand = lazy('./commands/manage.ts', 'upgradeCommand');
 const uninstallCommand = lazy('./commands/manage.ts', 'uninstallCommand');
 
-/** --api-base, --api-key and --json on a command; the environment supplies defaults. */
+/**
+ * The server's address, key and output format on a command. Without --api-base the address is
+ * the server's own, from the flags and environment variables the server reads
+ * (server-address.ts), so `keel` finds a server started with the same settings.
+ */
 function common(command: Command): Command {
   return command
-    .addOption(new Option('--api-base <url>', 'where the kernel listens').env('KEEL_API_BASE').default(DEFAULT_API_BASE))
+    .option('--api-base <url>', 'where the kernel listens (env KEEL_API_BASE; default: the address the server uses for the data directory below)')
+    .option('--data-dir <dir>', "the server's data directory, whose config.json names its host and port (env KEEL_HOME; default ~/.keel)")
+    .option('--config <file>', "the server's configuration file (env KEEL_CONFIG; default <data dir>/config.json)")
+    .option('--host <host>', "the server's host (env HOST; 0.0.0.0 and :: are contacted on loopback)")
+    .option('--port <port>', "the server's port (env PORT; default 3100)")
     .addOption(new Option('--api-key <key>', 'board API key (not needed in local_trusted mode)').env('KEEL_API_KEY'))
     .option('--json', 'print machine-readable JSON', false);
 }
@@ -43,7 +52,8 @@ function run(action: Action): Action {
 }
 
 export function buildProgram(): Command {
-  const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError();
+  const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError()
+    .version(cliVersion(), '-v, --version', 'print the version of keel');
   const plugin = program.command('plugin').description('build, test, run and manage plugins');
 
   common(plugin.command('create <name>').description('scaffold a plugin folder <dir>/<name> that builds and passes its generated test'))

@@ -29,12 +29,15 @@ export class KeelApiError extends Error {
 /** The kernel could not be reached at all (not running, wrong address, timeout). */
 export class KeelConnectionError extends Error {
   readonly baseUrl: string;
+  /** Why the connection failed: an errno code such as ECONNREFUSED, or `timed out`. */
+  readonly reason: string;
   constructor(baseUrl: string, cause: unknown) {
     const inner = (cause as { cause?: { code?: string; message?: string } })?.cause;
     const reason = (cause as Error)?.name === 'TimeoutError' ? 'timed out' : inner?.code ?? inner?.message ?? (cause as Error)?.message ?? String(cause);
     super(`Cannot reach Keel at ${baseUrl} (${reason}); is it running?`);
     this.name = 'KeelConnectionError';
     this.baseUrl = baseUrl;
+    this.reason = reason;
   }
 }
 

@@ -106,6 +106,6 @@ describe('keel plugin install / list / enable / disable / upgrade / uninstall', 
   it('sends --api-key as a bearer token', async () => {
     const result = await keel('plugin', 'list', '--api-key', 'svc_board_not-a-real-key-0000000000');
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/HTTP 401\)\n$/);
+    expect(result.stderr).toMatch(/^Error: .*HTTP 401\)\nThe server refused the API key/);
   });
 });

@@ -6,16 +6,17 @@ export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
-function env(): NodeJS.ProcessEnv {
+/** The caller's environment without anything that chooses a server or a key, plus `extra`. */
+function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const clean = { ...process.env };
-  for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY']) delete clean[name];
-  return clean;
+  for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY', 'KEEL_HOME', 'KEEL_CONFIG', 'HOST', 'PORT']) delete clean[name];
+  return { ...clean, ...extra };
 }
 
 /** Runs `node --no-node-snapshot sdk/cli/bin.ts ...args` to completion. */
-export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: env() });
+    const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: env(options.env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });

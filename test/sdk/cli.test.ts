@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateManifest } from '../../kernel/host/manifest/validate-manifest.ts';
-import { runCli } from './cli-support.ts';
+import { REPO, runCli } from './cli-support.ts';
 
 let work: string;
 let folder: string;
@@ -130,6 +130,17 @@ describe('keel without a kernel', () => {
     await new Promise((resolve) => server.close(resolve));
     const result = await runCli(['plugin', 'list', '--api-base', `http://127.0.0.1:${port}`]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe(`Error: Cannot reach Keel at http://127.0.0.1:${port} (ECONNREFUSED); is it running?\n`);
+    expect(result.stderr).toBe(`Error: No Keel server at http://127.0.0.1:${port} (ECONNREFUSED; address from --api-base); is it running?\n`);
+  });
+});
+
+describe('keel --version', () => {
+  it("prints the project's version", async () => {
+    const { version } = JSON.parse(await readFile(join(REPO, 'package.json'), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const result = await runCli([flag]);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toBe(`${version}\n`);
+    }
   });
 });
