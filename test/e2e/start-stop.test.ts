@@ -4,7 +4,7 @@ import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { processesMatching, startServer, stopServer, type ServerProcess } from '../support/server-process.ts';
+import { processesMatching, startServer, stopOrphanedPostgres, stopServer, type ServerProcess } from '../support/server-process.ts';
 
 /**
  * The server as operators run it: `kernel/main.ts` in its own process on an embedded
@@ -16,7 +16,7 @@ beforeAll(async () => { home = await mkdtemp(join(tmpdir(), 'keel-e2e-')); });
 afterEach(async () => { await Promise.all(running.splice(0).map((server) => stopServer(server, 'SIGKILL'))); });
 afterAll(async () => {
   // A server killed above leaves its PostgreSQL behind: stop it before the folder goes.
-  for (const pid of await processesMatching(`-D ${home}`)) { try { process.kill(pid, 'SIGINT'); } catch { /* gone */ } }
+  await stopOrphanedPostgres(home);
   await rm(home, { recursive: true, force: true });
 });
 

@@ -14,6 +14,8 @@ export interface ServerProcess {
   listening: Promise<string>;
   /** Resolves with the exit code (or the signal) once the process has ended. */
   exited: Promise<number | string>;
+  /** Resolves once the output matches `pattern`; rejects if the process exits first. */
+  printed(pattern: RegExp): Promise<void>;
 }
 
 export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined> }): ServerProcess {
@@ -30,6 +32,11 @@ export function startServer(options: { home: string; args?: string[]; env?: Reco
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
   const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal ?? -1)));
+  const printed = (pattern: RegExp) => new Promise<void>((resolve, reject) => {
+    const check = () => { if (pattern.test(text)) resolve(); else waiters.push(check); };
+    check();
+    void exited.then((code) => reject(new Error(`exited with ${code} before printing ${pattern}: ${text}`)));
+  });
   const listening = new Promise<string>((resolve, reject) => {
     const check = () => {
       const match = /Keel is listening on (http:\/\/\S+)[^\n]*\nData directory: [^\n]*\n/.exec(text);
@@ -48,6 +55,7 @@ export function startServer(options: { home: string; args?: string[]; env?: Reco
     }),
     listening,
     exited,
+    printed,
   };
 }
 
@@ -62,4 +70,15 @@ export async function processesMatching(needle: string): Promise<number[]> {
   const { execFileSync } = await import('node:child_process');
   const out = execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' });
   return out.split('\n').filter((line) => line.includes(needle) && !line.includes('ps -eo')).map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+/**
+ * Stops a PostgreSQL that a killed server left running in `dataDir` and waits until it is
+ * gone, so the folder can be removed. It is no child of the test, so there is no exit event
+ * to await: its pid is polled.
+ */
+export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
+  const pids = await processesMatching(`-D ${dataDir}`);
+  for (const pid of pids) { try { process.kill(pid, 'SIGINT'); } catch { /* gone */ } }
+  for (let i = 0; i < 200 && (await processesMatching(`-D ${dataDir}`)).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
 }
