@@ -426,6 +426,8 @@ export class ExtensionHost {
   private async audit(tx: Parameters<Parameters<KernelServices['db']['transaction']>[0]>[0], action: string, key: string, details: Record<string, unknown>): Promise<void> {
     const who = lifecycleActor.getStore() ?? { actorType: 'system' as const, actorId: 'extension-host' };
     await this.kernel.activity.record(tx, { companyId: null, ...who, action, entityType: 'plugin', entityId: key, details });
+    // Lifecycle changes are operator-visible in the log too (install, enable with its grants, ...).
+    tx.afterCommit(() => this.kernel.log.info({ plugin: key, by: `${who.actorType}:${who.actorId}`, ...details }, action));
   }
 
   /**

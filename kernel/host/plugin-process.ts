@@ -156,7 +156,10 @@ export class PluginProcess {
       this.restartTimer = null;
       if (this.stopped) return;
       this.ready = this.spawn();
-      this.ready.then(() => { this.health.consecutiveFailures = 0; }, () => undefined);
+      this.ready.then(() => {
+        this.health.consecutiveFailures = 0;
+        this.log.info({ plugin: this.key, restarts: this.health.restarts, pid: this.health.pid }, 'plugin worker restarted');
+      }, (error: Error) => this.log.warn({ plugin: this.key, reason: error.message }, 'plugin worker failed to restart'));
     }, delay);
     this.restartTimer.unref();
   }

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -17,7 +17,9 @@ let secondDir: string;
 beforeAll(async () => {
   first = await startTestKernel();
   secondDir = await mkdtemp(join(tmpdir(), 'keel-second-'));
-  const config = loadConfig({ env: {}, overrides: { dataDir: first.dataDir, database: { url: first.databaseUrl }, logging: { level: 'silent' }, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
+  // One data directory per server; processes sharing a database share its keys, as operators distribute them.
+  for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(first.dataDir, file), join(secondDir, file)).catch(() => undefined);
+  const config = loadConfig({ env: {}, overrides: { dataDir: secondDir, database: { url: first.databaseUrl }, logging: { level: 'silent' }, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
   second = await startKernel(config, { log: createLogger('silent'), port: 0 });
   secondApi = createApi(second.url);
 });

@@ -66,7 +66,7 @@ describe('unsigned endpoints', () => {
     for (const path of [`/api/plugins/${KEY}/webhooks/nope`, '/api/plugins/no-such-plugin/webhooks/plain']) {
       const res = await fetch(t.url + path, { method: 'POST', body: '{}' });
       expect(res.status, path).toBe(404);
-      expect(await res.json()).toEqual({ error: 'Webhook endpoint not found', code: 'webhook_not_found' });
+      expect(await res.json()).toEqual({ error: 'Webhook endpoint not found', code: 'webhook_not_found', requestId: res.headers.get('x-request-id') });
     }
   });
 });
@@ -114,7 +114,7 @@ describe('signed endpoints', () => {
     expect((await deliver('signed', body, headers)).status).toBe(202);
     const replay = await deliver('signed', body, headers);
     expect(replay.status).toBe(409);
-    expect(replay.body).toEqual({ error: 'This webhook delivery was already received', code: 'webhook_replayed' });
+    expect(replay.body).toEqual({ error: 'This webhook delivery was already received', code: 'webhook_replayed', requestId: expect.any(String) });
     expect(await count("select count(*)::int as n from plugin_webhookfx.deliveries where body = $1", [body])).toBe(1);
     const seen = (await t.sql.query("select expires_at from keel_host.webhook_deliveries where plugin_key = $1 and endpoint_key = 'signed'", [KEY])).rows;
     expect(seen.length).toBeGreaterThan(0);
@@ -129,7 +129,7 @@ describe('signed endpoints', () => {
     const headers = { 'x-fx-signature': sign(body) };
     const first = await deliver('signed', body, headers);
     expect(first.status).toBe(503);
-    expect(first.body).toEqual({ error: 'the fixture was asked to fail', code: 'try_later' });
+    expect(first.body).toEqual({ error: 'the fixture was asked to fail', code: 'try_later', requestId: expect.any(String) });
     const retry = await deliver('signed', body, headers);
     expect(retry.status).toBe(503);
     // The plugin's own writes rolled back both times, and each attempt left an entry.
@@ -253,7 +253,7 @@ describe('across processes and lifecycle', () => {
       const body = '{"event":"while-disabled"}';
       const res = await deliver('signed', body, { 'x-fx-signature': sign(body) });
       expect(res.status).toBe(409);
-      expect(res.body).toEqual({ error: `Plugin ${KEY} is not enabled`, code: 'plugin_not_enabled' });
+      expect(res.body).toEqual({ error: `Plugin ${KEY} is not enabled`, code: 'plugin_not_enabled', requestId: expect.any(String) });
     } finally {
       expect((await t.api.post(`/api/plugins/${KEY}/enable`, {})).status).toBe(200);
     }
