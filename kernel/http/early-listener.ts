@@ -71,10 +71,12 @@ export async function listenEarly(host: string, port: number): Promise<EarlyList
   };
 }
 
+const STARTING = { status: 503, code: 'starting', message: 'Keel is starting' } as const;
+
 function answerStarting(_req: IncomingMessage, res: ServerResponse): void {
   const requestId = randomUUID();
-  res.writeHead(503, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', connection: 'close', 'x-request-id': requestId });
-  res.end(JSON.stringify({ error: 'Keel is starting', code: 'starting', requestId }));
+  res.writeHead(STARTING.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', connection: 'close', 'x-request-id': requestId });
+  res.end(JSON.stringify({ error: STARTING.message, code: STARTING.code, requestId }));
 }
 
 function describeListenError(error: NodeJS.ErrnoException, host: string, port: number): string {

@@ -5,6 +5,8 @@ import type { RouteModule } from './app.ts';
  * body naming the failing components otherwise. Per-plugin detail is shown to the board;
  * an anonymous caller of an authenticated instance sees each group's state only.
  */
+const UNHEALTHY = { status: 503, code: 'unhealthy', message: 'Unhealthy' } as const;
+
 export const healthRoutes: RouteModule = (router, kernel) => {
   router.get('/api/health', async (ctx) => {
     const report = await kernel.health.report();
@@ -16,10 +18,10 @@ export const healthRoutes: RouteModule = (router, kernel) => {
       ctx.body = { status: 'ok', ...base };
       return;
     }
-    ctx.status = 503;
+    ctx.status = UNHEALTHY.status;
     ctx.set('Retry-After', '5');
     const named = detailed ? report.failing : [...new Set(report.failing.map((name) => name.split('.')[0]))];
-    ctx.body = { error: `Unhealthy: ${named.join(', ')} down`, code: 'unhealthy', status: 'unavailable', ...base };
+    ctx.body = { error: `${UNHEALTHY.message}: ${named.join(', ')} down`, code: UNHEALTHY.code, status: 'unavailable', ...base };
   });
 };
 
