@@ -16,6 +16,7 @@ import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
 import { startContributionPoints, type ContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
+import { releaseAfterFailedStart } from './start-failure.ts';
 import { kernelRouteModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
 import { Keyring } from './vault/keyring.ts';
@@ -55,12 +56,15 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
   }
   let db: Database | undefined;
   let contributions: ContributionPoints | undefined;
+  // What a failed start must release (below), beyond the database and contribution points.
+  const started: { services?: KernelServices; stopWatchingKeys?: () => void } = {};
   try {
     db = await Database.connect(databaseUrl, { poolSize: config.database.poolSize, log });
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db);
     const stopWatchingKeys = services.keyring.watch();
+    Object.assign(started, { services, stopWatchingKeys });
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.extensionHost = host;
     const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
@@ -96,9 +100,17 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       },
     };
   } catch (error) {
-    await contributions?.stop().catch(() => undefined);
-    await db?.close().catch(() => undefined);
-    await embedded?.stop().catch(() => undefined);
+    // Everything started so far, or the process stays up: the listeners' connections (checked
+    // out of the pool) keep the pool from closing, and plugin workers keep the process alive.
+    await releaseAfterFailedStart(log, [
+      ['contribution points', () => contributions?.stop()],
+      ['extension host', () => started.services?.extensionHost?.stop()],
+      ['key watch', () => started.stopWatchingKeys?.()],
+      ['last-used recorder', () => started.services?.lastUsed.stop()],
+      ['auth cache listener', () => started.services?.authCache.close()],
+      ['database pool', () => db?.close()],
+      ['embedded PostgreSQL', () => embedded?.stop()],
+    ]);
     throw error;
   }
 }
