@@ -253,8 +253,7 @@ export class ExtensionHost {
     const ungranted = declared.filter((id) => !grants.includes(id));
     if (ungranted.length) throw new KeelError(409, 'capability_grant_required', `${row.key} asks for ${ungranted.join(', ')}, which the operator has not granted; enable it again to grant them`);
     const bundle = code ?? (await buildPlugin(folder)).code;
-    const roles = await this.databases.provision(manifest, grants);
-    if (grants.includes('database.namespace.migrate') || manifest.database) await this.databases.migrate(manifest, folder);
+    const roles = await this.databases.prepare(manifest, grants, folder, { migrate: grants.includes('database.namespace.migrate') || Boolean(manifest.database) });
     const limits = { ...DEFAULT_LIMITS, ...manifest.limits };
     const loaded: LoadedPlugin = { key: row.key, manifest, folder, row, process: null, routes: [], logs: this.plugins.get(row.key)?.logs ?? [] };
     const process = new PluginProcess({

@@ -38,7 +38,7 @@ describe('a start that fails', () => {
     const outcome = await Promise.race([started.exited, new Promise((resolve) => setTimeout(() => resolve('still running after 90 s'), 90_000))]);
     expect(outcome, started.output()).not.toBe('still running after 90 s');
     expect(outcome).not.toBe(0);
-    expect(started.output()).toMatch(/Keel could not start: .*permission denied to create role/);
+    expect(started.output()).toMatch(/Keel could not start: .*permission denied to create role .*needs CREATEROLE/);
     // Nothing of the process stays connected.
     const { rows } = await database.asSuperuser('select count(*)::int as n from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()');
     expect(rows[0].n).toBe(0);
