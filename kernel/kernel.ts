@@ -71,7 +71,6 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     host.attachKernelRouter(router);
     contributions = await startContributionPoints(host, { databaseUrl });
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
-    await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const server = createServer(app.callback());
     server.keepAliveTimeout = 65_000;
