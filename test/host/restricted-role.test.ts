@@ -51,6 +51,16 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
     expect((await summary(a, company.id)).body.spendCents).toBe(42);
     const { rows } = await database.asSuperuser("select action from activity_log where entity_type = 'plugin' and entity_id = 'costs' order by seq");
     expect(rows.map((r) => r.action)).toEqual(['plugin.installed', 'plugin.enabled']);
+    // Made by Keel's role, which may act as them; they are members of nothing.
+    const { runtime, migrator } = database.pluginRoles('costs');
+    const { rows: memberships } = await database.asSuperuser(
+      `select pg_get_userbyid(m.roleid) as role, pg_get_userbyid(m.member) as member, m.inherit_option, m.set_option
+         from pg_auth_members m where pg_get_userbyid(m.member) in ($1, $2, $3) or pg_get_userbyid(m.roleid) in ($2, $3) order by 1, 2, m.inherit_option`, [database.role, runtime, migrator]);
+    expect(memberships.filter((m) => m.inherit_option)).toEqual([
+      { role: migrator, member: database.role, inherit_option: true, set_option: true },
+      { role: runtime, member: database.role, inherit_option: true, set_option: true },
+    ]);
+    expect(memberships.every((m) => m.member === database.role)).toBe(true);
   });
 
   it('says the database is not hardened, so plugin connections are reset after every use', () => {
@@ -100,7 +110,8 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
   it('uninstalls a plugin: its schema and both roles are gone, and neither kernel serves it', async () => {
     const removed = await a.api.delete('/api/plugins/attack-sql');
     expect(removed.status, removed.text).toBe(200);
-    const { rows: roles } = await database.asSuperuser("select rolname from pg_roles where rolname like 'keel\\_%\\_attack\\_sql'");
+    const { runtime, migrator } = database.pluginRoles('attack-sql');
+    const { rows: roles } = await database.asSuperuser('select rolname from pg_roles where rolname in ($1, $2)', [runtime, migrator]);
     expect(roles).toEqual([]);
     const { rows: schemas } = await database.asSuperuser("select nspname from pg_namespace where nspname = 'plugin_attack_sql'");
     expect(schemas).toEqual([]);

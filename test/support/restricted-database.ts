@@ -14,6 +14,8 @@ export interface RestrictedDatabase {
   url: string;
   role: string;
   name: string;
+  /** Names of the plugin roles Keel makes in this database (roles are global to the cluster). */
+  pluginRoles(key: string): { runtime: string; migrator: string };
   /** Runs SQL as the test run's superuser on this database. */
   asSuperuser<T extends pg.QueryResultRow = any>(sql: string, params?: unknown[]): Promise<pg.QueryResult<T>>;
   drop(): Promise<void>;
@@ -33,14 +35,15 @@ export async function createRestrictedDatabase(options: { createRole?: boolean }
   const superUrl = databaseUrl.href;
   databaseUrl.username = role;
   databaseUrl.password = password;
+  // Plugin roles carry a tag of their database's name (see kernel/host/plugin-databases.ts).
+  const tag = createHash('sha256').update(name).digest('hex').slice(0, 6);
   return {
     url: databaseUrl.href, role, name,
+    pluginRoles: (key) => ({ runtime: `keel_p${tag}_${key.replaceAll('-', '_')}`, migrator: `keel_m${tag}_${key.replaceAll('-', '_')}` }),
     asSuperuser: (sql, params) => withClient(superUrl, (client) => client.query(sql, params)),
     async drop() {
       await withClient(adminUrl, async (admin) => {
         await admin.query(`drop database if exists ${name} with (force)`);
-        // Plugin roles carry a tag of their database's name (see kernel/host/plugin-databases.ts).
-        const tag = createHash('sha256').update(name).digest('hex').slice(0, 6);
         const { rows } = await admin.query<{ rolname: string }>('select rolname from pg_roles where rolname like $1 or rolname like $2', [`keel_p${tag}_%`, `keel_m${tag}_%`]);
         for (const { rolname } of rows) await admin.query(`drop role if exists "${rolname}"`);
         await admin.query(`drop role if exists ${role}`);
