@@ -1,4 +1,4 @@
-import type pg from 'pg';
+import pg from 'pg';
 import type { Database } from '../db/database.ts';
 
 /**
@@ -15,22 +15,20 @@ import type { Database } from '../db/database.ts';
 export const CLUSTER_LOCKS = { lifecycle: 727002, pluginDatabases: 727003 } as const;
 
 /**
- * Runs `fn` while holding the advisory lock `key` on a connection of its own, so that the
- * work inside may use the pool (and transactions) freely. The lock is released when `fn`
- * settles; if releasing fails the connection is destroyed, which releases it as well.
+ * Runs `fn` while holding the advisory lock `key` on a connection of its own, opened for it
+ * rather than taken from the kernel's pool: the work inside uses the pool (a transaction,
+ * queries), and the pool also holds the LISTEN connections, so a small pool could otherwise
+ * wait on itself. Ending the connection releases the lock, also when this process dies.
  */
 export async function withClusterLock<T>(db: Database, key: number, fn: () => Promise<T>): Promise<T> {
-  const pool = await (db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
-  const client = await pool.connect();
+  const client = new pg.Client({ connectionString: db.orm.config.get('clientUrl'), application_name: 'keel-host-lock' });
+  // A connection lost while held loses the lock with it; the work in hand carries on.
+  client.on('error', () => undefined);
+  await client.connect();
   try {
     await client.query('select pg_advisory_lock($1)', [key]);
-  } catch (error) {
-    client.release(error as Error);
-    throw error;
-  }
-  try {
     return await fn();
   } finally {
-    await client.query('select pg_advisory_unlock($1)', [key]).then(() => client.release(), (error: Error) => client.release(error));
+    await client.end().catch(() => undefined);
   }
 }

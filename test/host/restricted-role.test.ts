@@ -18,10 +18,12 @@ let b: TestKernel;
 
 beforeAll(async () => {
   database = await createRestrictedDatabase();
-  // Kernels sharing a database share the secret the plugin roles' passwords derive from.
+  // Kernels sharing a database share the secret the plugin roles' passwords derive from. The
+  // second has a small pool: two LISTEN connections hold two of its three connections for good,
+  // so lifecycle work must not need more than the one left (the locks have their own).
   const shared = { auth: { agentJwtSecret: randomBytes(32).toString('hex') } };
   a = await startTestKernel(shared, { databaseUrl: database.url, firstPartyDir: FIRST_PARTY_PLUGINS });
-  b = await startTestKernel(shared, { databaseUrl: database.url, firstPartyDir: FIRST_PARTY_PLUGINS });
+  b = await startTestKernel({ ...shared, database: { url: database.url, poolSize: 3 } }, { databaseUrl: database.url, firstPartyDir: FIRST_PARTY_PLUGINS });
 });
 afterAll(async () => {
   await b?.stop();
