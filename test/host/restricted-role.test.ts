@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { eventually } from '../support/kernel-process.ts';
-import { installAndEnable } from '../support/plugins.ts';
+import { installAndEnable, installPlugin } from '../support/plugins.ts';
 import { createRestrictedDatabase, type RestrictedDatabase } from '../support/restricted-database.ts';
 
 /**
@@ -12,6 +12,7 @@ import { createRestrictedDatabase, type RestrictedDatabase } from '../support/re
  * but is no superuser. Two kernels share the database, as several processes would.
  */
 const ATTACK_SQL = fileURLToPath(new URL('./fixtures/attack-sql', import.meta.url));
+const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
 let database: RestrictedDatabase;
 let a: TestKernel;
 let b: TestKernel;
@@ -108,6 +109,19 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
     ]);
     expect(toggled).toBe(200);
   }, 40_000);
+
+  it('refuses, saying how to fix it, a plugin role that another role made and Keel\'s role has no ADMIN OPTION on', async () => {
+    const { runtime } = database.pluginRoles('echo');
+    await database.asSuperuser(`create role ${runtime} login`);
+    await installPlugin(a, ECHO);
+    const refused = await a.api.post('/api/plugins/echo/enable', {});
+    expect(refused.status).toBe(422);
+    expect(refused.body.error).toContain(`${runtime} exists but ${database.role}, the role Keel connects as, has no ADMIN OPTION on it`);
+    expect(refused.body.error).toContain(`GRANT ${runtime} TO ${database.role} WITH ADMIN OPTION`);
+    await database.asSuperuser(`grant ${runtime} to ${database.role} with admin option`);
+    const enabled = await a.api.post('/api/plugins/echo/enable', {});
+    expect(enabled.status, enabled.text).toBe(200);
+  });
 
   it('uninstalls a plugin: its schema and both roles are gone, and neither kernel serves it', async () => {
     const removed = await a.api.delete('/api/plugins/attack-sql');
