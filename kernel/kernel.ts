@@ -16,7 +16,7 @@ import { EventBus } from './events/event-bus.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
-import { startContributionPoints, type ContributionPoints } from './host/contributions/contribution-points.ts';
+import { startContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
 import { kernelRouteModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
@@ -49,6 +49,7 @@ export interface StartOptions {
 }
 
 const DEFAULT_DRAIN_MS = 10_000;
+const PART_STOP_TIMEOUT_MS = 10_000;
 
 /**
  * data-directory lock -> HTTP listen -> database -> kernel services -> extension host ->
@@ -85,7 +86,6 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const contributions = await startContributionPoints(host, { databaseUrl });
     started.add('job engine', () => contributions.stop());
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
-    await host.listen();
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const http = listener;
     http.serve(app.callback());
@@ -124,11 +124,18 @@ class StartedParts {
       this.log.info({ part: 'HTTP server' }, 'stopped HTTP server');
     }
     for (const part of this.parts.reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<'timed out'>((resolve) => { timer = setTimeout(() => resolve('timed out'), PART_STOP_TIMEOUT_MS); });
       try {
-        await part.stop();
-        this.log.info({ part: part.name }, `stopped ${part.name}`);
+        // A part that hangs (a pool waiting for a connection still checked out) is left behind
+        // after the timeout: a stop, and above all a failed start, must always end the process.
+        const outcome = await Promise.race([Promise.resolve().then(part.stop), timedOut]);
+        if (outcome === 'timed out') this.log.warn({ part: part.name, timeoutMs: PART_STOP_TIMEOUT_MS }, `${part.name} did not stop in time; going on`);
+        else this.log.info({ part: part.name }, `stopped ${part.name}`);
       } catch (error) {
         this.log.warn({ err: error, part: part.name }, `could not stop ${part.name} cleanly`);
+      } finally {
+        clearTimeout(timer);
       }
     }
     this.parts.length = 0;

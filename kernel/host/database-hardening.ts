@@ -11,7 +11,10 @@ import type { Database } from '../db/database.ts';
  * - large objects: storage outside the plugin's schema, writable even by a read-only plugin;
  * - temporary tables (a database privilege): session state on pooled connections.
  * The kernel's own role keeps them (explicitly granted first, for a kernel that is not a
- * superuser). Needs the kernel to own the functions (a superuser); otherwise it logs and the
+ * superuser). Taking them needs the kernel to own the functions (a superuser): for any other
+ * role PostgreSQL answers GRANT and REVOKE with warnings, not errors, and changes nothing, so
+ * the outcome is read back from the catalogs rather than assumed. Where they stay, the host
+ * says so and plugin connections are reset after every use instead (resetSessions); the
  * remaining exposure is documented in docs/plugins/security.md.
  */
 const REVOKED_FUNCTIONS = [
@@ -30,30 +33,47 @@ export function hardenDatabaseForPlugins(db: Database, warn: (message: string) =
   const known = hardened.get(db);
   if (known) return known;
   const attempt = (async () => {
-    const rows = await db.query<{ signature: string }>(
-      `select p.oid::regprocedure::text as signature from pg_proc p
-        where p.pronamespace = 'pg_catalog'::regnamespace and p.proname = any(?::text[])
-          and has_function_privilege('public', p.oid, 'execute')`, [`{${REVOKED_FUNCTIONS.join(',')}}`]);
+    const functions = await stillPublic(db);
     try {
       await db.transaction(async (tx) => {
-        for (const { signature } of rows) {
+        for (const { signature } of functions) {
           await tx.query(`grant execute on function ${signature} to current_user`);
           await tx.query(`revoke execute on function ${signature} from public`);
         }
         await tx.query('grant update on pg_catalog.pg_settings to current_user');
         await tx.query('revoke update on pg_catalog.pg_settings from public');
-        // Also in the kernel's migration, but database privileges do not survive CREATE DATABASE
-        // ... TEMPLATE or a restore into a new database: temporary tables are session state.
-        const database = (await tx.maybeOne<{ name: string }>('select current_database() as name'))!.name.replaceAll('"', '""');
-        await tx.query(`grant temporary on database "${database}" to current_user`);
-        await tx.query(`revoke temporary on database "${database}" from public`);
       });
-      return true;
     } catch (error) {
       warn(`plugin database hardening skipped: ${(error as Error).message}`);
       return false;
     }
+    // Also in the kernel's migration, but database privileges do not survive CREATE DATABASE
+    // ... TEMPLATE or a restore into a new database: temporary tables are session state. The
+    // database's owner may do this without being a superuser, so it is not tied to the above.
+    const database = (await db.maybeOne<{ name: string }>('select current_database() as name'))!.name.replaceAll('"', '""');
+    await db.query(`grant temporary on database "${database}" to current_user`).catch(() => undefined);
+    await db.query(`revoke temporary on database "${database}" from public`).catch(() => undefined);
+    const exposed = [...new Set((await stillPublic(db)).map((f) => f.name))];
+    const settings = await db.maybeOne<{ update: boolean; temporary: boolean }>(
+      "select has_table_privilege('public', 'pg_catalog.pg_settings', 'update') as update, has_database_privilege('public', current_database(), 'temporary') as temporary");
+    if (settings?.update) exposed.push('UPDATE on pg_settings');
+    if (settings?.temporary) exposed.push('TEMPORARY on the database');
+    if (exposed.length === 0) return true;
+    const kernelRole = (await db.maybeOne<{ name: string }>('select current_user as name'))!.name;
+    const named = exposed.length > 4 ? `${exposed.slice(0, 4).join(', ')} and ${exposed.length - 4} more` : exposed.join(', ');
+    warn(`plugin database hardening skipped: ${kernelRole} cannot revoke from PUBLIC ${named}; only a superuser can. `
+      + 'Plugin database connections are reset after every use instead; see docs/plugins/security.md');
+    return false;
   })().catch((error) => { hardened.delete(db); throw error; });
   hardened.set(db, attempt);
   return attempt;
+}
+
+/** The functions above that PUBLIC may still execute, in the order listed there. */
+async function stillPublic(db: Database): Promise<Array<{ name: string; signature: string }>> {
+  const rows = await db.query<{ name: string; signature: string }>(
+    `select p.proname as name, p.oid::regprocedure::text as signature from pg_proc p
+      where p.pronamespace = 'pg_catalog'::regnamespace and p.proname = any(?::text[])
+        and has_function_privilege('public', p.oid, 'execute')`, [`{${REVOKED_FUNCTIONS.join(',')}}`]);
+  return rows.sort((a, b) => REVOKED_FUNCTIONS.indexOf(a.name) - REVOKED_FUNCTIONS.indexOf(b.name));
 }

@@ -8,12 +8,15 @@ import type { Row } from '../db/database.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { Broker } from './broker.ts';
+import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
 import { RouteBatcher } from './contributions/route-batcher.ts';
 import { privateNetworkHostsFor } from './network-settings.ts';
+import { NotificationListener } from '../db/notification-listener.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import type { InvokeMessage, KernelEffect } from './protocol/messages.ts';
+import { ReconcileRetries } from './reconcile-retries.ts';
 import { readCompany } from '../tenancy/company-access.ts';
 import { toCompany } from '../tenancy/companies.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
@@ -38,6 +41,8 @@ export interface InvokeOptions {
 }
 
 const LOG_RING = 500;
+/** How often every process compares all plugins with the database, in case a notification was missed. */
+const RESYNC_INTERVAL_MS = 30_000;
 
 /**
  * Who asked for a lifecycle change (install, enable, ...), so the host's activity entries
@@ -67,10 +72,16 @@ export class ExtensionHost {
   /** Adds per-call data to an invocation before it is sent (for example the company's folder mounts). */
   readonly invokeDecorators: Array<(plugin: LoadedPlugin, message: InvokeMessage) => Promise<void> | void> = [];
   private bridgeKey!: Buffer;
-  private listener: import('pg').PoolClient | null = null;
+  private listener: NotificationListener | null = null;
+  private readonly databaseUrl: string;
+  private readonly retries = new ReconcileRetries();
+  private resyncTimer: NodeJS.Timeout | null = null;
+  private resyncing = false;
+  private stopped = false;
 
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
+    this.databaseUrl = options.databaseUrl;
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.broker = new Broker(this);
     kernel.health.registerGroup('plugins', () => this.health());
@@ -113,36 +124,42 @@ export class ExtensionHost {
   /**
    * Loads what the database says is enabled. On a fresh instance the first-party plugins are
    * installed and enabled with every capability they declare; a first-party plugin the operator
-   * disabled (or uninstalled and reinstalled) is left as the operator left it.
+   * disabled (or uninstalled and reinstalled) is left as the operator left it. Several
+   * processes may start at once on one database: the bootstrap is one step for all of them
+   * (the lifecycle lock), and each then starts one worker per enabled plugin. A plugin that
+   * will not start here is retried in the background (see reconcile) rather than failing the
+   * start or being marked failed for every process.
    */
   async start(options: { bootstrapFirstParty: boolean; firstPartyDir?: string }): Promise<void> {
     const row = await this.kernel.db.maybeOne<{ key: Buffer }>('select key from keel_private.bridge_key');
     this.bridgeKey = Buffer.from(row!.key);
     await this.databases.init();
-    if (options.bootstrapFirstParty) {
-      for (const found of await scanFolder(options.firstPartyDir ?? FIRST_PARTY_DIR, 'first_party')) {
-        const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
-        if (!existing) {
-          await this.install(found);
-          await this.enable(found.manifest.key, {});
-        }
-      }
-    }
-    const enabled = await this.kernel.db.query("select * from plugins where status = 'enabled' order by key");
-    for (const pluginRow of enabled) {
-      try {
-        await this.activate(pluginRow);
-      } catch (error) {
-        await this.deactivate(pluginRow.key);
-        await this.markFailed(pluginRow.key, (error as Error).message);
-        this.kernel.log.error({ plugin: pluginRow.key, err: error }, 'plugin could not start');
-      }
+    this.stopped = false;
+    // Listening before reading: a change another process makes meanwhile is either in what is
+    // read below or announced after it, never lost in between.
+    await this.listen();
+    if (options.bootstrapFirstParty) await this.exclusive(() => this.bootstrapFirstParty(options.firstPartyDir ?? FIRST_PARTY_DIR));
+    await this.reconcileAll();
+    this.resyncTimer ??= setInterval(() => void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'periodic plugin reconcile failed')), RESYNC_INTERVAL_MS);
+    this.resyncTimer.unref();
+  }
+
+  private async bootstrapFirstParty(dir: string): Promise<void> {
+    for (const found of await scanFolder(dir, 'first_party')) {
+      const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
+      if (existing) continue;
+      await this.installNow(found);
+      await this.enableNow(found.manifest.key, {});
     }
   }
 
   // ---- lifecycle -------------------------------------------------------------------------
 
-  async install(found: FoundPlugin): Promise<Row> {
+  install(found: FoundPlugin): Promise<Row> {
+    return this.exclusive(() => this.installNow(found));
+  }
+
+  private async installNow(found: FoundPlugin): Promise<Row> {
     const { manifest } = found;
     const existing = await this.kernel.db.maybeOne('select key, source_path from plugins where key = ?', [manifest.key]);
     if (existing) throw conflict(`Plugin ${manifest.key} is already installed (from ${existing.source_path})`, { key: manifest.key }, 'plugin_already_installed');
@@ -162,38 +179,40 @@ export class ExtensionHost {
   }
 
   /** Grants the manifest's capabilities (or the subset given), provisions the database and starts the worker. */
-  async enable(key: string, options: { grant?: string[] }): Promise<Row> {
-    return this.exclusive(async () => {
-      const row = await this.row(key);
-      const manifest = row.manifest as PluginManifest;
-      const declared = manifest.capabilities.map((c) => c.id as string);
-      const requested = options.grant ?? declared;
-      const unknown = requested.filter((id) => !declared.includes(id));
-      if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
-      const claimed = this.claimedRoutes(manifest, requested);
-      // Before anything is stored: a refused enable must not leave the plugin enabled with its
-      // grants (the next start would activate it, and the first to start would win the route).
-      this.assertNoRouteConflicts(key, claimed);
-      const updated = await this.kernel.db.transaction(async (tx) => {
-        const result = await tx.maybeOne(
-          `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
-             enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
-          [`{${requested.join(',')}}`, key]);
-        await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
-        return result!;
-      });
-      await this.deactivate(key);
-      try {
-        await this.activate(updated);
-      } catch (error) {
-        await this.deactivate(key);
-        await this.markFailed(key, (error as Error).message);
-        await this.announce(key);
-        throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
-      }
-      await this.announce(key);
-      return this.row(key);
+  enable(key: string, options: { grant?: string[] }): Promise<Row> {
+    return this.exclusive(() => this.enableNow(key, options));
+  }
+
+  private async enableNow(key: string, options: { grant?: string[] }): Promise<Row> {
+    const row = await this.row(key);
+    const manifest = row.manifest as PluginManifest;
+    const declared = manifest.capabilities.map((c) => c.id as string);
+    const requested = options.grant ?? declared;
+    const unknown = requested.filter((id) => !declared.includes(id));
+    if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
+    const claimed = this.claimedRoutes(manifest, requested);
+    // Before anything is stored: a refused enable must not leave the plugin enabled with its
+    // grants (the next start would activate it, and the first to start would win the route).
+    this.assertNoRouteConflicts(key, claimed);
+    const updated = await this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne(
+        `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
+           enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
+        [`{${requested.join(',')}}`, key]);
+      await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+      return result!;
     });
+    await this.deactivate(key);
+    try {
+      await this.activate(updated);
+    } catch (error) {
+      await this.deactivate(key);
+      await this.markFailed(key, (error as Error).message);
+      await this.announce(key);
+      throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
+    }
+    await this.announce(key);
+    return this.row(key);
   }
 
   async disable(key: string): Promise<Row> {
@@ -278,9 +297,11 @@ export class ExtensionHost {
     const declared = manifest.capabilities.map((c) => c.id as string);
     const ungranted = declared.filter((id) => !grants.includes(id));
     if (ungranted.length) throw new KeelError(409, 'capability_grant_required', `${row.key} asks for ${ungranted.join(', ')}, which the operator has not granted; enable it again to grant them`);
+    // One worker per plugin per process: a worker already running for it is stopped first,
+    // whatever path (start, a change made here, one made elsewhere) leads here.
+    if (this.plugins.has(row.key)) await this.deactivate(row.key);
     const bundle = code ?? (await buildPlugin(folder)).code;
-    const roles = await this.databases.provision(manifest, grants);
-    if (grants.includes('database.namespace.migrate') || manifest.database) await this.databases.migrate(manifest, folder);
+    const roles = await this.databases.prepare(manifest, grants, folder, { migrate: grants.includes('database.namespace.migrate') || Boolean(manifest.database) });
     const limits = { ...DEFAULT_LIMITS, ...manifest.limits };
     const loaded: LoadedPlugin = { key: row.key, manifest, folder, row, process: null, routes: [], logs: this.plugins.get(row.key)?.logs ?? [] };
     const process = new PluginProcess({
@@ -433,17 +454,24 @@ export class ExtensionHost {
   /**
    * Several kernel processes may share one database: a lifecycle change made in one is
    * announced on `keel_plugins`, and every process brings its running workers in line with
-   * the stored state (the process that made the change finds nothing to do).
+   * the stored state (the process that made the change finds nothing to do). Idempotent.
    */
   async listen(): Promise<void> {
-    const pool = await (this.kernel.db.orm.em.getConnection() as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
-    const client = await pool.connect();
-    this.listener = client;
-    client.on('notification', (message) => {
-      if (message.channel === 'keel_plugins' && message.payload) void this.reconcile(message.payload);
+    if (this.listener) return;
+    // Notifications sent while the connection was down are gone: on listening again, every
+    // plugin is brought in line with the stored state.
+    this.listener = new NotificationListener(this.databaseUrl, ['keel_plugins'], this.kernel.log, {
+      onNotification: (_channel, key) => { if (key) void this.reconcile(key); },
+      onListening: (reconnected) => {
+        if (reconnected) void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'plugin reconcile after listening again failed'));
+      },
     });
-    client.on('error', () => undefined);
-    await client.query('LISTEN keel_plugins');
+    try {
+      await this.listener.start();
+    } catch (error) {
+      this.listener = null;
+      throw error;
+    }
   }
 
   private announce(key: string): Promise<unknown> {
@@ -457,42 +485,90 @@ export class ExtensionHost {
    * time: a reconciliation set off by an earlier change (a disable's notification, say) must
    * not deactivate or start a worker in the middle of a later enable.
    */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.lifecycle.then(fn, fn);
     this.lifecycle = run.catch(() => undefined);
     return run;
   }
 
+  /**
+   * A lifecycle change: one at a time in this process, and one at a time across every process
+   * on the database, so that its checks (is it installed? enabled?) hold until it is done.
+   */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return this.serial(() => withClusterLock(this.kernel.db, CLUSTER_LOCKS.lifecycle, fn));
+  }
+
+  /**
+   * Brings this process's worker for a plugin in line with what the database says. When that
+   * fails it is tried again with backoff until it succeeds, so a process never keeps serving
+   * 404 for a plugin the database says is enabled (nor keeps one that was disabled).
+   */
   reconcile(key: string): Promise<void> {
-    return this.exclusive(async () => {
-      const row = await this.kernel.db.maybeOne('select * from plugins where key = ?', [key]);
-      const loaded = this.plugins.get(key);
-      if (!row || row.status !== 'enabled') {
-        if (loaded) await this.deactivate(key);
-        return;
-      }
-      const current = loaded?.row;
-      const same = current && current.version === row.version && String(current.granted_capabilities) === String(row.granted_capabilities)
-        && JSON.stringify(current.config) === JSON.stringify(row.config) && String(current.updated_at) === String(row.updated_at);
-      if (same) return;
-      if (loaded && current && current.version === row.version && String(current.granted_capabilities) === String(row.granted_capabilities)) {
-        loaded.row = row;
-        loaded.process?.updateConfig(row.config ?? {});
-        return;
-      }
+    if (this.stopped) return Promise.resolve();
+    this.retries.superseded(key);
+    return this.serial(() => this.bringInLine(key)).then(
+      () => this.retries.succeeded(key),
+      (error: Error) => {
+        if (this.stopped) return;
+        const retryInMs = this.retries.failed(key, () => void this.reconcile(key));
+        this.kernel.log.error({ plugin: key, err: error, attempt: this.retries.failures(key), retryInMs }, 'plugin could not be brought in line with the database; retrying');
+      },
+    );
+  }
+
+  /** Every plugin, stored or running: at start, after listening again, and every RESYNC_INTERVAL_MS in case a notification was missed. */
+  async reconcileAll(): Promise<void> {
+    if (this.resyncing || this.stopped) return;
+    this.resyncing = true;
+    try {
+      const stored = await this.kernel.db.query<{ key: string }>('select key from plugins order by key');
+      for (const key of new Set([...stored.map((row) => row.key), ...this.plugins.keys()])) await this.reconcile(key);
+    } finally {
+      this.resyncing = false;
+    }
+  }
+
+  private async bringInLine(key: string): Promise<void> {
+    if (this.stopped) return;
+    const row = await this.kernel.db.maybeOne('select * from plugins where key = ?', [key]);
+    const loaded = this.plugins.get(key);
+    if (!row || row.status !== 'enabled') {
+      if (loaded) await this.deactivate(key);
+      return;
+    }
+    const current = loaded?.row;
+    const sameCode = current && current.version === row.version && String(current.granted_capabilities) === String(row.granted_capabilities);
+    if (sameCode && JSON.stringify(current.config) === JSON.stringify(row.config) && sameMoment(current.updated_at, row.updated_at)) return;
+    if (loaded && sameCode) {
+      loaded.row = row;
+      loaded.process?.updateConfig(row.config ?? {});
+      return;
+    }
+    try {
+      await this.activate(row);
+    } catch (error) {
       await this.deactivate(key);
-      await this.activate(row).catch((error: Error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin could not start after a change made elsewhere'));
-    }).catch((error) => this.kernel.log.error({ plugin: key, err: error }, 'plugin reconcile failed'));
+      throw error;
+    }
   }
 
   async stop(): Promise<void> {
-    if (this.listener) {
-      await this.listener.query('UNLISTEN keel_plugins').catch(() => undefined);
-      this.listener.release();
-      this.listener = null;
-    }
+    this.stopped = true;
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.resyncTimer = null;
+    this.retries.clear();
+    await this.listener?.close();
+    this.listener = null;
+    // Work already queued (a reconcile starting a worker) settles first, so that no worker is
+    // started after the ones below were stopped.
+    await this.serial(async () => undefined);
     await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
   }
+}
+
+function sameMoment(a: unknown, b: unknown): boolean {
+  return new Date(a as string).getTime() === new Date(b as string).getTime();
 }
 
 /** Bundles a plugin, answering 422 plugin_build_failed (first lines of the build error) when it does not build. */

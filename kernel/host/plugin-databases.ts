@@ -5,7 +5,9 @@ import pg from 'pg';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import type { Database } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
+import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { hardenDatabaseForPlugins } from './database-hardening.ts';
+import { ensurePluginLoginRole, ident, readKernelRole, type KernelRole } from './plugin-login-roles.ts';
 
 /** Kernel bridge functions a plugin's runtime role may execute, each behind its capability. */
 const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
@@ -42,9 +44,18 @@ export class PluginDatabases {
     this.baseUrl = new URL(databaseUrl);
   }
 
+  /** Who the kernel is in the database: a superuser or a role with CREATEROLE (see plugin-login-roles.ts). */
+  private kernel: KernelRole | null = null;
+
   async init(): Promise<void> {
     const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
     this.tag = createHash('sha256').update(database).digest('hex').slice(0, 6);
+    this.kernel = await readKernelRole(this.db);
+  }
+
+  private kernelRole(): KernelRole {
+    if (!this.kernel) throw new Error('PluginDatabases.init() has not run');
+    return this.kernel;
   }
 
   roles(manifest: Pick<PluginManifest, 'key' | 'database'>): PluginRoles {
@@ -64,47 +75,64 @@ export class PluginDatabases {
     return url.href;
   }
 
-  /** Creates or refreshes the roles, schema and privileges of a plugin; idempotent. */
-  async provision(manifest: PluginManifest, grants: readonly string[]): Promise<PluginRoles> {
+  /**
+   * Makes a plugin's database ready for its worker: roles, schema and privileges, then its
+   * pending migrations (`migrate`). Every kernel process does this when it activates the
+   * plugin, so it runs under a lock shared by all of them (cluster-lock.ts).
+   */
+  prepare(manifest: PluginManifest, grants: readonly string[], folder: string, options: { migrate: boolean }): Promise<PluginRoles> {
+    return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, async () => {
+      const roles = await this.provision(manifest, grants);
+      if (options.migrate) await this.migrate(manifest, folder);
+      return roles;
+    });
+  }
+
+  /**
+   * Creates or refreshes the roles, schema and privileges of a plugin; idempotent. One
+   * transaction: the plugin's workers in other processes keep running meanwhile, and must
+   * never see its table privileges revoked and not yet granted again.
+   */
+  private async provision(manifest: PluginManifest, grants: readonly string[]): Promise<PluginRoles> {
     const roles = this.roles(manifest);
     const write = grants.includes('database.namespace.write');
-    const q = (sql: string) => this.db.query(sql);
     this.hardened = await hardenDatabaseForPlugins(this.db, (message) => process.emitWarning(message));
     await this.assertNamespaceFree(manifest);
-    const database = (await this.db.maybeOne<{ name: string }>('select current_database() as name'))!.name;
-    for (const role of [roles.runtime, roles.migrator]) {
-      const exists = await this.db.maybeOne('select 1 as x from pg_roles where rolname = ?', [role]);
-      const attributes = `login nosuperuser nocreatedb nocreaterole noinherit noreplication nobypassrls connection limit 40 password ${literal(this.password(role))}`;
-      await q(exists ? `alter role ${ident(role)} with ${attributes}` : `create role ${ident(role)} with ${attributes}`);
-      await q(`grant connect on database ${ident(database)} to ${ident(role)}`);
-    }
-    await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
-    await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
-    await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
-    // Bridge functions that write kernel rows are executable only with their capability granted.
-    for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
-      await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
-    }
-    if (roles.schema) {
-      await q(`create schema if not exists ${ident(roles.schema)} authorization ${ident(roles.migrator)}`);
-      await q(`alter schema ${ident(roles.schema)} owner to ${ident(roles.migrator)}`);
-      await q(`revoke all on schema ${ident(roles.schema)} from public`);
-      await q(`grant usage on schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
-      const tablePrivileges = write ? 'select, insert, update, delete' : 'select';
-      const sequencePrivileges = write ? 'usage, select, update' : 'select';
-      await q(`revoke all on all tables in schema ${ident(roles.schema)} from ${ident(roles.runtime)}`);
-      await q(`grant ${tablePrivileges} on all tables in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
-      await q(`grant ${sequencePrivileges} on all sequences in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
-      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} revoke all on tables from ${ident(roles.runtime)}`);
-      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${tablePrivileges} on tables to ${ident(roles.runtime)}`);
-      await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${sequencePrivileges} on sequences to ${ident(roles.runtime)}`);
-      await q(`alter default privileges for role ${ident(roles.migrator)} revoke execute on functions from public`);
-    }
-    for (const role of [roles.runtime, roles.migrator]) {
-      // A role may change its own defaults (a migration can run ALTER ROLE CURRENT_USER SET ...): wipe them.
-      await q(`alter role ${ident(role)} reset all`);
-      await q(`alter role ${ident(role)} set search_path = ${roles.schema ? ident(roles.schema) : 'pg_catalog'}`);
-    }
+    await this.db.transaction(async (tx) => {
+      const q = (sql: string) => tx.query(sql);
+      const database = (await tx.maybeOne<{ name: string }>('select current_database() as name'))!.name;
+      for (const role of [roles.runtime, roles.migrator]) {
+        await ensurePluginLoginRole(tx, this.kernelRole(), role, this.password(role));
+        await q(`grant connect on database ${ident(database)} to ${ident(role)}`);
+      }
+      await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
+      await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
+      await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
+      // Bridge functions that write kernel rows are executable only with their capability granted.
+      for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
+        await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
+      }
+      if (roles.schema) {
+        await q(`create schema if not exists ${ident(roles.schema)} authorization ${ident(roles.migrator)}`);
+        await q(`alter schema ${ident(roles.schema)} owner to ${ident(roles.migrator)}`);
+        await q(`revoke all on schema ${ident(roles.schema)} from public`);
+        await q(`grant usage on schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+        const tablePrivileges = write ? 'select, insert, update, delete' : 'select';
+        const sequencePrivileges = write ? 'usage, select, update' : 'select';
+        await q(`revoke all on all tables in schema ${ident(roles.schema)} from ${ident(roles.runtime)}`);
+        await q(`grant ${tablePrivileges} on all tables in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+        await q(`grant ${sequencePrivileges} on all sequences in schema ${ident(roles.schema)} to ${ident(roles.runtime)}`);
+        await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} revoke all on tables from ${ident(roles.runtime)}`);
+        await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${tablePrivileges} on tables to ${ident(roles.runtime)}`);
+        await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${sequencePrivileges} on sequences to ${ident(roles.runtime)}`);
+        await q(`alter default privileges for role ${ident(roles.migrator)} revoke execute on functions from public`);
+      }
+      for (const role of [roles.runtime, roles.migrator]) {
+        // A role may change its own defaults (a migration can run ALTER ROLE CURRENT_USER SET ...): wipe them.
+        await q(`alter role ${ident(role)} reset all`);
+        await q(`alter role ${ident(role)} set search_path = ${roles.schema ? ident(roles.schema) : 'pg_catalog'}`);
+      }
+    });
     return roles;
   }
 
@@ -131,8 +159,9 @@ export class PluginDatabases {
   /**
    * Applies the plugin's pending migrations (NNNN-name.sql, in name order) as its migrator
    * role, each in its own transaction; an applied migration whose file changed is refused.
+   * Runs under the provisioning lock (prepare), so no two processes apply one migration.
    */
-  async migrate(manifest: PluginManifest, folder: string): Promise<string[]> {
+  private async migrate(manifest: PluginManifest, folder: string): Promise<string[]> {
     const roles = this.roles(manifest);
     if (!roles.schema || !manifest.database?.migrations) return [];
     const dir = join(folder, manifest.database.migrations);
@@ -170,8 +199,12 @@ export class PluginDatabases {
     return ran;
   }
 
-  /** Removes the plugin's schema, data and roles (uninstall). */
-  async drop(manifest: PluginManifest): Promise<void> {
+  /** Removes the plugin's schema, data and roles (uninstall), under the provisioning lock. */
+  drop(manifest: PluginManifest): Promise<void> {
+    return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, () => this.dropNow(manifest));
+  }
+
+  private async dropNow(manifest: PluginManifest): Promise<void> {
     const roles = this.roles(manifest);
     // Only a schema this plugin's migrator owns: never another plugin's, whatever the manifest says.
     if (roles.schema && await this.schemaOwner(roles.schema) === roles.migrator) await this.db.query(`drop schema if exists ${ident(roles.schema)} cascade`);
@@ -183,13 +216,4 @@ export class PluginDatabases {
       await this.db.query(`drop role if exists ${ident(role)}`);
     }
   }
-}
-
-function ident(name: string): string {
-  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`unsafe identifier ${name}`);
-  return `"${name}"`;
-}
-
-function literal(value: string): string {
-  return `'${value.replaceAll("'", "''")}'`;
 }

@@ -7,6 +7,7 @@ import { loadConfig } from '../../kernel/config/load.ts';
 import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { createApi, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
+import { workerPids } from '../support/server-process.ts';
 
 const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
 let first: TestKernel;
@@ -47,6 +48,55 @@ describe('two kernel processes on one database', () => {
     expect((await first.api.post('/api/plugins/echo/disable', {})).status).toBe(200);
     const gone = await eventually(() => secondApi.post('/api/plugins/echo/echo', {}), (r) => r.status === 404);
     expect(gone.status).toBe(404);
+  }, 30_000);
+
+  it('run one worker per enabled plugin each, the process that bootstrapped the first-party plugins included', async () => {
+    // `second` installed and enabled costs at its start; `first` followed the announcement.
+    const firstHost = first.kernel.services.extensionHost!;
+    const secondHost = second.services.extensionHost!;
+    // (echo, disabled by the test before, may still be stopping.)
+    for (const host of [firstHost, secondHost]) expect(await eventually(async () => [...host.plugins.keys()], (keys) => keys.join() === 'costs')).toEqual(['costs']);
+    // Both kernels run in this process: its worker children are theirs, one per loaded plugin.
+    const expected = firstHost.plugins.size + secondHost.plugins.size;
+    expect((await eventually(() => workerPids(process.pid), (pids) => pids.length === expected)).length).toBe(expected);
+    const pids = [...firstHost.plugins.values(), ...secondHost.plugins.values()].map((p) => p.process?.health.pid);
+    expect((await workerPids(process.pid)).sort()).toEqual(pids.sort());
+  });
+
+  it('retry a change made elsewhere until it is served, when bringing it in line fails at first', async () => {
+    const secondHost = second.services.extensionHost!;
+    // echo is installed and disabled (the first test). What two processes provisioning at once used to meet, without a lock: a transient catalog conflict.
+    const prepare = secondHost.databases.prepare.bind(secondHost.databases);
+    let failures = 2;
+    secondHost.databases.prepare = async (...args) => {
+      if (failures-- > 0) throw new Error('tuple concurrently updated');
+      return prepare(...args);
+    };
+    try {
+      expect((await first.api.post('/api/plugins/echo/enable', {})).status).toBe(200);
+      const served = await eventually(() => secondApi.post('/api/plugins/echo/echo', { again: true }), (r) => r.status === 200);
+      expect(served.status).toBe(200);
+      expect(failures).toBeLessThan(0);
+    } finally {
+      secondHost.databases.prepare = prepare;
+    }
+  }, 30_000);
+
+  it('catch up on changes announced while their listening connection was lost', async () => {
+    // A change stored without its notification (as if sent while the connections were down),
+    // then the listening connections are cut: the kernels must listen again and catch up.
+    await first.sql.query("update plugins set status = 'disabled', updated_at = now() where key = 'echo'");
+    // Each kernel has two listening connections: plugin changes and credential invalidations.
+    const { rows } = await first.sql.query("select pg_terminate_backend(pid) as cut from pg_stat_activity where datname = current_database() and application_name = 'keel-listen'");
+    expect(rows).toHaveLength(4);
+    const gone = await eventually(() => secondApi.post('/api/plugins/echo/echo', {}), (r) => r.status === 404);
+    expect(gone.status).toBe(404);
+    expect(await eventually(async () => first.kernel.services.extensionHost!.plugins.has('echo'), (has) => !has)).toBe(false);
+    // And the listeners are back: a change announced now is followed again.
+    expect((await first.api.post('/api/plugins/echo/enable', {})).status).toBe(200);
+    expect((await eventually(() => secondApi.post('/api/plugins/echo/echo', {}), (r) => r.status === 200)).status).toBe(200);
+    // Credential caching is back on in both, after the listener reconnected.
+    expect((await eventually(() => secondApi.get('/api/health'), (r) => r.body.components?.notifications?.status === 'up')).status).toBe(200);
   }, 30_000);
 
   it('keep one activity chain without forks when both write', async () => {

@@ -51,17 +51,19 @@ export const FIRST_PARTY_PLUGINS = fileURLToPath(new URL('../../plugins', import
 /**
  * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.
  * `overrides` adjusts configuration (for example `{ deploymentMode: 'authenticated' }`).
+ * `databaseUrl` runs it on a database the test prepared instead (see restricted-database.ts).
  */
-export async function startTestKernel(overrides: Record<string, any> = {}, options: { captureLogs?: string[]; firstPartyDir?: string; databaseName?: string } = {}): Promise<TestKernel> {
+export async function startTestKernel(overrides: Record<string, any> = {}, options: { captureLogs?: string[]; firstPartyDir?: string; databaseName?: string; databaseUrl?: string } = {}): Promise<TestKernel> {
   const adminUrl = inject('adminDatabaseUrl');
-  const name = options.databaseName ?? `t_${randomBytes(6).toString('hex')}`;
-  if (!options.databaseName) {
+  const name = options.databaseName ?? (options.databaseUrl ? new URL(options.databaseUrl).pathname.slice(1) : `t_${randomBytes(6).toString('hex')}`);
+  // A database given by URL (a test that sets up its own roles) is neither created nor dropped here.
+  if (!options.databaseName && !options.databaseUrl) {
     const admin = new pg.Client({ connectionString: adminUrl });
     await admin.connect();
     await admin.query(`create database ${name} template keel_template`);
     await admin.end();
   }
-  const databaseUrl = adminUrl.replace(/\/[^/]*$/, `/${name}`);
+  const databaseUrl = options.databaseUrl ?? adminUrl.replace(/\/[^/]*$/, `/${name}`);
   const dataDir = await mkdtemp(join(tmpdir(), 'keel-test-'));
   const config: KeelConfig = loadConfig({
     env: {},
@@ -87,7 +89,7 @@ export async function startTestKernel(overrides: Record<string, any> = {}, optio
       await sql.end();
       await kernel.stop();
       await rm(dataDir, { recursive: true, force: true });
-      if (keepDatabase) return;
+      if (keepDatabase || options.databaseUrl) return;
       const cleanup = new pg.Client({ connectionString: adminUrl });
       await cleanup.connect();
       await cleanup.query(`drop database if exists ${name} with (force)`).catch(() => undefined);

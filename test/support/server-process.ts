@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
 
 /**
  * The server as operators run it: `kernel/main.ts` in a process of its own. Tests read what
@@ -81,4 +82,25 @@ export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
   const pids = await processesMatching(`-D ${dataDir}`);
   for (const pid of pids) { try { process.kill(pid, 'SIGINT'); } catch { /* gone */ } }
   for (let i = 0; i < 200 && (await processesMatching(`-D ${dataDir}`)).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** Pids of the plugin worker processes a kernel process runs (its children running the worker bundle). */
+export async function workerPids(kernelPid: number): Promise<number[]> {
+  const { stdout } = await promisify(execFile)('ps', ['-o', 'pid=,args=', '--ppid', String(kernelPid)]).catch((error: { stdout?: string; code?: number }) => {
+    // ps exits 1 when the process has no children.
+    if (error.code === 1) return { stdout: error.stdout ?? '' };
+    throw error;
+  });
+  return stdout.split('\n').filter((line) => line.includes('plugin-worker.mjs')).map((line) => Number(line.trim().split(/\s+/)[0]));
+}
+
+/** Polls `probe` until `accept` holds or `timeoutMs` passes (state of another process, with no event to await); answers the last value either way. */
+export async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await probe();
+  while (!accept(value) && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    value = await probe();
+  }
+  return value;
 }
