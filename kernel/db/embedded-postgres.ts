@@ -40,11 +40,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger, option
 
   const initialised = existsSync(join(clusterDir, 'PG_VERSION'));
   if (initialised) await clearStalePostmaster(clusterDir, log);
-  const port = await choosePort(options.anyPort ? 0 : credentials.port);
-  if (port !== credentials.port) {
-    credentials.port = port;
-    await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
-  }
+  let port = await choosePort(options.anyPort ? 0 : credentials.port);
 
   const lines: string[] = [];
   if (!initialised) {
@@ -64,7 +60,23 @@ export async function startEmbeddedPostgres(dataDir: string, log: Logger, option
     });
     await initialiser.initialise();
   }
-  let server = await spawnPostmaster(clusterDir, port, isRoot, lines);
+  // A free port can be taken by another process between the probe and PostgreSQL's bind
+  // (several servers starting at once): then another free port is tried.
+  let server: Awaited<ReturnType<typeof spawnPostmaster>>;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      server = await spawnPostmaster(clusterDir, port, isRoot, lines);
+      break;
+    } catch (error) {
+      if (attempt >= 3 || !/Address already in use/i.test((error as Error).message)) throw error;
+      log.warn({ port }, 'the port chosen for the embedded PostgreSQL was taken meanwhile; trying another');
+      port = await choosePort(0);
+    }
+  }
+  if (port !== credentials.port) {
+    credentials.port = port;
+    await writeFile(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
+  }
   const url = `postgres://${SUPERUSER}:${encodeURIComponent(credentials.password)}@127.0.0.1:${port}/postgres`;
   let stopping: Promise<void> | undefined;
   let restartTimer: NodeJS.Timeout | null = null;
