@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { Database } from '../../kernel/db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../kernel/db/embedded-postgres.ts';
 import { createLogger } from '../../kernel/logger.ts';
+import { keepExitCode } from './keep-exit-code.ts';
 
 /**
  * Starts one embedded PostgreSQL for the whole run (or uses TEST_DATABASE_URL), migrates a
@@ -13,6 +14,7 @@ import { createLogger } from '../../kernel/logger.ts';
 let embedded: EmbeddedDatabase | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
+  keepExitCode();
   const log = createLogger('warn');
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
