@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './logger.ts';
 import { startKernel } from './kernel.ts';
+import { installProcessGuards } from './process-guards.ts';
 
 const [major] = process.versions.node.split('.').map(Number);
 if ((major ?? 0) < 24) {
@@ -44,6 +45,9 @@ const kernel = await startKernel(config, { log }).catch((error: Error) => {
   log.fatal({ err: error }, `Keel could not start: ${error.message}`);
   process.exit(1);
 });
+
+// From here on a stray error is logged, not fatal; a start that fails still ends the process.
+installProcessGuards(log);
 
 const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
 console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);
