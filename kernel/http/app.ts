@@ -4,6 +4,7 @@ import type { Context, Next } from 'koa';
 import type { KernelServices } from '../services.ts';
 import { errorBody, KeelError } from './errors.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
+import { pathGuard } from './path-guard.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -26,6 +27,7 @@ export function createApp(kernel: KernelServices, router: Router, extra: { befor
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(errorHandler(kernel));
+  app.use(pathGuard);
   for (const middleware of extra.before ?? []) app.use(middleware);
   app.use(async (ctx, next) => {
     ctx.state.actor = await kernel.resolver.resolve(ctx);
