@@ -3,7 +3,7 @@ import { pluginSchemaAjv } from '../manifest/plugin-schema-ajv.ts';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
-import { readJsonBody } from '../../http/body.ts';
+import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { requireActor, requireAgent, requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
@@ -128,6 +128,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     companyId = actor.companyId;
   }
   const query = { ...ctx.query } as Record<string, unknown>;
+  // Whatever the plugin's schema says: its SQL could not send a NUL to PostgreSQL either.
+  assertStorableQuery(query);
   validate(queryAjv, route.query, query, 'query');
   let body: unknown = null;
   if (route.method !== 'GET') {
