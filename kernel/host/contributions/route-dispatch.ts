@@ -11,12 +11,12 @@ import { agentForRequest } from '../../tenancy/agent-access.ts';
 import { isUuid } from '../../http/validate.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
+import { routeHeaders } from './route-headers.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
 const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
 const queryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
 const compiled = new WeakMap<object, ValidateFunction>();
-const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
 
 function validator(ajv: Ajv, schema: object): ValidateFunction {
   let fn = compiled.get(schema);
@@ -138,8 +138,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     validate(bodyAjv, route.body, body, 'request body');
     if (route.agentBodyField && companyId) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   }
-  const headers: Record<string, string> = {};
-  for (const name of FORWARDED_HEADERS) { const value = ctx.get(name); if (value) headers[name] = value; }
+  const headers = routeHeaders(ctx);
   const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';
   const transactional = !readOnly && (route.transactional ?? true);

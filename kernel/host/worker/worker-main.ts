@@ -5,6 +5,7 @@ import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { Invocation } from './invocation.ts';
+import { commit } from './commit.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { Sandbox } from './sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
@@ -41,6 +42,22 @@ function wire(error: unknown): WireError {
     return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
   }
   return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
+}
+
+const TRANSACTION_FAILURES = {
+  open: "The plugin's transaction could not be opened",
+  activity: 'The activity entry could not be written',
+  commit: "The plugin's transaction could not commit",
+} as const;
+
+/**
+ * A transaction that could not be opened, written or committed, as the caller sees it: a fixed
+ * message. PostgreSQL's own text names the plugin's tables, constraints and values, so it goes
+ * to the plugin's log only.
+ */
+function transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
+  log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
+  return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
 }
 
 /**
@@ -201,7 +218,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     // The host's own entry joins the call's transaction (opening it if the handler never did).
     try { await writeActivity(database, invocation, invocation.message.defaultActivity); } catch (activityError) {
       ok = false;
-      error = { status: 500, code: 'plugin_transaction_failed', message: `The activity entry could not be written: ${(activityError as Error).message}` };
+      error = transactionFailed('activity', invocation.message.target, activityError);
       value = undefined;
     }
   }
@@ -221,13 +238,13 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   if (client) {
     try {
       if (ok) {
-        await client.query('COMMIT');
+        await commit(client);
       } else {
         await client.query('ROLLBACK');
       }
     } catch (commitError) {
       ok = false;
-      error = { status: 500, code: 'plugin_transaction_failed', message: `The plugin's transaction could not commit: ${(commitError as Error).message}` };
+      error = transactionFailed('commit', invocation.message.target, commitError);
       value = undefined;
       await client.query('ROLLBACK').catch(() => undefined);
     }
@@ -355,7 +372,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   });
   try {
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await commit(client);
   } catch (error) {
     log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
     return giveUp();
@@ -365,6 +382,13 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   return true;
 }
 
+/**
+ * Runs the calls of a batch one after another in one transaction, each inside its own
+ * savepoint, and answers them all after the one COMMIT. A call that fails is rolled back to its
+ * savepoint alone. What only the end of the transaction can refuse (an activity entry when the
+ * batch's entries are written, a deferred constraint at COMMIT) cannot be pinned on one call:
+ * then each call runs again in a transaction of its own, so that only the call at fault fails.
+ */
 async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase): Promise<void> {
   const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
   let client: import('pg').PoolClient;
@@ -372,7 +396,7 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
     client = await database.pool.connect();
     await client.query('BEGIN');
   } catch (error) {
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `Could not open the batch transaction: ${(error as Error).message}` });
+    fail(transactionFailed('open', items[0]!.target, error));
     return;
   }
   const outcomes: CallResult[] = [];
@@ -391,11 +415,16 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
       activity.push(...entries);
     }
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await commit(client);
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     database.release(client);
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `The batch transaction could not commit: ${(error as Error).message}` });
+    if (items.length === 1) {
+      fail(transactionFailed('commit', items[0]!.target, error));
+      return;
+    }
+    log('warn', `batch ${items[0]!.target} could not commit (${String((error as Error)?.message ?? error).slice(0, 200)}); running its ${items.length} calls one at a time`);
+    for (const item of items) await invokeItemByItem([item], database);
     return;
   }
   database.release(client);
