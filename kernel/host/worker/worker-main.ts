@@ -182,12 +182,24 @@ function finishFailed(invocation: Invocation, error: unknown): void {
   send({ t: 'result', id: invocation.id, ok: false, error: { status: 500, code: 'host_error', message: 'The host could not finish the call' }, activityWritten: false });
 }
 
-/** A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects. */
-function wireFromPlugin(raw: unknown): WireError {
+/** Codes of the database errors ctx.db.query rejects with (kernel/host/worker/capabilities/database.ts). */
+const DATABASE_ERROR = /^sql_(?:[0-9A-Z]{5}|error)$/;
+
+/**
+ * A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects.
+ * A database error the plugin let through keeps its code and status, but PostgreSQL's text
+ * (which names tables, constraints and the values sent) goes to the plugin's log instead of
+ * the caller.
+ */
+function wireFromPlugin(raw: unknown, target: string): WireError {
   const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
   const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) ? e.code : 'plugin_error';
-  const message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  let message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  if (DATABASE_ERROR.test(code)) {
+    log('warn', `${target} failed with ${code}: ${message}`);
+    message = code === 'sql_error' ? "The plugin's database query failed" : `The plugin's database query failed (SQLSTATE ${code.slice(4)})`;
+  }
   const wire: WireError = { status, code, message };
   if (e.details !== undefined && e.details !== null) {
     const text = JSON.stringify(e.details);
@@ -206,7 +218,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
   }
   let ok = parsed?.ok === true;
-  let error = ok ? undefined : wireFromPlugin(parsed?.e);
+  let error = ok ? undefined : wireFromPlugin(parsed?.e, invocation.message.target);
   let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
   if (ok && value !== undefined && Buffer.byteLength(value) > init.limits.maxResponseBytes) {
     ok = false;
@@ -360,7 +372,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
     const answer = answers[index];
     const member = members[index]!;
     if (!answer?.ok) {
-      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e), activityWritten: false });
+      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e, item.target), activityWritten: false });
       return;
     }
     activity.push(...member.pendingActivity);
