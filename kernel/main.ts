@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './logger.ts';
 import { startKernel, type RunningKernel } from './kernel.ts';
+import { installProcessGuards } from './process-guards.ts';
 
 const [major] = process.versions.node.split('.').map(Number);
 if ((major ?? 0) < 24) {
@@ -79,6 +80,9 @@ try {
   console.error(`Keel could not start: ${(error as Error).message}`);
   process.exit(1);
 }
+
+// From here on a stray error is logged, not fatal; a start that fails still ends the process.
+installProcessGuards(log);
 
 if (stopRequested) {
   await stop(kernel);

@@ -35,10 +35,11 @@ function clean(value: unknown, depth: number, secrets: readonly string[]): unkno
     let count = 0;
     for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
       if (count++ >= MAX_KEYS) break;
-      if (SENSITIVE_KEY.test(key) && !SAFE_KEYS.has(key) && !isSecretRef(item)) {
-        out[key] = item === null || item === undefined ? item ?? null : REDACTED;
+      const name = storable(key);
+      if (SENSITIVE_KEY.test(name) && !SAFE_KEYS.has(name) && !isSecretRef(item)) {
+        out[name] = item === null || item === undefined ? item ?? null : REDACTED;
       } else {
-        out[key] = clean(item, depth + 1, secrets);
+        out[name] = clean(item, depth + 1, secrets);
       }
     }
     return out;
@@ -51,8 +52,24 @@ function isSecretRef(value: unknown): boolean {
 }
 
 function scrubString(value: string, secrets: readonly string[]): string {
-  let out = value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…` : value;
+  let out = storable(truncated(value));
   for (const pattern of TOKEN_SHAPED) out = out.replace(pattern, REDACTED);
   for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   return out;
+}
+
+/** At most MAX_STRING code units, never ending between the two halves of a surrogate pair. */
+function truncated(value: string): string {
+  if (value.length <= MAX_STRING) return value;
+  const last = value.charCodeAt(MAX_STRING - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? MAX_STRING - 1 : MAX_STRING;
+  return `${value.slice(0, end)}…`;
+}
+
+/**
+ * jsonb holds neither NUL characters nor lone surrogates: one in an entry would fail the
+ * transaction that writes it (and a plugin's code may build any string). U+FFFD stands in.
+ */
+function storable(text: string): string {
+  return text.toWellFormed().replaceAll('\u0000', '\ufffd');
 }

@@ -2,6 +2,7 @@ import type { Context } from 'koa';
 import type { KeelConfig } from '../config/schema.ts';
 import type { Database } from '../db/database.ts';
 import { forbidden, unauthorized } from '../http/errors.ts';
+import { isUuid } from '../http/validate.ts';
 import { LOCAL_BOARD_USER_ID, type Actor, type AgentActor, type BoardActor } from './actor.ts';
 import type { AgentJwt } from './agent-jwt.ts';
 import { looksLikeJwt } from './agent-jwt.ts';
@@ -41,7 +42,11 @@ export class ActorResolver {
   }
 
   async resolve(ctx: Context): Promise<Actor> {
-    const runHeader = ctx.get('x-service-run-id') || undefined;
+    // A run id that is not a uuid names no run: it is dropped here, once, so that no route,
+    // activity entry or plugin transaction ever carries it (the spec attaches the header as is,
+    // and the activity log documents runId as the header when it is a uuid).
+    const header = ctx.get('x-service-run-id');
+    const runHeader = isUuid(header) ? header.toLowerCase() : undefined;
     const authorization = ctx.get('authorization');
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
     if (bearer) {

@@ -12,7 +12,8 @@ const LOST_CONNECTION = /^(Connection terminated|timeout exceeded when trying to
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let current = error, depth = 0; current && depth < 4; current = (current as { cause?: unknown }).cause, depth++) {
     const code = (current as { code?: unknown }).code;
-    if (typeof code === 'string' && (SOCKET_CODES.has(code) || SERVER_CODES.has(code) || code.startsWith('08'))) return true;
+    // 08P01 (protocol violation) is the request's doing, a NUL sent as a parameter say: not an outage.
+    if (typeof code === 'string' && (SOCKET_CODES.has(code) || SERVER_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) return true;
     const message = (current as { message?: unknown }).message;
     if (typeof message === 'string' && LOST_CONNECTION.test(message)) return true;
   }

@@ -166,14 +166,16 @@ export class ExtensionHost {
     await this.databases.assertNamespaceFree(manifest);
     await buildOrRefuse(found.folder, manifest.key);
     const row = await this.kernel.db.transaction(async (tx) => {
+      // The check above answers the common case; of concurrent installs of one key, the key decides.
       const inserted = await tx.maybeOne(
         `insert into plugins (key, package_name, version, display_name, description, source_kind, source_path, tag, manifest, db_namespace)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?) returning *`,
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?) on conflict (key) do nothing returning *`,
         [manifest.key, found.packageName, manifest.version, manifest.displayName, manifest.description ?? null, found.sourceKind, found.folder,
           manifest.tag ?? (found.sourceKind === 'first_party' ? 'first-party' : found.sourceKind === 'example' ? 'example' : null),
           JSON.stringify(manifest), manifest.database?.namespace ?? null]);
+      if (!inserted) throw conflict(`Plugin ${manifest.key} is already installed`, { key: manifest.key }, 'plugin_already_installed');
       await this.audit(tx, 'plugin.installed', manifest.key, { version: manifest.version, source: found.sourceKind });
-      return inserted!;
+      return inserted;
     });
     return row;
   }

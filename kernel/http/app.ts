@@ -6,6 +6,7 @@ import { errorBody, KeelError } from './errors.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import { requestLog } from './request-log.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
+import { pathGuard } from './path-guard.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -29,6 +30,7 @@ export function createApp(kernel: KernelServices, router: Router, extra: { befor
   app.silent = true;
   app.use(requestLog(kernel.log));
   app.use(errorHandler(kernel));
+  app.use(pathGuard);
   for (const middleware of extra.before ?? []) app.use(middleware);
   app.use(async (ctx, next) => {
     ctx.state.actor = await kernel.resolver.resolve(ctx);

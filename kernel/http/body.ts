@@ -40,32 +40,62 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
 
 /**
  * Refuses, before any route sees them, JSON values that would break further down: nesting
- * beyond MAX_JSON_DEPTH (recursive walks would overflow the stack) and NUL characters in
- * strings or keys (PostgreSQL text and jsonb cannot hold them, and neither can an
- * environment variable). The walk is iterative, so the check itself cannot overflow.
+ * beyond MAX_JSON_DEPTH (recursive walks would overflow the stack), NUL characters in strings
+ * or keys (PostgreSQL text and jsonb cannot hold them, and neither can an environment
+ * variable) and lone UTF-16 surrogates (`"\ud800"` is valid JSON, but jsonb refuses it and
+ * text would store U+FFFD instead of what was sent). Kernel and plugin routes read bodies
+ * here, so both refuse them alike. The walk is iterative, so the check itself cannot overflow.
  */
 export function assertStorableJson(root: unknown): void {
   const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: '', depth: 0 }];
   while (stack.length > 0) {
     const { value, path, depth } = stack.pop()!;
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) throw nulCharacter(path);
+      const problem = unstorableText(value);
+      if (problem) throw unstorable('request body', path || '(body)', problem);
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
     if (depth >= MAX_JSON_DEPTH) throw badRequest(`Request body nests deeper than ${MAX_JSON_DEPTH} levels`);
     for (const [key, child] of Object.entries(value)) {
       const childPath = path ? `${path}.${key}` : key;
-      if (key.includes('\u0000')) throw nulCharacter(childPath);
+      const problem = unstorableText(key);
+      if (problem) throw unstorable('request body', childPath, problem);
       stack.push({ value: child, path: childPath, depth: depth + 1 });
     }
   }
 }
 
-function nulCharacter(path: string) {
-  const where = path || '(body)';
-  return validationFailed(`Invalid request body: ${path || 'body'} must not contain NUL (\\u0000) characters`,
-    [{ path: where, message: 'must not contain NUL (\\u0000) characters', keyword: 'nul' }]);
+/**
+ * Refuses NUL characters in query parameters: one cannot even be sent to PostgreSQL as a
+ * parameter. (Query strings are decoded leniently, into U+FFFD, so they hold no lone surrogates.)
+ */
+export function assertStorableQuery(query: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(query)) {
+    if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'string' && item.includes('\u0000'))) {
+      throw unstorable('query', name, 'nul');
+    }
+  }
+}
+
+type TextProblem = 'nul' | 'surrogate';
+
+function unstorableText(text: string): TextProblem | undefined {
+  if (text.includes('\u0000')) return 'nul';
+  if (!text.isWellFormed()) return 'surrogate';
+  return undefined;
+}
+
+const PROBLEMS: Record<TextProblem, string> = {
+  nul: 'must not contain NUL (\\u0000) characters',
+  surrogate: 'must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)',
+};
+
+function unstorable(where: 'request body' | 'query', path: string, problem: TextProblem) {
+  // A key with a lone surrogate is named with U+FFFD in its place: the answer itself stays well-formed.
+  const shown = path.toWellFormed();
+  const subject = shown === '(body)' ? 'body' : shown;
+  return validationFailed(`Invalid ${where}: ${subject} ${PROBLEMS[problem]}`, [{ path: shown, message: PROBLEMS[problem], keyword: problem }]);
 }
 
 export function readRaw(ctx: Context, limit: number): Promise<Buffer> {

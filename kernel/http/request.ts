@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import type { KernelServices } from '../services.ts';
-import { readJsonBody } from './body.ts';
-import { badRequest, notFound, validationFailed } from './errors.ts';
+import { assertStorableQuery, readJsonBody } from './body.ts';
+import { badRequest, notFound } from './errors.ts';
 import { isUuid, type Validator } from './validate.ts';
 
 /**
@@ -18,11 +18,7 @@ export async function parseBody<T>(ctx: Context, kernel: KernelServices, validat
 /** Validates the query string; a NUL character cannot even be sent to PostgreSQL as a parameter, so it is refused first. */
 export function parseQuery<T>(ctx: Context, validator: Validator<T>): T {
   const query = { ...ctx.query };
-  for (const [name, value] of Object.entries(query)) {
-    if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'string' && item.includes('\u0000'))) {
-      throw validationFailed(`Invalid query: ${name} must not contain NUL (\\u0000) characters`, [{ path: name, message: 'must not contain NUL (\\u0000) characters', keyword: 'nul' }]);
-    }
-  }
+  assertStorableQuery(query);
   return validator(query);
 }
 

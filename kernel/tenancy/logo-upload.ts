@@ -42,6 +42,10 @@ export async function readSingleFile(ctx: Context, field: string, limit: number)
       reject(error);
     };
     parser.on('file', (name, stream, info) => {
+      // A body that ends inside a part destroys that part's stream with an error as well as
+      // the parser: without a listener here it would be thrown from the event loop and end the
+      // process. The parser's own 'error' answers the request.
+      stream.on('error', (error: Error) => fail(badRequest(`Malformed multipart body: ${error.message}`)));
       if (name !== field || found) { stream.resume(); return; }
       const entry = { filename: info.filename, declaredType: info.mimeType, chunks: [] as Buffer[] };
       found = entry;

@@ -133,18 +133,18 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
       if (typeof body.version === 'number' && body.version > Number(secret.latest_version)) {
         throw new KeelError(422, 'secret_version_not_found', `The secret has no version ${body.version}`);
       }
-      const clash = await tx.maybeOne('select id from agent_secret_grants where agent_id = ? and key = ?', [agent.id, body.key]);
-      if (clash) throw new KeelError(409, 'secret_grant_conflict', `The agent already has a secret granted as "${body.key}"`);
+      // The unique key decides, not an earlier read: of concurrent identical grants one is stored and the others answer 409.
       const row = await tx.maybeOne(
         `insert into agent_secret_grants (company_id, agent_id, secret_id, key, delivery, version_selector, projection_class, description, created_by_user_id)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning *`,
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (agent_id, key) do nothing returning *`,
         [agent.company_id, agent.id, secret.id, body.key, body.delivery, String(body.version ?? 'latest'), body.projectionClass ?? 'standard', body.description ?? null,
           (ctx.state.actor as { userId?: string }).userId ?? null]);
+      if (!row) throw new KeelError(409, 'secret_grant_conflict', `The agent already has a secret granted as "${body.key}"`);
       await kernel.activity.recordFor(ctx, tx, {
         companyId: agent.company_id, action: 'secret.granted', entityType: 'agent', entityId: agent.id, agentId: agent.id,
         details: { secretId: secret.id, key: body.key, delivery: body.delivery, versionSelector: String(body.version ?? 'latest') },
       });
-      return grantRecord(row!);
+      return grantRecord(row);
     });
     ctx.status = 201;
     ctx.body = created;

@@ -95,9 +95,10 @@ describe('job listing and schedules', () => {
   it('keeps the engine schema and the host tables out of reach of plugin roles', async () => {
     for (const sql of ['select count(*) from keel_jobs.job', 'select count(*) from keel_jobs.schedule', 'select count(*) from keel_host.webhook_deliveries']) {
       const res = await t.api.post(`/api/plugins/${KEY}/sql`, { sql });
-      expect(res.status, `${sql}: ${res.text}`).toBe(403);
-      expect(res.body.error).toMatch(/permission denied for schema/);
+      expect([res.status, res.body.code], `${sql}: ${res.text}`).toEqual([403, 'sql_42501']);
     }
+    const logs = (await t.api.get(`/api/plugins/${KEY}/logs`)).body.logs as Array<{ message: string }>;
+    expect(logs.filter((line) => /permission denied for schema (keel_jobs|keel_host)/.test(line.message))).toHaveLength(3);
   });
 });
 

@@ -33,7 +33,13 @@ describe('UI-facing plugin calls', () => {
     const bridged = await t.api.post('/api/plugins/ui-bridge/bridge/data', { key: 'summary' });
     expect(bridged.body.company).toBeNull();
     expect((await t.api.post('/api/plugins/ui-bridge/data/summary', { companyId: '00000000-0000-4000-8000-000000000000' })).status).toBe(404);
-    expect((await t.api.post('/api/plugins/ui-bridge/data/nope', {})).status).toBe(501);
+    // A key the plugin has no handler for names nothing: 404, not a server error.
+    for (const path of ['/api/plugins/ui-bridge/data/nope', '/api/plugins/ui-bridge/actions/nope', '/api/plugins/ui-bridge/data/Not%20A%20Key']) {
+      const missing = await t.api.post(path, {});
+      expect([path, missing.status, missing.body.code]).toEqual([path, 404, 'plugin_handler_not_found']);
+    }
+    const bridgedMissing = await t.api.post('/api/plugins/ui-bridge/bridge/action', { key: 'nope' });
+    expect([bridgedMissing.status, bridgedMissing.body.code]).toEqual([404, 'plugin_handler_not_found']);
   });
 
   it('runs actions with activity and answers plugin errors with their status', async () => {

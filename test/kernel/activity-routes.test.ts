@@ -62,6 +62,16 @@ describe('POST /api/companies/{companyId}/activity', () => {
     expect(stored).toEqual(res.body.details);
   });
 
+  it('stores details whose long strings end inside an emoji: truncation never splits a surrogate pair', async () => {
+    // 4,000 characters are kept: after one ASCII character the cut falls between the halves of an emoji.
+    const note = `a${'😀'.repeat(2500)}`;
+    const res = await t.api.post(path(companyId), { actorId: 'ops', action: 'note.added', entityType: 'note', entityId: 'n-2', details: { note } });
+    expect(res.status, res.text).toBe(201);
+    const stored = (await t.sql.query('select details from activity_log where id = $1', [res.body.id])).rows[0].details;
+    expect(stored.note).toBe(`a${'😀'.repeat(1999)}…`);
+    expect(stored.note.isWellFormed()).toBe(true);
+  });
+
   it('refuses invalid bodies with 400 and foreign agents with 422, adding nothing', async () => {
     const before = await count();
     const valid = { actorId: 'x', action: 'a', entityType: 'e', entityId: '1' };

@@ -106,5 +106,8 @@ export const BAD_IDS: Array<[string, string]> = [
   ['an id with SQL in it', encodeURIComponent("x' or '1'='1")],
   ['a 3,000-character id', 'a'.repeat(3000)],
   ['a malformed percent escape', '%E0%A4%A'],
+  ['overlong UTF-8', '%C0%AF'],
+  ['an encoded lone surrogate', '%ED%A0%80'],
   ['an encoded NUL', 'a%00b'],
+  ['an encoded traversal', '..%2F..%2Fetc%2Fpasswd'],
 ];

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentToken, createCompany, GIF_1X1, insertAgent, JPEG_HEAD, logoForm, PNG_1X1, snapshot, WEBP_HEAD } from './companies-fixtures.ts';
@@ -128,6 +129,58 @@ describe('POST /api/companies/:companyId/logo', () => {
     expect(res.status).toBe(413);
     expect(res.body.code).toBe('payload_too_large');
     expect(await snapshot(t)).toEqual(before);
+  });
+
+  it('answers 400 to multipart bodies that end early, from a paused agent too, and keeps serving', async () => {
+    const agent = await insertAgent(t, company.id, { status: 'paused', pauseReason: 'manual' });
+    const token = await agentToken(t, agent, company.id);
+    const head = (name: string, filename = 'a.png') => `--b\r\nContent-Disposition: form-data; name="${name}"; filename="${filename}"\r\nContent-Type: image/png\r\n\r\n`;
+    const truncated = [
+      ['inside the file part', `${head('file')}abc`],
+      ['inside a part that is not the file', `${head('other')}abc`],
+      ['after the file part, with no closing boundary', `${head('file')}abc\r\n--b\r\n`],
+      ['inside part headers', '--b\r\nContent-Disposition: form-da'],
+      ['right after the first boundary', '--b'],
+    ];
+    // An 'error' event nobody listens to would end a real server; here it reaches the process as an uncaught exception.
+    const escaped: unknown[] = [];
+    const listener = (error: unknown) => { escaped.push(error); };
+    process.on('uncaughtException', listener);
+    try {
+      for (const [label, body] of truncated) {
+        const before = await snapshot(t);
+        const res = await upload(body!, { token, headers: { 'content-type': 'multipart/form-data; boundary=b' } });
+        expect({ label, status: res.status, code: res.body.code }).toEqual({ label, status: 400, code: 'bad_request' });
+        expect(await snapshot(t)).toEqual(before);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    } finally {
+      process.off('uncaughtException', listener);
+    }
+    expect(escaped).toEqual([]);
+    expect((await t.api.get('/api/health')).status).toBe(200);
+  });
+
+  it('keeps serving when a client disconnects in the middle of an upload', async () => {
+    const escaped: unknown[] = [];
+    const listener = (error: unknown) => { escaped.push(error); };
+    process.on('uncaughtException', listener);
+    try {
+      const { port } = new URL(t.url);
+      for (const type of ['multipart/form-data; boundary=b', 'application/json']) {
+        const socket = connect(Number(port), '127.0.0.1');
+        await new Promise((resolve) => socket.once('connect', resolve));
+        socket.write(`POST /api/companies/${company.id}/${type.startsWith('multipart') ? 'logo' : 'agents'} HTTP/1.1\r\nHost: x\r\nContent-Type: ${type}\r\nContent-Length: 100000\r\n\r\n`);
+        socket.write(type.startsWith('multipart') ? '--b\r\nContent-Disposition: form-data; name="file"; filename="a.png"\r\n\r\nabc' : '{"name": "x');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        socket.destroy();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    } finally {
+      process.off('uncaughtException', listener);
+    }
+    expect(escaped).toEqual([]);
+    expect((await t.api.get('/api/health')).status).toBe(200);
   });
 
   it('answers 404 for an unknown company', async () => {

@@ -10,10 +10,12 @@ import { companyForRequest } from '../../tenancy/company-access.ts';
 import { respond } from '../contributions/route-dispatch.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 
+const KEY = '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$';
 const keyed = bodyValidator<{ key?: string; companyId?: string; params?: unknown }>({
   type: 'object',
-  properties: { key: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 }, companyId: { type: 'string' }, params: {} },
+  properties: { key: { type: 'string', pattern: KEY, maxLength: 64 }, companyId: { type: 'string' }, params: {} },
 });
+const isKey = (value: string) => value.length <= 64 && new RegExp(KEY).test(value);
 
 /**
  * UI-facing calls into a plugin: data reads and actions by key (from the UI directly, or from
@@ -29,6 +31,9 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
     const body = await parseBody(ctx, kernel, keyed);
     const target = key ?? body.key;
     if (!target) throw new KeelError(400, 'validation_failed', 'Invalid request body: key is required');
+    const missing = () => notFound(`Plugin ${pluginKey} has no ${kind} handler "${target}"`, 'plugin_handler_not_found');
+    // Keys are not declared in the manifest: one that cannot be a key, or that the plugin has no handler for, names nothing.
+    if (!isKey(target)) throw missing();
     const loaded = host().plugins.get(pluginKey);
     if (!loaded) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
     let companyId: string | null = null;
@@ -39,6 +44,7 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
       kind === 'action'
         ? { transactional: true, defaultActivity: { action: `plugin.${pluginKey}.action.${target}`, entityType: 'plugin_action', entityId: target } }
         : { transactional: false, readOnly: true });
+    if (!result.ok && result.error?.code === 'handler_missing') throw missing();
     if (kind === 'action') ctx.state.activityWritten = true;
     else ctx.state.skipAudit = true;
     respond(ctx, result, 200);

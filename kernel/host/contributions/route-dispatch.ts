@@ -3,7 +3,7 @@ import { pluginSchemaAjv } from '../manifest/plugin-schema-ajv.ts';
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
-import { readJsonBody } from '../../http/body.ts';
+import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { requireActor, requireAgent, requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
@@ -11,12 +11,12 @@ import { agentForRequest } from '../../tenancy/agent-access.ts';
 import { isUuid } from '../../http/validate.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
+import { routeHeaders } from './route-headers.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
 const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
 const queryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
 const compiled = new WeakMap<object, ValidateFunction>();
-const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
 
 function validator(ajv: Ajv, schema: object): ValidateFunction {
   let fn = compiled.get(schema);
@@ -130,6 +130,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   }
   ctx.state.companyId = companyId;
   const query = { ...ctx.query } as Record<string, unknown>;
+  // Whatever the plugin's schema says: its SQL could not send a NUL to PostgreSQL either.
+  assertStorableQuery(query);
   validate(queryAjv, route.query, query, 'query');
   let body: unknown = null;
   if (route.method !== 'GET') {
@@ -138,8 +140,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     validate(bodyAjv, route.body, body, 'request body');
     if (route.agentBodyField && companyId) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   }
-  const headers: Record<string, string> = {};
-  for (const name of FORWARDED_HEADERS) { const value = ctx.get(name); if (value) headers[name] = value; }
+  const headers = routeHeaders(ctx);
   const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';
   const transactional = !readOnly && (route.transactional ?? true);

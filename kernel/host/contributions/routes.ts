@@ -58,8 +58,9 @@ export class RouteTable {
       const match = route.pattern.exec(path);
       if (!match) continue;
       if (route.route.method !== method) { allowed.push(route.route.method); continue; }
-      const params: Record<string, string> = {};
-      route.params.forEach((name, index) => { params[name] = decodeURIComponent(match[index + 1]!); });
+      const params = decodedParams(route.params, match);
+      // The path guard refuses such paths first; a route table on its own still never throws.
+      if (!params) continue;
       return { route, params };
     }
     return allowed.length ? { allowed } : null;
@@ -68,6 +69,17 @@ export class RouteTable {
   all(): readonly PluginRoute[] {
     return this.routes;
   }
+}
+
+/** The route's parameters, percent-decoded; undefined when one does not decode. */
+function decodedParams(names: string[], match: RegExpExecArray): Record<string, string> | undefined {
+  const params: Record<string, string> = {};
+  try {
+    names.forEach((name, index) => { params[name] = decodeURIComponent(match[index + 1]!); });
+  } catch {
+    return undefined;
+  }
+  return params;
 }
 
 function specificity(path: string): number {

@@ -5,6 +5,7 @@ import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { Invocation } from './invocation.ts';
+import { commit } from './commit.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { Sandbox } from './sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
@@ -41,6 +42,22 @@ function wire(error: unknown): WireError {
     return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
   }
   return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
+}
+
+const TRANSACTION_FAILURES = {
+  open: "The plugin's transaction could not be opened",
+  activity: 'The activity entry could not be written',
+  commit: "The plugin's transaction could not commit",
+} as const;
+
+/**
+ * A transaction that could not be opened, written or committed, as the caller sees it: a fixed
+ * message. PostgreSQL's own text names the plugin's tables, constraints and values, so it goes
+ * to the plugin's log only.
+ */
+function transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
+  log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
+  return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
 }
 
 /**
@@ -165,12 +182,24 @@ function finishFailed(invocation: Invocation, error: unknown): void {
   send({ t: 'result', id: invocation.id, ok: false, error: { status: 500, code: 'host_error', message: 'The host could not finish the call' }, activityWritten: false });
 }
 
-/** A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects. */
-function wireFromPlugin(raw: unknown): WireError {
+/** Codes of the database errors ctx.db.query rejects with (kernel/host/worker/capabilities/database.ts). */
+const DATABASE_ERROR = /^sql_(?:[0-9A-Z]{5}|error)$/;
+
+/**
+ * A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects.
+ * A database error the plugin let through keeps its code and status, but PostgreSQL's text
+ * (which names tables, constraints and the values sent) goes to the plugin's log instead of
+ * the caller.
+ */
+function wireFromPlugin(raw: unknown, target: string): WireError {
   const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
   const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) ? e.code : 'plugin_error';
-  const message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  let message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  if (DATABASE_ERROR.test(code)) {
+    log('warn', `${target} failed with ${code}: ${message}`);
+    message = code === 'sql_error' ? "The plugin's database query failed" : `The plugin's database query failed (SQLSTATE ${code.slice(4)})`;
+  }
   const wire: WireError = { status, code, message };
   if (e.details !== undefined && e.details !== null) {
     const text = JSON.stringify(e.details);
@@ -189,7 +218,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
   }
   let ok = parsed?.ok === true;
-  let error = ok ? undefined : wireFromPlugin(parsed?.e);
+  let error = ok ? undefined : wireFromPlugin(parsed?.e, invocation.message.target);
   let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
   if (ok && value !== undefined && Buffer.byteLength(value) > init.limits.maxResponseBytes) {
     ok = false;
@@ -201,7 +230,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     // The host's own entry joins the call's transaction (opening it if the handler never did).
     try { await writeActivity(database, invocation, invocation.message.defaultActivity); } catch (activityError) {
       ok = false;
-      error = { status: 500, code: 'plugin_transaction_failed', message: `The activity entry could not be written: ${(activityError as Error).message}` };
+      error = transactionFailed('activity', invocation.message.target, activityError);
       value = undefined;
     }
   }
@@ -221,13 +250,13 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   if (client) {
     try {
       if (ok) {
-        await client.query('COMMIT');
+        await commit(client);
       } else {
         await client.query('ROLLBACK');
       }
     } catch (commitError) {
       ok = false;
-      error = { status: 500, code: 'plugin_transaction_failed', message: `The plugin's transaction could not commit: ${(commitError as Error).message}` };
+      error = transactionFailed('commit', invocation.message.target, commitError);
       value = undefined;
       await client.query('ROLLBACK').catch(() => undefined);
     }
@@ -343,7 +372,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
     const answer = answers[index];
     const member = members[index]!;
     if (!answer?.ok) {
-      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e), activityWritten: false });
+      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e, item.target), activityWritten: false });
       return;
     }
     activity.push(...member.pendingActivity);
@@ -355,7 +384,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   });
   try {
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await commit(client);
   } catch (error) {
     log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
     return giveUp();
@@ -365,6 +394,13 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   return true;
 }
 
+/**
+ * Runs the calls of a batch one after another in one transaction, each inside its own
+ * savepoint, and answers them all after the one COMMIT. A call that fails is rolled back to its
+ * savepoint alone. What only the end of the transaction can refuse (an activity entry when the
+ * batch's entries are written, a deferred constraint at COMMIT) cannot be pinned on one call:
+ * then each call runs again in a transaction of its own, so that only the call at fault fails.
+ */
 async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase): Promise<void> {
   const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
   let client: import('pg').PoolClient;
@@ -372,7 +408,7 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
     client = await database.pool.connect();
     await client.query('BEGIN');
   } catch (error) {
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `Could not open the batch transaction: ${(error as Error).message}` });
+    fail(transactionFailed('open', items[0]!.target, error));
     return;
   }
   const outcomes: CallResult[] = [];
@@ -391,11 +427,16 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
       activity.push(...entries);
     }
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await commit(client);
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     database.release(client);
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `The batch transaction could not commit: ${(error as Error).message}` });
+    if (items.length === 1) {
+      fail(transactionFailed('commit', items[0]!.target, error));
+      return;
+    }
+    log('warn', `batch ${items[0]!.target} could not commit (${String((error as Error)?.message ?? error).slice(0, 200)}); running its ${items.length} calls one at a time`);
+    for (const item of items) await invokeItemByItem([item], database);
     return;
   }
   database.release(client);

@@ -140,4 +140,23 @@ describe('concurrent cost events', () => {
     }
     expect(failures).toEqual([]);
   });
+  it('bad headers among 200 concurrent events fail only their own request', async () => {
+    const company = await createCompany(t.api);
+    const agent = await createAgent(t.api, company.id);
+    // 10 run ids that are not uuids (ignored, as the activity log documents), 5 empty and 5 oversized idempotency keys (refused).
+    const headers = (i: number): Record<string, string> => {
+      if (i % 20 === 0) return { 'x-service-run-id': `not-a-uuid-${i}` };
+      if (i % 40 === 10) return { 'idempotency-key': '' };
+      if (i % 40 === 30) return { 'idempotency-key': 'k'.repeat(5000) };
+      return { 'idempotency-key': `ok-${i}` };
+    };
+    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => postCost(t.api, company.id, event(agent.id, 1), headers(i))));
+    const refused = answers.filter((_, i) => i % 20 === 10);
+    expect(refused.map((a) => [a.status, a.body.code])).toEqual(refused.map(() => [400, 'invalid_idempotency_key']));
+    expect(statuses(answers)).toEqual({ 201: 190, 400: 10 });
+    expect(answers.every((a) => !/invalid input syntax|violates|duplicate key/.test(a.text))).toBe(true);
+    expect(await eventCount(t, company.id)).toBe(190);
+    expect(await agentSpent(t.api, agent.id)).toBe(190);
+    expect(await activityCount(t, company.id, 'cost_event.created')).toBe(190);
+  });
 });

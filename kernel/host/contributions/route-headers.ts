@@ -1,0 +1,26 @@
+import type { Context } from 'koa';
+import { KeelError } from '../../http/errors.ts';
+
+/** The request headers a plugin route sees. */
+const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
+/** Visible ASCII and spaces, as keys are generated (uuids, hashes, counters); what a plugin stores and compares byte for byte. */
+const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
+
+/**
+ * The headers forwarded to a plugin route, checked before the call is queued: an
+ * Idempotency-Key that is sent must be 1-255 visible ASCII characters. A plugin stores the key
+ * in its own tables, so a value it cannot store would otherwise fail inside its transaction,
+ * and inside a batched route's shared one.
+ */
+export function routeHeaders(ctx: Context): Record<string, string> {
+  const key = ctx.headers['idempotency-key'];
+  if (key !== undefined && !(typeof key === 'string' && IDEMPOTENCY_KEY.test(key))) {
+    throw new KeelError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters');
+  }
+  const headers: Record<string, string> = {};
+  for (const name of FORWARDED_HEADERS) {
+    const value = ctx.get(name);
+    if (value) headers[name] = value;
+  }
+  return headers;
+}
