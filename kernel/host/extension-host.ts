@@ -13,6 +13,7 @@ import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contri
 import { RouteBatcher } from './contributions/route-batcher.ts';
 import { privateNetworkHostsFor } from './network-settings.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
+import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import type { InvokeMessage, KernelEffect } from './protocol/messages.ts';
@@ -73,6 +74,8 @@ export class ExtensionHost {
   readonly invokeDecorators: Array<(plugin: LoadedPlugin, message: InvokeMessage) => Promise<void> | void> = [];
   private bridgeKey!: Buffer;
   private listener: NotificationListener | null = null;
+  /** Server-sent events plugins publish, fanned out across processes. */
+  readonly streams: StreamHub;
   private readonly databaseUrl: string;
   private readonly retries = new ReconcileRetries();
   private resyncTimer: NodeJS.Timeout | null = null;
@@ -82,6 +85,7 @@ export class ExtensionHost {
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
     this.databaseUrl = options.databaseUrl;
+    this.streams = new StreamHub(kernel.db);
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.broker = new Broker(this);
     kernel.health.registerGroup('plugins', () => this.health());
@@ -462,8 +466,11 @@ export class ExtensionHost {
     if (this.listener) return;
     // Notifications sent while the connection was down are gone: on listening again, every
     // plugin is brought in line with the stored state.
-    this.listener = new NotificationListener(this.databaseUrl, ['keel_plugins'], this.kernel.log, {
-      onNotification: (_channel, key) => { if (key) void this.reconcile(key); },
+    this.listener = new NotificationListener(this.databaseUrl, ['keel_plugins', STREAM_CHANNEL], this.kernel.log, {
+      onNotification: (channel, payload) => {
+        if (channel === STREAM_CHANNEL) this.streams.deliver(payload);
+        else if (payload) void this.reconcile(payload);
+      },
       onListening: (reconnected) => {
         if (reconnected) void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'plugin reconcile after listening again failed'));
       },

@@ -70,8 +70,12 @@ export interface SecretsCapability {
   resolveEnvironment(agentId: string): Promise<Record<string, string>>;
 }
 export interface StreamsCapability {
-  /** Sends an event to the plugin's UI subscribers of GET /api/plugins/{key}/bridge/stream/{channel}. */
-  publish(channel: string, data: unknown): Promise<{ delivered: number }>;
+  /**
+   * Sends an event to the subscribers of GET /api/plugins/{key}/bridge/stream/{channel}, in the
+   * scope of this call: the company it serves (`?companyId=`), or the instance when it serves none.
+   * At most 7,000 bytes of JSON.
+   */
+  publish(channel: string, data: unknown): Promise<{ published: true }>;
 }
 /**
  * Kernel rows a budget domain keeps in step (budgets.write). Both run in the call's own

@@ -45,7 +45,7 @@ describe('UI-facing plugin calls', () => {
   it('runs actions with activity and answers plugin errors with their status', async () => {
     const res = await t.api.post('/api/plugins/ui-bridge/actions/ping', { params: { n: 1 } });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ delivered: 0 });
+    expect(res.body).toEqual({ published: true });
     const refused = await t.api.post('/api/plugins/ui-bridge/bridge/action', { key: 'refuse' });
     expect(refused.status).toBe(422);
     expect(refused.body).toMatchObject({ code: 'not_today', error: 'Refused on purpose' });
@@ -62,7 +62,7 @@ describe('UI-facing plugin calls', () => {
     let text = decoder.decode((await reader.read()).value);
     expect(text).toContain('event: open');
     const action = await t.api.post('/api/plugins/ui-bridge/actions/ping', { params: { n: 2 } });
-    expect(action.body).toEqual({ delivered: 1 });
+    expect(action.body).toEqual({ published: true });
     while (!text.includes('pinged')) text += decoder.decode((await reader.read()).value);
     expect(text).toContain('data: {"pinged":true');
     controller.abort();

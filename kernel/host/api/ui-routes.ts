@@ -2,13 +2,14 @@ import type { Context } from 'koa';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import type { RouteModule } from '../../http/app.ts';
 import { KeelError, notFound } from '../../http/errors.ts';
-import { requireBoard } from '../../http/guards.ts';
+import { requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
 import { parseBody } from '../../http/request.ts';
 import { bodyValidator } from '../../http/validate.ts';
 import type { KernelServices } from '../../services.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
 import { respond } from '../contributions/route-dispatch.ts';
 import type { ExtensionHost } from '../extension-host.ts';
+import { StreamHub, type StreamScope } from '../stream-hub.ts';
 
 const KEY = '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$';
 const keyed = bodyValidator<{ key?: string; companyId?: string; params?: unknown }>({
@@ -55,55 +56,33 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
   router.post('/api/plugins/:pluginId/bridge/data', (ctx) => call(ctx, 'data', undefined));
   router.post('/api/plugins/:pluginId/bridge/action', (ctx) => call(ctx, 'action', undefined));
 
+  /**
+   * A plugin channel's events as server-sent events. `?companyId=` reads that company's
+   * channel (the caller must have access to the company); without it, the instance's
+   * channel, which only instance admins may read.
+   */
   router.get('/api/plugins/:pluginId/bridge/stream/:channel', async (ctx) => {
     requireBoard(ctx);
     const pluginKey = ctx.params.pluginId!;
     const channel = ctx.params.channel!;
-    if (!/^[a-z][a-z0-9-]{0,63}$/.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');
+    StreamHub.assertChannel(channel);
+    const companyParam = typeof ctx.query.companyId === 'string' ? ctx.query.companyId : undefined;
+    let scope: StreamScope;
+    if (companyParam !== undefined) scope = { companyId: (await companyForRequest(ctx, kernel.db, companyParam)).company.id };
+    else {
+      requireInstanceAdmin(ctx);
+      scope = { instance: true };
+    }
     if (!host().plugins.has(pluginKey)) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
     ctx.state.skipAudit = true;
     ctx.req.socket.setTimeout(0);
     ctx.req.socket.setKeepAlive(true);
-    ctx.set('Content-Type', 'text/event-stream');
-    ctx.set('Cache-Control', 'no-store');
-    ctx.set('Connection', 'keep-alive');
-    ctx.status = 200;
     ctx.respond = false;
     const res = ctx.res;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
-    res.write(`event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel })}\n\n`);
-    const unsubscribe = streams(kernel).subscribe(pluginKey, channel, (data) => res.write(`data: ${data}\n\n`));
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-request-id': String(ctx.state.requestId ?? '') });
+    res.write(`event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel, ...('companyId' in scope ? { companyId: scope.companyId } : {}) })}\n\n`);
+    const unsubscribe = host().streams.subscribe(pluginKey, scope, channel, (data) => res.write(`data: ${data}\n\n`));
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
     ctx.req.on('close', () => { clearInterval(heartbeat); unsubscribe(); });
   });
 };
-
-type Listener = (data: string) => void;
-
-/** Stream subscribers per plugin channel; plugins publish through ctx.streams (capability ui.streams). */
-export class PluginStreams {
-  private readonly listeners = new Map<string, Set<Listener>>();
-
-  subscribe(plugin: string, channel: string, listener: Listener): () => void {
-    const key = `${plugin}/${channel}`;
-    const set = this.listeners.get(key) ?? new Set<Listener>();
-    set.add(listener);
-    this.listeners.set(key, set);
-    return () => { set.delete(listener); if (set.size === 0) this.listeners.delete(key); };
-  }
-
-  publish(plugin: string, channel: string, data: unknown): number {
-    const set = this.listeners.get(`${plugin}/${channel}`);
-    if (!set) return 0;
-    const text = JSON.stringify(data).replaceAll('\n', '\\n');
-    for (const listener of set) listener(text);
-    return set.size;
-  }
-}
-
-const registry = new WeakMap<KernelServices, PluginStreams>();
-export function streams(kernel: KernelServices): PluginStreams {
-  let found = registry.get(kernel);
-  if (!found) { found = new PluginStreams(); registry.set(kernel, found); }
-  return found;
-}

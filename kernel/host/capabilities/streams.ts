@@ -1,17 +1,19 @@
-import { KeelError } from '../../http/errors.ts';
-import { streams } from '../api/ui-routes.ts';
 import type { KernelCapability } from './types.ts';
 
-/** `ctx.streams.publish(channel, data)`: server-sent events to the plugin's UI subscribers. */
+/**
+ * `ctx.streams.publish(channel, data)`: a server-sent event to the subscribers of the plugin's
+ * channel in the scope of the call: the company the call serves, or the instance when it
+ * serves none. The host attaches the scope; the plugin cannot name another company's channel.
+ */
 export const streamsCapability: KernelCapability = {
   methods: {
     publish: {
       needs: ['ui.streams'],
       run: async (call) => {
         const [channel, data] = call.args as [unknown, unknown];
-        if (typeof channel !== 'string' || !/^[a-z][a-z0-9-]{0,63}$/.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');
-        if (JSON.stringify(data ?? null).length > 64_000) throw new KeelError(413, 'event_too_large', 'A stream event is at most 64,000 characters');
-        return { delivered: streams(call.kernel).publish(call.plugin, channel, data ?? null) };
+        const scope = call.info.companyId ? { companyId: call.info.companyId } : { instance: true as const };
+        await call.kernel.extensionHost!.streams.publish(call.plugin, scope, channel as string, data);
+        return { published: true };
       },
     },
   },

@@ -1,0 +1,71 @@
+import type { Database } from '../db/database.ts';
+import { KeelError } from '../http/errors.ts';
+
+/** NOTIFY payloads are at most 8000 bytes; the envelope takes a little of that. */
+export const MAX_STREAM_EVENT_BYTES = 7_000;
+export const STREAM_CHANNEL = 'keel_streams';
+const CHANNEL_NAME = /^[a-z][a-z0-9-]{0,63}$/;
+
+type Listener = (data: string) => void;
+
+/** Where a stream event belongs: one company, or the instance (calls that serve no company). */
+export type StreamScope = { companyId: string } | { instance: true };
+
+interface Envelope { p: string; s: string; c: string; d: string }
+
+/**
+ * Server-sent events that plugins publish (`ctx.streams.publish`) to subscribers of their
+ * channels. A channel is scoped: events published by a call that serves a company reach only
+ * subscribers of that company's channel, and those of a call that serves none reach only the
+ * instance's channel, which instance admins alone may read. Every publish goes through
+ * PostgreSQL NOTIFY, including to subscribers of the publishing process, so subscribers
+ * connected to any Keel process sharing the database hear it, each exactly once.
+ */
+export class StreamHub {
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly db: Database;
+
+  constructor(db: Database) {
+    this.db = db;
+  }
+
+  static assertChannel(channel: unknown): asserts channel is string {
+    if (typeof channel !== 'string' || !CHANNEL_NAME.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');
+  }
+
+  subscribe(plugin: string, scope: StreamScope, channel: string, listener: Listener): () => void {
+    const key = keyOf(plugin, scopeKey(scope), channel);
+    const set = this.listeners.get(key) ?? new Set<Listener>();
+    set.add(listener);
+    this.listeners.set(key, set);
+    return () => { set.delete(listener); if (set.size === 0) this.listeners.delete(key); };
+  }
+
+  async publish(plugin: string, scope: StreamScope, channel: string, data: unknown): Promise<void> {
+    StreamHub.assertChannel(channel);
+    // One line of SSE data: newlines inside JSON strings are already escaped, so only raw ones could appear.
+    const text = JSON.stringify(data ?? null);
+    if (Buffer.byteLength(text) > MAX_STREAM_EVENT_BYTES) {
+      throw new KeelError(413, 'event_too_large', `A stream event is at most ${MAX_STREAM_EVENT_BYTES} bytes of JSON; publish larger data in parts`);
+    }
+    const envelope: Envelope = { p: plugin, s: scopeKey(scope), c: channel, d: text };
+    await this.db.query('select pg_notify(?, ?)', [STREAM_CHANNEL, JSON.stringify(envelope)]);
+  }
+
+  /** A notification on STREAM_CHANNEL, from this process or another. */
+  deliver(payload: string): void {
+    let envelope: Envelope;
+    try { envelope = JSON.parse(payload) as Envelope; } catch { return; }
+    const set = this.listeners.get(keyOf(envelope.p, envelope.s, envelope.c));
+    if (!set) return;
+    for (const listener of set) listener(envelope.d);
+  }
+}
+
+function scopeKey(scope: StreamScope): string {
+  return 'companyId' in scope ? `company:${scope.companyId}` : 'instance';
+}
+
+function keyOf(plugin: string, scope: string, channel: string): string {
+  return `${plugin}/${scope}/${channel}`;
+}

@@ -1,0 +1,131 @@
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../kernel/config/load.ts';
+import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
+import { createLogger } from '../../kernel/logger.ts';
+import { addMember, boardToken, insertUser } from '../support/fixtures.ts';
+import { createApi, startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
+
+/**
+ * Plugin streams are scoped like routes: an event published by a call that serves a company
+ * reaches only subscribers of that company's channel, who must have access to the company;
+ * events of calls that serve no company reach only instance admins. A publish in one Keel
+ * process reaches subscribers connected to another.
+ */
+const FIXTURE = fileURLToPath(new URL('./fixtures/ui-bridge', import.meta.url));
+let t: TestKernel;
+let second: RunningKernel;
+let secondDir: string;
+let admin: string;
+let memberOfA: string;
+let companyA: string;
+let companyB: string;
+
+beforeAll(async () => {
+  t = await startTestKernel({ deploymentMode: 'authenticated' });
+  const adminId = await insertUser(t, { admin: true });
+  admin = await boardToken(t, adminId);
+  const api = t.api.as(admin);
+  expect((await api.post('/api/plugins/install', { localPath: FIXTURE })).status).toBe(201);
+  expect((await api.post('/api/plugins/ui-bridge/enable', {})).status).toBe(200);
+  companyA = (await api.post('/api/companies', { name: 'Stream A' })).body.id;
+  companyB = (await api.post('/api/companies', { name: 'Stream B' })).body.id;
+  const memberId = await insertUser(t);
+  await addMember(t, companyA, memberId);
+  memberOfA = await boardToken(t, memberId);
+  secondDir = await mkdtemp(join(tmpdir(), 'keel-streams-'));
+  for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(t.dataDir, file), join(secondDir, file)).catch(() => undefined);
+  const config = loadConfig({ env: {}, overrides: { dataDir: secondDir, deploymentMode: 'authenticated', database: { url: t.databaseUrl }, logging: { level: 'silent' }, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
+  second = await startKernel(config, { log: createLogger('silent'), port: 0 });
+});
+afterAll(async () => {
+  await second?.stop();
+  await t?.stop();
+  await rm(secondDir, { recursive: true, force: true });
+});
+
+/** Subscribes and collects the data lines of one stream until `stop`. */
+async function subscribe(base: string, token: string, query = '') {
+  const controller = new AbortController();
+  const response = await fetch(`${base}/api/plugins/ui-bridge/bridge/stream/updates${query}`, { headers: { authorization: `Bearer ${token}` }, signal: controller.signal });
+  const events: any[] = [];
+  let opened!: () => void;
+  const open = new Promise<void>((resolve) => { opened = resolve; });
+  const waiters: Array<() => void> = [];
+  if (response.status === 200) {
+    void (async () => {
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let text = '';
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          text += decoder.decode(value);
+          if (text.includes('event: open')) opened();
+          for (const match of text.matchAll(/^data: (\{"pinged".*)$/gm)) events.push(JSON.parse(match[1]!));
+          text = text.slice(text.lastIndexOf('\n') + 1);
+          for (const wake of waiters.splice(0)) wake();
+        }
+      } catch { /* aborted */ }
+    })();
+    await open;
+  }
+  return {
+    status: response.status,
+    body: response.status === 200 ? null : await response.json(),
+    events,
+    next: () => new Promise<void>((resolve) => waiters.push(resolve)),
+    stop: () => controller.abort(),
+  };
+}
+
+const ping = (companyId: string | undefined, n: number) => t.api.as(admin).post('/api/plugins/ui-bridge/actions/ping', { ...(companyId ? { companyId } : {}), params: { n } });
+
+describe('plugin streams', () => {
+  it('refuse a board user the channel of a company they cannot access, and the instance channel unless they are an admin', async () => {
+    const foreign = await subscribe(t.url, memberOfA, `?companyId=${companyB}`);
+    expect(foreign.status).toBe(403);
+    const instance = await subscribe(t.url, memberOfA);
+    expect(instance.status).toBe(403);
+    expect(instance.body.code).toBe('instance_admin_required');
+  });
+
+  it('deliver an event only to subscribers of the company the publishing call served', async () => {
+    const ofA = await subscribe(t.url, memberOfA, `?companyId=${companyA}`);
+    const ofB = await subscribe(t.url, admin, `?companyId=${companyB}`);
+    const ofInstance = await subscribe(t.url, admin);
+    expect([ofA.status, ofB.status, ofInstance.status]).toEqual([200, 200, 200]);
+    const arrivedA = ofA.next();
+    expect((await ping(companyA, 1)).body).toEqual({ published: true });
+    await arrivedA;
+    const arrivedInstance = ofInstance.next();
+    await ping(undefined, 2);
+    await arrivedInstance;
+    const arrivedB = ofB.next();
+    await ping(companyB, 3);
+    await arrivedB;
+    expect(ofA.events.map((e) => e.input.params.n)).toEqual([1]);
+    expect(ofA.events[0].company).toBe(companyA);
+    expect(ofB.events.map((e) => e.input.params.n)).toEqual([3]);
+    expect(ofInstance.events.map((e) => e.input.params.n)).toEqual([2]);
+    for (const s of [ofA, ofB, ofInstance]) s.stop();
+  });
+
+  it('reach a subscriber connected to another Keel process, once', async () => {
+    await expect.poll(async () => (await createApi(second.url).as(admin).get('/api/plugins/ui-bridge/health')).body.worker?.status, { timeout: 15_000 }).toBe('running');
+    const there = await subscribe(second.url, memberOfA, `?companyId=${companyA}`);
+    expect(there.status).toBe(200);
+    const arrived = there.next();
+    await ping(companyA, 4);
+    await arrived;
+    await ping(companyA, 5);
+    while (there.events.length < 2) await there.next();
+    expect(there.events.map((e) => e.input.params.n)).toEqual([4, 5]);
+    there.stop();
+  });
+});
