@@ -1,11 +1,10 @@
 import { isAbsolute, resolve } from 'node:path';
-import { pluginSchemaAjv } from './manifest/plugin-schema-ajv.ts';
-import { Ajv } from 'ajv';
+import { describeIssues, pluginBodyAjv, schemaIssues } from './manifest/plugin-schema-ajv.ts';
 import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
-import { badRequest, KeelError, notFound } from '../http/errors.ts';
+import { badRequest, KeelError, notFound, validationFailed } from '../http/errors.ts';
 import { requireActor, requireBoard, requireInstanceAdmin } from '../http/guards.ts';
 import { parseBody } from '../http/request.ts';
 import { bodyValidator } from '../http/validate.ts';
@@ -31,14 +30,6 @@ const executeBody = bodyValidator<{ tool: string; input?: unknown; companyId?: s
   type: 'object', required: ['tool'],
   properties: { tool: { type: 'string', minLength: 3, maxLength: 200 }, input: {}, companyId: { type: 'string' } },
 });
-const schemaAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
-const compiledSchemas = new WeakMap<object, ReturnType<Ajv['compile']>>();
-/** Manifest schemas are compiled once per manifest object, not per call. */
-function compileOnce(schema: object) {
-  let check = compiledSchemas.get(schema);
-  if (!check) { check = schemaAjv.compile(schema); compiledSchemas.set(schema, check); }
-  return check;
-}
 
 function hostOf(kernel: KernelServices): ExtensionHost {
   return kernel.extensionHost!;
@@ -62,11 +53,8 @@ function invocationInfo(ctx: Context, companyId: string | null) {
 
 function validateConfigShape(manifest: PluginManifest, config: Record<string, unknown>): void {
   if (!manifest.config?.schema) return;
-  const check = compileOnce(manifest.config.schema);
-  if (!check(config)) {
-    const issues = (check.errors ?? []).map((e) => ({ path: e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(config)', message: e.message ?? 'is invalid' }));
-    throw new KeelError(400, 'invalid_plugin_config', `Invalid plugin configuration: ${issues[0]!.path} ${issues[0]!.message}`, { issues });
-  }
+  const issues = schemaIssues(pluginBodyAjv, manifest.config.schema, config, '(config)');
+  if (issues.length) throw new KeelError(400, 'invalid_plugin_config', describeIssues('plugin configuration', issues), { issues });
 }
 
 /** The plugin HTTP API (`/api/plugins/*`): instance-admin for lifecycle and diagnostics. */
@@ -139,11 +127,8 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
       companyId = company.id;
     }
     const input = body.input ?? {};
-    const check = compileOnce(tool.inputSchema);
-    if (!check(input)) {
-      const issues = (check.errors ?? []).map((e) => ({ path: e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(input)', message: e.message ?? 'is invalid' }));
-      throw new KeelError(400, 'validation_failed', `Invalid tool input: ${issues[0]!.path} ${issues[0]!.message}`, { issues });
-    }
+    const issues = schemaIssues(pluginBodyAjv, tool.inputSchema, input, '(input)');
+    if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
     const result = await hostOf(kernel).invoke(pluginKey, 'tool', toolKey, input, invocationInfo(ctx, companyId), {
       transactional: true,
       defaultActivity: { action: `plugin.${pluginKey}.tool.${toolKey}`, entityType: 'plugin_tool', entityId: body.tool },

@@ -13,6 +13,8 @@ export interface InvocationInfo {
   runId: string | null;
   /** For service calls: the plugin that called, and on whose behalf. */
   caller?: { plugin: string } | null;
+  /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */
+  idempotencyKey?: string | null;
 }
 
 export interface QueryResult<T> { rows: T[]; rowCount: number }
@@ -98,7 +100,15 @@ export interface ScopesCapability {
   pauseCompany(reason: string): Promise<{ changed: boolean }>;
   resumeCompany(reason: string): Promise<{ changed: boolean }>;
 }
-export interface ServicesCapability { call<T = unknown>(plugin: string, service: string, input?: unknown): Promise<T> }
+export interface ServicesCapability {
+  /**
+   * Calls a service another plugin provides (declared under services.consumes). The input is
+   * checked against the service's inputSchema, the result against its outputSchema. The
+   * service commits in the provider's own transaction: pass an idempotencyKey when this call
+   * may be retried, and a retry gets the first run's result without running it again.
+   */
+  call<T = unknown>(plugin: string, service: string, input?: unknown, options?: { idempotencyKey?: string }): Promise<T>;
+}
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

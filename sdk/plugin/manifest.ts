@@ -66,7 +66,7 @@ export interface EventManifest { event: string; mode: 'after_commit' | 'in_trans
 export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }
 export interface UiLauncherManifest { key: string; label: string; placement: string; action?: string }
 export interface FolderManifest { key: string; access: 'read' | 'readWrite'; description?: string }
-export interface ServiceManifest { key: string; description?: string; inputSchema?: JsonSchema; callerRequires?: string[] }
+export interface ServiceManifest { key: string; description?: string; inputSchema?: JsonSchema; outputSchema?: JsonSchema; callerRequires?: string[] }
 
 export interface PluginManifest {
   key: string;

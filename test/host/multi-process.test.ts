@@ -1,33 +1,25 @@
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../kernel/config/load.ts';
-import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
-import { createLogger } from '../../kernel/logger.ts';
-import { createApi, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
+import type { RunningKernel } from '../../kernel/kernel.ts';
+import { FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type Api, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { workerPids } from '../support/server-process.ts';
 
 const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
 let first: TestKernel;
+let peer: PeerKernel;
 let second: RunningKernel;
 let secondApi: Api;
-let secondDir: string;
 
 beforeAll(async () => {
   first = await startTestKernel();
-  secondDir = await mkdtemp(join(tmpdir(), 'keel-second-'));
-  // One data directory per server; processes sharing a database share its keys, as operators distribute them.
-  for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(first.dataDir, file), join(secondDir, file)).catch(() => undefined);
-  const config = loadConfig({ env: {}, overrides: { dataDir: secondDir, database: { url: first.databaseUrl }, logging: { level: 'silent' }, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
-  second = await startKernel(config, { log: createLogger('silent'), port: 0 });
-  secondApi = createApi(second.url);
+  // The second process bootstraps the first-party plugins; the first follows its announcements.
+  peer = await startPeerKernel(first, {}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  second = peer.kernel;
+  secondApi = peer.api;
 });
 afterAll(async () => {
-  await second?.stop();
+  await peer?.stop();
   await first?.stop();
-  await rm(secondDir, { recursive: true, force: true });
 });
 
 async function eventually<T>(probe: () => Promise<T>, accept: (value: T) => boolean): Promise<T> {

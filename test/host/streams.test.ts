@@ -1,14 +1,7 @@
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../kernel/config/load.ts';
-import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
-import { createLogger } from '../../kernel/logger.ts';
 import { addMember, boardToken, insertUser } from '../support/fixtures.ts';
-import { createApi, startTestKernel, type TestKernel } from '../support/harness.ts';
-import { installAndEnable } from '../support/plugins.ts';
+import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
 
 /**
  * Plugin streams are scoped like routes: an event published by a call that serves a company
@@ -18,8 +11,7 @@ import { installAndEnable } from '../support/plugins.ts';
  */
 const FIXTURE = fileURLToPath(new URL('./fixtures/ui-bridge', import.meta.url));
 let t: TestKernel;
-let second: RunningKernel;
-let secondDir: string;
+let second: PeerKernel;
 let admin: string;
 let memberOfA: string;
 let companyA: string;
@@ -37,15 +29,11 @@ beforeAll(async () => {
   const memberId = await insertUser(t);
   await addMember(t, companyA, memberId);
   memberOfA = await boardToken(t, memberId);
-  secondDir = await mkdtemp(join(tmpdir(), 'keel-streams-'));
-  for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(t.dataDir, file), join(secondDir, file)).catch(() => undefined);
-  const config = loadConfig({ env: {}, overrides: { dataDir: secondDir, deploymentMode: 'authenticated', database: { url: t.databaseUrl }, logging: { level: 'silent' }, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
-  second = await startKernel(config, { log: createLogger('silent'), port: 0 });
+  second = await startPeerKernel(t, { deploymentMode: 'authenticated' });
 });
 afterAll(async () => {
   await second?.stop();
   await t?.stop();
-  await rm(secondDir, { recursive: true, force: true });
 });
 
 /** Subscribes and collects the data lines of one stream until `stop`. */
@@ -117,7 +105,7 @@ describe('plugin streams', () => {
   });
 
   it('reach a subscriber connected to another Keel process, once', async () => {
-    await expect.poll(async () => (await createApi(second.url).as(admin).get('/api/plugins/ui-bridge/health')).body.worker?.status, { timeout: 15_000 }).toBe('running');
+    await expect.poll(async () => (await second.api.as(admin).get('/api/plugins/ui-bridge/health')).body.worker?.status, { timeout: 15_000 }).toBe('running');
     const there = await subscribe(second.url, memberOfA, `?companyId=${companyA}`);
     expect(there.status).toBe(200);
     const arrived = there.next();

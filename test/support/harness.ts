@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -137,5 +137,25 @@ export function createApi(baseUrl: string, defaults: RequestOptions = {}): Api {
     put: (path, body, options) => request('PUT', path, { ...options, body }),
     delete: (path, options) => request('DELETE', path, options),
     as: (token) => createApi(baseUrl, { ...defaults, token }),
+  };
+}
+
+export interface PeerKernel { kernel: RunningKernel; url: string; api: Api; stop(): Promise<void> }
+
+/**
+ * A second kernel process's worth of kernel (in this process) on the same database as `t`,
+ * as operators run several behind a load balancer: its own data directory, the same keys.
+ */
+export async function startPeerKernel(t: TestKernel, overrides: Record<string, any> = {}, options: { firstPartyDir?: string } = {}): Promise<PeerKernel> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'keel-peer-'));
+  for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(t.dataDir, file), join(dataDir, file)).catch(() => undefined);
+  const config = loadConfig({ env: {}, overrides: { dataDir, database: { url: t.databaseUrl }, logging: { level: 'silent' }, ...overrides, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
+  const kernel = await startKernel(config, { log: createLogger('silent'), port: 0, firstPartyDir: options.firstPartyDir ?? join(dataDir, 'no-first-party-plugins') });
+  return {
+    kernel, url: kernel.url, api: createApi(kernel.url),
+    async stop() {
+      await kernel.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
   };
 }

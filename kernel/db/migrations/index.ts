@@ -17,6 +17,7 @@ const files = [
   '0008-host-tables.sql',
   '0009-budget-bridge.sql',
   '0010-activity-append.sql',
+  '0011-service-calls.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -1,6 +1,6 @@
 import type { Context, Middleware } from 'koa';
-import { pluginSchemaAjv } from '../manifest/plugin-schema-ajv.ts';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../manifest/plugin-schema-ajv.ts';
+import type { Ajv } from 'ajv';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
@@ -14,26 +14,10 @@ import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
-const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
-const queryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
-const compiled = new WeakMap<object, ValidateFunction>();
-
-function validator(ajv: Ajv, schema: object): ValidateFunction {
-  let fn = compiled.get(schema);
-  if (!fn) { fn = ajv.compile(schema); compiled.set(schema, fn); }
-  return fn;
-}
-
 function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {
   if (!schema) return;
-  const check = validator(ajv, schema);
-  if (check(value)) return;
-  const issues = (check.errors ?? []).map((e) => {
-    const base = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
-    const missing = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : '';
-    return { path: [base, missing].filter(Boolean).join('.') || '(body)', message: e.keyword === 'required' ? 'is required' : e.message ?? 'is invalid', keyword: e.keyword };
-  });
-  throw validationFailed(`Invalid ${where}: ${issues[0]!.path} ${issues[0]!.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`, issues);
+  const issues = schemaIssues(ajv, schema, value);
+  if (issues.length) throw validationFailed(describeIssues(where, issues), issues);
 }
 
 function authorize(ctx: Context, auth: RouteManifest['auth']): void {
@@ -132,12 +116,12 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   const query = { ...ctx.query } as Record<string, unknown>;
   // Whatever the plugin's schema says: its SQL could not send a NUL to PostgreSQL either.
   assertStorableQuery(query);
-  validate(queryAjv, route.query, query, 'query');
+  validate(pluginQueryAjv, route.query, query, 'query');
   let body: unknown = null;
   if (route.method !== 'GET') {
     body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
     if (body === undefined) body = route.body ? {} : null;
-    validate(bodyAjv, route.body, body, 'request body');
+    validate(pluginBodyAjv, route.body, body, 'request body');
     if (route.agentBodyField && companyId) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   }
   const headers = routeHeaders(ctx);

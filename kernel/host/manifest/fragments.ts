@@ -179,7 +179,8 @@ export const servicesFragment = {
         properties: {
           key: { ...identifier, description: 'Service key.' },
           description: { type: 'string', maxLength: 1000, description: 'What it does.' },
-          inputSchema: { ...schemaObject, description: 'Schema of the input.' },
+          inputSchema: { ...schemaObject, description: 'Schema of the input; the host refuses a call whose input does not match (400 validation_failed).' },
+          outputSchema: { ...schemaObject, description: 'Schema of the result; a result that does not match reaches the caller as 502 service_output_invalid.' },
           callerRequires: { type: 'array', items: { enum: CAPABILITY_IDS }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
         },
       },

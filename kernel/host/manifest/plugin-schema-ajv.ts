@@ -1,4 +1,4 @@
-import { Ajv, type Options } from 'ajv';
+import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { RE2JS } from 're2js';
 
@@ -21,4 +21,32 @@ const re2Engine = Object.assign((pattern: string, flags = '') => {
 /** An ajv instance for schemas written by plugins. */
 export function pluginSchemaAjv(options: Options = {}): Ajv {
   return addFormats(new Ajv({ strict: false, ...options, code: { ...options.code, regExp: re2Engine as never } }));
+}
+
+/** Request bodies and service payloads: exact types, defaults filled in. */
+export const pluginBodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
+/** Query strings arrive as text: coerced to the schema's types. */
+export const pluginQueryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true, coerceTypes: true });
+
+const compiled = new WeakMap<Ajv, WeakMap<object, ValidateFunction>>();
+
+export interface SchemaIssue { path: string; message: string; keyword: string }
+
+/** Checks `value` against a plugin-declared schema (compiled once per schema object); answers the issues, empty when it conforms. */
+export function schemaIssues(ajv: Ajv, schema: object, value: unknown, root = '(body)'): SchemaIssue[] {
+  let byAjv = compiled.get(ajv);
+  if (!byAjv) { byAjv = new WeakMap(); compiled.set(ajv, byAjv); }
+  let check = byAjv.get(schema);
+  if (!check) { check = ajv.compile(schema); byAjv.set(schema, check); }
+  if (check(value)) return [];
+  return (check.errors ?? []).map((e) => {
+    const base = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    const missing = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : '';
+    return { path: [base, missing].filter(Boolean).join('.') || root, message: e.keyword === 'required' ? 'is required' : e.message ?? 'is invalid', keyword: e.keyword };
+  });
+}
+
+/** "Invalid <where>: <first issue> (and N more)". */
+export function describeIssues(where: string, issues: SchemaIssue[]): string {
+  return `Invalid ${where}: ${issues[0]!.path} ${issues[0]!.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`;
 }

@@ -105,6 +105,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   for (const [index, tool] of (typed.tools ?? []).entries()) {
     try { schemaAjv.compile(tool.inputSchema); } catch (error) { issues.push({ path: `tools.${index}.inputSchema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
   }
+  for (const [index, service] of (typed.services?.provides ?? []).entries()) {
+    for (const key of ['inputSchema', 'outputSchema'] as const) {
+      if (!service[key]) continue;
+      try { schemaAjv.compile(service[key]!); } catch (error) { issues.push({ path: `services.provides.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
+    }
+  }
   for (const [index, event] of (typed.events ?? []).entries()) {
     const needed = event.mode === 'in_transaction' ? 'events.hooks' : 'events.subscribe';
     if (!declared.has(needed as never)) issues.push({ path: `events.${index}.mode`, message: `needs the ${needed} capability` });
