@@ -252,23 +252,35 @@ export class ExtensionHost {
    * Re-reads the plugin's folder, runs new migrations and restarts it. A new version that asks
    * for capabilities the operator has not granted is refused until it is enabled again with them.
    */
-  async upgrade(key: string): Promise<Row> {
+  async upgrade(key: string, options: { grant?: string[] } = {}): Promise<Row> {
     return this.exclusive(async () => {
       const row = await this.row(key);
       const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
       if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
       await this.databases.assertNamespaceFree(found.manifest);
-      const granted: string[] = row.granted_capabilities ?? [];
-      const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !granted.includes(id));
+      const declared = found.manifest.capabilities.map((c) => c.id as string);
+      const grant = options.grant ?? [];
+      const undeclared = grant.filter((id) => !declared.includes(id));
+      if (undeclared.length) throw new KeelError(422, 'capability_not_declared', `${key} ${found.manifest.version} does not declare ${undeclared.join(', ')}; only declared capabilities can be granted`);
+      // What the operator granted before and the new version still declares, plus what this upgrade grants.
+      const kept: string[] = (row.granted_capabilities ?? []).filter((id: string) => declared.includes(id));
+      const granted = [...new Set([...kept, ...grant])];
+      const added = declared.filter((id) => !granted.includes(id));
       if (row.status === 'enabled' && added.length) {
-        throw new KeelError(409, 'capability_grant_required', `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; enable it again with those capabilities`, { details: { newCapabilities: added } });
+        throw new KeelError(409, 'capability_grant_required',
+          `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; grant them with this upgrade: keel plugin upgrade ${key} --grant ${added.join(' ')} (POST /api/plugins/${key}/upgrade {"grant": [${added.map((id) => JSON.stringify(id)).join(', ')}]})`,
+          { details: { newCapabilities: added } });
       }
+      const claimed = this.claimedRoutes(found.manifest, granted);
+      if (row.status === 'enabled') this.assertNoRouteConflicts(key, claimed);
       const built = await buildOrRefuse(found.folder, key);
       const updated = await this.kernel.db.transaction(async (tx) => {
         const result = await tx.maybeOne(
-          `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, updated_at = now() where key = ? returning *`,
-          [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null, key]);
-        await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version });
+          `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?,
+             granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end, updated_at = now() where key = ? returning *`,
+          [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
+            `{${granted.join(',')}}`, key]);
+        await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}) });
         return result!;
       });
       if (updated.status === 'enabled') {

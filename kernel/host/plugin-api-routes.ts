@@ -20,7 +20,8 @@ const installBody = bodyValidator<{ localPath?: string; packageName?: string }>(
   type: 'object',
   properties: { localPath: { type: 'string', minLength: 1, maxLength: 4096 }, packageName: { type: 'string', minLength: 1, maxLength: 214 } },
 });
-const enableBody = bodyValidator<{ grant?: string[] }>({
+/** Enable and upgrade: the capabilities the operator grants (enable: default every declared one; upgrade: the new ones). */
+const grantBody = bodyValidator<{ grant?: string[] }>({
   type: 'object', properties: { grant: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 64, uniqueItems: true } },
 });
 const configBody = bodyValidator<{ config: Record<string, unknown> }>({
@@ -171,7 +172,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
 
   router.post('/api/plugins/:pluginId/enable', async (ctx) => {
     requireInstanceAdmin(ctx);
-    const body = await parseBody(ctx, kernel, enableBody);
+    const body = await parseBody(ctx, kernel, grantBody);
     const row = await asOperator(ctx, () => hostOf(kernel).enable(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
@@ -186,7 +187,8 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
 
   router.post('/api/plugins/:pluginId/upgrade', async (ctx) => {
     requireInstanceAdmin(ctx);
-    const row = await asOperator(ctx, () => hostOf(kernel).upgrade(ctx.params.pluginId!));
+    const body = await parseBody(ctx, kernel, grantBody);
+    const row = await asOperator(ctx, () => hostOf(kernel).upgrade(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });

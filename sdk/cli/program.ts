@@ -73,7 +73,9 @@ export function buildProgram(): Command {
     .option('--grant <capabilities...>', 'grant only these (default: every declared capability)')
     .action(run(enableCommand));
   common(plugin.command('disable <key>').description('stop the plugin and hide its contributions')).action(run(disableCommand));
-  common(plugin.command('upgrade <key>').description('re-read the plugin from its source and restart it')).action(run(upgradeCommand));
+  common(plugin.command('upgrade <key>').description('re-read the plugin from its source and restart it'))
+    .option('--grant <capabilities...>', 'grant capabilities the new version adds (it refuses to start without them)')
+    .action(run(upgradeCommand));
   common(plugin.command('uninstall <key>').description('remove the plugin and its data')).action(run(uninstallCommand));
   return program;
 }

@@ -102,9 +102,12 @@ export class KeelClient {
     return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/disable`, {});
   }
 
-  /** Re-reads the plugin's folder, runs new migrations and restarts it (calls in flight finish first). */
-  upgradePlugin(key: string): Promise<PluginRecord> {
-    return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/upgrade`, {});
+  /**
+   * Re-reads the plugin's folder, runs new migrations and restarts it (calls in flight finish
+   * first). Capabilities the new version adds must be granted here (`grant`) while it is enabled.
+   */
+  upgradePlugin(key: string, options: { grant?: string[] } = {}): Promise<PluginRecord> {
+    return this.request('POST', `/api/plugins/${encodeURIComponent(key)}/upgrade`, options.grant ? { grant: options.grant } : {});
   }
 
   uninstallPlugin(key: string): Promise<{ ok: boolean; pluginKey: string }> {

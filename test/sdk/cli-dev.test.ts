@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
-import { startCli, type CliSession } from './cli-support.ts';
+import { runCli, startCli, type CliSession } from './cli-support.ts';
 
 const FIXTURE = fileURLToPath(new URL('../host/fixtures/sdk-drain', import.meta.url));
 let t: TestKernel;
@@ -99,5 +99,11 @@ describe('keel plugin dev', () => {
     const failed = await dev.waitFor((e) => e.event === 'error', { from });
     expect(failed).toMatchObject({ code: 'capability_grant_required', status: 409 });
     expect((await tool('build')).body.result).toEqual({ build: 'four' });
+    // The refusal names the command that grants them, filled in; running it adds the capability.
+    const command = /keel plugin upgrade (\S+) --grant (\S+)/.exec(String(failed.error));
+    expect(command?.slice(1)).toEqual([manifest.key, 'activity.write']);
+    const granted = await runCli(['plugin', 'upgrade', command![1]!, '--grant', command![2]!, '--api-base', t.url, '--json']);
+    expect(granted.code, granted.stderr).toBe(0);
+    expect(JSON.parse(granted.stdout).grantedCapabilities).toContain('activity.write');
   });
 });

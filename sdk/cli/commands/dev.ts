@@ -58,9 +58,8 @@ export async function devCommand(folder: string, options: GlobalOptions): Promis
           say(action, `${action} ${record.pluginKey} ${record.version} in ${formatMs(ms)} (${record.running})`, { pluginKey: record.pluginKey, version: record.version, ms: Math.round(ms), buildMs: Math.round(built.ms), running: record.running });
         } catch (error) {
           const described = describeError(error, options);
-          const hint = described.code === 'capability_grant_required' ? '; grant them with: keel plugin enable <key>' : '';
           const details = [...(described.issues ?? []).map((i) => `  - ${i.path}: ${i.message}`), ...(described.hint ?? [])];
-          say('error', `${described.error}${hint}${details.map((line) => `\n${line}`).join('')}`, described);
+          say('error', `${described.error}${details.map((line) => `\n${line}`).join('')}`, described);
         }
       } while (again);
     } finally {

@@ -42,11 +42,12 @@ export async function disableCommand(key: string, options: GlobalOptions): Promi
   emit(options, `Disabled ${record.pluginKey}`, record);
 }
 
-export async function upgradeCommand(key: string, options: GlobalOptions): Promise<void> {
+export async function upgradeCommand(key: string, options: GlobalOptions & { grant?: string[] }): Promise<void> {
   const started = performance.now();
-  const record = await clientFor(options).upgradePlugin(key);
+  const record = await clientFor(options).upgradePlugin(key, { grant: options.grant });
   const ms = performance.now() - started;
-  emit(options, `Upgraded ${record.pluginKey} to ${record.version} (${record.running}) in ${formatMs(ms)}`, { ...record, ms: Math.round(ms) });
+  const granted = options.grant?.length ? `; granted ${options.grant.join(', ')}` : '';
+  emit(options, `Upgraded ${record.pluginKey} to ${record.version} (${record.running}) in ${formatMs(ms)}${granted}`, { ...record, ms: Math.round(ms) });
 }
 
 export async function uninstallCommand(key: string, options: GlobalOptions): Promise<void> {

@@ -149,4 +149,31 @@ describe('upgrades', () => {
     expect(ping.status).toBe(200);
     expect(ping.body.ctx).toEqual(['config', 'invocation', 'log']);
   });
+
+  it('adds a capability through the one path the refusal names: the upgrade with the operator\'s grant', async () => {
+    const { folder, key } = await hostile((m) => { m.capabilities = [ROUTES]; });
+    await install(t, folder);
+    expect((await t.api.post(`/api/plugins/${key}/enable`, {})).status).toBe(200);
+    const manifest = JSON.parse(await readFile(join(folder, 'plugin.json'), 'utf8'));
+    manifest.version = '2.0.0';
+    manifest.capabilities.push({ id: 'companies.read', reason: 'Now reads companies' });
+    await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
+    const refused = await t.api.post(`/api/plugins/${key}/upgrade`, {});
+    expect(refused.body.error).toBe(`${key} 2.0.0 asks for companies.read, which the operator has not granted; grant them with this upgrade: keel plugin upgrade ${key} --grant companies.read (POST /api/plugins/${key}/upgrade {"grant": ["companies.read"]})`);
+    // Granting something the new version does not declare is refused, and changes nothing.
+    const wrong = await t.api.post(`/api/plugins/${key}/upgrade`, { grant: ['secrets.resolve'] });
+    expect(wrong.status).toBe(422);
+    expect(wrong.body.code).toBe('capability_not_declared');
+    const upgraded = await t.api.post(`/api/plugins/${key}/upgrade`, { grant: ['companies.read'] });
+    expect(upgraded.status, upgraded.text).toBe(200);
+    expect(upgraded.body).toMatchObject({ version: '2.0.0', status: 'enabled', grantedCapabilities: ['http.routes', 'companies.read'] });
+    const ping = await t.api.get(`/api/plugins/${key}/ping`);
+    expect(ping.body.ctx).toEqual(['companies', 'config', 'invocation', 'log']);
+    // A capability the next version no longer declares is no longer granted.
+    manifest.version = '3.0.0';
+    manifest.capabilities = manifest.capabilities.filter((c: { id: string }) => c.id !== 'companies.read');
+    await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
+    const narrowed = await t.api.post(`/api/plugins/${key}/upgrade`, {});
+    expect(narrowed.body).toMatchObject({ version: '3.0.0', grantedCapabilities: ['http.routes'] });
+  });
 });
