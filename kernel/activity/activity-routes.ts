@@ -1,8 +1,8 @@
 import { userInfo } from 'node:os';
 import type { RouteModule } from '../http/app.ts';
 import { unprocessable } from '../http/errors.ts';
-import { actorOf, requireBoard } from '../http/guards.ts';
-import { parseBody, parseQuery } from '../http/request.ts';
+import { actorOf } from '../http/guards.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, queryValidator, uuidPattern } from '../http/validate.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import { readSettings } from '../tenancy/instance-settings.ts';
@@ -39,9 +39,14 @@ const createValidator = bodyValidator<CreateActivity>({
 });
 
 export const activityRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/companies/:companyId/activity', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Activity');
+
+  route({
+    method: 'GET', path: '/api/companies/:companyId/activity', auth: 'any', query: listQuery, success: 200, response: LIST_RESPONSE,
+    summary: "The company's activity log, newest first",
+  }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const filters = parseQuery(ctx, listQuery);
+    const filters = req.query();
     const entries = await kernel.activity.list(kernel.db, company.id, {
       agentId: filters.agentId?.toLowerCase(), entityType: filters.entityType, entityId: filters.entityId,
     });
@@ -49,10 +54,12 @@ export const activityRoutes: RouteModule = (router, kernel) => {
     ctx.body = censorUsernameInLogs ? entries.map(censorUsername) : entries;
   });
 
-  router.post('/api/companies/:companyId/activity', async (ctx) => {
-    requireBoard(ctx);
+  route({
+    method: 'POST', path: '/api/companies/:companyId/activity', auth: 'board', body: createValidator, success: 201, errors: [422],
+    summary: 'Record an activity entry by hand',
+  }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const body = await parseBody(ctx, kernel, createValidator);
+    const body = await req.body();
     const agentId = body.agentId?.toLowerCase() ?? null;
     if (agentId && !(await kernel.db.maybeOne('select 1 from agents where id = ? and company_id = ?', [agentId, company.id]))) {
       throw unprocessable('agentId must name an agent of this company', { agentId }, 'agent_not_in_company');

@@ -1,8 +1,9 @@
 import type { Context } from 'koa';
 import type { RouteModule } from '../http/app.ts';
 import { badRequest, conflict, forbidden, KeelError, notFound, unauthorized } from '../http/errors.ts';
-import { actorOf, requireActor, requireBoard } from '../http/guards.ts';
-import { parseBody, uuidParam } from '../http/request.ts';
+import { actorOf, requireActor } from '../http/guards.ts';
+import { uuidParam } from '../http/request.ts';
+import { declareRoutes, type ParameterDoc } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { Row } from '../db/database.ts';
 import type { BoardActor } from './actor.ts';
@@ -32,9 +33,20 @@ const cancelValidator = bodyValidator<{ secret?: string }>({
 
 const CHALLENGE = 'Challenge';
 
+/** Where challengeSecret() looks for the secret, for the reference. */
+const SECRET_PARAMETERS: ParameterDoc[] = [
+  { name: 'X-Challenge-Secret', in: 'header', description: "The challenge's secret, as its creation answered it.", schema: { type: 'string' } },
+  { name: 'secret', in: 'query', description: 'The same secret, when a header cannot be sent; given once.', schema: { type: 'string' } },
+];
+
 export const cliAuthRoutes: RouteModule = (router, kernel) => {
-  router.post('/api/cli-auth/challenges', async (ctx) => {
-    const body = await parseBody(ctx, kernel, createValidator);
+  const route = declareRoutes(router, kernel, 'CLI auth');
+
+  route({
+    method: 'POST', path: '/api/cli-auth/challenges', auth: 'none', body: createValidator, success: 201,
+    summary: 'Start a command-line sign-in: a challenge and its secret (shown once)',
+  }, async (ctx, req) => {
+    const body = await req.body();
     const created = await kernel.db.transaction(async (tx) => {
       await expireLapsed(kernel, tx);
       const challenge = await createChallenge(tx, { clientName: body.clientName?.trim() || null, keyName: body.keyName?.trim() || null });
@@ -50,7 +62,10 @@ export const cliAuthRoutes: RouteModule = (router, kernel) => {
     ctx.body = { ...challengeView(created.row), secret: created.secret };
   });
 
-  router.get('/api/cli-auth/challenges/:id', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/cli-auth/challenges/:id', auth: 'none', parameters: SECRET_PARAMETERS, success: 200, errors: [400, 403],
+    summary: 'State of a challenge; with its secret, once approved, hands over the board API key once',
+  }, async (ctx) => {
     const id = uuidParam(ctx, 'id', CHALLENGE);
     const secret = challengeSecret(ctx);
     const result = await kernel.db.transaction(async (tx) => {
@@ -77,13 +92,16 @@ export const cliAuthRoutes: RouteModule = (router, kernel) => {
     ctx.body = { ...challengeView(result.row), ...result.extra };
   });
 
-  router.post('/api/cli-auth/challenges/:id/approve', async (ctx) => {
-    const actor = requireBoard(ctx);
+  route({
+    method: 'POST', path: '/api/cli-auth/challenges/:id/approve', auth: 'board', body: approveValidator, success: 200, errors: [409],
+    summary: 'Approve a challenge from a browser session or as the local board (not with a board API key)',
+  }, async (ctx, req) => {
+    const actor = req.actor;
     if (actor.source === 'board_key') {
       throw forbidden('CLI challenges are approved from a browser session or by the local board, not with a board API key', 'browser_approval_required');
     }
     const id = uuidParam(ctx, 'id', CHALLENGE);
-    const body = await parseBody(ctx, kernel, approveValidator);
+    const body = await req.body();
     const result = await kernel.db.transaction(async (tx) => {
       const row = await lockChallenge(tx, id);
       if (!row) throw notFound('Challenge not found');
@@ -104,9 +122,12 @@ export const cliAuthRoutes: RouteModule = (router, kernel) => {
     ctx.body = { ...challengeView(result.row), approved: true, keyId: result.keyId, userId: actor.userId };
   });
 
-  router.post('/api/cli-auth/challenges/:id/cancel', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/cli-auth/challenges/:id/cancel', auth: 'challenge_secret', body: cancelValidator, parameters: SECRET_PARAMETERS,
+    success: 200, errors: [409], summary: 'Cancel a pending challenge (with its secret, or as a board user)',
+  }, async (ctx, req) => {
     const id = uuidParam(ctx, 'id', CHALLENGE);
-    const body = await parseBody(ctx, kernel, cancelValidator);
+    const body = await req.body();
     const secret = challengeSecret(ctx) ?? body.secret;
     const actor = actorOf(ctx);
     if (secret === undefined) {
@@ -132,8 +153,11 @@ export const cliAuthRoutes: RouteModule = (router, kernel) => {
     ctx.body = { ...challengeView(result.row), cancelled: true };
   });
 
-  router.get('/api/cli-auth/me', async (ctx) => {
-    const actor = requireBoard(ctx);
+  route({
+    method: 'GET', path: '/api/cli-auth/me', auth: 'board', success: 200,
+    summary: 'The board user behind the credential, with the companies it reaches',
+  }, async (ctx, req) => {
+    const actor = req.actor;
     let user: { id: string; email: string | null; name: string | null };
     let companyIds: readonly string[] = actor.companyIds;
     if (actor.isLocalBoard) {
@@ -151,7 +175,10 @@ export const cliAuthRoutes: RouteModule = (router, kernel) => {
     };
   });
 
-  router.post('/api/cli-auth/revoke-current', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/cli-auth/revoke-current', auth: 'board_key', success: 200, errors: [400],
+    summary: 'Revoke the board API key the request is authenticated with',
+  }, async (ctx) => {
     const actor = requireActor(ctx);
     if (actor.kind !== 'board') throw forbidden('Only a board API key can be revoked through this route', 'board_required');
     if (actor.source !== 'board_key' || !actor.keyId) {

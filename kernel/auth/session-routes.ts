@@ -2,7 +2,7 @@ import type { RouteModule } from '../http/app.ts';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { conflict, KeelError, unauthorized } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
-import { parseBody } from '../http/request.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { hashPassword, verifyPassword } from './passwords.ts';
@@ -36,10 +36,17 @@ const signInValidator = bodyValidator<{ email: string; password: string }>({
 
 const INVALID_CREDENTIALS = 'Invalid email or password';
 
+const LOCAL_TRUSTED_404 = 'Answers 404 `browser_auth_unavailable` in local_trusted mode.';
+
 export const sessionRoutes: RouteModule = (router, kernel) => {
-  router.post('/api/auth/sign-up', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Auth');
+
+  route({
+    method: 'POST', path: '/api/auth/sign-up', auth: 'none', body: signUpValidator, success: 201, errors: [404, 409],
+    summary: 'Create a user and sign in (sets the session cookie)', description: LOCAL_TRUSTED_404,
+  }, async (ctx, req) => {
     requireBrowserAuth(kernel);
-    const body = await parseBody(ctx, kernel, signUpValidator);
+    const body = await req.body();
     const email = body.email.trim();
     const name = body.name?.trim() || null;
     const passwordHash = await hashPassword(body.password);
@@ -61,9 +68,12 @@ export const sessionRoutes: RouteModule = (router, kernel) => {
     ctx.body = { user: userView(result.user), session: { id: result.session.id, expiresAt: result.session.expiresAt } };
   });
 
-  router.post('/api/auth/sign-in', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/auth/sign-in', auth: 'none', body: signInValidator, success: 200, errors: [401, 404],
+    summary: 'Sign in with email and password (sets the session cookie)', description: LOCAL_TRUSTED_404,
+  }, async (ctx, req) => {
     requireBrowserAuth(kernel);
-    const body = await parseBody(ctx, kernel, signInValidator);
+    const body = await req.body();
     const user = await kernel.db.maybeOne('select * from users where lower(email) = lower(?)', [body.email.trim()]);
     // verifyPassword does the full scrypt work even without a user, so timing does not reveal accounts.
     if (!(await verifyPassword(body.password, user?.password_hash)) || !user) throw unauthorized(INVALID_CREDENTIALS);
@@ -80,7 +90,10 @@ export const sessionRoutes: RouteModule = (router, kernel) => {
     ctx.body = { user: userView(user), session: { id: session.id, expiresAt: session.expiresAt } };
   });
 
-  router.post('/api/auth/sign-out', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/auth/sign-out', auth: 'none', success: 200, errors: [404],
+    summary: 'End the browser session of the request, if any (clears the cookie)', description: LOCAL_TRUSTED_404,
+  }, async (ctx) => {
     requireBrowserAuth(kernel);
     const token = ctx.cookies.get(SESSION_COOKIE);
     const removed = token ? await kernel.db.transaction(async (tx) => {
@@ -100,7 +113,10 @@ export const sessionRoutes: RouteModule = (router, kernel) => {
     ctx.body = { signedOut: true };
   });
 
-  router.get('/api/auth/session', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/auth/session', auth: 'session', success: 200, errors: [404],
+    summary: 'The signed-in user and session', description: LOCAL_TRUSTED_404,
+  }, async (ctx) => {
     requireBrowserAuth(kernel);
     const actor = actorOf(ctx);
     if (actor.kind !== 'board' || actor.source !== 'session' || !actor.sessionId) throw unauthorized('No active browser session');

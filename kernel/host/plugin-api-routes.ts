@@ -5,8 +5,7 @@ import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
 import { badRequest, KeelError, notFound, validationFailed } from '../http/errors.ts';
-import { requireActor, requireBoard, requireInstanceAdmin } from '../http/guards.ts';
-import { parseBody } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE, type ParameterDoc } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
@@ -58,21 +57,25 @@ function validateConfigShape(manifest: PluginManifest, config: Record<string, un
   if (issues.length) throw new KeelError(400, 'invalid_plugin_config', describeIssues('plugin configuration', issues), { issues });
 }
 
+/** The logs route clamps its limit rather than refusing one out of range, so it is read by hand. */
+const LOG_PARAMETERS: ParameterDoc[] = [
+  { name: 'limit', in: 'query', description: 'How many lines, 1-500 (default 200); values out of range are clamped.', schema: { type: 'integer' } },
+];
+
 /** The plugin HTTP API (`/api/plugins/*`): instance-admin for lifecycle and diagnostics. */
 export const pluginApiRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/plugins', async (ctx) => {
-    requireBoard(ctx);
+  const route = declareRoutes(router, kernel, 'Plugins');
+
+  route({ method: 'GET', path: '/api/plugins', auth: 'board', success: 200, response: LIST_RESPONSE, summary: 'Installed plugins' }, async (ctx) => {
     const rows = await kernel.db.query('select * from plugins order by key');
     ctx.body = rows.map((row) => toPluginJson(row, hostOf(kernel).plugins.get(row.key)));
   });
 
-  router.get('/api/plugins/manifest-schema', async (ctx) => {
-    requireActor(ctx);
+  route({ method: 'GET', path: '/api/plugins/manifest-schema', auth: 'any', success: 200, summary: 'The JSON schema of plugin manifests' }, async (ctx) => {
     ctx.body = manifestSchema;
   });
 
-  router.get('/api/plugins/examples', async (ctx) => {
-    requireBoard(ctx);
+  route({ method: 'GET', path: '/api/plugins/examples', auth: 'board', success: 200, response: LIST_RESPONSE, summary: 'Example plugins that can be installed' }, async (ctx) => {
     const installed = new Set((await kernel.db.query<{ key: string }>('select key from plugins')).map((r) => r.key));
     ctx.body = (await scanExamples()).map((found) => ({
       packageName: `@keel-examples/${found.manifest.key}`,
@@ -86,8 +89,10 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     }));
   });
 
-  router.get('/api/plugins/ui-contributions', async (ctx) => {
-    requireActor(ctx);
+  route({
+    method: 'GET', path: '/api/plugins/ui-contributions', auth: 'any', success: 200,
+    summary: 'UI slots, launchers and pages of enabled plugins',
+  }, async (ctx) => {
     const slots: unknown[] = [];
     const launchers: unknown[] = [];
     const pages: unknown[] = [];
@@ -103,8 +108,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     ctx.body = { slots, launchers, pages };
   });
 
-  router.get('/api/plugins/tools', async (ctx) => {
-    requireActor(ctx);
+  route({ method: 'GET', path: '/api/plugins/tools', auth: 'any', success: 200, response: LIST_RESPONSE, summary: 'Tools of enabled plugins' }, async (ctx) => {
     const tools: unknown[] = [];
     for (const loaded of hostOf(kernel).plugins.values()) {
       if (!(loaded.row.granted_capabilities ?? []).includes('tools.register')) continue;
@@ -113,9 +117,12 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     ctx.body = tools;
   });
 
-  router.post('/api/plugins/tools/execute', async (ctx) => {
-    const actor = requireActor(ctx);
-    const body = await parseBody(ctx, kernel, executeBody);
+  route({
+    method: 'POST', path: '/api/plugins/tools/execute', auth: 'any', body: executeBody, success: 200, errors: [403, 404, 502, 504],
+    summary: "Run a plugin's tool; `input` is checked against the tool's own input schema",
+  }, async (ctx, req) => {
+    const actor = req.actor;
+    const body = await req.body();
     const dot = body.tool.indexOf('.');
     const pluginKey = dot > 0 ? body.tool.slice(0, dot) : '';
     const toolKey = dot > 0 ? body.tool.slice(dot + 1) : '';
@@ -139,9 +146,11 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     ctx.body = { tool: body.tool, result: result.value === undefined ? null : JSON.parse(result.value) };
   });
 
-  router.post('/api/plugins/install', async (ctx) => {
-    requireInstanceAdmin(ctx);
-    const body = await parseBody(ctx, kernel, installBody);
+  route({
+    method: 'POST', path: '/api/plugins/install', auth: 'instance_admin', body: installBody, success: 201, errors: [409, 422],
+    summary: 'Install a plugin from a local folder or a package',
+  }, async (ctx, req) => {
+    const body = await req.body();
     if (!body.localPath === !body.packageName) throw badRequest('Give exactly one of localPath or packageName');
     let found;
     if (body.localPath) {
@@ -157,44 +166,47 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     ctx.body = toPluginJson(row);
   });
 
-  router.get('/api/plugins/:pluginId', async (ctx) => {
-    requireBoard(ctx);
+  route({ method: 'GET', path: '/api/plugins/:pluginId', auth: 'board', success: 200, summary: 'One installed plugin' }, async (ctx) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });
 
-  router.delete('/api/plugins/:pluginId', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'DELETE', path: '/api/plugins/:pluginId', auth: 'instance_admin', success: 200,
+    summary: "Uninstall a plugin: stops it and drops its schema and roles",
+  }, async (ctx) => {
     await asOperator(ctx, () => hostOf(kernel).uninstall(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = { ok: true, pluginKey: ctx.params.pluginId };
   });
 
-  router.post('/api/plugins/:pluginId/enable', async (ctx) => {
-    requireInstanceAdmin(ctx);
-    const body = await parseBody(ctx, kernel, grantBody);
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/enable', auth: 'instance_admin', body: grantBody, success: 200, errors: [409, 422],
+    summary: 'Grant capabilities and start a plugin',
+  }, async (ctx, req) => {
+    const body = await req.body();
     const row = await asOperator(ctx, () => hostOf(kernel).enable(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });
 
-  router.post('/api/plugins/:pluginId/disable', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({ method: 'POST', path: '/api/plugins/:pluginId/disable', auth: 'instance_admin', success: 200, summary: 'Stop a plugin and unmount what it contributes' }, async (ctx) => {
     const row = await asOperator(ctx, () => hostOf(kernel).disable(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = toPluginJson(row);
   });
 
-  router.post('/api/plugins/:pluginId/upgrade', async (ctx) => {
-    requireInstanceAdmin(ctx);
-    const body = await parseBody(ctx, kernel, grantBody);
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/upgrade', auth: 'instance_admin', body: grantBody, success: 200, errors: [409, 422],
+    summary: "Re-read a plugin's source, migrate and restart it, granting capabilities it newly asks for",
+  }, async (ctx, req) => {
+    const body = await req.body();
     const row = await asOperator(ctx, () => hostOf(kernel).upgrade(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
   });
 
-  router.get('/api/plugins/:pluginId/health', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({ method: 'GET', path: '/api/plugins/:pluginId/health', auth: 'instance_admin', success: 200, summary: "A plugin's status and its worker's health" }, async (ctx) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
     const loaded = hostOf(kernel).plugins.get(row.key);
     const health = loaded?.process?.health;
@@ -207,34 +219,39 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     };
   });
 
-  router.get('/api/plugins/:pluginId/logs', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/logs', auth: 'instance_admin', parameters: LOG_PARAMETERS, success: 200,
+    summary: "A plugin's recent log lines, newest first",
+  }, async (ctx) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
     const limit = Math.min(Math.max(Number(ctx.query.limit ?? 200) || 200, 1), 500);
     const logs = hostOf(kernel).plugins.get(row.key)?.logs ?? [];
     ctx.body = { pluginKey: row.key, logs: logs.slice(-limit).reverse() };
   });
 
-  router.get('/api/plugins/:pluginId/config', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({ method: 'GET', path: '/api/plugins/:pluginId/config', auth: 'instance_admin', success: 200, summary: "A plugin's configuration and its schema" }, async (ctx) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
     ctx.body = { pluginKey: row.key, config: row.config ?? {}, schema: (row.manifest as PluginManifest).config?.schema ?? null };
   });
 
-  router.post('/api/plugins/:pluginId/config', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/config', auth: 'instance_admin', body: configBody, success: 200,
+    summary: "Replace a plugin's configuration (checked against the manifest's config schema)",
+  }, async (ctx, req) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
-    const body = await parseBody(ctx, kernel, configBody);
+    const body = await req.body();
     validateConfigShape(row.manifest as PluginManifest, body.config);
     const updated = await asOperator(ctx, () => hostOf(kernel).setConfig(row.key, body.config));
     audit(ctx);
     ctx.body = { pluginKey: updated.key, config: updated.config };
   });
 
-  router.post('/api/plugins/:pluginId/config/test', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/config/test', auth: 'instance_admin', body: configBody, success: 200, errors: [502, 504],
+    summary: "Check a configuration with the schema and the plugin's validateConfig; saves nothing",
+  }, async (ctx, req) => {
     const row = await hostOf(kernel).row(ctx.params.pluginId!);
-    const body = await parseBody(ctx, kernel, configBody);
+    const body = await req.body();
     validateConfigShape(row.manifest as PluginManifest, body.config);
     ctx.state.skipAudit = true;
     if (!hostOf(kernel).plugins.has(row.key)) {

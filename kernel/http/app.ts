@@ -7,6 +7,7 @@ import { activityActor, type Actor } from '../auth/actor.ts';
 import { requestLog } from './request-log.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { pathGuard } from './path-guard.ts';
+import { assertEveryRouteDeclared } from './route-spec.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -18,11 +19,20 @@ const INPUT_PG_CODES = new Set(['22P02', '22003', '22007', '22008', '22001', '22
  * The Koa application: error model, actor resolution, the audit safety net and the routers.
  * Route modules are registered in order; the first matching route answers.
  */
-/** The kernel's own routes, in registration order. */
+const kernelRouters = new WeakMap<KernelServices, Router>();
+
+/** The kernel's own routes, in registration order; each declared through kernel/http/route-spec.ts. */
 export function buildKernelRouter(kernel: KernelServices, modules: RouteModule[]): Router {
   const router = new Router();
   for (const register of modules) register(router, kernel);
+  assertEveryRouteDeclared(router);
+  kernelRouters.set(kernel, router);
   return router;
+}
+
+/** The router built for a running kernel: what it mounts, for tests that check the reference covers all of it. */
+export function kernelRouterOf(kernel: KernelServices): Router | undefined {
+  return kernelRouters.get(kernel);
 }
 
 export function createApp(kernel: KernelServices, router: Router, extra: { before?: Koa.Middleware[]; after?: Koa.Middleware[] } = {}): Koa {

@@ -1,4 +1,5 @@
 import type { RouteModule } from './app.ts';
+import { declareRoutes } from './route-spec.ts';
 
 /**
  * `GET /api/health`: 200 with each component's state when all are up, 503 with the error
@@ -8,7 +9,13 @@ import type { RouteModule } from './app.ts';
 const UNHEALTHY = { status: 503, code: 'unhealthy', message: 'Unhealthy' } as const;
 
 export const healthRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/health', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Health');
+
+  route({
+    method: 'GET', path: '/api/health', auth: 'none', success: 200,
+    summary: 'Health of the instance and each of its components',
+    description: 'Answers 503 with the error body (code `unhealthy`, plus `status` and `components`) when a component is down. Per-plugin detail is shown to board callers only.',
+  }, async (ctx) => {
     const report = await kernel.health.report();
     const detailed = kernel.config.deploymentMode === 'local_trusted' || ctx.state.actor?.kind === 'board';
     const components = detailed ? report.components : summarise(report.components);

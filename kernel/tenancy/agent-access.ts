@@ -3,6 +3,7 @@ import type { AgentActor, BoardActor } from '../auth/actor.ts';
 import type { Queryable } from '../db/database.ts';
 import { badRequest, forbidden, notFound } from '../http/errors.ts';
 import { assertCompanyAccess, canAccessCompany, requireActor } from '../http/guards.ts';
+import type { ParameterDoc } from '../http/route-spec.ts';
 import { isUuid } from '../http/validate.ts';
 import { isPlainObject } from './agent-config.ts';
 import { findAgent, findByShortname, type AgentRow } from './agents.ts';
@@ -54,6 +55,12 @@ export async function isCeoAgentOf(db: Queryable, caller: Caller, companyId: str
   const self = await findAgent(db, caller.agentId);
   return self?.role === 'ceo' && self.company_id === companyId;
 }
+
+/** The query parameter agentForRequest reads, for the reference of every route it serves. */
+export const AGENT_REFERENCE_PARAMETERS: readonly ParameterDoc[] = [{
+  name: 'companyId', in: 'query', schema: { type: 'string' },
+  description: "The company whose agent a shortname in the path names (agents default to their own company); not needed with an agent id.",
+}];
 
 /**
  * Resolves the `:agentId` path segment: a uuid, or a shortname when the company is known

@@ -1,8 +1,9 @@
 import type { RouteModule } from '../http/app.ts';
 import type { Queryable } from '../db/database.ts';
 import { forbidden, notFound, unprocessable } from '../http/errors.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { isUuid } from '../http/validate.ts';
-import { agentForRequest, assertMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
+import { AGENT_REFERENCE_PARAMETERS, agentForRequest, assertMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
 import { isPlainObject } from './agent-config.ts';
 import { findRevision, listRevisions, toRevisionJson, type ConfigSnapshot } from './agent-config-revisions.ts';
 import type { AgentFieldsInput } from './agent-input.ts';
@@ -70,19 +71,28 @@ function revisionParam(value: string | undefined): string {
 }
 
 export const agentConfigRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/agents/:agentId/configuration', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Agents');
+  const parameters = AGENT_REFERENCE_PARAMETERS;
+
+  route({
+    method: 'GET', path: '/api/agents/:agentId/configuration', auth: 'any', parameters, success: 200,
+    summary: "The agent's configuration, secrets masked",
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayReadConfig(kernel.db, caller, agent);
     ctx.body = configurationView(agent);
   });
 
-  router.get('/api/agents/:agentId/config-revisions', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/agents/:agentId/config-revisions', auth: 'any', parameters, success: 200, response: LIST_RESPONSE,
+    summary: "The agent's configuration revisions, newest first",
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayReadConfig(kernel.db, caller, agent);
     ctx.body = (await listRevisions(kernel.db, agent.id)).map(toRevisionJson);
   });
 
-  router.get('/api/agents/:agentId/config-revisions/:revisionId', async (ctx) => {
+  route({ method: 'GET', path: '/api/agents/:agentId/config-revisions/:revisionId', auth: 'any', parameters, success: 200, summary: 'One configuration revision' }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayReadConfig(kernel.db, caller, agent);
     const revision = await findRevision(kernel.db, agent.id, revisionParam(ctx.params.revisionId));
@@ -90,7 +100,10 @@ export const agentConfigRoutes: RouteModule = (router, kernel) => {
     ctx.body = toRevisionJson(revision);
   });
 
-  router.post('/api/agents/:agentId/config-revisions/:revisionId/rollback', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/agents/:agentId/config-revisions/:revisionId/rollback', auth: 'any', parameters, success: 200, errors: [409, 422],
+    summary: 'Restore the configuration of a revision (recorded as a new revision)',
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageAgents(kernel.db, caller, agent.company_id, 'rolling back agent configuration');
     const revisionId = revisionParam(ctx.params.revisionId);

@@ -1,6 +1,5 @@
 import type { RouteModule } from '../http/app.ts';
-import { parseBody } from '../http/request.ts';
-import { requireBoard } from '../http/guards.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { companyForRequest } from './company-access.ts';
 import { assertMayManageAgents } from './agent-access.ts';
 import { createAgentBody, hireAgentBody, sourceIssueIds } from './agent-input.ts';
@@ -9,10 +8,14 @@ import { createHireApproval, toApprovalJson, type ApprovalRow } from './approval
 import { toAgentJson } from './agents.ts';
 
 export const agentCreateRoutes: RouteModule = (router, kernel) => {
-  router.post('/api/companies/:companyId/agents', async (ctx) => {
-    requireBoard(ctx);
+  const route = declareRoutes(router, kernel, 'Agents');
+
+  route({
+    method: 'POST', path: '/api/companies/:companyId/agents', auth: 'board', body: createAgentBody, success: 201, errors: [409, 422],
+    summary: 'Create an agent (idle at once)',
+  }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const body = await parseBody(ctx, kernel, createAgentBody);
+    const body = await req.body();
     const values = normalizeNewAgent(body);
     const agent = await kernel.db.transaction((tx) => insertAgent(ctx, kernel, tx, company.id, values, 'idle'));
     ctx.status = 201;
@@ -23,10 +26,13 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
    * Hiring runs the same normalisation as create. When the company requires board approval
    * the agent waits in pending_approval beside a hire approval holding the requested config.
    */
-  router.post('/api/companies/:companyId/agent-hires', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/companies/:companyId/agent-hires', auth: 'any', body: hireAgentBody, success: 201, errors: [409, 422],
+    summary: 'Hire an agent (board users, or agents holding agents:create); waits for approval when the company requires it',
+  }, async (ctx, req) => {
     const { actor, company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     await assertMayManageAgents(kernel.db, actor, company.id, 'hiring agents');
-    const body = await parseBody(ctx, kernel, hireAgentBody);
+    const body = await req.body();
     const values = normalizeNewAgent(body);
     const issues = sourceIssueIds(body);
     const needsApproval = company.require_board_approval_for_new_agents === true;

@@ -1,10 +1,10 @@
 import type { RouteModule } from '../http/app.ts';
 import { iso, type Queryable } from '../db/database.ts';
 import { conflict, forbidden, notFound } from '../http/errors.ts';
-import { parseBody } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, isUuid } from '../http/validate.ts';
 import { AGENT_KEY_PREFIX, displayPrefix, hashToken, mintToken } from '../auth/tokens.ts';
-import { agentForRequest, agentMayManageAgents, type Caller } from './agent-access.ts';
+import { AGENT_REFERENCE_PARAMETERS, agentForRequest, agentMayManageAgents, type Caller } from './agent-access.ts';
 import { lockAgent, type AgentRow } from './agents.ts';
 
 /**
@@ -32,17 +32,26 @@ async function assertMayManageKeys(db: Queryable, caller: Caller, agent: AgentRo
 }
 
 export const agentKeyRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/agents/:agentId/keys', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Agents');
+  const parameters = AGENT_REFERENCE_PARAMETERS;
+
+  route({
+    method: 'GET', path: '/api/agents/:agentId/keys', auth: 'any', parameters, success: 200, response: LIST_RESPONSE,
+    summary: "The agent's API keys (never the keys themselves)",
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageKeys(kernel.db, caller, agent);
     const rows = await kernel.db.query<KeyRow>('select * from agent_api_keys where agent_id = ? order by created_at desc, id', [agent.id]);
     ctx.body = rows.map(toKeyJson);
   });
 
-  router.post('/api/agents/:agentId/keys', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/agents/:agentId/keys', auth: 'any', body: createKeyBody, parameters, success: 201, errors: [409],
+    summary: 'Create an agent API key (the key is in this answer and nowhere else)',
+  }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageKeys(kernel.db, caller, agent);
-    const body = await parseBody(ctx, kernel, createKeyBody);
+    const body = await req.body();
     const token = mintToken(AGENT_KEY_PREFIX);
     const row = await kernel.db.transaction(async (tx) => {
       const locked = await lockAgent(tx, agent.id);
@@ -64,7 +73,7 @@ export const agentKeyRoutes: RouteModule = (router, kernel) => {
     ctx.body = { id: row.id, name: row.name, token, keyPrefix: row.key_prefix, createdAt: iso(row.created_at) };
   });
 
-  router.delete('/api/agents/:agentId/keys/:keyId', async (ctx) => {
+  route({ method: 'DELETE', path: '/api/agents/:agentId/keys/:keyId', auth: 'any', parameters, success: 200, summary: 'Revoke an agent API key' }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageKeys(kernel.db, caller, agent);
     const keyId = ctx.params.keyId;

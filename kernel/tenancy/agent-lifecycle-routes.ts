@@ -3,10 +3,9 @@ import type { RouteModule } from '../http/app.ts';
 import type { Tx } from '../db/database.ts';
 import type { KernelServices } from '../services.ts';
 import { conflict, forbidden } from '../http/errors.ts';
-import { requireBoard } from '../http/guards.ts';
-import { parseBody } from '../http/request.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
-import { agentForRequest, isCeoAgentOf, type Caller } from './agent-access.ts';
+import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf, type Caller } from './agent-access.ts';
 import { agentView } from './agent-read-routes.ts';
 import { afterAgentWrite, stateOf, withStatus, writeAgent } from './agent-service.ts';
 import { decidePendingHire } from './approvals.ts';
@@ -50,10 +49,16 @@ async function transition(ctx: Context, kernel: KernelServices, agentId: string,
 }
 
 export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
-  router.post('/api/agents/:agentId/pause', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Agents');
+  const parameters = AGENT_REFERENCE_PARAMETERS;
+
+  route({
+    method: 'POST', path: '/api/agents/:agentId/pause', auth: 'any', body: pauseBody, parameters, success: 200, errors: [409],
+    summary: "Pause an agent (board users and the company's CEO agent)",
+  }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertBoardOrCeo(kernel, caller, agent.company_id, 'pause');
-    const body = await parseBody(ctx, kernel, pauseBody);
+    const body = await req.body();
     const reason = body.reason?.trim() || null;
     const after = await transition(ctx, kernel, agent.id, 'agent.paused', (before) => {
       if (before.status === 'terminated') throw conflict('Cannot pause a terminated agent', { status: before.status }, 'invalid_status_transition');
@@ -65,7 +70,10 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
     ctx.body = await agentView(kernel.db, caller, after);
   });
 
-  router.post('/api/agents/:agentId/resume', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/agents/:agentId/resume', auth: 'any', parameters, success: 200, errors: [409],
+    summary: "Resume a paused or failed agent (board users and the company's CEO agent)",
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertBoardOrCeo(kernel, caller, agent.company_id, 'resume');
     const after = await transition(ctx, kernel, agent.id, 'agent.resumed', (before) => {
@@ -79,8 +87,11 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
     ctx.body = await agentView(kernel.db, caller, after);
   });
 
-  router.post('/api/agents/:agentId/approve', async (ctx) => {
-    const board = requireBoard(ctx);
+  route({
+    method: 'POST', path: '/api/agents/:agentId/approve', auth: 'board', parameters, success: 200, errors: [409],
+    summary: 'Approve an agent pending approval',
+  }, async (ctx, req) => {
+    const board = req.actor;
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     const after = await transition(ctx, kernel, agent.id, 'agent.approved', (before) => {
       if (before.status !== 'pending_approval') throw conflict('Agent is not pending approval', { status: before.status }, 'invalid_status_transition');
@@ -92,8 +103,11 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
     ctx.body = await agentView(kernel.db, caller, after);
   });
 
-  router.post('/api/agents/:agentId/terminate', async (ctx) => {
-    const board = requireBoard(ctx);
+  route({
+    method: 'POST', path: '/api/agents/:agentId/terminate', auth: 'board', parameters, success: 200, errors: [409],
+    summary: 'Terminate an agent (for good)',
+  }, async (ctx, req) => {
+    const board = req.actor;
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     const after = await transition(ctx, kernel, agent.id, 'agent.terminated', (before) => {
       if (before.status === 'terminated') throw conflict('Agent is already terminated', { status: before.status }, 'invalid_status_transition');
@@ -107,8 +121,10 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
   });
 
   /** Hard delete: the agent, its keys, revisions, grants and membership go; the activity log stays. */
-  router.delete('/api/agents/:agentId', async (ctx) => {
-    requireBoard(ctx);
+  route({
+    method: 'DELETE', path: '/api/agents/:agentId', auth: 'board', parameters, success: 200,
+    summary: 'Delete an agent with its keys, revisions, grants and memberships (the activity log stays)',
+  }, async (ctx) => {
     const { agent } = await agentForRequest(ctx, kernel.db);
     await kernel.db.transaction(async (tx) => {
       const row = await lockAgent(tx, agent.id);

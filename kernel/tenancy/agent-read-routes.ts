@@ -1,9 +1,9 @@
 import type { RouteModule } from '../http/app.ts';
 import type { Queryable } from '../db/database.ts';
 import { notFound } from '../http/errors.ts';
-import { requireAgent } from '../http/guards.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { companyForRequest } from './company-access.ts';
-import { accessState, agentForRequest, agentMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
+import { accessState, AGENT_REFERENCE_PARAMETERS, agentForRequest, agentMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
 import { chainOfCommand, findAgent, listCompanyAgents, toAgentJson, type AgentJson, type AgentRow } from './agents.ts';
 
 /** The agent as this caller may see it: full (masked) configuration, or the redacted view. */
@@ -19,22 +19,30 @@ export async function agentDetail(db: Queryable, caller: Caller, row: AgentRow):
 }
 
 export const agentReadRoutes: RouteModule = (router, kernel) => {
+  const route = declareRoutes(router, kernel, 'Agents');
+
   // Registered before /api/agents/:agentId so that "me" is never taken for a shortname.
-  router.get('/api/agents/me', async (ctx) => {
-    const actor = requireAgent(ctx);
+  route({ method: 'GET', path: '/api/agents/me', auth: 'agent', success: 200, errors: [404], summary: 'The calling agent, with its chain of command and access' }, async (ctx, req) => {
+    const actor = req.actor;
     const row = await findAgent(kernel.db, actor.agentId);
     if (!row) throw notFound('Agent not found');
     ctx.body = await agentDetail(kernel.db, actor, row);
   });
 
-  router.get('/api/companies/:companyId/agents', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/companies/:companyId/agents', auth: 'any', success: 200, response: LIST_RESPONSE,
+    summary: "The company's agents (configuration redacted for agents without agents:create)",
+  }, async (ctx) => {
     const { actor, company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const rows = await listCompanyAgents(kernel.db, company.id);
     const readsPeers = actor.kind === 'board' || (await agentMayManageAgents(kernel.db, actor.agentId, company.id));
     ctx.body = rows.map((row) => toAgentJson(row, { redacted: !readsPeers && !(actor.kind === 'agent' && actor.agentId === row.id) }));
   });
 
-  router.get('/api/agents/:agentId', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/agents/:agentId', auth: 'any', parameters: AGENT_REFERENCE_PARAMETERS, success: 200, errors: [400],
+    summary: 'One agent (by id, or by shortname), with its chain of command and access',
+  }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     ctx.body = await agentDetail(kernel.db, caller, agent);
   });

@@ -3,9 +3,9 @@ import type { RouteModule } from '../http/app.ts';
 import type { Tx } from '../db/database.ts';
 import type { KernelServices } from '../services.ts';
 import { forbidden } from '../http/errors.ts';
-import { parseBody } from '../http/request.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
-import { agentForRequest, isCeoAgentOf } from './agent-access.ts';
+import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf } from './agent-access.ts';
 import { maskConfig } from './agent-config.ts';
 import { changedConfigKeys, deepEqual, snapshotOf } from './agent-config-revisions.ts';
 import { refusePermissionsInPatch, updateAgentBody } from './agent-input.ts';
@@ -54,9 +54,14 @@ export async function finishUpdate(ctx: Context, kernel: KernelServices, tx: Tx,
 }
 
 export const agentUpdateRoutes: RouteModule = (router, kernel) => {
-  router.patch('/api/agents/:agentId', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Agents');
+
+  route({
+    method: 'PATCH', path: '/api/agents/:agentId', auth: 'any', body: updateAgentBody, parameters: AGENT_REFERENCE_PARAMETERS,
+    success: 200, errors: [409, 422], summary: "Change an agent's fields and configuration (records a configuration revision)",
+  }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
-    const body = await parseBody(ctx, kernel, updateAgentBody);
+    const body = await req.body();
     refusePermissionsInPatch(body);
     await authorizePatch(kernel.db, caller, agent, patchedFields(body));
     const updated = await kernel.db.transaction(async (tx) => {
@@ -72,12 +77,15 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
    * canCreateAgents is the stored legacy flag; canAssignTasks is an explicit tasks:assign
    * grant plus an active company membership, so the agent can take part in assignment.
    */
-  router.patch('/api/agents/:agentId/permissions', async (ctx) => {
+  route({
+    method: 'PATCH', path: '/api/agents/:agentId/permissions', auth: 'any', body: permissionsBody, parameters: AGENT_REFERENCE_PARAMETERS,
+    success: 200, summary: "Change an agent's permissions (board users and the company's CEO agent)",
+  }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     if (caller.kind === 'agent' && !(await isCeoAgentOf(kernel.db, caller, agent.company_id))) {
       throw forbidden("Only the board or the company's CEO agent can change agent permissions", 'permission_denied');
     }
-    const body = await parseBody(ctx, kernel, permissionsBody);
+    const body = await req.body();
     const updated = await kernel.db.transaction(async (tx) => {
       const before = await lockAgent(tx, agent.id);
       const state = stateOf(before);

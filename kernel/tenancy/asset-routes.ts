@@ -1,19 +1,33 @@
 import type { RouteModule } from '../http/app.ts';
 import { notFound } from '../http/errors.ts';
-import { assertCompanyAccess, requireActor } from '../http/guards.ts';
+import { assertCompanyAccess } from '../http/guards.ts';
 import { uuidParam } from '../http/request.ts';
-import { findAsset, insertAsset, readAssetData, SVG_TYPE, cleanFilename, toUploadedAsset } from './assets.ts';
+import { declareRoutes } from '../http/route-spec.ts';
+import { findAsset, insertAsset, LOGO_CONTENT_TYPES, readAssetData, SVG_TYPE, cleanFilename, toUploadedAsset } from './assets.ts';
 import { companyForRequest } from './company-access.ts';
 import { prepareLogo, readSingleFile } from './logo-upload.ts';
 
 /** Rendered SVG may not run script, load anything or reach the page that embeds it. */
 const SVG_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
+/** The multipart part holding the logo. */
+const LOGO_FIELD = 'file';
+
 export const assetRoutes: RouteModule = (router, kernel) => {
+  const route = declareRoutes(router, kernel, 'Assets');
+
   // Stores a logo image for the company; attaching it is a separate PATCH (logoAssetId).
-  router.post('/api/companies/:companyId/logo', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/companies/:companyId/logo', auth: 'any', success: 201, errors: [400, 413, 415, 422],
+    summary: 'Upload a logo image for the company (attach it with PATCH logoAssetId)',
+    rawBody: {
+      contentType: 'multipart/form-data',
+      description: `One file part named \`${LOGO_FIELD}\` (${LOGO_CONTENT_TYPES.join(', ')}), within the attachment size limit; SVG is sanitised.`,
+      schema: { type: 'object', required: [LOGO_FIELD], properties: { [LOGO_FIELD]: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+    },
+  }, async (ctx) => {
     const { actor, company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const file = await readSingleFile(ctx, 'file', kernel.config.limits.attachmentBytes);
+    const file = await readSingleFile(ctx, LOGO_FIELD, kernel.config.limits.attachmentBytes);
     const logo = await prepareLogo(file);
     const row = await kernel.db.transaction(async (tx) => {
       // The company may have been deleted while the upload streamed in.
@@ -37,8 +51,10 @@ export const assetRoutes: RouteModule = (router, kernel) => {
     ctx.body = toUploadedAsset(row);
   });
 
-  router.get('/api/assets/:assetId/content', async (ctx) => {
-    requireActor(ctx);
+  route({
+    method: 'GET', path: '/api/assets/:assetId/content', auth: 'any', success: [200, 304], contentType: 'image/*',
+    summary: "An asset's bytes (with a strong ETag; 304 when If-None-Match names it)",
+  }, async (ctx) => {
     const assetId = uuidParam(ctx, 'assetId', 'Asset');
     const asset = await findAsset(kernel.db, assetId);
     if (!asset) throw notFound('Asset not found');

@@ -2,9 +2,9 @@ import type { Context } from 'koa';
 import type { BoardActor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
 import { badRequest, forbidden, notFound, validationFailed } from '../http/errors.ts';
-import { requireBoard } from '../http/guards.ts';
-import { parseBody, parseQuery } from '../http/request.ts';
-import { bodyValidator, queryValidator, uuidPattern, type Schema } from '../http/validate.ts';
+import { parseBody } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
+import { bodyValidator, queryValidator, uuidPattern, type Schema, type Validator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { addMembership, COMPANY_STATUSES, companyStats, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
 import { companyForRequest } from './company-access.ts';
@@ -73,8 +73,12 @@ async function authorizeCompanyWrite(ctx: Context, kernel: KernelServices, route
   return { companyId: company.id, isAgent: actor.kind === 'agent' };
 }
 
-/** Reads a patch body, refusing non-branding company fields where only branding may change. */
-async function readPatch(ctx: Context, kernel: KernelServices, options: { brandingOnly: boolean; isAgent: boolean }): Promise<CompanyPatch> {
+/**
+ * Reads a patch body, refusing non-branding company fields where only branding may change.
+ * The refusal comes first (an agent learns it may not touch a field before whether its value
+ * was valid), so the body is read as any object and then checked with the route's validator.
+ */
+async function readPatch(ctx: Context, kernel: KernelServices, validator: Validator<CompanyPatch>, options: { brandingOnly: boolean; isAgent: boolean }): Promise<CompanyPatch> {
   const raw = await parseBody(ctx, kernel, anyObject);
   if (options.isAgent || options.brandingOnly) {
     const refused = NON_BRANDING_FIELDS.filter((field) => field in raw);
@@ -84,34 +88,39 @@ async function readPatch(ctx: Context, kernel: KernelServices, options: { brandi
       throw badRequest(`Only branding fields (${allowed}) can be changed through /branding; use PATCH /api/companies/{companyId} for ${refused.join(', ')}`, { refused });
     }
   }
-  const body = trimName((options.brandingOnly ? brandingValidator : patchValidator)(raw));
+  const body = trimName(validator(raw));
   const known = (options.brandingOnly ? BRANDING_FIELDS : Object.keys(fields)).filter((field) => (body as Record<string, unknown>)[field] !== undefined);
   if (known.length === 0) throw badRequest(options.brandingOnly ? 'At least one branding field must be provided' : 'At least one updatable field must be provided');
   return body;
 }
 
 export const companyRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/companies', async (ctx) => {
-    const actor = requireBoard(ctx);
-    const query = parseQuery(ctx, listQuery);
+  const route = declareRoutes(router, kernel, 'Companies');
+
+  route({
+    method: 'GET', path: '/api/companies', auth: 'board', query: listQuery, success: 200, response: LIST_RESPONSE,
+    summary: 'Companies the caller reaches',
+  }, async (ctx, req) => {
+    const actor = req.actor;
+    const query = req.query();
     const rows = await listCompanies(kernel.db, { ids: reachableIds(actor), includeArchived: query.includeArchived });
     ctx.body = rows.map(toCompany);
   });
 
   // Registered before /:companyId, which would otherwise take "stats" for an id.
-  router.get('/api/companies/stats', async (ctx) => {
-    const actor = requireBoard(ctx);
+  route({ method: 'GET', path: '/api/companies/stats', auth: 'board', success: 200, summary: 'Counts per company the caller reaches' }, async (ctx, req) => {
+    const actor = req.actor;
     ctx.body = await companyStats(kernel.db, reachableIds(actor));
   });
 
-  router.get('/api/companies/:companyId', async (ctx) => {
+  route({ method: 'GET', path: '/api/companies/:companyId', auth: 'any', success: 200, summary: 'One company' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     ctx.body = toCompany(company);
   });
 
-  router.post('/api/companies', async (ctx) => {
-    const actor = requireBoard(ctx);
-    const body = trimName(await parseBody(ctx, kernel, createValidator));
+  route({ method: 'POST', path: '/api/companies', auth: 'board', body: createValidator, success: 201, summary: 'Create a company' }, async (ctx, req) => {
+    const actor = req.actor;
+    const body = trimName(await req.body());
     const company = await kernel.db.transaction(async (tx) => {
       const row = await insertCompany(tx, {
         name: body.name,
@@ -138,20 +147,25 @@ export const companyRoutes: RouteModule = (router, kernel) => {
     ctx.body = company;
   });
 
-  router.patch('/api/companies/:companyId', async (ctx) => {
+  route({
+    method: 'PATCH', path: '/api/companies/:companyId', auth: 'any', body: patchValidator, success: 200, errors: [422],
+    summary: 'Change company fields (board users; CEO agents change branding fields only)',
+  }, async (ctx) => {
     const { companyId, isAgent } = await authorizeCompanyWrite(ctx, kernel, 'patch');
-    const patch = await readPatch(ctx, kernel, { brandingOnly: false, isAgent });
+    const patch = await readPatch(ctx, kernel, patchValidator, { brandingOnly: false, isAgent });
     ctx.body = await applyCompanyPatch(ctx, kernel, companyId, patch, 'company.updated');
   });
 
-  router.patch('/api/companies/:companyId/branding', async (ctx) => {
+  route({
+    method: 'PATCH', path: '/api/companies/:companyId/branding', auth: 'any', body: brandingValidator, success: 200, errors: [422],
+    summary: "Change the company's branding fields (board users and the CEO agent)",
+  }, async (ctx) => {
     const { companyId, isAgent } = await authorizeCompanyWrite(ctx, kernel, 'branding');
-    const patch = await readPatch(ctx, kernel, { brandingOnly: true, isAgent });
+    const patch = await readPatch(ctx, kernel, brandingValidator, { brandingOnly: true, isAgent });
     ctx.body = await applyCompanyPatch(ctx, kernel, companyId, patch, 'company.branding_updated');
   });
 
-  router.post('/api/companies/:companyId/archive', async (ctx) => {
-    requireBoard(ctx);
+  route({ method: 'POST', path: '/api/companies/:companyId/archive', auth: 'board', success: 200, summary: 'Archive a company (pauses its agents)' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const result = await kernel.db.transaction(async (tx) => {
       const current = await lockCompany(tx, company.id);
@@ -173,8 +187,7 @@ export const companyRoutes: RouteModule = (router, kernel) => {
     ctx.body = result.company;
   });
 
-  router.delete('/api/companies/:companyId', async (ctx) => {
-    requireBoard(ctx);
+  route({ method: 'DELETE', path: '/api/companies/:companyId', auth: 'board', success: 200, summary: 'Delete a company and everything it holds' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     await kernel.db.transaction(async (tx) => {
       const current = await lockCompany(tx, company.id);

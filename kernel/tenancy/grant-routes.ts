@@ -2,8 +2,7 @@ import type { RouteModule } from '../http/app.ts';
 import type { BoardActor } from '../auth/actor.ts';
 import type { Queryable } from '../db/database.ts';
 import { forbidden, notFound, unprocessable } from '../http/errors.ts';
-import { requireBoard } from '../http/guards.ts';
-import { parseBody, parseQuery } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, isUuid, queryValidator } from '../http/validate.ts';
 import { companyForRequest } from './company-access.ts';
 import { callerIds } from './agent-service.ts';
@@ -64,19 +63,26 @@ async function assertScopeAgentsInCompany(db: Queryable, companyId: string, agen
 }
 
 export const grantRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/companies/:companyId/permission-grants', async (ctx) => {
-    requireBoard(ctx);
+  const route = declareRoutes(router, kernel, 'Permission grants');
+
+  route({
+    method: 'GET', path: '/api/companies/:companyId/permission-grants', auth: 'board', query: listQuery, success: 200, response: LIST_RESPONSE,
+    summary: "The company's permission grants",
+  }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const query = parseQuery(ctx, listQuery);
+    const query = req.query();
     const principalId = query.principalId && isUuid(query.principalId) ? query.principalId.toLowerCase() : query.principalId;
     ctx.body = (await listGrants(kernel.db, company.id, { principalType: query.principalType, principalId })).map(toGrantJson);
   });
 
-  router.put('/api/companies/:companyId/permission-grants', async (ctx) => {
-    const board = requireBoard(ctx);
+  route({
+    method: 'PUT', path: '/api/companies/:companyId/permission-grants', auth: 'board', body: upsertBody, success: [200, 201], errors: [422],
+    summary: 'Grant a permission to a member or agent of the company (201 when new, 200 when replaced)',
+  }, async (ctx, req) => {
+    const board = req.actor;
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     await assertMayManagePermissions(kernel.db, board, company.id);
-    const body = await parseBody(ctx, kernel, upsertBody);
+    const body = await req.body();
     const { scope, agentIds } = normalizeScope(body.scope, body.permissionKey);
     const result = await kernel.db.transaction(async (tx) => {
       const principalId = await normalizePrincipal(tx, company.id, body.principalType, body.principalId);
@@ -96,8 +102,8 @@ export const grantRoutes: RouteModule = (router, kernel) => {
     ctx.body = toGrantJson(result.grant);
   });
 
-  router.delete('/api/companies/:companyId/permission-grants/:grantId', async (ctx) => {
-    const board = requireBoard(ctx);
+  route({ method: 'DELETE', path: '/api/companies/:companyId/permission-grants/:grantId', auth: 'board', success: 200, summary: 'Remove a permission grant' }, async (ctx, req) => {
+    const board = req.actor;
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     await assertMayManagePermissions(kernel.db, board, company.id);
     const grantId = ctx.params.grantId;

@@ -1,7 +1,7 @@
 import type { RouteModule } from '../http/app.ts';
 import { conflict, KeelError } from '../http/errors.ts';
-import { actorOf, requireBoard, requireInstanceAdmin } from '../http/guards.ts';
-import { parseBody } from '../http/request.ts';
+import { actorOf } from '../http/guards.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { readSettings, settingsPatchValidator, writeSettings, type SettingsSection } from './instance-settings.ts';
 
 /**
@@ -11,18 +11,20 @@ import { readSettings, settingsPatchValidator, writeSettings, type SettingsSecti
 const SECTIONS: SettingsSection[] = ['general', 'experimental'];
 
 export const instanceRoutes: RouteModule = (router, kernel) => {
+  const route = declareRoutes(router, kernel, 'Instance');
+
   for (const section of SECTIONS) {
     const path = `/api/instance/settings/${section}`;
-    const validator = settingsPatchValidator(section);
 
-    router.get(path, async (ctx) => {
-      requireBoard(ctx);
+    route({ method: 'GET', path, auth: 'board', success: 200, summary: `The instance's ${section} settings` }, async (ctx) => {
       ctx.body = await readSettings(kernel.db, section);
     });
 
-    router.patch(path, async (ctx) => {
-      requireInstanceAdmin(ctx);
-      const patch = await parseBody(ctx, kernel, validator);
+    route({
+      method: 'PATCH', path, auth: 'instance_admin', body: settingsPatchValidator(section), success: 200,
+      summary: `Change some of the instance's ${section} settings; answers the settings as they stand`,
+    }, async (ctx, req) => {
+      const patch = await req.body();
       const { settings, changes } = await kernel.db.transaction(async (tx) => {
         const result = await writeSettings(tx, section, patch);
         if (Object.keys(result.changes).length > 0) {
@@ -39,7 +41,11 @@ export const instanceRoutes: RouteModule = (router, kernel) => {
     });
   }
 
-  router.post('/api/bootstrap/claim', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/bootstrap/claim', auth: 'session', success: 200, errors: [404, 409],
+    summary: 'Claim first instance admin from a browser session',
+    description: 'Only in authenticated mode with private exposure (404 `claim_not_available` otherwise); 409 `instance_already_claimed` once someone has.',
+  }, async (ctx) => {
     if (kernel.config.deploymentMode !== 'authenticated' || kernel.config.server.exposure !== 'private') {
       throw new KeelError(404, 'claim_not_available', 'Browser first-admin claim is not available');
     }

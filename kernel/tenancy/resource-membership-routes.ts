@@ -1,9 +1,11 @@
 import type { Context } from 'koa';
+import type { BoardActor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
 import { iso } from '../db/database.ts';
 import { notFound } from '../http/errors.ts';
-import { requireBoard } from '../http/guards.ts';
-import { parseBody, uuidParam } from '../http/request.ts';
+import { actorOf } from '../http/guards.ts';
+import { uuidParam } from '../http/request.ts';
+import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from './company-access.ts';
@@ -28,7 +30,12 @@ const RESOURCES: Array<{ type: ResourceType; segment: string; param: string; nam
 ];
 
 export const resourceMembershipRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/companies/:companyId/resource-memberships/me', async (ctx) => {
+  const route = declareRoutes(router, kernel, 'Resource memberships');
+
+  route({
+    method: 'GET', path: '/api/companies/:companyId/resource-memberships/me', auth: 'board', success: 200,
+    summary: "The calling user's joined and left projects and agents of the company",
+  }, async (ctx) => {
     const { companyId, userId } = await boardInCompany(ctx, kernel);
     const rows = await kernel.db.query<{ resource_type: ResourceType; resource_id: string; state: MembershipState; updated_at: string }>(
       `select resource_type, resource_id, state, updated_at from resource_memberships
@@ -45,10 +52,13 @@ export const resourceMembershipRoutes: RouteModule = (router, kernel) => {
   });
 
   for (const resource of RESOURCES) {
-    router.put(`/api/companies/:companyId/resource-memberships/me/${resource.segment}/:${resource.param}`, async (ctx) => {
+    route({
+      method: 'PUT', path: `/api/companies/:companyId/resource-memberships/me/${resource.segment}/:${resource.param}`, auth: 'board', body: stateValidator,
+      success: 200, summary: `Join or leave a ${resource.type} of the company (a preference of the calling user; grants nothing)`,
+    }, async (ctx, req) => {
       const { companyId, userId } = await boardInCompany(ctx, kernel);
       const resourceId = uuidParam(ctx, resource.param, resource.name);
-      const { state } = await parseBody(ctx, kernel, stateValidator);
+      const { state } = await req.body();
       if (!(await resourceExists(kernel.db, resource.type, companyId, resourceId))) throw notFound(`${resource.name} not found`);
       const result = await kernel.db.transaction(async (tx) => {
         const current = await tx.maybeOne<{ state: MembershipState; updated_at: string }>(
@@ -74,8 +84,9 @@ export const resourceMembershipRoutes: RouteModule = (router, kernel) => {
   }
 };
 
+/** The company of a board request (its route's guard admitted the board) and the calling user. */
 async function boardInCompany(ctx: Context, kernel: KernelServices): Promise<{ companyId: string; userId: string }> {
-  const actor = requireBoard(ctx);
+  const actor = actorOf(ctx) as BoardActor;
   const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
   return { companyId: company.id as string, userId: actor.userId };
 }

@@ -3,8 +3,8 @@ import type { AgentActor } from '../auth/actor.ts';
 import { iso, type Row } from '../db/database.ts';
 import type { RouteModule } from '../http/app.ts';
 import { forbidden, KeelError, notFound } from '../http/errors.ts';
-import { requireAgent, requireBoard } from '../http/guards.ts';
-import { parseBody, uuidParam } from '../http/request.ts';
+import { uuidParam } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, uuidPattern } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
@@ -28,12 +28,11 @@ const createGrant = bodyValidator<{ secretId: string; key: string; delivery: 'en
 const DENIED_INVOCATION_SOURCES = new Set(['skill_test']);
 
 /**
- * The run-bound check: an agent JWT whose signed `run_id` names a live run of this agent.
- * Agent API keys (no run), closed runs, skill-test runs and low-trust review agents are
- * refused with 403.
+ * The run-bound check of an agent its route's guard admitted: an agent JWT whose signed
+ * `run_id` names a live run of this agent. Agent API keys (no run), closed runs, skill-test
+ * runs and low-trust review agents are refused with 403.
  */
-async function requireRunBoundAgent(ctx: Context, kernel: KernelServices): Promise<{ actor: AgentActor; run: Row }> {
-  const actor = requireAgent(ctx);
+async function requireRunBoundAgent(actor: AgentActor, kernel: KernelServices): Promise<{ actor: AgentActor; run: Row }> {
   if (actor.source !== 'agent_jwt' || !actor.runVerified || !actor.runId) {
     throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
   }
@@ -71,8 +70,8 @@ function grantRecord(row: Row) {
   };
 }
 
+/** The agent of a board request (its route's guard admitted the board), in a company the caller reaches. */
 async function boardAgent(ctx: Context, kernel: KernelServices): Promise<Row> {
-  requireBoard(ctx);
   const agentId = uuidParam(ctx, 'agentId', 'Agent');
   const agent = await kernel.db.maybeOne('select id, company_id from agents where id = ?', [agentId]);
   if (!agent) throw notFound('Agent not found');
@@ -81,8 +80,13 @@ async function boardAgent(ctx: Context, kernel: KernelServices): Promise<Row> {
 }
 
 export const agentSecretRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/agents/me/secrets', async (ctx) => {
-    const { actor } = await requireRunBoundAgent(ctx, kernel);
+  const route = declareRoutes(router, kernel, 'Secrets');
+
+  route({
+    method: 'GET', path: '/api/agents/me/secrets', auth: 'agent_run', success: 200,
+    summary: 'Secrets granted to the calling agent (names and versions, never values)',
+  }, async (ctx, req) => {
+    const { actor } = await requireRunBoundAgent(req.actor, kernel);
     const rows = await kernel.db.query(
       `select g.*, s.name, s.latest_version, s.description as secret_description from agent_secret_grants g
        join secrets s on s.id = g.secret_id where g.agent_id = ? order by g.key`, [actor.agentId]);
@@ -90,8 +94,11 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
     ctx.body = { secrets: rows.map(grantEntry) };
   });
 
-  router.post('/api/agents/me/secrets/:key/value', async (ctx) => {
-    const { actor, run } = await requireRunBoundAgent(ctx, kernel);
+  route({
+    method: 'POST', path: '/api/agents/me/secrets/:key/value', auth: 'agent_run', success: 200,
+    summary: 'Read the value of a secret granted for API delivery (audited)',
+  }, async (ctx, req) => {
+    const { actor, run } = await requireRunBoundAgent(req.actor, kernel);
     const key = ctx.params.key ?? '';
     // A key that no grant could carry is simply not granted (and never reaches the database).
     if (!GRANT_KEY.test(key)) throw forbidden(`Secret "${key}" is not granted to this agent for API delivery`, 'secret_not_granted');
@@ -116,15 +123,21 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
     ctx.body = { key, value: result.value, version: result.version };
   });
 
-  router.get('/api/agents/:agentId/secret-grants', async (ctx) => {
+  route({
+    method: 'GET', path: '/api/agents/:agentId/secret-grants', auth: 'board', success: 200, response: LIST_RESPONSE,
+    summary: "The agent's secret grants",
+  }, async (ctx) => {
     const agent = await boardAgent(ctx, kernel);
     const rows = await kernel.db.query('select * from agent_secret_grants where agent_id = ? order by key', [agent.id]);
     ctx.body = rows.map(grantRecord);
   });
 
-  router.post('/api/agents/:agentId/secret-grants', async (ctx) => {
+  route({
+    method: 'POST', path: '/api/agents/:agentId/secret-grants', auth: 'board', body: createGrant, success: 201, errors: [409, 422],
+    summary: 'Grant a secret of the company to the agent under a key',
+  }, async (ctx, req) => {
     const agent = await boardAgent(ctx, kernel);
-    const body = await parseBody(ctx, kernel, createGrant);
+    const body = await req.body();
     const created = await kernel.db.transaction(async (tx) => {
       const secret = await tx.maybeOne('select id, company_id, latest_version from secrets where id = ?', [body.secretId.toLowerCase()]);
       if (!secret || secret.company_id !== agent.company_id) {
@@ -150,7 +163,7 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
     ctx.body = created;
   });
 
-  router.delete('/api/agents/:agentId/secret-grants/:grantId', async (ctx) => {
+  route({ method: 'DELETE', path: '/api/agents/:agentId/secret-grants/:grantId', auth: 'board', success: 200, summary: 'Revoke a secret grant' }, async (ctx) => {
     const agent = await boardAgent(ctx, kernel);
     const grantId = uuidParam(ctx, 'grantId', 'Secret grant');
     await kernel.db.transaction(async (tx) => {

@@ -1,8 +1,8 @@
 import type { Context } from 'koa';
 import type { RouteModule } from '../http/app.ts';
 import { KeelError, notFound } from '../http/errors.ts';
-import { requireBoard } from '../http/guards.ts';
-import { parseBody, uuidParam } from '../http/request.ts';
+import { uuidParam } from '../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
@@ -35,9 +35,8 @@ function assertValueSize(text: string): void {
   }
 }
 
-/** Board-only, company-scoped secret of the request; 404 when it is unknown. */
+/** The company-scoped secret of a board request (its route's guard admitted the board); 404 when it is unknown. */
 async function secretForRequest(ctx: Context, kernel: KernelServices) {
-  requireBoard(ctx);
   const secretId = uuidParam(ctx, 'secretId', 'Secret');
   const secret = await kernel.db.maybeOne('select * from secrets where id = ?', [secretId]);
   if (!secret) throw notFound('Secret not found');
@@ -49,23 +48,31 @@ const creator = (ctx: Context) => ({ userId: (ctx.state.actor as { userId?: stri
 
 /** The Secrets routes of the spec. No response or activity entry ever carries a value. */
 export const secretRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/companies/:companyId/secret-providers', async (ctx) => {
-    requireBoard(ctx);
+  const route = declareRoutes(router, kernel, 'Secrets');
+
+  route({
+    method: 'GET', path: '/api/companies/:companyId/secret-providers', auth: 'board', success: 200, response: LIST_RESPONSE,
+    summary: 'Secret providers available to the company',
+  }, async (ctx) => {
     await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     ctx.body = kernel.vault.providers().map((p) => ({ ...p }));
   });
 
-  router.get('/api/companies/:companyId/secrets', async (ctx) => {
-    requireBoard(ctx);
+  route({
+    method: 'GET', path: '/api/companies/:companyId/secrets', auth: 'board', success: 200, response: LIST_RESPONSE,
+    summary: "The company's secrets (metadata, never values)",
+  }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const rows = await kernel.db.query('select * from secrets where company_id = ? order by created_at desc, id desc', [company.id]);
     ctx.body = rows.map(toMetadata);
   });
 
-  router.post('/api/companies/:companyId/secrets', async (ctx) => {
-    requireBoard(ctx);
+  route({
+    method: 'POST', path: '/api/companies/:companyId/secrets', auth: 'board', body: createSecret, success: 201, errors: [409, 422],
+    summary: 'Create a secret (version 1)',
+  }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    const body = await parseBody(ctx, kernel, createSecret);
+    const body = await req.body();
     assertValueSize(body.value);
     const secret = await kernel.db.transaction(async (tx) => {
       const created = await kernel.vault.create(tx, {
@@ -82,9 +89,12 @@ export const secretRoutes: RouteModule = (router, kernel) => {
     ctx.body = secret;
   });
 
-  router.patch('/api/secrets/:secretId', async (ctx) => {
+  route({
+    method: 'PATCH', path: '/api/secrets/:secretId', auth: 'board', body: patchSecret, success: 200, errors: [409],
+    summary: "Rename or describe a secret (never its value: 400 `secret_value_immutable`)",
+  }, async (ctx, req) => {
     const secret = await secretForRequest(ctx, kernel);
-    const body = await parseBody(ctx, kernel, patchSecret);
+    const body = await req.body();
     if (body.value !== undefined) {
       throw new KeelError(400, 'secret_value_immutable', 'PATCH never changes a secret value; use POST /api/secrets/{secretId}/rotate');
     }
@@ -108,9 +118,9 @@ export const secretRoutes: RouteModule = (router, kernel) => {
     ctx.body = updated;
   });
 
-  router.post('/api/secrets/:secretId/rotate', async (ctx) => {
+  route({ method: 'POST', path: '/api/secrets/:secretId/rotate', auth: 'board', body: rotateSecret, success: 200, errors: [422], summary: 'Store a new version of a secret' }, async (ctx, req) => {
     const secret = await secretForRequest(ctx, kernel);
-    const body = await parseBody(ctx, kernel, rotateSecret);
+    const body = await req.body();
     assertValueSize(body.value);
     const rotated = await kernel.db.transaction(async (tx) => {
       const result = await kernel.vault.rotate(tx, secret, { value: body.value, externalRef: body.externalRef, creator: creator(ctx) });
@@ -123,7 +133,7 @@ export const secretRoutes: RouteModule = (router, kernel) => {
     ctx.body = rotated;
   });
 
-  router.delete('/api/secrets/:secretId', async (ctx) => {
+  route({ method: 'DELETE', path: '/api/secrets/:secretId', auth: 'board', success: 200, summary: 'Delete a secret and all its versions' }, async (ctx) => {
     const secret = await secretForRequest(ctx, kernel);
     await kernel.db.transaction(async (tx) => {
       await tx.exec('delete from secrets where id = ?', [secret.id]);

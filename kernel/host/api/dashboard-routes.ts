@@ -1,7 +1,7 @@
 import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
 import { iso } from '../../db/database.ts';
 import type { RouteModule } from '../../http/app.ts';
-import { requireInstanceAdmin } from '../../http/guards.ts';
+import { declareRoutes } from '../../http/route-spec.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
 
@@ -14,8 +14,12 @@ const RECENT_LOGS = 20;
  * recent log lines (newest first) and how much the plugin contributes.
  */
 export const pluginDashboardRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/plugins/:pluginId/dashboard', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  const route = declareRoutes(router, kernel, 'Plugins');
+
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/dashboard', auth: 'instance_admin', success: 200,
+    summary: "A plugin's settings page in one answer: record, health, recent job runs and logs, contribution counts",
+  }, async (ctx) => {
     const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const manifest = row.manifest as PluginManifest;

@@ -1,8 +1,7 @@
 import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
 import type { RouteModule } from '../../http/app.ts';
 import { notFound } from '../../http/errors.ts';
-import { requireInstanceAdmin } from '../../http/guards.ts';
-import { parseQuery } from '../../http/request.ts';
+import { declareRoutes, LIST_RESPONSE } from '../../http/route-spec.ts';
 import { queryValidator } from '../../http/validate.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
@@ -25,8 +24,12 @@ function jobOf(manifest: PluginManifest, pluginKey: string, jobKey: string) {
  * job runs.
  */
 export const pluginJobRoutes: RouteModule = (router, kernel) => {
-  router.get('/api/plugins/:pluginId/jobs', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  const route = declareRoutes(router, kernel, 'Plugin jobs');
+
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/jobs', auth: 'instance_admin', success: 200, response: LIST_RESPONSE,
+    summary: "A plugin's jobs: schedule, next occurrence, last run",
+  }, async (ctx) => {
     const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const { jobs } = contributionsOf(host);
@@ -46,18 +49,22 @@ export const pluginJobRoutes: RouteModule = (router, kernel) => {
     });
   });
 
-  router.get('/api/plugins/:pluginId/jobs/:jobId/runs', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/jobs/:jobId/runs', auth: 'instance_admin', query: runsQuery, success: 200, response: LIST_RESPONSE,
+    summary: 'Recent runs of one job, newest first',
+  }, async (ctx, req) => {
     const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);
-    const { limit } = parseQuery(ctx, runsQuery);
+    const { limit } = req.query();
     const runs = await contributionsOf(host).jobs.runs.list(row.key, { jobKey: job.key, limit });
     ctx.body = runs.map(toJobRunJson);
   });
 
-  router.post('/api/plugins/:pluginId/jobs/:jobId/trigger', async (ctx) => {
-    requireInstanceAdmin(ctx);
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/jobs/:jobId/trigger', auth: 'instance_admin', success: 202,
+    summary: 'Run a job now; answers with the run record while it runs',
+  }, async (ctx) => {
     const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);

@@ -3,8 +3,7 @@ import type { FolderManifest, PluginManifest } from '../../../sdk/plugin/manifes
 import { iso, type Row } from '../../db/database.ts';
 import type { RouteModule } from '../../http/app.ts';
 import { KeelError, notFound } from '../../http/errors.ts';
-import { requireInstanceAdmin } from '../../http/guards.ts';
-import { parseBody } from '../../http/request.ts';
+import { declareRoutes } from '../../http/route-spec.ts';
 import { bodyValidator } from '../../http/validate.ts';
 import type { KernelServices } from '../../services.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
@@ -28,8 +27,9 @@ interface Scope { companyId: string; row: Row; manifest: PluginManifest }
 export const localFolderRoutes: RouteModule = (router, kernel) => {
   installFolderMounts(kernel.extensionHost!, kernel.db);
   const base = '/api/plugins/:pluginId/companies/:companyId/local-folders';
+  const route = declareRoutes(router, kernel, 'Plugin local folders');
 
-  router.get(base, async (ctx) => {
+  route({ method: 'GET', path: base, auth: 'instance_admin', success: 200, summary: "A plugin's declared local folders and their paths for the company" }, async (ctx) => {
     const { companyId, row, manifest } = await scope(ctx, kernel);
     const stored = await storedMounts(kernel, row.key, companyId);
     const declared = manifest.folders ?? [];
@@ -44,7 +44,7 @@ export const localFolderRoutes: RouteModule = (router, kernel) => {
     ctx.body = { pluginKey: row.key, companyId, folders };
   });
 
-  router.get(`${base}/:folderKey/status`, async (ctx) => {
+  route({ method: 'GET', path: `${base}/:folderKey/status`, auth: 'instance_admin', success: 200, summary: "A local folder's configured path, checked now" }, async (ctx) => {
     const { companyId, row, manifest } = await scope(ctx, kernel);
     const folder = declaration(manifest, ctx.params.folderKey!);
     const mount = (await storedMounts(kernel, row.key, companyId)).get(folder.key);
@@ -59,19 +59,25 @@ export const localFolderRoutes: RouteModule = (router, kernel) => {
     ctx.body = { pluginKey: row.key, companyId, ...describe(folder), configured: !!mount, ...status, updatedAt: mount ? iso(mount.updated_at) : null, checkedAt: new Date().toISOString() };
   });
 
-  router.post(`${base}/:folderKey/validate`, async (ctx) => {
+  route({
+    method: 'POST', path: `${base}/:folderKey/validate`, auth: 'instance_admin', body: pathBody, success: 200,
+    summary: 'Check a candidate path for a local folder; saves nothing',
+  }, async (ctx, req) => {
     const { companyId, row, manifest } = await scope(ctx, kernel);
     const folder = declaration(manifest, ctx.params.folderKey!);
-    const body = await parseBody(ctx, kernel, pathBody);
+    const body = await req.body();
     const inspection = await inspectFolder(body.path, folder.access, await protectedLocations(kernel, row));
     ctx.state.skipAudit = true;
     ctx.body = { pluginKey: row.key, companyId, ...describe(folder), valid: inspection.healthy, ...inspection, checkedAt: new Date().toISOString() };
   });
 
-  router.put(`${base}/:folderKey`, async (ctx) => {
+  route({
+    method: 'PUT', path: `${base}/:folderKey`, auth: 'instance_admin', body: pathBody, success: 200, errors: [422],
+    summary: "Save a local folder's path for the company (only a path that passes every check)",
+  }, async (ctx, req) => {
     const { companyId, row, manifest } = await scope(ctx, kernel);
     const folder = declaration(manifest, ctx.params.folderKey!);
-    const body = await parseBody(ctx, kernel, pathBody);
+    const body = await req.body();
     const inspection: FolderInspection = await inspectFolder(body.path, folder.access, await protectedLocations(kernel, row));
     if (!inspection.healthy || !inspection.realPath) {
       const first = inspection.problems[0]?.message ?? 'The folder cannot be used.';
@@ -93,9 +99,8 @@ export const localFolderRoutes: RouteModule = (router, kernel) => {
   });
 };
 
-/** Instance admin (401, 403), then the company (403, 404), then the plugin (404). */
+/** After the route's instance-admin guard (401, 403): the company (403, 404), then the plugin (404). */
 async function scope(ctx: Context, kernel: KernelServices): Promise<Scope> {
-  requireInstanceAdmin(ctx);
   const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
   const row = await kernel.db.maybeOne('select * from plugins where key = ?', [ctx.params.pluginId]);
   if (!row) throw notFound('Plugin not found', 'plugin_not_found');

@@ -2,8 +2,8 @@ import type { Context } from 'koa';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import type { RouteModule } from '../../http/app.ts';
 import { KeelError, notFound } from '../../http/errors.ts';
-import { requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
-import { parseBody } from '../../http/request.ts';
+import { requireInstanceAdmin } from '../../http/guards.ts';
+import { declareRoutes, type RouteRequest } from '../../http/route-spec.ts';
 import { bodyValidator } from '../../http/validate.ts';
 import type { KernelServices } from '../../services.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
@@ -12,7 +12,8 @@ import type { ExtensionHost } from '../extension-host.ts';
 import { StreamHub, type StreamScope } from '../stream-hub.ts';
 
 const KEY = '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$';
-const keyed = bodyValidator<{ key?: string; companyId?: string; params?: unknown }>({
+interface Keyed { key?: string; companyId?: string; params?: unknown }
+const keyed = bodyValidator<Keyed>({
   type: 'object',
   properties: { key: { type: 'string', pattern: KEY, maxLength: 64 }, companyId: { type: 'string' }, params: {} },
 });
@@ -26,10 +27,11 @@ const isKey = (value: string) => value.length <= 64 && new RegExp(KEY).test(valu
 export const pluginUiRoutes: RouteModule = (router, kernel) => {
   const host = (): ExtensionHost => kernel.extensionHost!;
 
-  const call = async (ctx: Context, kind: 'data' | 'action', key: string | undefined) => {
-    requireBoard(ctx);
+  const route = declareRoutes(router, kernel, 'Plugin UI');
+
+  const call = async (ctx: Context, req: RouteRequest<Keyed, never, 'board'>, kind: 'data' | 'action', key: string | undefined) => {
     const pluginKey = ctx.params.pluginId!;
-    const body = await parseBody(ctx, kernel, keyed);
+    const body = await req.body();
     const target = key ?? body.key;
     if (!target) throw new KeelError(400, 'validation_failed', 'Invalid request body: key is required');
     const missing = () => notFound(`Plugin ${pluginKey} has no ${kind} handler "${target}"`, 'plugin_handler_not_found');
@@ -51,18 +53,25 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
     respond(ctx, result, 200);
   };
 
-  router.post('/api/plugins/:pluginId/data/:key', (ctx) => call(ctx, 'data', ctx.params.key));
-  router.post('/api/plugins/:pluginId/actions/:key', (ctx) => call(ctx, 'action', ctx.params.key));
-  router.post('/api/plugins/:pluginId/bridge/data', (ctx) => call(ctx, 'data', undefined));
-  router.post('/api/plugins/:pluginId/bridge/action', (ctx) => call(ctx, 'action', undefined));
+  const data = { auth: 'board', body: keyed, success: 200, errors: [502, 504] } as const;
+  route({ ...data, method: 'POST', path: '/api/plugins/:pluginId/data/:key', summary: "Read data from a plugin's data handler (read-only)" }, (ctx, req) => call(ctx, req, 'data', ctx.params.key));
+  route({ ...data, method: 'POST', path: '/api/plugins/:pluginId/actions/:key', summary: "Run a plugin's action (in a transaction, with activity)" }, (ctx, req) => call(ctx, req, 'action', ctx.params.key));
+  route({ ...data, method: 'POST', path: '/api/plugins/:pluginId/bridge/data', summary: "A plugin UI's data read, `key` in the body" }, (ctx, req) => call(ctx, req, 'data', undefined));
+  route({ ...data, method: 'POST', path: '/api/plugins/:pluginId/bridge/action', summary: "A plugin UI's action, `key` in the body" }, (ctx, req) => call(ctx, req, 'action', undefined));
 
   /**
    * A plugin channel's events as server-sent events. `?companyId=` reads that company's
    * channel (the caller must have access to the company); without it, the instance's
    * channel, which only instance admins may read.
    */
-  router.get('/api/plugins/:pluginId/bridge/stream/:channel', async (ctx) => {
-    requireBoard(ctx);
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/bridge/stream/:channel', auth: 'board', success: 200, contentType: 'text/event-stream',
+    summary: 'Server-sent events a plugin publishes on a channel', errors: [400],
+    parameters: [{
+      name: 'companyId', in: 'query', schema: { type: 'string' },
+      description: "The company whose channel to read (company access is checked); without it, the instance's channel, which only instance admins may read.",
+    }],
+  }, async (ctx) => {
     const pluginKey = ctx.params.pluginId!;
     const channel = ctx.params.channel!;
     StreamHub.assertChannel(channel);

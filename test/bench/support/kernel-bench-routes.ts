@@ -1,6 +1,6 @@
 import type { RouteModule } from '../../../kernel/http/app.ts';
 import { readJsonBody } from '../../../kernel/http/body.ts';
-import { requireActor } from '../../../kernel/http/guards.ts';
+import { declareRoutes } from '../../../kernel/http/route-spec.ts';
 import { companyForRequest } from '../../../kernel/tenancy/company-access.ts';
 
 /**
@@ -8,14 +8,15 @@ import { companyForRequest } from '../../../kernel/tenancy/company-access.ts';
  * extension host is measured against. Mounted only by the benchmark's kernel entry point.
  */
 export const kernelBenchRoutes: RouteModule = (router, kernel) => {
-  router.post('/api/bench/echo', async (ctx) => {
-    requireActor(ctx);
+  const route = declareRoutes(router, kernel, 'Benchmark');
+
+  route({ method: 'POST', path: '/api/bench/echo', auth: 'any', success: 200, summary: 'Answers its JSON body' }, async (ctx) => {
     // Changes nothing, like the plugin's readOnly echo route: no activity entry.
     ctx.state.skipAudit = true;
     ctx.body = await readJsonBody(ctx, kernel.config.limits.jsonBodyBytes);
   });
 
-  router.post('/api/bench/companies/:companyId/rows', async (ctx) => {
+  route({ method: 'POST', path: '/api/bench/companies/:companyId/rows', auth: 'any', success: 200, summary: 'Writes one row of the company' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const body = await readJsonBody(ctx, kernel.config.limits.jsonBodyBytes) as { key: string; value: string };
     ctx.body = await kernel.db.transaction(async (tx) => {
