@@ -1,11 +1,10 @@
 import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
-import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
-import { requireActor, requireAgent, requireBoard, requireInstanceAdmin } from '../../http/guards.ts';
+import { authorize } from '../../http/route-auth.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
 import { agentForRequest } from '../../tenancy/agent-access.ts';
 import { isUuid } from '../../http/validate.ts';
@@ -18,14 +17,6 @@ function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: s
   if (!schema) return;
   const issues = schemaIssues(ajv, schema, value);
   if (issues.length) throw validationFailed(describeIssues(where, issues), issues);
-}
-
-function authorize(ctx: Context, auth: RouteManifest['auth']): void {
-  if (auth === 'none') return;
-  if (auth === 'board') requireBoard(ctx);
-  else if (auth === 'agent') requireAgent(ctx);
-  else if (auth === 'instance_admin') requireInstanceAdmin(ctx);
-  else requireActor(ctx);
 }
 
 /** Writes a plugin's answer (or its error) as the kernel answers: JSON, with the one error body. */
