@@ -16,6 +16,7 @@ import { pluginWebhookRoutes } from './host/api/webhook-routes.ts';
 import { pluginDashboardRoutes } from './host/api/dashboard-routes.ts';
 import { pluginUiRoutes } from './host/api/ui-routes.ts';
 import { localFolderRoutes } from './host/api/local-folder-routes.ts';
+import { openApiRoutes } from './host/api/openapi-routes.ts';
 
 /**
  * Kernel route modules, in registration order. Within a module, specific paths are
@@ -23,6 +24,7 @@ import { localFolderRoutes } from './host/api/local-folder-routes.ts';
  */
 export const kernelRouteModules: RouteModule[] = [
   healthRoutes,
+  openApiRoutes,
   sessionRoutes,
   cliAuthRoutes,
   instanceRoutes,

@@ -37,14 +37,22 @@ export function overlaps(a: PluginRoute, b: PluginRoute): boolean {
 
 export class RouteTable {
   private routes: PluginRoute[] = [];
+  private changes = 0;
+
+  /** Changes whenever routes are mounted or unmounted: what is derived from the table (the OpenAPI document) is cached by it. */
+  get version(): number {
+    return this.changes;
+  }
 
   add(routes: PluginRoute[]): void {
+    this.changes++;
     this.routes.push(...routes);
     // Literal segments before parameters, so /x/stats wins over /x/:id.
     this.routes.sort((a, b) => specificity(b.fullPath) - specificity(a.fullPath));
   }
 
   remove(plugin: string): void {
+    this.changes++;
     this.routes = this.routes.filter((r) => r.plugin !== plugin);
   }
 
