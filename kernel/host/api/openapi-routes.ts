@@ -37,7 +37,6 @@ export const openApiRoutes: RouteModule = (router, kernel) => {
       kernelPart ??= describeKernel(router);
       rendered = render(kernel, host.routes.version, kernelPart);
     }
-    ctx.state.skipAudit = true;
     ctx.set('ETag', rendered.etag);
     ctx.set('Cache-Control', 'no-cache');
     if (ctx.get('if-none-match').split(',').map((tag) => tag.trim()).includes(rendered.etag)) {
