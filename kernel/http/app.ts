@@ -15,10 +15,6 @@ export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
 const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const INPUT_PG_CODES = new Set(['22P02', '22003', '22007', '22008', '22001', '22021', '22P05']);
 
-/**
- * The Koa application: error model, actor resolution, the audit safety net and the routers.
- * Route modules are registered in order; the first matching route answers.
- */
 const kernelRouters = new WeakMap<KernelServices, Router>();
 
 /** The kernel's own routes, in registration order; each declared through kernel/http/route-spec.ts. */
@@ -26,16 +22,20 @@ export function buildKernelRouter(kernel: KernelServices, modules: RouteModule[]
   const router = new Router();
   for (const register of modules) register(router, kernel);
   assertEveryRouteDeclared(router);
-  kernelRouters.set(kernel, router);
   return router;
 }
 
-/** The router built for a running kernel: what it mounts, for tests that check the reference covers all of it. */
+/** The kernel router a running kernel's app serves: what it mounts, for tests that enumerate it. */
 export function kernelRouterOf(kernel: KernelServices): Router | undefined {
   return kernelRouters.get(kernel);
 }
 
+/**
+ * The Koa application: error model, actor resolution, the audit safety net and the routers.
+ * Route modules are registered in order; the first matching route answers.
+ */
 export function createApp(kernel: KernelServices, router: Router, extra: { before?: Koa.Middleware[]; after?: Koa.Middleware[] } = {}): Koa {
+  kernelRouters.set(kernel, router);
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(requestLog(kernel.log));

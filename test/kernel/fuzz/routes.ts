@@ -1,5 +1,4 @@
-import { buildKernelRouter } from '../../../kernel/http/app.ts';
-import { kernelRouteModules } from '../../../kernel/routes.ts';
+import { kernelRouterOf } from '../../../kernel/http/app.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import type { RawAnswer, RawRequest } from './http.ts';
 
@@ -24,12 +23,12 @@ export interface FuzzRoute {
 const MUTATING = ['POST', 'PUT', 'PATCH', 'DELETE'];
 
 /**
- * Every mutating route the server serves: the kernel's, read from the router the kernel builds
- * from its route modules, and the enabled plugins', read from the extension host's route
- * table. A route added to either is fuzzed without touching the test.
+ * Every mutating route the server serves: the kernel's, read from the router the kernel's app
+ * serves, and the enabled plugins', read from the extension host's route table. A route added
+ * to either is fuzzed without touching the test.
  */
 export function mutatingRoutes(t: TestKernel): FuzzRoute[] {
-  const router = buildKernelRouter(t.kernel.services, kernelRouteModules);
+  const router = kernelRouterOf(t.kernel.services)!;
   const kernel = router.stack.flatMap((layer) => layer.methods.filter((method) => MUTATING.includes(method)).map((method): FuzzRoute => ({
     method, path: layer.path as string, params: layer.paramNames.map((p) => String(p.name)), owner: 'kernel', refusals: [],
   })));
