@@ -18,7 +18,7 @@ import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
 import { startContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
-import { kernelRouteModules } from './routes.ts';
+import { routeModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
 import { Keyring } from './vault/keyring.ts';
 import { Vault } from './vault/vault.ts';
@@ -26,6 +26,8 @@ import type { KernelServices } from './services.ts';
 
 export interface RunningKernel {
   services: KernelServices;
+  /** The extension host: the kernel's core never reaches it; routes and tests are handed it here. */
+  host: ExtensionHost;
   server: Server;
   url: string;
   databaseUrl: string;
@@ -79,9 +81,8 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db, databaseUrl, started);
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
-    services.extensionHost = host;
     started.add('plugin workers', () => host.stop());
-    const router = buildKernelRouter(services, [...kernelRouteModules, ...(options.extraRouteModules ?? [])]);
+    const router = buildKernelRouter(services, [...routeModules(host), ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
     const contributions = await startContributionPoints(host, { databaseUrl });
     started.add('job engine', () => contributions.stop());
@@ -92,7 +93,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await lock.listening(http.url);
     let stopping: Promise<void> | undefined;
     return {
-      services, server: http.server, url: http.url, databaseUrl, embedded,
+      services, host, server: http.server, url: http.url, databaseUrl, embedded,
       stop() {
         stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, http);
         return stopping;

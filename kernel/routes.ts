@@ -1,4 +1,5 @@
 import type { RouteModule } from './http/app.ts';
+import type { ExtensionHost } from './host/extension-host.ts';
 import { healthRoutes } from './http/health-routes.ts';
 import { sessionRoutes } from './auth/session-routes.ts';
 import { cliAuthRoutes } from './auth/cli-auth-routes.ts';
@@ -19,26 +20,31 @@ import { localFolderRoutes } from './host/api/local-folder-routes.ts';
 import { openApiRoutes } from './host/api/openapi-routes.ts';
 
 /**
- * Kernel route modules, in registration order. Within a module, specific paths are
- * registered before parameterised ones (`/api/companies/stats` before `/:companyId`).
+ * Every route module the server mounts, in registration order. Within a module, specific
+ * paths are registered before parameterised ones (`/api/companies/stats` before
+ * `/:companyId`). The core's modules know nothing of plugins; the extension host's modules
+ * (the plugin API, jobs, webhooks, UI calls, folders, the OpenAPI document) are handed the
+ * host here, where the server is put together.
  */
-export const kernelRouteModules: RouteModule[] = [
-  healthRoutes,
-  openApiRoutes,
-  sessionRoutes,
-  cliAuthRoutes,
-  instanceRoutes,
-  companyRoutes,
-  assetRoutes,
-  secretRoutes,
-  agentSecretRoutes,
-  agentRoutes,
-  resourceMembershipRoutes,
-  activityRoutes,
-  pluginJobRoutes,
-  pluginWebhookRoutes,
-  pluginDashboardRoutes,
-  pluginUiRoutes,
-  localFolderRoutes,
-  pluginApiRoutes,
-];
+export function routeModules(host: ExtensionHost): RouteModule[] {
+  return [
+    healthRoutes,
+    openApiRoutes(host),
+    sessionRoutes,
+    cliAuthRoutes,
+    instanceRoutes,
+    companyRoutes,
+    assetRoutes,
+    secretRoutes,
+    agentSecretRoutes,
+    agentRoutes,
+    resourceMembershipRoutes,
+    activityRoutes,
+    pluginJobRoutes(host),
+    pluginWebhookRoutes(host),
+    pluginDashboardRoutes(host),
+    pluginUiRoutes(host),
+    localFolderRoutes(host),
+    pluginApiRoutes(host),
+  ];
+}

@@ -10,7 +10,6 @@ import type { EventBus } from './events/event-bus.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
-import type { ExtensionHost } from './host/extension-host.ts';
 import type { HealthChecks } from './http/health.ts';
 
 /**
@@ -32,8 +31,6 @@ export interface KernelServices {
   runs: RunLedger;
   /** What GET /api/health reports; parts of the kernel and the host register their checks. */
   health: HealthChecks;
-  /** Set once the extension host is built; kernel routes reach plugins only through it. */
-  extensionHost?: ExtensionHost;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */
   invalidate(tx: Tx, invalidation: Invalidation): Promise<void>;
 }

@@ -49,6 +49,6 @@ export class Broker {
       throw new KeelError(403, 'capability_denied', message);
     }
     if (!Array.isArray(call.args) || JSON.stringify(call.args).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
-    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth } as never);
+    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth });
   }
 }

@@ -31,10 +31,6 @@ const executeBody = bodyValidator<{ tool: string; input?: unknown; companyId?: s
   properties: { tool: { type: 'string', minLength: 3, maxLength: 200 }, input: {}, companyId: { type: 'string' } },
 });
 
-function hostOf(kernel: KernelServices): ExtensionHost {
-  return kernel.extensionHost!;
-}
-
 function audit(ctx: Context) {
   // Lifecycle changes are recorded by the host itself (instance-level activity, naming the operator).
   ctx.state.activityWritten = true;
@@ -63,12 +59,12 @@ const LOG_PARAMETERS: ParameterDoc[] = [
 ];
 
 /** The plugin HTTP API (`/api/plugins/*`): instance-admin for lifecycle and diagnostics. */
-export const pluginApiRoutes: RouteModule = (router, kernel) => {
+export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Plugins');
 
   route({ method: 'GET', path: '/api/plugins', auth: 'board', success: 200, response: LIST_RESPONSE, summary: 'Installed plugins' }, async (ctx) => {
     const rows = await kernel.db.query('select * from plugins order by key');
-    ctx.body = rows.map((row) => toPluginJson(row, hostOf(kernel).plugins.get(row.key)));
+    ctx.body = rows.map((row) => toPluginJson(row, host.plugins.get(row.key)));
   });
 
   route({ method: 'GET', path: '/api/plugins/manifest-schema', auth: 'any', success: 200, summary: 'The JSON schema of plugin manifests' }, async (ctx) => {
@@ -96,7 +92,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     const slots: unknown[] = [];
     const launchers: unknown[] = [];
     const pages: unknown[] = [];
-    for (const loaded of hostOf(kernel).plugins.values()) {
+    for (const loaded of host.plugins.values()) {
       const grants: string[] = loaded.row.granted_capabilities ?? [];
       if (grants.includes('ui.slots')) {
         for (const slot of loaded.manifest.ui?.slots ?? []) slots.push({ pluginKey: loaded.key, ...slot, order: slot.order ?? 100 });
@@ -110,7 +106,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
 
   route({ method: 'GET', path: '/api/plugins/tools', auth: 'any', success: 200, response: LIST_RESPONSE, summary: 'Tools of enabled plugins' }, async (ctx) => {
     const tools: unknown[] = [];
-    for (const loaded of hostOf(kernel).plugins.values()) {
+    for (const loaded of host.plugins.values()) {
       if (!(loaded.row.granted_capabilities ?? []).includes('tools.register')) continue;
       for (const tool of loaded.manifest.tools ?? []) tools.push({ key: `${loaded.key}.${tool.key}`, pluginKey: loaded.key, name: tool.key, description: tool.description, inputSchema: tool.inputSchema });
     }
@@ -126,7 +122,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     const dot = body.tool.indexOf('.');
     const pluginKey = dot > 0 ? body.tool.slice(0, dot) : '';
     const toolKey = dot > 0 ? body.tool.slice(dot + 1) : '';
-    const loaded = hostOf(kernel).plugins.get(pluginKey);
+    const loaded = host.plugins.get(pluginKey);
     const tool = loaded?.manifest.tools?.find((t) => t.key === toolKey);
     if (!loaded || !tool || !(loaded.row.granted_capabilities ?? []).includes('tools.register')) throw notFound(`No enabled tool "${body.tool}"`, 'tool_not_found');
     let companyId: string | null = actor.kind === 'agent' ? actor.companyId : null;
@@ -137,7 +133,7 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     const input = body.input ?? {};
     const issues = schemaIssues(pluginBodyAjv, tool.inputSchema, input, '(input)');
     if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
-    const result = await hostOf(kernel).invoke(pluginKey, 'tool', toolKey, input, invocationInfo(ctx, companyId), {
+    const result = await host.invoke(pluginKey, 'tool', toolKey, input, invocationInfo(ctx, companyId), {
       transactional: true,
       defaultActivity: { action: `plugin.${pluginKey}.tool.${toolKey}`, entityType: 'plugin_tool', entityId: body.tool },
     });
@@ -160,22 +156,22 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
       const example = (await scanExamples()).find((e) => `@keel-examples/${e.manifest.key}` === body.packageName);
       found = example ?? await fetchNpmPackage(kernel.config.dataDir, body.packageName!);
     }
-    const row = await asOperator(ctx, () => hostOf(kernel).install(found));
+    const row = await asOperator(ctx, () => host.install(found));
     audit(ctx);
     ctx.status = 201;
     ctx.body = toPluginJson(row);
   });
 
   route({ method: 'GET', path: '/api/plugins/:pluginId', auth: 'board', success: 200, summary: 'One installed plugin' }, async (ctx) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
-    ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
+    const row = await host.row(ctx.params.pluginId!);
+    ctx.body = toPluginJson(row, host.plugins.get(row.key));
   });
 
   route({
     method: 'DELETE', path: '/api/plugins/:pluginId', auth: 'instance_admin', success: 200,
     summary: "Uninstall a plugin: stops it and drops its schema and roles",
   }, async (ctx) => {
-    await asOperator(ctx, () => hostOf(kernel).uninstall(ctx.params.pluginId!));
+    await asOperator(ctx, () => host.uninstall(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = { ok: true, pluginKey: ctx.params.pluginId };
   });
@@ -185,13 +181,13 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     summary: 'Grant capabilities and start a plugin',
   }, async (ctx, req) => {
     const body = await req.body();
-    const row = await asOperator(ctx, () => hostOf(kernel).enable(ctx.params.pluginId!, { grant: body.grant }));
+    const row = await asOperator(ctx, () => host.enable(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
-    ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
+    ctx.body = toPluginJson(row, host.plugins.get(row.key));
   });
 
   route({ method: 'POST', path: '/api/plugins/:pluginId/disable', auth: 'instance_admin', success: 200, summary: 'Stop a plugin and unmount what it contributes' }, async (ctx) => {
-    const row = await asOperator(ctx, () => hostOf(kernel).disable(ctx.params.pluginId!));
+    const row = await asOperator(ctx, () => host.disable(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = toPluginJson(row);
   });
@@ -201,14 +197,14 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     summary: "Re-read a plugin's source, migrate and restart it, granting capabilities it newly asks for",
   }, async (ctx, req) => {
     const body = await req.body();
-    const row = await asOperator(ctx, () => hostOf(kernel).upgrade(ctx.params.pluginId!, { grant: body.grant }));
+    const row = await asOperator(ctx, () => host.upgrade(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
-    ctx.body = toPluginJson(row, hostOf(kernel).plugins.get(row.key));
+    ctx.body = toPluginJson(row, host.plugins.get(row.key));
   });
 
   route({ method: 'GET', path: '/api/plugins/:pluginId/health', auth: 'instance_admin', success: 200, summary: "A plugin's status and its worker's health" }, async (ctx) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
-    const loaded = hostOf(kernel).plugins.get(row.key);
+    const row = await host.row(ctx.params.pluginId!);
+    const loaded = host.plugins.get(row.key);
     const health = loaded?.process?.health;
     ctx.body = {
       pluginKey: row.key,
@@ -223,14 +219,14 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     method: 'GET', path: '/api/plugins/:pluginId/logs', auth: 'instance_admin', parameters: LOG_PARAMETERS, success: 200,
     summary: "A plugin's recent log lines, newest first",
   }, async (ctx) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
+    const row = await host.row(ctx.params.pluginId!);
     const limit = Math.min(Math.max(Number(ctx.query.limit ?? 200) || 200, 1), 500);
-    const logs = hostOf(kernel).plugins.get(row.key)?.logs ?? [];
+    const logs = host.plugins.get(row.key)?.logs ?? [];
     ctx.body = { pluginKey: row.key, logs: logs.slice(-limit).reverse() };
   });
 
   route({ method: 'GET', path: '/api/plugins/:pluginId/config', auth: 'instance_admin', success: 200, summary: "A plugin's configuration and its schema" }, async (ctx) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
+    const row = await host.row(ctx.params.pluginId!);
     ctx.body = { pluginKey: row.key, config: row.config ?? {}, schema: (row.manifest as PluginManifest).config?.schema ?? null };
   });
 
@@ -238,10 +234,10 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     method: 'POST', path: '/api/plugins/:pluginId/config', auth: 'instance_admin', body: configBody, success: 200,
     summary: "Replace a plugin's configuration (checked against the manifest's config schema)",
   }, async (ctx, req) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
+    const row = await host.row(ctx.params.pluginId!);
     const body = await req.body();
     validateConfigShape(row.manifest as PluginManifest, body.config);
-    const updated = await asOperator(ctx, () => hostOf(kernel).setConfig(row.key, body.config));
+    const updated = await asOperator(ctx, () => host.setConfig(row.key, body.config));
     audit(ctx);
     ctx.body = { pluginKey: updated.key, config: updated.config };
   });
@@ -250,15 +246,15 @@ export const pluginApiRoutes: RouteModule = (router, kernel) => {
     method: 'POST', path: '/api/plugins/:pluginId/config/test', auth: 'instance_admin', body: configBody, success: 200, errors: [502, 504],
     summary: "Check a configuration with the schema and the plugin's validateConfig; saves nothing",
   }, async (ctx, req) => {
-    const row = await hostOf(kernel).row(ctx.params.pluginId!);
+    const row = await host.row(ctx.params.pluginId!);
     const body = await req.body();
     validateConfigShape(row.manifest as PluginManifest, body.config);
     ctx.state.skipAudit = true;
-    if (!hostOf(kernel).plugins.has(row.key)) {
+    if (!host.plugins.has(row.key)) {
       ctx.body = { ok: true, errors: [], checkedBy: 'schema' };
       return;
     }
-    const result = await hostOf(kernel).invoke(row.key, 'validate_config', 'validateConfig', body.config, invocationInfo(ctx, null), { transactional: false });
+    const result = await host.invoke(row.key, 'validate_config', 'validateConfig', body.config, invocationInfo(ctx, null), { transactional: false });
     if (!result.ok) respond(ctx, result, 200);
     const verdict = JSON.parse(result.value ?? '{}') as { ok?: boolean; errors?: string[] };
     ctx.body = { ok: verdict.ok !== false, errors: verdict.errors ?? [], checkedBy: 'plugin' };

@@ -31,7 +31,7 @@ describe('first-party plugins', () => {
 
     expect((await t.api.post('/api/plugins/fp-panel/disable', {})).status).toBe(200);
     // What a restart does: the host starts again over the same database and plugin folders.
-    await t.kernel.services.extensionHost!.start({ bootstrapFirstParty: true, firstPartyDir: dir });
+    await t.kernel.host.start({ bootstrapFirstParty: true, firstPartyDir: dir });
     const after = await t.api.get('/api/plugins/fp-panel');
     expect(after.body).toMatchObject({ status: 'disabled', running: 'stopped' });
     expect((await t.api.post('/api/plugins/fp-panel/data/summary', {})).status).toBe(404);

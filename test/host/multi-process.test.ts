@@ -44,8 +44,8 @@ describe('two kernel processes on one database', () => {
 
   it('run one worker per enabled plugin each, the process that bootstrapped the first-party plugins included', async () => {
     // `second` installed and enabled costs at its start; `first` followed the announcement.
-    const firstHost = first.kernel.services.extensionHost!;
-    const secondHost = second.services.extensionHost!;
+    const firstHost = first.kernel.host;
+    const secondHost = second.host;
     // (echo, disabled by the test before, may still be stopping.)
     for (const host of [firstHost, secondHost]) expect(await eventually(async () => [...host.plugins.keys()], (keys) => keys.join() === 'costs')).toEqual(['costs']);
     // Both kernels run in this process: its worker children are theirs, one per loaded plugin.
@@ -56,7 +56,7 @@ describe('two kernel processes on one database', () => {
   });
 
   it('retry a change made elsewhere until it is served, when bringing it in line fails at first', async () => {
-    const secondHost = second.services.extensionHost!;
+    const secondHost = second.host;
     // echo is installed and disabled (the first test). What two processes provisioning at once used to meet, without a lock: a transient catalog conflict.
     const prepare = secondHost.databases.prepare.bind(secondHost.databases);
     let failures = 2;
@@ -83,7 +83,7 @@ describe('two kernel processes on one database', () => {
     expect(rows).toHaveLength(4);
     const gone = await eventually(() => secondApi.post('/api/plugins/echo/echo', {}), (r) => r.status === 404);
     expect(gone.status).toBe(404);
-    expect(await eventually(async () => first.kernel.services.extensionHost!.plugins.has('echo'), (has) => !has)).toBe(false);
+    expect(await eventually(async () => first.kernel.host.plugins.has('echo'), (has) => !has)).toBe(false);
     // And the listeners are back: a change announced now is followed again.
     expect((await first.api.post('/api/plugins/echo/enable', {})).status).toBe(200);
     expect((await eventually(() => secondApi.post('/api/plugins/echo/echo', {}), (r) => r.status === 200)).status).toBe(200);

@@ -61,7 +61,7 @@ describe('GET /api/openapi.json with plugins', () => {
   it('is valid, and lists every route of every enabled plugin where it is mounted, with its auth kind', async () => {
     const document = await fetchDocument(t.api, agent);
     await expectValidDocument(document);
-    const host = t.kernel.services.extensionHost!;
+    const host = t.kernel.host;
     expect([...host.plugins.keys()].sort()).toEqual(['costs', 'echo']);
     for (const loaded of host.plugins.values()) {
       const routes = loaded.manifest.routes ?? [];
@@ -92,7 +92,7 @@ describe('GET /api/openapi.json with plugins', () => {
 
   it('embeds the schemas the host validates plugin requests with', async () => {
     const document = await fetchDocument(t.api, admin);
-    const costs = t.kernel.services.extensionHost!.plugins.get('costs')!.manifest.routes!;
+    const costs = t.kernel.host.plugins.get('costs')!.manifest.routes!;
     const events = costs.find((route) => route.key === 'create-cost-event')!;
     expect(document.paths[mountedPath('costs', events)].post.requestBody.content['application/json'].schema).toEqual(events.body);
     const summary = costs.find((route) => route.path.endsWith('/costs/summary'))!;
@@ -160,7 +160,7 @@ describe('GET /api/openapi.json in another process on the same database', () => 
   }
 
   it('follows a plugin disabled and enabled through the first process', async () => {
-    const echoRoutes = t.kernel.services.extensionHost!.plugins.get('echo')!.manifest.routes!.length;
+    const echoRoutes = t.kernel.host.plugins.get('echo')!.manifest.routes!.length;
     expect(await eventually(echoRoutes)).toBe(echoRoutes);
     expect((await t.api.post('/api/plugins/echo/disable', {}, { token: admin })).status).toBe(200);
     expect(await eventually(0)).toBe(0);

@@ -68,7 +68,7 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
 
   it('says the database is not hardened, so plugin connections are reset after every use', () => {
     // Only a superuser can take set_config, pg_notify, advisory locks and large objects from PUBLIC.
-    for (const t of [a, b]) expect(t.kernel.services.extensionHost!.databases.hardened).toBe(false);
+    for (const t of [a, b]) expect(t.kernel.host.databases.hardened).toBe(false);
   });
 
   it('enables, disables and re-enables a plugin through either kernel, both following', async () => {

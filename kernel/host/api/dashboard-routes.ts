@@ -4,6 +4,7 @@ import type { RouteModule } from '../../http/app.ts';
 import { declareRoutes } from '../../http/route-spec.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 const RECENT_RUNS = 10;
 const RECENT_LOGS = 20;
@@ -13,14 +14,13 @@ const RECENT_LOGS = 20;
  * page: the record's basics, health (as /health answers it), recent job runs of every job,
  * recent log lines (newest first) and how much the plugin contributes.
  */
-export const pluginDashboardRoutes: RouteModule = (router, kernel) => {
+export const pluginDashboardRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Plugins');
 
   route({
     method: 'GET', path: '/api/plugins/:pluginId/dashboard', auth: 'instance_admin', success: 200,
     summary: "A plugin's settings page in one answer: record, health, recent job runs and logs, contribution counts",
   }, async (ctx) => {
-    const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const manifest = row.manifest as PluginManifest;
     const loaded = host.plugins.get(row.key);

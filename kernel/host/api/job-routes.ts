@@ -5,6 +5,7 @@ import { declareRoutes, LIST_RESPONSE } from '../../http/route-spec.ts';
 import { queryValidator } from '../../http/validate.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 const runsQuery = queryValidator<{ limit: number }>({
   type: 'object',
@@ -23,14 +24,13 @@ function jobOf(manifest: PluginManifest, pluginKey: string, jobKey: string) {
  * recent runs of one job; and a manual run, which answers 202 with the run record while the
  * job runs.
  */
-export const pluginJobRoutes: RouteModule = (router, kernel) => {
+export const pluginJobRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Plugin jobs');
 
   route({
     method: 'GET', path: '/api/plugins/:pluginId/jobs', auth: 'instance_admin', success: 200, response: LIST_RESPONSE,
     summary: "A plugin's jobs: schedule, next occurrence, last run",
   }, async (ctx) => {
-    const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const { jobs } = contributionsOf(host);
     const [registered, latest] = await Promise.all([jobs.registeredSchedules(row.key), jobs.runs.latest(row.key)]);
@@ -53,7 +53,6 @@ export const pluginJobRoutes: RouteModule = (router, kernel) => {
     method: 'GET', path: '/api/plugins/:pluginId/jobs/:jobId/runs', auth: 'instance_admin', query: runsQuery, success: 200, response: LIST_RESPONSE,
     summary: 'Recent runs of one job, newest first',
   }, async (ctx, req) => {
-    const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);
     const { limit } = req.query();
@@ -65,7 +64,6 @@ export const pluginJobRoutes: RouteModule = (router, kernel) => {
     method: 'POST', path: '/api/plugins/:pluginId/jobs/:jobId/trigger', auth: 'instance_admin', success: 202,
     summary: 'Run a job now; answers with the run record while it runs',
   }, async (ctx) => {
-    const host = kernel.extensionHost!;
     const row = await host.row(ctx.params.pluginId!);
     const job = jobOf(row.manifest as PluginManifest, row.key, ctx.params.jobId!);
     const run = await contributionsOf(host).jobs.trigger(row.key, job.key, async (tx, started) => {

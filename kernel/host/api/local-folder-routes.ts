@@ -10,6 +10,7 @@ import { companyForRequest } from '../../tenancy/company-access.ts';
 import { inspectFolder, realLocations, type FolderInspection } from '../folder-inspection.ts';
 import { installFolderMounts } from '../folder-mounts.ts';
 import { REPO_ROOT } from '../plugin-sources.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 const pathBody = bodyValidator<{ path: string }>({
   type: 'object', required: ['path'],
@@ -24,8 +25,8 @@ interface Scope { companyId: string; row: Row; manifest: PluginManifest }
  * path. A path is saved only when it passes every check, and it is stored as its real path;
  * the worker refuses a mount whose real path has since changed.
  */
-export const localFolderRoutes: RouteModule = (router, kernel) => {
-  installFolderMounts(kernel.extensionHost!, kernel.db);
+export const localFolderRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
+  installFolderMounts(host, kernel.db);
   const base = '/api/plugins/:pluginId/companies/:companyId/local-folders';
   const route = declareRoutes(router, kernel, 'Plugin local folders');
 

@@ -8,6 +8,7 @@ import type { ApiOperation } from '../../http/openapi/operation.ts';
 import { declareRoutes } from '../../http/route-spec.ts';
 import type { KernelServices } from '../../services.ts';
 import { pluginOperations, pluginTags } from '../contributions/route-openapi.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 const VERSION = (JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
@@ -21,7 +22,7 @@ interface Rendered { version: number; text: string; etag: string }
  * unmount. Any board user or agent may read it: the list of installed plugins is not for
  * anonymous callers of a public instance.
  */
-export const openApiRoutes: RouteModule = (router, kernel) => {
+export const openApiRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Reference');
   // The kernel's part is read once, on first use: every route module has registered by then.
   let kernelPart: { operations: ApiOperation[]; tags: DocumentTag[] } | undefined;
@@ -32,10 +33,9 @@ export const openApiRoutes: RouteModule = (router, kernel) => {
     summary: 'This OpenAPI document: every kernel route and every route of the enabled plugins',
     description: 'Answers 304 when If-None-Match names the current ETag.',
   }, (ctx) => {
-    const host = kernel.extensionHost!;
     if (rendered?.version !== host.routes.version) {
       kernelPart ??= describeKernel(router);
-      rendered = render(kernel, host.routes.version, kernelPart);
+      rendered = render(kernel, host, host.routes.version, kernelPart);
     }
     ctx.set('ETag', rendered.etag);
     ctx.set('Cache-Control', 'no-cache');
@@ -54,8 +54,7 @@ function describeKernel(router: Router): { operations: ApiOperation[]; tags: Doc
   return { operations, tags };
 }
 
-function render(kernel: KernelServices, version: number, kernelPart: { operations: ApiOperation[]; tags: DocumentTag[] }): Rendered {
-  const host = kernel.extensionHost!;
+function render(kernel: KernelServices, host: ExtensionHost, version: number, kernelPart: { operations: ApiOperation[]; tags: DocumentTag[] }): Rendered {
   const routes = host.routes.all();
   const plugins = pluginOperations(routes);
   const serving = new Set(routes.map((mounted) => mounted.plugin));

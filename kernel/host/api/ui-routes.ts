@@ -24,8 +24,7 @@ const isKey = (value: string) => value.length <= 64 && new RegExp(KEY).test(valu
  * the plugin's own UI through the bridge), and server-sent event streams the plugin publishes
  * to. Board callers only; a company named in the body is checked like any company route.
  */
-export const pluginUiRoutes: RouteModule = (router, kernel) => {
-  const host = (): ExtensionHost => kernel.extensionHost!;
+export const pluginUiRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
 
   const route = declareRoutes(router, kernel, 'Plugin UI');
 
@@ -37,12 +36,12 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
     const missing = () => notFound(`Plugin ${pluginKey} has no ${kind} handler "${target}"`, 'plugin_handler_not_found');
     // Keys are not declared in the manifest: one that cannot be a key, or that the plugin has no handler for, names nothing.
     if (!isKey(target)) throw missing();
-    const loaded = host().plugins.get(pluginKey);
+    const loaded = host.plugins.get(pluginKey);
     if (!loaded) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
     let companyId: string | null = null;
     if (body.companyId !== undefined) companyId = (await companyForRequest(ctx, kernel.db, body.companyId)).company.id;
     const who = activityActor(ctx.state.actor as Actor);
-    const result = await host().invoke(pluginKey, kind, target, { params: body.params ?? null, companyId },
+    const result = await host.invoke(pluginKey, kind, target, { params: body.params ?? null, companyId },
       { companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId },
       kind === 'action'
         ? { transactional: true, defaultActivity: { action: `plugin.${pluginKey}.action.${target}`, entityType: 'plugin_action', entityId: target } }
@@ -82,7 +81,7 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
       requireInstanceAdmin(ctx);
       scope = { instance: true };
     }
-    if (!host().plugins.has(pluginKey)) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
+    if (!host.plugins.has(pluginKey)) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
     ctx.state.skipAudit = true;
     ctx.req.socket.setTimeout(0);
     ctx.req.socket.setKeepAlive(true);
@@ -90,7 +89,7 @@ export const pluginUiRoutes: RouteModule = (router, kernel) => {
     const res = ctx.res;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-request-id': String(ctx.state.requestId ?? '') });
     res.write(`event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel, ...('companyId' in scope ? { companyId: scope.companyId } : {}) })}\n\n`);
-    const unsubscribe = host().streams.subscribe(pluginKey, scope, channel, (data) => res.write(`data: ${data}\n\n`));
+    const unsubscribe = host.streams.subscribe(pluginKey, scope, channel, (data) => res.write(`data: ${data}\n\n`));
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
     ctx.req.on('close', () => { clearInterval(heartbeat); unsubscribe(); });
   });

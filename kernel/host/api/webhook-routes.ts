@@ -1,12 +1,13 @@
 import type { RouteModule } from '../../http/app.ts';
 import { declareRoutes } from '../../http/route-spec.ts';
 import { receiveWebhook } from '../contributions/webhooks.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 /**
  * Inbound webhooks. No board or agent authentication: deliveries come from outside and are
  * authenticated by the endpoint's signature, when the manifest declares one.
  */
-export const pluginWebhookRoutes: RouteModule = (router, kernel) => {
+export const pluginWebhookRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Plugin webhooks');
 
   route({
@@ -15,6 +16,6 @@ export const pluginWebhookRoutes: RouteModule = (router, kernel) => {
     description: 'With a signature declared in the manifest, the delivery is refused (401) unless signed with the secret of the plugin configuration; a replayed signature answers 409 `webhook_replayed`.',
     rawBody: { contentType: '*/*', description: 'The delivery as the sender sends it, handed to the plugin as text.' },
   }, async (ctx) => {
-    await receiveWebhook(ctx, kernel.extensionHost!, ctx.params.pluginId!, ctx.params.endpointKey!);
+    await receiveWebhook(ctx, host, ctx.params.pluginId!, ctx.params.endpointKey!);
   });
 };

@@ -1,6 +1,6 @@
 import type { PluginManifest, ServiceManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
-import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
+import type { LoadedPlugin } from '../extension-host.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../manifest/plugin-schema-ajv.ts';
 import { IdempotentServiceCalls } from '../service-calls.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
@@ -8,7 +8,6 @@ import type { BrokeredCall, KernelCapability } from './types.ts';
 const MAX_DEPTH = 4;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
-type ServiceCall = BrokeredCall & { host: ExtensionHost; depth: number };
 
 /**
  * Plugin-to-plugin services. The callee learns who calls (`invocation.caller.plugin`) and on
@@ -27,8 +26,7 @@ export const servicesCapability: KernelCapability = {
   methods: {
     call: {
       needs: ['services.consume'],
-      run: async (raw: BrokeredCall) => {
-        const call = raw as ServiceCall;
+      run: async (call: BrokeredCall) => {
         const [provider, service, input, options] = call.args as [unknown, unknown, unknown, unknown];
         if (typeof provider !== 'string' || typeof service !== 'string') throw new KeelError(400, 'invalid_arguments', 'services.call(plugin, service, input, { idempotencyKey? })');
         const idempotencyKey = idempotencyKeyOf(options);
@@ -61,7 +59,7 @@ function idempotencyKeyOf(options: unknown): string | null {
 }
 
 /** The declarations both sides must have made, each denial naming the one that is missing. */
-function resolveService(call: ServiceCall, provider: string, service: string): { callee: LoadedPlugin; offered: ServiceManifest } {
+function resolveService(call: BrokeredCall, provider: string, service: string): { callee: LoadedPlugin; offered: ServiceManifest } {
   const caller = call.host.plugins.get(call.plugin)!;
   const declared = (caller.manifest.services?.consumes ?? []).some((c) => c.plugin === provider && c.service === service);
   if (!declared) throw new KeelError(403, 'service_not_declared', `${call.plugin} does not declare services.consumes {plugin: "${provider}", service: "${service}"}`);
@@ -75,7 +73,7 @@ function resolveService(call: ServiceCall, provider: string, service: string): {
   return { callee, offered };
 }
 
-async function invokeService(call: ServiceCall, callee: LoadedPlugin, offered: ServiceManifest, input: unknown, idempotencyKey: string | null): Promise<unknown> {
+async function invokeService(call: BrokeredCall, callee: LoadedPlugin, offered: ServiceManifest, input: unknown, idempotencyKey: string | null): Promise<unknown> {
   const { id: _id, kind: _kind, target: _target, ...rest } = call.info;
   const result = await call.host.invoke(callee.key, 'service', offered.key, input, { ...rest, caller: { plugin: call.plugin }, idempotencyKey }, { transactional: true }, call.depth + 1);
   // The provider's own error, as it chose to expose it; the caller may pass it on.

@@ -12,7 +12,7 @@ export const streamsCapability: KernelCapability = {
       run: async (call) => {
         const [channel, data] = call.args as [unknown, unknown];
         const scope = call.info.companyId ? { companyId: call.info.companyId } : { instance: true as const };
-        await call.kernel.extensionHost!.streams.publish(call.plugin, scope, channel as string, data);
+        await call.host.streams.publish(call.plugin, scope, channel as string, data);
         return { published: true };
       },
     },

@@ -1,5 +1,6 @@
 import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
 import type { KernelServices } from '../../services.ts';
+import type { ExtensionHost } from '../extension-host.ts';
 
 /** What a kernel-served capability method receives: identity comes from the kernel's own record of the call. */
 export interface BrokeredCall {
@@ -8,6 +9,9 @@ export interface BrokeredCall {
   info: InvocationInfo;
   args: unknown[];
   kernel: KernelServices;
+  host: ExtensionHost;
+  /** How deep in a chain of service calls this call is (0 for a call a request started). */
+  depth: number;
 }
 
 export type KernelCapabilityMethod = (call: BrokeredCall) => Promise<unknown>;

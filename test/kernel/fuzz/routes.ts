@@ -32,7 +32,7 @@ export function mutatingRoutes(t: TestKernel): FuzzRoute[] {
   const kernel = router.stack.flatMap((layer) => layer.methods.filter((method) => MUTATING.includes(method)).map((method): FuzzRoute => ({
     method, path: layer.path as string, params: layer.paramNames.map((p) => String(p.name)), owner: 'kernel', refusals: [],
   })));
-  const plugins = (t.kernel.services.extensionHost?.routes.all() ?? []).filter((r) => MUTATING.includes(r.route.method)).map((r): FuzzRoute => ({
+  const plugins = t.kernel.host.routes.all().filter((r) => MUTATING.includes(r.route.method)).map((r): FuzzRoute => ({
     method: r.route.method, path: r.fullPath, params: r.params, owner: r.plugin, bodySchema: r.route.body, agentField: r.route.agentBodyField, refusals: [],
   }));
   const seen = new Set<string>();
