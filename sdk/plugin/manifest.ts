@@ -15,9 +15,9 @@ export type CapabilityId =
   | 'database.namespace.read' | 'database.namespace.write' | 'database.namespace.migrate'
   | 'activity.write' | 'http.routes' | 'http.routes.absolute' | 'http.fetch' | 'local.folders'
   | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
-  | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause' | 'agents.managed'
-  | 'projects.managed' | 'routines.managed' | 'skills.managed' | 'runs.open' | 'runs.close'
-  | 'secrets.resolve' | 'services.provide' | 'services.consume' | 'instance.settings.read'
+  | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause'
+  | 'runs.open' | 'runs.close'
+  | 'secrets.resolve' | 'services.provide' | 'services.consume'
   | 'companies.pause' | 'budgets.write';
 
 export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
@@ -87,7 +87,6 @@ export interface PluginManifest {
   ui?: { slots?: UiSlotManifest[]; launchers?: UiLauncherManifest[]; pages?: Array<{ key: string; title: string; path: string }> };
   config?: { schema: JsonSchema };
   folders?: FolderManifest[];
-  managed?: { agents?: unknown[]; projects?: unknown[]; routines?: unknown[]; skills?: unknown[] };
   network?: { allow: string[] };
   services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };

@@ -9,9 +9,9 @@ export const CAPABILITY_IDS = [
   'database.namespace.read', 'database.namespace.write', 'database.namespace.migrate',
   'activity.write', 'http.routes', 'http.routes.absolute', 'http.fetch', 'local.folders',
   'tools.register', 'jobs.schedule', 'webhooks.receive', 'events.subscribe', 'events.hooks',
-  'ui.slots', 'ui.page.register', 'ui.streams', 'companies.read', 'agents.read', 'agents.pause', 'agents.managed',
-  'projects.managed', 'routines.managed', 'skills.managed', 'runs.open', 'runs.close',
-  'secrets.resolve', 'services.provide', 'services.consume', 'instance.settings.read',
+  'ui.slots', 'ui.page.register', 'ui.streams', 'companies.read', 'agents.read', 'agents.pause',
+  'runs.open', 'runs.close',
+  'secrets.resolve', 'services.provide', 'services.consume',
   'companies.pause', 'budgets.write',
 ] as const;
 
@@ -195,16 +195,6 @@ export const servicesFragment = {
   },
 };
 
-export const managedFragment = {
-  type: 'object', additionalProperties: false, description: 'Agents, projects, routines and skills the plugin manages.',
-  properties: {
-    agents: { type: 'array', maxItems: 20, items: { type: 'object' }, description: 'Managed agents (needs agents.managed).' },
-    projects: { type: 'array', maxItems: 20, items: { type: 'object' }, description: 'Managed projects (needs projects.managed).' },
-    routines: { type: 'array', maxItems: 50, items: { type: 'object' }, description: 'Managed routines (needs routines.managed).' },
-    skills: { type: 'array', maxItems: 50, items: { type: 'object' }, description: 'Managed skills (needs skills.managed).' },
-  },
-};
-
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',
   type: 'object',
@@ -239,7 +229,6 @@ export const manifestSchema = {
       properties: { schema: { ...schemaObject, description: 'Schema of the configuration object.' } },
     },
     folders: foldersFragment,
-    managed: managedFragment,
     network: {
       type: 'object', additionalProperties: false, required: ['allow'], description: 'Hosts ctx.http.fetch may reach.',
       properties: { allow: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9.-]+(:[0-9]{1,5})?$' }, description: 'Host names (optionally *.domain and :port). No IP ranges.' } },
