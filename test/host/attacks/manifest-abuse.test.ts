@@ -54,6 +54,17 @@ describe('malformed manifests', () => {
     await refusedAtInstall((m) => { m.sdkApiVersion = 2; }, /sdkApiVersion/);
   });
 
+  it('refuses plugin keys that name a host route or a kernel concept', async () => {
+    for (const key of ['kernel', 'api', 'admin', 'plugins', 'host', 'system', 'keel', 'health', 'logs', 'config', 'examples', 'install', 'tools', 'manifest-schema', 'agent', 'company']) {
+      const body = await refusedAtInstall((m) => { m.key = key; }, new RegExp(`key "${key}" is reserved`));
+      expect(body.issues).toContainEqual(expect.objectContaining({ path: 'key' }));
+      expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
+    }
+    // The host's own routes still answer as before.
+    expect((await t.api.get('/api/plugins/manifest-schema')).status).toBe(200);
+    expect((await t.api.get('/api/plugins/examples')).status).toBe(200);
+  });
+
   it('keeps the files a manifest names inside the plugin folder', async () => {
     await refusedAtInstall((m) => { m.entry = '../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
     await refusedAtInstall((m) => { m.entry = 'src/../../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
