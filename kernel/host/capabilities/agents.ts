@@ -1,6 +1,6 @@
 import { KeelError, notFound } from '../../http/errors.ts';
-import { findAgent, toAgentJson } from '../../tenancy/agents.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
+import { toAgentJson, type AgentRow } from '../../tenancy/agents.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 
 const PAUSABLE = new Set(['active', 'idle', 'running', 'error']);
@@ -9,9 +9,8 @@ async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: s
   const agentId = uuidArg(call.args[0], 'agentId');
   const { kernel } = call;
   return kernel.db.transaction(async (tx) => {
-    const agent = await tx.maybeOne('select * from agents where id = ? for update', [agentId]);
+    const agent = await tx.maybeOne(`select * from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
     if (!agent) throw notFound('Agent not found');
-    assertSameCompany(call, agent.company_id, 'the agent');
     const from = agent.status as string;
     const applies = to === 'paused' ? PAUSABLE.has(from) : from === 'paused';
     if (!applies) return { changed: false, status: from };
@@ -35,9 +34,8 @@ export const agentsCapability: KernelCapability = {
       needs: ['agents.read', 'agents.pause'],
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
-        const row = await findAgent(call.kernel.db, agentId);
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!row) return null;
-        assertSameCompany(call, row.company_id, 'the agent');
         // Configuration stays with the kernel: plugins see the redacted view.
         return toAgentJson(row, { redacted: true });
       },

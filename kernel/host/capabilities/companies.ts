@@ -9,7 +9,7 @@ export const companiesCapability: KernelCapability = {
       needs: ['companies.read'],
       run: async (call) => {
         const companyId = uuidArg(call.args[0], 'companyId');
-        assertSameCompany(call, companyId, 'the company');
+        assertSameCompany(call, companyId, `company ${companyId}`);
         const row = await readCompany(call.kernel.db, companyId);
         return row ? toCompany(row) : null;
       },

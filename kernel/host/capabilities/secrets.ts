@@ -1,6 +1,6 @@
 import { KeelError } from '../../http/errors.ts';
 import { resolveRunEnvironment } from '../../vault/run-environment.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 
 /**
@@ -15,9 +15,8 @@ export const secretsCapability: KernelCapability = {
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
         const { kernel } = call;
-        const agent = await kernel.db.maybeOne('select id, company_id, adapter_config from agents where id = ?', [agentId]);
+        const agent = await kernel.db.maybeOne(`select id, company_id, adapter_config from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
-        assertSameCompany(call, agent.company_id, 'the agent');
         const resolved = await resolveRunEnvironment(kernel.db, kernel.vault, agent as never);
         if (resolved.secrets.length > 0) {
           await kernel.db.query(

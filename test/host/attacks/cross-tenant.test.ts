@@ -43,11 +43,16 @@ describe('a call serving company A', () => {
   it('cannot read company B, nor read, pause, resume, open runs for or resolve secrets of B\'s agent', async () => {
     const statusBefore = await agentStatus(agentB.id);
     const runsBefore = (await t.sql.query('select count(*)::int as n from runs where agent_id = $1', [agentB.id])).rows[0].n;
-    for (const body of [{ op: 'companies.get', target: companyB.id }, { op: 'agents.get', agentId: agentB.id }, { op: 'agents.pause', agentId: agentB.id },
-      { op: 'agents.resume', agentId: agentB.id }, { op: 'runs.open', agentId: agentB.id }, { op: 'secrets.resolve', agentId: agentB.id }]) {
+    // Another company is refused by its id; another company's agent is not found, as an unknown id is not.
+    const refusals: Array<[Record<string, unknown>, unknown]> = [
+      [{ op: 'companies.get', target: companyB.id }, { error: { code: 'cross_company_denied', status: 403 } }],
+      [{ op: 'agents.get', agentId: agentB.id }, { value: null }],
+      ...['agents.pause', 'agents.resume', 'runs.open', 'secrets.resolve'].map((op) => [{ op, agentId: agentB.id }, { error: { code: 'not_found', status: 404, message: 'Agent not found' } }] as [Record<string, unknown>, unknown]),
+    ];
+    for (const [body, expected] of refusals) {
       const res = await forge(companyA.id, body);
       expect(res.status, res.text).toBe(200);
-      expect(res.body.result.error, `${body.op}: ${res.text}`).toMatchObject({ code: 'cross_company_denied', status: 403 });
+      expect(res.body.result, `${body.op}: ${res.text}`).toMatchObject(expected as object);
       expect(res.text).not.toContain(SECRET_VALUE);
       expect(res.text).not.toContain(companyB.name);
     }
@@ -55,6 +60,34 @@ describe('a call serving company A', () => {
     expect((await t.sql.query('select count(*)::int as n from runs where agent_id = $1', [agentB.id])).rows[0].n).toBe(runsBefore);
     expect((await t.sql.query("select count(*)::int as n from security_audit_log where agent_id = $1 and event = 'secret.environment_resolved'", [agentB.id])).rows[0].n).toBe(0);
     await expectKernelAlive(t);
+  });
+
+  it('cannot tell another company\'s agent or run from an unknown id: both answer the same, in the same time class', async () => {
+    const opened = await forge(companyB.id, { op: 'runs.open', agentId: agentB.id });
+    const runB = opened.body.result.value.runId as string;
+    expect(runB).toBeTruthy();
+    const unknown = '00000000-0000-4000-8000-000000000000';
+    const ops: Array<(id: string) => Record<string, unknown>> = [
+      (id) => ({ op: 'agents.get', agentId: id }), (id) => ({ op: 'agents.pause', agentId: id }), (id) => ({ op: 'agents.resume', agentId: id }),
+      (id) => ({ op: 'runs.open', agentId: id }), (id) => ({ op: 'secrets.resolve', agentId: id }),
+    ];
+    const timings: Record<string, number[]> = { other: [], unknown: [] };
+    for (const body of [...ops.map((op) => [op(agentB.id), op(unknown)]), [{ op: 'runs.close', target: runB }, { op: 'runs.close', target: unknown }]]) {
+      const [ofOther, ofUnknown] = body as [Record<string, unknown>, Record<string, unknown>];
+      const answers = [];
+      for (const [which, request] of [['other', ofOther], ['unknown', ofUnknown]] as const) {
+        const started = performance.now();
+        const res = await forge(companyA.id, request);
+        timings[which]!.push(performance.now() - started);
+        expect(res.status, res.text).toBe(200);
+        answers.push(res.body.result);
+      }
+      expect(answers[0], `${ofOther.op}`).toEqual(answers[1]);
+    }
+    // Same work either way: no answer for another company's id takes a different path (a lock, a second lookup).
+    const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+    expect(Math.abs(median(timings.other!) - median(timings.unknown!))).toBeLessThan(50);
+    expect((await t.sql.query('select status from runs where id = $1', [runB])).rows[0].status).not.toBe('failed');
   });
 
   it('keeps the invocation\'s company whatever the request body, the isolate\'s copy of ctx.invocation or extra arguments say', async () => {
@@ -66,7 +99,7 @@ describe('a call serving company A', () => {
     expect(query.body.invocationCompany).toBe(companyA.id);
     const mutated = await forge(companyA.id, { op: 'agents.pause', agentId: agentB.id, target: companyB.id }, 'forge-mutated');
     expect(mutated.status, mutated.text).toBe(200);
-    expect(mutated.body.plain.error.code).toBe('cross_company_denied');
+    expect(mutated.body.plain.error.code).toBe('not_found');
     expect(mutated.body.extraArgs.error.code).toBe('cross_company_denied');
     expect(await agentStatus(agentB.id)).not.toBe('paused');
   });
