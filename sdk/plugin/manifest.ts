@@ -55,7 +55,16 @@ export interface RouteManifest {
 }
 
 export interface ToolManifest { key: string; description: string; inputSchema: JsonSchema }
-export interface JobManifest { key: string; schedule?: string; description?: string }
+export interface JobManifest {
+  key: string;
+  schedule?: string;
+  description?: string;
+  /**
+   * Run the job once per company (every company not archived), each call serving that company
+   * alone. A job without it serves no company, and company-scoped capabilities refuse it.
+   */
+  perCompany?: boolean;
+}
 export interface WebhookManifest {
   key: string;
   description?: string;

@@ -31,7 +31,7 @@ async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: s
 export const agentsCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['agents.read', 'agents.pause'],
+      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
         const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
@@ -41,17 +41,16 @@ export const agentsCapability: KernelCapability = {
       },
     },
     list: {
-      needs: ['agents.read', 'agents.pause'],
+      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
-        // Only the agents of the company the call serves; an instance-level call has none.
-        const companyId = call.info.companyId;
-        if (!companyId) throw new KeelError(400, 'invalid_arguments', 'agents.list needs a call that serves a company');
+        // Only the agents of the company the call serves.
+        const companyId = callCompany(call);
         const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
         return rows.map((row) => toAgentJson(row as never, { redacted: true }));
       },
     },
     pause: {
-      needs: ['agents.pause'],
+      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const reason = call.args[1];
         if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200) throw new KeelError(400, 'invalid_arguments', 'pause needs a reason of 1-200 characters');
@@ -60,7 +59,7 @@ export const agentsCapability: KernelCapability = {
       },
     },
     resume: {
-      needs: ['agents.pause'],
+      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const result = await changeStatus(call, 'idle', null);
         return { resumed: result.changed, status: result.status };

@@ -13,7 +13,7 @@ const MAX_DEPTH = 4;
 export const servicesCapability: KernelCapability = {
   methods: {
     call: {
-      needs: ['services.consume'],
+      needs: ['services.consume'], scope: 'instance',
       run: async (raw: BrokeredCall) => {
         const call = raw as BrokeredCall & { host: ExtensionHost; depth: number };
         const [provider, service, input] = call.args as [unknown, unknown, unknown];

@@ -6,7 +6,7 @@ import type { KernelCapability } from './types.ts';
 export const streamsCapability: KernelCapability = {
   methods: {
     publish: {
-      needs: ['ui.streams'],
+      needs: ['ui.streams'], scope: 'instance',
       run: async (call) => {
         const [channel, data] = call.args as [unknown, unknown];
         if (typeof channel !== 'string' || !/^[a-z][a-z0-9-]{0,63}$/.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');

@@ -11,4 +11,8 @@ export interface BrokeredCall {
 }
 
 export type KernelCapabilityMethod = (call: BrokeredCall) => Promise<unknown>;
-export interface KernelCapability { methods: Record<string, { needs: string[]; run: KernelCapabilityMethod }> }
+/**
+ * `scope: 'company'`: the method reaches company data, so it runs only for a call that serves a
+ * company (the broker refuses it otherwise with company_scope_required).
+ */
+export interface KernelCapability { methods: Record<string, { needs: string[]; scope: 'company' | 'instance'; run: KernelCapabilityMethod }> }

@@ -78,6 +78,7 @@ export const jobsFragment = {
       key: { ...identifier, description: 'Handler key in definePlugin({ jobs }).' },
       schedule: { type: 'string', maxLength: 100, pattern: '^\\s*\\S+(\\s+\\S+){4}\\s*$', description: 'Cron expression (5 fields, UTC); absent = manual only.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+      perCompany: { type: 'boolean', description: 'Run once per company (every company not archived), each call serving that company alone; without it the job serves no company and reaches no company data.' },
     },
   },
 };

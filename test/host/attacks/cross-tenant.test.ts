@@ -144,6 +144,48 @@ describe('ctx objects kept across invocations', () => {
   });
 });
 
+describe('scheduled jobs', () => {
+  async function runJob(job: string): Promise<{ run: any; loot: any[] }> {
+    const triggered = await t.api.post(`${P}/jobs/${job}/trigger`, {});
+    expect(triggered.status, triggered.text).toBe(202);
+    let run: any;
+    for (let i = 0; i < 100 && run?.status !== 'succeeded' && run?.status !== 'failed'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      run = (await t.api.get(`${P}/jobs/${job}/runs`)).body.find((r: any) => r.id === triggered.body.id);
+    }
+    return { run, loot: (await t.api.get(`${P}/loot`)).body };
+  }
+
+  it('a job without a company reaches no company\'s data: company-scoped capabilities refuse, naming perCompany', async () => {
+    expect((await t.api.post(`${P}/aim`, { companyId: companyB.id, agentId: agentB.id })).status).toBe(200);
+    const { run, loot } = await runJob('peek');
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(loot).toHaveLength(1);
+    const [found] = loot;
+    expect(found.invocationCompany).toBeNull();
+    for (const what of ['company', 'agent', 'agents']) {
+      expect(found[what].error, `${what}: ${JSON.stringify(found)}`).toMatchObject({ code: 'company_scope_required', status: 403 });
+      expect(found[what].error.message).toContain('perCompany');
+    }
+    expect(JSON.stringify(loot)).not.toContain(companyB.name);
+  });
+
+  it('a perCompany job runs once per company, each invocation scoped to that company alone', async () => {
+    expect((await t.api.post(`${P}/aim`, { agentId: agentB.id })).status).toBe(200);
+    const { run, loot } = await runJob('census');
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const companies = (await t.sql.query("select id from companies where status <> 'archived'")).rows.map((r) => r.id).sort();
+    expect(loot.map((found) => found.invocationCompany).sort()).toEqual(companies);
+    for (const found of loot) {
+      expect(found.company.value.id).toBe(found.invocationCompany);
+      expect(found.agents.value.every((agent: any) => agent.companyId === found.invocationCompany)).toBe(true);
+      // Company B's agent is seen by company B's invocation only.
+      if (found.invocationCompany === companyB.id) expect(found.agent.value).toMatchObject({ id: agentB.id });
+      else expect(found.agent).toEqual({ value: null });
+    }
+  });
+});
+
 describe('tools', () => {
   it('take the company from the agent\'s key or a checked companyId, never from the tool input', async () => {
     const own = await t.api.post('/api/plugins/tools/execute', { tool: 'attack-tenant.lookup', input: { companyId: companyA.id } }, { token: agentAKey });
