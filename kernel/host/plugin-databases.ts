@@ -108,6 +108,7 @@ export class PluginDatabases {
       await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
+      await q(`grant execute on function keel_bridge.activity_entity_refusal(text, text, text, text) to ${ident(roles.runtime)}`);
       // Bridge functions that write kernel rows are executable only with their capability granted.
       for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
         await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);

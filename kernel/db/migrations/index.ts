@@ -17,6 +17,7 @@ const files = [
   '0008-host-tables.sql',
   '0009-budget-bridge.sql',
   '0010-activity-append.sql',
+  '0011-activity-entity-scope.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

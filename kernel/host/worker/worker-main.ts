@@ -1,6 +1,6 @@
 import type { CallResult, KernelEffect, KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
-import { activityCapability, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, ActivityEntityKinds, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
@@ -21,6 +21,8 @@ let init: WorkerInit;
 let sandbox: Sandbox;
 let database: PluginDatabase | null = null;
 let capabilities: Record<string, WorkerCapability> = {};
+/** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
+let activityKinds = new ActivityEntityKinds(null);
 const invocations = new Map<string, Invocation>();
 const kernelCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 let nextOp = 1;
@@ -86,7 +88,7 @@ function hostCall(invocationId: string, capability: string, method: string, args
   if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
   if (capability === 'activity' && method === 'record' && invocation.batch) {
     try {
-      if (recordInBatch(database, invocation, args) === null) return '{"v":null}';
+      if (recordInBatch(database, invocation, args, activityKinds) === null) return '{"v":null}';
     } catch (error) {
       return JSON.stringify({ e: wire(error) });
     }
@@ -434,7 +436,8 @@ async function boot(received: WorkerInit): Promise<void> {
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
   if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
+  activityKinds = new ActivityEntityKinds(database);
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
   if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {
     call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),

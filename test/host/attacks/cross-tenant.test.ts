@@ -10,6 +10,7 @@ let companyB: any;
 let agentA: any;
 let agentB: any;
 let agentAKey: string;
+let secretB: string;
 const SECRET_VALUE = 'b-secret-value-0123456789';
 const P = '/api/plugins/attack-tenant';
 
@@ -20,6 +21,7 @@ beforeAll(async () => {
   agentA = await createAgent(t.api, companyA.id);
   const secret = await t.api.post(`/api/companies/${companyB.id}/secrets`, { name: 'B_TOKEN', value: SECRET_VALUE });
   expect(secret.status, secret.text).toBe(201);
+  secretB = secret.body.id;
   agentB = await createAgent(t.api, companyB.id, { adapterConfig: { env: { B_TOKEN: { type: 'secret_ref', secretId: secret.body.id } } } });
   agentAKey = await createAgentKey(t.api, agentA.id);
   await installAndEnable(t, 'attack-tenant');
@@ -141,6 +143,43 @@ describe('ctx objects kept across invocations', () => {
     expect(read.text).not.toContain(SECRET_VALUE);
     expect((await holding).status).toBe(200);
     expect(await agentStatus(agentB.id)).not.toBe('paused');
+  });
+});
+
+describe('activity entries', () => {
+  const written = async (entityId: string) => (await t.sql.query("select company_id from activity_log where action = 'attack.tenant_reference' and entity_id = $1", [entityId])).rows;
+
+  it('may not name another company\'s kernel entities, and another company\'s look unknown', async () => {
+    const runB = (await forge(companyB.id, { op: 'runs.open', agentId: agentB.id })).body.result.value.runId as string;
+    const refused = [
+      { entityType: 'company', entityId: companyB.id }, { entityType: 'agent', entityId: agentB.id }, { entityType: 'Agent ', entityId: agentB.id },
+      { entityType: 'run', entityId: runB }, { entityType: 'secret', entityId: secretB }, { entityType: 'agent', entityId: 'not-a-uuid' },
+      { entityType: 'plugin', entityId: 'attack-sql' }, { entityType: 'plugin_job_run', entityId: '00000000-0000-4000-8000-000000000000' },
+      { entityType: 'board_api_key', entityId: '00000000-0000-4000-8000-000000000000' },
+    ];
+    const accepted = [
+      { entityType: 'company', entityId: companyA.id }, { entityType: 'agent', entityId: agentA.id }, { entityType: 'plugin', entityId: 'attack-tenant' },
+      { entityType: 'probe', entityId: 'anything-the-plugin-owns' },
+    ];
+    const res = await t.api.post(`${P}/companies/${companyA.id}/record`, { entries: [...refused, ...accepted] });
+    expect(res.status, res.text).toBe(200);
+    const outcomes = res.body as any[];
+    refused.forEach((entry, index) => expect(outcomes[index].error, JSON.stringify(entry)).toMatchObject({ code: 'activity_entity_denied', status: 403 }));
+    accepted.forEach((entry, index) => expect(outcomes[refused.length + index], JSON.stringify(entry)).toEqual({ value: null }));
+    // Another company's agent is refused in the same words as an unknown one.
+    const unknown = await t.api.post(`${P}/companies/${companyA.id}/record`, { entries: [{ entityType: 'agent', entityId: '00000000-0000-4000-8000-000000000001' }] });
+    expect(unknown.body[0].error.message.replace('00000000-0000-4000-8000-000000000001', 'ID')).toBe(outcomes[1].error.message.replace(agentB.id, 'ID'));
+    for (const entry of refused) expect(await written(entry.entityId), JSON.stringify(entry)).toEqual([]);
+    for (const entry of accepted) expect(await written(entry.entityId), JSON.stringify(entry)).toEqual([{ company_id: companyA.id }]);
+  });
+
+  it('from a call that serves no company, may name no company\'s entities', async () => {
+    const res = await t.api.post(`${P}/record`, { entries: [{ entityType: 'company', entityId: companyA.id }, { entityType: 'agent', entityId: agentA.id }, { entityType: 'probe', entityId: 'instance-probe' }] });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body[0].error).toMatchObject({ code: 'activity_entity_denied' });
+    expect(res.body[1].error).toMatchObject({ code: 'activity_entity_denied' });
+    expect(res.body[2]).toEqual({ value: null });
+    expect(await written('instance-probe')).toEqual([{ company_id: null }]);
   });
 });
 
