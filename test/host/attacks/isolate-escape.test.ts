@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(async () => { await t?.stop(); });
 
 const result = (kind: string) => t.api.post(`${P}/results`, { kind });
-const args = (kind: string) => t.api.post(`${P}/args`, { kind, companyId: company.id });
+const args = (kind: string) => t.api.post(`${P}/companies/${company.id}/args`, { kind, companyId: company.id });
 
 describe('reaching host objects from the isolate', () => {
   it('finds no process, require or host realm through constructor chains of the bridge', async () => {
@@ -47,7 +47,7 @@ describe('reaching host objects from the isolate', () => {
   });
 
   it('answers hostile bridge calls with codes and messages only, never host stacks, paths or host objects', async () => {
-    const res = await t.api.post(`${P}/host-errors`, {});
+    const res = await t.api.post(`${P}/companies/${company.id}/host-errors`, {});
     expect(res.status, res.text).toBe(200);
     const out = res.body as Record<string, any>;
     const text = JSON.stringify(out);
@@ -71,7 +71,8 @@ describe('reaching host objects from the isolate', () => {
     expect(out.otherInvocation).toEqual({ sync: { e: expect.objectContaining({ code: 'invocation_closed' }) } });
     expect(out.badSql).toMatchObject({ code: 'sql_42P01', status: 400 });
     expect(out.badUuid).toMatchObject({ code: 'invalid_arguments', status: 400 });
-    expect(out.missingCompany).toMatchObject({ value: null });
+    // Another company's id (this one names none) is refused without looking it up.
+    expect(out.missingCompany).toMatchObject({ code: 'cross_company_denied', status: 403 });
     expect(out.hostLogWeird).toBe('ok');
     expect(out.doneOther).toBe('ok');
     // Errors created by the host inside the isolate carry isolate frames only.
