@@ -190,6 +190,10 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   } else {
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
   }
+  // `v` is always present in an answer the SDK wrote: a result without it would silently be null.
+  if (parsed?.ok === true && (parsed === null || typeof parsed !== 'object' || !Object.hasOwn(parsed, 'v'))) {
+    parsed = { ok: false, e: { status: 500, code: 'unserializable_result', message: 'Plugin result is not plain JSON: the answer carries no value' } };
+  }
   let ok = parsed?.ok === true;
   let error = ok ? undefined : wireFromPlugin(parsed?.e);
   let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
