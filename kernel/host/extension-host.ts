@@ -321,6 +321,8 @@ export class ExtensionHost {
       log: this.kernel.log,
       maxConcurrent: limits.maxConcurrentCalls,
       onCall: (call) => this.broker.handle(row.key, call),
+      onExit: (applicationName) => void this.databases.endWorkerSessions(roles.runtime, applicationName)
+        .catch((error: Error) => this.kernel.log.warn({ plugin: row.key, err: error }, 'could not end the database sessions of a plugin worker that stopped')),
       onLog: (line) => {
         loaded.logs.push(line);
         if (loaded.logs.length > LOG_RING) loaded.logs.splice(0, loaded.logs.length - LOG_RING);

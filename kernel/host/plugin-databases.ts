@@ -200,6 +200,15 @@ export class PluginDatabases {
     return ran;
   }
 
+  /**
+   * Ends the sessions a plugin worker process left behind when it stopped, and so whatever
+   * statements they still run: a process that crashed or was killed cancelled nothing itself.
+   * Sessions are matched by the worker's own application name and the plugin's runtime role.
+   */
+  async endWorkerSessions(role: string, applicationName: string): Promise<void> {
+    await this.db.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = ? and application_name = ? and pid <> pg_backend_pid()', [role, applicationName]);
+  }
+
   /** Removes the plugin's schema, data and roles (uninstall), under the provisioning lock. */
   drop(manifest: PluginManifest): Promise<void> {
     return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, () => this.dropNow(manifest));

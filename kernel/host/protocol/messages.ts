@@ -11,8 +11,12 @@ export interface WorkerInit {
   code: string;
   grants: string[];
   config: Record<string, unknown>;
-  /** resetSessions: reset pooled connections on return (only needed where the database could not be hardened). */
-  database: { url: string; schema: string; resetSessions?: boolean } | null;
+  /**
+   * resetSessions: reset pooled connections on return (only needed where the database could not be hardened).
+   * applicationName: unique to one worker process, so that the kernel can end that worker's
+   * sessions (and the statements they run) once the process is gone.
+   */
+  database: { url: string; schema: string; resetSessions?: boolean; applicationName?: string } | null;
   network: string[];
   /** Hosts of `network` the operator opened to non-public addresses (configuration `plugins.privateNetworkHosts`). */
   privateNetworkHosts?: string[];

@@ -202,6 +202,11 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${init.limits.maxResponseBytes} bytes` };
     value = undefined;
   }
+  if (await cancelStatements(invocation) && ok) {
+    ok = false;
+    error = { status: 500, code: 'plugin_transaction_failed', message: `${init.pluginKey} answered while a statement of its transaction was still running; the statement was cancelled and the transaction rolled back` };
+    value = undefined;
+  }
   invocation.settling = true;
   if (ok && invocation.wantsTransaction && !invocation.message.readOnly && invocation.message.defaultActivity && !invocation.activityWritten && database) {
     // The host's own entry joins the call's transaction (opening it if the handler never did).
@@ -245,6 +250,20 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   invocations.delete(invocation.id);
   // Status changes are reported only when the transaction that made them committed.
   send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten, effects: ok && invocation.effects.length ? invocation.effects : undefined });
+}
+
+/**
+ * Statements a call still has running when it ends (it answered with one in flight, failed,
+ * or overran its deadline) are cancelled in PostgreSQL, not left to statement_timeout: they
+ * would hold locks and a connection for up to 30 s, and outlive a worker restarted for the
+ * overrun. Answers whether one was running in the call's transaction, which then cannot commit.
+ */
+async function cancelStatements(invocation: Invocation): Promise<boolean> {
+  if (!database) return false;
+  const db = database;
+  await Promise.all([...invocation.pooledClients].map((client) => db.cancel(client)));
+  const client = await invocation.openedClient();
+  return client ? db.cancel(client) : false;
 }
 
 function failFromIsolate(invocation: Invocation, error: unknown): void {
@@ -439,7 +458,7 @@ async function boot(received: WorkerInit): Promise<void> {
     cpuSliceMs: init.limits.cpuSliceMs,
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
-  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true);
+  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
   activityKinds = new ActivityEntityKinds(database);
   capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
   if (database) capabilities.db = database.capability();

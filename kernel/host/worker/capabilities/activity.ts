@@ -40,9 +40,13 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
 /** Runs a statement on the invocation's transaction, or on a pooled connection when it has none. */
 async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation, run: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
   const transaction = invocation.transactionClient(db.pool);
-  if (transaction) return run(await transaction);
+  if (transaction) {
+    const client = await transaction;
+    return db.statement(client, () => run(client));
+  }
   const client = await db.pool.connect();
-  try { return await run(client); } finally { db.release(client); }
+  invocation.pooledClients.add(client);
+  try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.release(client); }
 }
 
 /**

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import type { Invocation } from '../invocation.ts';
 import { refusedStatement } from '../sql-guard.ts';
+import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
 const MAX_SQL_LENGTH = 100_000;
@@ -24,13 +25,13 @@ export class PluginDatabase {
    * from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and cursors, a plugin can
    * leave no session state behind and the reset (which measurably slows every write) is skipped.
    */
-  constructor(url: string, schema: string, maxConnections: number, resetSessions = true) {
+  constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
     this.pool = new pg.Pool({
       connectionString: url,
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
-      application_name: `keel-plugin-${schema}`,
+      application_name: applicationName,
     } as pg.PoolConfig);
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
   }
@@ -52,8 +53,38 @@ export class PluginDatabase {
     return name;
   }
 
+  /** Statements in flight per connection, so that a call that ends can cancel its own. */
+  private readonly busy = new Map<pg.PoolClient, number>();
+  /** Connections whose statement was cancelled: they are closed, not pooled again. */
+  private readonly cancelled = new WeakSet<pg.PoolClient>();
+
+  /** Runs one statement of an invocation on a connection, counted while it is in flight. */
+  async statement<T>(client: pg.PoolClient, run: () => Promise<T>): Promise<T> {
+    this.busy.set(client, (this.busy.get(client) ?? 0) + 1);
+    try {
+      return await run();
+    } finally {
+      const left = (this.busy.get(client) ?? 1) - 1;
+      if (left > 0) this.busy.set(client, left); else this.busy.delete(client);
+    }
+  }
+
+  /**
+   * Cancels what a connection is running, if anything: a statement must not outlive the call
+   * that started it (statement_timeout alone would let it run for 30 s, also after its worker
+   * is gone). Answers whether there was one. The connection is closed when it is released, so
+   * a cancel that arrives late can never hit the next call's statement.
+   */
+  async cancel(client: pg.PoolClient): Promise<boolean> {
+    if (!this.busy.has(client)) return false;
+    this.cancelled.add(client);
+    await cancelStatement(client);
+    return true;
+  }
+
   /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
   release(client: pg.PoolClient): void {
+    if (this.cancelled.has(client)) { client.release(true); return; }
     if (!this.resetSessions) { client.release(); return; }
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
   }
@@ -74,10 +105,12 @@ export class PluginDatabase {
           let result: pg.QueryResult;
           const transaction = invocation.transactionClient(this.pool);
           if (transaction) {
-            result = await (await transaction).query(config);
+            const client = await transaction;
+            result = await this.statement(client, () => client.query(config));
           } else {
             const client = await this.pool.connect();
-            try { result = await client.query(config); } finally { this.release(client); }
+            invocation.pooledClients.add(client);
+            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.release(client); }
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
