@@ -9,7 +9,10 @@ import type { Database } from '../db/database.ts';
  * - advisory locks: one lock space for the whole database, shared with the kernel's own keys
  *   (migrations, agent short names), so a plugin could block the kernel;
  * - large objects: storage outside the plugin's schema, writable even by a read-only plugin;
- * - temporary tables (a database privilege): session state on pooled connections.
+ * - temporary tables (a database privilege): session state on pooled connections;
+ * - pg_prepared_statement (behind the pg_prepared_statements view): the texts and plan counts of
+ *   the statements the host keeps prepared on a pooled connection, which other companies'
+ *   invocations ran (a text may carry their values).
  * The kernel's own role keeps them (explicitly granted first, for a kernel that is not a
  * superuser). Taking them needs the kernel to own the functions (a superuser): for any other
  * role PostgreSQL answers GRANT and REVOKE with warnings, not errors, and changes nothing, so
@@ -24,6 +27,7 @@ const REVOKED_FUNCTIONS = [
   'pg_advisory_unlock', 'pg_advisory_unlock_shared', 'pg_advisory_unlock_all',
   'lo_creat', 'lo_create', 'lo_from_bytea', 'lo_put', 'lo_open', 'lo_close', 'loread', 'lowrite', 'lo_lseek', 'lo_lseek64',
   'lo_tell', 'lo_tell64', 'lo_truncate', 'lo_truncate64', 'lo_unlink', 'lo_get', 'lo_import', 'lo_export',
+  'pg_prepared_statement',
 ];
 
 const hardened = new WeakMap<Database, Promise<boolean>>();

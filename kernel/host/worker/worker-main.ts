@@ -229,21 +229,19 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     return;
   }
   const client = await invocation.openedClient();
-  if (client) {
+  if (client && database) {
+    let reusable = true;
     try {
-      if (ok) {
-        await client.query('COMMIT');
-      } else {
-        await client.query('ROLLBACK');
-      }
+      await database.endTransaction(client, ok ? 'COMMIT' : 'ROLLBACK');
     } catch (commitError) {
       ok = false;
       error = { status: 500, code: 'plugin_transaction_failed', message: `The plugin's transaction could not commit: ${(commitError as Error).message}` };
       value = undefined;
-      await client.query('ROLLBACK').catch(() => undefined);
+      reusable = await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false);
     }
     invocation.client = null;
-    database?.release(client);
+    // A connection whose session could not be reset is closed, not pooled again.
+    if (reusable) database.release(client); else client.release(true);
   } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
     await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
   }
@@ -346,8 +344,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   });
   for (const member of members) { member.finished = true; invocations.delete(member.id); }
   const giveUp = async (): Promise<false> => {
-    await client.query('ROLLBACK').catch(() => undefined);
-    db.release(client);
+    if (await db.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) db.release(client); else client.release(true);
     return false;
   };
   if (!outcome.ok) {
@@ -380,7 +377,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
   });
   try {
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await db.endTransaction(client, 'COMMIT');
   } catch (error) {
     log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
     return giveUp();
@@ -416,10 +413,9 @@ async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase
       activity.push(...entries);
     }
     await flushBatchActivity(client, activity);
-    await client.query('COMMIT');
+    await database.endTransaction(client, 'COMMIT');
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    database.release(client);
+    if (await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) database.release(client); else client.release(true);
     fail({ status: 500, code: 'plugin_transaction_failed', message: `The batch transaction could not commit: ${(error as Error).message}` });
     return;
   }

@@ -126,9 +126,36 @@ describe('identity and transaction', () => {
     // A cursor WITH HOLD would outlive the transaction on a pooled connection: cursors are refused.
     await refused('declare c cursor with hold for select 1', GUARD);
     for (let i = 0; i < 20; i++) {
-      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_prepared_statements where name not like \'keel\\_s%\')::int as prepared, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
-      expect(left.rows![0]).toEqual({ cursors: 0, prepared: 0, locks: 0 });
+      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
+      expect(left.rows![0]).toEqual({ cursors: 0, locks: 0 });
     }
+    // The statements the host keeps prepared are not the plugin's to list (their texts are other invocations').
+    await refused('select name, statement from pg_prepared_statements', DENIED);
+  });
+
+  it('sees nothing of another company\'s invocation on a pooled connection: no statement texts, no sequence values', async () => {
+    const secret = `company-a-only-${Date.now()}`;
+    const insertedOn = new Set<number>();
+    let sameConnection = 0;
+    for (let i = 0; i < 10; i++) {
+      // Company A: a statement with a value written into its text (prepared and kept by the host), and an insert.
+      const a = await t.api.post(`${P}/companies/${companyA.id}/sql-free`, { sql: `select pg_backend_pid() as pid, count(*)::int as n from loot where v = '${secret}'` });
+      expect(a.status, a.text).toBe(200);
+      const inserted = await t.api.post(`${P}/companies/${companyA.id}/sql`, { sql: `insert into loot (v) values ('${secret}') returning id, pg_backend_pid() as pid` });
+      expect(inserted.body.rows, inserted.text).toHaveLength(1);
+      insertedOn.add(inserted.body.rows[0].pid);
+      // Company B, next on the same pool: what does its session show of A's?
+      const texts = await sql('select pg_backend_pid() as pid, (select string_agg(statement, \' | \') from pg_prepared_statements) as texts', [], `${P}/companies/${companyB.id}/sql-free`);
+      expect(JSON.stringify(texts), 'statement texts of another invocation').not.toContain(secret);
+      const pid = (await sql('select pg_backend_pid() as pid', [], `${P}/companies/${companyB.id}/sql-free`)).rows![0].pid;
+      if (insertedOn.has(pid)) sameConnection++;
+      const last = await sql('select lastval() as last', [], `${P}/companies/${companyB.id}/sql-free`);
+      expect(last.rows, `lastval() answered ${JSON.stringify(last.rows)}, the id company A's invocation inserted`).toBeUndefined();
+    }
+    // B did run on connections A had inserted on.
+    expect(sameConnection).toBeGreaterThan(0);
+    // The host's own named statements keep working on the same connections.
+    for (let i = 0; i < 5; i++) expect((await sql('select count(*)::int as n from loot')).rows).toHaveLength(1);
   });
 
   it('cannot signal the kernel: pg_notify on its channels and terminating other sessions are refused', async () => {

@@ -46,7 +46,7 @@ async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation,
   }
   const client = await db.pool.connect();
   invocation.pooledClients.add(client);
-  try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.release(client); }
+  try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.releaseAfterStatement(client); }
 }
 
 /**

@@ -8,6 +8,13 @@ const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
 const MAX_ROWS = 10_000;
 const MAX_NAMED_STATEMENTS = 200;
+/**
+ * What DISCARD ALL would reset that a plugin can still set on a hardened database: the values
+ * lastval() and currval() answer (any insert with a serial sets them), and settings, listeners
+ * and open cursors a function it declared could leave. Prepared statements are kept (they are
+ * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
+ */
+const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
 
 /**
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
@@ -21,9 +28,13 @@ export class PluginDatabase {
 
   /**
    * `resetSessions`: whether pooled connections must be reset (DISCARD ALL) when returned.
-   * Where the database took advisory locks, set_config, temporary tables and large objects
-   * from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and cursors, a plugin can
-   * leave no session state behind and the reset (which measurably slows every write) is skipped.
+   * Where the database took advisory locks, set_config, temporary tables, large objects and
+   * pg_prepared_statement() from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and
+   * cursors, what a call can leave behind is narrower: the session's sequence values (lastval,
+   * currval) and, through a function a plugin declared, settings, listeners and cursors. Those
+   * are reset with SESSION_RESET, in the same round trip as the COMMIT or ROLLBACK that ends a
+   * transaction, and DISCARD ALL (which measurably slows every write, and would drop the host's
+   * prepared statements) is skipped.
    */
   constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
@@ -82,11 +93,30 @@ export class PluginDatabase {
     return true;
   }
 
-  /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
+  /**
+   * Ends a transaction; on a hardened database the session is reset in the same round trip
+   * (the statements after COMMIT run in an implicit transaction of their own). Give the client
+   * back with release() afterwards.
+   */
+  endTransaction(client: pg.PoolClient, verb: 'COMMIT' | 'ROLLBACK'): Promise<unknown> {
+    return client.query(this.resetSessions ? verb : `${verb}; ${SESSION_RESET}`);
+  }
+
+  /**
+   * Gives back a client whose transaction ended with endTransaction(). Where sessions are
+   * reset (DISCARD ALL: advisory locks, settings, listeners, prepared statements) that is done
+   * first (queued, not awaited by the caller).
+   */
   release(client: pg.PoolClient): void {
     if (this.cancelled.has(client)) { client.release(true); return; }
     if (!this.resetSessions) { client.release(); return; }
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
+  }
+
+  /** Gives back a client that ran one statement outside any transaction: its session is reset first. */
+  releaseAfterStatement(client: pg.PoolClient): void {
+    if (this.cancelled.has(client) || this.resetSessions) { this.release(client); return; }
+    client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
   }
 
   capability(): WorkerCapability {
@@ -110,7 +140,7 @@ export class PluginDatabase {
           } else {
             const client = await this.pool.connect();
             invocation.pooledClients.add(client);
-            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.release(client); }
+            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.releaseAfterStatement(client); }
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
