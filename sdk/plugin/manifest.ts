@@ -87,7 +87,16 @@ export interface PluginManifest {
   tag?: 'first-party' | 'example';
   experimental?: boolean;
   capabilities: CapabilityRequest[];
-  database?: { namespace: string; migrations?: string };
+  database?: {
+    namespace: string;
+    migrations?: string;
+    /**
+     * The migrations create functions or procedures, run DO blocks or comment on objects. Their
+     * source and comments are readable by every role of the database, other plugins included;
+     * without this, such migrations are refused.
+     */
+    functions?: boolean;
+  };
   routes?: RouteManifest[];
   tools?: ToolManifest[];
   jobs?: JobManifest[];

@@ -226,6 +226,7 @@ export const manifestSchema = {
       properties: {
         namespace: { type: 'string', pattern: '^[a-z][a-z0-9_]{1,30}$', description: 'Namespace slug; the schema is plugin_<namespace>.' },
         migrations: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+$', description: 'Folder of NNNN-name.sql migrations, relative to the plugin folder.' },
+        functions: { type: 'boolean', description: 'The migrations create functions or procedures, run DO blocks or comment on objects. Function sources and comments are readable by every role of the database, other plugins included; without this, such migrations are refused.' },
       },
     },
     routes: routesFragment,
