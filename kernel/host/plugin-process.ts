@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CallResult, InvokeMessage, KernelEffect, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 
+import { DeliversSecrets } from './capabilities/types.ts';
 import { workerEntry } from './worker-entry.ts';
 
 export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
@@ -122,7 +123,9 @@ export class PluginProcess {
         break;
       case 'call':
         this.onCall(message).then(
-          (value) => this.send({ t: 'reply', id: message.id, ok: true, value }),
+          (value) => this.send(value instanceof DeliversSecrets
+            ? { t: 'reply', id: message.id, ok: true, value: value.value, secrets: value.secrets }
+            : { t: 'reply', id: message.id, ok: true, value }),
           (failure: { status?: number; code?: string; message?: string; expose?: boolean } | undefined) => {
             const error = failure ?? {};
             // Only the kernel's own errors (status and code) say why; any other failure is internal and its text stays here.

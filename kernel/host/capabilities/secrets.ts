@@ -1,7 +1,7 @@
 import { KeelError } from '../../http/errors.ts';
 import { resolveRunEnvironment } from '../../vault/run-environment.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
-import type { KernelCapability } from './types.ts';
+import { DeliversSecrets, type KernelCapability } from './types.ts';
 
 /**
  * Secret resolution for the agent runtime: the environment of a run of an agent. Values reach
@@ -23,7 +23,7 @@ export const secretsCapability: KernelCapability = {
             `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
             [agent.company_id, `plugin:${call.plugin}`, agentId, call.info.runId, JSON.stringify({ plugin: call.plugin, secrets: resolved.secrets })]);
         }
-        return resolved.env;
+        return new DeliversSecrets(resolved.env, resolved.secrets.map((secret) => resolved.env[secret.envName]!));
       },
     },
   },

@@ -57,7 +57,8 @@ export type KernelToWorker =
   | InvokeMessage
   /** Calls of one batched route, run in one transaction with a savepoint per item; each answered after the commit. */
   | { t: 'invoke_batch'; items: InvokeMessage[] }
-  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError }
+  /** secrets: values the answer delivers (secrets.resolveEnvironment), which the worker keeps out of every output. */
+  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError; secrets?: string[] }
   | { t: 'config'; config: Record<string, unknown> }
   | { t: 'shutdown' };
 

@@ -4,6 +4,7 @@ import { activityCapability, ActivityEntityKinds, flushBatchActivity, recordInBa
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
+import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { Sandbox } from './sandbox.ts';
@@ -21,6 +22,8 @@ let init: WorkerInit;
 let sandbox: Sandbox;
 let database: PluginDatabase | null = null;
 let capabilities: Record<string, WorkerCapability> = {};
+/** Secret values delivered to the isolate, kept out of everything the plugin sends out. */
+const delivered = new DeliveredSecrets();
 /** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
 let activityKinds = new ActivityEntityKinds(null);
 const invocations = new Map<string, Invocation>();
@@ -88,7 +91,7 @@ function hostCall(invocationId: string, capability: string, method: string, args
   if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
   if (capability === 'activity' && method === 'record' && invocation.batch) {
     try {
-      if (recordInBatch(database, invocation, args, activityKinds) === null) return '{"v":null}';
+      if (recordInBatch(database, invocation, args, activityKinds, delivered) === null) return '{"v":null}';
     } catch (error) {
       return JSON.stringify({ e: wire(error) });
     }
@@ -116,7 +119,8 @@ function callKernel(invocationId: string, capability: string, method: string, ar
   const id = nextKernelCall++;
   return new Promise((resolve, reject) => {
     kernelCalls.set(id, { resolve, reject });
-    send({ t: 'call', id, invocationId, capability, method, args });
+    // Kernel calls carry the plugin's words onwards (a pause reason, a service's input, a stream event).
+    send({ t: 'call', id, invocationId, capability, method, args: delivered.value(args) });
   });
 }
 
@@ -156,7 +160,7 @@ function hostLog(invocationId: string, level: string, message: string, fieldsJso
   const safeLevel = (['debug', 'info', 'warn', 'error'] as const).find((l) => l === level) ?? 'info';
   let fields: Record<string, unknown> | undefined;
   try { fields = fieldsJson.length > 8000 ? { truncated: true } : JSON.parse(fieldsJson) as Record<string, unknown>; } catch { fields = undefined; }
-  log(safeLevel, message, fields, invocationId);
+  log(safeLevel, delivered.text(message), delivered.value(fields), invocationId);
 }
 
 /** Last resort when finishing threw: the connection (and its transaction) is destroyed, the kernel still gets an answer. */
@@ -171,12 +175,12 @@ function finishFailed(invocation: Invocation, error: unknown): void {
 function wireFromPlugin(raw: unknown): WireError {
   const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
-  const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) ? e.code : 'plugin_error';
-  const message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) && delivered.text(e.code) === e.code ? e.code : 'plugin_error';
+  const message = typeof e.message === 'string' && e.message.length > 0 ? delivered.text(e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
   const wire: WireError = { status, code, message };
   if (e.details !== undefined && e.details !== null) {
     const text = JSON.stringify(e.details);
-    if (text.length <= 16_000) wire.details = e.details;
+    if (text.length <= 16_000) wire.details = delivered.value(e.details);
   }
   return wire;
 }
@@ -196,7 +200,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   }
   let ok = parsed?.ok === true;
   let error = ok ? undefined : wireFromPlugin(parsed?.e);
-  let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
+  let value = ok ? delivered.json(JSON.stringify(parsed.v ?? null)) : undefined;
   if (ok && value !== undefined && Buffer.byteLength(value) > init.limits.maxResponseBytes) {
     ok = false;
     error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${init.limits.maxResponseBytes} bytes` };
@@ -373,7 +377,7 @@ async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): P
       const entry = item.defaultActivity;
       activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
     }
-    results.push({ id: item.id, ok: true, value: JSON.stringify(answer.v ?? null), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
+    results.push({ id: item.id, ok: true, value: delivered.json(JSON.stringify(answer.v ?? null)), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
   });
   try {
     await flushBatchActivity(client, activity);
@@ -456,7 +460,7 @@ async function boot(received: WorkerInit): Promise<void> {
   });
   if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
   activityKinds = new ActivityEntityKinds(database);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
   if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {
     call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),
@@ -484,6 +488,7 @@ process.on('message', (message: KernelToWorker) => {
       const waiter = kernelCalls.get(message.id);
       if (!waiter) return;
       kernelCalls.delete(message.id);
+      if (message.secrets?.length) delivered.add(message.secrets);
       if (message.ok) waiter.resolve(message.value);
       else waiter.reject(new CapabilityError(message.error?.status ?? 500, message.error?.code ?? 'kernel_error', message.error?.message ?? 'kernel call failed'));
       break;

@@ -1,4 +1,5 @@
 import { sanitizeDetails } from '../../../activity/sanitize.ts';
+import type { DeliveredSecrets } from '../delivered-secrets.ts';
 import type { PluginDatabase } from './database.ts';
 import type { Invocation } from '../invocation.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
@@ -11,16 +12,19 @@ const ACTION = /^[a-z][a-z0-9_.:-]{0,127}$/;
  * accepts the write only with the invocation identity the kernel signed, and takes company,
  * actor and run from it: the plugin chooses what happened, never who did it or where.
  */
-function activityValues(invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): unknown[] {
+function activityValues(invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }, secrets?: DeliveredSecrets): unknown[] {
   if (invocation.message.readOnly) throw new CapabilityError(403, 'activity_read_only', 'This route is declared readOnly; it cannot write activity');
   const signed = invocation.message.signed;
   if (!signed) throw new CapabilityError(403, 'activity_unavailable', 'This invocation carries no signed identity; activity cannot be written');
-  // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
-  return [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
+  if (secrets && secrets.text(entry.action) !== entry.action) throw new CapabilityError(400, 'invalid_activity', 'action carries a secret value');
+  // Sanitised here, in host code, exactly as the kernel sanitises its own entries, and rid of
+  // the secret values the host delivered to this plugin.
+  const details = entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details, secrets?.active ?? []));
+  return [signed.invocation, signed.signature, entry.action, secrets?.text(entry.entityType) ?? entry.entityType, secrets?.text(entry.entityId) ?? entry.entityId, details];
 }
 
-export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): Promise<void> {
-  const values = activityValues(invocation, entry);
+export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }, secrets?: DeliveredSecrets): Promise<void> {
+  const values = activityValues(invocation, entry, secrets);
   const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
   if (invocation.batch) {
     // In a batch, entries are written together just before the shared COMMIT: the activity
@@ -122,27 +126,27 @@ export function checkedActivityEntry(args: unknown[]): ActivityEntry {
  * so it is answered at once, without a round trip back into the isolate. Answers null when
  * the call is not part of a batch.
  */
-export function recordInBatch(db: PluginDatabase | null, invocation: Invocation, args: unknown[], kinds: ActivityEntityKinds): null | undefined {
+export function recordInBatch(db: PluginDatabase | null, invocation: Invocation, args: unknown[], kinds: ActivityEntityKinds, secrets: DeliveredSecrets): null | undefined {
   if (!invocation.batch || !db) return undefined;
   const entry = checkedActivityEntry(args);
   // An entry naming a kernel entity needs the database's word first: the asynchronous path.
   const checked = kinds.known;
   if (!checked || checked.has(kindOf(entry.entityType))) return undefined;
-  invocation.pendingActivity.push(activityValues(invocation, entry));
+  invocation.pendingActivity.push(activityValues(invocation, entry, secrets));
   invocation.activityWritten = true;
   return null;
 }
 
-export function activityCapability(db: PluginDatabase | null, kinds: ActivityEntityKinds): WorkerCapability {
+export function activityCapability(db: PluginDatabase | null, kinds: ActivityEntityKinds, secrets: DeliveredSecrets): WorkerCapability {
   return {
     record: async (invocation: Invocation, args: unknown[]) => {
       const entry = checkedActivityEntry(args);
       if (!db) throw new CapabilityError(403, 'activity_unavailable', 'activity needs the plugin database connection');
       if ((await kinds.get()).has(kindOf(entry.entityType))) {
-        activityValues(invocation, entry);
+        activityValues(invocation, entry, secrets);
         await assertEntityInScope(db, invocation, entry);
       }
-      await writeActivity(db, invocation, entry);
+      await writeActivity(db, invocation, entry, secrets);
       return null;
     },
   };
