@@ -63,8 +63,28 @@ function shielded<A extends unknown[], R>(name: string, fn: (...args: A) => R, f
   };
 }
 
+/** Set when the isolate was disposed because code kept running after its call answered. */
+let strayReason: string | null = null;
+
+/**
+ * Code the isolate runs after the call it was entered for has answered (a promise chain the
+ * handler left behind) is stray work: it may not act on the host. At its first host call or
+ * log line the isolate is disposed on the spot, which ends it at once, and a new isolate is
+ * loaded (replaceIsolate) for the calls that follow. Pure computation that touches nothing
+ * ends at the entry's CPU slice instead: nothing else can interrupt a running isolate.
+ */
+function interruptIfStray(): boolean {
+  if (entered === null) return false;
+  const current = invocations.get(entered);
+  if (current && !current.finished) return false;
+  strayReason ??= `code of a ${current?.message.kind ?? 'finished'} call kept running after its call answered`;
+  sandbox.dispose();
+  return true;
+}
+
 /** Sync host function: checks the invocation and the grant, then starts the work. */
 function hostCall(invocationId: string, capability: string, method: string, argsJson: string): string {
+  if (interruptIfStray()) return closed();
   const invocation = invocations.get(invocationId);
   if (!invocation || invocation.finished) return closed();
   // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
@@ -157,6 +177,10 @@ function log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields
 }
 
 function hostLog(invocationId: string, level: string, message: string, fieldsJson: string): void {
+  if (interruptIfStray()) return;
+  // A line of a call that has ended (a ctx kept past its call) is not written.
+  const invocation = invocations.get(invocationId);
+  if (!invocation || invocation.finished) return;
   const safeLevel = (['debug', 'info', 'warn', 'error'] as const).find((l) => l === level) ?? 'info';
   let fields: Record<string, unknown> | undefined;
   try { fields = fieldsJson.length > 8000 ? { truncated: true } : JSON.parse(fieldsJson) as Record<string, unknown>; } catch { fields = undefined; }
@@ -270,6 +294,14 @@ async function cancelStatements(invocation: Invocation): Promise<boolean> {
 
 function failFromIsolate(invocation: Invocation, error: unknown): void {
   const message = String((error as Error)?.message ?? error);
+  if (strayReason !== null) {
+    replaceIsolate(strayReason);
+    return;
+  }
+  if (invocation.finished && /timed out/i.test(message)) {
+    log('warn', `code of call ${invocation.message.kind}:${invocation.message.target} kept running after its call answered, until its CPU slice ran out`);
+    return;
+  }
   let wireError: WireError;
   if (sandbox.disposed || /memory limit/i.test(message)) {
     wireError = { status: 503, code: 'plugin_out_of_memory', message: `${init.pluginKey} ran out of memory; it is being restarted` };
@@ -283,6 +315,28 @@ function failFromIsolate(invocation: Invocation, error: unknown): void {
     finish(invocation, JSON.stringify({ ok: false, e: wireError })).catch((failure) => finishFailed(invocation, failure));
   }
   if (sandbox.disposed) restartWorker(`isolate disposed: ${message}`);
+}
+
+/**
+ * A new isolate in place of one disposed for stray work, in this process: the calls that follow
+ * are served at once, with no restart of the worker. Calls still in flight lived in the old
+ * isolate and fail; so would a plugin whose code no longer loads, which restarts the worker.
+ */
+function replaceIsolate(reason: string): void {
+  strayReason = null;
+  entered = null;
+  log('warn', `${reason}; its isolate was replaced (the plugin's in-memory state is gone)`);
+  for (const invocation of invocations.values()) {
+    if (invocation.finished) continue;
+    invocation.finished = true;
+    const error = { status: 503, code: 'plugin_crashed', message: `${init.pluginKey} replaced its isolate while handling the call: code of another call kept running after that call answered` };
+    finish(invocation, JSON.stringify({ ok: false, e: error })).catch((failure) => finishFailed(invocation, failure));
+  }
+  try {
+    loadIsolate();
+  } catch (error) {
+    restartWorker(`the plugin could not be loaded again: ${String((error as Error)?.message ?? error).slice(0, 300)}`);
+  }
 }
 
 /** Ends this process; the kernel restarts the plugin with a fresh isolate. */
@@ -453,21 +507,26 @@ function start(invocation: Invocation): void {
 async function boot(received: WorkerInit): Promise<void> {
   const started = performance.now();
   init = received;
+  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
+  activityKinds = new ActivityEntityKinds(database);
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
+  if (database) capabilities.db = database.capability();
+  loadIsolate();
+  send({ t: 'ready', bootMs: performance.now() - started });
+}
+
+/** A new isolate with the plugin's code, its grants and its current configuration. */
+function loadIsolate(): void {
   sandbox = new Sandbox({
     memoryMb: init.limits.memoryMb,
     cpuSliceMs: init.limits.cpuSliceMs,
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
-  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
-  activityKinds = new ActivityEntityKinds(database);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
-  if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {
     call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),
     done: shielded('done', hostDone, undefined),
     log: shielded('log', hostLog, undefined),
   }, { grants: init.grants, config: init.config });
-  send({ t: 'ready', bootMs: performance.now() - started });
 }
 
 process.on('message', (message: KernelToWorker) => {

@@ -187,6 +187,36 @@ describe('memory', () => {
 });
 
 describe('work after the call', () => {
+  it('stops code that keeps running after its call answered at its first host call: no log line, no write, and the next call is served at once', async () => {
+    const tag = `stray-${Date.now()}`;
+    const restarts = (await t.api.get(`${P}/health`)).body.worker.restarts as number;
+    const started = Date.now();
+    const [res, next] = await Promise.all([
+      t.api.post(`${P}/answer-then-loop`, { tag }),
+      new Promise((resolve) => setTimeout(resolve, 50)).then(() => t.api.get(`${P}/ok`)),
+    ]);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ answered: true });
+    expect(next.status, next.text).toBe(200);
+    expect(Date.now() - started, 'both answered well within the CPU slice (2,500 ms)').toBeLessThan(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const logs = (await t.api.get(`${P}/logs?limit=500`)).body.logs as Array<{ message: string }>;
+    expect(logs.filter((line) => line.message.includes(tag))).toEqual([]);
+    expect(logs.some((line) => /kept running after its call answered/.test(line.message))).toBe(true);
+    expect((await t.sql.query('select count(*)::int as n from plugin_attack_exhaust.marks where note = $1', [tag])).rows[0].n).toBe(0);
+    // The same worker process goes on serving (its isolate was replaced, not the process).
+    expect((await t.api.get(`${P}/ok`)).status).toBe(200);
+    expect((await t.api.get(`${P}/health`)).body.worker.restarts).toBe(restarts);
+  });
+
+  it('bounds computation after the answer that touches nothing by the CPU slice, and the worker goes on serving', async () => {
+    const started = Date.now();
+    const res = await t.api.post(`${P}/answer-then-spin`, {});
+    expect(res.status, res.text).toBe(200);
+    expect((await waitFor(() => t.api.get(`${P}/ok`), (r) => r.status === 200)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+
   it('never runs host work a plugin started but did not await before its call ended', async () => {
     const failed = await t.api.post(`${P}/write-then-throw`, { tag: 'after-throw' });
     expect(failed.status).toBe(409);
