@@ -1,9 +1,10 @@
-import type { CallResult, KernelEffect, KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
+import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
-import { activityCapability, ActivityEntityKinds, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
+import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
@@ -349,137 +350,15 @@ async function invoke(message: InvokeMessage): Promise<void> {
   start(new Invocation(message));
 }
 
-/** Routes whose plugin has no batch handler: their batches go item by item at once. */
-const withoutBatchHandler = new Set<string>();
-
-/**
- * Group commit. A plugin with a batch handler for the route answers every call of the batch
- * in one set-based pass; otherwise (or when that handler fails) the calls run one after
- * another, each inside its own savepoint. Either way all are answered after a single COMMIT,
- * so nothing is acknowledged before it is durable.
- */
-async function invokeBatch(items: InvokeMessage[]): Promise<void> {
-  if (!database) {
-    for (const item of items) start(new Invocation(item));
-    return;
-  }
-  if (!withoutBatchHandler.has(items[0]!.target) && await invokeBatchHandler(items, database)) return;
-  await invokeItemByItem(items, database);
-}
-
-/** Errors after which running the calls again one by one would only fail the same way (or worse). */
-const FINAL_BATCH_ERRORS = new Set(['plugin_timeout', 'plugin_out_of_memory']);
-
-/**
- * Runs the plugin's batch handler over all calls in one transaction. Answers false, having
- * rolled back and answered nothing, when the calls should run one by one instead: the plugin
- * has no batch handler, the handler threw, or the shared commit failed (a deadlock, say).
- */
-async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): Promise<boolean> {
-  const first = items[0]!;
-  let client: import('pg').PoolClient;
-  try {
-    client = await db.pool.connect();
-    await client.query('BEGIN');
-  } catch {
-    return false;
-  }
-  const leadId = `${first.id}:batch`;
-  const members = items.map((item) => {
-    const member = new Invocation(item);
-    member.client = client;
-    member.leadId = leadId;
-    member.batch = { resolve: () => undefined };
-    invocations.set(item.id, member);
-    return member;
-  });
-  const input = `{"calls":[${items.map((item) => `{"info":${JSON.stringify(item.info)},"input":${item.input}}`).join(',')}]}`;
-  const lead = new Invocation({ ...first, id: leadId, kind: 'route_batch', input, info: { ...first.info, id: leadId, kind: 'route_batch' }, defaultActivity: null });
-  lead.client = client;
-  const outcome = await new Promise<{ ok: boolean; value?: string; error?: WireError }>((resolve) => {
-    lead.batchLead = { resolve };
-    start(lead);
-  });
-  for (const member of members) { member.finished = true; invocations.delete(member.id); }
-  const giveUp = async (): Promise<false> => {
-    if (await db.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) db.release(client); else client.release(true);
-    return false;
-  };
-  if (!outcome.ok) {
-    const error = outcome.error!;
-    if (error.code === 'handler_missing') { withoutBatchHandler.add(first.target); return giveUp(); }
-    if (FINAL_BATCH_ERRORS.has(error.code)) {
-      await giveUp();
-      for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false });
-      return true;
-    }
-    log('warn', `batch handler ${first.target} failed (${error.code}: ${error.message.slice(0, 200)}); running its ${items.length} calls one by one`);
-    return giveUp();
-  }
-  const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
-  const results: CallResult[] = [];
-  const activity: unknown[][] = [];
-  items.forEach((item, index) => {
-    const answer = answers[index];
-    const member = members[index]!;
-    if (!answer?.ok) {
-      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e), activityWritten: false });
-      return;
-    }
-    activity.push(...member.pendingActivity);
-    if (!member.activityWritten && item.defaultActivity && item.signed) {
-      const entry = item.defaultActivity;
-      activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
-    }
-    results.push({ id: item.id, ok: true, value: delivered.json(JSON.stringify(answer.v ?? null)), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
-  });
-  try {
-    await flushBatchActivity(client, activity);
-    await db.endTransaction(client, 'COMMIT');
-  } catch (error) {
-    log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
-    return giveUp();
-  }
-  db.release(client);
-  send({ t: 'results', results });
-  return true;
-}
-
-async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase): Promise<void> {
-  const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
-  let client: import('pg').PoolClient;
-  try {
-    client = await database.pool.connect();
-    await client.query('BEGIN');
-  } catch (error) {
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `Could not open the batch transaction: ${(error as Error).message}` });
-    return;
-  }
-  const outcomes: CallResult[] = [];
-  const activity: unknown[][] = [];
-  try {
-    for (const item of items) {
-      await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][]; effects: KernelEffect[] }>((resolve) => {
-        const invocation = new Invocation(item);
-        invocation.client = client;
-        invocation.batch = { resolve };
-        start(invocation);
-      });
-      await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
-      outcomes.push({ id: item.id, ...outcome });
-      activity.push(...entries);
-    }
-    await flushBatchActivity(client, activity);
-    await database.endTransaction(client, 'COMMIT');
-  } catch (error) {
-    if (await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) database.release(client); else client.release(true);
-    fail({ status: 500, code: 'plugin_transaction_failed', message: `The batch transaction could not commit: ${(error as Error).message}` });
-    return;
-  }
-  database.release(client);
-  send({ t: 'results', results: outcomes });
-}
+const invokeBatch = batchRunner({
+  database: () => database,
+  invocations,
+  start: (invocation) => start(invocation),
+  send,
+  log: (level, message) => log(level, message),
+  wireFromPlugin: (raw) => wireFromPlugin(raw),
+  output: (json) => delivered.json(json),
+});
 
 function start(invocation: Invocation): void {
   const message = invocation.message;
