@@ -48,8 +48,7 @@ async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation,
     const client = await transaction;
     return db.statement(client, () => run(client));
   }
-  const client = await db.pool.connect();
-  invocation.pooledClients.add(client);
+  const client = await db.connectFor(invocation);
   try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.releaseAfterStatement(client); }
 }
 

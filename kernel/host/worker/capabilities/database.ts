@@ -119,6 +119,21 @@ export class PluginDatabase {
     client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
   }
 
+  /**
+   * A pooled connection for one statement of a call outside its transaction. A call that ended
+   * while the connection was being made gets none: its statement would start after the call
+   * cancelled what it had running, and run on unwatched.
+   */
+  async connectFor(invocation: Invocation): Promise<pg.PoolClient> {
+    const client = await this.pool.connect();
+    if (invocation.finished && !invocation.settling) {
+      this.releaseAfterStatement(client);
+      throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+    }
+    invocation.pooledClients.add(client);
+    return client;
+  }
+
   capability(): WorkerCapability {
     return {
       query: async (invocation: Invocation, args: unknown[]) => {
@@ -138,8 +153,7 @@ export class PluginDatabase {
             const client = await transaction;
             result = await this.statement(client, () => client.query(config));
           } else {
-            const client = await this.pool.connect();
-            invocation.pooledClients.add(client);
+            const client = await this.connectFor(invocation);
             try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.releaseAfterStatement(client); }
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
