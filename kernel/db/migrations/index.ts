@@ -17,7 +17,8 @@ const files = [
   '0008-host-tables.sql',
   '0009-budget-bridge.sql',
   '0010-activity-append.sql',
-  '0011-activity-entity-scope.sql',
+  // 0011 is taken on main by service calls (another branch); this one follows it.
+  '0012-activity-entity-scope.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
