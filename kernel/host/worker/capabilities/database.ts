@@ -15,6 +15,8 @@ const MAX_NAMED_STATEMENTS = 200;
  * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
  */
 const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
+const CANCEL_ATTEMPTS = 20;
+const CANCEL_RETRY_MS = 100;
 
 /**
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
@@ -64,32 +66,43 @@ export class PluginDatabase {
     return name;
   }
 
-  /** Statements in flight per connection, so that a call that ends can cancel its own. */
-  private readonly busy = new Map<pg.PoolClient, number>();
+  /** Statements in flight per connection (and who waits for them to end), so that a call that ends can cancel its own. */
+  private readonly busy = new Map<pg.PoolClient, { count: number; idle: Array<() => void> }>();
   /** Connections whose statement was cancelled: they are closed, not pooled again. */
   private readonly cancelled = new WeakSet<pg.PoolClient>();
 
   /** Runs one statement of an invocation on a connection, counted while it is in flight. */
   async statement<T>(client: pg.PoolClient, run: () => Promise<T>): Promise<T> {
-    this.busy.set(client, (this.busy.get(client) ?? 0) + 1);
+    const entry = this.busy.get(client) ?? { count: 0, idle: [] };
+    entry.count++;
+    this.busy.set(client, entry);
     try {
       return await run();
     } finally {
-      const left = (this.busy.get(client) ?? 1) - 1;
-      if (left > 0) this.busy.set(client, left); else this.busy.delete(client);
+      if (--entry.count === 0) {
+        this.busy.delete(client);
+        for (const wake of entry.idle.splice(0)) wake();
+      }
     }
   }
 
   /**
    * Cancels what a connection is running, if anything: a statement must not outlive the call
    * that started it (statement_timeout alone would let it run for 30 s, also after its worker
-   * is gone). Answers whether there was one. The connection is closed when it is released, so
-   * a cancel that arrives late can never hit the next call's statement.
+   * is gone). Answers whether there was one. A cancel reaches the server-side statement only
+   * once it runs there (the driver may still be waiting for the BEGIN before it), so it is sent
+   * again every 100 ms until the statement has ended, for up to 2 s. The connection is closed
+   * when it is released, so a cancel that arrives late can never hit another call's statement.
    */
   async cancel(client: pg.PoolClient): Promise<boolean> {
-    if (!this.busy.has(client)) return false;
+    const entry = this.busy.get(client);
+    if (!entry) return false;
     this.cancelled.add(client);
-    await cancelStatement(client);
+    const ended = new Promise<void>((resolve) => entry.idle.push(resolve));
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS && this.busy.get(client) === entry; attempt++) {
+      await cancelStatement(client);
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CANCEL_RETRY_MS))]);
+    }
     return true;
   }
 
