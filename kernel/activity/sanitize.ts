@@ -1,6 +1,11 @@
+import { REDACTED, SecretMatcher } from './secret-forms.ts';
+
+export { REDACTED };
+
 /**
  * Activity details are kept forever, so nothing secret may reach them. Values under
- * sensitive keys are replaced, token-shaped strings anywhere are replaced, and the
+ * sensitive keys are replaced, token-shaped strings anywhere are replaced, known secret values
+ * (`extraSecrets`) are replaced in any common encoding, in values and keys alike, and the
  * structure is bounded in depth, width and length.
  */
 // Anchored at the end so that counters such as `inputTokens` or lists such as `secrets` stay readable.
@@ -11,7 +16,6 @@ const TOKEN_SHAPED = [
   /\bBearer\s+[A-Za-z0-9._~+/-]{12,}=*/gi,
   /-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----/g,
 ];
-export const REDACTED = '[REDACTED]';
 const MAX_DEPTH = 8;
 const MAX_KEYS = 200;
 const MAX_STRING = 4000;
@@ -19,11 +23,12 @@ const MAX_STRING = 4000;
 /** Keys whose values are references, not secrets (a secret_ref names a secret by id). */
 const SAFE_KEYS = new Set(['secretId', 'secretName', 'keyId', 'tokenId', 'keyPrefix', 'tokenType', 'secretsRead']);
 
-export function sanitizeDetails(value: unknown, extraSecrets: readonly string[] = []): unknown {
-  return clean(value, 0, extraSecrets.filter((s) => s.length >= 4));
+export function sanitizeDetails(value: unknown, extraSecrets: readonly string[] | SecretMatcher = []): unknown {
+  const matcher = extraSecrets instanceof SecretMatcher ? extraSecrets : new SecretMatcher(extraSecrets);
+  return clean(value, 0, matcher.empty ? null : matcher);
 }
 
-function clean(value: unknown, depth: number, secrets: readonly string[]): unknown {
+function clean(value: unknown, depth: number, secrets: SecretMatcher | null): unknown {
   if (value === null || value === undefined) return value ?? null;
   if (typeof value === 'string') return scrubString(value, secrets);
   if (typeof value === 'number' || typeof value === 'boolean') return Number.isFinite(value as number) || typeof value === 'boolean' ? value : null;
@@ -35,8 +40,8 @@ function clean(value: unknown, depth: number, secrets: readonly string[]): unkno
     let count = 0;
     for (const [key, item] of Object.entries(value as Record<string, unknown>)) {
       if (count++ >= MAX_KEYS) break;
-      const name = storable(key);
-      if (SENSITIVE_KEY.test(name) && !SAFE_KEYS.has(name) && !isSecretRef(item)) {
+      const name = storable(secrets ? secrets.redact(key) : key);
+      if (SENSITIVE_KEY.test(key) && !SAFE_KEYS.has(key) && !isSecretRef(item)) {
         out[name] = item === null || item === undefined ? item ?? null : REDACTED;
       } else {
         out[name] = clean(item, depth + 1, secrets);
@@ -51,10 +56,10 @@ function isSecretRef(value: unknown): boolean {
   return !!value && typeof value === 'object' && (value as { type?: unknown }).type === 'secret_ref';
 }
 
-function scrubString(value: string, secrets: readonly string[]): string {
-  let out = storable(truncated(value));
+function scrubString(value: string, secrets: SecretMatcher | null): string {
+  // Known secrets first, on the whole value: truncation could cut one in two.
+  let out = storable(truncated(secrets ? secrets.redact(value) : value));
   for (const pattern of TOKEN_SHAPED) out = out.replace(pattern, REDACTED);
-  for (const secret of secrets) if (out.includes(secret)) out = out.split(secret).join(REDACTED);
   return out;
 }
 

@@ -6,6 +6,7 @@ import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
 import { streamsCapability } from './capabilities/streams.ts';
+import { companyScopeRequired } from './capabilities/scope.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
 
@@ -48,6 +49,7 @@ export class Broker {
       loaded?.logs.push({ at: new Date().toISOString(), level: 'warn', message });
       throw new KeelError(403, 'capability_denied', message);
     }
+    if (method.scope === 'company' && !invocation.info.companyId) throw companyScopeRequired(plugin, `${call.capability}.${call.method}`);
     if (!Array.isArray(call.args) || JSON.stringify(call.args).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
     return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth });
   }

@@ -9,7 +9,12 @@ import type { Database } from '../db/database.ts';
  * - advisory locks: one lock space for the whole database, shared with the kernel's own keys
  *   (migrations, agent short names), so a plugin could block the kernel;
  * - large objects: storage outside the plugin's schema, writable even by a read-only plugin;
- * - temporary tables (a database privilege): session state on pooled connections.
+ * - temporary tables (a database privilege): session state on pooled connections;
+ * - USAGE on the languages sql and plpgsql: functions and DO blocks, whose source every role can
+ *   read, are for plugins that declare database.functions only;
+ * - pg_prepared_statement (behind the pg_prepared_statements view): the texts and plan counts of
+ *   the statements the host keeps prepared on a pooled connection, which other companies'
+ *   invocations ran (a text may carry their values).
  * The kernel's own role keeps them (explicitly granted first, for a kernel that is not a
  * superuser). Taking them needs the kernel to own the functions (a superuser): for any other
  * role PostgreSQL answers GRANT and REVOKE with warnings, not errors, and changes nothing, so
@@ -24,7 +29,15 @@ const REVOKED_FUNCTIONS = [
   'pg_advisory_unlock', 'pg_advisory_unlock_shared', 'pg_advisory_unlock_all',
   'lo_creat', 'lo_create', 'lo_from_bytea', 'lo_put', 'lo_open', 'lo_close', 'loread', 'lowrite', 'lo_lseek', 'lo_lseek64',
   'lo_tell', 'lo_tell64', 'lo_truncate', 'lo_truncate64', 'lo_unlink', 'lo_get', 'lo_import', 'lo_export',
+  'pg_prepared_statement',
 ];
+
+/**
+ * Languages in which a role may write functions and DO blocks. Their source is readable by
+ * every role (pg_proc.prosrc): a plugin's migrator gets USAGE only when its manifest declares
+ * database.functions (plugin-databases.ts). The kernel's own migrations keep them.
+ */
+const CODE_LANGUAGES = ['plpgsql', 'sql'];
 
 const hardened = new WeakMap<Database, Promise<boolean>>();
 
@@ -42,6 +55,8 @@ export function hardenDatabaseForPlugins(db: Database, warn: (message: string) =
         }
         await tx.query('grant update on pg_catalog.pg_settings to current_user');
         await tx.query('revoke update on pg_catalog.pg_settings from public');
+        await tx.query(`grant usage on language ${CODE_LANGUAGES.join(', ')} to current_user`);
+        await tx.query(`revoke usage on language ${CODE_LANGUAGES.join(', ')} from public`);
       });
     } catch (error) {
       warn(`plugin database hardening skipped: ${(error as Error).message}`);
@@ -58,6 +73,9 @@ export function hardenDatabaseForPlugins(db: Database, warn: (message: string) =
       "select has_table_privilege('public', 'pg_catalog.pg_settings', 'update') as update, has_database_privilege('public', current_database(), 'temporary') as temporary");
     if (settings?.update) exposed.push('UPDATE on pg_settings');
     if (settings?.temporary) exposed.push('TEMPORARY on the database');
+    const languages = await db.query<{ name: string }>(
+      "select lanname as name from pg_language where lanname = any(?::text[]) and has_language_privilege('public', oid, 'usage')", [`{${CODE_LANGUAGES.join(',')}}`]);
+    for (const { name } of languages) exposed.push(`USAGE on language ${name}`);
     if (exposed.length === 0) return true;
     const kernelRole = (await db.maybeOne<{ name: string }>('select current_user as name'))!.name;
     const named = exposed.length > 4 ? `${exposed.slice(0, 4).join(', ')} and ${exposed.length - 4} more` : exposed.join(', ');

@@ -3,7 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
-import { buildPlugin } from '../../sdk/build/build-plugin.ts';
+import { buildPlugin, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 import type { Row } from '../db/database.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
@@ -318,7 +318,7 @@ export class ExtensionHost {
     // One worker per plugin per process: a worker already running for it is stopped first,
     // whatever path (start, a change made here, one made elsewhere) leads here.
     if (this.plugins.has(row.key)) await this.deactivate(row.key);
-    const bundle = code ?? (await buildPlugin(folder)).code;
+    const bundle = code ?? (await buildOrRefuse(folder, row.key)).code;
     const roles = await this.databases.prepare(manifest, grants, folder, { migrate: grants.includes('database.namespace.migrate') || Boolean(manifest.database) });
     const limits = { ...DEFAULT_LIMITS, ...manifest.limits };
     const loaded: LoadedPlugin = { key: row.key, manifest, folder, row, process: null, routes: [], logs: this.plugins.get(row.key)?.logs ?? [] };
@@ -339,6 +339,8 @@ export class ExtensionHost {
       log: this.kernel.log,
       maxConcurrent: limits.maxConcurrentCalls,
       onCall: (call) => this.broker.handle(row.key, call),
+      onExit: (applicationName) => void this.databases.endWorkerSessions(roles.runtime, applicationName)
+        .catch((error: Error) => this.kernel.log.warn({ plugin: row.key, err: error }, 'could not end the database sessions of a plugin worker that stopped')),
       onLog: (line) => {
         loaded.logs.push(line);
         if (loaded.logs.length > LOG_RING) loaded.logs.splice(0, loaded.logs.length - LOG_RING);
@@ -592,11 +594,16 @@ function sameMoment(a: unknown, b: unknown): boolean {
   return new Date(a as string).getTime() === new Date(b as string).getTime();
 }
 
-/** Bundles a plugin, answering 422 plugin_build_failed (first lines of the build error) when it does not build. */
+/**
+ * Bundles a plugin, answering 422 plugin_too_large (naming the limit) or plugin_build_failed
+ * (first lines of the build error) when it does not build.
+ */
 async function buildOrRefuse(folder: string, key: string) {
   try {
     return await buildPlugin(folder);
   } catch (error) {
-    throw new KeelError(422, 'plugin_build_failed', `${key} does not build: ${(error as Error).message.split('\n').slice(0, 3).join(' ')}`);
+    const message = `${key} does not build: ${(error as Error).message.split('\n').slice(0, 3).join(' ')}`;
+    if (error instanceof PluginBuildError && error.code === 'plugin_too_large') throw new KeelError(422, 'plugin_too_large', message);
+    throw new KeelError(422, 'plugin_build_failed', message);
   }
 }

@@ -7,6 +7,7 @@ import type { Database } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { hardenDatabaseForPlugins } from './database-hardening.ts';
+import { refusedMigration } from './migration-guard.ts';
 import { ensurePluginLoginRole, ident, readKernelRole, type KernelRole } from './plugin-login-roles.ts';
 
 /** Kernel bridge functions a plugin's runtime role may execute, each behind its capability. */
@@ -108,6 +109,7 @@ export class PluginDatabases {
       await q(`grant usage on schema keel_bridge to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.record_activity(text, text, text, text, text, jsonb) to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
+      await q(`grant execute on function keel_bridge.activity_entity_refusal(text, text, text, text) to ${ident(roles.runtime)}`);
       // Bridge functions that write kernel rows are executable only with their capability granted.
       for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
         await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
@@ -126,6 +128,13 @@ export class PluginDatabases {
         await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${tablePrivileges} on tables to ${ident(roles.runtime)}`);
         await q(`alter default privileges for role ${ident(roles.migrator)} in schema ${ident(roles.schema)} grant ${sequencePrivileges} on sequences to ${ident(roles.runtime)}`);
         await q(`alter default privileges for role ${ident(roles.migrator)} revoke execute on functions from public`);
+      }
+      if (this.hardened) {
+        // Where PUBLIC no longer has them (database-hardening.ts), only a migrator whose plugin
+        // declared database.functions may write code: the database refuses the others' CREATE
+        // FUNCTION and DO, whatever the migration check let through.
+        const code = manifest.database?.functions === true;
+        await q(`${code ? 'grant' : 'revoke'} usage on language plpgsql, sql ${code ? 'to' : 'from'} ${ident(roles.migrator)}`);
       }
       for (const role of [roles.runtime, roles.migrator]) {
         // A role may change its own defaults (a migration can run ALTER ROLE CURRENT_USER SET ...): wipe them.
@@ -177,6 +186,15 @@ export class PluginDatabases {
       if (!previous) pending.push({ name: file, sql, checksum });
     }
     if (pending.length === 0) return [];
+    // Checked before any of them runs: a refused migration leaves nothing applied.
+    if (!manifest.database.functions) {
+      for (const migration of pending) {
+        const refused = refusedMigration(migration.sql);
+        if (refused) {
+          throw new KeelError(422, 'plugin_migration_refused', `${manifest.key}: migration ${migration.name} ${refused}. Function sources and comments are readable by every plugin of the database; declare database.functions: true in plugin.json if the schema needs them`);
+        }
+      }
+    }
     const client = new pg.Client({ connectionString: this.url(roles.migrator), options: `-c search_path=${roles.schema}` } as pg.ClientConfig);
     await client.connect();
     try {
@@ -197,6 +215,15 @@ export class PluginDatabases {
     }
     // Tables made by migrations get the runtime privileges through default privileges; refresh anyway.
     return ran;
+  }
+
+  /**
+   * Ends the sessions a plugin worker process left behind when it stopped, and so whatever
+   * statements they still run: a process that crashed or was killed cancelled nothing itself.
+   * Sessions are matched by the worker's own application name and the plugin's runtime role.
+   */
+  async endWorkerSessions(role: string, applicationName: string): Promise<void> {
+    await this.db.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = ? and application_name = ? and pid <> pg_backend_pid()', [role, applicationName]);
   }
 
   /** Removes the plugin's schema, data and roles (uninstall), under the provisioning lock. */

@@ -1,7 +1,9 @@
 import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CallResult, InvokeMessage, KernelEffect, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 
+import { DeliversSecrets } from './capabilities/types.ts';
 import { workerEntry } from './worker-entry.ts';
 
 export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
@@ -43,13 +45,17 @@ export class PluginProcess {
   readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
 
-  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number }) {
+  /** Told when a worker process is gone, with the database session name it used (see spawn). */
+  private readonly onExit: (applicationName: string) => void;
+
+  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number; onExit?: (applicationName: string) => void }) {
     this.key = options.init.pluginKey;
     this.init = options.init;
     this.log = options.log;
     this.onCall = options.onCall;
     this.onLog = options.onLog;
     this.maxConcurrent = options.maxConcurrent;
+    this.onExit = options.onExit ?? (() => undefined);
   }
 
   start(): Promise<void> {
@@ -72,6 +78,11 @@ export class PluginProcess {
     this.child = child;
     this.fatalReason = null;
     this.health.pid = child.pid ?? null;
+    // Each process names its database sessions uniquely: once it is gone, the kernel ends what
+    // they still run (a statement a crashed or killed worker left behind would otherwise run on
+    // until statement_timeout, whatever its call's deadline was).
+    const applicationName = `keel-w${randomBytes(6).toString('hex')}-${this.key}`.slice(0, 63);
+    const init: WorkerInit = this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
     let stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
     const booted = new Promise<void>((resolve, reject) => {
@@ -90,11 +101,14 @@ export class PluginProcess {
       child.once('exit', (code) => reject(new Error(`worker exited during boot (code ${code}): ${this.fatalReason ?? stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`)));
     });
     child.on('message', (message: WorkerToKernel) => this.handle(message));
-    child.on('exit', (code, signal) => this.exited(child, code, signal, stderr));
+    child.on('exit', (code, signal) => {
+      if (this.init.database) this.onExit(applicationName);
+      this.exited(child, code, signal, stderr);
+    });
     // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
     // a listener that event would end the kernel. The exit handler deals with the worker.
     child.on('error', (error) => this.log.warn({ plugin: this.key, err: error }, 'plugin worker channel error'));
-    child.send({ t: 'init', init: this.init } satisfies KernelToWorker);
+    child.send({ t: 'init', init } satisfies KernelToWorker);
     booted.catch(() => undefined);
     return booted;
   }
@@ -109,7 +123,9 @@ export class PluginProcess {
         break;
       case 'call':
         this.onCall(message).then(
-          (value) => this.send({ t: 'reply', id: message.id, ok: true, value }),
+          (value) => this.send(value instanceof DeliversSecrets
+            ? { t: 'reply', id: message.id, ok: true, value: value.value, secrets: value.secrets }
+            : { t: 'reply', id: message.id, ok: true, value }),
           (failure: { status?: number; code?: string; message?: string; expose?: boolean } | undefined) => {
             const error = failure ?? {};
             // Only the kernel's own errors (status and code) say why; any other failure is internal and its text stays here.

@@ -1,12 +1,34 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, type Plugin } from 'esbuild';
+import { build, stop, type Plugin } from 'esbuild';
 
 /** The one specifier plugin code may import besides its own files. */
 export const SDK_SPECIFIER = '@keel/sdk/plugin';
 const SDK_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../plugin/index.ts');
 const SDK_DIR = dirname(SDK_ENTRY);
+
+/** The plugin's own source files (the SDK not counted) a build reads, all together. */
+export const MAX_SOURCE_BYTES = 8 * 1024 * 1024;
+/** The bundle the host evaluates in the plugin's isolate. */
+export const MAX_BUNDLE_BYTES = 8 * 1024 * 1024;
+/** A build that takes longer is stopped: pathological code can keep the parser busy. */
+export const BUILD_TIMEOUT_MS = 30_000;
+
+const MiB = (bytes: number) => `${bytes / (1024 * 1024)} MiB`;
+
+/**
+ * Why a plugin does not build. `code` is the error code the host answers with:
+ * `plugin_too_large` (a limit above, named in the message) or `plugin_build_failed`.
+ */
+export class PluginBuildError extends Error {
+  readonly code: 'plugin_too_large' | 'plugin_build_failed';
+  constructor(code: PluginBuildError['code'], message: string) {
+    super(message);
+    this.name = 'PluginBuildError';
+    this.code = code;
+  }
+}
 
 export interface BuiltPlugin {
   /** One self-contained script (IIFE) that the host evaluates inside the plugin's isolate. */
@@ -27,7 +49,7 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
   const manifestText = await readFile(join(root, 'plugin.json'), 'utf8');
   const entry = (JSON.parse(manifestText) as { entry?: string }).entry;
   if (typeof entry !== 'string') throw new Error(`${join(root, 'plugin.json')}: "entry" is required`);
-  const result = await build({
+  const result = await bounded(build({
     entryPoints: [join(root, entry)],
     bundle: true,
     write: false,
@@ -38,9 +60,61 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
     sourcemap: false,
     legalComments: 'none',
     logLevel: 'silent',
-    plugins: [confineImports(root)],
+    plugins: [confineImports(root), boundSources(root)],
+  })).catch((error: { errors?: Array<{ pluginName?: string; text?: string }> }) => {
+    const tooLarge = error?.errors?.find((message) => message.pluginName === 'keel-bound-sources');
+    throw tooLarge ? new PluginBuildError('plugin_too_large', tooLarge.text ?? 'source files too large') : error;
   });
-  return { code: result.outputFiles[0]!.text, manifestText, folder: root, buildMs: performance.now() - started };
+  const code = result.outputFiles[0]!.text;
+  if (Buffer.byteLength(code) > MAX_BUNDLE_BYTES) {
+    throw new PluginBuildError('plugin_too_large', `the bundle is larger than ${MiB(MAX_BUNDLE_BYTES)} (${(Buffer.byteLength(code) / (1024 * 1024)).toFixed(1)} MiB); a plugin bundle may be at most ${MiB(MAX_BUNDLE_BYTES)}`);
+  }
+  return { code, manifestText, folder: root, buildMs: performance.now() - started };
+}
+
+/**
+ * esbuild runs in one service process shared by every build of this process. Code that
+ * crashes it (a parser bomb: nesting deep enough to overflow its stack) or keeps it busy past
+ * the timeout would leave every later build failing ("The service is no longer running") until
+ * a restart: the service is stopped then, and the next build starts a fresh one. The failing
+ * build answers why.
+ */
+async function bounded<T>(building: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new PluginBuildError('plugin_build_failed', `the build took longer than ${BUILD_TIMEOUT_MS / 1000} s and was stopped`)), BUILD_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([building, timeout]);
+  } catch (error) {
+    if (error instanceof PluginBuildError && error.code === 'plugin_build_failed') await stop();
+    else if (/The service (was stopped|is no longer running)/.test(String((error as Error)?.message))) {
+      await stop();
+      throw new PluginBuildError('plugin_build_failed', 'the bundler crashed on this code (for example on nesting too deep to parse)');
+    }
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    building.catch(() => undefined);
+  }
+}
+
+/** Counts the bytes of the plugin's own files as the build loads them, and refuses past the limit. */
+function boundSources(root: string): Plugin {
+  return {
+    name: 'keel-bound-sources',
+    setup(build) {
+      let total = 0;
+      build.onLoad({ filter: /.*/ }, async (args) => {
+        if (!args.path.startsWith(root + sep)) return undefined;
+        total += (await stat(args.path)).size;
+        if (total > MAX_SOURCE_BYTES) {
+          return { errors: [{ text: `the plugin's source files are larger than ${MiB(MAX_SOURCE_BYTES)} together (${relative(root, args.path)} passes the limit); a plugin's sources may be at most ${MiB(MAX_SOURCE_BYTES)}` }] };
+        }
+        return undefined;
+      });
+    },
+  };
 }
 
 function confineImports(root: string): Plugin {

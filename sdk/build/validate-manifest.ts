@@ -6,6 +6,7 @@
 import { validateManifest } from '../../kernel/host/manifest/validate-manifest.ts';
 
 export { validateManifest, MAX_MANIFEST_BYTES } from '../../kernel/host/manifest/validate-manifest.ts';
+export { RESERVED_PLUGIN_KEYS, reservedKeyReason } from '../../kernel/host/manifest/reserved-keys.ts';
 
 export interface ManifestIssue { path: string; message: string }
 

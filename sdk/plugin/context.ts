@@ -57,6 +57,7 @@ export interface FoldersCapability {
 
 export interface CompaniesCapability { get(companyId: string): Promise<Record<string, unknown> | null> }
 export interface AgentsCapability {
+  /** An agent of the company this call serves (redacted view); null for an unknown id and for another company's agent alike. */
   get(agentId: string): Promise<Record<string, unknown> | null>;
   /** The agents of the company this call serves (redacted view), oldest first. */
   list(): Promise<Array<Record<string, unknown>>>;

@@ -55,7 +55,16 @@ export interface RouteManifest {
 }
 
 export interface ToolManifest { key: string; description: string; inputSchema: JsonSchema }
-export interface JobManifest { key: string; schedule?: string; description?: string }
+export interface JobManifest {
+  key: string;
+  schedule?: string;
+  description?: string;
+  /**
+   * Run the job once per company (every company not archived), each call serving that company
+   * alone. A job without it serves no company, and company-scoped capabilities refuse it.
+   */
+  perCompany?: boolean;
+}
 export interface WebhookManifest {
   key: string;
   description?: string;
@@ -78,7 +87,16 @@ export interface PluginManifest {
   tag?: 'first-party' | 'example';
   experimental?: boolean;
   capabilities: CapabilityRequest[];
-  database?: { namespace: string; migrations?: string };
+  database?: {
+    namespace: string;
+    migrations?: string;
+    /**
+     * The migrations create functions or procedures, run DO blocks or comment on objects. Their
+     * source and comments are readable by every role of the database, other plugins included;
+     * without this, such migrations are refused.
+     */
+    functions?: boolean;
+  };
   routes?: RouteManifest[];
   tools?: ToolManifest[];
   jobs?: JobManifest[];

@@ -1,6 +1,7 @@
 import type { InvocationInfo, PluginContext, QueryResult, FetchResponse, RouteRequest } from './context.ts';
 import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
 import { PluginError } from './errors.ts';
+import { wireJson } from './wire-json.ts';
 
 /**
  * The isolate side of the host/plugin protocol. It is bundled into every plugin and talks
@@ -18,6 +19,8 @@ interface HostBridge {
 interface Setup { grants: string[]; config: Record<string, unknown> }
 
 const g = globalThis as unknown as Record<string, unknown>;
+// Captured when the SDK loads, before plugin code could replace it.
+const quote = JSON.stringify;
 const pending = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 let setup: Setup = { grants: [], config: {} };
 
@@ -27,9 +30,16 @@ function host(): HostBridge {
 
 /** One call across the boundary; resolves now or when the host settles the op. */
 function call(invocationId: string, capability: string, method: string, args: unknown[]): Promise<unknown> {
+  let argsJson: string;
+  try {
+    // An omitted optional argument is null on the wire, as it always was; anything else must be plain JSON.
+    argsJson = wireJson(args.map((arg) => (arg === undefined ? null : arg)), 'args');
+  } catch (error) {
+    return Promise.reject(new PluginError(400, 'invalid_arguments', `ctx.${capability}.${method}: ${String((error as Error)?.message ?? error)}`));
+  }
   let raw: string;
   try {
-    raw = host().call(invocationId, capability, method, JSON.stringify(args));
+    raw = host().call(invocationId, capability, method, argsJson);
   } catch (error) {
     return Promise.reject(new PluginError(500, 'host_call_failed', String((error as Error)?.message ?? error)));
   }
@@ -51,7 +61,14 @@ function settle(op: number, ok: boolean, json: string): void {
 function buildContext(info: InvocationInfo): PluginContext {
   const has = (id: string) => setup.grants.includes(id);
   const c = (capability: string, method: string) => (...args: unknown[]) => call(info.id, capability, method, args);
-  const log = (level: string) => (message: string, fields?: Record<string, unknown>) => host().log(info.id, level, String(message), JSON.stringify(fields ?? {}));
+  const log = (level: string) => (message: string, fields?: Record<string, unknown>) => {
+    if (typeof message !== 'string') throw new PluginError(400, 'invalid_arguments', `ctx.log.${level}: the message must be a string`);
+    let fieldsJson: string;
+    try { fieldsJson = wireJson(fields ?? {}, 'fields'); } catch (error) {
+      throw new PluginError(400, 'invalid_arguments', `ctx.log.${level}: ${String((error as Error)?.message ?? error)}`);
+    }
+    host().log(info.id, level, message, fieldsJson);
+  };
   const ctx: PluginContext = {
     invocation: info,
     config: setup.config,
@@ -118,14 +135,29 @@ function errorOf(error: unknown): { status: number; code: string; message: strin
   return { status: 500, code: 'plugin_error', message: `Plugin failed: ${message}` };
 }
 
+interface WireError { status: unknown; code: unknown; message: unknown; details?: unknown }
+
+/**
+ * The text of a failed answer, written field by field: JSON.stringify of the envelope would
+ * honour a toJSON the plugin put on Object.prototype and send whatever that answered.
+ */
+function errorEnvelope(error: WireError): string {
+  const status = typeof error.status === 'number' && Number.isFinite(error.status) ? String(error.status) : '500';
+  const code = typeof error.code === 'string' ? error.code : 'plugin_error';
+  const message = typeof error.message === 'string' ? error.message : 'Plugin failed';
+  const details = error.details === undefined ? '' : `,"details":${wireJson(error.details, 'error.details')}`;
+  return `{"ok":false,"e":{"status":${status},"code":${quote(code)},"message":${quote(message)}${details}}}`;
+}
+
 function dispatch(json: string): void {
   const { id, kind, target, input, info } = JSON.parse(json) as { id: string; kind: InvocationInfo['kind']; target: string; input: unknown; info: InvocationInfo };
   const finish = (ok: boolean, value: unknown) => {
     let text: string;
     try {
-      text = JSON.stringify(ok ? { ok: true, v: value === undefined ? null : value } : { ok: false, e: value });
+      text = ok ? `{"ok":true,"v":${wireJson(value, 'result')}}` : errorEnvelope(value as WireError);
     } catch (error) {
-      text = JSON.stringify({ ok: false, e: { status: 500, code: 'unserializable_result', message: `Plugin result is not JSON: ${(error as Error).message}` } });
+      const what = ok ? 'Plugin result' : 'Plugin error';
+      text = errorEnvelope({ status: 500, code: 'unserializable_result', message: `${what} is not plain JSON: ${String((error as Error)?.message ?? error)}` });
     }
     host().done(id, text);
   };

@@ -20,6 +20,9 @@ export const KERNEL_METHODS: readonly KernelMethod[] = [
   'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
 ];
 
+/** Methods that reach company data: the host refuses them to a call that serves no company. */
+const COMPANY_SCOPED = (method: KernelMethod) => !method.startsWith('services.') && !method.startsWith('streams.');
+
 /**
  * Kernel capabilities (companies, agents, runs, secrets, services, streams) as injectable fakes:
  * `host.kernel.on('companies.get', ([id]) => ({ id, name: 'Acme' }))`. The grant check
@@ -42,6 +45,9 @@ export class FakeKernel {
 
   async call(method: KernelMethod, args: unknown[], invocation: InvocationInfo): Promise<unknown> {
     this.calls.push({ method, args, invocation });
+    if (COMPANY_SCOPED(method) && !invocation.companyId) {
+      throw new CapabilityFault(403, 'company_scope_required', `${method} reaches company data, and this call serves no company; declare the job perCompany: true in plugin.json to run it once per company, or serve the route under a company (companyParam or agentParam)`);
+    }
     const fake = this.fakes.get(method);
     if (!fake) throw new CapabilityFault(501, 'fake_missing', `${method} has no test fake; add host.kernel.on('${method}', (args, invocation) => value)`);
     const value = await fake(args, invocation);

@@ -202,10 +202,17 @@ export class TestHost {
     return this.invoke('tool', key, copy, call, true, { action: `plugin.${this.manifest.key}.tool.${key}`, entityType: 'plugin_tool', entityId: `${this.manifest.key}.${key}` });
   }
 
-  /** Runs a job once, as the scheduler or a manual trigger would (system actor, no company). */
+  /**
+   * Runs a job once, as the scheduler or a manual trigger would (system actor). A job serves no
+   * company; a `perCompany` job is run by the host once per company, so a test names the one
+   * to run it for (`{ companyId }`).
+   */
   async runJob(key: string, call: CallOptions = {}): Promise<unknown> {
-    if (!this.manifest.jobs?.some((j) => j.key === key)) throw new Error(`${this.manifest.key} declares no job "${key}" in plugin.json`);
+    const job = this.manifest.jobs?.find((j) => j.key === key);
+    if (!job) throw new Error(`${this.manifest.key} declares no job "${key}" in plugin.json`);
     if (!this.has('jobs.schedule')) throw new PluginCallError(404, 'job_not_found', `Job "${key}" is not scheduled: jobs.schedule is not granted`);
+    if (job.perCompany === true && !call.companyId) throw new Error(`Job "${key}" is perCompany: pass { companyId } to run it for one company, as the host does for each`);
+    if (job.perCompany !== true && call.companyId) throw new Error(`Job "${key}" serves no company (it is not perCompany); the host never runs it for one`);
     return this.invoke('job', key, null, { actor: SCHEDULER_ACTOR, companyId: null, ...call }, true, null);
   }
 

@@ -143,14 +143,15 @@ describe('legitimate fetches (allow-listed host, operator allowance for loopback
     expect(tooMany).toMatchObject({ ok: false, error: { status: 502, code: 'too_many_redirects' } });
   });
 
-  it('turns a 303 into a GET and drops Authorization on a cross-origin redirect', async () => {
+  it('turns a 303 into a GET and drops the plugin\'s own headers (Authorization or any other) on a cross-origin redirect', async () => {
     const seeOther = await probe('http-probe', `http://localhost:${portA}/see-other`, { method: 'POST', body: 'x' });
     expect(JSON.parse(seeOther.body)).toMatchObject({ method: 'GET', body: '' });
-    const cross = await probe('http-probe', `http://localhost:${portA}/to-b`, { method: 'PUT', body: 'kept', headers: { Authorization: 'Bearer secret', 'X-Keep': '1' } });
+    const cross = await probe('http-probe', `http://localhost:${portA}/to-b`, { method: 'PUT', body: 'kept', headers: { Authorization: 'Bearer secret', 'X-Dropped': '1', Accept: 'text/plain' } });
     const echoed = JSON.parse(cross.body);
     expect(echoed).toMatchObject({ server: 'B', method: 'PUT', body: 'kept' });
     expect(echoed.headers.authorization).toBeUndefined();
-    expect(echoed.headers['x-keep']).toBe('1');
+    expect(echoed.headers['x-dropped']).toBeUndefined();
+    expect(echoed.headers.accept).toBe('text/plain');
   });
 
   it('decodes compressed bodies', async () => {

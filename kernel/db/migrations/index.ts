@@ -18,6 +18,7 @@ const files = [
   '0009-budget-bridge.sql',
   '0010-activity-append.sql',
   '0011-service-calls.sql',
+  '0012-activity-entity-scope.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -1,6 +1,6 @@
 import { KeelError, notFound } from '../../http/errors.ts';
-import { findAgent, toAgentJson } from '../../tenancy/agents.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
+import { toAgentJson, type AgentRow } from '../../tenancy/agents.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 
 const PAUSABLE = new Set(['active', 'idle', 'running', 'error']);
@@ -9,9 +9,8 @@ async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: s
   const agentId = uuidArg(call.args[0], 'agentId');
   const { kernel } = call;
   return kernel.db.transaction(async (tx) => {
-    const agent = await tx.maybeOne('select * from agents where id = ? for update', [agentId]);
+    const agent = await tx.maybeOne(`select * from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
     if (!agent) throw notFound('Agent not found');
-    assertSameCompany(call, agent.company_id, 'the agent');
     const from = agent.status as string;
     const applies = to === 'paused' ? PAUSABLE.has(from) : from === 'paused';
     if (!applies) return { changed: false, status: from };
@@ -32,28 +31,26 @@ async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: s
 export const agentsCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['agents.read', 'agents.pause'],
+      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
-        const row = await findAgent(call.kernel.db, agentId);
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!row) return null;
-        assertSameCompany(call, row.company_id, 'the agent');
         // Configuration stays with the kernel: plugins see the redacted view.
         return toAgentJson(row, { redacted: true });
       },
     },
     list: {
-      needs: ['agents.read', 'agents.pause'],
+      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
-        // Only the agents of the company the call serves; an instance-level call has none.
-        const companyId = call.info.companyId;
-        if (!companyId) throw new KeelError(400, 'invalid_arguments', 'agents.list needs a call that serves a company');
+        // Only the agents of the company the call serves.
+        const companyId = callCompany(call);
         const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
         return rows.map((row) => toAgentJson(row as never, { redacted: true }));
       },
     },
     pause: {
-      needs: ['agents.pause'],
+      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const reason = call.args[1];
         if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200) throw new KeelError(400, 'invalid_arguments', 'pause needs a reason of 1-200 characters');
@@ -62,7 +59,7 @@ export const agentsCapability: KernelCapability = {
       },
     },
     resume: {
-      needs: ['agents.pause'],
+      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const result = await changeStatus(call, 'idle', null);
         return { resumed: result.changed, status: result.status };

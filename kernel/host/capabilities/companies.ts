@@ -6,10 +6,10 @@ import type { KernelCapability } from './types.ts';
 export const companiesCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['companies.read'],
+      needs: ['companies.read'], scope: 'company',
       run: async (call) => {
         const companyId = uuidArg(call.args[0], 'companyId');
-        assertSameCompany(call, companyId, 'the company');
+        assertSameCompany(call, companyId, `company ${companyId}`);
         const row = await readCompany(call.kernel.db, companyId);
         return row ? toCompany(row) : null;
       },

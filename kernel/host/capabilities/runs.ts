@@ -1,5 +1,5 @@
 import { KeelError } from '../../http/errors.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 
 const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
@@ -8,13 +8,12 @@ const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']
 export const runsCapability: KernelCapability = {
   methods: {
     open: {
-      needs: ['runs.open'],
+      needs: ['runs.open'], scope: 'company',
       run: async (call) => {
         const input = (call.args[0] ?? {}) as { agentId?: unknown; invocationSource?: unknown; trigger?: unknown };
         const agentId = uuidArg(input.agentId, 'agentId');
-        const agent = await call.kernel.db.maybeOne<{ company_id: string }>('select company_id from agents where id = ?', [agentId]);
+        const agent = await call.kernel.db.maybeOne<{ company_id: string }>(`select company_id from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
-        assertSameCompany(call, agent.company_id, 'the agent');
         const source = typeof input.invocationSource === 'string' && /^[a-z_]{1,40}$/.test(input.invocationSource) ? input.invocationSource : 'on_demand';
         const opened = await call.kernel.db.transaction(async (tx) => {
           const result = await call.kernel.runs.open(tx, { companyId: agent.company_id, agentId, invocationSource: source, trigger: typeof input.trigger === 'string' ? input.trigger.slice(0, 200) : undefined, openedByPlugin: call.plugin });
@@ -28,14 +27,14 @@ export const runsCapability: KernelCapability = {
       },
     },
     close: {
-      needs: ['runs.close'],
+      needs: ['runs.close'], scope: 'company',
       run: async (call) => {
         const runId = uuidArg(call.args[0], 'runId');
         const input = (call.args[1] ?? {}) as { status?: unknown; reason?: unknown };
         if (typeof input.status !== 'string' || !CLOSE_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_arguments', `status must be one of ${[...CLOSE_STATUSES].join(', ')}`);
-        const run = await call.kernel.runs.get(call.kernel.db, runId);
-        if (!run) throw new KeelError(404, 'not_found', 'Run not found');
-        assertSameCompany(call, run.companyId, 'the run');
+        const found = await call.kernel.db.maybeOne<{ company_id: string; agent_id: string }>(`select company_id, agent_id from runs where id = ? and ${OF_CALL_COMPANY}`, [runId, callCompany(call)]);
+        if (!found) throw new KeelError(404, 'not_found', 'Run not found');
+        const run = { companyId: found.company_id, agentId: found.agent_id };
         const closed = await call.kernel.db.transaction(async (tx) => {
           const result = await call.kernel.runs.close(tx, runId, { status: input.status as 'succeeded', reason: typeof input.reason === 'string' ? input.reason.slice(0, 500) : undefined });
           await call.kernel.activity.record(tx, {

@@ -1,7 +1,7 @@
 import { KeelError } from '../../http/errors.ts';
 import { resolveRunEnvironment } from '../../vault/run-environment.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
-import type { KernelCapability } from './types.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
+import { DeliversSecrets, type KernelCapability } from './types.ts';
 
 /**
  * Secret resolution for the agent runtime: the environment of a run of an agent. Values reach
@@ -11,20 +11,19 @@ import type { KernelCapability } from './types.ts';
 export const secretsCapability: KernelCapability = {
   methods: {
     resolveEnvironment: {
-      needs: ['secrets.resolve'],
+      needs: ['secrets.resolve'], scope: 'company',
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
         const { kernel } = call;
-        const agent = await kernel.db.maybeOne('select id, company_id, adapter_config from agents where id = ?', [agentId]);
+        const agent = await kernel.db.maybeOne(`select id, company_id, adapter_config from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
-        assertSameCompany(call, agent.company_id, 'the agent');
         const resolved = await resolveRunEnvironment(kernel.db, kernel.vault, agent as never);
         if (resolved.secrets.length > 0) {
           await kernel.db.query(
             `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
             [agent.company_id, `plugin:${call.plugin}`, agentId, call.info.runId, JSON.stringify({ plugin: call.plugin, secrets: resolved.secrets })]);
         }
-        return resolved.env;
+        return new DeliversSecrets(resolved.env, resolved.secrets.map((secret) => resolved.env[secret.envName]!));
       },
     },
   },

@@ -15,4 +15,21 @@ export interface BrokeredCall {
 }
 
 export type KernelCapabilityMethod = (call: BrokeredCall) => Promise<unknown>;
-export interface KernelCapability { methods: Record<string, { needs: string[]; run: KernelCapabilityMethod }> }
+/**
+ * `scope: 'company'`: the method reaches company data, so it runs only for a call that serves a
+ * company (the broker refuses it otherwise with company_scope_required).
+ */
+export interface KernelCapability { methods: Record<string, { needs: string[]; scope: 'company' | 'instance'; run: KernelCapabilityMethod }> }
+
+/**
+ * A capability answer that delivers secret values: the worker is told which (never the
+ * isolate), and keeps them out of everything the plugin sends out (worker/delivered-secrets.ts).
+ */
+export class DeliversSecrets {
+  readonly value: unknown;
+  readonly secrets: string[];
+  constructor(value: unknown, secrets: string[]) {
+    this.value = value;
+    this.secrets = secrets;
+  }
+}

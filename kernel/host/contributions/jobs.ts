@@ -22,6 +22,10 @@ function deadlineOf(plugin: LoadedPlugin): number {
   return plugin.manifest.limits?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
 }
 
+function perCompany(plugin: LoadedPlugin, jobKey: string): boolean {
+  return plugin.manifest.jobs?.find((job) => job.key === jobKey)?.perCompany === true;
+}
+
 /**
  * Scheduled plugin jobs. Schedules live in the database through pg-boss: its cron pass is
  * claimed by one kernel process at a time and files each occurrence under a per-minute
@@ -137,12 +141,16 @@ export class PluginJobs {
       const plugin = this.host.plugins.get(pluginKey);
       const jobKey = occurrence.data?.jobKey;
       if (!plugin || typeof jobKey !== 'string' || !plugin.manifest.jobs?.some((j) => j.key === jobKey)) continue;
-      const run = await this.host.kernel.db.transaction((tx) => this.runs.acquire(tx, pluginKey, jobKey, 'schedule', deadlineOf(plugin)));
+      const leaseMs = await this.leaseMs(plugin, jobKey);
+      const run = await this.host.kernel.db.transaction((tx) => this.runs.acquire(tx, pluginKey, jobKey, 'schedule', leaseMs));
       if (!run) {
         appendPluginLog(plugin, 'warn', `job ${jobKey}: scheduled occurrence skipped, the previous run is still running`);
         continue;
       }
-      await this.track(this.execute(plugin, jobKey, run));
+      const work = this.track(this.execute(plugin, jobKey, run));
+      // A perCompany run may outlast the engine's expiry of the occurrence (one call per company):
+      // the occurrence is done once the run holds its lease, which is what keeps runs from overlapping.
+      if (!perCompany(plugin, jobKey)) await work;
     }
   }
 
@@ -154,8 +162,9 @@ export class PluginJobs {
     const plugin = this.host.plugins.get(pluginKey);
     if (!plugin?.process) throw conflict(`Plugin ${pluginKey} is not enabled`, undefined, 'plugin_not_enabled');
     if (!plugin.manifest.jobs?.some((j) => j.key === jobKey)) throw notFound(`Plugin ${pluginKey} has no job ${jobKey}`, 'job_not_found');
+    const leaseMs = await this.leaseMs(plugin, jobKey);
     const run = await this.host.kernel.db.transaction(async (tx) => {
-      const started = await this.runs.acquire(tx, pluginKey, jobKey, 'manual', deadlineOf(plugin));
+      const started = await this.runs.acquire(tx, pluginKey, jobKey, 'manual', leaseMs);
       if (!started) throw conflict(`Job ${jobKey} of ${pluginKey} is already running`, undefined, 'job_already_running');
       await audit(tx, started);
       return started;
@@ -164,21 +173,51 @@ export class PluginJobs {
     return run;
   }
 
+  /**
+   * Runs one occurrence. A job serves no company unless it is declared `perCompany`: then it is
+   * invoked once per company that is not archived, one after another, each call serving that
+   * company alone (its own transaction, activity and deadline). The run fails when any of them did.
+   */
   private async execute(plugin: LoadedPlugin, jobKey: string, run: Row): Promise<void> {
-    let outcome: { ok: boolean; error?: string };
+    const companies = perCompany(plugin, jobKey) ? await this.companies() : [null];
+    const failures: string[] = [];
+    for (const companyId of companies) {
+      const outcome = await this.invokeJob(plugin, jobKey, run, companyId);
+      if (outcome.ok) continue;
+      failures.push(companyId ? `company ${companyId}: ${outcome.error}` : outcome.error!);
+      appendPluginLog(plugin, 'error', `job ${jobKey} failed${companyId ? ` for company ${companyId}` : ''}: ${outcome.error}`, { runId: run.id, trigger: run.trigger as JobTrigger, ...(companyId ? { companyId } : {}) });
+      if (outcome.stop) break;
+    }
+    const error = failures.length === 0 ? null
+      : companies.length > 1 ? `${failures.length} of ${companies.length} companies failed; ${failures.slice(0, 3).join('; ')}${failures.length > 3 ? '; ...' : ''}` : failures[0]!;
+    await this.runs.finish(run.id, { ok: error === null, error }).catch((failure: Error) => this.host.kernel.log.error({ err: failure, runId: run.id }, 'could not record job run'));
+  }
+
+  private async invokeJob(plugin: LoadedPlugin, jobKey: string, run: Row, companyId: string | null): Promise<{ ok: boolean; error?: string; stop?: boolean }> {
     try {
       const result = await this.host.invoke(plugin.key, 'job', jobKey, null, {
-        companyId: null, actor: { type: 'system', id: 'scheduler', agentId: null }, runId: null,
+        companyId, actor: { type: 'system', id: 'scheduler', agentId: null }, runId: null,
       }, {
         transactional: true,
         defaultActivity: { action: `plugin.${plugin.key}.job.${jobKey}`, entityType: 'plugin_job_run', entityId: run.id },
       });
-      outcome = result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
+      return result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
     } catch (error) {
-      outcome = { ok: false, error: `${(error as KeelError).code ?? 'host_error'}: ${(error as Error).message}` };
+      // The plugin went away (disabled, upgraded): the remaining companies would fail the same way.
+      return { ok: false, error: `${(error as KeelError).code ?? 'host_error'}: ${(error as Error).message}`, stop: true };
     }
-    if (!outcome.ok) appendPluginLog(plugin, 'error', `job ${jobKey} failed: ${outcome.error}`, { runId: run.id, trigger: run.trigger as JobTrigger });
-    await this.runs.finish(run.id, outcome).catch((error: Error) => this.host.kernel.log.error({ err: error, runId: run.id }, 'could not record job run'));
+  }
+
+  /** The companies a perCompany job serves: every one that is not archived. */
+  private async companies(): Promise<string[]> {
+    return (await this.host.kernel.db.query<{ id: string }>("select id from companies where status <> 'archived' order by created_at, id")).map((row) => row.id);
+  }
+
+  /** How long a run holds its lease: a perCompany run makes one call per company, one after another. */
+  private async leaseMs(plugin: LoadedPlugin, jobKey: string): Promise<number> {
+    if (!perCompany(plugin, jobKey)) return deadlineOf(plugin);
+    const row = await this.host.kernel.db.maybeOne<{ n: number }>("select count(*)::int as n from companies where status <> 'archived'");
+    return deadlineOf(plugin) * Math.max(1, row?.n ?? 1);
   }
 
   private track(work: Promise<unknown>): Promise<unknown> {

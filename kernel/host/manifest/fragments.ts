@@ -78,6 +78,7 @@ export const jobsFragment = {
       key: { ...identifier, description: 'Handler key in definePlugin({ jobs }).' },
       schedule: { type: 'string', maxLength: 100, pattern: '^\\s*\\S+(\\s+\\S+){4}\\s*$', description: 'Cron expression (5 fields, UTC); absent = manual only.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+      perCompany: { type: 'boolean', description: 'Run once per company (every company not archived), each call serving that company alone; without it the job serves no company and reaches no company data.' },
     },
   },
 };
@@ -216,6 +217,7 @@ export const manifestSchema = {
       properties: {
         namespace: { type: 'string', pattern: '^[a-z][a-z0-9_]{1,30}$', description: 'Namespace slug; the schema is plugin_<namespace>.' },
         migrations: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+$', description: 'Folder of NNNN-name.sql migrations, relative to the plugin folder.' },
+        functions: { type: 'boolean', description: 'The migrations create functions or procedures, run DO blocks or comment on objects. Function sources and comments are readable by every role of the database, other plugins included; without this, such migrations are refused.' },
       },
     },
     routes: routesFragment,

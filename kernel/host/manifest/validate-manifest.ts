@@ -3,6 +3,7 @@ import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError } from '../../http/errors.ts';
 import { manifestSchema } from './fragments.ts';
+import { reservedKeyReason } from './reserved-keys.ts';
 
 export const MAX_MANIFEST_BYTES = 256 * 1024;
 
@@ -54,6 +55,8 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   }
   const typed = manifest as PluginManifest;
   const issues: Array<{ path: string; message: string }> = [];
+  const reserved = reservedKeyReason(typed.key);
+  if (reserved) issues.push({ path: 'key', message: `"${typed.key}" is reserved (${reserved}); choose another key` });
   const declared = new Set(typed.capabilities.map((c) => c.id));
   for (const [field, capability] of NEEDS) {
     const value = typed[field];

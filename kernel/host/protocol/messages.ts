@@ -11,8 +11,12 @@ export interface WorkerInit {
   code: string;
   grants: string[];
   config: Record<string, unknown>;
-  /** resetSessions: reset pooled connections on return (only needed where the database could not be hardened). */
-  database: { url: string; schema: string; resetSessions?: boolean } | null;
+  /**
+   * resetSessions: reset pooled connections on return (only needed where the database could not be hardened).
+   * applicationName: unique to one worker process, so that the kernel can end that worker's
+   * sessions (and the statements they run) once the process is gone.
+   */
+  database: { url: string; schema: string; resetSessions?: boolean; applicationName?: string } | null;
   network: string[];
   /** Hosts of `network` the operator opened to non-public addresses (configuration `plugins.privateNetworkHosts`). */
   privateNetworkHosts?: string[];
@@ -53,7 +57,8 @@ export type KernelToWorker =
   | InvokeMessage
   /** Calls of one batched route, run in one transaction with a savepoint per item; each answered after the commit. */
   | { t: 'invoke_batch'; items: InvokeMessage[] }
-  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError }
+  /** secrets: values the answer delivers (secrets.resolveEnvironment), which the worker keeps out of every output. */
+  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError; secrets?: string[] }
   | { t: 'config'; config: Record<string, unknown> }
   | { t: 'shutdown' };
 

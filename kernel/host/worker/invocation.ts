@@ -16,6 +16,8 @@ export class Invocation {
   activityWritten = false;
   /** Async host operations still running for this invocation. */
   readonly ops = new Set<number>();
+  /** Pooled connections running a statement of this call outside its transaction. */
+  readonly pooledClients = new Set<pg.PoolClient>();
   timer?: NodeJS.Timeout;
 
   private opening: Promise<pg.PoolClient> | null = null;

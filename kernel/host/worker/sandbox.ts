@@ -16,12 +16,14 @@ const BOOTSTRAP = `
 'use strict';
 {
   const hostCall = __keel_raw_call, hostDone = __keel_raw_done, hostLog = __keel_raw_log;
-  const str = (v) => typeof v === 'string' ? v : String(v);
+  // Strings only, refused otherwise: converting (String(v)) would run the plugin's toString or
+  // toJSON and pass on whatever it answered, which the host could not tell from a string.
+  const str = (v, name) => { if (typeof v !== 'string') throw new TypeError('__keel_host: ' + name + ' must be a string'); return v; };
   // Wrappers, so plugin code holds plain functions and never the host references themselves.
   const bridge = Object.freeze({
-    call: (a, b, c, d) => hostCall(str(a), str(b), str(c), str(d)),
-    done: (a, b) => { hostDone(str(a), str(b)); },
-    log: (a, b, c, d) => { hostLog(str(a), str(b), str(c), str(d)); },
+    call: (a, b, c, d) => hostCall(str(a, 'the invocation id'), str(b, 'the capability'), str(c, 'the method'), str(d, 'the arguments (JSON text)')),
+    done: (a, b) => { hostDone(str(a, 'the invocation id'), str(b, 'the result (JSON text)')); },
+    log: (a, b, c, d) => { hostLog(str(a, 'the invocation id'), str(b, 'the level'), str(c, 'the message'), str(d, 'the fields (JSON text)')); },
   });
   Object.defineProperty(globalThis, '__keel_host', { value: bridge, writable: false, configurable: false, enumerable: false });
   delete globalThis.__keel_raw_call; delete globalThis.__keel_raw_done; delete globalThis.__keel_raw_log;

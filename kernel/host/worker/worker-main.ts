@@ -1,11 +1,12 @@
-import type { CallResult, KernelEffect, KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
+import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
 import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
-import { activityCapability, flushBatchActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
+import { batchRunner } from './batches.ts';
+import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
-import { commit } from './commit.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { Sandbox } from './sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
@@ -22,6 +23,10 @@ let init: WorkerInit;
 let sandbox: Sandbox;
 let database: PluginDatabase | null = null;
 let capabilities: Record<string, WorkerCapability> = {};
+/** Secret values delivered to the isolate, kept out of everything the plugin sends out. */
+const delivered = new DeliveredSecrets();
+/** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
+let activityKinds = new ActivityEntityKinds(null);
 const invocations = new Map<string, Invocation>();
 const kernelCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
 let nextOp = 1;
@@ -75,8 +80,28 @@ function shielded<A extends unknown[], R>(name: string, fn: (...args: A) => R, f
   };
 }
 
+/** Set when the isolate was disposed because code kept running after its call answered. */
+let strayReason: string | null = null;
+
+/**
+ * Code the isolate runs after the call it was entered for has answered (a promise chain the
+ * handler left behind) is stray work: it may not act on the host. At its first host call or
+ * log line the isolate is disposed on the spot, which ends it at once, and a new isolate is
+ * loaded (replaceIsolate) for the calls that follow. Pure computation that touches nothing
+ * ends at the entry's CPU slice instead: nothing else can interrupt a running isolate.
+ */
+function interruptIfStray(): boolean {
+  if (entered === null) return false;
+  const current = invocations.get(entered);
+  if (current && !current.finished) return false;
+  strayReason ??= `code of a ${current?.message.kind ?? 'finished'} call kept running after its call answered`;
+  sandbox.dispose();
+  return true;
+}
+
 /** Sync host function: checks the invocation and the grant, then starts the work. */
 function hostCall(invocationId: string, capability: string, method: string, argsJson: string): string {
+  if (interruptIfStray()) return closed();
   const invocation = invocations.get(invocationId);
   if (!invocation || invocation.finished) return closed();
   // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
@@ -103,7 +128,7 @@ function hostCall(invocationId: string, capability: string, method: string, args
   if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
   if (capability === 'activity' && method === 'record' && invocation.batch) {
     try {
-      if (recordInBatch(database, invocation, args) === null) return '{"v":null}';
+      if (recordInBatch(database, invocation, args, activityKinds, delivered) === null) return '{"v":null}';
     } catch (error) {
       return JSON.stringify({ e: wire(error) });
     }
@@ -131,7 +156,8 @@ function callKernel(invocationId: string, capability: string, method: string, ar
   const id = nextKernelCall++;
   return new Promise((resolve, reject) => {
     kernelCalls.set(id, { resolve, reject });
-    send({ t: 'call', id, invocationId, capability, method, args });
+    // Kernel calls carry the plugin's words onwards (a pause reason, a service's input, a stream event).
+    send({ t: 'call', id, invocationId, capability, method, args: delivered.value(args) });
   });
 }
 
@@ -168,10 +194,14 @@ function log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields
 }
 
 function hostLog(invocationId: string, level: string, message: string, fieldsJson: string): void {
+  if (interruptIfStray()) return;
+  // A line of a call that has ended (a ctx kept past its call) is not written.
+  const invocation = invocations.get(invocationId);
+  if (!invocation || invocation.finished) return;
   const safeLevel = (['debug', 'info', 'warn', 'error'] as const).find((l) => l === level) ?? 'info';
   let fields: Record<string, unknown> | undefined;
   try { fields = fieldsJson.length > 8000 ? { truncated: true } : JSON.parse(fieldsJson) as Record<string, unknown>; } catch { fields = undefined; }
-  log(safeLevel, message, fields, invocationId);
+  log(safeLevel, delivered.text(message), delivered.value(fields), invocationId);
 }
 
 /** Last resort when finishing threw: the connection (and its transaction) is destroyed, the kernel still gets an answer. */
@@ -194,8 +224,8 @@ const DATABASE_ERROR = /^sql_(?:[0-9A-Z]{5}|error)$/;
 function wireFromPlugin(raw: unknown, target: string): WireError {
   const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
   const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
-  const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) ? e.code : 'plugin_error';
-  let message = typeof e.message === 'string' && e.message.length > 0 ? (e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
+  const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) && delivered.text(e.code) === e.code ? e.code : 'plugin_error';
+  let message = typeof e.message === 'string' && e.message.length > 0 ? delivered.text(e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
   if (DATABASE_ERROR.test(code)) {
     log('warn', `${target} failed with ${code}: ${message}`);
     message = code === 'sql_error' ? "The plugin's database query failed" : `The plugin's database query failed (SQLSTATE ${code.slice(4)})`;
@@ -203,7 +233,7 @@ function wireFromPlugin(raw: unknown, target: string): WireError {
   const wire: WireError = { status, code, message };
   if (e.details !== undefined && e.details !== null) {
     const text = JSON.stringify(e.details);
-    if (text.length <= 16_000) wire.details = e.details;
+    if (text.length <= 16_000) wire.details = delivered.value(e.details);
   }
   return wire;
 }
@@ -217,12 +247,21 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   } else {
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
   }
+  // `v` is always present in an answer the SDK wrote: a result without it would silently be null.
+  if (parsed?.ok === true && (parsed === null || typeof parsed !== 'object' || !Object.hasOwn(parsed, 'v'))) {
+    parsed = { ok: false, e: { status: 500, code: 'unserializable_result', message: 'Plugin result is not plain JSON: the answer carries no value' } };
+  }
   let ok = parsed?.ok === true;
   let error = ok ? undefined : wireFromPlugin(parsed?.e, invocation.message.target);
-  let value = ok ? JSON.stringify(parsed.v ?? null) : undefined;
+  let value = ok ? delivered.json(JSON.stringify(parsed.v ?? null)) : undefined;
   if (ok && value !== undefined && Buffer.byteLength(value) > init.limits.maxResponseBytes) {
     ok = false;
     error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${init.limits.maxResponseBytes} bytes` };
+    value = undefined;
+  }
+  if (await cancelStatements(invocation) && ok) {
+    ok = false;
+    error = { status: 500, code: 'plugin_transaction_failed', message: `${init.pluginKey} answered while a statement of its transaction was still running; the statement was cancelled and the transaction rolled back` };
     value = undefined;
   }
   invocation.settling = true;
@@ -247,21 +286,19 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
     return;
   }
   const client = await invocation.openedClient();
-  if (client) {
+  if (client && database) {
+    let reusable = true;
     try {
-      if (ok) {
-        await commit(client);
-      } else {
-        await client.query('ROLLBACK');
-      }
+      await database.endTransaction(client, ok ? 'COMMIT' : 'ROLLBACK');
     } catch (commitError) {
       ok = false;
       error = transactionFailed('commit', invocation.message.target, commitError);
       value = undefined;
-      await client.query('ROLLBACK').catch(() => undefined);
+      reusable = await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false);
     }
     invocation.client = null;
-    database?.release(client);
+    // A connection whose session could not be reset is closed, not pooled again.
+    if (reusable) database.release(client); else client.release(true);
   } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
     await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
   }
@@ -270,8 +307,30 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
   send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten, effects: ok && invocation.effects.length ? invocation.effects : undefined });
 }
 
+/**
+ * Statements a call still has running when it ends (it answered with one in flight, failed,
+ * or overran its deadline) are cancelled in PostgreSQL, not left to statement_timeout: they
+ * would hold locks and a connection for up to 30 s, and outlive a worker restarted for the
+ * overrun. Answers whether one was running in the call's transaction, which then cannot commit.
+ */
+async function cancelStatements(invocation: Invocation): Promise<boolean> {
+  if (!database) return false;
+  const db = database;
+  await Promise.all([...invocation.pooledClients].map((client) => db.cancel(client)));
+  const client = await invocation.openedClient();
+  return client ? db.cancel(client) : false;
+}
+
 function failFromIsolate(invocation: Invocation, error: unknown): void {
   const message = String((error as Error)?.message ?? error);
+  if (strayReason !== null) {
+    replaceIsolate(strayReason);
+    return;
+  }
+  if (invocation.finished && /timed out/i.test(message)) {
+    log('warn', `code of call ${invocation.message.kind}:${invocation.message.target} kept running after its call answered, until its CPU slice ran out`);
+    return;
+  }
   let wireError: WireError;
   if (sandbox.disposed || /memory limit/i.test(message)) {
     wireError = { status: 503, code: 'plugin_out_of_memory', message: `${init.pluginKey} ran out of memory; it is being restarted` };
@@ -287,6 +346,28 @@ function failFromIsolate(invocation: Invocation, error: unknown): void {
   if (sandbox.disposed) restartWorker(`isolate disposed: ${message}`);
 }
 
+/**
+ * A new isolate in place of one disposed for stray work, in this process: the calls that follow
+ * are served at once, with no restart of the worker. Calls still in flight lived in the old
+ * isolate and fail; so would a plugin whose code no longer loads, which restarts the worker.
+ */
+function replaceIsolate(reason: string): void {
+  strayReason = null;
+  entered = null;
+  log('warn', `${reason}; its isolate was replaced (the plugin's in-memory state is gone)`);
+  for (const invocation of invocations.values()) {
+    if (invocation.finished) continue;
+    invocation.finished = true;
+    const error = { status: 503, code: 'plugin_crashed', message: `${init.pluginKey} replaced its isolate while handling the call: code of another call kept running after that call answered` };
+    finish(invocation, JSON.stringify({ ok: false, e: error })).catch((failure) => finishFailed(invocation, failure));
+  }
+  try {
+    loadIsolate();
+  } catch (error) {
+    restartWorker(`the plugin could not be loaded again: ${String((error as Error)?.message ?? error).slice(0, 300)}`);
+  }
+}
+
 /** Ends this process; the kernel restarts the plugin with a fresh isolate. */
 function restartWorker(reason: string): void {
   send({ t: 'fatal', reason });
@@ -297,151 +378,16 @@ async function invoke(message: InvokeMessage): Promise<void> {
   start(new Invocation(message));
 }
 
-/** Routes whose plugin has no batch handler: their batches go item by item at once. */
-const withoutBatchHandler = new Set<string>();
-
-/**
- * Group commit. A plugin with a batch handler for the route answers every call of the batch
- * in one set-based pass; otherwise (or when that handler fails) the calls run one after
- * another, each inside its own savepoint. Either way all are answered after a single COMMIT,
- * so nothing is acknowledged before it is durable.
- */
-async function invokeBatch(items: InvokeMessage[]): Promise<void> {
-  if (!database) {
-    for (const item of items) start(new Invocation(item));
-    return;
-  }
-  if (!withoutBatchHandler.has(items[0]!.target) && await invokeBatchHandler(items, database)) return;
-  await invokeItemByItem(items, database);
-}
-
-/** Errors after which running the calls again one by one would only fail the same way (or worse). */
-const FINAL_BATCH_ERRORS = new Set(['plugin_timeout', 'plugin_out_of_memory']);
-
-/**
- * Runs the plugin's batch handler over all calls in one transaction. Answers false, having
- * rolled back and answered nothing, when the calls should run one by one instead: the plugin
- * has no batch handler, the handler threw, or the shared commit failed (a deadlock, say).
- */
-async function invokeBatchHandler(items: InvokeMessage[], db: PluginDatabase): Promise<boolean> {
-  const first = items[0]!;
-  let client: import('pg').PoolClient;
-  try {
-    client = await db.pool.connect();
-    await client.query('BEGIN');
-  } catch {
-    return false;
-  }
-  const leadId = `${first.id}:batch`;
-  const members = items.map((item) => {
-    const member = new Invocation(item);
-    member.client = client;
-    member.leadId = leadId;
-    member.batch = { resolve: () => undefined };
-    invocations.set(item.id, member);
-    return member;
-  });
-  const input = `{"calls":[${items.map((item) => `{"info":${JSON.stringify(item.info)},"input":${item.input}}`).join(',')}]}`;
-  const lead = new Invocation({ ...first, id: leadId, kind: 'route_batch', input, info: { ...first.info, id: leadId, kind: 'route_batch' }, defaultActivity: null });
-  lead.client = client;
-  const outcome = await new Promise<{ ok: boolean; value?: string; error?: WireError }>((resolve) => {
-    lead.batchLead = { resolve };
-    start(lead);
-  });
-  for (const member of members) { member.finished = true; invocations.delete(member.id); }
-  const giveUp = async (): Promise<false> => {
-    await client.query('ROLLBACK').catch(() => undefined);
-    db.release(client);
-    return false;
-  };
-  if (!outcome.ok) {
-    const error = outcome.error!;
-    if (error.code === 'handler_missing') { withoutBatchHandler.add(first.target); return giveUp(); }
-    if (FINAL_BATCH_ERRORS.has(error.code)) {
-      await giveUp();
-      for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false });
-      return true;
-    }
-    log('warn', `batch handler ${first.target} failed (${error.code}: ${error.message.slice(0, 200)}); running its ${items.length} calls one by one`);
-    return giveUp();
-  }
-  const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
-  const results: CallResult[] = [];
-  const activity: unknown[][] = [];
-  items.forEach((item, index) => {
-    const answer = answers[index];
-    const member = members[index]!;
-    if (!answer?.ok) {
-      results.push({ id: item.id, ok: false, error: wireFromPlugin(answer?.e, item.target), activityWritten: false });
-      return;
-    }
-    activity.push(...member.pendingActivity);
-    if (!member.activityWritten && item.defaultActivity && item.signed) {
-      const entry = item.defaultActivity;
-      activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
-    }
-    results.push({ id: item.id, ok: true, value: JSON.stringify(answer.v ?? null), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
-  });
-  try {
-    await flushBatchActivity(client, activity);
-    await commit(client);
-  } catch (error) {
-    log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
-    return giveUp();
-  }
-  db.release(client);
-  send({ t: 'results', results });
-  return true;
-}
-
-/**
- * Runs the calls of a batch one after another in one transaction, each inside its own
- * savepoint, and answers them all after the one COMMIT. A call that fails is rolled back to its
- * savepoint alone. What only the end of the transaction can refuse (an activity entry when the
- * batch's entries are written, a deferred constraint at COMMIT) cannot be pinned on one call:
- * then each call runs again in a transaction of its own, so that only the call at fault fails.
- */
-async function invokeItemByItem(items: InvokeMessage[], database: PluginDatabase): Promise<void> {
-  const fail = (error: WireError) => { for (const item of items) send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
-  let client: import('pg').PoolClient;
-  try {
-    client = await database.pool.connect();
-    await client.query('BEGIN');
-  } catch (error) {
-    fail(transactionFailed('open', items[0]!.target, error));
-    return;
-  }
-  const outcomes: CallResult[] = [];
-  const activity: unknown[][] = [];
-  try {
-    for (const item of items) {
-      await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][]; effects: KernelEffect[] }>((resolve) => {
-        const invocation = new Invocation(item);
-        invocation.client = client;
-        invocation.batch = { resolve };
-        start(invocation);
-      });
-      await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
-      outcomes.push({ id: item.id, ...outcome });
-      activity.push(...entries);
-    }
-    await flushBatchActivity(client, activity);
-    await commit(client);
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    database.release(client);
-    if (items.length === 1) {
-      fail(transactionFailed('commit', items[0]!.target, error));
-      return;
-    }
-    log('warn', `batch ${items[0]!.target} could not commit (${String((error as Error)?.message ?? error).slice(0, 200)}); running its ${items.length} calls one at a time`);
-    for (const item of items) await invokeItemByItem([item], database);
-    return;
-  }
-  database.release(client);
-  send({ t: 'results', results: outcomes });
-}
+const invokeBatch = batchRunner({
+  database: () => database,
+  invocations,
+  start: (invocation) => start(invocation),
+  send,
+  log: (level, message) => log(level, message),
+  wireFromPlugin: (raw, target) => wireFromPlugin(raw, target),
+  transactionFailed: (stage, target, error) => transactionFailed(stage, target, error),
+  output: (json) => delivered.json(json),
+});
 
 function start(invocation: Invocation): void {
   const message = invocation.message;
@@ -469,20 +415,26 @@ function start(invocation: Invocation): void {
 async function boot(received: WorkerInit): Promise<void> {
   const started = performance.now();
   init = received;
+  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
+  activityKinds = new ActivityEntityKinds(database);
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
+  if (database) capabilities.db = database.capability();
+  loadIsolate();
+  send({ t: 'ready', bootMs: performance.now() - started });
+}
+
+/** A new isolate with the plugin's code, its grants and its current configuration. */
+function loadIsolate(): void {
   sandbox = new Sandbox({
     memoryMb: init.limits.memoryMb,
     cpuSliceMs: init.limits.cpuSliceMs,
     onCatastrophicError: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error: ${message}` }); process.exit(71); },
   });
-  if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
-  if (database) capabilities.db = database.capability();
   sandbox.load(init.code, {
     call: shielded('call', hostCall, JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),
     done: shielded('done', hostDone, undefined),
     log: shielded('log', hostLog, undefined),
   }, { grants: init.grants, config: init.config });
-  send({ t: 'ready', bootMs: performance.now() - started });
 }
 
 process.on('message', (message: KernelToWorker) => {
@@ -503,6 +455,7 @@ process.on('message', (message: KernelToWorker) => {
       const waiter = kernelCalls.get(message.id);
       if (!waiter) return;
       kernelCalls.delete(message.id);
+      if (message.secrets?.length) delivered.add(message.secrets);
       if (message.ok) waiter.resolve(message.value);
       else waiter.reject(new CapabilityError(message.error?.status ?? 500, message.error?.code ?? 'kernel_error', message.error?.message ?? 'kernel call failed'));
       break;

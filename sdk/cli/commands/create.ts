@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { reservedKeyReason } from '../../build/validate-manifest.ts';
 import { CliError, emit, shownPath, userPath, type GlobalOptions } from '../output.ts';
 import { scaffoldFiles } from './scaffold-files.ts';
 
@@ -25,6 +26,8 @@ export async function createCommand(name: string, options: GlobalOptions & { dir
   if (!KEY.test(name) || name.length < 2 || name.length > 48) {
     throw new CliError('invalid_plugin_name', `"${name}" is not a plugin key: use 2-48 lower-case letters and digits in dash-separated words, e.g. team-notes`);
   }
+  const reserved = reservedKeyReason(name);
+  if (reserved) throw new CliError('invalid_plugin_name', `"${name}" is reserved (${reserved}); choose another plugin key`);
   const parent = parentFolder(options.dir);
   const folder = join(parent, name);
   if (existsSync(folder) && (await readdir(folder)).length > 0) throw new CliError('folder_not_empty', `${folder} already exists and is not empty`);

@@ -35,7 +35,7 @@ describe('a plugin without agents.pause', () => {
 
   it('cannot use a service\'s powers on another company: the service acts for the caller\'s company', async () => {
     const res = await call(companyA.id, { service: 'pause-any', input: { agentId: agentB.id } });
-    expect(res.body.error).toMatchObject({ code: 'cross_company_denied', status: 403 });
+    expect(res.body.error).toMatchObject({ code: 'not_found', status: 404 });
     expect(await status(agentB.id)).not.toBe('paused');
   });
 

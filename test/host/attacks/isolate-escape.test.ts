@@ -16,7 +16,7 @@ beforeAll(async () => {
 afterAll(async () => { await t?.stop(); });
 
 const result = (kind: string) => t.api.post(`${P}/results`, { kind });
-const args = (kind: string) => t.api.post(`${P}/args`, { kind, companyId: company.id });
+const args = (kind: string) => t.api.post(`${P}/companies/${company.id}/args`, { kind, companyId: company.id });
 
 describe('reaching host objects from the isolate', () => {
   it('finds no process, require or host realm through constructor chains of the bridge', async () => {
@@ -47,7 +47,7 @@ describe('reaching host objects from the isolate', () => {
   });
 
   it('answers hostile bridge calls with codes and messages only, never host stacks, paths or host objects', async () => {
-    const res = await t.api.post(`${P}/host-errors`, {});
+    const res = await t.api.post(`${P}/companies/${company.id}/host-errors`, {});
     expect(res.status, res.text).toBe(200);
     const out = res.body as Record<string, any>;
     const text = JSON.stringify(out);
@@ -71,8 +71,9 @@ describe('reaching host objects from the isolate', () => {
     expect(out.otherInvocation).toEqual({ sync: { e: expect.objectContaining({ code: 'invocation_closed' }) } });
     expect(out.badSql).toMatchObject({ code: 'sql_42P01', status: 400 });
     expect(out.badUuid).toMatchObject({ code: 'invalid_arguments', status: 400 });
-    expect(out.missingCompany).toMatchObject({ value: null });
-    expect(out.hostLogWeird).toBe('ok');
+    // Another company's id (this one names none) is refused without looking it up.
+    expect(out.missingCompany).toMatchObject({ code: 'cross_company_denied', status: 403 });
+    expect(out.hostLogWeird.message).toMatch(/must be a string/);
     expect(out.doneOther).toBe('ok');
     // Errors created by the host inside the isolate carry isolate frames only.
     for (const sites of out.capturedSites as string[]) expect(sites).not.toMatch(HOST_LEAK);
@@ -86,18 +87,31 @@ describe('hostile values handed to the host', () => {
       const res = await result(kind);
       expect(res.status, `${kind}: ${res.text}`).toBe(500);
       expect(res.body.code, kind).toBe('unserializable_result');
-      expect(res.body.error, kind).toMatch(/^Plugin result is not JSON: /);
+      expect(res.body.error, kind).toMatch(/^Plugin result is not plain JSON: /);
       expect(res.text).not.toMatch(HOST_LEAK);
     }
     // A Proxy's traps fire in the isolate (already when the SDK looks for a then method).
     const proxy = await result('proxy');
     expect(proxy.status).toBe(500);
     expect(proxy.body).toEqual({ code: 'plugin_error', error: 'Plugin failed: proxy trap ran' });
-    const sparse = await result('sparse');
-    expect(sparse.status).toBe(200);
-    expect(sparse.body).toEqual([null, null, null, null, 'last']);
-    const toJson = await result('to-json');
-    expect(toJson.body).toEqual({ replaced: true });
+    await expectKernelAlive(t);
+  });
+
+  it('refuses results that are not plain JSON instead of converting them: functions, symbols, toJSON, boxed strings, holes', async () => {
+    const cases: Record<string, RegExp> = {
+      function: /a function at result$/, symbol: /a symbol at result$/, 'function-inside': /a function at result\.callback/,
+      date: /a Date at result\.at/, map: /a Map at result/, nan: /not a finite number at result\.n/, 'string-object': /a String object at result\.name/,
+      'undefined-in-array': /undefined at result\[1\]/, sparse: /a hole at result\[0\]/, 'to-json': /toJSON at result/, 'proxy-to-json': /toJSON at result/,
+      'polluted-to-json': /toJSON at result/,
+    };
+    for (const [kind, message] of Object.entries(cases)) {
+      const res = await result(kind);
+      if (kind === 'polluted-to-json') expect((await result('unpollute')).body).toBe('clean');
+      expect(res.status, `${kind}: ${res.text}`).toBe(500);
+      expect(res.body.code, kind).toBe('unserializable_result');
+      expect(res.body.error, kind).toMatch(/^Plugin result is not plain JSON: /);
+      expect(res.body.error, kind).toMatch(message);
+    }
     await expectKernelAlive(t);
   });
 
@@ -169,9 +183,29 @@ describe('hostile arguments to ctx calls', () => {
     for (const kind of ['cycle', 'bigint']) {
       const res = await args(kind);
       expect(res.status, res.text).toBe(200);
-      expect(res.body).toMatchObject({ code: 'host_call_failed', status: 500 });
+      expect(res.body).toMatchObject({ code: 'invalid_arguments', status: 400 });
       expect(res.body.message).toMatch(/circular|BigInt/i);
     }
+  });
+
+  it('refuses arguments that are not plain JSON of the expected type instead of converting them', async () => {
+    const cases: Record<string, RegExp> = {
+      'to-json-sql': /toJSON at args\[0\]/, 'string-object-sql': /a String object at args\[0\]/, 'proxy-sql': /toJSON at args\[0\]/,
+      'string-object-param': /a String object at args\[1\]\[0\]/, 'date-param': /a Date at args\[1\]\[0\]/, 'nan-param': /not a finite number at args\[1\]\[0\]/,
+      'function-param': /a function at args\[1\]\[0\]/, 'to-json-kernel': /toJSON at args\[0\]/,
+    };
+    for (const [kind, message] of Object.entries(cases)) {
+      const res = await args(kind);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body, kind).toMatchObject({ code: 'invalid_arguments', status: 400 });
+      expect(res.body.message, kind).toMatch(message);
+      expect(res.body.value, kind).toBeUndefined();
+    }
+    // The bridge itself takes strings only, and the log takes a string message.
+    const bridge = await args('string-object-bridge');
+    expect(bridge.body.thrown?.message, bridge.text).toMatch(/must be a string/);
+    const log = await args('string-object-log');
+    expect(log.body.message, log.text).toMatch(/must be a string/);
   });
 
   it('refuses argument nesting and sizes the host would choke on, with a clear error', async () => {
@@ -185,7 +219,7 @@ describe('hostile arguments to ctx calls', () => {
     const proto = await args('proto-kernel');
     expect(proto.body.asyncError).toMatchObject({ code: 'invalid_arguments' });
     const sparse = await args('sparse-db');
-    expect(sparse.body).toEqual({ value: { rows: [{ a: null, b: null, c: 'x' }], rowCount: 1 } });
+    expect(sparse.body).toMatchObject({ code: 'invalid_arguments', message: expect.stringMatching(/a hole at args\[1\]\[0\]/) });
     await expectKernelAlive(t);
   });
 });

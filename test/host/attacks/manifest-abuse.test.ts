@@ -55,6 +55,17 @@ describe('malformed manifests', () => {
     await refusedAtInstall((m) => { m.sdkApiVersion = 2; }, /sdkApiVersion/);
   });
 
+  it('refuses plugin keys that name a host route or a kernel concept', async () => {
+    for (const key of ['kernel', 'api', 'admin', 'plugins', 'host', 'system', 'keel', 'health', 'logs', 'config', 'examples', 'install', 'tools', 'manifest-schema', 'agent', 'company']) {
+      const body = await refusedAtInstall((m) => { m.key = key; }, new RegExp(`key "${key}" is reserved`));
+      expect(body.issues).toContainEqual(expect.objectContaining({ path: 'key' }));
+      expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
+    }
+    // The host's own routes still answer as before.
+    expect((await t.api.get('/api/plugins/manifest-schema')).status).toBe(200);
+    expect((await t.api.get('/api/plugins/examples')).status).toBe(200);
+  });
+
   it('keeps the files a manifest names inside the plugin folder', async () => {
     await refusedAtInstall((m) => { m.entry = '../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
     await refusedAtInstall((m) => { m.entry = 'src/../../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
@@ -129,6 +140,48 @@ describe('routes', () => {
     const undeclared = await t.api.post(`/api/plugins/${key}/enable`, { grant: ['http.routes', 'http.routes.absolute', 'secrets.resolve'] });
     expect(undeclared.status).toBe(422);
     expect(undeclared.body.code).toBe('capability_not_declared');
+  });
+});
+
+describe('plugin code', () => {
+  /** A variant whose entry also imports a generated module. */
+  async function withModule(source: string): Promise<{ folder: string; key: string }> {
+    const plugin = await hostile(() => undefined);
+    await writeFile(join(plugin.folder, 'src', 'extra.ts'), source);
+    const entry = await readFile(join(plugin.folder, 'src', 'index.ts'), 'utf8');
+    await writeFile(join(plugin.folder, 'src', 'index.ts'), `import { extra } from './extra.ts';\n(globalThis as Record<string, unknown>).keep = extra;\n${entry}`);
+    return plugin;
+  }
+
+  it('refuses sources and bundles over their size limits, naming the limit, and stores nothing', async () => {
+    const big = await withModule(`export const extra = ${JSON.stringify('x'.repeat(9 * 1024 * 1024))};\n`);
+    const res = await t.api.post('/api/plugins/install', { localPath: big.folder });
+    expect(res.status, res.text.slice(0, 300)).toBe(422);
+    expect(res.body.code).toBe('plugin_too_large');
+    expect(res.body.error).toMatch(/source files are larger than 8 MiB/);
+    // Under the source limit, but every character becomes a six-character escape in the bundle.
+    const wide = await withModule(`export const extra = ${JSON.stringify('€'.repeat(1_500_000))};\n`);
+    const bundle = await t.api.post('/api/plugins/install', { localPath: wide.folder });
+    expect(bundle.status, bundle.text.slice(0, 300)).toBe(422);
+    expect(bundle.body.code).toBe('plugin_too_large');
+    expect(bundle.body.error).toMatch(/bundle is larger than 8 MiB/);
+    for (const key of [big.key, wide.key]) expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
+  });
+
+  it('survives a parser bomb that kills the bundler: the bomb is refused and the next install builds', async () => {
+    const depth = 400_000;
+    const bomb = await withModule(`export const extra = ${'['.repeat(depth)}${']'.repeat(depth)};\n`);
+    const res = await t.api.post('/api/plugins/install', { localPath: bomb.folder });
+    expect(res.status, res.text.slice(0, 300)).toBe(422);
+    expect(res.body.code).toBe('plugin_build_failed');
+    const next = await hostile(() => undefined);
+    const installed = await t.api.post('/api/plugins/install', { localPath: next.folder });
+    expect(installed.status, installed.text.slice(0, 300)).toBe(201);
+    expect((await t.api.post(`/api/plugins/${next.key}/enable`, {})).status).toBe(200);
+    const ping = await t.api.get(`/api/plugins/${next.key}/ping`);
+    expect(ping.status, ping.text).toBe(200);
+    // (Health is down here for a plugin an earlier test left failed on purpose.)
+    expect((await t.api.get('/api/companies')).status).toBe(200);
   });
 });
 

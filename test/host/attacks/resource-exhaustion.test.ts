@@ -73,6 +73,52 @@ describe('runaway code', () => {
   });
 });
 
+describe('statements that outlive their call', () => {
+  const running = async (tag: string) => (await t.sql.query(
+    "select count(*)::int as n from pg_stat_activity where state = 'active' and query like $1 and pid <> pg_backend_pid()", [`%${tag}%`])).rows[0].n as number;
+
+  it('cancels a statement that overruns the call\'s deadline, in a transaction or not, within a short bound', async () => {
+    for (const path of ['overrun', 'overrun-free']) {
+      const tag = `keel-overrun-${path}-${Date.now()}`;
+      const restarts = (await t.api.get(`${P}/health`)).body.worker.restarts as number;
+      const res = await t.api.post(`${P}/${path}`, { tag });
+      expect(res.status, `${path}: ${res.text}`).toBe(504);
+      expect(res.body.code).toBe('plugin_timeout');
+      const left = await waitFor(() => running(tag), (n) => n === 0, 3_000);
+      expect(left, `${path}: pg_sleep(30) still running after the call failed`).toBe(0);
+      // The worker answers, then exits: wait for its successor before the next attack.
+      await waitFor(() => t.api.get(`${P}/health`), (r) => r.body.worker.restarts > restarts && r.body.worker.status === 'running');
+    }
+  });
+
+  it('ends the statements of a worker that died mid-call (the kernel ends its sessions)', async () => {
+    const tag = `keel-killed-${Date.now()}`;
+    const health = (await t.api.get(`${P}/health`)).body.worker;
+    const call = t.api.post(`${P}/overrun-free`, { tag });
+    await waitFor(() => running(tag), (n) => n === 1, 3_000);
+    process.kill(health.pid, 'SIGKILL');
+    const res = await call;
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.code).toBe('plugin_crashed');
+    expect(await waitFor(() => running(tag), (n) => n === 0, 3_000)).toBe(0);
+    await waitFor(() => t.api.get(`${P}/health`), (r) => r.body.worker.restarts > health.restarts && r.body.worker.status === 'running');
+  });
+
+  it('cancels a statement still running when the handler answers; a transaction it was part of does not commit', async () => {
+    const free = `keel-stray-free-${Date.now()}`;
+    const res = await t.api.post(`${P}/answer-while-running`, { tag: free });
+    expect(res.status, res.text).toBe(200);
+    expect(await waitFor(() => running(free), (n) => n === 0, 3_000)).toBe(0);
+    const inTx = `keel-stray-tx-${Date.now()}`;
+    const started = Date.now();
+    const tx = await t.api.post(`${P}/companies/${company.id}/answer-while-running-tx`, { tag: inTx });
+    expect(tx.status, tx.text).toBe(500);
+    expect(tx.body.code).toBe('plugin_transaction_failed');
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await running(inTx)).toBe(0);
+  });
+});
+
 describe('floods', () => {
   it('refuses un-awaited host calls beyond 64 in flight per invocation, so the kernel keeps answering quickly', async () => {
     const { res, kernelMs } = await during(() => t.api.post(`${P}/companies/${company.id}/flood-kernel`, {}));
@@ -141,6 +187,36 @@ describe('memory', () => {
 });
 
 describe('work after the call', () => {
+  it('stops code that keeps running after its call answered at its first host call: no log line, no write, and the next call is served at once', async () => {
+    const tag = `stray-${Date.now()}`;
+    const restarts = (await t.api.get(`${P}/health`)).body.worker.restarts as number;
+    const started = Date.now();
+    const [res, next] = await Promise.all([
+      t.api.post(`${P}/answer-then-loop`, { tag }),
+      new Promise((resolve) => setTimeout(resolve, 50)).then(() => t.api.get(`${P}/ok`)),
+    ]);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ answered: true });
+    expect(next.status, next.text).toBe(200);
+    expect(Date.now() - started, 'both answered well within the CPU slice (2,500 ms)').toBeLessThan(1_000);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const logs = (await t.api.get(`${P}/logs?limit=500`)).body.logs as Array<{ message: string }>;
+    expect(logs.filter((line) => line.message.includes(tag))).toEqual([]);
+    expect(logs.some((line) => /kept running after its call answered/.test(line.message))).toBe(true);
+    expect((await t.sql.query('select count(*)::int as n from plugin_attack_exhaust.marks where note = $1', [tag])).rows[0].n).toBe(0);
+    // The same worker process goes on serving (its isolate was replaced, not the process).
+    expect((await t.api.get(`${P}/ok`)).status).toBe(200);
+    expect((await t.api.get(`${P}/health`)).body.worker.restarts).toBe(restarts);
+  });
+
+  it('bounds computation after the answer that touches nothing by the CPU slice, and the worker goes on serving', async () => {
+    const started = Date.now();
+    const res = await t.api.post(`${P}/answer-then-spin`, {});
+    expect(res.status, res.text).toBe(200);
+    expect((await waitFor(() => t.api.get(`${P}/ok`), (r) => r.status === 200)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+
   it('never runs host work a plugin started but did not await before its call ended', async () => {
     const failed = await t.api.post(`${P}/write-then-throw`, { tag: 'after-throw' });
     expect(failed.status).toBe(409);

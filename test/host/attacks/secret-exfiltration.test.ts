@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { expectKernelAlive, installAndEnable } from './support.ts';
+import { installAndEnable as enableFolder } from '../../support/plugins.ts';
+import { expectKernelAlive, installAndEnable, variant } from './support.ts';
 
 /** SANDBOX.md class 7: secret exfiltration. */
 let t: TestKernel;
@@ -10,7 +11,9 @@ let agent: any;
 let secret: any;
 const SECRET_VALUE = 'vault-value-7f3a9c2e51d84b06';
 const PLAIN_TOKEN = 'plain-env-token-55aa77bb';
+const SIGNING_VALUE = 'sig"n\\ing/key+val=ue 77aa99';
 const P = '/api/plugins/attack-secrets';
+const GRANTED = '/api/plugins/attack-secrets-granted';
 
 beforeAll(async () => {
   t = await startTestKernel();
@@ -18,8 +21,16 @@ beforeAll(async () => {
   const created = await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'DEPLOY_KEY', value: SECRET_VALUE });
   expect(created.status, created.text).toBe(201);
   secret = created.body;
-  agent = await createAgent(t.api, company.id, { adapterConfig: { env: { DEPLOY_KEY: { type: 'secret_ref', secretId: secret.id }, API_TOKEN: PLAIN_TOKEN } } });
+  const signing = await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'SIGNING_KEY', value: SIGNING_VALUE });
+  expect(signing.status, signing.text).toBe(201);
+  agent = await createAgent(t.api, company.id, { adapterConfig: { env: {
+    DEPLOY_KEY: { type: 'secret_ref', secretId: secret.id }, SIGNING_KEY: { type: 'secret_ref', secretId: signing.body.id }, API_TOKEN: PLAIN_TOKEN,
+  } } });
   await installAndEnable(t, 'attack-secrets');
+  // A copy that declares (and is granted) secrets.resolve.
+  await enableFolder(t, await variant('attack-secrets', (m) => ({
+    ...m, key: 'attack-secrets-granted', capabilities: [...m.capabilities, { id: 'secrets.resolve', reason: 'Resolves run environments' }],
+  })));
 });
 afterAll(async () => { await t?.stop(); });
 
@@ -69,5 +80,50 @@ describe('activity written by a plugin', () => {
     const text = JSON.stringify(details);
     for (const leaked of ['abcdefghijklmnop', 'svc_board_AAAA', 'MIIB', jwt]) expect(text).not.toContain(leaked);
     await expectKernelAlive(t);
+  });
+});
+
+/** The forms a value may take in an output; none may appear anywhere the plugin's output goes. */
+function forms(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const b64 = bytes.toString('base64');
+  return [value, JSON.stringify(value).slice(1, -1), b64, b64.replace(/=+$/, ''), bytes.toString('base64url'), bytes.toString('hex'), bytes.toString('hex').toUpperCase(),
+    encodeURIComponent(value), Buffer.from(`user:${value}`).toString('base64').slice(8, -4)];
+}
+
+function expectNoSecret(text: string, where: string): void {
+  for (const value of [SECRET_VALUE, SIGNING_VALUE]) {
+    for (const form of forms(value)) expect(text.includes(form), `${where} holds ${form}`).toBe(false);
+  }
+}
+
+describe('secret values the host delivered to a plugin', () => {
+  const body = () => ({ agentId: agent.id, names: ['DEPLOY_KEY', 'SIGNING_KEY'] });
+
+  it('are kept out of activity details, logs and answers in any common encoding', async () => {
+    const res = await t.api.post(`${GRANTED}/companies/${company.id}/exfiltrate`, body());
+    expect(res.status, res.text).toBe(200);
+    expectNoSecret(res.text, 'the answer');
+    expect(res.text).toContain('[REDACTED]');
+    const row = (await t.sql.query("select details from activity_log where action = 'attack.secret_leak'")).rows[0];
+    expect(row, 'the activity entry was written').toBeTruthy();
+    expectNoSecret(JSON.stringify(row.details), 'activity details');
+    expect(row.details.secret0.raw).toBe('token=[REDACTED];');
+    const logs = await t.api.get(`${GRANTED}/logs`);
+    expect(JSON.stringify(logs.body)).toContain('leaking');
+    expectNoSecret(JSON.stringify(logs.body), 'the plugin\'s logs');
+    // Kept in the isolate and sent out by a later call (one that serves no company at all).
+    const later = await t.api.get(`${GRANTED}/recall`);
+    expect(later.status, later.text).toBe(200);
+    expect(later.body).toHaveLength(2);
+    expectNoSecret(later.text, 'a later answer');
+    await expectKernelAlive(t);
+  });
+
+  it('are kept out of the errors a plugin throws', async () => {
+    const res = await t.api.post(`${GRANTED}/companies/${company.id}/exfiltrate-error`, body());
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.code).toBe('leak');
+    expectNoSecret(res.text, 'the error');
   });
 });

@@ -1,3 +1,5 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
@@ -126,9 +128,38 @@ describe('identity and transaction', () => {
     // A cursor WITH HOLD would outlive the transaction on a pooled connection: cursors are refused.
     await refused('declare c cursor with hold for select 1', GUARD);
     for (let i = 0; i < 20; i++) {
-      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_prepared_statements where name not like \'keel\\_s%\')::int as prepared, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
-      expect(left.rows![0]).toEqual({ cursors: 0, prepared: 0, locks: 0 });
+      const left = await sql('select (select count(*) from pg_cursors where name = \'c\')::int as cursors, (select count(*) from pg_locks l join pg_stat_activity a on a.pid = l.pid where l.locktype = \'advisory\' and a.usename = current_user)::int as locks');
+      expect(left.rows![0]).toEqual({ cursors: 0, locks: 0 });
     }
+    // The statements the host keeps prepared are not the plugin's to list (their texts are other invocations').
+    await refused('select name, statement from pg_prepared_statements', DENIED);
+  });
+
+  it('sees nothing of another company\'s invocation on a pooled connection: no statement texts, no sequence values', async () => {
+    const secret = `company-a-only-${Date.now()}`;
+    const insertedOn = new Set<number>();
+    let sameConnection = 0;
+    for (let i = 0; i < 10; i++) {
+      // Company A: a statement with a value written into its text (prepared and kept by the host), and an insert.
+      const a = await t.api.post(`${P}/companies/${companyA.id}/sql-free`, { sql: `select pg_backend_pid() as pid, count(*)::int as n from loot where v = '${secret}'` });
+      expect(a.status, a.text).toBe(200);
+      const inserted = await t.api.post(`${P}/companies/${companyA.id}/sql`, { sql: `insert into loot (v) values ('${secret}') returning id, pg_backend_pid() as pid` });
+      expect(inserted.body.rows, inserted.text).toHaveLength(1);
+      insertedOn.add(inserted.body.rows[0].pid);
+      // Company B, next on the same pool: what does its session show of A's?
+      const texts = await sql('select pg_backend_pid() as pid, (select string_agg(statement, \' | \') from pg_prepared_statements) as texts', [], `${P}/companies/${companyB.id}/sql-free`);
+      expect(JSON.stringify(texts), 'statement texts of another invocation').not.toContain(secret);
+      // Transactional calls give their connection back before they answer: B's next call gets A's.
+      const again = await t.api.post(`${P}/companies/${companyA.id}/sql`, { sql: `insert into loot (v) values ('${secret}') returning pg_backend_pid() as pid` });
+      const last = await t.api.post(`${P}/companies/${companyB.id}/sql`, { sql: 'select lastval() as last' });
+      expect(last.body.rows, `lastval() answered ${JSON.stringify(last.body.rows)}, the id company A's invocation inserted`).toBeUndefined();
+      const pid = (await t.api.post(`${P}/companies/${companyB.id}/sql`, { sql: 'select pg_backend_pid() as pid' })).body.rows[0].pid;
+      if (pid === again.body.rows[0].pid) sameConnection++;
+    }
+    // B did run on the connections A had inserted on.
+    expect(sameConnection).toBeGreaterThan(0);
+    // The host's own named statements keep working on the same connections.
+    for (let i = 0; i < 5; i++) expect((await sql('select count(*)::int as n from loot')).rows).toHaveLength(1);
   });
 
   it('cannot signal the kernel: pg_notify on its channels and terminating other sessions are refused', async () => {
@@ -197,6 +228,64 @@ describe('the activity bridge', () => {
       expect(out.error?.message).toBe('invalid invocation signature');
     }
     expect((await t.sql.query("select count(*)::int as n from activity_log where action = 'forged.action'")).rows[0].n).toBe(0);
+  });
+});
+
+describe('code and comments in the catalogs', () => {
+  /** A copy of the victim fixture with one more migration, under a key and namespace of its own. */
+  async function victimWith(suffix: string, sql: string, functions?: boolean): Promise<{ key: string; res: any }> {
+    const key = `attack-sql-victim-${suffix}`;
+    const folder = await variant('attack-sql-victim', (m) => ({ ...m, key, database: { ...m.database, namespace: `attack_victim_${suffix}`, ...(functions ? { functions: true } : {}) } }));
+    await writeFile(join(folder, 'migrations', '0002-code.sql'), sql);
+    const installed = await t.api.post('/api/plugins/install', { localPath: folder });
+    expect(installed.status, installed.text).toBe(201);
+    return { key, res: await t.api.post(`/api/plugins/${key}/enable`, {}) };
+  }
+  const seen = async (marker: string) => (await sql(`select (select count(*) from pg_proc where prosrc like '%${marker}%')::int as bodies, (select count(*) from pg_description where description like '%${marker}%')::int as comments`)).rows![0];
+
+  it('a plugin\'s migrations may not create functions, procedures or comments, nor smuggle them through DO, unless declared', async () => {
+    const attempts: Record<string, string> = {
+      fn: "create function treasure_count() returns bigint language sql as $$ select count(*) /* fn-secret-body */ from treasure $$;",
+      proc: "create or replace procedure refill() language sql as $body$ insert into treasure (v) values ('proc-secret-body') $body$;",
+      comment: "comment on table treasure is 'comment-secret: the vault code is 0000';",
+      tricky: "insert into treasure (v) values ('create function is only text here; comment on nothing');\n/* a comment; */ CrEaTe -- line\n  FUNCTION tricky() returns int language sql as 'select 1 /* tricky-secret-body */';",
+      smuggled: "do $$ begin execute 'create function smuggled() returns int language sql as ''select 1 /* smuggled-secret-body */'''; end $$;",
+    };
+    for (const [suffix, migration] of Object.entries(attempts)) {
+      const { key, res } = await victimWith(suffix, migration);
+      expect(res.status, `${suffix}: ${res.text}`).toBe(422);
+      expect(res.body.code).toBe('plugin_migration_refused');
+      expect(res.body.error).toContain('database.functions');
+      expect((await t.sql.query('select count(*)::int as n from plugin_migrations where plugin_key = $1', [key])).rows[0].n, suffix).toBe(0);
+    }
+    for (const marker of ['fn-secret-body', 'proc-secret-body', 'comment-secret', 'tricky-secret-body', 'smuggled-secret-body']) {
+      expect(await seen(marker), marker).toEqual({ bodies: 0, comments: 0 });
+    }
+    // Text that only mentions them is fine.
+    const { res } = await victimWith('text', "insert into treasure (v) values ('create function f() ...; comment on x is y; do $$ $$');");
+    expect(res.status, res.text).toBe(200);
+  });
+
+  it('the database itself refuses functions and DO to a migrator whose plugin did not declare them', async () => {
+    const migrator = (await t.sql.query("select rolname from pg_roles where rolname like 'keel\\_m%\\_attack\\_sql\\_victim\\_fn'")).rows[0]?.rolname as string;
+    expect(migrator).toBeTruthy();
+    const client = await t.sql.connect();
+    try {
+      for (const statement of ["create function plugin_attack_victim_fn.f() returns int language sql as 'select 1'",
+        "create function plugin_attack_victim_fn.g() returns int language plpgsql as 'begin return 1; end'", 'do $$ begin end $$']) {
+        await client.query('begin');
+        await client.query(`set local role ${migrator}`);
+        const error = await client.query(statement).then(() => null, (e: { code: string }) => e.code);
+        await client.query('rollback');
+        expect(error, statement).toBe('42501');
+      }
+    } finally { client.release(); }
+  });
+
+  it('a plugin that declares database.functions may create them, and then their source is visible to every plugin (documented)', async () => {
+    const { res } = await victimWith('declared', "create function treasure_total() returns bigint language sql as $$ select count(*) /* declared-visible-body */ from treasure $$;\ncomment on function treasure_total() is 'declared-visible-comment';", true);
+    expect(res.status, res.text).toBe(200);
+    expect(await seen('declared-visible')).toEqual({ bodies: 1, comments: 1 });
   });
 });
 

@@ -1,4 +1,5 @@
 import { sanitizeDetails } from '../../../activity/sanitize.ts';
+import type { DeliveredSecrets } from '../delivered-secrets.ts';
 import type { PluginDatabase } from './database.ts';
 import type { Invocation } from '../invocation.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
@@ -11,16 +12,19 @@ const ACTION = /^[a-z][a-z0-9_.:-]{0,127}$/;
  * accepts the write only with the invocation identity the kernel signed, and takes company,
  * actor and run from it: the plugin chooses what happened, never who did it or where.
  */
-function activityValues(invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): unknown[] {
+function activityValues(invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }, secrets?: DeliveredSecrets): unknown[] {
   if (invocation.message.readOnly) throw new CapabilityError(403, 'activity_read_only', 'This route is declared readOnly; it cannot write activity');
   const signed = invocation.message.signed;
   if (!signed) throw new CapabilityError(403, 'activity_unavailable', 'This invocation carries no signed identity; activity cannot be written');
-  // Sanitised here, in host code, exactly as the kernel sanitises its own entries.
-  return [signed.invocation, signed.signature, entry.action, entry.entityType, entry.entityId, entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details))];
+  if (secrets && secrets.text(entry.action) !== entry.action) throw new CapabilityError(400, 'invalid_activity', 'action carries a secret value');
+  // Sanitised here, in host code, exactly as the kernel sanitises its own entries, and rid of
+  // the secret values the host delivered to this plugin.
+  const details = entry.details === undefined ? null : JSON.stringify(sanitizeDetails(entry.details, secrets?.active ?? []));
+  return [signed.invocation, signed.signature, entry.action, secrets?.text(entry.entityType) ?? entry.entityType, secrets?.text(entry.entityId) ?? entry.entityId, details];
 }
 
-export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }): Promise<void> {
-  const values = activityValues(invocation, entry);
+export async function writeActivity(db: PluginDatabase, invocation: Invocation, entry: { action: string; entityType: string; entityId: string; details?: unknown }, secrets?: DeliveredSecrets): Promise<void> {
+  const values = activityValues(invocation, entry, secrets);
   const sql = 'select keel_bridge.record_activity($1, $2, $3, $4, $5, $6::jsonb)';
   if (invocation.batch) {
     // In a batch, entries are written together just before the shared COMMIT: the activity
@@ -29,14 +33,77 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
     invocation.activityWritten = true;
     return;
   }
-  const transaction = invocation.transactionClient(db.pool);
-  if (transaction) {
-    await (await transaction).query({ text: sql, values });
-  } else {
-    const client = await db.pool.connect();
-    try { await client.query({ text: sql, values }); } finally { db.release(client); }
+  try {
+    await onInvocationClient(db, invocation, (client) => client.query({ text: sql, values }));
+  } catch (error) {
+    throw refusedEntity(error) ?? error;
   }
   invocation.activityWritten = true;
+}
+
+/** Runs a statement on the invocation's transaction, or on a pooled connection when it has none. */
+async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation, run: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
+  const transaction = invocation.transactionClient(db.pool);
+  if (transaction) {
+    const client = await transaction;
+    return db.statement(client, () => run(client));
+  }
+  const client = await db.connectFor(invocation);
+  try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.releaseAfterStatement(client); }
+}
+
+/**
+ * Entity types the database checks against the invocation's company (or the plugin itself):
+ * the kernel's own (company, agent, run, ...). Read from keel_bridge.activity_entity_kinds,
+ * which holds the one list, when an entry is first recorded (not at boot, which stays free of
+ * database work); compared in lower case without surrounding blanks, as there.
+ */
+export class ActivityEntityKinds {
+  private readonly db: PluginDatabase | null;
+  private loaded: ReadonlySet<string> | null = null;
+  private loading: Promise<ReadonlySet<string>> | null = null;
+
+  constructor(db: PluginDatabase | null) {
+    this.db = db;
+  }
+
+  /** The list, once it has been read; null before. */
+  get known(): ReadonlySet<string> | null {
+    return this.loaded;
+  }
+
+  async get(): Promise<ReadonlySet<string>> {
+    if (this.loaded) return this.loaded;
+    if (!this.db) return (this.loaded = new Set());
+    this.loading ??= this.db.pool.query<{ kinds: string[] }>('select keel_bridge.activity_entity_kinds() as kinds')
+      .then((result) => (this.loaded = new Set(result.rows[0]?.kinds ?? [])))
+      .finally(() => { this.loading = null; });
+    return this.loading;
+  }
+}
+
+const kindOf = (entityType: string) => entityType.trim().toLowerCase();
+
+/**
+ * An entry naming a kernel entity is checked before it is written or buffered: the database
+ * answers (rather than raises) why it may not, so a refused entry fails that one call and not
+ * the plugin's transaction or a batch's shared commit. The write functions check again.
+ */
+async function assertEntityInScope(db: PluginDatabase, invocation: Invocation, entry: ActivityEntry): Promise<void> {
+  const signed = invocation.message.signed;
+  if (!signed) return;
+  const result = await onInvocationClient(db, invocation, (client) => client.query<{ refusal: string | null }>({
+    text: 'select keel_bridge.activity_entity_refusal($1, $2, $3, $4) as refusal',
+    values: [signed.invocation, signed.signature, entry.entityType, entry.entityId],
+  }));
+  const refusal = result.rows[0]?.refusal;
+  if (refusal) throw new CapabilityError(403, 'activity_entity_denied', `ctx.activity.record refused: ${refusal}`);
+}
+
+/** The database's refusal of an entity (raised by the write functions), as the plugin sees it. */
+function refusedEntity(error: unknown): CapabilityError | null {
+  const pgError = error as { hint?: string; message?: string };
+  return pgError?.hint === 'keel_activity_entity' ? new CapabilityError(403, 'activity_entity_denied', `ctx.activity.record refused: ${pgError.message}`) : null;
 }
 
 type ActivityEntry = { action: string; entityType: string; entityId: string; details?: unknown };
@@ -58,19 +125,27 @@ export function checkedActivityEntry(args: unknown[]): ActivityEntry {
  * so it is answered at once, without a round trip back into the isolate. Answers null when
  * the call is not part of a batch.
  */
-export function recordInBatch(db: PluginDatabase | null, invocation: Invocation, args: unknown[]): null | undefined {
+export function recordInBatch(db: PluginDatabase | null, invocation: Invocation, args: unknown[], kinds: ActivityEntityKinds, secrets: DeliveredSecrets): null | undefined {
   if (!invocation.batch || !db) return undefined;
-  invocation.pendingActivity.push(activityValues(invocation, checkedActivityEntry(args)));
+  const entry = checkedActivityEntry(args);
+  // An entry naming a kernel entity needs the database's word first: the asynchronous path.
+  const checked = kinds.known;
+  if (!checked || checked.has(kindOf(entry.entityType))) return undefined;
+  invocation.pendingActivity.push(activityValues(invocation, entry, secrets));
   invocation.activityWritten = true;
   return null;
 }
 
-export function activityCapability(db: PluginDatabase | null): WorkerCapability {
+export function activityCapability(db: PluginDatabase | null, kinds: ActivityEntityKinds, secrets: DeliveredSecrets): WorkerCapability {
   return {
     record: async (invocation: Invocation, args: unknown[]) => {
       const entry = checkedActivityEntry(args);
       if (!db) throw new CapabilityError(403, 'activity_unavailable', 'activity needs the plugin database connection');
-      await writeActivity(db, invocation, entry);
+      if ((await kinds.get()).has(kindOf(entry.entityType))) {
+        activityValues(invocation, entry, secrets);
+        await assertEntityInScope(db, invocation, entry);
+      }
+      await writeActivity(db, invocation, entry, secrets);
       return null;
     },
   };

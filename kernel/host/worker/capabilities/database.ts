@@ -1,12 +1,22 @@
 import pg from 'pg';
 import type { Invocation } from '../invocation.ts';
 import { refusedStatement } from '../sql-guard.ts';
+import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
 const MAX_ROWS = 10_000;
 const MAX_NAMED_STATEMENTS = 200;
+/**
+ * What DISCARD ALL would reset that a plugin can still set on a hardened database: the values
+ * lastval() and currval() answer (any insert with a serial sets them), and settings, listeners
+ * and open cursors a function it declared could leave. Prepared statements are kept (they are
+ * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
+ */
+const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
+const CANCEL_ATTEMPTS = 20;
+const CANCEL_RETRY_MS = 100;
 
 /**
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
@@ -20,17 +30,21 @@ export class PluginDatabase {
 
   /**
    * `resetSessions`: whether pooled connections must be reset (DISCARD ALL) when returned.
-   * Where the database took advisory locks, set_config, temporary tables and large objects
-   * from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and cursors, a plugin can
-   * leave no session state behind and the reset (which measurably slows every write) is skipped.
+   * Where the database took advisory locks, set_config, temporary tables, large objects and
+   * pg_prepared_statement() from plugin roles and the SQL guard refuses SET, LISTEN, PREPARE and
+   * cursors, what a call can leave behind is narrower: the session's sequence values (lastval,
+   * currval) and, through a function a plugin declared, settings, listeners and cursors. Those
+   * are reset with SESSION_RESET, in the same round trip as the COMMIT or ROLLBACK that ends a
+   * transaction, and DISCARD ALL (which measurably slows every write, and would drop the host's
+   * prepared statements) is skipped.
    */
-  constructor(url: string, schema: string, maxConnections: number, resetSessions = true) {
+  constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
     this.pool = new pg.Pool({
       connectionString: url,
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
-      application_name: `keel-plugin-${schema}`,
+      application_name: applicationName,
     } as pg.PoolConfig);
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
   }
@@ -52,10 +66,90 @@ export class PluginDatabase {
     return name;
   }
 
-  /** Gives a client back, resetting advisory locks, settings and listeners first (queued, not awaited). */
+  /** Statements in flight per connection (and who waits for them to end), so that a call that ends can cancel its own. */
+  private readonly busy = new Map<pg.PoolClient, { count: number; idle: Array<() => void> }>();
+  /** Connections whose statement was cancelled: they are closed, not pooled again. */
+  private readonly cancelled = new WeakSet<pg.PoolClient>();
+
+  /** Runs one statement of an invocation on a connection, counted while it is in flight. */
+  async statement<T>(client: pg.PoolClient, run: () => Promise<T>): Promise<T> {
+    const entry = this.busy.get(client) ?? { count: 0, idle: [] };
+    entry.count++;
+    this.busy.set(client, entry);
+    try {
+      return await run();
+    } finally {
+      if (--entry.count === 0) {
+        this.busy.delete(client);
+        for (const wake of entry.idle.splice(0)) wake();
+      }
+    }
+  }
+
+  /**
+   * Cancels what a connection is running, if anything: a statement must not outlive the call
+   * that started it (statement_timeout alone would let it run for 30 s, also after its worker
+   * is gone). Answers whether there was one. A cancel reaches the server-side statement only
+   * once it runs there (the driver may still be waiting for the BEGIN before it), so it is sent
+   * again every 100 ms until the statement has ended, for up to 2 s. The connection is closed
+   * when it is released, so a cancel that arrives late can never hit another call's statement.
+   */
+  async cancel(client: pg.PoolClient): Promise<boolean> {
+    const entry = this.busy.get(client);
+    if (!entry) return false;
+    this.cancelled.add(client);
+    const ended = new Promise<void>((resolve) => entry.idle.push(resolve));
+    for (let attempt = 0; attempt < CANCEL_ATTEMPTS && this.busy.get(client) === entry; attempt++) {
+      await cancelStatement(client);
+      await Promise.race([ended, new Promise((resolve) => setTimeout(resolve, CANCEL_RETRY_MS))]);
+    }
+    return true;
+  }
+
+  /**
+   * Ends a transaction; on a hardened database the session is reset in the same round trip
+   * (the statements after COMMIT run in an implicit transaction of their own). Give the client
+   * back with release() afterwards. A COMMIT throws when the transaction had been aborted by an
+   * earlier failed statement: PostgreSQL then rolls back and answers ROLLBACK, and a plugin that
+   * caught a failed query and returned normally would otherwise be acknowledged with nothing
+   * stored.
+   */
+  async endTransaction(client: pg.PoolClient, verb: 'COMMIT' | 'ROLLBACK'): Promise<void> {
+    const answer = await client.query(this.resetSessions ? verb : `${verb}; ${SESSION_RESET}`) as pg.QueryResult | pg.QueryResult[];
+    const ended = Array.isArray(answer) ? answer[0] : answer;
+    if (verb === 'COMMIT' && ended?.command !== 'COMMIT') throw new Error('the transaction was aborted by an earlier failed statement and was rolled back');
+  }
+
+  /**
+   * Gives back a client whose transaction ended with endTransaction(). Where sessions are
+   * reset (DISCARD ALL: advisory locks, settings, listeners, prepared statements) that is done
+   * first (queued, not awaited by the caller).
+   */
   release(client: pg.PoolClient): void {
+    if (this.cancelled.has(client)) { client.release(true); return; }
     if (!this.resetSessions) { client.release(); return; }
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
+  }
+
+  /** Gives back a client that ran one statement outside any transaction: its session is reset first. */
+  releaseAfterStatement(client: pg.PoolClient): void {
+    if (this.cancelled.has(client) || this.resetSessions) { this.release(client); return; }
+    client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
+  }
+
+  /**
+   * A pooled connection for one statement of a call outside its transaction. A call that ended
+   * while the connection was being made gets none: its statement would start after the call
+   * cancelled what it had running, and run on unwatched.
+   */
+  async connectFor(invocation: Invocation): Promise<pg.PoolClient> {
+    const client = await this.pool.connect();
+    if (invocation.finished && !invocation.settling) {
+      this.releaseAfterStatement(client);
+      throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+    }
+    invocation.pooledClients.add(client);
+    return client;
   }
 
   capability(): WorkerCapability {
@@ -74,10 +168,11 @@ export class PluginDatabase {
           let result: pg.QueryResult;
           const transaction = invocation.transactionClient(this.pool);
           if (transaction) {
-            result = await (await transaction).query(config);
+            const client = await transaction;
+            result = await this.statement(client, () => client.query(config));
           } else {
-            const client = await this.pool.connect();
-            try { result = await client.query(config); } finally { this.release(client); }
+            const client = await this.connectFor(invocation);
+            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.releaseAfterStatement(client); }
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };

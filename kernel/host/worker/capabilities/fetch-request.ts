@@ -24,6 +24,18 @@ const HOST_CONTROLLED = new Set(['host', 'connection', 'keep-alive', 'transfer-e
 
 const invalid = (message: string) => new CapabilityError(400, 'invalid_request', message);
 
+/**
+ * Headers that say how to answer, not who is asking: the only ones a plugin set that follow a
+ * redirect to another origin. Anything else may be a credential, whatever its name (an
+ * X-Api-Key, a vendor signature, a session header), and was meant for the origin it was sent to.
+ */
+const PLAIN_HEADERS = new Set(['accept', 'accept-language', 'content-type', 'content-language', 'user-agent', 'cache-control']);
+
+/** The plugin's headers that may go on to another origin after a redirect. */
+export function headersForOtherOrigin(headers: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).filter(([name]) => PLAIN_HEADERS.has(name)));
+}
+
 export function isHostControlledHeader(name: string): boolean {
   return HOST_CONTROLLED.has(name) || name.startsWith('proxy-');
 }

@@ -2,7 +2,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import type { WorkerInit } from '../../protocol/messages.ts';
 import type { Invocation } from '../invocation.ts';
 import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from './address-policy.ts';
-import { parseFetchArgs, type FetchRequest } from './fetch-request.ts';
+import { headersForOtherOrigin, parseFetchArgs, type FetchRequest } from './fetch-request.ts';
 import { exchange, type ResolvedAddress } from './http-request.ts';
 import { AllowList, normaliseHost } from './network-allow-list.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
@@ -67,7 +67,7 @@ export async function performFetch(policy: FetchPolicy, request: FetchRequest, b
   let url = request.url;
   let method = request.method;
   let body = request.body;
-  const headers = { ...request.headers };
+  let headers = { ...request.headers };
   try {
     for (let hop = 0; ; hop++) {
       if (abandoned()) throw new CapabilityError(409, 'invocation_closed', 'The invocation finished before the fetch did');
@@ -95,8 +95,8 @@ export async function performFetch(policy: FetchPolicy, request: FetchRequest, b
         body = null;
         delete headers['content-type'];
       }
-      // Credentials meant for one origin are not handed to another.
-      if (next.origin !== url.origin) { delete headers.authorization; delete headers.cookie; }
+      // Credentials meant for one origin are not handed to another, whatever their header is called.
+      if (next.origin !== url.origin) headers = headersForOtherOrigin(headers);
       url = next;
     }
   } finally {

@@ -21,7 +21,7 @@ async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: st
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
   const client = await invocation.transactionClient(db.pool)!;
   try {
-    const result = await client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] });
+    const result = await db.statement(client, () => client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] }));
     return (result.rows[0] as { result?: unknown } | undefined)?.result ?? null;
   } catch (error) {
     const pgError = error as { code?: string; message?: string };
