@@ -316,7 +316,7 @@ async function finish(invocation: Invocation, resultJson: string): Promise<void>
 async function cancelStatements(invocation: Invocation): Promise<boolean> {
   if (!database) return false;
   const db = database;
-  await Promise.all([...invocation.pooledClients].map((client) => db.cancel(client)));
+  await Promise.all([...invocation.pooledClients].map((client) => db.cancel(client, true)));
   const client = await invocation.openedClient();
   return client ? db.cancel(client) : false;
 }

@@ -73,6 +73,8 @@ export class PluginDatabase {
 
   /** Runs one statement of an invocation on a connection, counted while it is in flight. */
   async statement<T>(client: pg.PoolClient, run: () => Promise<T>): Promise<T> {
+    // A pooled connection the call's end cancelled before its statement began: the statement must not start.
+    if (this.cancelled.has(client)) throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     const entry = this.busy.get(client) ?? { count: 0, idle: [] };
     entry.count++;
     this.busy.set(client, entry);
@@ -94,8 +96,10 @@ export class PluginDatabase {
    * again every 100 ms until the statement has ended, for up to 2 s. The connection is closed
    * when it is released, so a cancel that arrives late can never hit another call's statement.
    */
-  async cancel(client: pg.PoolClient): Promise<boolean> {
+  async cancel(client: pg.PoolClient, pooled = false): Promise<boolean> {
     const entry = this.busy.get(client);
+    // A pooled connection of the call is running its statement or about to start it: either way it is closed after.
+    if (pooled) this.cancelled.add(client);
     if (!entry) return false;
     this.cancelled.add(client);
     const ended = new Promise<void>((resolve) => entry.idle.push(resolve));
@@ -143,8 +147,11 @@ export class PluginDatabase {
    * cancelled what it had running, and run on unwatched.
    */
   async connectFor(invocation: Invocation): Promise<pg.PoolClient> {
+    // Only the host's own writes while it finishes the call may connect after the call ended;
+    // a plugin statement whose connection arrives late (the pool was opening one) may not.
+    const byHost = invocation.settling;
     const client = await this.pool.connect();
-    if (invocation.finished && !invocation.settling) {
+    if (invocation.finished && !byHost) {
       this.releaseAfterStatement(client);
       throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     }
