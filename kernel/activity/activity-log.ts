@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import { iso, type Queryable } from '../db/database.ts';
-import { sanitizeDetails } from './sanitize.ts';
+import { sanitizeDetails } from '../../sdk/shared/sanitize.ts';
 
 export interface ActivityInput {
   companyId: string | null;

@@ -1,5 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
-import { describeIssues, pluginBodyAjv, schemaIssues } from './manifest/plugin-schema-ajv.ts';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
@@ -11,7 +11,7 @@ import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import { respond } from './contributions/route-dispatch.ts';
 import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
-import { manifestSchema } from './manifest/fragments.ts';
+import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
 import { fetchNpmPackage, readPluginFolder, scanExamples } from './plugin-sources.ts';
 

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { KeelError } from '../http/errors.ts';
-import { validateManifest } from './manifest/validate-manifest.ts';
+import { InvalidManifestError, validateManifest } from '../../sdk/manifest/validate-manifest.ts';
 
 const run = promisify(execFile);
 export const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -21,7 +21,17 @@ export async function readPluginFolder(folder: string, sourceKind: FoundPlugin['
   try { text = await readFile(file, 'utf8'); } catch {
     throw new KeelError(422, 'plugin_not_found', `No plugin.json in ${folder}`);
   }
-  return { folder, manifest: validateManifest(text, file), sourceKind, packageName };
+  return { folder, manifest: checkedManifest(text, file), sourceKind, packageName };
+}
+
+/** The SDK's manifest validation, its refusal answered as the kernel's 422 invalid_manifest. */
+export function checkedManifest(input: string | unknown, source?: string): PluginManifest {
+  try {
+    return validateManifest(input, source);
+  } catch (error) {
+    if (error instanceof InvalidManifestError) throw new KeelError(422, 'invalid_manifest', error.message, { issues: error.issues });
+    throw error;
+  }
 }
 
 /** Plugin folders directly under a directory (each with a plugin.json). */

@@ -1,4 +1,4 @@
-import { REDACTED } from '../activity/sanitize.ts';
+import { REDACTED } from '../../sdk/shared/sanitize.ts';
 import { unprocessable } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
 

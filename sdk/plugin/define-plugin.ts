@@ -1,10 +1,17 @@
+import type { CapabilityId } from '../capabilities/index.ts';
 import type { BatchCall, PluginContext, RouteRequest, RouteResponse, WebhookRequest } from './context.ts';
 
-type Handler<I, O> = (input: I, ctx: PluginContext) => O | Promise<O>;
+type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginContext<G>) => O | Promise<O>;
 
-/** What a plugin implements; keys match the manifest's contributions. */
-export interface PluginDefinition {
-  routes?: Record<string, Handler<RouteRequest, RouteResponse | unknown>>;
+/**
+ * What a plugin implements; keys match the manifest's contributions. `capabilities` lists the
+ * ids of plugin.json's capabilities this code uses: each handler's `ctx` then has their
+ * members, typed and present, and the host refuses to run the code if plugin.json does not
+ * declare one of them.
+ */
+export interface PluginDefinition<G extends CapabilityId | undefined = undefined> {
+  capabilities?: readonly CapabilityId[];
+  routes?: Record<string, Handler<RouteRequest, RouteResponse | unknown, G>>;
   /**
    * Set-based handlers for batched routes (`batch` in the manifest): one call receives every
    * call of a group commit and answers each, in order, with a value (or `respond(...)`) or a
@@ -12,31 +19,35 @@ export interface PluginDefinition {
    * error must have written nothing. If the handler throws, the batch is rolled back and each
    * call runs again through `routes[key]` on its own.
    */
-  batches?: Record<string, (calls: BatchCall[], ctx: PluginContext) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
-  tools?: Record<string, Handler<unknown, unknown>>;
-  jobs?: Record<string, (ctx: PluginContext) => unknown | Promise<unknown>>;
-  webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown>>;
+  batches?: Record<string, (calls: Array<BatchCall<G>>, ctx: PluginContext<G>) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
+  tools?: Record<string, Handler<unknown, unknown, G>>;
+  jobs?: Record<string, (ctx: PluginContext<G>) => unknown | Promise<unknown>>;
+  webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown, G>>;
   /** After-commit event subscribers. */
-  events?: Record<string, Handler<Record<string, unknown>, void>>;
+  events?: Record<string, Handler<Record<string, unknown>, void, G>>;
   /** In-transaction hooks: a throw rolls the kernel's change back. */
-  hooks?: Record<string, Handler<Record<string, unknown>, void>>;
-  data?: Record<string, Handler<unknown, unknown>>;
-  actions?: Record<string, Handler<unknown, unknown>>;
-  services?: Record<string, Handler<unknown, unknown>>;
-  validateConfig?: (config: Record<string, unknown>, ctx: PluginContext) => { ok: boolean; errors?: string[] } | Promise<{ ok: boolean; errors?: string[] }>;
+  hooks?: Record<string, Handler<Record<string, unknown>, void, G>>;
+  data?: Record<string, Handler<unknown, unknown, G>>;
+  actions?: Record<string, Handler<unknown, unknown, G>>;
+  services?: Record<string, Handler<unknown, unknown, G>>;
+  validateConfig?: (config: Record<string, unknown>, ctx: PluginContext<G>) => { ok: boolean; errors?: string[] } | Promise<{ ok: boolean; errors?: string[] }>;
 }
 
 const REGISTERED = Symbol.for('keel.plugin.definition');
 
 /**
  * Declares a plugin. Call it once, as the default export of the plugin's entry module:
- * `export default definePlugin({ routes: { echo: (req) => req.body } })`.
+ * `export default definePlugin({ capabilities: ['database.namespace.write'], routes: { list: (req, ctx) => ctx.db.query('select ...') } })`.
+ * List `capabilities` first: the handlers' `ctx` is typed from it.
  */
-export function definePlugin<T extends PluginDefinition>(definition: T): T {
+export function definePlugin<const Ids extends readonly CapabilityId[] = readonly []>(
+  definition: { capabilities?: Ids } & PluginDefinition<Ids extends readonly [] ? undefined : Ids[number]>,
+): PluginDefinition<Ids extends readonly [] ? undefined : Ids[number]> {
   (globalThis as Record<symbol, unknown>)[REGISTERED] = definition;
   return definition;
 }
 
+/** The registered definition, as the runtime calls it (the ctx it builds has what was granted). */
 export function registeredDefinition(): PluginDefinition | undefined {
   return (globalThis as Record<symbol, unknown>)[REGISTERED] as PluginDefinition | undefined;
 }

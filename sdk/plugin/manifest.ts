@@ -11,14 +11,9 @@ export interface CapabilityRequest {
   reason: string;
 }
 
-export type CapabilityId =
-  | 'database.namespace.read' | 'database.namespace.write' | 'database.namespace.migrate'
-  | 'activity.write' | 'http.routes' | 'http.routes.absolute' | 'http.fetch' | 'local.folders'
-  | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
-  | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause'
-  | 'runs.open' | 'runs.close'
-  | 'secrets.resolve' | 'services.provide' | 'services.consume'
-  | 'companies.pause' | 'budgets.write';
+/** The ids of the capability registry (sdk/capabilities). */
+export type { CapabilityId } from '../capabilities/index.ts';
+import type { CapabilityId } from '../capabilities/index.ts';
 
 export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
 

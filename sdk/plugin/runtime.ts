@@ -1,4 +1,5 @@
-import type { InvocationInfo, PluginContext, QueryResult, FetchResponse, RouteRequest } from './context.ts';
+import { grantedMembers } from '../capabilities/index.ts';
+import type { InvocationInfo, PluginContext, FetchResponse, RouteRequest } from './context.ts';
 import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
 import { PluginError } from './errors.ts';
 import { wireJson } from './wire-json.ts';
@@ -58,8 +59,14 @@ function settle(op: number, ok: boolean, json: string): void {
   else waiter.reject(new PluginError(value?.status ?? 500, value?.code ?? 'host_error', value?.message ?? 'Host call failed'));
 }
 
+/** The members each set of grants gives, worked out once per worker (grants do not change while it runs). */
+let grantedCache: { grants: string[]; members: Map<string, string[]> } | null = null;
+function grantedFor(grants: string[]): Map<string, string[]> {
+  if (grantedCache?.grants !== grants) grantedCache = { grants, members: grantedMembers(grants) };
+  return grantedCache.members;
+}
+
 function buildContext(info: InvocationInfo): PluginContext {
-  const has = (id: string) => setup.grants.includes(id);
   const c = (capability: string, method: string) => (...args: unknown[]) => call(info.id, capability, method, args);
   const log = (level: string) => (message: string, fields?: Record<string, unknown>) => {
     if (typeof message !== 'string') throw new PluginError(400, 'invalid_arguments', `ctx.log.${level}: the message must be a string`);
@@ -74,28 +81,18 @@ function buildContext(info: InvocationInfo): PluginContext {
     config: setup.config,
     log: { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') },
   };
-  if (has('database.namespace.read') || has('database.namespace.write')) {
-    ctx.db = { query: c('db', 'query') as <T>(sql: string, params?: unknown[]) => Promise<QueryResult<T>> };
+  const members = ctx as unknown as Record<string, Record<string, unknown>>;
+  for (const [member, methods] of grantedFor(setup.grants)) {
+    const table: Record<string, unknown> = {};
+    for (const method of methods) table[method] = c(member, method);
+    members[member] = table;
   }
-  if (has('activity.write')) ctx.activity = { record: c('activity', 'record') as never };
-  if (has('http.fetch')) {
-    ctx.http = {
-      fetch: async (url, init) => {
-        const response = await call(info.id, 'http', 'fetch', [url, init ?? {}]) as { status: number; headers: Record<string, string>; body: string };
-        return { ...response, json: () => JSON.parse(response.body) } as FetchResponse;
-      },
+  if (members.http) {
+    // A fetched body is text; json() parses it in the isolate.
+    members.http.fetch = async (url: unknown, init?: unknown) => {
+      const response = await call(info.id, 'http', 'fetch', [url, init ?? {}]) as { status: number; headers: Record<string, string>; body: string };
+      return { ...response, json: () => JSON.parse(response.body) } as FetchResponse;
     };
-  }
-  if (has('local.folders')) ctx.folders = { read: c('folders', 'read'), write: c('folders', 'write'), list: c('folders', 'list'), exists: c('folders', 'exists') } as never;
-  if (has('companies.read')) ctx.companies = { get: c('companies', 'get') } as never;
-  if (has('agents.read') || has('agents.pause')) ctx.agents = { get: c('agents', 'get'), list: c('agents', 'list'), pause: c('agents', 'pause'), resume: c('agents', 'resume') } as never;
-  if (has('runs.open') || has('runs.close')) ctx.runs = { open: c('runs', 'open'), close: c('runs', 'close') } as never;
-  if (has('secrets.resolve')) ctx.secrets = { resolveEnvironment: c('secrets', 'resolveEnvironment') } as never;
-  if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
-  if (has('ui.streams')) ctx.streams = { publish: c('streams', 'publish') } as never;
-  if (has('budgets.write')) ctx.budgets = { reportMonthlySpend: c('budgets', 'reportMonthlySpend'), setMonthlyBudget: c('budgets', 'setMonthlyBudget') } as never;
-  if (has('agents.pause') || has('companies.pause')) {
-    ctx.scopes = { pauseAgent: c('scopes', 'pauseAgent'), resumeAgent: c('scopes', 'resumeAgent'), pauseCompany: c('scopes', 'pauseCompany'), resumeCompany: c('scopes', 'resumeCompany') } as never;
   }
   return ctx;
 }
@@ -162,6 +159,11 @@ function dispatch(json: string): void {
     host().done(id, text);
   };
   const definition = registeredDefinition();
+  const undeclared = (definition?.capabilities ?? []).filter((id) => !setup.grants.includes(id));
+  if (undeclared.length) {
+    finish(false, { status: 500, code: 'capability_not_granted', message: `The plugin's code uses ${undeclared.join(', ')} (definePlugin({ capabilities })), which plugin.json does not declare or the operator has not granted` });
+    return;
+  }
   const handler = definition && handlerFor(definition, kind, target);
   if (!handler) {
     finish(false, { status: 501, code: 'handler_missing', message: `Plugin has no ${kind} handler "${target}"` });

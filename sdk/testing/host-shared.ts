@@ -3,7 +3,7 @@
  * bridge (so plugin code runs exactly as it does in a worker), the SQL statement guard and
  * the activity entry rules and sanitiser. Only this file reaches into kernel/.
  */
-export { Sandbox, type HostFunctions } from '../../kernel/host/worker/sandbox.ts';
-export { refusedStatement, leadingKeyword } from '../../kernel/host/worker/sql-guard.ts';
-export { sanitizeDetails } from '../../kernel/activity/sanitize.ts';
+export { Sandbox, type HostFunctions } from '../shared/sandbox.ts';
+export { refusedStatement, leadingKeyword } from '../shared/sql-guard.ts';
+export { sanitizeDetails } from '../shared/sanitize.ts';
 export { checkedActivityEntry } from '../../kernel/host/worker/capabilities/activity.ts';

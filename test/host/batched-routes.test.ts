@@ -102,7 +102,7 @@ describe('batched routes (group commit)', () => {
   });
 
   it('refuses batch on read-only routes in the manifest', async () => {
-    const { validateManifest } = await import('../../kernel/host/manifest/validate-manifest.ts');
+    const { validateManifest } = await import('../../sdk/manifest/validate-manifest.ts');
     expect(() => validateManifest({
       key: 'bad-batch', version: '1.0.0', sdkApiVersion: 1, displayName: 'x', entry: 'src/index.ts',
       capabilities: [{ id: 'http.routes', reason: 'routes' }],

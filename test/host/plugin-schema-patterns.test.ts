@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { pluginSchemaAjv } from '../../kernel/host/manifest/plugin-schema-ajv.ts';
+import { pluginSchemaAjv } from '../../sdk/manifest/plugin-schema-ajv.ts';
 
 describe('plugin schema patterns (RE2)', () => {
   it('checks each pattern of a schema with its own expression', () => {

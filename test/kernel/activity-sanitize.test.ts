@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { sanitizeDetails } from '../../kernel/activity/sanitize.ts';
+import { sanitizeDetails } from '../../sdk/shared/sanitize.ts';
 
 /**
  * Activity details come from kernel routes and from plugins (whose own code may build any

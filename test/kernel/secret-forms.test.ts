@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { REDACTED, SecretMatcher } from '../../kernel/activity/secret-forms.ts';
-import { sanitizeDetails } from '../../kernel/activity/sanitize.ts';
+import { REDACTED, SecretMatcher } from '../../sdk/shared/secret-forms.ts';
+import { sanitizeDetails } from '../../sdk/shared/sanitize.ts';
 
 /** kernel/activity/secret-forms.ts: known secret values in the forms they take on the way out. */
 const SECRET = 'sig"n\\ing/key+val=ue 77aa99';

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { validateManifest } from '../../kernel/host/manifest/validate-manifest.ts';
+import { validateManifest } from '../../sdk/manifest/validate-manifest.ts';
 import { REPO, runCli } from './cli-support.ts';
 
 let work: string;

@@ -1,7 +1,7 @@
 import type { PluginManifest, ServiceManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import type { LoadedPlugin } from '../extension-host.ts';
-import { describeIssues, pluginBodyAjv, schemaIssues } from '../manifest/plugin-schema-ajv.ts';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import { IdempotentServiceCalls } from '../service-calls.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 

@@ -1,5 +1,5 @@
 import type { Context, Middleware } from 'koa';
-import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../manifest/plugin-schema-ajv.ts';
+import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';

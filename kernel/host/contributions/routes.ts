@@ -1,5 +1,5 @@
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
-import { normalisePath } from '../manifest/validate-manifest.ts';
+import { normalisePath } from '../../../sdk/manifest/validate-manifest.ts';
 
 /**
  * The routes plugins contribute, matched after the kernel's own routes. Relative routes live

@@ -1,4 +1,4 @@
-import { SecretMatcher } from '../../activity/secret-forms.ts';
+import { SecretMatcher } from '../../../sdk/shared/secret-forms.ts';
 
 /** How many delivered values are remembered; beyond it the oldest are forgotten first. */
 const MAX_VALUES = 512;

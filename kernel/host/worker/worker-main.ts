@@ -8,7 +8,7 @@ import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
-import { Sandbox } from './sandbox.ts';
+import { Sandbox } from '../../../sdk/shared/sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
 /**

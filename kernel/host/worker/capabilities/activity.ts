@@ -1,4 +1,4 @@
-import { sanitizeDetails } from '../../../activity/sanitize.ts';
+import { sanitizeDetails } from '../../../../sdk/shared/sanitize.ts';
 import type { DeliveredSecrets } from '../delivered-secrets.ts';
 import type { PluginDatabase } from './database.ts';
 import type { Invocation } from '../invocation.ts';

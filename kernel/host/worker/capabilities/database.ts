@@ -1,6 +1,6 @@
 import pg from 'pg';
 import type { Invocation } from '../invocation.ts';
-import { refusedStatement } from '../sql-guard.ts';
+import { refusedStatement } from '../../../../sdk/shared/sql-guard.ts';
 import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 

@@ -1,3 +1,5 @@
+import { CAPABILITY_IDS } from '../capabilities/index.ts';
+
 /**
  * The manifest schema, one fragment per contribution point. Every property has a
  * description: the same schema is published for plugin authors and drives validation.
@@ -5,15 +7,7 @@
 const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 };
 const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-12 subset understood by ajv).' };
 
-export const CAPABILITY_IDS = [
-  'database.namespace.read', 'database.namespace.write', 'database.namespace.migrate',
-  'activity.write', 'http.routes', 'http.routes.absolute', 'http.fetch', 'local.folders',
-  'tools.register', 'jobs.schedule', 'webhooks.receive', 'events.subscribe', 'events.hooks',
-  'ui.slots', 'ui.page.register', 'ui.streams', 'companies.read', 'agents.read', 'agents.pause',
-  'runs.open', 'runs.close',
-  'secrets.resolve', 'services.provide', 'services.consume',
-  'companies.pause', 'budgets.write',
-] as const;
+export { CAPABILITY_IDS };
 
 export const capabilitiesFragment = {
   type: 'array', maxItems: 64, uniqueItems: true,
@@ -21,7 +15,7 @@ export const capabilitiesFragment = {
   items: {
     type: 'object', additionalProperties: false, required: ['id', 'reason'],
     properties: {
-      id: { enum: CAPABILITY_IDS, description: 'Capability id (domain.verb).' },
+      id: { enum: CAPABILITY_IDS, description: 'Capability id (domain.verb); the registry in sdk/capabilities/ declares each.' },
       reason: { type: 'string', minLength: 3, maxLength: 500, description: 'Why the plugin needs it; shown to the operator.' },
     },
   },

@@ -1,9 +1,9 @@
 import { Ajv } from 'ajv';
 import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
-import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
-import { KeelError } from '../../http/errors.ts';
+import type { PluginManifest } from '../plugin/manifest.ts';
 import { manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
+import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 
 export const MAX_MANIFEST_BYTES = 256 * 1024;
 
@@ -18,11 +18,6 @@ const ajv = new Ajv({ allErrors: true, strict: false });
 const check = ajv.compile(manifestSchema);
 const schemaAjv = pluginSchemaAjv();
 
-/** Which capability a contribution needs; declaring one without it is a manifest error. */
-const NEEDS: Array<[keyof PluginManifest, string]> = [
-  ['routes', 'http.routes'], ['tools', 'tools.register'], ['jobs', 'jobs.schedule'], ['webhooks', 'webhooks.receive'],
-  ['folders', 'local.folders'], ['network', 'http.fetch'],
-];
 
 /**
  * Validates a manifest (text or parsed) and returns it typed. Every problem is reported in
@@ -58,11 +53,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   const reserved = reservedKeyReason(typed.key);
   if (reserved) issues.push({ path: 'key', message: `"${typed.key}" is reserved (${reserved}); choose another key` });
   const declared = new Set(typed.capabilities.map((c) => c.id));
-  for (const [field, capability] of NEEDS) {
-    const value = typed[field];
-    if (value && (!Array.isArray(value) || value.length > 0) && !declared.has(capability as never)) {
-      issues.push({ path: field, message: `needs the ${capability} capability; declare it under capabilities` });
-    }
+  // Each capability names the manifest fields that need it (sdk/capabilities).
+  for (const capability of CAPABILITIES as readonly CapabilitySpec[]) {
+    if (declared.has(capability.id as never)) continue;
+    for (const path of capability.requiredBy?.(typed) ?? []) issues.push({ path, message: `needs the ${capability.id} capability; declare it under capabilities` });
   }
   if (typed.database && ![...declared].some((c) => c.startsWith('database.namespace.'))) {
     issues.push({ path: 'database', message: 'needs a database.namespace.* capability' });
@@ -78,7 +72,6 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     seen.add(signature);
     if (/(^|\/)\.{1,2}(\/|$)|\/\//.test(route.path)) issues.push({ path: `routes.${index}.path`, message: 'must not contain . or .. segments or empty segments' });
     if (route.absolute) {
-      if (!declared.has('http.routes.absolute')) issues.push({ path: `routes.${index}.absolute`, message: 'needs the http.routes.absolute capability' });
       if (!route.path.startsWith('/api/') || route.path.toLowerCase().startsWith('/api/plugins/') || route.path.toLowerCase() === '/api/plugins') issues.push({ path: `routes.${index}.path`, message: 'absolute paths must start with /api/ and stay outside /api/plugins/' });
     } else if (RESERVED_RELATIVE_PREFIXES.some((prefix) => route.path.toLowerCase() === prefix || route.path.toLowerCase().startsWith(`${prefix}/`))
       || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path).toLowerCase()))) {
@@ -114,14 +107,6 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       try { schemaAjv.compile(service[key]!); } catch (error) { issues.push({ path: `services.provides.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
     }
   }
-  for (const [index, event] of (typed.events ?? []).entries()) {
-    const needed = event.mode === 'in_transaction' ? 'events.hooks' : 'events.subscribe';
-    if (!declared.has(needed as never)) issues.push({ path: `events.${index}.mode`, message: `needs the ${needed} capability` });
-  }
-  if (typed.ui?.pages?.length && !declared.has('ui.page.register')) issues.push({ path: 'ui.pages', message: 'needs the ui.page.register capability' });
-  if ((typed.ui?.slots?.length || typed.ui?.launchers?.length) && !declared.has('ui.slots')) issues.push({ path: 'ui.slots', message: 'needs the ui.slots capability' });
-  if (typed.services?.provides?.length && !declared.has('services.provide')) issues.push({ path: 'services.provides', message: 'needs the services.provide capability' });
-  if (typed.services?.consumes?.length && !declared.has('services.consume')) issues.push({ path: 'services.consumes', message: 'needs the services.consume capability' });
   if (issues.length) throw invalid(source, issues);
   return typed;
 }
@@ -136,7 +121,21 @@ function dedupe(issues: Array<{ path: string; message: string }>) {
   return issues.filter((issue) => { const key = `${issue.path} ${issue.message}`; if (seen.has(key)) return false; seen.add(key); return true; });
 }
 
-function invalid(source: string, issues: Array<{ path: string; message: string }>): KeelError {
+export interface ManifestIssue { path: string; message: string }
+
+/** A manifest that failed validation: the one-line message plus every issue, field by field (the host answers it as 422 invalid_manifest). */
+export class InvalidManifestError extends Error {
+  readonly status = 422;
+  readonly code = 'invalid_manifest';
+  readonly issues: ManifestIssue[];
+  constructor(message: string, issues: ManifestIssue[]) {
+    super(message);
+    this.name = 'InvalidManifestError';
+    this.issues = issues;
+  }
+}
+
+function invalid(source: string, issues: ManifestIssue[]): InvalidManifestError {
   const first = issues[0]!;
-  return new KeelError(422, 'invalid_manifest', `Invalid manifest ${source}: ${first.path} ${first.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`, { issues });
+  return new InvalidManifestError(`Invalid manifest ${source}: ${first.path} ${first.message}${issues.length > 1 ? ` (and ${issues.length - 1} more)` : ''}`, issues);
 }

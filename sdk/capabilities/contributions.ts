@@ -1,0 +1,48 @@
+import { defineCapability, present } from './define.ts';
+
+/**
+ * Contribution points: capabilities without `ctx` methods, which the host enforces when it
+ * mounts the plugin (a manifest that declares the contribution without the capability is
+ * refused, and an ungranted contribution is never mounted).
+ */
+export const toolsRegister = defineCapability()({
+  id: 'tools.register', summary: 'Offer tools that agents call', members: {},
+  requiredBy: (manifest) => present(manifest, 'tools'),
+});
+
+export const jobsSchedule = defineCapability()({
+  id: 'jobs.schedule', summary: 'Run scheduled jobs', members: {},
+  requiredBy: (manifest) => present(manifest, 'jobs'),
+});
+
+export const webhooksReceive = defineCapability()({
+  id: 'webhooks.receive', summary: 'Receive webhooks from outside services', members: {},
+  requiredBy: (manifest) => present(manifest, 'webhooks'),
+});
+
+export const eventsSubscribe = defineCapability()({
+  id: 'events.subscribe', summary: 'Be told of kernel events after they are committed', members: {},
+  requiredBy: (manifest) => (manifest.events ?? []).flatMap((event, index) => (event.mode === 'after_commit' ? [`events.${index}.mode`] : [])),
+});
+
+export const eventsHooks = defineCapability()({
+  id: 'events.hooks', summary: "Run inside the kernel's transaction when a kernel event happens, and veto it", members: {},
+  requiredBy: (manifest) => (manifest.events ?? []).flatMap((event, index) => (event.mode === 'in_transaction' ? [`events.${index}.mode`] : [])),
+});
+
+export const uiSlots = defineCapability()({
+  id: 'ui.slots', summary: 'Add panels and launchers to the console', members: {},
+  requiredBy: (manifest) => (manifest.ui?.slots?.length || manifest.ui?.launchers?.length ? ['ui.slots'] : []),
+});
+
+export const uiPageRegister = defineCapability()({
+  id: 'ui.page.register', summary: 'Add pages to the console', members: {},
+  requiredBy: (manifest) => present(manifest, 'ui.pages'),
+});
+
+export const servicesProvide = defineCapability()({
+  id: 'services.provide', summary: 'Offer typed services that other plugins call', members: {},
+  requiredBy: (manifest) => present(manifest, 'services.provides'),
+});
+
+export const contributionCapabilities = [toolsRegister, jobsSchedule, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide] as const;

@@ -1,0 +1,37 @@
+import { defineCapability, method, present } from './define.ts';
+
+/** A fetched response: header names lower-cased, the body as text (at most 5 MiB). */
+export interface FetchResponse { status: number; headers: Record<string, string>; body: string; json<T = unknown>(): T }
+export interface HttpCapability {
+  /**
+   * Only hosts (and ports) of the manifest's network allow-list; private, loopback and metadata
+   * addresses are refused after DNS resolution, and every redirect hop is checked again.
+   * Errors: `network_denied`, `address_denied`, `redirect_denied`, `fetch_timeout`, ...
+   */
+  fetch(url: string, init?: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number }): Promise<FetchResponse>;
+}
+
+export const httpFetch = defineCapability<{ http: HttpCapability }>()({
+  id: 'http.fetch',
+  summary: "Make HTTP requests to the hosts of the manifest's network allow-list",
+  members: {
+    http: {
+      fetch: method('worker', [{ type: 'string', maxLength: 8192 }, { type: 'object' }], { type: 'object', required: ['status', 'headers', 'body'], properties: { status: { type: 'integer' }, headers: { type: 'object' }, body: { type: 'string' } } }, { required: 1, scope: 'instance' }),
+    },
+  },
+  requiredBy: (manifest) => present(manifest, 'network'),
+});
+
+export const httpRoutes = defineCapability()({
+  id: 'http.routes',
+  summary: 'Serve HTTP routes under /api/plugins/{key}',
+  members: {},
+  requiredBy: (manifest) => present(manifest, 'routes'),
+});
+
+export const httpRoutesAbsolute = defineCapability()({
+  id: 'http.routes.absolute',
+  summary: 'Serve HTTP routes at absolute paths under /api/ (outside /api/plugins/)',
+  members: {},
+  requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.absolute ? [`routes.${index}.absolute`] : [])),
+});
