@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, boardToken, insertUser } from '../support/fixtures.ts';
 import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
+import { expectValidDocument } from '../support/openapi.ts';
 
 /**
  * Raw and streamed answers of plugin routes: declared raw text types with the kernel's
@@ -259,6 +260,7 @@ describe('MCP Streamable HTTP shapes', () => {
 describe('OpenAPI', () => {
   it('describe the declared answer types of plugin routes', async () => {
     const document = (await t.api.as(admin).get('/api/openapi.json')).body;
+    await expectValidDocument(document);
     const notes = document.paths[`${base}/companies/{companyId}/notes.md`].get.responses['200'].content;
     expect(Object.keys(notes).sort()).toEqual(['application/json', 'text/csv', 'text/markdown']);
     const live = document.paths[`${base}/companies/{companyId}/live`].get.responses;
