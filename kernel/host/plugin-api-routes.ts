@@ -9,7 +9,7 @@ import { declareRoutes, LIST_RESPONSE, type ParameterDoc } from '../http/route-s
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
-import { respond } from './contributions/route-dispatch.ts';
+import { respond } from './contributions/route-answer.ts';
 import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
 import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';

@@ -1,5 +1,6 @@
 import type { Database } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
+import type { HeldStreams } from './sse-connection.ts';
 
 /** NOTIFY payloads are at most 8000 bytes; the envelope takes a little of that. */
 export const MAX_STREAM_EVENT_BYTES = 7_000;
@@ -24,6 +25,8 @@ interface Envelope { p: string; s: string; c: string; d: string }
 export class StreamHub {
   private readonly listeners = new Map<string, Set<Listener>>();
   private readonly db: Database;
+  /** Streams this process holds open per `plugin/scope` (sse-connection.ts counts and bounds them). */
+  readonly held: HeldStreams = new Map();
 
   constructor(db: Database) {
     this.db = db;
@@ -60,6 +63,11 @@ export class StreamHub {
     if (!set) return;
     for (const listener of set) listener(envelope.d);
   }
+}
+
+/** The key a stream is counted under: the plugin and the scope, not the channel (a plugin cannot spread a flood over channels). */
+export function heldKey(plugin: string, scope: StreamScope): string {
+  return `${plugin}/${scopeKey(scope)}`;
 }
 
 function scopeKey(scope: StreamScope): string {

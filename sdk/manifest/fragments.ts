@@ -4,6 +4,8 @@ import { CAPABILITY_IDS } from '../capabilities/index.ts';
  * The manifest schema, one fragment per contribution point. Every property has a
  * description: the same schema is published for plugin authors and drives validation.
  */
+import { RAW_CONTENT_TYPES } from '../../../sdk/plugin/answers.ts';
+
 const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 };
 const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-12 subset understood by ajv).' };
 
@@ -47,6 +49,19 @@ export const routesFragment = {
         },
       },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
+      response: {
+        type: 'object', additionalProperties: false, minProperties: 1,
+        description: 'Answers besides one JSON value: raw text bodies or server-sent events (docs/plugins/answers.md). Errors are always JSON.',
+        properties: {
+          contentTypes: {
+            type: 'array', minItems: 1, maxItems: RAW_CONTENT_TYPES.length, uniqueItems: true,
+            items: { enum: [...RAW_CONTENT_TYPES] },
+            description: 'Raw text types a string body may be sent as (the first by default). Types a browser would render or run (HTML, SVG, XML, JavaScript, CSS, PDF) are not offered.',
+          },
+          stream: { enum: ['sse'], description: 'The handler may answer server-sent events (respondEvents): one-shot, or held on a channel of the request\'s company.' },
+          maxStreams: { type: 'integer', minimum: 1, maximum: 100, description: 'Held streams of the plugin per company (or the instance) one Keel process keeps open; more are refused with 429 (default 20).' },
+        },
+      },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },
   },

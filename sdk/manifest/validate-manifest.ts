@@ -89,6 +89,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.agentParam && route.companyParam) {
       issues.push({ path: `routes.${index}.agentParam`, message: 'cannot be combined with companyParam: the agent names the company' });
     }
+    if (route.response?.maxStreams !== undefined && route.response.stream !== 'sse') {
+      issues.push({ path: `routes.${index}.response.maxStreams`, message: "needs response.stream 'sse'" });
+    }
+    if (route.response?.stream === 'sse' && route.batch) {
+      issues.push({ path: `routes.${index}.response.stream`, message: 'cannot be combined with batch: a batched answer is one JSON value' });
+    }
     if (route.agentBodyField && (route.method === 'GET' || !(route.companyParam || route.agentParam))) {
       issues.push({ path: `routes.${index}.agentBodyField`, message: 'needs a route with a body and a company (companyParam or agentParam)' });
     }

@@ -8,10 +8,13 @@ export { definePlugin, type PluginDefinition } from './define-plugin.ts';
 export { PluginError } from './errors.ts';
 export type * from './context.ts';
 export type * from './manifest.ts';
+export { respondEvents, RAW_CONTENT_TYPES, type ServerSentEvent, type EventsAnswer, type RawContentType } from './answers.ts';
 
 /**
  * A route answer with its own status and headers: `return respond(201, created)`. A plain
- * return value is sent as the body with the route's success status.
+ * return value is sent as the body with the route's success status. On a route that declares
+ * `response.contentTypes`, a string body is sent raw as the first declared type, or as the
+ * declared type named by a `content-type` header here.
  */
 export function respond(status: number, body?: unknown, headers?: Record<string, string>): { $response: { status: number; body?: unknown; headers?: Record<string, string> } } {
   return { $response: { status, body, headers } };

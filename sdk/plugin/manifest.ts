@@ -3,6 +3,8 @@
  * plugin code. Its JSON schema lives in kernel/host/manifest/ and is published at
  * `GET /api/plugins/manifest-schema`; these types mirror it.
  */
+import type { RawContentType } from './answers.ts';
+
 export type JsonSchema = Record<string, unknown>;
 
 /** A capability the plugin asks for, with the reason shown to the operator on enable. */
@@ -16,6 +18,22 @@ export type { CapabilityId } from '../capabilities/index.ts';
 import type { CapabilityId } from '../capabilities/index.ts';
 
 export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
+
+/**
+ * What a route may answer besides one JSON value (see `@keel/sdk/plugin` respondEvents and
+ * docs/plugins/answers.md). Errors are always the JSON error body.
+ */
+export interface RouteResponseManifest {
+  /**
+   * Raw text types the handler may answer with a string body; the first is used when the
+   * answer names none (`respond(200, text, { 'content-type': ... })` picks another declared one).
+   */
+  contentTypes?: RawContentType[];
+  /** The handler may answer server-sent events (`respondEvents`), one-shot or held on a channel. */
+  stream?: 'sse';
+  /** Held streams of this plugin per company (or the instance) a Keel process keeps open before it refuses more (429). Default 20, at most 100. */
+  maxStreams?: number;
+}
 
 export interface RouteManifest {
   key: string;
@@ -46,6 +64,8 @@ export interface RouteManifest {
   batch?: { maxItems?: number; maxInFlight?: number };
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
+  /** Raw text or server-sent event answers the route may give; JSON only when absent. */
+  response?: RouteResponseManifest;
   description?: string;
 }
 

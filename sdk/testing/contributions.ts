@@ -1,11 +1,15 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { pluginSchemaAjv } from '../build/validate-manifest.ts';
 import type { ValidateFunction } from 'ajv';
-import type { WebhookManifest } from '../plugin/manifest.ts';
+import type { RouteResponseManifest, WebhookManifest } from '../plugin/manifest.ts';
 import { PluginCallError } from './errors.ts';
 
-/** A route or webhook answer as the kernel would send it over HTTP. */
-export interface RouteAnswer { status: number; body: unknown; headers: Record<string, string> }
+/**
+ * A route or webhook answer as the kernel would send it over HTTP. A raw body is the string with
+ * its `content-type` header; server-sent events are in `events` (and `stream.channel` when the
+ * kernel would hold the connection on that channel of the request's company).
+ */
+export interface RouteAnswer { status: number; body: unknown; headers: Record<string, string>; events?: unknown[]; stream?: { channel: string } }
 
 // The same ajv settings as the host's route dispatch: defaults applied, query values coerced.
 const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
@@ -35,17 +39,35 @@ export function errorAnswer(error: PluginCallError): RouteAnswer {
   return { status: error.status >= 400 && error.status <= 599 ? error.status : 500, body, headers: {} };
 }
 
-/** A handler's return value as an HTTP answer: `respond(status, body, headers)` or a plain body with the success status. */
-export function successAnswer(value: unknown, successStatus: number): RouteAnswer {
+/**
+ * A handler's return value as an HTTP answer: `respond(status, body, headers)` or a plain body with
+ * the success status; on a route declaring `response`, raw strings and event answers as the host
+ * sends them (the full checks are the host's: kernel/host/contributions/route-answer.ts).
+ */
+export function successAnswer(value: unknown, successStatus: number, response?: RouteResponseManifest): RouteAnswer {
+  const rawType = response?.contentTypes?.[0];
   const envelope = value && typeof value === 'object' && '$response' in value
-    ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string> } }).$response : null;
-  if (!envelope) return { status: successStatus, body: value ?? null, headers: {} };
+    ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string>; events?: unknown[]; stream?: { channel: string } } }).$response : null;
+  if (!envelope) {
+    if (typeof value === 'string' && rawType) return { status: successStatus, body: value, headers: { 'content-type': rawType } };
+    return { status: successStatus, body: value ?? null, headers: {} };
+  }
   const headers: Record<string, string> = {};
+  let contentType: string | undefined;
   // The host forwards only these response headers.
   for (const [name, headerValue] of Object.entries(envelope.headers ?? {})) {
-    if (/^(x-[a-z0-9-]+|cache-control|etag|location|content-language)$/i.test(name)) headers[name.toLowerCase()] = String(headerValue);
+    if (name.toLowerCase() === 'content-type') contentType = String(headerValue).split(';')[0]!.trim().toLowerCase();
+    else if (/^(x-[a-z0-9-]+|cache-control|etag|location|content-language|content-disposition|mcp-session-id)$/i.test(name) && !/^x-(request-id|content-type-options)$/i.test(name)) headers[name.toLowerCase()] = String(headerValue);
+  }
+  if (envelope.events !== undefined || envelope.stream !== undefined) {
+    if (response?.stream !== 'sse') throw new PluginCallError(502, 'plugin_invalid_response', "The plugin answered server-sent events on a route that does not declare response.stream 'sse'");
+    return { status: 200, body: null, headers: { ...headers, 'content-type': 'text/event-stream' }, events: envelope.events ?? [], ...(envelope.stream ? { stream: envelope.stream } : {}) };
+  }
+  if (contentType !== undefined && contentType !== 'application/json' && !response?.contentTypes?.includes(contentType as never)) {
+    throw new PluginCallError(502, 'plugin_invalid_response', `The plugin answered with content type ${contentType}, which the route does not declare under response.contentTypes`);
   }
   const status = envelope.status && envelope.status >= 200 && envelope.status <= 599 ? envelope.status : successStatus;
+  if (typeof envelope.body === 'string' && rawType && contentType !== 'application/json') headers['content-type'] = contentType ?? rawType;
   return { status, body: envelope.body ?? null, headers };
 }
 

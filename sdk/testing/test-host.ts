@@ -115,7 +115,7 @@ export class TestHost {
     const { route, request, transactional, defaultActivity } = prepared;
     try {
       const value = await this.invoke('route', route.key, request, { ...call, companyId: request.companyId }, transactional, defaultActivity);
-      return successAnswer(value, route.successStatus ?? 200);
+      return successAnswer(value, route.successStatus ?? 200, route.response);
     } catch (error) {
       if (error instanceof PluginCallError) return errorAnswer(error);
       throw error;

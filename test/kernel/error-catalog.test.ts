@@ -32,7 +32,7 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  *   carries a 4xx status passes through with its own status and, if it has one, its own
  *   lowercase `code`; `bad_request` otherwise. No library in the request path is known to set
  *   such a code, so only `bad_request` is documented.
- * - kernel/host/contributions/route-dispatch.ts: a plugin route that fails answers with the
+ * - kernel/host/contributions/route-answer.ts: a plugin route that fails answers with the
  *   status and code the plugin chose; those codes belong to the plugin's documentation.
  * - kernel/host/capabilities/services.ts: a failed service call passes on the status and code
  *   of the providing plugin's error, `service_failed` (502) when it gave none.
@@ -40,8 +40,8 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
 const DYNAMIC_SITES = [
   { file: 'kernel/http/app.ts', what: 'code' },
   { file: 'kernel/http/app.ts', what: 'status' },
-  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },
-  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'status' },
+  { file: 'kernel/host/contributions/route-answer.ts', what: 'code' },
+  { file: 'kernel/host/contributions/route-answer.ts', what: 'status' },
   { file: 'kernel/host/capabilities/services.ts', what: 'code' },
   { file: 'kernel/host/capabilities/services.ts', what: 'status' },
 ];

@@ -7,9 +7,10 @@ import { declareRoutes, type RouteRequest } from '../../http/route-spec.ts';
 import { bodyValidator } from '../../http/validate.ts';
 import type { KernelServices } from '../../services.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
-import { respond } from '../contributions/route-dispatch.ts';
+import { respond } from '../contributions/route-answer.ts';
+import { answerSse, DEFAULT_MAX_STREAMS } from '../sse-connection.ts';
 import type { ExtensionHost } from '../extension-host.ts';
-import { StreamHub, type StreamScope } from '../stream-hub.ts';
+import { heldKey, StreamHub, type StreamScope } from '../stream-hub.ts';
 
 const KEY = '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$';
 interface Keyed { key?: string; companyId?: string; params?: unknown }
@@ -82,15 +83,11 @@ export const pluginUiRoutes = (host: ExtensionHost): RouteModule => (router, ker
       scope = { instance: true };
     }
     if (!host.plugins.has(pluginKey)) throw notFound(`Plugin ${pluginKey} is not enabled`, 'plugin_not_enabled');
-    ctx.state.skipAudit = true;
-    ctx.req.socket.setTimeout(0);
-    ctx.req.socket.setKeepAlive(true);
-    ctx.respond = false;
-    const res = ctx.res;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive', 'x-request-id': String(ctx.state.requestId ?? '') });
-    res.write(`event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel, ...('companyId' in scope ? { companyId: scope.companyId } : {}) })}\n\n`);
-    const unsubscribe = host.streams.subscribe(pluginKey, scope, channel, (data) => res.write(`data: ${data}\n\n`));
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
-    ctx.req.on('close', () => { clearInterval(heartbeat); unsubscribe(); });
+    const open = `event: open\ndata: ${JSON.stringify({ plugin: pluginKey, channel, ...('companyId' in scope ? { companyId: scope.companyId } : {}) })}\n\n`;
+    // The same connection handling as plugin routes' held streams, counted against the same bound.
+    answerSse(ctx, open, {
+      counts: host.streams.held, key: heldKey(pluginKey, scope), limit: DEFAULT_MAX_STREAMS,
+      subscribe: (write) => host.streams.subscribe(pluginKey, scope, channel, (data) => write(`data: ${data}\n\n`)),
+    });
   });
 };

@@ -11,48 +11,12 @@ import { isUuid } from '../../http/validate.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
-import type { InvokeResult } from '../plugin-process.ts';
+import { respond } from './route-answer.ts';
 
 function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {
   if (!schema) return;
   const issues = schemaIssues(ajv, schema, value);
   if (issues.length) throw validationFailed(describeIssues(where, issues), issues);
-}
-
-/** Writes a plugin's answer (or its error) as the kernel answers: JSON, with the one error body. */
-export function respond(ctx: Context, result: InvokeResult, successStatus: number): void {
-  if (!result.ok) {
-    const error = result.error!;
-    const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
-    throw new KeelError(status, error.code, error.message, { details: error.details, expose: true });
-  }
-  const raw = result.value ?? 'null';
-  // The worker already parsed and bounded this JSON; a plain answer goes out as the same text,
-  // and only an explicit respond() envelope is parsed here.
-  if (!raw.startsWith('{"$response"')) {
-    ctx.status = successStatus;
-    ctx.type = 'application/json';
-    ctx.body = raw;
-    return;
-  }
-  const value = JSON.parse(raw) as unknown;
-  const envelope = value && typeof value === 'object' && '$response' in (value as object) ? (value as { $response: { status?: number; body?: unknown; headers?: Record<string, string> } }).$response : null;
-  if (envelope) {
-    ctx.status = Number.isInteger(envelope.status) && envelope.status! >= 200 && envelope.status! <= 599 ? envelope.status! : successStatus;
-    for (const [name, headerValue] of Object.entries(envelope.headers ?? {})) {
-      if (!/^(x-[a-z0-9-]+|cache-control|etag|location|content-language)$/i.test(name)) continue;
-      // A value with control characters would split the header (or make Node throw): the plugin's answer is invalid.
-      const text = String(headerValue);
-      if (text.length > 8192 || /[^\t\x20-\x7e\x80-\xff]/.test(text)) throw new KeelError(502, 'plugin_invalid_response', `The plugin answered with an invalid value for the ${name} header`, { expose: true });
-      ctx.set(name, text);
-    }
-    ctx.body = envelope.body === undefined ? null : envelope.body;
-  } else {
-    ctx.status = successStatus;
-    ctx.body = value;
-  }
-  if (ctx.body === null) ctx.body = 'null';
-  ctx.type = 'application/json';
 }
 
 /**
@@ -132,5 +96,5 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's
   // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
   ctx.state.activityWritten = true;
-  respond(ctx, result, route.successStatus ?? 200);
+  respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
 }

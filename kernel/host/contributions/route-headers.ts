@@ -1,8 +1,11 @@
 import type { Context } from 'koa';
 import { KeelError } from '../../http/errors.ts';
 
-/** The request headers a plugin route sees. */
-const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id'];
+/**
+ * The request headers a plugin route sees: besides the basics, what a stream resumes from
+ * (Last-Event-ID) and what MCP's Streamable HTTP transport sends on every request.
+ */
+const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version'];
 /** Visible ASCII and spaces, as keys are generated (uuids, hashes, counters); what a plugin stores and compares byte for byte. */
 const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 

@@ -1,4 +1,4 @@
-import type { JsonSchema, PluginManifest } from '../../../sdk/plugin/manifest.ts';
+import type { JsonSchema, PluginManifest, RouteResponseManifest } from '../../../sdk/plugin/manifest.ts';
 import { impliedErrors, type ApiOperation } from '../../http/openapi/operation.ts';
 import type { DocumentTag } from '../../http/openapi/document.ts';
 import { AGENT_REFERENCE_PARAMETERS } from '../../tenancy/agent-access.ts';
@@ -8,7 +8,8 @@ import type { PluginRoute } from './routes.ts';
  * The operations of mounted plugin routes, from the manifests' own route declarations: the
  * body and query schemas embedded are the ones route-dispatch validates requests with, the
  * path is the one mounted, and the auth kind is the one the host checks. The answer's shape
- * is not declared in a manifest, so it is described as any JSON value.
+ * is not declared in a manifest, so it is described as any JSON value, beside the raw text
+ * types and the event stream the route declares under `response`.
  */
 export const PLUGIN_TAG_PREFIX = 'plugin:';
 
@@ -37,12 +38,28 @@ export function pluginOperations(routes: readonly PluginRoute[]): { operations: 
       query,
       parameters: route.agentParam ? AGENT_REFERENCE_PARAMETERS : undefined,
       success: [route.successStatus ?? 200],
-      response: { description: "The plugin's answer: any JSON value (its shape is not declared in the manifest)." },
-      errors: [...errors, ...HOST_ERRORS],
+      response: JSON_ANSWER,
+      responseContent: route.response ? answerContent(route.response) : undefined,
+      errors: [...errors, ...HOST_ERRORS, ...(route.response?.stream ? [429] : [])],
       extensions: { 'x-keel-plugin': plugin, 'x-keel-route-key': route.key },
     };
   });
   return { operations, schemas };
+}
+
+const JSON_ANSWER = { description: "The plugin's answer: any JSON value (its shape is not declared in the manifest)." };
+
+/** The media types a route declared it may answer, each described; JSON stays possible on every route. */
+function answerContent(response: RouteResponseManifest): Record<string, JsonSchema> {
+  const content: Record<string, JsonSchema> = { 'application/json': JSON_ANSWER };
+  for (const type of response.contentTypes ?? []) content[type] = { type: 'string', description: `A ${type} body (UTF-8), sent with X-Content-Type-Options: nosniff.` };
+  if (response.stream === 'sse') {
+    content['text/event-stream'] = {
+      type: 'string',
+      description: 'Server-sent events: each `data:` line is one JSON value. One-shot answers end after their events; held streams relay the plugin\'s channel in the request\'s company, with `: keep-alive` comments, until the client leaves.',
+    };
+  }
+  return content;
 }
 
 export function pluginTags(plugins: Iterable<{ key: string; manifest: PluginManifest }>): DocumentTag[] {

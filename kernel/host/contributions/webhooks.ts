@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type { PluginManifest, WebhookManifest } from '../../../sdk/plugin/manifest.ts';
 import { readRaw } from '../../http/body.ts';
 import { conflict, KeelError, notFound, payloadTooLarge } from '../../http/errors.ts';
-import { respond } from './route-dispatch.ts';
+import { respond } from './route-answer.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 import { appendPluginLog } from './plugin-log.ts';

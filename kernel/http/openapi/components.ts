@@ -15,6 +15,7 @@ export const ERROR_RESPONSES: Record<number, { name: string; description: string
   413: { name: 'PayloadTooLarge', description: 'The body exceeds its limit.' },
   415: { name: 'UnsupportedMediaType', description: 'The body is not of the content type the route reads.' },
   422: { name: 'UnprocessableEntity', description: 'The body is well formed but names something unusable.' },
+  429: { name: 'TooManyRequests', description: 'A bound was reached (held streams of a plugin in a company, for example); retry later.' },
   502: { name: 'BadGateway', description: 'A plugin answered with something the host refuses.' },
   503: { name: 'ServiceUnavailable', description: 'The database, a plugin or the instance itself is not available yet; retry shortly.' },
   504: { name: 'GatewayTimeout', description: 'A plugin did not answer within its deadline.' },

@@ -29,6 +29,8 @@ export interface ApiOperation {
   success: readonly number[];
   response?: Schema;
   contentType?: string;
+  /** Several media types a success may come as (a plugin route with raw or event answers): each with its schema. */
+  responseContent?: Record<string, Schema>;
   errors: readonly number[];
   /** `x-` fields: which plugin serves it, for example. */
   extensions?: Record<string, unknown>;
@@ -98,6 +100,7 @@ function requestBodyOf(operation: ApiOperation): Record<string, unknown> | undef
 function successResponse(operation: ApiOperation, status: number): Record<string, unknown> {
   const headers = { 'X-Request-Id': REQUEST_ID_HEADER };
   if (status === 204 || status === 304) return { description: status === 304 ? 'Not modified' : 'No content', headers };
+  if (operation.responseContent) return { description: 'Success', headers, content: Object.fromEntries(Object.entries(operation.responseContent).map(([type, schema]) => [type, { schema }])) };
   if (operation.contentType) return { description: 'Success', headers, content: { [operation.contentType]: {} } };
   return { description: 'Success', headers, content: { 'application/json': { schema: operation.response ?? { type: 'object' } } } };
 }
