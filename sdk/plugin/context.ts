@@ -15,6 +15,11 @@ export interface InvocationInfo {
   caller?: { plugin: string } | null;
   /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */
   idempotencyKey?: string | null;
+  /**
+   * For job calls: the run (plugin_job_runs) this call is, and for an enqueued job its queue id
+   * and attempt (1 for the first). Progress reported through `ctx.progress` lands on the run.
+   */
+  job?: { runId: string; jobId: string | null; attempt: number } | null;
 }
 
 export interface QueryResult<T> { rows: T[]; rowCount: number }
@@ -111,6 +116,38 @@ export interface ServicesCapability {
   call<T = unknown>(plugin: string, service: string, input?: unknown, options?: { idempotencyKey?: string }): Promise<T>;
 }
 
+/** Options of `ctx.jobs.enqueue`. */
+export interface EnqueueOptions {
+  /** When to run it: an ISO 8601 time, at most 30 days ahead (default: now). */
+  runAt?: string;
+  /**
+   * At most one queued or running job of this job key with this key, in the call's company: a
+   * second enqueue answers the first one's id with `duplicate: true`. 1-255 visible ASCII.
+   */
+  singletonKey?: string;
+  /** Retries of a failed run, with exponential backoff (default: the job's `retryLimit`, else 2; at most 10). */
+  retryLimit?: number;
+}
+/**
+ * Work enqueued at run time (jobs.enqueue), run later by the host as a call of the job `key`
+ * declared in plugin.json, in the company of the call that enqueued it. The job is queued when
+ * this call's transaction commits, and not at all if it rolls back.
+ */
+export interface JobsCapability {
+  /** Answers the job's id. At most 100 enqueues per call and 64 KiB of JSON payload each. */
+  enqueue(key: string, payload?: unknown, options?: EnqueueOptions): Promise<{ jobId: string; duplicate: boolean }>;
+  /** Cancels a queued or running job this plugin enqueued in the call's company; a running one stops at its next progress report. */
+  cancel(jobId: string): Promise<{ cancelled: boolean; state: string }>;
+}
+/**
+ * Progress of a long call, shown to operators on the job run (GET /api/plugins/{key}/job-queue/{jobId}
+ * and the job's runs). Rejects with 409 `job_cancelled` once the enqueued job was cancelled: a handler
+ * that lets it through rolls back and stops.
+ */
+export interface ProgressCapability {
+  report(progress: { done: number; total?: number; message?: string }): Promise<{ recorded: boolean }>;
+}
+
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -135,6 +172,8 @@ export interface PluginContext {
   streams?: StreamsCapability;
   budgets?: BudgetsCapability;
   scopes?: ScopesCapability;
+  jobs?: JobsCapability;
+  progress?: ProgressCapability;
 }
 
 export interface RouteRequest {

@@ -14,7 +14,8 @@ export interface PluginDefinition {
    */
   batches?: Record<string, (calls: BatchCall[], ctx: PluginContext) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
   tools?: Record<string, Handler<unknown, unknown>>;
-  jobs?: Record<string, (ctx: PluginContext) => unknown | Promise<unknown>>;
+  /** Job handlers; `payload` is what ctx.jobs.enqueue passed (null for a scheduled or manual run). */
+  jobs?: Record<string, (ctx: PluginContext, payload: unknown) => unknown | Promise<unknown>>;
   webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown>>;
   /** After-commit event subscribers. */
   events?: Record<string, Handler<Record<string, unknown>, void>>;

@@ -14,7 +14,7 @@ export interface CapabilityRequest {
 export type CapabilityId =
   | 'database.namespace.read' | 'database.namespace.write' | 'database.namespace.migrate'
   | 'activity.write' | 'http.routes' | 'http.routes.absolute' | 'http.fetch' | 'local.folders'
-  | 'tools.register' | 'jobs.schedule' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
+  | 'tools.register' | 'jobs.schedule' | 'jobs.enqueue' | 'webhooks.receive' | 'events.subscribe' | 'events.hooks'
   | 'ui.slots' | 'ui.page.register' | 'ui.streams' | 'companies.read' | 'agents.read' | 'agents.pause'
   | 'runs.open' | 'runs.close'
   | 'secrets.resolve' | 'services.provide' | 'services.consume'
@@ -51,6 +51,8 @@ export interface RouteManifest {
   batch?: { maxItems?: number; maxInFlight?: number };
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
+  /** Wall-clock deadline of one call (at most 120,000 ms); defaults to `limits.callTimeoutMs`. */
+  timeoutMs?: number;
   description?: string;
 }
 
@@ -64,6 +66,14 @@ export interface JobManifest {
    * alone. A job without it serves no company, and company-scoped capabilities refuse it.
    */
   perCompany?: boolean;
+  /** Wall-clock deadline of one run (at most 900,000 ms = 15 minutes); defaults to `limits.callTimeoutMs`. */
+  timeoutMs?: number;
+  /** Enqueued runs of this job at once, across every Keel process (default 1, at most 16). */
+  concurrency?: number;
+  /** Retries of a failed enqueued run, with exponential backoff (default 2, at most 10). */
+  retryLimit?: number;
+  /** Schema of the payload of `ctx.jobs.enqueue`; checked when it is enqueued and again before it runs. */
+  payloadSchema?: JsonSchema;
 }
 export interface WebhookManifest {
   key: string;

@@ -97,6 +97,8 @@ function buildContext(info: InvocationInfo): PluginContext {
   if (has('agents.pause') || has('companies.pause')) {
     ctx.scopes = { pauseAgent: c('scopes', 'pauseAgent'), resumeAgent: c('scopes', 'resumeAgent'), pauseCompany: c('scopes', 'pauseCompany'), resumeCompany: c('scopes', 'resumeCompany') } as never;
   }
+  if (has('jobs.enqueue')) ctx.jobs = { enqueue: c('jobs', 'enqueue'), cancel: c('jobs', 'cancel') } as never;
+  if (has('jobs.schedule') || has('jobs.enqueue')) ctx.progress = { report: c('progress', 'report') } as never;
   return ctx;
 }
 
@@ -107,7 +109,7 @@ function handlerFor(definition: PluginDefinition, kind: InvocationInfo['kind'], 
   };
   if (kind === 'job') {
     const job = definition.jobs?.[target];
-    return job ? (_input, ctx) => job(ctx) : undefined;
+    return job ? (payload, ctx) => job(ctx, payload) : undefined;
   }
   if (kind === 'route_batch') {
     const batch = definition.batches?.[target];

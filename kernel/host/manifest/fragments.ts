@@ -8,7 +8,7 @@ const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-1
 export const CAPABILITY_IDS = [
   'database.namespace.read', 'database.namespace.write', 'database.namespace.migrate',
   'activity.write', 'http.routes', 'http.routes.absolute', 'http.fetch', 'local.folders',
-  'tools.register', 'jobs.schedule', 'webhooks.receive', 'events.subscribe', 'events.hooks',
+  'tools.register', 'jobs.schedule', 'jobs.enqueue', 'webhooks.receive', 'events.subscribe', 'events.hooks',
   'ui.slots', 'ui.page.register', 'ui.streams', 'companies.read', 'agents.read', 'agents.pause',
   'runs.open', 'runs.close',
   'secrets.resolve', 'services.provide', 'services.consume',
@@ -53,6 +53,7 @@ export const routesFragment = {
         },
       },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
+      timeoutMs: { type: 'integer', minimum: 10, maximum: 120000, description: 'Wall-clock deadline of one call of this route (at most 120 s); defaults to limits.callTimeoutMs.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },
   },
@@ -71,7 +72,7 @@ export const toolsFragment = {
 };
 
 export const jobsFragment = {
-  type: 'array', maxItems: 50, description: 'Scheduled jobs, leased through the database.',
+  type: 'array', maxItems: 50, description: 'Jobs: scheduled (cron), triggered by an operator, or enqueued at run time (ctx.jobs.enqueue); leased through the database.',
   items: {
     type: 'object', additionalProperties: false, required: ['key'],
     properties: {
@@ -79,6 +80,10 @@ export const jobsFragment = {
       schedule: { type: 'string', maxLength: 100, pattern: '^\\s*\\S+(\\s+\\S+){4}\\s*$', description: 'Cron expression (5 fields, UTC); absent = manual only.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
       perCompany: { type: 'boolean', description: 'Run once per company (every company not archived), each call serving that company alone; without it the job serves no company and reaches no company data.' },
+      timeoutMs: { type: 'integer', minimum: 10, maximum: 900000, description: 'Wall-clock deadline of one run of this job (at most 15 minutes); defaults to limits.callTimeoutMs.' },
+      concurrency: { type: 'integer', minimum: 1, maximum: 16, description: 'Enqueued runs of this job at once, across every Keel process (default 1).' },
+      retryLimit: { type: 'integer', minimum: 0, maximum: 10, description: 'Retries of a failed enqueued run, with exponential backoff (default 2).' },
+      payloadSchema: { ...schemaObject, description: 'Schema of the payload of ctx.jobs.enqueue; checked when it is enqueued and again before it runs.' },
     },
   },
 };

@@ -9,7 +9,7 @@ export const MAX_MANIFEST_BYTES = 256 * 1024;
 
 /** Per-plugin host routes that no plugin route may shadow. */
 export const RESERVED_RELATIVE_PREFIXES = [
-  '/health', '/logs', '/config', '/enable', '/disable', '/upgrade', '/jobs', '/webhooks',
+  '/health', '/logs', '/config', '/enable', '/disable', '/upgrade', '/jobs', '/job-queue', '/webhooks',
   '/dashboard', '/bridge', '/data', '/actions', '/tools',
 ];
 const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
@@ -19,9 +19,9 @@ const check = ajv.compile(manifestSchema);
 const schemaAjv = pluginSchemaAjv();
 
 /** Which capability a contribution needs; declaring one without it is a manifest error. */
-const NEEDS: Array<[keyof PluginManifest, string]> = [
-  ['routes', 'http.routes'], ['tools', 'tools.register'], ['jobs', 'jobs.schedule'], ['webhooks', 'webhooks.receive'],
-  ['folders', 'local.folders'], ['network', 'http.fetch'],
+const NEEDS: Array<[keyof PluginManifest, string[]]> = [
+  ['routes', ['http.routes']], ['tools', ['tools.register']], ['jobs', ['jobs.schedule', 'jobs.enqueue']], ['webhooks', ['webhooks.receive']],
+  ['folders', ['local.folders']], ['network', ['http.fetch']],
 ];
 
 /**
@@ -58,10 +58,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   const reserved = reservedKeyReason(typed.key);
   if (reserved) issues.push({ path: 'key', message: `"${typed.key}" is reserved (${reserved}); choose another key` });
   const declared = new Set(typed.capabilities.map((c) => c.id));
-  for (const [field, capability] of NEEDS) {
+  for (const [field, capabilities] of NEEDS) {
     const value = typed[field];
-    if (value && (!Array.isArray(value) || value.length > 0) && !declared.has(capability as never)) {
-      issues.push({ path: field, message: `needs the ${capability} capability; declare it under capabilities` });
+    if (value && (!Array.isArray(value) || value.length > 0) && !capabilities.some((capability) => declared.has(capability as never))) {
+      issues.push({ path: field, message: `needs the ${capabilities.join(' or ')} capability; declare it under capabilities` });
     }
   }
   if (typed.database && ![...declared].some((c) => c.startsWith('database.namespace.'))) {
