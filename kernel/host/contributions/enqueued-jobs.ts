@@ -64,6 +64,8 @@ export class EnqueuedJobs {
   private readonly runs: JobRuns;
   /** Jobs enqueued by calls still in flight, by invocation id: queued when the call committed. */
   private readonly pending = new Map<string, PendingJob[]>();
+  /** Calls that have answered (their record in host.invocations): an enqueue still in flight for one is refused, not kept. */
+  private readonly answered = new WeakSet<object>();
 
   constructor(host: ExtensionHost, boss: PgBoss, runs: JobRuns) {
     this.host = host;
@@ -142,6 +144,9 @@ export class EnqueuedJobs {
     if ((queued?.n ?? 0) + mine.length >= ENQUEUE_LIMITS.queuedPerCompany) {
       throw new KeelError(429, 'job_queue_full', `${plugin.key} has ${ENQUEUE_LIMITS.queuedPerCompany} jobs queued${companyId ? ' in this company' : ''}; wait for them to run`);
     }
+    // The plugin may not have awaited this enqueue: if its call answered meanwhile, nothing would queue the job.
+    const call = this.host.invocations.get(invocationId);
+    if (!call || this.answered.has(call)) throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     const id = randomUUID();
     mine.push({
       id, data: { jobKey: key, companyId, payload, singletonKey }, runAt, singletonKey: scopedKey ?? `job/${id}`, retryLimit,
@@ -187,6 +192,8 @@ export class EnqueuedJobs {
   // ---- after the enqueuing call ----------------------------------------------------------
 
   private async afterCall(invocationId: string, result: InvokeResult | null): Promise<InvokeResult | null> {
+    const call = this.host.invocations.get(invocationId);
+    if (call) this.answered.add(call);
     const jobs = this.pending.get(invocationId);
     if (!jobs) return result;
     this.pending.delete(invocationId);
