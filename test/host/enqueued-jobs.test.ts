@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAgent, createCompany } from '../support/fixtures.ts';
+import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
 
@@ -189,6 +189,12 @@ describe('attacks', () => {
     for (const options of [{ runAt: 'tomorrow' }, { singletonKey: '' }, { retryLimit: 11 }, { priority: 1 }, { runAt: new Date(Date.now() + 40 * 86_400_000).toISOString() }]) {
       const res = await enqueue({ key: 'record', payload: { n: 1 }, options });
       expect([res.status, res.body.code], JSON.stringify(options)).toEqual([400, 'invalid_arguments']);
+    }
+    const agentToken = await createAgentKey(t.api, agentA);
+    const someJob = (await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: new Date(Date.now() + 3_600_000).toISOString() } })).body[0].jobId;
+    for (const [method, path] of [['get', `/api/plugins/${KEY}/job-queue`], ['get', `/api/plugins/${KEY}/job-queue/${someJob}`], ['post', `/api/plugins/${KEY}/job-queue/${someJob}/cancel`]] as const) {
+      const res = method === 'get' ? await t.api.get(path, { token: agentToken }) : await t.api.post(path, {}, { token: agentToken });
+      expect(res.status, path).toBe(403);
     }
     const bad = await t.api.get(`/api/plugins/${KEY}/job-queue?state=exploded`);
     expect(bad.status).toBe(400);
