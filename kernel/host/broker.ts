@@ -6,6 +6,8 @@ import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
 import { streamsCapability } from './capabilities/streams.ts';
+import { jobsCapability } from './capabilities/jobs.ts';
+import { progressCapability } from './capabilities/progress.ts';
 import { companyScopeRequired } from './capabilities/scope.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
@@ -17,6 +19,8 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   secrets: secretsCapability,
   services: servicesCapability,
   streams: streamsCapability,
+  jobs: jobsCapability,
+  progress: progressCapability,
 };
 
 /**

@@ -64,7 +64,7 @@ export class ExtensionHost {
   readonly plugins = new Map<string, LoadedPlugin>();
   readonly routes = new RouteTable();
   /** Calls in flight, by invocation id: the broker attaches identity from here, never from the worker. */
-  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number }>();
+  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean }>();
   readonly databases: PluginDatabases;
   private readonly broker: Broker;
   private kernelRouter: Router | null = null;
@@ -72,6 +72,11 @@ export class ExtensionHost {
   private readonly activationHooks: Array<{ activate(plugin: LoadedPlugin): Promise<void> | void; deactivate(key: string): Promise<void> | void }> = [];
   /** Adds per-call data to an invocation before it is sent (for example the company's folder mounts). */
   readonly invokeDecorators: Array<(plugin: LoadedPlugin, message: InvokeMessage) => Promise<void> | void> = [];
+  /**
+   * Work a call leaves for after it has answered, told its outcome (null when it never got one):
+   * jobs it enqueued are queued only once its transaction committed (contributions/enqueued-jobs.ts).
+   */
+  readonly afterInvoke: Array<(invocationId: string, result: InvokeResult | null) => Promise<InvokeResult | null>> = [];
   private bridgeKey!: Buffer;
   private listener: NotificationListener | null = null;
   /** Server-sent events plugins publish, fanned out across processes. */
@@ -400,22 +405,27 @@ export class ExtensionHost {
       });
       signed = { invocation, signature: this.sign(invocation) };
     }
-    this.invocations.set(id, { plugin: key, info: full, depth });
+    const batched = Boolean(options.batch && options.transactional && !options.readOnly);
+    this.invocations.set(id, { plugin: key, info: full, depth, batched });
+    let answered = false;
     try {
       const message: InvokeMessage = {
         t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional, readOnly: options.readOnly,
         signed, defaultActivity: options.defaultActivity ?? null, deadlineMs,
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);
-      const result = options.batch && options.transactional && !options.readOnly
-        ? await this.batcher(loaded, options.batch).submit(message)
+      let result = batched
+        ? await this.batcher(loaded, options.batch!).submit(message)
         : await loaded.process.invoke(message);
+      answered = true;
+      for (const after of this.afterInvoke) result = (await after(id, result))!;
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
       // learn of it by notification, so wait for those before answering, as after a kernel commit.
       if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await this.kernel.db.afterEveryCommit?.();
       if (result.ok && result.effects?.length && info.companyId) await this.announceEffects(key, info.companyId, result.effects);
       return result;
     } finally {
+      if (!answered) for (const after of this.afterInvoke) await after(id, null).catch(() => undefined);
       this.invocations.delete(id);
     }
   }

@@ -10,11 +10,6 @@ export const toolsRegister = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'tools'),
 });
 
-export const jobsSchedule = defineCapability()({
-  id: 'jobs.schedule', summary: 'Run scheduled jobs', members: {},
-  requiredBy: (manifest) => present(manifest, 'jobs'),
-});
-
 export const webhooksReceive = defineCapability()({
   id: 'webhooks.receive', summary: 'Receive webhooks from outside services', members: {},
   requiredBy: (manifest) => present(manifest, 'webhooks'),
@@ -45,4 +40,4 @@ export const servicesProvide = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'services.provides'),
 });
 
-export const contributionCapabilities = [toolsRegister, jobsSchedule, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide] as const;
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide] as const;

@@ -35,6 +35,8 @@ export interface CapabilitySpec<Id extends string = string, Ctx = Record<never, 
   members: Record<string, Record<string, MethodSpec>>;
   /** Manifest fields that need this capability: their paths when present. */
   requiredBy?(manifest: PluginManifest): string[];
+  /** Other capabilities that serve those fields as well (any one of them is enough). */
+  satisfiedAlsoBy?: readonly string[];
   /** The fix the denial names, after "declare it under capabilities in plugin.json and grant it". */
   hint?: string;
   readonly __ctx?: Ctx;

@@ -3,6 +3,7 @@ import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
 import { localFolders } from './folders.ts';
+import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
 import { agentsPause, agentsRead, budgetsWrite, companiesPause, companiesRead } from './kernel-data.ts';
 import { runsClose, runsOpen, secretsResolve } from './runs.ts';
@@ -16,7 +17,7 @@ import { servicesConsume, uiStreams } from './services.ts';
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite,
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
-  ...contributionCapabilities,
+  ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite,
 ] as const;

@@ -4,7 +4,7 @@ import { CAPABILITY_IDS } from '../capabilities/index.ts';
  * The manifest schema, one fragment per contribution point. Every property has a
  * description: the same schema is published for plugin authors and drives validation.
  */
-import { RAW_CONTENT_TYPES } from '../../../sdk/plugin/answers.ts';
+import { RAW_CONTENT_TYPES } from '../plugin/answers.ts';
 
 const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 };
 const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-12 subset understood by ajv).' };
@@ -62,6 +62,7 @@ export const routesFragment = {
           maxStreams: { type: 'integer', minimum: 1, maximum: 100, description: 'Held streams of the plugin per company (or the instance) one Keel process keeps open; more are refused with 429 (default 20).' },
         },
       },
+      timeoutMs: { type: 'integer', minimum: 10, maximum: 120000, description: 'Wall-clock deadline of one call of this route (at most 120 s); defaults to limits.callTimeoutMs.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },
   },
@@ -80,7 +81,7 @@ export const toolsFragment = {
 };
 
 export const jobsFragment = {
-  type: 'array', maxItems: 50, description: 'Scheduled jobs, leased through the database.',
+  type: 'array', maxItems: 50, description: 'Jobs: scheduled (cron), triggered by an operator, or enqueued at run time (ctx.jobs.enqueue); leased through the database.',
   items: {
     type: 'object', additionalProperties: false, required: ['key'],
     properties: {
@@ -88,6 +89,10 @@ export const jobsFragment = {
       schedule: { type: 'string', maxLength: 100, pattern: '^\\s*\\S+(\\s+\\S+){4}\\s*$', description: 'Cron expression (5 fields, UTC); absent = manual only.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
       perCompany: { type: 'boolean', description: 'Run once per company (every company not archived), each call serving that company alone; without it the job serves no company and reaches no company data.' },
+      timeoutMs: { type: 'integer', minimum: 10, maximum: 900000, description: 'Wall-clock deadline of one run of this job (at most 15 minutes); defaults to limits.callTimeoutMs.' },
+      concurrency: { type: 'integer', minimum: 1, maximum: 16, description: 'Enqueued runs of this job at once, across every Keel process (default 1).' },
+      retryLimit: { type: 'integer', minimum: 0, maximum: 10, description: 'Retries of a failed enqueued run, with exponential backoff (default 2).' },
+      payloadSchema: { ...schemaObject, description: 'Schema of the payload of ctx.jobs.enqueue; checked when it is enqueued and again before it runs.' },
     },
   },
 };

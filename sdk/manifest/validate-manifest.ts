@@ -9,7 +9,7 @@ export const MAX_MANIFEST_BYTES = 256 * 1024;
 
 /** Per-plugin host routes that no plugin route may shadow. */
 export const RESERVED_RELATIVE_PREFIXES = [
-  '/health', '/logs', '/config', '/enable', '/disable', '/upgrade', '/jobs', '/webhooks',
+  '/health', '/logs', '/config', '/enable', '/disable', '/upgrade', '/jobs', '/job-queue', '/webhooks',
   '/dashboard', '/bridge', '/data', '/actions', '/tools',
 ];
 const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
@@ -55,8 +55,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   const declared = new Set(typed.capabilities.map((c) => c.id));
   // Each capability names the manifest fields that need it (sdk/capabilities).
   for (const capability of CAPABILITIES as readonly CapabilitySpec[]) {
-    if (declared.has(capability.id as never)) continue;
-    for (const path of capability.requiredBy?.(typed) ?? []) issues.push({ path, message: `needs the ${capability.id} capability; declare it under capabilities` });
+    const serving = [capability.id, ...(capability.satisfiedAlsoBy ?? [])];
+    if (serving.some((id) => declared.has(id as never))) continue;
+    for (const path of capability.requiredBy?.(typed) ?? []) issues.push({ path, message: `needs the ${serving.join(' or ')} capability; declare it under capabilities` });
   }
   if (typed.database && ![...declared].some((c) => c.startsWith('database.namespace.'))) {
     issues.push({ path: 'database', message: 'needs a database.namespace.* capability' });

@@ -16,6 +16,11 @@ export interface InvocationInfo {
   caller?: { plugin: string } | null;
   /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */
   idempotencyKey?: string | null;
+  /**
+   * For job calls: the run (plugin_job_runs) this call is, and for an enqueued job its queue id
+   * and attempt (1 for the first). Progress reported through `ctx.progress` lands on the run.
+   */
+  job?: { runId: string; jobId: string | null; attempt: number } | null;
 }
 
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
@@ -27,6 +32,8 @@ export type {
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, SecretsCapability } from '../capabilities/runs.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
+
+export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

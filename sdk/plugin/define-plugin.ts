@@ -21,7 +21,8 @@ export interface PluginDefinition<G extends CapabilityId | undefined = undefined
    */
   batches?: Record<string, (calls: Array<BatchCall<G>>, ctx: PluginContext<G>) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
   tools?: Record<string, Handler<unknown, unknown, G>>;
-  jobs?: Record<string, (ctx: PluginContext<G>) => unknown | Promise<unknown>>;
+  /** Job handlers; `payload` is what ctx.jobs.enqueue passed (null for a scheduled or manual run). */
+  jobs?: Record<string, (ctx: PluginContext<G>, payload: unknown) => unknown | Promise<unknown>>;
   webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown, G>>;
   /** After-commit event subscribers. */
   events?: Record<string, Handler<Record<string, unknown>, void, G>>;

@@ -1,6 +1,6 @@
 /**
  * The plugin manifest (`plugin.json`): static data the host reads before running a line of
- * plugin code. Its JSON schema lives in kernel/host/manifest/ and is published at
+ * plugin code. Its JSON schema lives in sdk/manifest/ and is published at
  * `GET /api/plugins/manifest-schema`; these types mirror it.
  */
 import type { RawContentType } from './answers.ts';
@@ -66,6 +66,8 @@ export interface RouteManifest {
   successStatus?: number;
   /** Raw text or server-sent event answers the route may give; JSON only when absent. */
   response?: RouteResponseManifest;
+  /** Wall-clock deadline of one call (at most 120,000 ms); defaults to `limits.callTimeoutMs`. */
+  timeoutMs?: number;
   description?: string;
 }
 
@@ -79,6 +81,14 @@ export interface JobManifest {
    * alone. A job without it serves no company, and company-scoped capabilities refuse it.
    */
   perCompany?: boolean;
+  /** Wall-clock deadline of one run (at most 900,000 ms = 15 minutes); defaults to `limits.callTimeoutMs`. */
+  timeoutMs?: number;
+  /** Enqueued runs of this job at once, across every Keel process (default 1, at most 16). */
+  concurrency?: number;
+  /** Retries of a failed enqueued run, with exponential backoff (default 2, at most 10). */
+  retryLimit?: number;
+  /** Schema of the payload of `ctx.jobs.enqueue`; checked when it is enqueued and again before it runs. */
+  payloadSchema?: JsonSchema;
 }
 export interface WebhookManifest {
   key: string;

@@ -104,7 +104,7 @@ function handlerFor(definition: PluginDefinition, kind: InvocationInfo['kind'], 
   };
   if (kind === 'job') {
     const job = definition.jobs?.[target];
-    return job ? (_input, ctx) => job(ctx) : undefined;
+    return job ? (payload, ctx) => job(ctx, payload) : undefined;
   }
   if (kind === 'route_batch') {
     const batch = definition.batches?.[target];

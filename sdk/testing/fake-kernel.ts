@@ -9,6 +9,7 @@ export type KernelMethod =
   | 'secrets.resolveEnvironment'
   | 'services.call'
   | 'streams.publish'
+  | 'jobs.enqueue' | 'jobs.cancel' | 'progress.report'
   | 'budgets.reportMonthlySpend' | 'budgets.setMonthlyBudget'
   | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany';
 
@@ -17,11 +18,12 @@ export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknow
 
 export const KERNEL_METHODS: readonly KernelMethod[] = [
   'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
+  'jobs.enqueue', 'jobs.cancel', 'progress.report',
   'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
 ];
 
 /** Methods that reach company data: the host refuses them to a call that serves no company. */
-const COMPANY_SCOPED = (method: KernelMethod) => !method.startsWith('services.') && !method.startsWith('streams.');
+const COMPANY_SCOPED = (method: KernelMethod) => !['services.', 'streams.', 'jobs.', 'progress.'].some((prefix) => method.startsWith(prefix));
 
 /**
  * Kernel capabilities (companies, agents, runs, secrets, services, streams) as injectable fakes:

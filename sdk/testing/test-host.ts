@@ -217,6 +217,17 @@ export class TestHost {
   }
 
   /**
+   * Runs an enqueued job once, as the host runs what `ctx.jobs.enqueue(key, payload)` queued: with
+   * its payload, in the company of the call that enqueued it (`{ companyId }`). Fake `jobs.enqueue`
+   * (host.kernel.on) to capture what a handler enqueues, then pass it here.
+   */
+  async runEnqueuedJob(key: string, payload: unknown, call: CallOptions = {}): Promise<unknown> {
+    if (!this.manifest.jobs?.some((j) => j.key === key)) throw new Error(`${this.manifest.key} declares no job "${key}" in plugin.json`);
+    if (!this.has('jobs.enqueue')) throw new PluginCallError(403, 'capability_denied', `Job "${key}" cannot be enqueued: jobs.enqueue is not granted`);
+    return this.invoke('job', key, structuredClone(payload ?? null), { actor: { type: 'system', id: 'job-queue', agentId: null }, companyId: null, ...call }, true, null);
+  }
+
+  /**
    * Delivers a kernel event to the plugin's subscriber (after_commit) or hook (in_transaction).
    * Resolves false when the plugin does not receive it (not subscribed, or not granted); a hook
    * that throws rejects, as its veto would roll the kernel's change back.

@@ -4,12 +4,23 @@ import { notFound } from '../../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE } from '../../http/route-spec.ts';
 import { queryValidator } from '../../http/validate.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
+import { ENQUEUED_STATES } from '../contributions/enqueued-jobs.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 
 const runsQuery = queryValidator<{ limit: number }>({
   type: 'object',
   properties: { limit: { type: 'integer', minimum: 1, maximum: 100, default: 20 } },
+});
+
+const queueQuery = queryValidator<{ limit: number; state?: string; jobKey?: string }>({
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'integer', minimum: 1, maximum: 100, default: 50 },
+    state: { enum: ENQUEUED_STATES },
+    jobKey: { type: 'string', maxLength: 64 },
+  },
 });
 
 function jobOf(manifest: PluginManifest, pluginKey: string, jobKey: string) {
@@ -44,6 +55,8 @@ export const pluginJobRoutes = (host: ExtensionHost): RouteModule => (router, ke
         schedule: job.schedule ?? null,
         scheduled,
         nextRunAt: scheduled ? jobs.nextRun(job.schedule!) : null,
+        timeoutMs: job.timeoutMs ?? null,
+        concurrency: job.concurrency ?? 1,
         lastRun: last ? toJobRunJson(last) : null,
       };
     });
@@ -74,5 +87,39 @@ export const pluginJobRoutes = (host: ExtensionHost): RouteModule => (router, ke
     });
     ctx.status = 202;
     ctx.body = toJobRunJson(run);
+  });
+
+  // ---- enqueued jobs (ctx.jobs.enqueue) --------------------------------------------------
+
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/job-queue', auth: 'instance_admin', query: queueQuery, success: 200, response: LIST_RESPONSE,
+    summary: "A plugin's enqueued jobs, newest first: state (queued, retrying, running, succeeded, cancelled, failed), company, progress and last run",
+  }, async (ctx, req) => {
+    const row = await host.row(ctx.params.pluginId!);
+    ctx.body = await contributionsOf(host).enqueued.list(row.key, req.query());
+  });
+
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/job-queue/:jobId', auth: 'instance_admin', success: 200,
+    summary: 'One enqueued job, with the progress its running call reported',
+  }, async (ctx) => {
+    const row = await host.row(ctx.params.pluginId!);
+    ctx.body = await contributionsOf(host).enqueued.get(row.key, ctx.params.jobId!);
+  });
+
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/job-queue/:jobId/cancel', auth: 'instance_admin', success: 200,
+    summary: 'Cancel an enqueued job: a queued one never runs; a running one is refused its next progress report and is not retried',
+  }, async (ctx) => {
+    const row = await host.row(ctx.params.pluginId!);
+    const enqueued = contributionsOf(host).enqueued;
+    const outcome = await enqueued.cancelByOperator(row.key, ctx.params.jobId!);
+    if (outcome.cancelled) {
+      await kernel.db.transaction((tx) => kernel.activity.recordFor(ctx, tx, {
+        companyId: null, action: 'plugin.job_cancelled', entityType: 'plugin_job', entityId: `${row.key}.${ctx.params.jobId}`,
+        details: { plugin: row.key, jobId: ctx.params.jobId },
+      }));
+    }
+    ctx.body = { ...outcome, job: await enqueued.get(row.key, ctx.params.jobId!) };
   });
 };

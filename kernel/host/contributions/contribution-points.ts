@@ -1,11 +1,14 @@
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost } from '../extension-host.ts';
+import { EnqueuedJobs } from './enqueued-jobs.ts';
 import { PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
 export interface ContributionPoints {
   jobs: PluginJobs;
+  /** Jobs plugins enqueue at run time, on the same engine. */
+  enqueued: EnqueuedJobs;
   events: PluginEvents;
   stop(): Promise<void>;
 }
@@ -21,11 +24,14 @@ const started = new WeakMap<ExtensionHost, ContributionPoints>();
 export async function startContributionPoints(host: ExtensionHost, options: { databaseUrl: string }): Promise<ContributionPoints> {
   const jobs = await PluginJobs.start(host, options.databaseUrl);
   const events = new PluginEvents(host);
+  const enqueued = new EnqueuedJobs(host, jobs.engine, jobs.runs);
   host.onActivation(jobs);
+  host.onActivation(enqueued);
   host.onActivation(events);
   host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {
     jobs,
+    enqueued,
     events,
     async stop() {
       await Promise.all([jobs.stop(), events.stop()]);

@@ -1,14 +1,21 @@
 import { iso, type Database, type Row, type Tx } from '../../db/database.ts';
 
-export type JobTrigger = 'schedule' | 'manual';
+export type JobTrigger = 'schedule' | 'manual' | 'enqueued';
 
 export interface JobRunJson {
   id: string;
   pluginKey: string;
   jobKey: string;
   trigger: JobTrigger;
-  status: 'running' | 'succeeded' | 'failed';
+  status: 'running' | 'succeeded' | 'failed' | 'cancelled';
   error: string | null;
+  /** Enqueued runs: the queued job this run is an attempt of, which attempt, and the company it serves. */
+  jobId: string | null;
+  attempt: number | null;
+  companyId: string | null;
+  /** The latest ctx.progress.report of the run, and when it came. */
+  progress: { done: number; total: number | null; message: string | null } | null;
+  progressAt: string | null;
   startedAt: string | null;
   finishedAt: string | null;
   durationMs: number | null;
@@ -37,9 +44,10 @@ export class JobRuns {
     await tx.query('select pg_advisory_xact_lock(hashtextextended(?, 7270))', [`plugin-job:${pluginKey}/${jobKey}`]);
     await tx.exec(
       `update plugin_job_runs set status = 'failed', error = 'abandoned: the process running it stopped before it finished', finished_at = now()
-        where plugin_key = ? and job_key = ? and status = 'running' and started_at < now() - make_interval(secs => ?)`,
+        where plugin_key = ? and job_key = ? and trigger <> 'enqueued' and status = 'running' and started_at < now() - make_interval(secs => ?)`,
       [pluginKey, jobKey, (deadlineMs + LEASE_GRACE_MS) / 1000]);
-    const running = await tx.maybeOne("select id from plugin_job_runs where plugin_key = ? and job_key = ? and status = 'running' limit 1", [pluginKey, jobKey]);
+    // Enqueued runs have leases of their own (acquireSlot): they do not hold back the schedule.
+    const running = await tx.maybeOne("select id from plugin_job_runs where plugin_key = ? and job_key = ? and trigger <> 'enqueued' and status = 'running' limit 1", [pluginKey, jobKey]);
     if (running) return null;
     const row = await tx.maybeOne(
       "insert into plugin_job_runs (plugin_key, job_key, trigger, status) values (?, ?, ?, 'running') returning *",
@@ -47,10 +55,46 @@ export class JobRuns {
     return row!;
   }
 
-  async finish(runId: string, outcome: { ok: boolean; error?: string | null }): Promise<Row | undefined> {
+  /**
+   * Starts an attempt of an enqueued job when fewer than `concurrency` attempts of the same job
+   * key run (in any process); answers null otherwise. The same advisory-lock pattern as acquire.
+   */
+  async acquireSlot(tx: Tx, attempt: { pluginKey: string; jobKey: string; concurrency: number; deadlineMs: number; jobId: string; companyId: string | null; attempt: number }): Promise<Row | null> {
+    const { pluginKey, jobKey } = attempt;
+    await tx.query('select pg_advisory_xact_lock(hashtextextended(?, 7271))', [`plugin-enqueued-job:${pluginKey}/${jobKey}`]);
+    await tx.exec(
+      `update plugin_job_runs set status = 'failed', error = 'abandoned: the process running it stopped before it finished', finished_at = now()
+        where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running' and started_at < now() - make_interval(secs => ?)`,
+      [pluginKey, jobKey, (attempt.deadlineMs + LEASE_GRACE_MS) / 1000]);
+    const running = await tx.maybeOne<{ n: number }>(
+      "select count(*)::int as n from plugin_job_runs where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running'", [pluginKey, jobKey]);
+    if ((running?.n ?? 0) >= attempt.concurrency) return null;
+    const row = await tx.maybeOne(
+      "insert into plugin_job_runs (plugin_key, job_key, trigger, status, job_id, company_id, attempt) values (?, ?, 'enqueued', 'running', ?, ?, ?) returning *",
+      [pluginKey, jobKey, attempt.jobId, attempt.companyId, attempt.attempt]);
+    return row!;
+  }
+
+  async finish(runId: string, outcome: { ok: boolean; error?: string | null; cancelled?: boolean }): Promise<Row | undefined> {
+    const status = outcome.cancelled ? 'cancelled' : outcome.ok ? 'succeeded' : 'failed';
     return this.db.maybeOne(
       "update plugin_job_runs set status = ?, error = ?, finished_at = now() where id = ? and status = 'running' returning *",
-      [outcome.ok ? 'succeeded' : 'failed', outcome.ok ? null : (outcome.error ?? 'failed').slice(0, 2000), runId]);
+      [status, outcome.ok ? null : (outcome.error ?? 'failed').slice(0, 2000), runId]);
+  }
+
+  /** Records a run that never started (its company is gone, its payload no longer valid): it failed at once. */
+  async refuse(attempt: { pluginKey: string; jobKey: string; jobId: string; companyId: string | null; attempt: number }, error: string): Promise<void> {
+    await this.db.exec(
+      "insert into plugin_job_runs (plugin_key, job_key, trigger, status, job_id, company_id, attempt, error, finished_at) values (?, ?, 'enqueued', 'failed', ?, ?, ?, ?, now())",
+      [attempt.pluginKey, attempt.jobKey, attempt.jobId, attempt.companyId, attempt.attempt, error.slice(0, 2000)]);
+  }
+
+  /** The progress a running call reported; answers whether the run was still running. */
+  async reportProgress(pluginKey: string, runId: string, progress: { done: number; total: number | null; message: string | null }): Promise<boolean> {
+    const row = await this.db.maybeOne(
+      "update plugin_job_runs set progress = ?::jsonb, progress_at = now() where id = ? and plugin_key = ? and status = 'running' returning id",
+      [JSON.stringify(progress), runId, pluginKey]);
+    return row !== undefined;
   }
 
   async get(runId: string): Promise<Row | undefined> {
@@ -83,6 +127,11 @@ export function toJobRunJson(row: Row): JobRunJson {
     trigger: row.trigger,
     status: row.status,
     error: row.error ?? null,
+    jobId: row.job_id ?? null,
+    attempt: row.attempt ?? null,
+    companyId: row.company_id ?? null,
+    progress: row.progress ?? null,
+    progressAt: iso(row.progress_at),
     startedAt: iso(row.started_at),
     finishedAt: iso(row.finished_at),
     durationMs: started !== null && finished !== null ? finished - started : null,

@@ -18,8 +18,15 @@ export function queueOf(pluginKey: string): string {
   return `plugin/${pluginKey}`;
 }
 
+/** The deadline of one call of a job: its own `timeoutMs` (up to 15 minutes), else the plugin's call deadline. */
+export function jobDeadlineOf(plugin: LoadedPlugin, jobKey?: string): number {
+  const job = jobKey === undefined ? undefined : plugin.manifest.jobs?.find((j) => j.key === jobKey);
+  return job?.timeoutMs ?? plugin.manifest.limits?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+}
+
 function deadlineOf(plugin: LoadedPlugin): number {
-  return plugin.manifest.limits?.callTimeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+  // The queue's expiry covers the longest job of the plugin.
+  return Math.max(jobDeadlineOf(plugin), ...(plugin.manifest.jobs ?? []).map((job) => jobDeadlineOf(plugin, job.key)));
 }
 
 function perCompany(plugin: LoadedPlugin, jobKey: string): boolean {
@@ -45,6 +52,11 @@ export class PluginJobs {
   private stopping = false;
   /** Runs started in this process and not finished yet (manual triggers run in the background). */
   private readonly inFlight = new Set<Promise<unknown>>();
+
+  /** The job engine, shared with enqueued jobs (enqueued-jobs.ts): one engine, one schema. */
+  get engine(): PgBoss {
+    return this.boss;
+  }
 
   private constructor(host: ExtensionHost, boss: PgBoss) {
     this.host = host;
@@ -197,8 +209,10 @@ export class PluginJobs {
     try {
       const result = await this.host.invoke(plugin.key, 'job', jobKey, null, {
         companyId, actor: { type: 'system', id: 'scheduler', agentId: null }, runId: null,
+        job: { runId: run.id, jobId: null, attempt: 1 },
       }, {
         transactional: true,
+        deadlineMs: jobDeadlineOf(plugin, jobKey),
         defaultActivity: { action: `plugin.${plugin.key}.job.${jobKey}`, entityType: 'plugin_job_run', entityId: run.id },
       });
       return result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
@@ -215,9 +229,9 @@ export class PluginJobs {
 
   /** How long a run holds its lease: a perCompany run makes one call per company, one after another. */
   private async leaseMs(plugin: LoadedPlugin, jobKey: string): Promise<number> {
-    if (!perCompany(plugin, jobKey)) return deadlineOf(plugin);
+    if (!perCompany(plugin, jobKey)) return jobDeadlineOf(plugin, jobKey);
     const row = await this.host.kernel.db.maybeOne<{ n: number }>("select count(*)::int as n from companies where status <> 'archived'");
-    return deadlineOf(plugin) * Math.max(1, row?.n ?? 1);
+    return jobDeadlineOf(plugin, jobKey) * Math.max(1, row?.n ?? 1);
   }
 
   private track(work: Promise<unknown>): Promise<unknown> {

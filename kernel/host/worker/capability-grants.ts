@@ -15,10 +15,12 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   streams: () => ['ui.streams'],
   budgets: () => ['budgets.write'],
   scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
+  jobs: () => ['jobs.enqueue'],
+  progress: () => ['jobs.schedule', 'jobs.enqueue'],
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
-export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams']);
+export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams', 'jobs', 'progress']);
 
 /** The arguments of a bridge call: a JSON array, or undefined when they are not one. */
 export function parseCallArguments(argsJson: string): unknown[] | undefined {

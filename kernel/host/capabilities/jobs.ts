@@ -1,0 +1,31 @@
+import { contributionsOf } from '../contributions/contribution-points.ts';
+import type { BrokeredCall, KernelCapability } from './types.ts';
+
+function enqueuedJobs(call: BrokeredCall) {
+  return { jobs: contributionsOf(call.host).enqueued, plugin: call.host.plugins.get(call.plugin)! };
+}
+
+/**
+ * `ctx.jobs` (jobs.enqueue): work a plugin schedules at run time, run later as a call of one of
+ * its declared jobs, in the company of the call that enqueued it (contributions/enqueued-jobs.ts).
+ * The company comes from the kernel's record of the call; a cancel reaches only this plugin's
+ * jobs of that same company.
+ */
+export const jobsCapability: KernelCapability = {
+  methods: {
+    enqueue: {
+      needs: ['jobs.enqueue'], scope: 'instance',
+      run: async (call) => {
+        const { jobs, plugin } = enqueuedJobs(call);
+        return jobs.enqueue(plugin, call.info.id, call.info.companyId, call.args);
+      },
+    },
+    cancel: {
+      needs: ['jobs.enqueue'], scope: 'instance',
+      run: async (call) => {
+        const { jobs, plugin } = enqueuedJobs(call);
+        return jobs.cancel(plugin, call.info.id, call.info.companyId, call.args[0]);
+      },
+    },
+  },
+};

@@ -1,0 +1,367 @@
+import { randomUUID } from 'node:crypto';
+import type { Job, PgBoss } from 'pg-boss';
+import type { JobManifest } from '../../../sdk/plugin/manifest.ts';
+import type { Row } from '../../db/database.ts';
+import { KeelError, validationFailed } from '../../http/errors.ts';
+import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
+import type { InvokeResult } from '../plugin-process.ts';
+import { JOB_ENGINE_SCHEMA, jobDeadlineOf } from './jobs.ts';
+import type { JobRuns } from './job-runs.ts';
+import { appendPluginLog } from './plugin-log.ts';
+
+/** Bounds of ctx.jobs.enqueue (docs/plugins/jobs.md). */
+export const ENQUEUE_LIMITS = {
+  payloadBytes: 64 * 1024,
+  perCall: 100,
+  /** Queued (not yet running) jobs of one plugin in one company. */
+  queuedPerCompany: 1000,
+  runAtMaxDays: 30,
+  retryLimitMax: 10,
+} as const;
+const DEFAULT_RETRY_LIMIT = 2;
+/** Retries wait 1 s, 2 s, 4 s, ... (with jitter), at most 5 minutes. */
+const RETRY_DELAY_SECONDS = 1;
+const RETRY_DELAY_MAX_SECONDS = 300;
+/** Runs of one plugin's enqueued jobs this process starts at once (each job key also has its own concurrency). */
+const LOCAL_CONCURRENCY = 4;
+const SINGLETON_KEY = /^[\x21-\x7e]{1,255}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** What the kernel stores with a job; the plugin never writes the engine's tables. */
+interface EnqueuedData { jobKey: string; companyId: string | null; payload: unknown; singletonKey: string | null }
+interface PendingJob { id: string; data: EnqueuedData; runAt: Date | null; singletonKey: string; retryLimit: number; deadlineMs: number }
+
+/** Engine states as operators see them. */
+const STATE_NAMES: Record<string, string> = { created: 'queued', retry: 'retrying', active: 'running', completed: 'succeeded', cancelled: 'cancelled', failed: 'failed' };
+export const ENQUEUED_STATES = Object.values(STATE_NAMES);
+const ENGINE_STATE = Object.fromEntries(Object.entries(STATE_NAMES).map(([engine, shown]) => [shown, engine]));
+
+export function enqueuedQueueOf(pluginKey: string): string {
+  return `plugin/${pluginKey}/enqueued`;
+}
+
+/**
+ * Work a plugin enqueues at run time (`ctx.jobs.enqueue`), on the same pg-boss engine as
+ * scheduled jobs, in a queue of its own per plugin.
+ *
+ * Consistency: the plugin's transaction lives in its worker, under its own database role, which
+ * has no privilege on the engine's schema; the job cannot be inserted in that transaction. The
+ * host keeps what a call enqueued and queues it once the call has answered ok (its transaction
+ * committed), before the caller gets the answer; a call that fails or rolls back queues nothing.
+ * A process that dies between the commit and the insert loses those jobs, and its caller gets
+ * no answer: a caller that retries should pass a `singletonKey`, so the retry cannot queue the
+ * same work twice.
+ *
+ * Each run is leased twice through the database: the engine hands a job to one process (SKIP
+ * LOCKED), and a run row in plugin_job_runs holds one of the job key's `concurrency` slots
+ * (checked under an advisory lock, across every process). A job always runs in the company of
+ * the call that enqueued it, recorded by the host, never named by the plugin.
+ */
+export class EnqueuedJobs {
+  private readonly host: ExtensionHost;
+  private readonly boss: PgBoss;
+  private readonly runs: JobRuns;
+  /** Jobs enqueued by calls still in flight, by invocation id: queued when the call committed. */
+  private readonly pending = new Map<string, PendingJob[]>();
+  /** Calls that have answered (their record in host.invocations): an enqueue still in flight for one is refused, not kept. */
+  private readonly answered = new WeakSet<object>();
+
+  constructor(host: ExtensionHost, boss: PgBoss, runs: JobRuns) {
+    this.host = host;
+    this.boss = boss;
+    this.runs = runs;
+    host.afterInvoke.push((invocationId, result) => this.afterCall(invocationId, result));
+  }
+
+  // ---- activation ------------------------------------------------------------------------
+
+  async activate(plugin: LoadedPlugin): Promise<void> {
+    const queue = enqueuedQueueOf(plugin.key);
+    await this.boss.offWork(queue).catch(() => undefined);
+    const declared = plugin.manifest.jobs ?? [];
+    if (!(plugin.row.granted_capabilities ?? []).includes('jobs.enqueue') || declared.length === 0) return;
+    await this.boss.createQueue(queue, {
+      // One queued-or-running job per singleton key (keys are scoped by company and job key; a job
+      // enqueued without one gets its own id as key, so it never collides).
+      policy: 'exclusive',
+      retryLimit: DEFAULT_RETRY_LIMIT,
+      retryBackoff: true,
+      retryDelay: RETRY_DELAY_SECONDS,
+      retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+      retentionSeconds: 7 * 86_400,
+      deleteAfterSeconds: 7 * 86_400,
+    });
+    // The engine skips a job key whose running jobs fill its concurrency; the run lease (acquireSlot)
+    // is what guarantees the bound when two processes fetch at the same moment.
+    const tiers = Object.fromEntries(declared.map((job) => [job.key, job.concurrency ?? 1]));
+    await this.boss.work<EnqueuedData>(queue, {
+      pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: LOCAL_CONCURRENCY,
+      groupConcurrency: { default: 1, tiers },
+    }, async ([job]) => { if (job) await this.run(plugin.key, job); });
+  }
+
+  async deactivate(key: string): Promise<void> {
+    // Queued jobs stay: they run when the plugin is enabled again (an upgrade, a restart).
+    await this.boss.offWork(enqueuedQueueOf(key)).catch(() => undefined);
+  }
+
+  // ---- ctx.jobs --------------------------------------------------------------------------
+
+  async enqueue(plugin: LoadedPlugin, invocationId: string, companyId: string | null, args: unknown[]): Promise<{ jobId: string; duplicate: boolean }> {
+    const [key, rawPayload, options] = args;
+    if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'jobs.enqueue(key, payload?, { runAt?, singletonKey?, retryLimit? })');
+    const job = plugin.manifest.jobs?.find((j) => j.key === key);
+    if (!job) throw new KeelError(403, 'job_not_declared', `${plugin.key} declares no job "${key.slice(0, 64)}"; declare it under jobs in plugin.json`);
+    if (this.host.invocations.get(invocationId)?.batched) {
+      throw new KeelError(409, 'job_enqueue_unavailable', `${plugin.key}: ctx.jobs.enqueue is not available in a batched route (a batch may run its calls twice); enqueue from a route without batch`);
+    }
+    const payload = rawPayload ?? null;
+    const bytes = Buffer.byteLength(JSON.stringify(payload));
+    if (bytes > ENQUEUE_LIMITS.payloadBytes) {
+      throw new KeelError(413, 'job_payload_too_large', `The payload of job ${key} is ${bytes} bytes of JSON; at most ${ENQUEUE_LIMITS.payloadBytes} are allowed; store large data in the plugin's tables and pass its id`);
+    }
+    if (job.payloadSchema) {
+      const issues = schemaIssues(pluginBodyAjv, job.payloadSchema, payload, '(payload)');
+      if (issues.length) throw validationFailed(describeIssues(`payload of job ${key}`, issues), issues);
+    }
+    const { runAt, singletonKey, retryLimit } = enqueueOptions(options, job);
+    const mine = this.pending.get(invocationId) ?? [];
+    if (mine.length >= ENQUEUE_LIMITS.perCall) {
+      throw new KeelError(429, 'too_many_enqueues', `${plugin.key}: at most ${ENQUEUE_LIMITS.perCall} jobs may be enqueued by one call`);
+    }
+    const queue = enqueuedQueueOf(plugin.key);
+    const scopedKey = singletonKey === null ? null : `${companyId ?? 'instance'}/${key}/${singletonKey}`;
+    if (scopedKey !== null) {
+      const same = mine.find((p) => p.singletonKey === scopedKey);
+      if (same) return { jobId: same.id, duplicate: true };
+      const existing = await this.host.kernel.db.maybeOne<{ id: string }>(
+        `select id from ${JOB_ENGINE_SCHEMA}.job where name = ? and singleton_key = ? and state in ('created', 'retry', 'active') limit 1`, [queue, scopedKey]);
+      if (existing) return { jobId: existing.id, duplicate: true };
+    }
+    const queued = await this.host.kernel.db.maybeOne<{ n: number }>(
+      `select count(*)::int as n from ${JOB_ENGINE_SCHEMA}.job where name = ? and state in ('created', 'retry') and data->>'companyId' is not distinct from ?`, [queue, companyId]);
+    if ((queued?.n ?? 0) + mine.length >= ENQUEUE_LIMITS.queuedPerCompany) {
+      throw new KeelError(429, 'job_queue_full', `${plugin.key} has ${ENQUEUE_LIMITS.queuedPerCompany} jobs queued${companyId ? ' in this company' : ''}; wait for them to run`);
+    }
+    // The plugin may not have awaited this enqueue: if its call answered meanwhile, nothing would queue the job.
+    const call = this.host.invocations.get(invocationId);
+    if (!call || this.answered.has(call)) throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
+    const id = randomUUID();
+    mine.push({
+      id, data: { jobKey: key, companyId, payload, singletonKey }, runAt, singletonKey: scopedKey ?? `job/${id}`, retryLimit,
+      deadlineMs: jobDeadlineOf(plugin, key),
+    });
+    this.pending.set(invocationId, mine);
+    return { jobId: id, duplicate: false };
+  }
+
+  /** Cancels a job of this plugin in this company (or one this very call enqueued and has not queued yet). */
+  async cancel(plugin: LoadedPlugin, invocationId: string, companyId: string | null, jobId: unknown): Promise<{ cancelled: boolean; state: string }> {
+    if (typeof jobId !== 'string' || !UUID.test(jobId)) throw new KeelError(400, 'invalid_arguments', 'jobs.cancel(jobId): jobId must be a uuid');
+    const mine = this.pending.get(invocationId);
+    const index = mine?.findIndex((p) => p.id === jobId) ?? -1;
+    if (index >= 0) {
+      mine!.splice(index, 1);
+      return { cancelled: true, state: 'cancelled' };
+    }
+    const row = await this.find(plugin.key, jobId);
+    // Another plugin's job, or another company's, is not found, exactly like an unknown id.
+    if (!row || (row.data?.companyId ?? null) !== companyId) throw new KeelError(404, 'job_not_found', `${plugin.key} has no enqueued job ${jobId} in this company`);
+    return this.cancelRow(plugin.key, row);
+  }
+
+  /** The operator's cancel (instance admin): any job of the plugin. */
+  async cancelByOperator(pluginKey: string, jobId: string): Promise<{ cancelled: boolean; state: string }> {
+    const row = UUID.test(jobId) ? await this.find(pluginKey, jobId) : undefined;
+    if (!row) throw new KeelError(404, 'job_not_found', `${pluginKey} has no enqueued job ${jobId.slice(0, 64)}`);
+    return this.cancelRow(pluginKey, row);
+  }
+
+  private async cancelRow(pluginKey: string, row: Row): Promise<{ cancelled: boolean; state: string }> {
+    if (!['created', 'retry', 'active'].includes(row.state)) return { cancelled: false, state: STATE_NAMES[row.state] ?? row.state };
+    await this.boss.cancel(enqueuedQueueOf(pluginKey), row.id);
+    return { cancelled: true, state: 'cancelled' };
+  }
+
+  /** Whether the job a running call serves was cancelled meanwhile (ctx.progress.report asks). */
+  async cancelled(pluginKey: string, jobId: string): Promise<boolean> {
+    return (await this.find(pluginKey, jobId))?.state === 'cancelled';
+  }
+
+  // ---- after the enqueuing call ----------------------------------------------------------
+
+  private async afterCall(invocationId: string, result: InvokeResult | null): Promise<InvokeResult | null> {
+    const call = this.host.invocations.get(invocationId);
+    if (call) this.answered.add(call);
+    const jobs = this.pending.get(invocationId);
+    if (!jobs) return result;
+    this.pending.delete(invocationId);
+    // Nothing is queued for a call that failed: its transaction rolled back.
+    if (!result?.ok || jobs.length === 0) return result;
+    const plugin = this.host.invocations.get(invocationId)?.plugin ?? '?';
+    try {
+      for (const job of jobs) {
+        await this.boss.send(enqueuedQueueOf(plugin), job.data as unknown as object, {
+          id: job.id,
+          startAfter: job.runAt ?? undefined,
+          singletonKey: job.singletonKey,
+          retryLimit: job.retryLimit,
+          retryBackoff: true,
+          retryDelay: RETRY_DELAY_SECONDS,
+          retryDelayMax: RETRY_DELAY_MAX_SECONDS,
+          expireInSeconds: Math.ceil(job.deadlineMs / 1000) + 60,
+          group: { id: job.data.jobKey, tier: job.data.jobKey },
+        });
+      }
+      return result;
+    } catch (error) {
+      this.host.kernel.log.error({ err: error, plugin }, 'could not queue the jobs a committed plugin call enqueued');
+      return {
+        ok: false, activityWritten: result.activityWritten,
+        error: { status: 503, code: 'job_enqueue_failed', message: `${plugin}: the call's changes were committed, but its enqueued jobs could not all be queued; retry the call (with a singletonKey, a retry queues each job once)` },
+      };
+    }
+  }
+
+  // ---- running ---------------------------------------------------------------------------
+
+  private async run(pluginKey: string, job: Job<EnqueuedData>): Promise<void> {
+    const plugin = this.host.plugins.get(pluginKey);
+    // Thrown: the engine retries it later (or another process that runs the plugin takes it).
+    if (!plugin?.process) throw new Error(`${pluginKey} is not running in this process`);
+    const data = job.data;
+    const attempt = { pluginKey, jobKey: String(data?.jobKey), jobId: job.id, companyId: data?.companyId ?? null, attempt: job.retryCount + 1 };
+    const declared = plugin.manifest.jobs?.find((j) => j.key === data?.jobKey);
+    const refusal = declared ? await this.refusal(plugin, declared, data) : `the plugin no longer declares job ${attempt.jobKey}`;
+    if (refusal) {
+      // Final: running it again would be refused the same way.
+      await this.runs.refuse(attempt, refusal);
+      appendPluginLog(plugin, 'error', `enqueued job ${attempt.jobKey} ${job.id} refused: ${refusal}`);
+      return;
+    }
+    const deadlineMs = jobDeadlineOf(plugin, declared!.key);
+    const run = await this.host.kernel.db.transaction((tx) => this.runs.acquireSlot(tx, { ...attempt, concurrency: declared!.concurrency ?? 1, deadlineMs }));
+    if (!run) {
+      // Every slot of the job key is taken (another process fetched at the same moment): back to the queue, no attempt spent.
+      // (pg-boss's restore, which its public type does not expose: a restored job's next claim spends no attempt.)
+      await this.host.kernel.db.exec(
+        `update ${JOB_ENGINE_SCHEMA}.job set state = 'created', started_on = null, heartbeat_on = null where name = ? and id = ? and state = 'active'`,
+        [enqueuedQueueOf(pluginKey), job.id]);
+      return;
+    }
+    let outcome: { ok: boolean; error?: string };
+    try {
+      const result = await this.host.invoke(pluginKey, 'job', declared!.key, data.payload, {
+        companyId: attempt.companyId, actor: { type: 'system', id: 'job-queue', agentId: null }, runId: null,
+        job: { runId: run.id, jobId: job.id, attempt: attempt.attempt },
+      }, {
+        transactional: true,
+        deadlineMs,
+        defaultActivity: { action: `plugin.${pluginKey}.job.${declared!.key}`, entityType: 'plugin_job_run', entityId: run.id },
+      });
+      outcome = result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
+    } catch (error) {
+      outcome = { ok: false, error: `${(error as KeelError).code ?? 'host_error'}: ${(error as Error).message}` };
+    }
+    const cancelled = await this.cancelled(pluginKey, job.id).catch(() => false);
+    await this.runs.finish(run.id, { ...outcome, cancelled }).catch((failure: Error) => this.host.kernel.log.error({ err: failure, runId: run.id }, 'could not record job run'));
+    if (cancelled || outcome.ok) return;
+    appendPluginLog(plugin, 'error', `enqueued job ${declared!.key} ${job.id} failed (attempt ${attempt.attempt}): ${outcome.error}`, { runId: run.id, ...(attempt.companyId ? { companyId: attempt.companyId } : {}) });
+    // The engine retries it with backoff until its retryLimit, then marks it failed.
+    throw new Error(outcome.error);
+  }
+
+  /** Why a job may not run now at all: its company is gone or archived, its payload no longer matches. */
+  private async refusal(plugin: LoadedPlugin, declared: JobManifest, data: EnqueuedData): Promise<string | null> {
+    if (data.companyId) {
+      const company = await this.host.kernel.db.maybeOne<{ status: string }>('select status from companies where id = ?', [data.companyId]);
+      if (!company || company.status === 'archived') return `company ${data.companyId} is ${company ? 'archived' : 'gone'}`;
+    }
+    if (declared.payloadSchema) {
+      const issues = schemaIssues(pluginBodyAjv, declared.payloadSchema, data.payload, '(payload)');
+      if (issues.length) return `${describeIssues(`payload of job ${declared.key}`, issues)} (the plugin's payloadSchema changed since it was enqueued)`;
+    }
+    void plugin;
+    return null;
+  }
+
+  // ---- operators -------------------------------------------------------------------------
+
+  private find(pluginKey: string, jobId: string): Promise<Row | undefined> {
+    return this.host.kernel.db.maybeOne(`select id, state, data from ${JOB_ENGINE_SCHEMA}.job where name = ? and id = ?`, [enqueuedQueueOf(pluginKey), jobId]);
+  }
+
+  /** Newest first, with the latest run (and its progress) of each. */
+  async list(pluginKey: string, filter: { state?: string; jobKey?: string; limit: number }): Promise<Array<Record<string, unknown>>> {
+    const where = ['j.name = ?'];
+    const params: unknown[] = [enqueuedQueueOf(pluginKey)];
+    if (filter.state !== undefined) { where.push('j.state = ?'); params.push(ENGINE_STATE[filter.state]); }
+    if (filter.jobKey !== undefined) { where.push("j.data->>'jobKey' = ?"); params.push(filter.jobKey); }
+    params.push(filter.limit);
+    const rows = await this.host.kernel.db.query(`${SELECT_JOBS} where ${where.join(' and ')} order by j.created_on desc, j.id limit ?`, params);
+    return rows.map((row) => toEnqueuedJobJson(pluginKey, row));
+  }
+
+  async get(pluginKey: string, jobId: string): Promise<Record<string, unknown>> {
+    const row = UUID.test(jobId) ? await this.host.kernel.db.maybeOne(`${SELECT_JOBS} where j.name = ? and j.id = ?`, [enqueuedQueueOf(pluginKey), jobId]) : undefined;
+    if (!row) throw new KeelError(404, 'job_not_found', `${pluginKey} has no enqueued job ${jobId.slice(0, 64)}`);
+    return toEnqueuedJobJson(pluginKey, row);
+  }
+}
+
+const SELECT_JOBS = `
+  select j.id, j.state, j.data, j.retry_count, j.retry_limit, j.start_after, j.created_on, j.started_on, j.completed_on,
+         r.id as run_id, r.status as run_status, r.error as run_error, r.progress, r.progress_at, r.attempt as run_attempt
+    from ${JOB_ENGINE_SCHEMA}.job j
+    left join lateral (select * from plugin_job_runs r where r.job_id = j.id order by r.started_at desc limit 1) r on true`;
+
+function isoOf(value: unknown): string | null {
+  return value === null || value === undefined ? null : new Date(value as string).toISOString();
+}
+
+/** An enqueued job as operators see it; the payload is shown (secrets delivered to the plugin never reach it: the worker redacts them from kernel calls). */
+function toEnqueuedJobJson(pluginKey: string, row: Row): Record<string, unknown> {
+  const data = (row.data ?? {}) as Partial<EnqueuedData>;
+  return {
+    id: row.id,
+    pluginKey,
+    jobKey: data.jobKey ?? null,
+    companyId: data.companyId ?? null,
+    state: STATE_NAMES[row.state] ?? row.state,
+    singletonKey: data.singletonKey ?? null,
+    payload: data.payload ?? null,
+    retries: row.retry_count,
+    retryLimit: row.retry_limit,
+    runAt: isoOf(row.start_after),
+    createdAt: isoOf(row.created_on),
+    startedAt: isoOf(row.started_on),
+    finishedAt: isoOf(row.completed_on),
+    progress: row.progress ?? null,
+    progressAt: isoOf(row.progress_at),
+    lastRun: row.run_id ? { id: row.run_id, status: row.run_status, attempt: row.run_attempt, error: row.run_error ?? null } : null,
+  };
+}
+
+function enqueueOptions(options: unknown, job: JobManifest): { runAt: Date | null; singletonKey: string | null; retryLimit: number } {
+  const usage = 'jobs.enqueue options are { runAt?: ISO time, singletonKey?: string, retryLimit?: integer }';
+  const retryDefault = job.retryLimit ?? DEFAULT_RETRY_LIMIT;
+  if (options === undefined || options === null) return { runAt: null, singletonKey: null, retryLimit: retryDefault };
+  if (typeof options !== 'object' || Array.isArray(options) || Object.keys(options).some((name) => !['runAt', 'singletonKey', 'retryLimit'].includes(name))) {
+    throw new KeelError(400, 'invalid_arguments', usage);
+  }
+  const { runAt, singletonKey, retryLimit } = options as { runAt?: unknown; singletonKey?: unknown; retryLimit?: unknown };
+  let at: Date | null = null;
+  if (runAt !== undefined && runAt !== null) {
+    at = typeof runAt === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(runAt) ? new Date(runAt) : new Date(Number.NaN);
+    if (Number.isNaN(at.getTime())) throw new KeelError(400, 'invalid_arguments', `runAt must be an ISO 8601 time; ${usage}`);
+    if (at.getTime() > Date.now() + ENQUEUE_LIMITS.runAtMaxDays * 86_400_000) throw new KeelError(400, 'invalid_arguments', `runAt is at most ${ENQUEUE_LIMITS.runAtMaxDays} days ahead`);
+  }
+  if (singletonKey !== undefined && singletonKey !== null && (typeof singletonKey !== 'string' || !SINGLETON_KEY.test(singletonKey))) {
+    throw new KeelError(400, 'invalid_arguments', 'singletonKey must be 1-255 visible ASCII characters');
+  }
+  if (retryLimit !== undefined && retryLimit !== null && (!Number.isInteger(retryLimit) || (retryLimit as number) < 0 || (retryLimit as number) > ENQUEUE_LIMITS.retryLimitMax)) {
+    throw new KeelError(400, 'invalid_arguments', `retryLimit must be an integer from 0 to ${ENQUEUE_LIMITS.retryLimitMax}`);
+  }
+  return { runAt: at, singletonKey: (singletonKey as string | undefined) ?? null, retryLimit: (retryLimit as number | undefined) ?? retryDefault };
+}

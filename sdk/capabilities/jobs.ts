@@ -1,0 +1,57 @@
+import { defineCapability, method, present } from './define.ts';
+import { anything, text } from './schemas.ts';
+
+/** Options of `ctx.jobs.enqueue`. */
+export interface EnqueueOptions {
+  /** When to run it: an ISO 8601 time, at most 30 days ahead (default: now). */
+  runAt?: string;
+  /**
+   * At most one queued or running job of this job key with this key, in the call's company: a
+   * second enqueue answers the first one's id with `duplicate: true`. 1-255 visible ASCII.
+   */
+  singletonKey?: string;
+  /** Retries of a failed run, with exponential backoff (default: the job's `retryLimit`, else 2; at most 10). */
+  retryLimit?: number;
+}
+/**
+ * Work enqueued at run time (jobs.enqueue), run later by the host as a call of the job `key`
+ * declared in plugin.json, in the company of the call that enqueued it. The job is queued when
+ * this call's transaction commits, and not at all if it rolls back.
+ */
+export interface JobsCapability {
+  /** Answers the job's id. At most 100 enqueues per call and 64 KiB of JSON payload each. */
+  enqueue(key: string, payload?: unknown, options?: EnqueueOptions): Promise<{ jobId: string; duplicate: boolean }>;
+  /** Cancels a queued or running job this plugin enqueued in the call's company; a running one stops at its next progress report. */
+  cancel(jobId: string): Promise<{ cancelled: boolean; state: string }>;
+}
+/**
+ * Progress of a long call, shown to operators on the job run (GET /api/plugins/{key}/job-queue/{jobId}
+ * and the job's runs). Rejects with 409 `job_cancelled` once the enqueued job was cancelled: a handler
+ * that lets it through rolls back and stops.
+ */
+export interface ProgressCapability {
+  report(progress: { done: number; total?: number; message?: string }): Promise<{ recorded: boolean }>;
+}
+
+
+const progressReport = method('kernel', [{ type: 'object', required: ['done'], properties: { done: { type: 'number' }, total: { type: 'number' }, message: { type: 'string' } } }], { type: 'object', required: ['recorded'] }, { scope: 'instance' });
+
+export const jobsSchedule = defineCapability<{ progress: ProgressCapability }>()({
+  id: 'jobs.schedule',
+  summary: 'Run scheduled jobs, reporting their progress',
+  members: { progress: { report: progressReport } },
+  requiredBy: (manifest) => present(manifest, 'jobs'),
+  satisfiedAlsoBy: ['jobs.enqueue'],
+});
+
+export const jobsEnqueue = defineCapability<{ jobs: JobsCapability; progress: ProgressCapability }>()({
+  id: 'jobs.enqueue',
+  summary: 'Queue work at run time, to run later as one of its declared jobs in the same company',
+  members: {
+    jobs: {
+      enqueue: method('kernel', [text(64), anything, { type: 'object' }], { type: 'object', required: ['jobId', 'duplicate'] }, { required: 1, scope: 'instance' }),
+      cancel: method('kernel', [text(100)], { type: 'object', required: ['cancelled', 'state'] }, { scope: 'instance' }),
+    },
+    progress: { report: progressReport },
+  },
+});

@@ -1,0 +1,225 @@
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
+import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable } from '../support/plugins.ts';
+
+const FIXTURE = fileURLToPath(new URL('./fixtures/enqueue-fx', import.meta.url));
+const KEY = 'enqueue-fx';
+let t: TestKernel;
+let companyA: string;
+let companyB: string;
+let agentA: string;
+let agentB: string;
+
+async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+const enqueue = (body: Record<string, unknown>, company = companyA, api = t.api) => api.post(`/api/plugins/${KEY}/companies/${company}/enqueue`, body);
+const job = async (id: string) => (await t.api.get(`/api/plugins/${KEY}/job-queue/${id}`)).body;
+const settled = (id: string, states = ['succeeded', 'failed', 'cancelled']) => waitFor(async () => { const j = await job(id); return states.includes(j.state) ? j : undefined; }, `job ${id}`);
+const runsOf = async (jobId: string) => (await t.sql.query('select * from plugin_enqueuefx.runs where job_id = $1 order by id', [jobId])).rows;
+
+beforeAll(async () => {
+  t = await startTestKernel();
+  await installAndEnable(t, FIXTURE);
+  companyA = (await createCompany(t.api)).id;
+  companyB = (await createCompany(t.api)).id;
+  agentA = (await createAgent(t.api, companyA)).id;
+  agentB = (await createAgent(t.api, companyB)).id;
+});
+afterAll(async () => { await t?.stop(); });
+
+describe('ctx.jobs.enqueue', () => {
+  it('runs the job later with its payload, in the company of the call that enqueued it', async () => {
+    const res = await enqueue({ key: 'record', payload: { n: 7 } });
+    expect(res.status, res.text).toBe(200);
+    const [{ jobId, duplicate }] = res.body;
+    expect(duplicate).toBe(false);
+    const done = await settled(jobId);
+    expect(done).toMatchObject({ id: jobId, pluginKey: KEY, jobKey: 'record', companyId: companyA, state: 'succeeded', payload: { n: 7 }, lastRun: { status: 'succeeded', attempt: 1 } });
+    const [run] = await runsOf(jobId);
+    expect(run).toMatchObject({ job: 'record', company_id: companyA, attempt: 1, payload: { n: 7 } });
+    // The job of company A sees A's agents only, and B's agent is not found.
+    expect(run.agents).toEqual({ agents: [agentA], foreign: null });
+  });
+
+  it('a job enqueued by company A never sees company B, even when its payload names B', async () => {
+    const res = await enqueue({ key: 'record', payload: { n: 1, probe: agentB } });
+    // The payload schema forbids unknown fields: the forged probe is refused before anything is queued.
+    expect([res.status, res.body.code]).toEqual([400, 'validation_failed']);
+    const fromB = await enqueue({ key: 'record', payload: { n: 2 } }, companyB);
+    const done = await settled(fromB.body[0].jobId);
+    expect(done.companyId).toBe(companyB);
+    expect((await runsOf(done.id))[0].agents).toEqual({ agents: [agentB], foreign: null });
+  });
+
+  it('queues nothing when the enqueuing call rolls back', async () => {
+    const before = (await t.sql.query("select count(*)::int as n from keel_jobs.job where name = 'plugin/enqueue-fx/enqueued'")).rows[0].n;
+    const res = await enqueue({ key: 'record', payload: { n: 3 }, fail: true });
+    expect([res.status, res.body.code]).toEqual([409, 'deliberate_rollback']);
+    expect((await t.sql.query("select count(*)::int as n from keel_jobs.job where name = 'plugin/enqueue-fx/enqueued'")).rows[0].n).toBe(before);
+  });
+
+  it('keeps one queued job per singletonKey in a company, and keys of two companies apart', async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const first = await enqueue({ key: 'record', payload: { n: 4 }, options: { singletonKey: 'import-1', runAt: later } });
+    const again = await enqueue({ key: 'record', payload: { n: 5 }, options: { singletonKey: 'import-1', runAt: later } });
+    expect(again.body[0]).toEqual({ jobId: first.body[0].jobId, duplicate: true });
+    const other = await enqueue({ key: 'record', payload: { n: 6 }, options: { singletonKey: 'import-1', runAt: later } }, companyB);
+    expect(other.body[0].duplicate).toBe(false);
+    expect(await job(first.body[0].jobId)).toMatchObject({ state: 'queued', runAt: later, singletonKey: 'import-1' });
+  });
+
+  it('retries a failed run with backoff, and the next attempt succeeds', async () => {
+    const res = await enqueue({ key: 'flaky', payload: { n: 1 } });
+    const done = await settled(res.body[0].jobId, ['succeeded', 'failed']);
+    expect(done).toMatchObject({ state: 'succeeded', retries: 1, lastRun: { status: 'succeeded', attempt: 2 } });
+    const runs = (await t.api.get(`/api/plugins/${KEY}/jobs/flaky/runs`)).body.filter((r: any) => r.jobId === done.id);
+    expect(runs.map((r: any) => [r.attempt, r.status, r.trigger])).toEqual([[2, 'succeeded', 'enqueued'], [1, 'failed', 'enqueued']]);
+    expect(runs[1].error).toBe('flaky_failure: the first attempt always fails');
+  });
+});
+
+describe('long calls', () => {
+  it('a job with its own deadline outlives the plugin call deadline and reports progress on its run', async () => {
+    const res = await enqueue({ key: 'long', payload: null });
+    const id = res.body[0].jobId;
+    const progressed = await waitFor(async () => { const j = await job(id); return j.progress ? j : undefined; }, 'progress');
+    expect(progressed.progress).toMatchObject({ total: 3, message: expect.stringMatching(/^step \d of 3$/) });
+    const done = await settled(id);
+    expect(done).toMatchObject({ state: 'succeeded', progress: { done: 3, total: 3, message: 'step 3 of 3' } });
+  });
+
+  it('a route with its own timeoutMs keeps its connection past the plugin default; one without it times out', async () => {
+    const slow = await t.api.post(`/api/plugins/${KEY}/slow`, {});
+    expect(slow.status, slow.text).toBe(200);
+    expect(slow.body).toEqual({ slept: true });
+    const plain = await t.api.post(`/api/plugins/${KEY}/slow-default`, {});
+    expect([plain.status, plain.body.code]).toEqual([504, 'plugin_timeout']);
+  });
+
+  it('the isolate CPU limit still holds for a job with a long deadline', async () => {
+    const res = await enqueue({ key: 'spin' });
+    const done = await settled(res.body[0].jobId);
+    expect(done.state).toBe('failed');
+    expect(done.lastRun.error).toMatch(/^plugin_timeout: .*CPU time limit/);
+  });
+});
+
+describe('cancellation', () => {
+  it('a running job is refused its next progress report, rolls back and is not retried', async () => {
+    const res = await enqueue({ key: 'waiter' });
+    const id = res.body[0].jobId;
+    await waitFor(async () => (await job(id)).progress, 'waiter progress');
+    const cancel = await t.api.post(`/api/plugins/${KEY}/job-queue/${id}/cancel`, {});
+    expect(cancel.status, cancel.text).toBe(200);
+    expect(cancel.body).toMatchObject({ cancelled: true, state: 'cancelled' });
+    await waitFor(async () => (await job(id)).lastRun?.status === 'cancelled', 'cancelled run');
+    expect(await runsOf(id)).toEqual([]);
+    const activity = (await t.sql.query("select details from activity_log where action = 'plugin.job_cancelled'")).rows;
+    expect(activity).toEqual([{ details: { plugin: KEY, jobId: id } }]);
+  });
+
+  it('the plugin cancels its own queued job; another company cannot, nor can an unknown id', async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const res = await enqueue({ key: 'record', payload: { n: 9 }, options: { runAt: later } });
+    const id = res.body[0].jobId;
+    const fromB = await t.api.post(`/api/plugins/${KEY}/companies/${companyB}/cancel`, { jobId: id });
+    expect([fromB.status, fromB.body.code]).toEqual([404, 'job_not_found']);
+    const own = await t.api.post(`/api/plugins/${KEY}/companies/${companyA}/cancel`, { jobId: id });
+    expect(own.body).toEqual({ cancelled: true, state: 'cancelled' });
+    expect((await job(id)).state).toBe('cancelled');
+  });
+});
+
+describe('attacks', () => {
+  it('refuses a job key the manifest does not declare', async () => {
+    const res = await enqueue({ key: 'undeclared' });
+    expect([res.status, res.body.code]).toEqual([403, 'job_not_declared']);
+  });
+
+  it('refuses a payload over 64 KiB', async () => {
+    const res = await enqueue({ key: 'record', payload: { n: 1, pad: 'x'.repeat(70_000) } });
+    expect([res.status, res.body.code]).toEqual([413, 'job_payload_too_large']);
+  });
+
+  it('bounds a flood of enqueues per call, and queues none of them when the call fails', async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const before = (await t.sql.query("select count(*)::int as n from keel_jobs.job where name = 'plugin/enqueue-fx/enqueued'")).rows[0].n;
+    const res = await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: later }, count: 101 });
+    expect([res.status, res.body.code]).toEqual([429, 'too_many_enqueues']);
+    expect((await t.sql.query("select count(*)::int as n from keel_jobs.job where name = 'plugin/enqueue-fx/enqueued'")).rows[0].n).toBe(before);
+  });
+
+  it('bounds the jobs one plugin keeps queued in one company', async () => {
+    const flood = await createCompany(t.api);
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    for (let i = 0; i < 10; i++) {
+      const res = await enqueue({ key: 'record', payload: { n: i }, options: { runAt: later }, count: 100 }, flood.id);
+      expect(res.status, res.text).toBe(200);
+    }
+    const over = await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: later } }, flood.id);
+    expect([over.status, over.body.code]).toEqual([429, 'job_queue_full']);
+    // Another company is not held back by it.
+    expect((await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: later } })).status).toBe(200);
+  });
+
+  it("refuses to cancel another plugin's job", async () => {
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    const res = await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: later } });
+    const id = res.body[0].jobId;
+    // A job is looked up in its own plugin's queue only: the same id through another plugin is unknown.
+    const otherPlugin = await installAndEnable(t, fileURLToPath(new URL('./fixtures/job-fx', import.meta.url)));
+    const byOther = await t.api.post(`/api/plugins/${otherPlugin}/job-queue/${id}/cancel`, {});
+    expect([byOther.status, byOther.body.code]).toEqual([404, 'job_not_found']);
+    expect((await job(id)).state).toBe('queued');
+    const own = await t.api.post(`/api/plugins/${KEY}/job-queue/${id}/cancel`, {});
+    expect(own.body).toMatchObject({ cancelled: true, state: 'cancelled', job: { id, state: 'cancelled' } });
+  });
+
+  it('rejects bad options and keeps operator routes to instance admins', async () => {
+    for (const options of [{ runAt: 'tomorrow' }, { singletonKey: '' }, { retryLimit: 11 }, { priority: 1 }, { runAt: new Date(Date.now() + 40 * 86_400_000).toISOString() }]) {
+      const res = await enqueue({ key: 'record', payload: { n: 1 }, options });
+      expect([res.status, res.body.code], JSON.stringify(options)).toEqual([400, 'invalid_arguments']);
+    }
+    const agentToken = await createAgentKey(t.api, agentA);
+    const someJob = (await enqueue({ key: 'record', payload: { n: 1 }, options: { runAt: new Date(Date.now() + 3_600_000).toISOString() } })).body[0].jobId;
+    for (const [method, path] of [['get', `/api/plugins/${KEY}/job-queue`], ['get', `/api/plugins/${KEY}/job-queue/${someJob}`], ['post', `/api/plugins/${KEY}/job-queue/${someJob}/cancel`]] as const) {
+      const res = method === 'get' ? await t.api.get(path, { token: agentToken }) : await t.api.post(path, {}, { token: agentToken });
+      expect(res.status, path).toBe(403);
+    }
+    const bad = await t.api.get(`/api/plugins/${KEY}/job-queue?state=exploded`);
+    expect(bad.status).toBe(400);
+    const queued = await t.api.get(`/api/plugins/${KEY}/job-queue?state=queued&jobKey=record&limit=5`);
+    expect(queued.status).toBe(200);
+    expect(queued.body.every((j: any) => j.state === 'queued' && j.jobKey === 'record')).toBe(true);
+  });
+});
+
+describe('two Keel processes on one database', () => {
+  let peer: PeerKernel;
+  beforeAll(async () => { peer = await startPeerKernel(t); });
+  afterAll(async () => { await peer?.stop(); });
+
+  it('runs each enqueued job exactly once, and never more runs of a job key at once than its concurrency', async () => {
+    await waitFor(async () => (await enqueue({ key: 'serial', payload: { warmup: true } }, companyA, peer.api)).status === 200, 'the plugin on the peer');
+    const ids: string[] = [];
+    for (const api of [t.api, peer.api]) {
+      const res = await enqueue({ key: 'serial', payload: { batch: true }, count: 6 }, companyA, api);
+      expect(res.status, res.text).toBe(200);
+      ids.push(...res.body.map((r: any) => r.jobId));
+    }
+    for (const id of ids) expect((await settled(id)).state).toBe('succeeded');
+    const runs = (await t.sql.query("select job_id, started_at, finished_at from plugin_enqueuefx.runs where job = 'serial' and payload = '{\"batch\": true}' order by started_at")).rows;
+    expect(runs.map((r: any) => r.job_id).sort()).toEqual([...ids].sort());
+    for (let i = 1; i < runs.length; i++) expect(runs[i].started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1].finished_at.getTime());
+  });
+});
