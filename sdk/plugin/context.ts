@@ -15,6 +15,28 @@ export interface InvocationInfo {
   caller?: { plugin: string } | null;
   /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */
   idempotencyKey?: string | null;
+  /**
+   * For event deliveries (kind 'event'): the event being delivered. Delivery is at least once:
+   * the same event can arrive again (after a crash, a timeout, a retry), so handlers must be
+   * idempotent by `event.id` (for example, record it with `on conflict do nothing`).
+   */
+  event?: DeliveredEvent | null;
+}
+
+/** An event as its subscriber receives it (the payload is the handler's first argument). */
+export interface DeliveredEvent {
+  /** Stable across redeliveries: the key to be idempotent by. */
+  id: string;
+  name: string;
+  /** 'kernel', or the key of the plugin that published it. */
+  publisher: string;
+  companyId: string | null;
+  /** Events of one entity arrive in the order their writers committed. */
+  entityType: string;
+  entityId: string;
+  occurredAt: string;
+  /** 1 on the first delivery, more on retries. */
+  attempt: number;
 }
 
 export interface QueryResult<T> { rows: T[]; rowCount: number }
@@ -81,6 +103,21 @@ export interface StreamsCapability {
   publish(channel: string, data: unknown): Promise<{ published: true }>;
 }
 /**
+ * Durable events of the plugin's own (events.publish). An event is written to the kernel's
+ * outbox in this call's transaction: it is delivered (at least once, in order per entity) to
+ * every subscriber exactly when the call's writes commit, and never when they roll back.
+ */
+export interface EventsCapability {
+  /**
+   * `name` must be declared under `publishedEvents` in plugin.json and start with the plugin's
+   * key (`<key>.`); `payload` must match the declared schema (at most 64 KiB of JSON). The event
+   * belongs to the company the call serves. Answers the event's id.
+   * Errors: 403 event_name_forbidden, 403 event_not_declared, 400 invalid_event_payload,
+   * 403 company_scope_required, 403 events_read_only.
+   */
+  publish(name: string, payload: Record<string, unknown>, options: { entityType: string; entityId: string }): Promise<{ eventId: string }>;
+}
+/**
  * Kernel rows a budget domain keeps in step (budgets.write). Both run in the call's own
  * transaction and act only on the call's company and its agents.
  */
@@ -135,6 +172,7 @@ export interface PluginContext {
   streams?: StreamsCapability;
   budgets?: BudgetsCapability;
   scopes?: ScopesCapability;
+  events?: EventsCapability;
 }
 
 export interface RouteRequest {

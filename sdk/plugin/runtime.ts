@@ -94,6 +94,7 @@ function buildContext(info: InvocationInfo): PluginContext {
   if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
   if (has('ui.streams')) ctx.streams = { publish: c('streams', 'publish') } as never;
   if (has('budgets.write')) ctx.budgets = { reportMonthlySpend: c('budgets', 'reportMonthlySpend'), setMonthlyBudget: c('budgets', 'setMonthlyBudget') } as never;
+  if (has('events.publish')) ctx.events = { publish: c('events', 'publish') } as never;
   if (has('agents.pause') || has('companies.pause')) {
     ctx.scopes = { pauseAgent: c('scopes', 'pauseAgent'), resumeAgent: c('scopes', 'resumeAgent'), pauseCompany: c('scopes', 'pauseCompany'), resumeCompany: c('scopes', 'resumeCompany') } as never;
   }

@@ -1,6 +1,6 @@
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost } from '../extension-host.ts';
-import { PluginEvents } from './events.ts';
+import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
@@ -23,6 +23,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   const events = new PluginEvents(host);
   host.onActivation(jobs);
   host.onActivation(events);
+  host.onNotify(EVENTS_CHANNEL, () => events.wake());
   host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {
     jobs,

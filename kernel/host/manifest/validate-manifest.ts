@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError } from '../../http/errors.ts';
-import { manifestSchema } from './fragments.ts';
+import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
 
 export const MAX_MANIFEST_BYTES = 256 * 1024;
@@ -117,7 +117,18 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   for (const [index, event] of (typed.events ?? []).entries()) {
     const needed = event.mode === 'in_transaction' ? 'events.hooks' : 'events.subscribe';
     if (!declared.has(needed as never)) issues.push({ path: `events.${index}.mode`, message: `needs the ${needed} capability` });
+    if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
+      issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
+    }
   }
+  const published = new Set<string>();
+  for (const [index, event] of (typed.publishedEvents ?? []).entries()) {
+    if (!event.name.startsWith(`${typed.key}.`)) issues.push({ path: `publishedEvents.${index}.name`, message: `must start with the plugin key: ${typed.key}.<name>` });
+    if (published.has(event.name)) issues.push({ path: `publishedEvents.${index}.name`, message: 'is declared twice' });
+    published.add(event.name);
+    try { schemaAjv.compile(event.schema); } catch (error) { issues.push({ path: `publishedEvents.${index}.schema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
+  }
+  if (typed.publishedEvents?.length && !declared.has('events.publish')) issues.push({ path: 'publishedEvents', message: 'needs the events.publish capability' });
   if (typed.ui?.pages?.length && !declared.has('ui.page.register')) issues.push({ path: 'ui.pages', message: 'needs the ui.page.register capability' });
   if ((typed.ui?.slots?.length || typed.ui?.launchers?.length) && !declared.has('ui.slots')) issues.push({ path: 'ui.slots', message: 'needs the ui.slots capability' });
   if (typed.services?.provides?.length && !declared.has('services.provide')) issues.push({ path: 'services.provides', message: 'needs the services.provide capability' });

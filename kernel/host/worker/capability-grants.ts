@@ -15,6 +15,7 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   streams: () => ['ui.streams'],
   budgets: () => ['budgets.write'],
   scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
+  events: () => ['events.publish'],
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
