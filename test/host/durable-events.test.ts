@@ -26,7 +26,7 @@ interface Delivery { n: string; event_id: string; name: string; entity_id: strin
 const deliveriesOf = async (entityId: string): Promise<Delivery[]> => (await t.sql.query('select * from plugin_outboxfx.deliveries where entity_id = $1 order by n', [entityId])).rows;
 const outboxCount = async (entityId: string): Promise<number> => (await t.sql.query('select count(*)::int as n from keel_events.outbox where entity_id = $1', [entityId])).rows[0].n;
 const deliveryState = async (eventId: string): Promise<string> => (await t.sql.query('select state from keel_events.deliveries where event_id = $1', [eventId])).rows[0]?.state;
-const publish = (body: Record<string, unknown>, api = t.api) => api.post(`/api/companies/${companyId}/publish`, body);
+const publish = (body: Record<string, unknown>, api = t.api) => api.post(`/api/plugins/${KEY}/companies/${companyId}/publish`, body);
 const behave = (key: 'fail' | 'hang', entityId: string) => t.sql.query('insert into plugin_outboxfx.behaviour (key, value) values ($1, $2) on conflict do nothing', [key, entityId]);
 const behaveNormally = (entityId: string) => t.sql.query('delete from plugin_outboxfx.behaviour where value = $1', [entityId]);
 
@@ -40,7 +40,7 @@ afterAll(async () => { await t?.stop(); });
 describe('a plugin publishing its own events', () => {
   it('delivers a published event once, after the commit, with its id, in the company of the publishing call', async () => {
     const res = await publish({ name: NAME, payload: { seq: 7 }, entityId: 'first' });
-    expect(res.status, res.text).toBe(201);
+    expect(res.status, res.text).toBe(200);
     const [eventId] = res.body.eventIds;
     const [row] = await waitFor(async () => { const rows = await deliveriesOf('first'); return rows.length ? rows : undefined; }, 'the delivery');
     expect(row).toMatchObject({ event_id: eventId, name: NAME, seq: 7, attempt: 1, company_id: companyId });
@@ -82,7 +82,7 @@ describe('a plugin publishing its own events', () => {
   });
 
   it('refuses to publish from a read-only call', async () => {
-    const res = await t.api.get(`/api/companies/${companyId}/publish-read-only`);
+    const res = await t.api.get(`/api/plugins/${KEY}/companies/${companyId}/publish-read-only`);
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('events_read_only');
     expect(await outboxCount('read-only')).toBe(0);
@@ -177,8 +177,8 @@ describe('two Keel processes on one database', () => {
     await Promise.all(entities.map(async (entityId) => {
       for (let i = 0; i < perEntity; i += 3) {
         const api = (i / 3) % 2 === 0 ? t.api : peer.api;
-        const res = await api.post(`/api/companies/${companyId}/publish`, { name: NAME, payload: { seq: i }, entityId, count: 3 });
-        expect(res.status, res.text).toBe(201);
+        const res = await api.post(`/api/plugins/${KEY}/companies/${companyId}/publish`, { name: NAME, payload: { seq: i }, entityId, count: 3 });
+        expect(res.status, res.text).toBe(200);
       }
     }));
     const expected = entities.length * perEntity;

@@ -42,7 +42,7 @@ export class EventOutbox {
     const rows = await this.db.query(
       `with due as (
          select d.subscriber, d.event_seq from keel_events.deliveries d
-          where d.subscriber = any(?::text[])
+          where d.subscriber in (select jsonb_array_elements_text(?::jsonb))
             and ((d.state = 'pending' and d.available_at <= now()) or (d.state = 'leased' and d.lease_until <= now()))
             and not exists (select 1 from keel_events.deliveries e
                              where e.subscriber = d.subscriber and e.entity_type = d.entity_type and e.entity_id = d.entity_id
@@ -56,7 +56,7 @@ export class EventOutbox {
         where d.subscriber = due.subscriber and d.event_seq = due.event_seq and o.seq = d.event_seq
        returning d.subscriber, d.event_seq::text as event_seq, d.attempts, o.id as event_id, o.name, o.publisher, o.company_id,
                  o.entity_type, o.entity_id, o.payload, o.created_at`,
-      [subscribers, limit, leaseMs, owner],
+      [JSON.stringify(subscribers), limit, leaseMs, owner],
     );
     return rows.map(toLeased).sort((a, b) => Number(BigInt(a.eventSeq) - BigInt(b.eventSeq)));
   }
@@ -85,8 +85,8 @@ export class EventOutbox {
     if (subscribers.length === 0) return null;
     const row = await this.db.maybeOne<{ at: Date | null }>(
       `select min(case when state = 'pending' then available_at else lease_until end) as at
-         from keel_events.deliveries where subscriber = any(?::text[]) and state in ('pending', 'leased')`,
-      [subscribers],
+         from keel_events.deliveries where subscriber in (select jsonb_array_elements_text(?::jsonb)) and state in ('pending', 'leased')`,
+      [JSON.stringify(subscribers)],
     );
     return row?.at ? new Date(row.at) : null;
   }
