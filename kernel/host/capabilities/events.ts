@@ -49,7 +49,7 @@ export const eventChecksCapability: KernelCapability = {
       needs: ['events.publish'], scope: 'company',
       run: async (call) => {
         const manifest = call.host.plugins.get(call.plugin)?.manifest;
-        if (!manifest) throw new KeelError(503, 'plugin_not_enabled', `${call.plugin} is not enabled`);
+        if (!manifest) throw new KeelError(404, 'plugin_not_enabled', `${call.plugin} is not enabled`);
         return checkPublication(call.plugin, manifest, call.args);
       },
     },
