@@ -54,6 +54,15 @@ describe('in-transaction hooks', () => {
     expect(await companiesNamed('conflicted')).toBe(0);
   });
 
+  it('are read-only validators: a hook that writes fails closed, and nothing is written', async () => {
+    const res = await t.api.post('/api/companies', { name: 'hook-writes' });
+    expect(res.status).toBe(422);
+    expect(res.body.code).toBe('plugin_hook_rejected');
+    expect(res.body.details).toMatchObject({ plugin: KEY, event: 'company.created', reason: 'sql_25006' });
+    expect(await companiesNamed('hook-writes')).toBe(0);
+    expect((await t.sql.query("select count(*)::int as n from plugin_eventfx.events where payload -> 'company' ->> 'name' = 'hook-writes'")).rows[0].n).toBe(0);
+  });
+
   it('let other changes through', async () => {
     const company = await createCompany(t.api, { name: 'allowed' });
     expect(company.name).toBe('allowed');
