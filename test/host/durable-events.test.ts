@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
@@ -88,11 +89,22 @@ describe('a plugin publishing its own events', () => {
     expect(await outboxCount('read-only')).toBe(0);
   });
 
-  it('the database itself refuses a forged name, even from the plugin\'s own role with a valid signature', async () => {
-    // The bridge function checks the name against the signed plugin key: a worker that skipped
-    // the kernel's check still could not publish a kernel event. The kernel role is not the
-    // plugin's, so the signature check already refuses it here; what matters is the refusal.
-    await expect(t.sql.query("select keel_bridge.publish_event('{}', 'x', 'agent.created', 'agent', 'a', '{}')")).rejects.toThrow();
+  it('the database itself refuses a forged or undeclared name, even with a valid signature', async () => {
+    // As if a worker skipped the kernel's check: a correctly signed invocation of outbox-fx
+    // (signed here with the bridge key, for this session's role) still cannot publish a kernel
+    // event, another plugin's or an undeclared one; a declared one of its own goes through.
+    const key = (await t.sql.query('select key from keel_private.bridge_key')).rows[0].key as Buffer;
+    const role = (await t.sql.query('select session_user as role')).rows[0].role as string;
+    const invocation = JSON.stringify({ plugin: KEY, role, invocationId: 'forged', companyId, actorType: 'system', actorId: 'test', agentId: null, runId: null, exp: Math.floor(Date.now() / 1000) + 60 });
+    const inner = createHash('sha256').update(Buffer.concat([key, Buffer.from(invocation)])).digest();
+    const signature = createHash('sha256').update(Buffer.concat([key, inner])).digest('hex');
+    const publishAs = (name: string) => t.sql.query("select keel_bridge.publish_event($1, $2, $3, 'item', 'db-forged', '{\"seq\": 1}'::jsonb) as id", [invocation, signature, name]);
+    await expect(publishAs('agent.created')).rejects.toThrow(`plugin ${KEY} may publish only events named ${KEY}.*`);
+    await expect(publishAs('work.issue.assigned')).rejects.toThrow(`plugin ${KEY} may publish only events named ${KEY}.*`);
+    await expect(publishAs(`${KEY}.item.deleted`)).rejects.toThrow(`event ${KEY}.item.deleted is not declared under publishedEvents of plugin ${KEY}`);
+    await expect(publishAs(NAME)).resolves.toBeTruthy();
+    await expect(t.sql.query("select keel_bridge.publish_event($1, 'not-the-signature', $2, 'item', 'db-forged', '{}')", [invocation, NAME])).rejects.toThrow('invalid invocation signature');
+    expect((await t.sql.query("select name from keel_events.outbox where entity_id = 'db-forged'")).rows).toEqual([{ name: NAME }]);
   });
 });
 
