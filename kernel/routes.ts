@@ -13,6 +13,7 @@ import { secretRoutes } from './vault/secret-routes.ts';
 import { agentSecretRoutes } from './vault/agent-secret-routes.ts';
 import { pluginApiRoutes } from './host/plugin-api-routes.ts';
 import { pluginJobRoutes } from './host/api/job-routes.ts';
+import { pluginEventRoutes } from './host/api/event-routes.ts';
 import { pluginWebhookRoutes } from './host/api/webhook-routes.ts';
 import { pluginDashboardRoutes } from './host/api/dashboard-routes.ts';
 import { pluginUiRoutes } from './host/api/ui-routes.ts';
@@ -41,6 +42,7 @@ export function routeModules(host: ExtensionHost): RouteModule[] {
     resourceMembershipRoutes,
     activityRoutes,
     pluginJobRoutes(host),
+    pluginEventRoutes(host),
     pluginWebhookRoutes(host),
     pluginDashboardRoutes(host),
     pluginUiRoutes(host),

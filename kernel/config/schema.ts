@@ -68,6 +68,15 @@ export const configSchema = {
           items: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*@[^@\\s/]+$' },
           description: 'Entries "<pluginKey>@<host>": lets ctx.http.fetch of that plugin reach private, loopback or link-local addresses of that host, when the plugin names the host exactly (no wildcard) in network.allow. Off by default; cloud metadata addresses stay refused. Env: KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS (comma-separated).',
         },
+        events: {
+          type: 'object', additionalProperties: false,
+          description: 'Delivery of durable events to plugin subscribers (kernel/host/contributions/events.ts).',
+          properties: {
+            maxAttempts: { type: 'integer', minimum: 1, maximum: 100, description: 'Failed deliveries of one event to one subscriber before it becomes a dead letter (default 8).' },
+            firstRetryMs: { type: 'integer', minimum: 10, maximum: 3_600_000, description: 'Wait before the first retry; doubles with each failure (default 1000).' },
+            maxRetryMs: { type: 'integer', minimum: 10, maximum: 86_400_000, description: 'Longest wait between retries (default 300000).' },
+          },
+        },
       },
     },
   },
@@ -89,5 +98,5 @@ export interface KeelConfig {
   dataDir: string;
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number };
-  plugins?: { privateNetworkHosts?: string[] };
+  plugins?: { privateNetworkHosts?: string[]; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

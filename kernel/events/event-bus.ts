@@ -1,11 +1,7 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/database.ts';
 
-/**
- * Kernel domain events. In-transaction hooks run inside the transaction of the change (a
- * hook that throws rolls the change back); subscribers run after the commit and never
- * affect the request. The extension host forwards both kinds to plugins that declare them.
- */
+/** Kernel domain events and their payloads (what a subscriber receives). */
 export interface KernelEvents {
   'company.created': { companyId: string; company: Record<string, unknown>; actor: EventActor };
   'company.updated': { companyId: string; company: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
@@ -20,46 +16,69 @@ export interface EventActor { actorType: 'agent' | 'user' | 'system'; actorId: s
 
 export type EventName = keyof KernelEvents;
 type Hook<E extends EventName> = (tx: Tx, payload: KernelEvents[E]) => Promise<void> | void;
-type Subscriber<E extends EventName> = (payload: KernelEvents[E]) => Promise<void> | void;
+type Observer<E extends EventName> = (payload: KernelEvents[E]) => Promise<void> | void;
 
+/** The entity an event is about: events of one entity reach each subscriber in commit order. */
+export function entityOf(event: EventName, payload: KernelEvents[EventName]): { type: string; id: string } {
+  if (event.startsWith('agent.')) return { type: 'agent', id: (payload as { agentId: string }).agentId };
+  return { type: 'company', id: payload.companyId };
+}
+
+/**
+ * Kernel domain events, durable. `emit` runs the validators (hooks), which may veto the change
+ * by throwing while its transaction is still open, and then appends the event to the outbox
+ * (keel_events, migration 0014) in that same transaction: the event exists exactly when the
+ * change committed. Delivery to plugins is the extension host's (contributions/events.ts): at
+ * least once, in order per entity, from whichever Keel process leases it.
+ */
 export class EventBus {
   private readonly hooks = new Map<EventName, Array<Hook<any>>>();
-  private readonly subscribers = new Map<EventName, Array<Subscriber<any>>>();
+  private readonly observers = new Map<EventName, Array<Observer<any>>>();
   private readonly log: Logger;
 
   constructor(log: Logger) {
     this.log = log;
   }
 
-  /** Runs inside the emitting transaction. Returns an unsubscribe function. */
+  /** A validator that runs inside the emitting transaction, before the event is appended; throwing vetoes the change. */
   hook<E extends EventName>(event: E, fn: Hook<E>): () => void {
     return add(this.hooks, event, fn);
   }
 
-  /** Runs after the emitting transaction commits. Returns an unsubscribe function. */
-  on<E extends EventName>(event: E, fn: Subscriber<E>): () => void {
-    return add(this.subscribers, event, fn);
+  /**
+   * An observer in this process, told after the appending transaction commits: at most once,
+   * lost if the process stops (for in-process observers such as tests and caches; plugins get
+   * events durably from the outbox instead).
+   */
+  on<E extends EventName>(event: E, fn: Observer<E>): () => void {
+    return add(this.observers, event, fn);
+  }
+
+  async emit<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E]): Promise<string> {
+    for (const hook of this.hooks.get(event) ?? []) await hook(tx, payload);
+    return this.append(tx, event, payload);
   }
 
   /**
-   * A change that was committed elsewhere (a plugin's own transaction, through a kernel
-   * bridge): there is no transaction left for hooks to veto, so only subscribers hear of it.
+   * Appends an event without validators: for a change that was already committed elsewhere (a
+   * plugin's own transaction, through a kernel bridge), which no validator can veto any more.
    */
-  async published<E extends EventName>(event: E, payload: KernelEvents[E]): Promise<void> {
-    for (const subscriber of this.subscribers.get(event) ?? []) {
-      try { await subscriber(payload); } catch (error) { this.log.error({ err: error, event }, 'event subscriber failed'); }
+  async append<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E]): Promise<string> {
+    const entity = entityOf(event, payload);
+    const row = await tx.maybeOne<{ id: string }>(
+      "select keel_private.append_event(?, 'kernel', ?::uuid, ?, ?, ?::jsonb) as id",
+      [event, payload.companyId, entity.type, entity.id, JSON.stringify(payload)],
+    );
+    this.log.debug({ event, eventId: row!.id }, 'event appended');
+    const observers = this.observers.get(event);
+    if (observers?.length) {
+      tx.afterCommit(async () => {
+        for (const observer of observers) {
+          try { await observer(payload); } catch (error) { this.log.error({ err: error, event }, 'event observer failed'); }
+        }
+      });
     }
-  }
-
-  async emit<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E]): Promise<void> {
-    for (const hook of this.hooks.get(event) ?? []) await hook(tx, payload);
-    const subscribers = this.subscribers.get(event);
-    if (!subscribers?.length) return;
-    tx.afterCommit(async () => {
-      for (const subscriber of subscribers) {
-        try { await subscriber(payload); } catch (error) { this.log.error({ err: error, event }, 'event subscriber failed'); }
-      }
-    });
+    return row!.id;
   }
 }
 

@@ -2,6 +2,7 @@ import { KeelError } from '../http/errors.ts';
 import type { WorkerToKernel } from './protocol/messages.ts';
 import { agentsCapability } from './capabilities/agents.ts';
 import { companiesCapability } from './capabilities/companies.ts';
+import { eventChecksCapability } from './capabilities/events.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
@@ -21,6 +22,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   streams: streamsCapability,
   jobs: jobsCapability,
   progress: progressCapability,
+  eventChecks: eventChecksCapability,
 };
 
 /**

@@ -13,6 +13,7 @@ import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contri
 import { RouteBatcher } from './contributions/route-batcher.ts';
 import { privateNetworkHostsFor } from './network-settings.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
+import { EVENTS_CHANNEL } from './contributions/events.ts';
 import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
@@ -119,6 +120,16 @@ export class ExtensionHost {
       }
     }
     return report;
+  }
+
+  private readonly channelHandlers = new Map<string, () => void>();
+
+  /**
+   * A contribution point woken by notifications on `channel` (one of LISTENED_CHANNELS), and
+   * each time the host's listener connects again (notifications may have been missed).
+   */
+  onNotify(channel: string, fn: () => void): void {
+    this.channelHandlers.set(channel, fn);
   }
 
   onActivation(hooks: { activate(plugin: LoadedPlugin): Promise<void> | void; deactivate(key: string): Promise<void> | void }): void {
@@ -430,17 +441,23 @@ export class ExtensionHost {
     }
   }
 
-  /** Status changes a plugin committed to kernel rows, told to event subscribers as the kernel's own changes are. */
+  /**
+   * Status changes a plugin committed to kernel rows, appended to the outbox as the kernel's own
+   * changes are. They are appended right after the plugin's commit, in a kernel transaction of
+   * their own: a process that dies between the two loses these events (the change itself stays).
+   */
   private async announceEffects(plugin: string, companyId: string, effects: KernelEffect[]): Promise<void> {
     const actor = { actorType: 'system' as const, actorId: `plugin:${plugin}` };
-    for (const effect of effects) {
-      if (effect.scope === 'agent') {
-        await this.kernel.events.published('agent.status_changed', { companyId, agentId: effect.agentId, from: effect.from, to: effect.to, reason: effect.reason, actor });
-        continue;
+    await this.kernel.db.transaction(async (tx) => {
+      for (const effect of effects) {
+        if (effect.scope === 'agent') {
+          await this.kernel.events.append(tx, 'agent.status_changed', { companyId, agentId: effect.agentId, from: effect.from, to: effect.to, reason: effect.reason, actor });
+          continue;
+        }
+        const company = await readCompany(tx, companyId);
+        if (company) await this.kernel.events.append(tx, 'company.updated', { companyId, company: toCompany(company), changes: { status: effect.to }, actor });
       }
-      const company = await readCompany(this.kernel.db, companyId);
-      if (company) await this.kernel.events.published('company.updated', { companyId, company: toCompany(company), changes: { status: effect.to }, actor });
-    }
+    });
   }
 
   private readonly batchers = new Map<string, { process: PluginProcess; batcher: RouteBatcher }>();
@@ -490,12 +507,14 @@ export class ExtensionHost {
     if (this.listener) return;
     // Notifications sent while the connection was down are gone: on listening again, every
     // plugin is brought in line with the stored state.
-    this.listener = new NotificationListener(this.databaseUrl, ['keel_plugins', STREAM_CHANNEL], this.kernel.log, {
+    this.listener = new NotificationListener(this.databaseUrl, ['keel_plugins', STREAM_CHANNEL, EVENTS_CHANNEL], this.kernel.log, {
       onNotification: (channel, payload) => {
         if (channel === STREAM_CHANNEL) this.streams.deliver(payload);
+        else if (channel !== 'keel_plugins') this.channelHandlers.get(channel)?.();
         else if (payload) void this.reconcile(payload);
       },
       onListening: (reconnected) => {
+        for (const handler of this.channelHandlers.values()) handler();
         if (reconnected) void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'plugin reconcile after listening again failed'));
       },
     });

@@ -1,4 +1,5 @@
 import { isAbsolute, resolve } from 'node:path';
+import { contributionsOf } from './contributions/contribution-points.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
@@ -206,11 +207,14 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     const row = await host.row(ctx.params.pluginId!);
     const loaded = host.plugins.get(row.key);
     const health = loaded?.process?.health;
+    // Event deliveries waiting for this plugin, across every process; a dead letter needs an operator.
+    const events = await contributionsOf(host).events.store.health(row.key);
     ctx.body = {
       pluginKey: row.key,
       status: row.status,
-      healthy: row.status === 'enabled' && health?.status === 'running',
+      healthy: row.status === 'enabled' && health?.status === 'running' && events.dead === 0,
       worker: health ?? { status: 'stopped' },
+      events: { ...events, deadLetters: `/api/plugins/${row.key}/events/dead-letters` },
       lastError: row.last_error ?? null,
     };
   });

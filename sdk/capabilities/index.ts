@@ -2,6 +2,7 @@ import { activityWrite } from './activity.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
+import { eventsPublish } from './events.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
@@ -19,7 +20,7 @@ export const CAPABILITIES = [
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose,
-  secretsResolve, servicesConsume, companiesPause, budgetsWrite,
+  secretsResolve, servicesConsume, companiesPause, budgetsWrite, eventsPublish,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];

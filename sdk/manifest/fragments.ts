@@ -119,13 +119,30 @@ export const webhooksFragment = {
   },
 };
 
+export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed'] as const;
+
+/** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
+const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 };
+
 export const eventsFragment = {
-  type: 'array', maxItems: 50, description: 'Kernel events the plugin receives.',
+  type: 'array', maxItems: 50, description: 'Events the plugin receives: kernel events, or events other plugins publish (<pluginKey>.<name>).',
   items: {
     type: 'object', additionalProperties: false, required: ['event', 'mode'],
     properties: {
-      event: { enum: ['company.created', 'company.updated', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed'], description: 'Event name.' },
-      mode: { enum: ['after_commit', 'in_transaction'], description: 'after_commit: subscriber; in_transaction: hook that can veto (needs events.hooks).' },
+      event: { anyOf: [{ enum: KERNEL_EVENT_NAMES }, pluginEventName], description: 'Event name: a kernel event, or <pluginKey>.<name> of a plugin\'s published event.' },
+      mode: { enum: ['after_commit', 'in_transaction'], description: 'after_commit: durable subscriber, at least once, in order per entity (events.subscribe); in_transaction: read-only validator that can veto a kernel change (events.hooks).' },
+    },
+  },
+};
+
+export const publishedEventsFragment = {
+  type: 'array', maxItems: 50, description: 'Events the plugin publishes with ctx.events.publish (needs events.publish).',
+  items: {
+    type: 'object', additionalProperties: false, required: ['name', 'schema'],
+    properties: {
+      name: { ...pluginEventName, description: 'Event name; must start with the plugin key and a dot (<pluginKey>.<name>).' },
+      description: { type: 'string', maxLength: 500, description: 'What the event means, for subscribers.' },
+      schema: { ...schemaObject, description: 'Schema every published payload must match.' },
     },
   },
 };
@@ -239,6 +256,7 @@ export const manifestSchema = {
     jobs: jobsFragment,
     webhooks: webhooksFragment,
     events: eventsFragment,
+    publishedEvents: publishedEventsFragment,
     ui: uiFragment,
     config: {
       type: 'object', additionalProperties: false, required: ['schema'], description: 'Instance configuration of the plugin.',

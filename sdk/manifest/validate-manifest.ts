@@ -1,7 +1,7 @@
 import { Ajv } from 'ajv';
 import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../plugin/manifest.ts';
-import { manifestSchema } from './fragments.ts';
+import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 
@@ -113,6 +113,18 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       if (!service[key]) continue;
       try { schemaAjv.compile(service[key]!); } catch (error) { issues.push({ path: `services.provides.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
     }
+  }
+  for (const [index, event] of (typed.events ?? []).entries()) {
+    if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
+      issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
+    }
+  }
+  const published = new Set<string>();
+  for (const [index, event] of (typed.publishedEvents ?? []).entries()) {
+    if (!event.name.startsWith(`${typed.key}.`)) issues.push({ path: `publishedEvents.${index}.name`, message: `must start with the plugin key: ${typed.key}.<name>` });
+    if (published.has(event.name)) issues.push({ path: `publishedEvents.${index}.name`, message: 'is declared twice' });
+    published.add(event.name);
+    try { schemaAjv.compile(event.schema); } catch (error) { issues.push({ path: `publishedEvents.${index}.schema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
   }
   if (issues.length) throw invalid(source, issues);
   return typed;

@@ -17,11 +17,34 @@ export interface InvocationInfo {
   /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */
   idempotencyKey?: string | null;
   /**
+   * For event deliveries (kind 'event'): the event being delivered. Delivery is at least once:
+   * the same event can arrive again (after a crash, a timeout, a retry), so handlers must be
+   * idempotent by `event.id` (for example, record it with `on conflict do nothing`).
+   */
+  event?: DeliveredEvent | null;
+  /**
    * For job calls: the run (plugin_job_runs) this call is, and for an enqueued job its queue id
    * and attempt (1 for the first). Progress reported through `ctx.progress` lands on the run.
    */
   job?: { runId: string; jobId: string | null; attempt: number } | null;
 }
+
+/** An event as its subscriber receives it (the payload is the handler's first argument). */
+export interface DeliveredEvent {
+  /** Stable across redeliveries: the key to be idempotent by. */
+  id: string;
+  name: string;
+  /** 'kernel', or the key of the plugin that published it. */
+  publisher: string;
+  companyId: string | null;
+  /** Events of one entity arrive in the order their writers committed. */
+  entityType: string;
+  entityId: string;
+  occurredAt: string;
+  /** 1 on the first delivery, more on retries. */
+  attempt: number;
+}
+
 
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
 export type { ActivityCapability } from '../capabilities/activity.ts';
@@ -34,6 +57,7 @@ export type { RunsOpenCapability, RunsCloseCapability, SecretsCapability } from 
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
 
 export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';
+export type { EventsCapability } from '../capabilities/events.ts';
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;

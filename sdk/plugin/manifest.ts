@@ -96,7 +96,15 @@ export interface WebhookManifest {
   /** How deliveries are authenticated; the host verifies before the body is parsed. */
   signature?: { scheme: 'hmac-sha256'; header: string; secretConfigKey: string; timestampHeader?: string; toleranceSeconds?: number };
 }
+/**
+ * A subscription. `event` is a kernel event (company.*, agent.*) or an event another plugin
+ * publishes (`<pluginKey>.<name>`). after_commit: a durable subscriber (events.subscribe),
+ * delivered at least once, in order per entity; in_transaction: a read-only validator that may
+ * veto a kernel change before it commits (events.hooks).
+ */
 export interface EventManifest { event: string; mode: 'after_commit' | 'in_transaction' }
+/** An event the plugin publishes with ctx.events.publish (events.publish); `name` starts with the plugin's key. */
+export interface PublishedEventManifest { name: string; description?: string; schema: JsonSchema }
 export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }
 export interface UiLauncherManifest { key: string; label: string; placement: string; action?: string }
 export interface FolderManifest { key: string; access: 'read' | 'readWrite'; description?: string }
@@ -127,6 +135,7 @@ export interface PluginManifest {
   jobs?: JobManifest[];
   webhooks?: WebhookManifest[];
   events?: EventManifest[];
+  publishedEvents?: PublishedEventManifest[];
   ui?: { slots?: UiSlotManifest[]; launchers?: UiLauncherManifest[]; pages?: Array<{ key: string; title: string; path: string }> };
   config?: { schema: JsonSchema };
   folders?: FolderManifest[];

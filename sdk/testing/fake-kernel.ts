@@ -11,7 +11,8 @@ export type KernelMethod =
   | 'streams.publish'
   | 'jobs.enqueue' | 'jobs.cancel' | 'progress.report'
   | 'budgets.reportMonthlySpend' | 'budgets.setMonthlyBudget'
-  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany';
+  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany'
+  | 'events.publish';
 
 /** A fake receives the plugin's arguments and the invocation the host attached (company, actor, run). */
 export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknown | Promise<unknown>;
@@ -20,6 +21,7 @@ export const KERNEL_METHODS: readonly KernelMethod[] = [
   'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
   'jobs.enqueue', 'jobs.cancel', 'progress.report',
   'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
+  'events.publish',
 ];
 
 /** Methods that reach company data: the host refuses them to a call that serves no company. */

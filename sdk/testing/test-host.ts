@@ -32,7 +32,7 @@ export interface TestHostOptions {
 }
 
 /** Who a single call is for; each field overrides the host's default. */
-export interface CallOptions { companyId?: string | null; actor?: InvocationInfo['actor']; runId?: string | null }
+export interface CallOptions { companyId?: string | null; actor?: InvocationInfo['actor']; runId?: string | null; event?: InvocationInfo['event'] }
 export interface RouteCall extends CallOptions { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string> }
 export interface WebhookCall { body: string | object; headers?: Record<string, string> }
 
@@ -228,9 +228,11 @@ export class TestHost {
   }
 
   /**
-   * Delivers a kernel event to the plugin's subscriber (after_commit) or hook (in_transaction).
-   * Resolves false when the plugin does not receive it (not subscribed, or not granted); a hook
-   * that throws rejects, as its veto would roll the kernel's change back.
+   * Delivers an event to the plugin's subscriber (after_commit) or validator (in_transaction).
+   * Resolves false when the plugin does not receive it (not subscribed, or not granted); a
+   * validator that throws rejects, as its veto would roll the kernel's change back. A subscriber
+   * gets the event envelope in ctx.invocation.event (pass `call.event` to redeliver one: the
+   * real host delivers at least once, so test that the handler is idempotent by its id).
    */
   async dispatchEvent(name: string, payload: Record<string, unknown> = {}, call: CallOptions = {}): Promise<boolean> {
     const subscription = this.manifest.events?.find((e) => e.event === name);
@@ -239,7 +241,9 @@ export class TestHost {
     if (!this.has(hook ? 'events.hooks' : 'events.subscribe')) return false;
     // As the event bus does: the company is the one the event names.
     const companyId = call.companyId !== undefined ? call.companyId : typeof payload.companyId === 'string' ? payload.companyId : null;
-    await this.invoke(hook ? 'hook' : 'event', name, payload, { actor: EVENTS_ACTOR, ...call, companyId }, true, null);
+    const entity = name.startsWith('agent.') ? { entityType: 'agent', entityId: String(payload.agentId ?? '') } : { entityType: 'company', entityId: String(payload.companyId ?? '') };
+    const event = hook ? undefined : call.event ?? { id: randomUUID(), name, publisher: name.startsWith('company.') || name.startsWith('agent.') ? 'kernel' : name.split('.')[0]!, companyId, ...entity, occurredAt: new Date().toISOString(), attempt: 1 };
+    await this.invoke(hook ? 'hook' : 'event', name, payload, { actor: EVENTS_ACTOR, ...call, companyId, event }, true, null);
     return true;
   }
 
@@ -327,6 +331,7 @@ export class TestHost {
       companyId: call.companyId !== undefined ? call.companyId : this.defaults.companyId,
       actor: call.actor ?? this.defaults.actor,
       runId: call.runId !== undefined ? call.runId : this.defaults.runId,
+      ...(call.event ? { event: call.event } : {}),
     };
   }
 

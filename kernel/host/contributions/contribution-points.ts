@@ -1,7 +1,7 @@
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import { EnqueuedJobs } from './enqueued-jobs.ts';
-import { PluginEvents } from './events.ts';
+import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
@@ -28,6 +28,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   host.onActivation(jobs);
   host.onActivation(enqueued);
   host.onActivation(events);
+  host.onNotify(EVENTS_CHANNEL, () => events.wake());
   host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {
     jobs,

@@ -1,109 +1,198 @@
-import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
-import type { EventManifest } from '../../../sdk/plugin/manifest.ts';
+import { randomUUID } from 'node:crypto';
+import type { DeliveredEvent, InvocationInfo } from '../../../sdk/plugin/context.ts';
 import type { EventName } from '../../events/event-bus.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
 import type { InvokeResult } from '../plugin-process.ts';
+import { EventOutbox, type LeasedDelivery } from './event-outbox.ts';
 import { appendPluginLog } from './plugin-log.ts';
 
-/** Deliveries waiting per plugin; past this, new ones are dropped (and logged) rather than queued without end. */
-const MAX_PENDING = 1000;
-const STOP_WAIT_MS = 5000;
-
-interface Delivery { tail: Promise<void>; pending: number }
+export const EVENTS_CHANNEL = 'keel_events';
+/** Deliveries one process has in flight at once (each is the head of one entity's queue for one subscriber). */
+const MAX_IN_FLIGHT = 32;
+/** A lease outlives the call's own deadline by this much, so that only a dead process loses it. */
+const LEASE_MARGIN_MS = 5_000;
+/** Even with no notification, every process looks for due deliveries this often (a missed NOTIFY, an expired lease). */
+const SWEEP_MS = 30_000;
+const PRUNE_EVERY_MS = 60 * 60_000;
+const KEEP_FINISHED_DAYS = 7;
+const DEFAULTS = { maxAttempts: 8, firstRetryMs: 1_000, maxRetryMs: 300_000 };
 
 /**
- * Kernel events to plugins, through kernel.events.
+ * Durable events to plugins (kernel events and plugins' own, from the outbox of migration 0014).
  *
- * after_commit (events.subscribe): the plugin's `events[name]` handler runs after the
- * emitting transaction committed. Deliveries to one plugin run one at a time in emit order,
- * off the request's path: the request does not wait for them, and a failure only reaches
- * the plugin's logs. Delivery is in-process and at most once (a process that stops loses
- * what it had not delivered).
+ * after_commit (events.subscribe): every Keel process delivers, to the plugins it runs, the
+ * deliveries it leases from the database (event-outbox.ts): at least once per subscriber, in
+ * commit order per entity, one process per delivery at a time. A process is woken by NOTIFY on
+ * `keel_events` (sent when an event commits, or an operator retries a dead letter), by its own
+ * timer when a retry falls due, and by a sweep every 30 s. A failed call is retried with
+ * exponential backoff; after `maxAttempts` failures the delivery is a dead letter, shown in the
+ * plugin's health, and holds back the later events of its entity until an operator retries or
+ * discards it (/api/plugins/{key}/events/dead-letters). The handler runs in the event's company
+ * and in its own transaction; it receives the event id (ctx.invocation.event.id) and must be
+ * idempotent by it.
  *
- * in_transaction (events.hooks): the plugin's `hooks[name]` handler runs while the kernel's
- * transaction waits, bounded by the plugin's call deadline. Any failure (the plugin threw,
- * timed out, crashed or has no handler) throws plugin_hook_rejected and the kernel's change
- * rolls back: a veto fails closed. The hook runs in the plugin's own transaction, which
- * commits before the kernel's; it cannot see the kernel's uncommitted rows, and must not
- * write activity for the company being changed (that chain is locked until the kernel
- * commits).
+ * in_transaction (events.hooks): a read-only validator. It runs while the kernel's transaction
+ * waits, bounded by the plugin's call deadline, in a read-only call of its own (it cannot share
+ * the kernel's transaction, which lives in another process; so it may read and refuse, never
+ * write). Any failure (the plugin refused, timed out, crashed or has no handler) throws
+ * plugin_hook_rejected and the kernel's change rolls back: a veto fails closed.
  */
 export class PluginEvents {
   private readonly host: ExtensionHost;
-  private readonly subscriptions = new Map<string, Array<() => void>>();
-  private readonly deliveries = new Map<string, Delivery>();
+  private readonly outbox: EventOutbox;
+  private readonly owner = `${process.pid}:${randomUUID()}`;
+  private readonly validators = new Map<string, Array<() => void>>();
+  private readonly inFlight = new Set<string>();
+  private readonly settings: typeof DEFAULTS;
+  private stopped = false;
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private sweep: NodeJS.Timeout | null = null;
+  private lastPrune = 0;
 
   constructor(host: ExtensionHost) {
     this.host = host;
+    this.outbox = new EventOutbox(host.kernel.db);
+    this.settings = { ...DEFAULTS, ...host.kernel.config.plugins?.events };
+    this.sweep = setInterval(() => this.wake(), SWEEP_MS);
+    this.sweep.unref();
+  }
+
+  get store(): EventOutbox {
+    return this.outbox;
   }
 
   activate(plugin: LoadedPlugin): void {
-    this.unsubscribe(plugin.key);
+    this.deactivate(plugin.key);
     const grants: string[] = plugin.row.granted_capabilities ?? [];
     const offs: Array<() => void> = [];
     for (const subscription of plugin.manifest.events ?? []) {
-      const event = subscription.event as EventName;
-      if (subscription.mode === 'after_commit' && grants.includes('events.subscribe')) {
-        offs.push(this.host.kernel.events.on(event, (payload) => this.enqueue(plugin.key, subscription, payload as unknown as Record<string, unknown>)));
-      } else if (subscription.mode === 'in_transaction' && grants.includes('events.hooks')) {
-        offs.push(this.host.kernel.events.hook(event, async (_tx, payload) => this.intercept(plugin.key, event, payload as unknown as Record<string, unknown>)));
+      if (subscription.mode === 'in_transaction' && grants.includes('events.hooks')) {
+        const event = subscription.event as EventName;
+        offs.push(this.host.kernel.events.hook(event, async (_tx, payload) => this.validate(plugin.key, event, payload as unknown as Record<string, unknown>)));
       }
     }
-    this.subscriptions.set(plugin.key, offs);
+    this.validators.set(plugin.key, offs);
+    // Deliveries may have waited for this plugin (committed before a restart, or leased by a process that died).
+    this.wake();
   }
 
   deactivate(key: string): void {
-    this.unsubscribe(key);
+    for (const off of this.validators.get(key) ?? []) off();
+    this.validators.delete(key);
   }
 
-  private unsubscribe(key: string): void {
-    for (const off of this.subscriptions.get(key) ?? []) off();
-    this.subscriptions.delete(key);
-  }
-
-  private info(payload: Record<string, unknown>): Omit<InvocationInfo, 'id' | 'kind' | 'target'> {
-    const companyId = typeof payload.companyId === 'string' ? payload.companyId : null;
-    return { companyId, actor: { type: 'system', id: 'events', agentId: null }, runId: null };
-  }
-
-  private enqueue(key: string, subscription: EventManifest, payload: Record<string, unknown>): void {
-    const plugin = this.host.plugins.get(key);
-    const delivery = this.deliveries.get(key) ?? { tail: Promise.resolve(), pending: 0 };
-    this.deliveries.set(key, delivery);
-    if (delivery.pending >= MAX_PENDING) {
-      appendPluginLog(plugin, 'error', `event ${subscription.event} dropped: ${MAX_PENDING} deliveries are already waiting`);
+  /** Looks for due deliveries now (a notification arrived, a plugin started, a retry fell due). */
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
       return;
     }
-    delivery.pending++;
-    delivery.tail = delivery.tail
-      .then(() => this.deliver(key, subscription.event, payload))
-      .finally(() => { delivery.pending--; });
+    this.running = this.drain().catch((error) => {
+      this.host.kernel.log.warn({ err: error }, 'event delivery round failed');
+      this.schedule(new Date(Date.now() + this.settings.firstRetryMs));
+    }).finally(() => {
+      this.running = null;
+      if (this.again) { this.again = false; this.wake(); }
+    });
+  }
+
+  /** Subscribers this process can deliver to: plugins it runs a worker for, granted events.subscribe. */
+  private subscribers(): string[] {
+    return [...this.host.plugins.values()]
+      .filter((p) => p.process && (p.row.granted_capabilities as string[] | null ?? []).includes('events.subscribe') && (p.manifest.events ?? []).some((e) => e.mode === 'after_commit'))
+      .map((p) => p.key);
+  }
+
+  private async drain(): Promise<void> {
+    for (;;) {
+      this.again = false;
+      const subscribers = this.subscribers();
+      const room = MAX_IN_FLIGHT - this.inFlight.size;
+      if (room <= 0 || this.stopped) return;
+      const leaseMs = Math.max(...subscribers.map((key) => this.deadlineOf(key)), 0) + LEASE_MARGIN_MS;
+      const claimed = await this.outbox.claim(subscribers, room, leaseMs, this.owner);
+      for (const delivery of claimed) this.start(delivery);
+      if (claimed.length === 0) {
+        if (!this.again) {
+          this.schedule(await this.outbox.nextDueAt(subscribers));
+          await this.pruneNowAndThen();
+          return;
+        }
+      }
+    }
+  }
+
+  private deadlineOf(key: string): number {
+    return this.host.plugins.get(key)?.manifest.limits?.callTimeoutMs ?? 10_000;
+  }
+
+  private schedule(at: Date | null): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    if (!at || this.stopped) return;
+    this.timer = setTimeout(() => { this.timer = null; this.wake(); }, Math.min(Math.max(at.getTime() - Date.now(), 0) + 5, SWEEP_MS));
+    this.timer.unref();
+  }
+
+  private async pruneNowAndThen(): Promise<void> {
+    if (Date.now() - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = Date.now();
+    await this.outbox.prune(KEEP_FINISHED_DAYS).catch((error) => this.host.kernel.log.warn({ err: error }, 'pruning delivered events failed'));
+  }
+
+  private start(delivery: LeasedDelivery): void {
+    const id = `${delivery.subscriber}/${delivery.eventSeq}`;
+    this.inFlight.add(id);
+    void this.deliver(delivery).catch((error) => this.host.kernel.log.warn({ err: error, plugin: delivery.subscriber, event: delivery.name }, 'recording an event delivery failed'))
+      .finally(() => {
+        this.inFlight.delete(id);
+        // The next event of the entity (and whatever waited for room) may be due now.
+        this.wake();
+      });
+  }
+
+  private async deliver(delivery: LeasedDelivery): Promise<void> {
+    const event: DeliveredEvent = {
+      id: delivery.eventId, name: delivery.name, publisher: delivery.publisher, companyId: delivery.companyId,
+      entityType: delivery.entityType, entityId: delivery.entityId, occurredAt: delivery.occurredAt, attempt: delivery.attempt,
+    };
+    const info: Omit<InvocationInfo, 'id' | 'kind' | 'target'> = { companyId: delivery.companyId, actor: { type: 'system', id: 'events', agentId: null }, runId: null, event };
+    const result = await this.call(delivery.subscriber, 'event', delivery.name, delivery.payload, info, false);
+    // A process that is stopping leaves what it could not finish to its lease: another process
+    // (or this one, started again) delivers it once the lease expires.
+    if (this.stopped && !result.ok) return;
+    if (result.ok) {
+      await this.outbox.delivered(delivery, this.owner);
+      return;
+    }
+    const reason = `${result.error?.code}: ${result.error?.message}`;
+    const dead = delivery.attempt >= this.settings.maxAttempts;
+    const retryMs = Math.min(this.settings.firstRetryMs * 2 ** (delivery.attempt - 1), this.settings.maxRetryMs);
+    await this.outbox.failed(delivery, this.owner, reason, retryMs, dead);
+    const plugin = this.host.plugins.get(delivery.subscriber);
+    const what = dead ? `is a dead letter after ${delivery.attempt} attempts` : `failed (attempt ${delivery.attempt}; retried in ${retryMs} ms)`;
+    if (plugin) appendPluginLog(plugin, dead ? 'error' : 'warn', `event ${delivery.name} ${delivery.eventId} ${what}: ${reason}`, { event: delivery.name, eventId: delivery.eventId });
+    this.host.kernel.log.warn({ plugin: delivery.subscriber, event: delivery.name, eventId: delivery.eventId, attempt: delivery.attempt, dead, code: result.error?.code }, 'plugin event delivery failed');
   }
 
   /** One event call into the plugin; a plugin that cannot be reached answers like a failed call. */
-  private async call(key: string, kind: 'event' | 'hook', event: string, payload: Record<string, unknown>): Promise<InvokeResult> {
+  private async call(key: string, kind: 'event' | 'hook', target: string, payload: Record<string, unknown>, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, readOnly: boolean): Promise<InvokeResult> {
     try {
-      return await this.host.invoke(key, kind, event, payload, this.info(payload), { transactional: true, defaultActivity: null });
+      return await this.host.invoke(key, kind, target, payload, info, readOnly ? { transactional: false, readOnly: true } : { transactional: true, defaultActivity: null });
     } catch (error) {
       return { ok: false, error: { status: 503, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
     }
   }
 
-  private async deliver(key: string, event: string, payload: Record<string, unknown>): Promise<void> {
+  private async validate(key: string, event: string, payload: Record<string, unknown>): Promise<void> {
     const plugin = this.host.plugins.get(key);
     if (!plugin) return;
-    const result = await this.call(key, 'event', event, payload);
-    if (!result.ok) {
-      appendPluginLog(this.host.plugins.get(key) ?? plugin, 'error', `event ${event} handler failed: ${result.error?.code}: ${result.error?.message}`, { event });
-      this.host.kernel.log.warn({ plugin: key, event, code: result.error?.code }, 'plugin event handler failed');
-    }
-  }
-
-  private async intercept(key: string, event: string, payload: Record<string, unknown>): Promise<void> {
-    const plugin = this.host.plugins.get(key);
-    if (!plugin) return;
-    const result = await this.call(key, 'hook', event, payload);
+    const companyId = typeof payload.companyId === 'string' ? payload.companyId : null;
+    const result = await this.call(key, 'hook', event, payload, { companyId, actor: { type: 'system', id: 'events', agentId: null }, runId: null }, true);
     if (result.ok) return;
     const reason = result.error!;
     appendPluginLog(plugin, 'warn', `hook ${event} rejected the change: ${reason.code}: ${reason.message}`, { event });
@@ -112,10 +201,12 @@ export class PluginEvents {
     });
   }
 
-  /** Unsubscribes everything and waits (bounded) for deliveries already queued. */
+  /** Stops leasing; deliveries in flight settle (a success is still recorded) or are left to their leases. */
   async stop(): Promise<void> {
-    for (const key of [...this.subscriptions.keys()]) this.unsubscribe(key);
-    const tails = [...this.deliveries.values()].map((d) => d.tail);
-    await Promise.race([Promise.allSettled(tails), new Promise((resolve) => setTimeout(resolve, STOP_WAIT_MS).unref())]);
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.sweep) clearInterval(this.sweep);
+    for (const key of [...this.validators.keys()]) this.deactivate(key);
+    await this.running?.catch(() => undefined);
   }
 }

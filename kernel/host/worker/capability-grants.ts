@@ -17,6 +17,7 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
   jobs: () => ['jobs.enqueue'],
   progress: () => ['jobs.schedule', 'jobs.enqueue'],
+  events: () => ['events.publish'],
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */

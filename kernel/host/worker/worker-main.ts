@@ -3,6 +3,7 @@ import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
+import { eventsCapability } from './capabilities/events.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
@@ -417,7 +418,8 @@ async function boot(received: WorkerInit): Promise<void> {
   init = received;
   if (init.database) database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
   activityKinds = new ActivityEntityKinds(database);
-  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database) };
+  capabilities = { ...workerCapabilities(init), activity: activityCapability(database, activityKinds, delivered), budgets: budgetsCapability(database), scopes: scopesCapability(database),
+    events: eventsCapability(database, (invocation, capability, method, args) => callKernel(invocation.message.id, capability, method, args)) };
   if (database) capabilities.db = database.capability();
   loadIsolate();
   send({ t: 'ready', bootMs: performance.now() - started });

@@ -129,9 +129,11 @@ export async function resolveIncident(req: RouteRequest, ctx: PluginContext) {
 }
 
 /**
- * In-transaction hooks: a company or agent created or changed with a monthly budget gets (or
- * updates) its policy before the kernel commits, so the overview shows it at once. Hooks only
- * write the plugin's own rows: the kernel holds the company's rows until it commits.
+ * Durable subscribers (company.created/updated, agent.created/updated): a company or agent
+ * created or changed with a monthly budget gets (or updates) its policy shortly after the
+ * kernel commits. They run at least once, in commit order per company or agent, so a
+ * redelivery writes the same policy again (an upsert: idempotent by construction). Budgets set
+ * through the plugin's own routes sync the policy in the same transaction, at once.
  */
 export async function onCompanyChanged(payload: Record<string, unknown>, ctx: PluginContext): Promise<void> {
   const company = payload.company as { id?: string; budgetMonthlyCents?: number } | undefined;

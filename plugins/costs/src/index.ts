@@ -36,13 +36,12 @@ export default definePlugin({
   batches: {
     'create-cost-event': acceptCostEvents,
   },
-  hooks: {
+  // Durable subscribers: each event arrives at least once, in order per company or agent.
+  events: {
     'company.created': onCompanyChanged,
     'company.updated': onCompanyChanged,
     'agent.created': onAgentChanged,
     'agent.updated': onAgentChanged,
-  },
-  events: {
     'company.deleted': onCompanyDeleted,
   },
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { addCost, q } from './helpers.ts';
+import { addCost, q, settling } from './helpers.ts';
 
 let t: TestKernel;
 let company: any;
@@ -36,10 +36,10 @@ function expectedSum(from?: string, to?: string): number {
 
 beforeAll(async () => {
   t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { budgetMonthlyCents: 50_000 });
-  agentA = await createAgent(t.api, company.id, { name: 'Ada' });
-  agentB = await createAgent(t.api, company.id, { name: 'Bob' });
-  agentC = await createAgent(t.api, company.id, { name: 'Cy' });
+  company = await createCompany(settling(t), { budgetMonthlyCents: 50_000 });
+  agentA = await createAgent(settling(t), company.id, { name: 'Ada' });
+  agentB = await createAgent(settling(t), company.id, { name: 'Bob' });
+  agentC = await createAgent(settling(t), company.id, { name: 'Cy' });
   const ids = { A: agentA.id, B: agentB.id, C: agentC.id };
   for (const e of EVENTS) {
     await addCost(t.api, company.id, {
@@ -148,7 +148,7 @@ describe('GET costs/summary', () => {
   });
 
   it('a company without events or budget reads zero', async () => {
-    const empty = await createCompany(t.api);
+    const empty = await createCompany(settling(t));
     const res = await t.api.get(`/api/companies/${empty.id}/costs/summary`);
     expect(res.body).toEqual({ companyId: empty.id, from: null, to: null, spendCents: 0, budgetCents: 0, utilizationPercent: 0 });
     const ranged = await t.api.get(`/api/companies/${empty.id}/costs/summary${q({ from: '2025-06-10T10:30:00Z', to: '2025-06-10T11:30:00Z' })}`);
@@ -246,8 +246,8 @@ describe('breakdowns', () => {
   });
 
   it('breakdowns of one company never include another company', async () => {
-    const other = await createCompany(t.api);
-    const stranger = await createAgent(t.api, other.id);
+    const other = await createCompany(settling(t));
+    const stranger = await createAgent(settling(t), other.id);
     await addCost(t.api, other.id, { agentId: stranger.id, provider: 'alpha', model: 'm1', costCents: 999, occurredAt: '2025-06-10T10:10:00Z' });
     const res = await get('by-provider', { from: '2025-06-10T10:00:00Z', to: '2025-06-10T10:59:59.999Z' });
     expect(res.body).toEqual([{ provider: 'alpha', ...m(308, 4, [10, 5, 20]) }]);
@@ -259,8 +259,8 @@ describe('breakdowns', () => {
 describe('GET costs/window-spend and costs/quota-windows', () => {
   let windowCompany: any;
   beforeAll(async () => {
-    windowCompany = await createCompany(t.api);
-    const agent = await createAgent(t.api, windowCompany.id);
+    windowCompany = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), windowCompany.id);
     const now = Date.now();
     const at = (hours: number) => new Date(now - hours * 3_600_000).toISOString();
     await addCost(t.api, windowCompany.id, { agentId: agent.id, provider: 'alpha', model: 'm', costCents: 10, occurredAt: at(2), inputTokens: 1 });
@@ -291,7 +291,7 @@ describe('GET costs/window-spend and costs/quota-windows', () => {
   });
 
   it('window-spend is readable by an agent of the company', async () => {
-    const agent = await createAgent(t.api, windowCompany.id);
+    const agent = await createAgent(settling(t), windowCompany.id);
     const key = await createAgentKey(t.api, agent.id);
     const res = await t.api.as(key).get(`/api/companies/${windowCompany.id}/costs/window-spend`);
     expect(res.status).toBe(200);
@@ -299,7 +299,7 @@ describe('GET costs/window-spend and costs/quota-windows', () => {
   });
 
   it('quota-windows is board only: an agent key gets 403', async () => {
-    const agent = await createAgent(t.api, windowCompany.id);
+    const agent = await createAgent(settling(t), windowCompany.id);
     const key = await createAgentKey(t.api, agent.id);
     const res = await t.api.as(key).get(`/api/companies/${windowCompany.id}/costs/quota-windows`);
     expect(res.status).toBe(403);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, addCost, agentRow, companyRow, event, incidents, ISO, UUID } from './helpers.ts';
+import { activityCount, addCost, agentRow, companyRow, event, incidents, ISO, UUID, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -28,7 +28,7 @@ const defaults = (companyId: string, scopeType: string, scopeId: string, amount:
 
 describe('policies that follow budgetMonthlyCents', () => {
   it('a company created with a budget has its monthly policy at once, with the documented defaults', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 5000 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 5000 });
     const body = await overview(company.id);
     expect(body).toEqual({
       companyId: company.id, policies: [defaults(company.id, 'company', company.id, 5000)],
@@ -37,20 +37,20 @@ describe('policies that follow budgetMonthlyCents', () => {
   });
 
   it('a company and an agent without a budget have no policy', async () => {
-    const company = await createCompany(t.api);
-    await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    await createAgent(settling(t), company.id);
     expect((await overview(company.id)).policies).toEqual([]);
   });
 
   it('an agent created with a budget has its monthly policy at once', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1500 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1500 });
     expect((await overview(company.id)).policies).toEqual([defaults(company.id, 'agent', agent.id, 1500)]);
   });
 
   it('PATCH /api/companies/{id}/budgets updates the policy and the kernel budget', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 5000 });
-    const res = await t.api.patch(`/api/companies/${company.id}/budgets`, { budgetMonthlyCents: 2500 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 5000 });
+    const res = await settling(t).patch(`/api/companies/${company.id}/budgets`, { budgetMonthlyCents: 2500 });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ scopeType: 'company', scopeId: company.id, budgetMonthlyCents: 2500, policy: expect.objectContaining({ scopeType: 'company', amount: 2500, windowKind: 'calendar_month_utc' }) });
     expect((await companyRow(t, company.id)).budget).toBe(2500);
@@ -62,72 +62,72 @@ describe('policies that follow budgetMonthlyCents', () => {
   });
 
   it('PATCH /api/companies/{id}/budgets creates the policy of a company that had none; 0 creates none', async () => {
-    const none = await createCompany(t.api);
-    const zero = await t.api.patch(`/api/companies/${none.id}/budgets`, { budgetMonthlyCents: 0 });
+    const none = await createCompany(settling(t));
+    const zero = await settling(t).patch(`/api/companies/${none.id}/budgets`, { budgetMonthlyCents: 0 });
     expect(zero.status).toBe(200);
     expect(zero.body).toEqual({ scopeType: 'company', scopeId: none.id, budgetMonthlyCents: 0, policy: null });
     expect((await overview(none.id)).policies).toEqual([]);
-    const set = await t.api.patch(`/api/companies/${none.id}/budgets`, { budgetMonthlyCents: 900 });
+    const set = await settling(t).patch(`/api/companies/${none.id}/budgets`, { budgetMonthlyCents: 900 });
     expect(set.body.policy).toMatchObject({ amount: 900, warnPercent: 80, hardStopEnabled: true });
     expect((await overview(none.id)).policies).toEqual([defaults(none.id, 'company', none.id, 900)]);
   });
 
   it('PATCH /api/agents/{id}/budgets updates the agent policy and the kernel budget', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1000 });
-    const res = await t.api.patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 1200 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1000 });
+    const res = await settling(t).patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 1200 });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toEqual({ scopeType: 'agent', scopeId: agent.id, budgetMonthlyCents: 1200, policy: expect.objectContaining({ scopeType: 'agent', scopeId: agent.id, amount: 1200 }) });
     expect((await t.api.get(`/api/agents/${agent.id}`)).body.budgetMonthlyCents).toBe(1200);
     expect((await overview(company.id)).policies).toEqual([defaults(company.id, 'agent', agent.id, 1200)]);
     // An agent without a policy gets one.
-    const plain = await createAgent(t.api, company.id);
-    const created = await t.api.patch(`/api/agents/${plain.id}/budgets`, { budgetMonthlyCents: 300 });
+    const plain = await createAgent(settling(t), company.id);
+    const created = await settling(t).patch(`/api/agents/${plain.id}/budgets`, { budgetMonthlyCents: 300 });
     expect(created.status).toBe(200);
     expect(await policyOf(company.id, 'agent', plain.id)).toMatchObject({ amount: 300 });
     expect((await agentRow(t, plain.id)).budget).toBe(300);
   });
 
   it('PATCH /api/agents/{id} (kernel route) with budgetMonthlyCents syncs the policy', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1000 });
-    const res = await t.api.patch(`/api/agents/${agent.id}`, { budgetMonthlyCents: 700 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1000 });
+    const res = await settling(t).patch(`/api/agents/${agent.id}`, { budgetMonthlyCents: 700 });
     expect(res.status, res.text).toBe(200);
     expect(res.body.budgetMonthlyCents).toBe(700);
     expect(await policyOf(company.id, 'agent', agent.id)).toMatchObject({ amount: 700 });
-    const fresh = await createAgent(t.api, company.id);
-    expect((await t.api.patch(`/api/agents/${fresh.id}`, { budgetMonthlyCents: 450 })).status).toBe(200);
+    const fresh = await createAgent(settling(t), company.id);
+    expect((await settling(t).patch(`/api/agents/${fresh.id}`, { budgetMonthlyCents: 450 })).status).toBe(200);
     expect(await policyOf(company.id, 'agent', fresh.id)).toMatchObject({ amount: 450, windowKind: 'calendar_month_utc' });
   });
 
   it('PATCH /api/companies/{id} (kernel route) with budgetMonthlyCents syncs the policy', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 100 });
-    const res = await t.api.patch(`/api/companies/${company.id}`, { budgetMonthlyCents: 4200 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+    const res = await settling(t).patch(`/api/companies/${company.id}`, { budgetMonthlyCents: 4200 });
     expect(res.status, res.text).toBe(200);
     expect(await policyOf(company.id, 'company', company.id)).toMatchObject({ amount: 4200 });
-    expect((await t.api.patch(`/api/companies/${company.id}`, { budgetMonthlyCents: 0 })).status).toBe(200);
+    expect((await settling(t).patch(`/api/companies/${company.id}`, { budgetMonthlyCents: 0 })).status).toBe(200);
     expect(await policyOf(company.id, 'company', company.id)).toMatchObject({ amount: 0 });
     expect((await t.api.get(`/api/companies/${company.id}/costs/summary`)).body.budgetCents).toBe(0);
   });
 
   it('refuses bad budget bodies with 400 validation_failed and an unknown agent with 404', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 100 });
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 100 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 });
     for (const body of [{}, { budgetMonthlyCents: -1 }, { budgetMonthlyCents: 1.5 }, { budgetMonthlyCents: '100' }, { budgetMonthlyCents: 100_000_000_001 }]) {
-      const c = await t.api.patch(`/api/companies/${company.id}/budgets`, body);
+      const c = await settling(t).patch(`/api/companies/${company.id}/budgets`, body);
       expect({ body, status: c.status, code: c.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
-      const a = await t.api.patch(`/api/agents/${agent.id}/budgets`, body);
+      const a = await settling(t).patch(`/api/agents/${agent.id}/budgets`, body);
       expect({ body, status: a.status, code: a.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
     }
     expect((await companyRow(t, company.id)).budget).toBe(100);
     expect((await agentRow(t, agent.id)).budget).toBe(100);
-    expect((await t.api.patch(`/api/agents/${randomUUID()}/budgets`, { budgetMonthlyCents: 5 })).status).toBe(404);
-    expect((await t.api.patch(`/api/companies/${randomUUID()}/budgets`, { budgetMonthlyCents: 5 })).status).toBe(404);
+    expect((await settling(t).patch(`/api/agents/${randomUUID()}/budgets`, { budgetMonthlyCents: 5 })).status).toBe(404);
+    expect((await settling(t).patch(`/api/companies/${randomUUID()}/budgets`, { budgetMonthlyCents: 5 })).status).toBe(404);
   });
 
   it('board-only budget routes refuse agent keys with 403 and change nothing', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 100 });
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 100 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 });
     const key = await createAgentKey(t.api, agent.id);
     const as = t.api.as(key);
     const calls = [
@@ -149,7 +149,7 @@ describe('policies that follow budgetMonthlyCents', () => {
 
 describe('POST /api/companies/{companyId}/budgets/policies', () => {
   it('creates a project policy (201) with windowKind lifetime and defaults; an update (200) keeps omitted fields', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const projectId = randomUUID();
     const created = await upsert(company.id, { scopeType: 'project', scopeId: projectId, amount: 1000, warnPercent: 50, notifyEnabled: false });
     expect(created.status, created.text).toBe(201);
@@ -170,8 +170,8 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
   });
 
   it('a monthly agent policy sets the kernel budget; a lifetime one is a separate policy and does not', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const monthly = await upsert(company.id, { scopeType: 'agent', scopeId: agent.id.toUpperCase(), amount: 800 });
     expect(monthly.status, monthly.text).toBe(201);
     expect(monthly.body).toMatchObject({ scopeId: agent.id, windowKind: 'calendar_month_utc', amount: 800 });
@@ -183,7 +183,7 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
   });
 
   it('a company policy targets the company itself; another scopeId is 422 invalid_scope', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const res = await upsert(company.id, { scopeType: 'company', amount: 600 });
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({ scopeType: 'company', scopeId: company.id, windowKind: 'calendar_month_utc', amount: 600 });
@@ -195,7 +195,7 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
   });
 
   it('scopeId is required for agent and project policies (400 validation_failed)', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     for (const scopeType of ['agent', 'project']) {
       for (const body of [{ scopeType, amount: 10 }, { scopeType, scopeId: null, amount: 10 }]) {
         const res = await upsert(company.id, body);
@@ -206,9 +206,9 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
   });
 
   it('an agent of another company, or an unknown agent, is 404 agent_not_found', async () => {
-    const company = await createCompany(t.api);
-    const other = await createCompany(t.api);
-    const stranger = await createAgent(t.api, other.id);
+    const company = await createCompany(settling(t));
+    const other = await createCompany(settling(t));
+    const stranger = await createAgent(settling(t), other.id);
     for (const scopeId of [stranger.id, randomUUID()]) {
       const res = await upsert(company.id, { scopeType: 'agent', scopeId, amount: 10 });
       expect({ status: res.status, code: res.body.code }).toEqual({ status: 404, code: 'agent_not_found' });
@@ -218,8 +218,8 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
   });
 
   it('refuses schema violations with 400 validation_failed', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const bodies = [
       { scopeType: 'team', scopeId: agent.id, amount: 10 }, { scopeType: 'agent', scopeId: agent.id }, { scopeType: 'agent', scopeId: agent.id, amount: -1 },
       { scopeType: 'agent', scopeId: agent.id, amount: 10, warnPercent: 0 }, { scopeType: 'agent', scopeId: agent.id, amount: 10, warnPercent: 101 },
@@ -236,8 +236,8 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
 
 describe('incidents opened by spend', () => {
   it('soft at the warn threshold, hard at 100% which pauses the agent; each opens once per window', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1000 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1000 });
     await addCost(t.api, company.id, event(agent.id, 799));
     expect(await incidents(t, company.id)).toEqual([]);
     await addCost(t.api, company.id, event(agent.id, 1));
@@ -266,17 +266,17 @@ describe('incidents opened by spend', () => {
   });
 
   it('one event that jumps past both thresholds opens both incidents', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 100 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 });
     await addCost(t.api, company.id, event(agent.id, 250));
     expect(summarise(await incidents(t, company.id))).toEqual(['agent:soft:100:250:open', 'agent:hard:100:250:open']);
     expect((await agentRow(t, agent.id)).status).toBe('paused');
   });
 
   it('no soft incident when notifications are off; no hard incident and no pause when hard stop is off', async () => {
-    const company = await createCompany(t.api);
-    const quiet = await createAgent(t.api, company.id);
-    const soft = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const quiet = await createAgent(settling(t), company.id);
+    const soft = await createAgent(settling(t), company.id);
     expect((await upsert(company.id, { scopeType: 'agent', scopeId: quiet.id, amount: 100, notifyEnabled: false })).status).toBe(201);
     expect((await upsert(company.id, { scopeType: 'agent', scopeId: soft.id, amount: 100, hardStopEnabled: false })).status).toBe(201);
     await addCost(t.api, company.id, event(quiet.id, 90));
@@ -292,8 +292,8 @@ describe('incidents opened by spend', () => {
   });
 
   it('an inactive policy opens nothing', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     expect((await upsert(company.id, { scopeType: 'agent', scopeId: agent.id, amount: 10, isActive: false })).status).toBe(201);
     await addCost(t.api, company.id, event(agent.id, 100));
     expect(await incidents(t, company.id)).toEqual([]);
@@ -301,8 +301,8 @@ describe('incidents opened by spend', () => {
   });
 
   it('a custom warnPercent moves the soft threshold', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     expect((await upsert(company.id, { scopeType: 'agent', scopeId: agent.id, amount: 1000, warnPercent: 25 })).status).toBe(201);
     await addCost(t.api, company.id, event(agent.id, 249));
     expect(await incidents(t, company.id)).toEqual([]);
@@ -311,8 +311,8 @@ describe('incidents opened by spend', () => {
   });
 
   it('the company hard stop pauses the company, not its agents', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 300 });
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 300 });
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 240));
     expect(summarise(await incidents(t, company.id))).toEqual(['company:soft:300:240:open']);
     expect((await companyRow(t, company.id)).status).toBe('active');
@@ -326,8 +326,8 @@ describe('incidents opened by spend', () => {
   });
 
   it('a project hard stop counts as a paused project in the overview', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const p1 = randomUUID();
     const p2 = randomUUID();
     for (const scopeId of [p1, p2]) expect((await upsert(company.id, { scopeType: 'project', scopeId, amount: 100 })).status).toBe(201);
@@ -342,10 +342,10 @@ describe('incidents opened by spend', () => {
   });
 
   it('overview counts paused agents of any reason and agents pending approval', async () => {
-    const company = await createCompany(t.api);
-    const a = await createAgent(t.api, company.id);
-    const b = await createAgent(t.api, company.id);
-    await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const a = await createAgent(settling(t), company.id);
+    const b = await createAgent(settling(t), company.id);
+    await createAgent(settling(t), company.id);
     await t.sql.query(`update agents set status = 'paused', pause_reason = 'manual', paused_at = now() where id = $1`, [a.id]);
     await t.sql.query(`update agents set status = 'pending_approval' where id = $1`, [b.id]);
     const body = await overview(company.id);
@@ -353,31 +353,31 @@ describe('incidents opened by spend', () => {
   });
 
   it('lowering a budget below current spend opens the hard incident at once', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1000 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1000 });
     await addCost(t.api, company.id, event(agent.id, 500));
     expect(await incidents(t, company.id)).toEqual([]);
-    const res = await t.api.patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 400 });
+    const res = await settling(t).patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 400 });
     expect(res.status, res.text).toBe(200);
     expect(summarise(await incidents(t, company.id))).toEqual(['agent:soft:400:500:open', 'agent:hard:400:500:open']);
     expect(await agentRow(t, agent.id)).toMatchObject({ status: 'paused', pause_reason: 'budget_hard_stop', budget: 400 });
 
-    const co = await createCompany(t.api, { budgetMonthlyCents: 10_000 });
-    const worker = await createAgent(t.api, co.id);
+    const co = await createCompany(settling(t), { budgetMonthlyCents: 10_000 });
+    const worker = await createAgent(settling(t), co.id);
     await addCost(t.api, co.id, event(worker.id, 850));
-    expect((await t.api.patch(`/api/companies/${co.id}/budgets`, { budgetMonthlyCents: 1000 })).status).toBe(200);
+    expect((await settling(t).patch(`/api/companies/${co.id}/budgets`, { budgetMonthlyCents: 1000 })).status).toBe(200);
     expect(summarise(await incidents(t, co.id))).toEqual(['company:soft:1000:850:open']);
     expect((await companyRow(t, co.id)).status).toBe('active');
-    expect((await t.api.patch(`/api/companies/${co.id}/budgets`, { budgetMonthlyCents: 850 })).status).toBe(200);
+    expect((await settling(t).patch(`/api/companies/${co.id}/budgets`, { budgetMonthlyCents: 850 })).status).toBe(200);
     expect(summarise(await incidents(t, co.id))).toEqual(['company:soft:1000:850:open', 'company:soft:850:850:open', 'company:hard:850:850:open']);
     expect((await companyRow(t, co.id)).status).toBe('paused');
   });
 
   it('a budget lowered below spend through the kernel route stops the agent at its next cost event', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 1000 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 1000 });
     await addCost(t.api, company.id, event(agent.id, 500));
-    expect((await t.api.patch(`/api/agents/${agent.id}`, { budgetMonthlyCents: 450 })).status).toBe(200);
+    expect((await settling(t).patch(`/api/agents/${agent.id}`, { budgetMonthlyCents: 450 })).status).toBe(200);
     expect(await policyOf(company.id, 'agent', agent.id)).toMatchObject({ amount: 450, observedAmount: 500, remainingAmount: 0 });
     await addCost(t.api, company.id, event(agent.id, 0));
     expect(summarise(await incidents(t, company.id))).toEqual(['agent:soft:450:500:open', 'agent:hard:450:500:open']);
@@ -385,8 +385,8 @@ describe('incidents opened by spend', () => {
   });
 
   it('a policy upsert below current spend opens the hard incident at once', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 500));
     const res = await upsert(company.id, { scopeType: 'agent', scopeId: agent.id, amount: 300, notifyEnabled: false });
     expect(res.status).toBe(201);
@@ -397,8 +397,8 @@ describe('incidents opened by spend', () => {
 
 describe('POST budget-incidents/{incidentId}/resolve', () => {
   async function stoppedAgent(budget = 100, spend = 100) {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: budget });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: budget });
     await addCost(t.api, company.id, event(agent.id, spend));
     const all = await incidents(t, company.id);
     const hard = all.find((i) => i.threshold_type === 'hard')!;
@@ -489,7 +489,7 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
     await addCost(t.api, company.id, event(agent.id, 50));
     expect((await agentRow(t, agent.id)).status).toBe('idle');
     // The operator lowers the budget back to 100 while 150 is already spent: that is a hard stop now.
-    expect((await t.api.patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 100 })).status).toBe(200);
+    expect((await settling(t).patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 100 })).status).toBe(200);
     await addCost(t.api, company.id, event(agent.id, 50));
     expect(await agentRow(t, agent.id)).toMatchObject({ status: 'paused', pause_reason: 'budget_hard_stop', spent: 200, budget: 100 });
     const open = (await overview(company.id)).activeIncidents.map((i: any) => [i.thresholdType, i.amountLimit]);
@@ -507,8 +507,8 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
   });
 
   it('the company hard stop: raise_budget_and_resume sets the company active again', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 200 });
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 200 });
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 200));
     const hard = (await incidents(t, company.id)).find((i) => i.threshold_type === 'hard')!;
     expect((await companyRow(t, company.id)).status).toBe('paused');
@@ -522,8 +522,8 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
   });
 
   it('a project incident raise resolves it and frees the project', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const projectId = randomUUID();
     expect((await upsert(company.id, { scopeType: 'project', scopeId: projectId, amount: 50 })).status).toBe(201);
     await addCost(t.api, company.id, event(agent.id, 60, { projectId }));
@@ -538,7 +538,7 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
 
   it('an unknown incident, a malformed id and an incident of another company are 404', async () => {
     const { company, hard } = await stoppedAgent();
-    const other = await createCompany(t.api);
+    const other = await createCompany(settling(t));
     for (const [companyId, incidentId] of [[company.id, randomUUID()], [company.id, 'not-an-id'], [other.id, hard.id]] as const) {
       const res = await resolve(companyId, incidentId, { action: 'keep_paused' });
       expect({ incidentId, status: res.status, code: res.body.code }).toEqual({ incidentId, status: 404, code: 'incident_not_found' });
@@ -549,12 +549,12 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
 
 describe('a deleted company', () => {
   it('takes its cost data with it', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 100 });
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 50 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 50 });
     await addCost(t.api, company.id, event(agent.id, 120, { projectId: randomUUID() }));
     expect((await t.api.post(`/api/companies/${company.id}/finance-events`, { kind: 'fee', direction: 'debit', amountCents: 5 })).status).toBe(201);
-    const keep = await createCompany(t.api, { budgetMonthlyCents: 100 });
-    const keeper = await createAgent(t.api, keep.id);
+    const keep = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+    const keeper = await createAgent(settling(t), keep.id);
     await addCost(t.api, keep.id, event(keeper.id, 10));
     const tables = ['cost_events', 'cost_rollups', 'spend_totals', 'budget_policies', 'budget_incidents', 'finance_events'];
     const counts = async (companyId: string) => {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, agentRow, agentSpent, companyRow, companySpent, event, eventCount, incidents, postCost } from './helpers.ts';
+import { activityCount, agentRow, agentSpent, companyRow, companySpent, event, eventCount, incidents, postCost, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -16,8 +16,8 @@ const statuses = (answers: Array<{ status: number }>) => {
 describe('concurrent cost events', () => {
   it('200 concurrent events of one agent: no cent lost, each threshold opens once, one pause', async () => {
     // Sum of 1..200 = 20,100: crosses the agent's 15,000 and the company's 18,000.
-    const company = await createCompany(t.api, { budgetMonthlyCents: 18_000 });
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 15_000 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 18_000 });
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 15_000 });
     const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => postCost(t.api, company.id, event(agent.id, i + 1, { model: `m${i % 7}` }))));
     expect(statuses(answers)).toEqual({ 201: 200 });
     expect(new Set(answers.map((a) => a.body.id)).size).toBe(200);
@@ -51,9 +51,9 @@ describe('concurrent cost events', () => {
   });
 
   it('many agents of one company concurrently: every agent and the company add up', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 1_000_000 });
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 1_000_000 });
     const agents = [];
-    for (let i = 0; i < 12; i++) agents.push(await createAgent(t.api, company.id, { budgetMonthlyCents: 100 }));
+    for (let i = 0; i < 12; i++) agents.push(await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 }));
     const keys = await Promise.all(agents.map((a) => createAgentKey(t.api, a.id)));
     // Each agent reports 15 events of 10 cents with its own key: 150 cents each, over its 100 budget.
     const calls: Array<ReturnType<typeof postCost>> = [];
@@ -81,8 +81,8 @@ describe('concurrent cost events', () => {
   it('several companies concurrently: totals never leak between companies', async () => {
     const companies = [];
     for (let i = 0; i < 5; i++) {
-      const company = await createCompany(t.api, { budgetMonthlyCents: 100 });
-      const agent = await createAgent(t.api, company.id);
+      const company = await createCompany(settling(t), { budgetMonthlyCents: 100 });
+      const agent = await createAgent(settling(t), company.id);
       companies.push({ company, agent });
     }
     const calls: Array<ReturnType<typeof postCost>> = [];
@@ -105,8 +105,8 @@ describe('concurrent cost events', () => {
   });
 
   it('concurrent replays mixed with new events: each key stored once', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const bodies = Array.from({ length: 20 }, (_, i) => event(agent.id, 100 + i));
     const calls: Array<ReturnType<typeof postCost>> = [];
     for (let copy = 0; copy < 5; copy++) {
@@ -125,8 +125,8 @@ describe('concurrent cost events', () => {
   it('a resolve that raises the budget while events of the agent arrive answers 200 and loses no cent', async () => {
     const failures: string[] = [];
     for (let round = 0; round < 12; round++) {
-      const company = await createCompany(t.api);
-      const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 100 });
+      const company = await createCompany(settling(t));
+      const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 });
       expect((await postCost(t.api, company.id, event(agent.id, 85))).status).toBe(201);
       const soft = (await incidents(t, company.id)).find((i) => i.threshold_type === 'soft')!;
       expect(soft).toBeDefined();
@@ -141,8 +141,8 @@ describe('concurrent cost events', () => {
     expect(failures).toEqual([]);
   });
   it('bad headers among 200 concurrent events fail only their own request', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     // 10 run ids that are not uuids (ignored, as the activity log documents), 5 empty and 5 oversized idempotency keys (refused).
     const headers = (i: number): Record<string, string> => {
       if (i % 20 === 0) return { 'x-service-run-id': `not-a-uuid-${i}` };

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, addCost, agentSpent, companySpent, event, eventCount, ISO, postCost, UUID } from './helpers.ts';
+import { activityCount, addCost, agentSpent, companySpent, event, eventCount, ISO, postCost, UUID, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -10,8 +10,8 @@ afterAll(async () => { await t?.stop(); });
 
 describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
   it('stores every field and answers 201 with the stored event', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const ids = { issueId: randomUUID(), projectId: randomUUID(), goalId: randomUUID(), heartbeatRunId: randomUUID() };
     const occurredAt = new Date(Date.now() - 60_000);
     const res = await postCost(t.api, company.id, {
@@ -36,8 +36,8 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
   });
 
   it('defaults biller to the provider and billingType to unknown; optional fields are null', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const res = await postCost(t.api, company.id, event(agent.id, 5, { provider: 'beta', model: 'beta-mini' }));
     expect(res.status, res.text).toBe(201);
     expect(res.body).toMatchObject({
@@ -52,17 +52,17 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
   });
 
   it('normalises an occurredAt with an offset to UTC', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const res = await postCost(t.api, company.id, event(agent.id, 1, { occurredAt: '2025-03-10T12:30:00+02:00' }));
     expect(res.status, res.text).toBe(201);
     expect(res.body.occurredAt).toBe('2025-03-10T10:30:00.000Z');
   });
 
   it('lets the board report for any agent of the company', async () => {
-    const company = await createCompany(t.api);
-    const first = await createAgent(t.api, company.id);
-    const second = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const first = await createAgent(settling(t), company.id);
+    const second = await createAgent(settling(t), company.id);
     const a = await addCost(t.api, company.id, event(first.id, 10));
     const b = await addCost(t.api, company.id, event(second.id, 20));
     expect([a.agentId, b.agentId]).toEqual([first.id, second.id]);
@@ -73,8 +73,8 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
   });
 
   it('accepts an agentId in upper case and stores it in lower case', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const res = await postCost(t.api, company.id, event(agent.id.toUpperCase(), 7));
     expect(res.status, res.text).toBe(201);
     expect(res.body.agentId).toBe(agent.id);
@@ -82,9 +82,9 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
   });
 
   it('raises spentMonthlyCents of the agent and the company and writes a cost_event.created activity entry', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
-    const other = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
+    const other = await createAgent(settling(t), company.id);
     expect(await agentSpent(t.api, agent.id)).toBe(0);
     expect(await companySpent(t.api, company.id)).toBe(0);
     const first = await addCost(t.api, company.id, event(agent.id, 250, { provider: 'alpha', model: 'm1', billingType: 'credits' }));
@@ -109,8 +109,8 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
 
 describe('POST cost-events: who may report for whom', () => {
   it('an agent key reports its own costs (201, actor recorded as the agent)', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const key = await createAgentKey(t.api, agent.id);
     const res = await postCost(t.api.as(key), company.id, event(agent.id, 40));
     expect(res.status, res.text).toBe(201);
@@ -121,9 +121,9 @@ describe('POST cost-events: who may report for whom', () => {
   });
 
   it("an agent key may not report another agent's costs (403 forbidden), and nothing is stored", async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
-    const peer = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
+    const peer = await createAgent(settling(t), company.id);
     const key = await createAgentKey(t.api, agent.id);
     const res = await postCost(t.api.as(key), company.id, event(peer.id, 40));
     expect(res.status).toBe(403);
@@ -134,9 +134,9 @@ describe('POST cost-events: who may report for whom', () => {
   });
 
   it('an agent of another company in the body is 404 agent_not_found', async () => {
-    const company = await createCompany(t.api);
-    const other = await createCompany(t.api);
-    const stranger = await createAgent(t.api, other.id);
+    const company = await createCompany(settling(t));
+    const other = await createCompany(settling(t));
+    const stranger = await createAgent(settling(t), other.id);
     const res = await postCost(t.api, company.id, event(stranger.id, 40));
     expect(res.status).toBe(404);
     expect(res.body.code).toBe('agent_not_found');
@@ -146,7 +146,7 @@ describe('POST cost-events: who may report for whom', () => {
   });
 
   it('an unknown agent id is 404 agent_not_found', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const res = await postCost(t.api, company.id, event(randomUUID(), 40));
     expect(res.status).toBe(404);
     expect(res.body.code).toBe('agent_not_found');
@@ -154,10 +154,10 @@ describe('POST cost-events: who may report for whom', () => {
   });
 
   it("an agent key of company A on company B's route is 403, even naming its own id", async () => {
-    const a = await createCompany(t.api);
-    const b = await createCompany(t.api);
-    const agent = await createAgent(t.api, a.id);
-    const bAgent = await createAgent(t.api, b.id);
+    const a = await createCompany(settling(t));
+    const b = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), a.id);
+    const bAgent = await createAgent(settling(t), b.id);
     const key = await createAgentKey(t.api, agent.id);
     for (const agentId of [agent.id, bAgent.id]) {
       const res = await postCost(t.api.as(key), b.id, event(agentId, 40));
@@ -171,16 +171,16 @@ describe('POST cost-events: who may report for whom', () => {
   });
 
   it('an unknown company is 404 and a malformed company id is 404', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     expect((await postCost(t.api, randomUUID(), event(agent.id, 1))).status).toBe(404);
     expect((await postCost(t.api, 'not-a-company', event(agent.id, 1))).status).toBe(404);
     expect(await eventCount(t, company.id)).toBe(0);
   });
 
   it('refuses a request with an invalid bearer token (401)', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const res = await postCost(t.api.as('svc_agent_not-a-real-key'), company.id, event(agent.id, 1));
     expect(res.status).toBe(401);
     expect(await eventCount(t, company.id)).toBe(0);
@@ -191,8 +191,8 @@ describe('POST cost-events: bad input is refused and stores nothing', () => {
   let company: any;
   let agent: any;
   beforeAll(async () => {
-    company = await createCompany(t.api);
-    agent = await createAgent(t.api, company.id);
+    company = await createCompany(settling(t));
+    agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 11));
   });
 
@@ -261,8 +261,8 @@ describe('POST cost-events: bad input is refused and stores nothing', () => {
 
 describe('POST cost-events: Idempotency-Key', () => {
   it('three sequential sends store one event, count the spend once and mark the replays', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const body = event(agent.id, 333, { inputTokens: 10 });
     const answers = [];
     for (let i = 0; i < 3; i++) answers.push(await postCost(t.api, company.id, body, { 'idempotency-key': 'retry-1' }));
@@ -279,8 +279,8 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it('the same body with its keys in another order is a replay', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const body = event(agent.id, 9);
     const first = await postCost(t.api, company.id, body, { 'idempotency-key': 'order' });
     const reversed = Object.fromEntries(Object.entries(body).reverse());
@@ -292,8 +292,8 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it('ten concurrent sends store one event and count the spend once', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const body = event(agent.id, 777);
     const answers = await Promise.all(Array.from({ length: 10 }, () => postCost(t.api, company.id, body, { 'idempotency-key': 'burst' })));
     expect(answers.map((r) => r.status)).toEqual(Array(10).fill(201));
@@ -307,8 +307,8 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it('the same key with a different body is 409 idempotency_key_reused and changes nothing', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const first = await postCost(t.api, company.id, event(agent.id, 100), { 'idempotency-key': 'k-1' });
     expect(first.status).toBe(201);
     const second = await postCost(t.api, company.id, event(agent.id, 101), { 'idempotency-key': 'k-1' });
@@ -320,8 +320,8 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it('different keys, or no key, store separate events', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const body = event(agent.id, 50);
     const a = await postCost(t.api, company.id, body, { 'idempotency-key': 'a' });
     const b = await postCost(t.api, company.id, body, { 'idempotency-key': 'b' });
@@ -334,10 +334,10 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it('a key is scoped to its company: the same key in another company stores a new event', async () => {
-    const one = await createCompany(t.api);
-    const two = await createCompany(t.api);
-    const agentOne = await createAgent(t.api, one.id);
-    const agentTwo = await createAgent(t.api, two.id);
+    const one = await createCompany(settling(t));
+    const two = await createCompany(settling(t));
+    const agentOne = await createAgent(settling(t), one.id);
+    const agentTwo = await createAgent(settling(t), two.id);
     const a = await postCost(t.api, one.id, event(agentOne.id, 5), { 'idempotency-key': 'shared-key' });
     const b = await postCost(t.api, two.id, event(agentTwo.id, 5), { 'idempotency-key': 'shared-key' });
     expect([a.status, b.status]).toEqual([201, 201]);
@@ -348,9 +348,9 @@ describe('POST cost-events: Idempotency-Key', () => {
   });
 
   it("an agent cannot replay a board-stored key for another agent's event", async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
-    const peer = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
+    const peer = await createAgent(settling(t), company.id);
     const key = await createAgentKey(t.api, agent.id);
     const body = event(peer.id, 60);
     expect((await postCost(t.api, company.id, body, { 'idempotency-key': 'peer' })).status).toBe(201);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, ISO, q, UUID } from './helpers.ts';
+import { activityCount, ISO, q, UUID, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -14,7 +14,7 @@ const financeCount = async (companyId: string) =>
 
 describe('POST /api/companies/{companyId}/finance-events', () => {
   it('stores every field (201)', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const res = await post(company.id, {
       kind: 'credit_purchase', direction: 'credit', amountCents: 50_000, currency: 'EUR', estimated: true, biller: 'alpha',
       description: 'Top-up', metadata: { invoice: 'INV-1', lines: [1, 2], nested: { ok: true } }, occurredAt: '2025-04-01T08:00:00+02:00',
@@ -31,7 +31,7 @@ describe('POST /api/companies/{companyId}/finance-events', () => {
   });
 
   it('applies defaults: USD, not estimated, occurredAt now, null biller/description/metadata', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const before = Date.now();
     const res = await post(company.id, { kind: 'platform_fee', direction: 'debit', amountCents: 0 });
     expect(res.status, res.text).toBe(201);
@@ -41,7 +41,7 @@ describe('POST /api/companies/{companyId}/finance-events', () => {
   });
 
   it('refuses bad bodies with 400 validation_failed and stores nothing', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const ok = { kind: 'manual_adjustment', direction: 'debit', amountCents: 10 };
     const bodies: unknown[] = [
       { direction: 'debit', amountCents: 10 }, { kind: 'fee', amountCents: 10 }, { kind: 'fee', direction: 'debit' },
@@ -58,7 +58,7 @@ describe('POST /api/companies/{companyId}/finance-events', () => {
   });
 
   it('accepts any three upper-case letters as currency and refuses anything else', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     const ok = { kind: 'manual_adjustment', direction: 'debit', amountCents: 10 };
     for (const currency of ['EUR', 'GBP', 'JPY']) {
       const res = await post(company.id, { ...ok, currency });
@@ -72,7 +72,7 @@ describe('POST /api/companies/{companyId}/finance-events', () => {
   });
 
   it('keeps currencies apart in the summary and the breakdowns', async () => {
-    const company = await createCompany(t.api);
+    const company = await createCompany(settling(t));
     expect((await post(company.id, { kind: 'platform_fee', direction: 'debit', amountCents: 700, currency: 'EUR', biller: 'alpha' })).status).toBe(201);
     expect((await post(company.id, { kind: 'platform_fee', direction: 'debit', amountCents: 300, biller: 'alpha' })).status).toBe(201);
     const summary = await t.api.get(`/api/companies/${company.id}/costs/finance-summary`);
@@ -82,8 +82,8 @@ describe('POST /api/companies/{companyId}/finance-events', () => {
   });
 
   it('is board only: an agent key gets 403 and nothing is stored', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const key = await createAgentKey(t.api, agent.id);
     const res = await t.api.as(key).post(`/api/companies/${company.id}/finance-events`, { kind: 'fee', direction: 'debit', amountCents: 10 });
     expect(res.status).toBe(403);
@@ -109,12 +109,12 @@ describe('finance reads', () => {
     { kind: 'manual_adjustment', direction: 'debit', amountCents: 700, biller: 'alpha', occurredAt: '2025-05-06T10:00:00.000Z' },
   ];
   beforeAll(async () => {
-    company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     agentKey = await createAgentKey(t.api, agent.id);
     for (const e of events) expect((await post(company.id, e)).status).toBe(201);
     // Another company's events never show.
-    const other = await createCompany(t.api);
+    const other = await createCompany(settling(t));
     expect((await post(other.id, { kind: 'inference_charge', direction: 'debit', amountCents: 99_999, biller: 'alpha', occurredAt: '2025-05-02T10:00:00.000Z' })).status).toBe(201);
   });
   const get = (path: string, params: Record<string, string> = {}) => t.api.get(`/api/companies/${company.id}/costs/${path}${Object.keys(params).length ? q(params) : ''}`);
@@ -180,7 +180,7 @@ describe('finance reads', () => {
   });
 
   it('finance-events: the default limit is 100', async () => {
-    const busy = await createCompany(t.api);
+    const busy = await createCompany(settling(t));
     const base = Date.parse('2025-01-01T00:00:00.000Z');
     for (let i = 0; i < 105; i++) {
       expect((await post(busy.id, { kind: 'fee', direction: 'debit', amountCents: i, occurredAt: new Date(base + i * 60_000).toISOString() })).status).toBe(201);

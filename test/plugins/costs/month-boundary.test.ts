@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
-import { addCost, agentRow, agentSpent, companySpent, event, incidents, lastMonthMoment, monthKey } from './helpers.ts';
+import { addCost, agentRow, agentSpent, companySpent, event, incidents, lastMonthMoment, monthKey, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -13,8 +13,8 @@ const lastMonthDate = () => { const d = lastMonth(); return `${monthKey(d)}-01`;
 
 describe('month-to-date spend', () => {
   it('an event of last month counts all time and by agent, but not in spentMonthlyCents', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 500, { occurredAt: lastMonth().toISOString() }));
     expect(await agentSpent(t.api, agent.id)).toBe(0);
     expect(await companySpent(t.api, company.id)).toBe(0);
@@ -38,8 +38,8 @@ describe('month-to-date spend', () => {
   });
 
   it('an event of last month after this month\'s does not roll the month back', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 40));
     await addCost(t.api, company.id, event(agent.id, 900, { occurredAt: lastMonth().toISOString() }));
     expect(await agentSpent(t.api, agent.id)).toBe(40);
@@ -47,8 +47,8 @@ describe('month-to-date spend', () => {
   });
 
   it('spend stored for last month reads as 0, and a new event shows only this month', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     // Last month's spend: in the plugin's totals for that month, and on the kernel rows as reported then.
     await addCost(t.api, company.id, event(agent.id, 300, { occurredAt: lastMonth().toISOString() }));
     await t.sql.query('update agents set spent_monthly_cents = 300, spent_month = $2::date where id = $1', [agent.id, lastMonthDate()]);
@@ -65,8 +65,8 @@ describe('month-to-date spend', () => {
   });
 
   it('the kernel route of the company shows the same month-to-date figure as the stored month', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 12));
     // The simulated rollover: the stored month becomes last month, as if the month had ended.
     await t.sql.query('update agents set spent_month = (date_trunc(\'month\', now()) - interval \'1 month\')::date where id = $1', [agent.id]);
@@ -80,8 +80,8 @@ describe('month-to-date spend', () => {
 
 describe('policies measure their own window', () => {
   it('a monthly agent policy ignores last month: spend above budget last month opens no incident', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id, { budgetMonthlyCents: 100 });
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 100 });
     await addCost(t.api, company.id, event(agent.id, 500, { occurredAt: lastMonth().toISOString() }));
     expect(await incidents(t, company.id)).toEqual([]);
     expect((await agentRow(t, agent.id)).status).toBe('idle');
@@ -99,8 +99,8 @@ describe('policies measure their own window', () => {
   });
 
   it('a monthly company policy ignores last month', async () => {
-    const company = await createCompany(t.api, { budgetMonthlyCents: 200 });
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t), { budgetMonthlyCents: 200 });
+    const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 10_000, { occurredAt: lastMonth().toISOString() }));
     expect(await incidents(t, company.id)).toEqual([]);
     const res = await t.api.get(`/api/companies/${company.id}`);
@@ -108,8 +108,8 @@ describe('policies measure their own window', () => {
   });
 
   it('a lifetime project policy counts spend of every month', async () => {
-    const company = await createCompany(t.api);
-    const agent = await createAgent(t.api, company.id);
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
     const projectId = randomUUID();
     const policy = await t.api.post(`/api/companies/${company.id}/budgets/policies`, { scopeType: 'project', scopeId: projectId, amount: 400 });
     expect(policy.status, policy.text).toBe(201);

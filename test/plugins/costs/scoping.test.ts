@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { addMember, boardToken, createAgent, createAgentKey, createCompany, insertUser } from '../../support/fixtures.ts';
-import { event } from './helpers.ts';
+import { event, settling } from './helpers.ts';
 
 /** Company scoping of the cost routes in authenticated mode: board users reach only their companies. */
 let t: TestKernel;
@@ -34,12 +34,12 @@ beforeAll(async () => {
   const leaverId = await insertUser(t);
   leaver = await boardToken(t, leaverId);
   const asAdmin = t.api.as(admin);
-  company = await createCompany(asAdmin, { budgetMonthlyCents: 1000 });
-  agent = await createAgent(asAdmin, company.id, { budgetMonthlyCents: 100 });
+  company = await createCompany(settling(t, asAdmin), { budgetMonthlyCents: 1000 });
+  agent = await createAgent(settling(t, asAdmin), company.id, { budgetMonthlyCents: 100 });
   await addMember(t, company.id, memberId, 'owner');
   await addMember(t, company.id, leaverId, 'member', 'left');
-  const other = await createCompany(asAdmin);
-  const otherAgent = await createAgent(asAdmin, other.id);
+  const other = await createCompany(settling(t, asAdmin));
+  const otherAgent = await createAgent(settling(t, asAdmin), other.id);
   otherAgentKey = await createAgentKey(asAdmin, otherAgent.id);
   const res = await asAdmin.post(`/api/companies/${company.id}/cost-events`, event(agent.id, 90));
   expect(res.status, res.text).toBe(201);

@@ -1,0 +1,45 @@
+import type { PluginDatabase } from './database.ts';
+import type { Invocation } from '../invocation.ts';
+import { CapabilityError, type WorkerCapability } from './types.ts';
+
+/** Asks the kernel over IPC (the broker checks the invocation and the grant there). */
+export type KernelCall = (invocation: Invocation, capability: string, method: string, args: unknown[]) => Promise<unknown>;
+
+interface CheckedPublication { name: string; entityType: string; entityId: string; payload: Record<string, unknown> }
+
+/**
+ * `ctx.events.publish(name, payload, { entityType, entityId })` (events.publish). The kernel
+ * checks the name (the plugin's own key, declared in its manifest) and the payload (the
+ * declared schema) first; then the event is appended to the outbox in this invocation's own
+ * transaction through `keel_bridge.publish_event`, which verifies the kernel-signed identity,
+ * takes the company from it and checks the name and the declaration again. The event therefore
+ * exists exactly when the plugin's writes commit, and a plugin can never publish under another
+ * key or as the kernel.
+ */
+export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall): WorkerCapability {
+  return {
+    publish: async (invocation, args) => {
+      if (!db) throw new CapabilityError(403, 'events_unavailable', 'publishing events needs the plugin database connection');
+      if (invocation.message.readOnly || !invocation.message.transactional) {
+        throw new CapabilityError(403, 'events_read_only', 'events can be published only from a mutating, transactional call (their outbox row commits with its writes); this call is read-only');
+      }
+      const signed = invocation.message.signed;
+      if (!signed || !invocation.message.info.companyId) {
+        throw new CapabilityError(403, 'company_scope_required', 'events belong to a company, and this call serves none; publish from a route under a company, or from a job declared perCompany: true');
+      }
+      const checked = await kernel(invocation, 'eventChecks', 'check', args) as CheckedPublication;
+      const client = await invocation.transactionClient(db.pool)!;
+      try {
+        const result = await db.statement(client, () => client.query({
+          text: 'select keel_bridge.publish_event($1, $2, $3, $4, $5, $6::jsonb) as id',
+          values: [signed.invocation, signed.signature, checked.name, checked.entityType, checked.entityId, JSON.stringify(checked.payload)],
+        }));
+        return { eventId: (result.rows[0] as { id: string }).id };
+      } catch (error) {
+        const pgError = error as { code?: string; message?: string };
+        if (pgError.code === '42501') throw new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`);
+        throw error;
+      }
+    },
+  };
+}
