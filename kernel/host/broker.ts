@@ -1,6 +1,7 @@
 import { KeelError } from '../http/errors.ts';
 import type { WorkerToKernel } from './protocol/messages.ts';
 import { agentsCapability } from './capabilities/agents.ts';
+import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
@@ -17,6 +18,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   secrets: secretsCapability,
   services: servicesCapability,
   streams: streamsCapability,
+  blobs: blobsCapability,
 };
 
 /**

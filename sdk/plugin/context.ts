@@ -111,6 +111,35 @@ export interface ServicesCapability {
   call<T = unknown>(plugin: string, service: string, input?: unknown, options?: { idempotencyKey?: string }): Promise<T>;
 }
 
+/** A blob's metadata; its bytes stay in the kernel's blob store. */
+export interface BlobHandle {
+  id: string;
+  companyId: string;
+  /** `kernel` or the key of the plugin that owns it. */
+  owner: string;
+  contentType: string;
+  byteSize: number;
+  sha256: string;
+  filename: string | null;
+  createdAt: string;
+}
+/**
+ * Blobs of the company this call serves that the plugin owns or was handed (an upload to one
+ * of its routes, a link from another plugin). Any other id, another company's or another
+ * plugin's included, is not found (`get` answers null, the others 404 `blob_not_found`).
+ */
+export interface BlobsCapability {
+  get(blobId: string): Promise<BlobHandle | null>;
+  /** The blob as UTF-8 text; at most 512 KiB (413 `blob_too_large` beyond). */
+  readText(blobId: string): Promise<string>;
+  /** A new blob owned by the plugin (text/* or JSON types, at most 512 KiB); needs blobs.write. */
+  createText(input: { text: string; contentType?: string; filename?: string }): Promise<BlobHandle>;
+  /** Hands the blob to another plugin of the same company; needs blobs.write. */
+  link(blobId: string, pluginKey: string): Promise<{ linked: true }>;
+  /** The owner deletes the blob; a plugin it was handed to lets go of its link. Needs blobs.write. */
+  delete(blobId: string): Promise<{ deleted: boolean }>;
+}
+
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -135,6 +164,7 @@ export interface PluginContext {
   streams?: StreamsCapability;
   budgets?: BudgetsCapability;
   scopes?: ScopesCapability;
+  blobs?: BlobsCapability;
 }
 
 export interface RouteRequest {
@@ -143,7 +173,12 @@ export interface RouteRequest {
   body: unknown;
   headers: Record<string, string>;
   companyId: string | null;
+  /** For a route declared `upload`: the stored file's metadata (the plugin owns the blob). */
+  upload?: BlobHandle;
 }
+
+/** What a route declared `download` answers: the host streams the blob with safe headers. */
+export interface BlobDownload { blob: string; disposition?: 'attachment' | 'inline'; filename?: string }
 
 /** One call of a batched route, as a batch handler receives it: its request and its own ctx. */
 export interface BatchCall { request: RouteRequest; ctx: PluginContext }

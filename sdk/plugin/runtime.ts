@@ -93,6 +93,7 @@ function buildContext(info: InvocationInfo): PluginContext {
   if (has('secrets.resolve')) ctx.secrets = { resolveEnvironment: c('secrets', 'resolveEnvironment') } as never;
   if (has('services.consume')) ctx.services = { call: c('services', 'call') } as never;
   if (has('ui.streams')) ctx.streams = { publish: c('streams', 'publish') } as never;
+  if (has('blobs.read') || has('blobs.write')) ctx.blobs = { get: c('blobs', 'get'), readText: c('blobs', 'readText'), createText: c('blobs', 'createText'), link: c('blobs', 'link'), delete: c('blobs', 'delete') } as never;
   if (has('budgets.write')) ctx.budgets = { reportMonthlySpend: c('budgets', 'reportMonthlySpend'), setMonthlyBudget: c('budgets', 'setMonthlyBudget') } as never;
   if (has('agents.pause') || has('companies.pause')) {
     ctx.scopes = { pauseAgent: c('scopes', 'pauseAgent'), resumeAgent: c('scopes', 'resumeAgent'), pauseCompany: c('scopes', 'pauseCompany'), resumeCompany: c('scopes', 'resumeCompany') } as never;

@@ -10,7 +10,8 @@ export type KernelMethod =
   | 'services.call'
   | 'streams.publish'
   | 'budgets.reportMonthlySpend' | 'budgets.setMonthlyBudget'
-  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany';
+  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany'
+  | 'blobs.get' | 'blobs.readText' | 'blobs.createText' | 'blobs.link' | 'blobs.delete';
 
 /** A fake receives the plugin's arguments and the invocation the host attached (company, actor, run). */
 export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknown | Promise<unknown>;
@@ -18,6 +19,7 @@ export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknow
 export const KERNEL_METHODS: readonly KernelMethod[] = [
   'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
   'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
+  'blobs.get', 'blobs.readText', 'blobs.createText', 'blobs.link', 'blobs.delete',
 ];
 
 /** Methods that reach company data: the host refuses them to a call that serves no company. */

@@ -14,11 +14,12 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   services: () => ['services.consume'],
   streams: () => ['ui.streams'],
   budgets: () => ['budgets.write'],
+  blobs: (method) => (method === 'get' || method === 'readText' ? ['blobs.read', 'blobs.write'] : ['blobs.write']),
   scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
-export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams']);
+export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams', 'blobs']);
 
 /** The arguments of a bridge call: a JSON array, or undefined when they are not one. */
 export function parseCallArguments(argsJson: string): unknown[] | undefined {
