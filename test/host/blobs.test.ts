@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { sendLargeUpload } from '../support/large-upload.ts';
+import { expectValidDocument, fetchDocument } from '../support/openapi.ts';
 import { agentToken, createCompany, insertAgent, PNG_1X1 } from '../kernel/companies-fixtures.ts';
 
 /**
@@ -120,6 +121,18 @@ describe('plugin upload and download routes', () => {
     const res = await t.api.post(`${base(companyA.id)}/failing`, undefined, { rawBody: form('dropped', 'text/plain') });
     expect(res.status).toBe(409);
     expect(await blobCount(companyA.id)).toBe(before);
+  });
+});
+
+describe('the API reference', () => {
+  it('describes upload routes as multipart and download routes as binary', async () => {
+    const document = await fetchDocument(t.api);
+    await expectValidDocument(document);
+    const uploadOp = document.paths['/api/plugins/blob-fx/companies/{companyId}/files'].post;
+    expect(Object.keys(uploadOp.requestBody.content)).toEqual(['multipart/form-data']);
+    expect(Object.keys(uploadOp.responses)).toEqual(expect.arrayContaining(['408', '413', '415']));
+    const downloadOp = document.paths['/api/plugins/blob-fx/companies/{companyId}/files/{id}'].get;
+    expect(Object.keys(downloadOp.responses['200'].content)).toEqual(['application/octet-stream']);
   });
 });
 
