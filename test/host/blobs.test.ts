@@ -147,6 +147,33 @@ describe('upload attacks', () => {
     expect(await blobCount(companyA.id)).toBe(before);
   });
 
+  it("apply a company's own limit, set by an instance admin, and name it in the 413", async () => {
+    const set = await t.api.put(`/api/companies/${companyB.id}/upload-limit`, { maxBytes: 100 * 1024 });
+    expect(set.status, set.text).toBe(200);
+    expect(set.body).toEqual({ companyId: companyB.id, maxBytes: 102400, effectiveBytes: 102400, instanceBytes: 16 * 1024 * 1024 });
+    try {
+      const refused = await sendLargeUpload(`${t.url}${base(companyB.id)}/files`, { bytes: 200 * 1024, contentLength: false });
+      expect({ error: refused.error, status: refused.status }).toEqual({ error: null, status: 413 });
+      expect(refused.body.error).toContain('102400');
+      expect((await sendLargeUpload(`${t.url}${base(companyA.id)}/files`, { bytes: 200 * 1024 })).status).toBe(201);
+      expect((await t.api.put(`/api/companies/${companyB.id}/upload-limit`, { maxBytes: 100 * 1024 }, { token: agentOfB })).status).toBe(403);
+    } finally {
+      await t.api.put(`/api/companies/${companyB.id}/upload-limit`, { maxBytes: null });
+    }
+    expect((await t.api.get(`/api/companies/${companyB.id}/upload-limit`)).body).toMatchObject({ maxBytes: null, effectiveBytes: 16 * 1024 * 1024 });
+  });
+
+  it('refuse an upload route declared without blobs.write, or without a company', async () => {
+    for (const [change, field] of [
+      [(m: any) => { m.key = 'blob-nocap'; m.capabilities = m.capabilities.filter((c: any) => c.id !== 'blobs.write'); }, 'routes.0.upload'],
+      [(m: any) => { m.key = 'blob-nocompany'; m.routes[0].path = '/files'; delete m.routes[0].companyParam; }, 'routes.0.upload'],
+    ] as const) {
+      const res = await t.api.post('/api/plugins/install', { localPath: await pluginVariant(FIXTURE, change) });
+      expect(res.status, res.text).toBe(422);
+      expect(res.text).toContain(field);
+    }
+  });
+
   it("answer an agent of another company 403 JSON even while it sends a large body", async () => {
     const answer = await sendLargeUpload(`${t.url}${base(companyA.id)}/files`, { bytes: 5 * 1024 * 1024, token: agentOfB });
     expect(answer.error).toBeNull();

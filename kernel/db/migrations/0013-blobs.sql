@@ -49,3 +49,11 @@ update assets set blob_id = id;
 alter table assets alter column blob_id set not null;
 alter table assets drop column data;
 create index assets_blob_idx on assets (blob_id);
+
+-- A company's own upload limit, set by an instance admin; without a row the instance's
+-- limits.attachmentBytes applies. A route's own maxBytes caps either.
+create table company_upload_limits (
+  company_id uuid primary key references companies (id) on delete cascade,
+  max_bytes bigint not null check (max_bytes > 0),
+  updated_at timestamptz not null default now()
+);

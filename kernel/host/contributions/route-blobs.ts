@@ -4,6 +4,7 @@ import { deleteBlob, readBlobStream, type BlobMetadata } from '../../blobs/blob-
 import { blobForPlugin } from '../../blobs/blob-access.ts';
 import { servedInline } from '../../blobs/content-types.ts';
 import { streamUpload } from '../../blobs/multipart-upload.ts';
+import { effectiveUploadLimit } from '../../blobs/upload-limits.ts';
 import { KeelError } from '../../http/errors.ts';
 import { cleanFilename } from '../../tenancy/assets.ts';
 import type { ExtensionHost } from '../extension-host.ts';
@@ -18,11 +19,6 @@ function assertGranted(host: ExtensionHost, plugin: string, what: string, needs:
   }
 }
 
-/** The effective size limit of an upload route: its own maxBytes within the instance's limit. */
-export function uploadLimit(host: ExtensionHost, route: RouteManifest): number {
-  const instance = host.kernel.config.limits.attachmentBytes;
-  return Math.min(route.upload?.maxBytes ?? instance, instance);
-}
 
 /**
  * A route declared `upload`: the file part is streamed into the blob store (owned by the
@@ -32,8 +28,10 @@ export async function receiveUpload(ctx: Context, host: ExtensionHost, plugin: s
   assertGranted(host, plugin, 'an upload route', ['blobs.write']);
   if (!companyId) throw new KeelError(403, 'company_scope_required', `${plugin}: an upload belongs to a company, and this call serves none`);
   const upload = route.upload!;
+  // The route's maxBytes within the company's limit (its own, or the instance's).
+  const limit = await effectiveUploadLimit(host.kernel.db, host.kernel.config.limits.attachmentBytes, companyId, upload.maxBytes);
   return streamUpload(ctx, host.kernel.db, {
-    companyId, owner: plugin, field: upload.field, contentTypes: upload.contentTypes, limit: uploadLimit(host, route),
+    companyId, owner: plugin, field: upload.field, contentTypes: upload.contentTypes, limit,
     deadlineMs: (host.kernel.config.limits.uploadSeconds ?? DEFAULT_UPLOAD_SECONDS) * 1000,
   });
 }
