@@ -131,6 +131,10 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     readOnly,
     batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100, maxInFlight: route.batch.maxInFlight ?? 2 } : undefined,
     defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+  }).catch(async (error: unknown) => {
+    // A plugin that could not be invoked at all (not running, busy) keeps no upload either.
+    if (upload) await discardUpload(host, upload);
+    throw error;
   });
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's
   // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
