@@ -6,6 +6,7 @@ import { cliAuthRoutes } from './auth/cli-auth-routes.ts';
 import { instanceRoutes } from './tenancy/instance-routes.ts';
 import { companyRoutes } from './tenancy/company-routes.ts';
 import { assetRoutes } from './tenancy/asset-routes.ts';
+import { uploadLimitRoutes } from './blobs/upload-limit-routes.ts';
 import { agentRoutes } from './tenancy/agent-routes.ts';
 import { resourceMembershipRoutes } from './tenancy/resource-membership-routes.ts';
 import { activityRoutes } from './activity/activity-routes.ts';
@@ -36,6 +37,7 @@ export function routeModules(host: ExtensionHost): RouteModule[] {
     instanceRoutes,
     companyRoutes,
     assetRoutes,
+    uploadLimitRoutes,
     secretRoutes,
     agentSecretRoutes,
     agentRoutes,

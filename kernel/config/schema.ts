@@ -56,7 +56,8 @@ export const configSchema = {
       required: ['jsonBodyBytes', 'attachmentBytes'],
       properties: {
         jsonBodyBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted JSON request body.' },
-        attachmentBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted upload (logos, attachments).' },
+        attachmentBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted upload (logos, attachments); plugin upload routes may declare a smaller maxBytes.' },
+        uploadSeconds: { type: 'integer', minimum: 1, maximum: 3600, description: 'Deadline for a whole upload to a plugin route (default 300); a slower upload is refused with 408 upload_timeout.' },
       },
     },
     plugins: {
@@ -97,6 +98,6 @@ export interface KeelConfig {
   database: { url?: string; poolSize?: number };
   dataDir: string;
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  limits: { jsonBodyBytes: number; attachmentBytes: number };
+  limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
   plugins?: { privateNetworkHosts?: string[]; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

@@ -1,6 +1,7 @@
 import { KeelError } from '../http/errors.ts';
 import type { WorkerToKernel } from './protocol/messages.ts';
 import { agentsCapability } from './capabilities/agents.ts';
+import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { runsCapability } from './capabilities/runs.ts';
@@ -23,6 +24,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   jobs: jobsCapability,
   progress: progressCapability,
   eventChecks: eventChecksCapability,
+  blobs: blobsCapability,
 };
 
 /**

@@ -8,6 +8,7 @@ import { requestLog } from './request-log.ts';
 import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { pathGuard } from './path-guard.ts';
 import { assertEveryRouteDeclared } from './route-spec.ts';
+import { discardUnreadBody } from './unread-body.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -74,7 +75,12 @@ function errorHandler(kernel: KernelServices): Koa.Middleware {
         ctx.set('Retry-After', '1');
         kernel.log.warn({ err: thrown, requestId: ctx.state.requestId }, 'request failed: database unavailable');
       }
-      if (ctx.req.readable && !ctx.req.readableEnded) ctx.set('Connection', 'close');
+      // A refusal sent while the client is still sending would reach it as a broken pipe:
+      // read and discard the rest first (bounded), then answer and close the connection.
+      if (!ctx.req.complete && !ctx.req.readableEnded) {
+        await discardUnreadBody(ctx.req);
+        ctx.set('Connection', 'close');
+      }
     }
   };
 }

@@ -3,7 +3,7 @@ import { notFound } from '../http/errors.ts';
 import { assertCompanyAccess } from '../http/guards.ts';
 import { uuidParam } from '../http/request.ts';
 import { declareRoutes } from '../http/route-spec.ts';
-import { findAsset, insertAsset, LOGO_CONTENT_TYPES, readAssetData, SVG_TYPE, cleanFilename, toUploadedAsset } from './assets.ts';
+import { findAsset, insertAsset, LOGO_CONTENT_TYPES, readAssetStream, SVG_TYPE, cleanFilename, toUploadedAsset } from './assets.ts';
 import { companyForRequest } from './company-access.ts';
 import { prepareLogo, readSingleFile } from './logo-upload.ts';
 
@@ -70,9 +70,9 @@ export const assetRoutes: RouteModule = (router, kernel) => {
       ctx.status = 304;
       return;
     }
-    const data = await readAssetData(kernel.db, assetId);
-    if (!data) throw notFound('Asset not found');
     ctx.set('Content-Type', asset.content_type);
-    ctx.body = data;
+    ctx.body = readAssetStream(kernel.db, asset);
+    // After the body: Koa drops the length when a stream replaces a body.
+    ctx.length = Number(asset.byte_size);
   });
 };

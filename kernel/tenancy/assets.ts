@@ -1,11 +1,13 @@
-import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
+import { readBlobStream, writeBlobFromBuffer } from '../blobs/blob-store.ts';
 import { assetContentPath } from './companies.ts';
 
 /**
- * Stored binary objects of a company (logos today). Bytes live in the `assets` table so that
- * several kernel processes sharing one PostgreSQL see the same files and a company delete
- * removes them with everything else.
+ * Stored binary objects of a company (logos today). An asset is the kernel's record of a
+ * kernel-owned blob (kernel/blobs/blob-store.ts, migration 0013): the bytes live in the blob
+ * store, which several kernel processes sharing one PostgreSQL see alike; a company delete
+ * removes them with everything else, and deleting the blob deletes the asset.
  */
 export const SVG_TYPE = 'image/svg+xml';
 
@@ -50,15 +52,16 @@ export interface NewAsset {
   createdByAgentId: string | null;
 }
 
-const META_COLUMNS = 'id, company_id, kind, content_type, byte_size, sha256, original_filename, created_by_user_id, created_by_agent_id, created_at';
+const META_COLUMNS = 'id, company_id, kind, content_type, byte_size, sha256, original_filename, created_by_user_id, created_by_agent_id, created_at, blob_id';
 
+/** Writes the bytes to the blob store (owner `kernel`) and the asset row naming them, in the caller's transaction. */
 export async function insertAsset(db: Queryable, asset: NewAsset): Promise<Row> {
-  const sha256 = createHash('sha256').update(asset.data).digest('hex');
+  const blob = await writeBlobFromBuffer(db, { companyId: asset.companyId, owner: 'kernel', contentType: asset.contentType, filename: asset.originalFilename }, asset.data);
   const row = await db.maybeOne(
-    `insert into assets (company_id, kind, content_type, byte_size, sha256, original_filename, data, created_by_user_id, created_by_agent_id)
+    `insert into assets (company_id, kind, content_type, byte_size, sha256, original_filename, blob_id, created_by_user_id, created_by_agent_id)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?)
      returning ${META_COLUMNS}`,
-    [asset.companyId, asset.kind, asset.contentType, asset.data.length, sha256, asset.originalFilename, asset.data, asset.createdByUserId, asset.createdByAgentId]);
+    [asset.companyId, asset.kind, asset.contentType, blob.byteSize, blob.sha256, asset.originalFilename, blob.id, asset.createdByUserId, asset.createdByAgentId]);
   return row!;
 }
 
@@ -67,13 +70,14 @@ export async function findAsset(db: Queryable, id: string): Promise<Row | undefi
   return db.maybeOne(`select ${META_COLUMNS} from assets where id = ?`, [id]);
 }
 
-export async function readAssetData(db: Queryable, id: string): Promise<Buffer | undefined> {
-  const row = await db.maybeOne<{ data: Buffer }>('select data from assets where id = ?', [id]);
-  return row?.data;
+/** The asset's bytes, streamed from the blob store. */
+export function readAssetStream(db: Queryable, asset: Row): Readable {
+  return readBlobStream(db, { id: asset.blob_id, byteSize: Number(asset.byte_size) });
 }
 
+/** Deletes the asset's blob; the asset row goes with it (on delete cascade). */
 export async function deleteAsset(db: Queryable, id: string, companyId: string): Promise<boolean> {
-  return (await db.exec('delete from assets where id = ? and company_id = ?', [id, companyId])) > 0;
+  return (await db.exec('delete from blobs where id = (select blob_id from assets where id = ? and company_id = ?)', [id, companyId])) > 0;
 }
 
 export function toUploadedAsset(row: Row): Record<string, unknown> {

@@ -22,7 +22,7 @@ export const eventsPublish = defineCapability<{ events: EventsCapability }>()({
   summary: 'Publish the events declared under publishedEvents, named under the plugin key, with its writes',
   members: {
     events: {
-      publish: method('worker', [text(200), { type: 'object' }, { type: 'object', required: ['entityType', 'entityId'], properties: { entityType: { type: 'string' }, entityId: { type: 'string' } } }], { type: 'object', required: ['eventId'] }),
+      publish: method('database', [text(200), { type: 'object' }, { type: 'object', required: ['entityType', 'entityId'], properties: { entityType: { type: 'string' }, entityId: { type: 'string' } } }], { type: 'object', required: ['eventId'] }),
     },
   },
   requiredBy: (manifest) => present(manifest, 'publishedEvents'),

@@ -1,4 +1,5 @@
 import { activityWrite } from './activity.ts';
+import { blobsRead, blobsWrite } from './blobs.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
@@ -20,7 +21,7 @@ export const CAPABILITIES = [
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose,
-  secretsResolve, servicesConsume, companiesPause, budgetsWrite, eventsPublish,
+  secretsResolve, servicesConsume, companiesPause, budgetsWrite, eventsPublish, blobsRead, blobsWrite,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];

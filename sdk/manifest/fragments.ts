@@ -48,6 +48,16 @@ export const routesFragment = {
           maxInFlight: { type: 'integer', minimum: 1, maximum: 4, description: 'Batches of the route in flight at once (default 2). 1 suits set-based batch handlers whose batches serialise on the same rows anyway.' },
         },
       },
+      upload: {
+        type: 'object', additionalProperties: false, required: ['field', 'contentTypes'],
+        description: 'The route takes multipart/form-data: the host streams the file part into the blob store and hands the handler request.upload (needs blobs.write; POST or PUT under a company).',
+        properties: {
+          field: { ...identifier, description: 'Name of the multipart file part.' },
+          maxBytes: { type: 'integer', minimum: 1, description: 'Largest accepted file; the instance limit (limits.attachmentBytes) applies when smaller.' },
+          contentTypes: { type: 'array', minItems: 1, maxItems: 50, uniqueItems: true, items: { type: 'string', pattern: '^[a-z0-9][a-z0-9.+-]*/([a-z0-9][a-z0-9.+-]*|\\*)$' }, description: 'Declared part types accepted (type/subtype or type/*).' },
+        },
+      },
+      download: { type: 'boolean', description: 'The handler answers { blob, disposition?, filename? } and the host streams that blob (needs blobs.read; GET).' },
       successStatus: { type: 'integer', minimum: 200, maximum: 299, description: 'Status of a successful answer when the handler sets none.' },
       response: {
         type: 'object', additionalProperties: false, minProperties: 1,

@@ -81,6 +81,14 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.batch && (route.method === 'GET' || route.readOnly || route.transactional === false)) {
       issues.push({ path: `routes.${index}.batch`, message: 'needs a mutating, transactional route' });
     }
+    if (route.upload) {
+      if (route.method !== 'POST' && route.method !== 'PUT') issues.push({ path: `routes.${index}.upload`, message: 'needs a POST or PUT route' });
+      if (!(route.companyParam || route.agentParam)) issues.push({ path: `routes.${index}.upload`, message: 'needs a company (companyParam or agentParam): a blob belongs to one company' });
+      if (route.body || route.batch) issues.push({ path: `routes.${index}.upload`, message: 'cannot be combined with a JSON body or batch' });
+    }
+    if (route.download) {
+      if (route.method !== 'GET') issues.push({ path: `routes.${index}.download`, message: 'needs a GET route' });
+    }
     if (route.companyParam && !normalisePath(route.path).includes(`:${route.companyParam}`)) {
       issues.push({ path: `routes.${index}.companyParam`, message: `names a parameter that is not in the path` });
     }

@@ -1,4 +1,5 @@
 import type { CapabilityId, PluginCapabilities } from '../capabilities/index.ts';
+import type { BlobHandle } from '../capabilities/blobs.ts';
 /**
  * The `ctx` a plugin receives on every invocation. Each member is a capability: it exists
  * only when the manifest declares it and the operator granted it, and every call crosses the
@@ -59,6 +60,8 @@ export type { ServicesCapability, StreamsCapability } from '../capabilities/serv
 export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';
 export type { EventsCapability } from '../capabilities/events.ts';
 
+export type { BlobHandle, BlobsCapability } from '../capabilities/blobs.ts';
+
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
   info(message: string, fields?: Record<string, unknown>): void;
@@ -90,7 +93,12 @@ export interface RouteRequest {
   body: unknown;
   headers: Record<string, string>;
   companyId: string | null;
+  /** For a route declared `upload`: the stored file's metadata (the plugin owns the blob). */
+  upload?: BlobHandle;
 }
+
+/** What a route declared `download` answers: the host streams the blob with safe headers. */
+export interface BlobDownload { blob: string; disposition?: 'attachment' | 'inline'; filename?: string }
 
 /** One call of a batched route, as a batch handler receives it: its request and its own ctx. */
 export interface BatchCall<Granted extends CapabilityId | undefined = undefined> { request: RouteRequest; ctx: PluginContext<Granted> }

@@ -62,6 +62,14 @@ export interface RouteManifest {
    * failing call is rolled back alone) and are answered after one shared commit.
    */
   batch?: { maxItems?: number; maxInFlight?: number };
+  /**
+   * The route takes multipart/form-data: the host streams the part named `field` into the blob
+   * store (size limit, type allow-list, sha256) and the handler receives `request.upload`, the
+   * blob's metadata, never its bytes. Needs blobs.write; POST or PUT under a company.
+   */
+  upload?: { field: string; maxBytes?: number; contentTypes: string[] };
+  /** The handler answers `{ blob, disposition?, filename? }` and the host streams the blob. Needs blobs.read; GET. */
+  download?: boolean;
   /** HTTP status of a successful answer when the handler does not set one. */
   successStatus?: number;
   /** Raw text or server-sent event answers the route may give; JSON only when absent. */

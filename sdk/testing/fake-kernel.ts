@@ -1,31 +1,21 @@
 import type { InvocationInfo } from '../plugin/context.ts';
+import { allCapabilityMethods } from '../capabilities/index.ts';
 import { CapabilityFault } from './errors.ts';
 
-/** The kernel-served capability methods a test can fake, named `capability.method`. */
-export type KernelMethod =
-  | 'companies.get'
-  | 'agents.get' | 'agents.list' | 'agents.pause' | 'agents.resume'
-  | 'runs.open' | 'runs.close'
-  | 'secrets.resolveEnvironment'
-  | 'services.call'
-  | 'streams.publish'
-  | 'jobs.enqueue' | 'jobs.cancel' | 'progress.report'
-  | 'budgets.reportMonthlySpend' | 'budgets.setMonthlyBudget'
-  | 'scopes.pauseAgent' | 'scopes.resumeAgent' | 'scopes.pauseCompany' | 'scopes.resumeCompany'
-  | 'events.publish';
+/**
+ * The capability methods a test fakes, named `member.method`: every method of the registry
+ * (sdk/capabilities) served by the kernel or by the database rather than in the worker.
+ */
+export type KernelMethod = string;
 
 /** A fake receives the plugin's arguments and the invocation the host attached (company, actor, run). */
 export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknown | Promise<unknown>;
 
-export const KERNEL_METHODS: readonly KernelMethod[] = [
-  'companies.get', 'agents.get', 'agents.list', 'agents.pause', 'agents.resume', 'runs.open', 'runs.close', 'secrets.resolveEnvironment', 'services.call', 'streams.publish',
-  'jobs.enqueue', 'jobs.cancel', 'progress.report',
-  'budgets.reportMonthlySpend', 'budgets.setMonthlyBudget', 'scopes.pauseAgent', 'scopes.resumeAgent', 'scopes.pauseCompany', 'scopes.resumeCompany',
-  'events.publish',
-];
+const FAKEABLE = allCapabilityMethods().filter((found) => found.spec.servedBy !== 'worker');
+export const KERNEL_METHODS: readonly KernelMethod[] = FAKEABLE.map((found) => `${found.member}.${found.method}`);
 
 /** Methods that reach company data: the host refuses them to a call that serves no company. */
-const COMPANY_SCOPED = (method: KernelMethod) => !['services.', 'streams.', 'jobs.', 'progress.'].some((prefix) => method.startsWith(prefix));
+const COMPANY_SCOPED = (method: KernelMethod) => FAKEABLE.some((found) => `${found.member}.${found.method}` === method && found.spec.scope === 'company');
 
 /**
  * Kernel capabilities (companies, agents, runs, secrets, services, streams) as injectable fakes:

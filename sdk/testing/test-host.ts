@@ -33,7 +33,11 @@ export interface TestHostOptions {
 
 /** Who a single call is for; each field overrides the host's default. */
 export interface CallOptions { companyId?: string | null; actor?: InvocationInfo['actor']; runId?: string | null; event?: InvocationInfo['event'] }
-export interface RouteCall extends CallOptions { params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string> }
+export interface RouteCall extends CallOptions {
+  params?: Record<string, string>; query?: Record<string, unknown>; body?: unknown; headers?: Record<string, string>;
+  /** For a route declared `upload`: the metadata the host would hand over after storing the file. */
+  upload?: RouteRequest['upload'];
+}
 export interface WebhookCall { body: string | object; headers?: Record<string, string> }
 
 /** A route call that passed the host's checks: what the plugin receives. */
@@ -189,7 +193,8 @@ export class TestHost {
     const headers = Object.fromEntries(Object.entries(call.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
     const transactional = route.transactional ?? route.method !== 'GET';
     const defaultActivity = route.method === 'GET' ? null : { action: `plugin.${this.manifest.key}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${fullPath}` };
-    return { route, request: { params, query, body, headers, companyId }, transactional, defaultActivity };
+    const request: RouteRequest = call.upload ? { params, query, body, headers, companyId, upload: call.upload } : { params, query, body, headers, companyId };
+    return { route, request, transactional, defaultActivity };
   }
 
   /** Runs a tool as POST /api/plugins/tools/execute would; resolves its result or rejects with PluginCallError. */

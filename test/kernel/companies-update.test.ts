@@ -150,7 +150,8 @@ describe('logoAssetId', () => {
     expect(unknown.status).toBe(422);
     expect(unknown.body).toMatchObject({ error: 'Logo asset not found', code: 'logo_asset_not_found' });
     const { rows } = await t.sql.query(
-      `insert into assets (company_id, kind, content_type, byte_size, sha256, data) values ($1, 'attachment', 'image/png', 1, 'x', '\\x00') returning id`, [company.id]);
+      `with blob as (insert into blobs (company_id, owner, content_type, byte_size, sha256) values ($1, 'kernel', 'image/png', 1, 'x') returning id)
+       insert into assets (company_id, kind, content_type, byte_size, sha256, blob_id) select $1, 'attachment', 'image/png', 1, 'x', id from blob returning id`, [company.id]);
     const attachment = await t.api.patch(`/api/companies/${company.id}`, { logoAssetId: rows[0].id });
     expect(attachment.status).toBe(422);
     expect(attachment.body.code).toBe('logo_asset_kind_mismatch');

@@ -30,8 +30,10 @@ describe('POST /api/companies/:companyId/logo', () => {
       sha256: createHash('sha256').update(PNG_1X1).digest('hex'), originalFilename: 'brand.png',
       contentPath: `/api/assets/${res.body.assetId}/content`, createdAt: expect.any(String),
     });
-    const { rows } = await t.sql.query('select company_id, kind, content_type, byte_size, data, created_by_user_id from assets where id = $1', [res.body.assetId]);
-    expect(rows[0]).toEqual({ company_id: company.id, kind: 'logo', content_type: 'image/png', byte_size: PNG_1X1.length, data: PNG_1X1, created_by_user_id: 'local-board' });
+    // The bytes live in the blob store (owner kernel), in chunks.
+    const { rows } = await t.sql.query(`select a.company_id, a.kind, a.content_type, a.byte_size, b.owner, (select string_agg(c.data, ''::bytea order by c.seq) from blob_chunks c where c.blob_id = b.id) as data, a.created_by_user_id
+      from assets a join blobs b on b.id = a.blob_id where a.id = $1`, [res.body.assetId]);
+    expect(rows[0]).toEqual({ company_id: company.id, kind: 'logo', content_type: 'image/png', byte_size: PNG_1X1.length, owner: 'kernel', data: PNG_1X1, created_by_user_id: 'local-board' });
     const { rows: activity } = await t.sql.query("select details from activity_log where entity_id = $1 and action = 'asset.created'", [res.body.assetId]);
     expect(activity[0].details).toEqual({ kind: 'logo', contentType: 'image/png', byteSize: PNG_1X1.length, originalFilename: 'brand.png', sanitized: false });
     expect((await t.api.get(`/api/companies/${company.id}`)).body.logoAssetId).toBeNull();

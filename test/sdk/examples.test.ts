@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 
-const EXAMPLES = ['greeting-panel', 'scheduled-heartbeat', 'webhook-inbox', 'word-count'];
+const EXAMPLES = ['file-drop', 'greeting-panel', 'scheduled-heartbeat', 'webhook-inbox', 'word-count'];
 const folderOf = (name: string) => fileURLToPath(new URL(`../../examples/${name}`, import.meta.url));
 const SECRET = 'whsec-kernel-test-0123456789';
 let t: TestKernel;
@@ -44,6 +44,25 @@ describe('example plugins in a real kernel', () => {
     }
     const listed = await t.api.get('/api/plugins/examples');
     expect(listed.body.filter((e: any) => EXAMPLES.includes(e.pluginKey)).every((e: any) => e.installed)).toBe(true);
+  });
+
+  describe('file-drop (blobs)', () => {
+    it('stores an upload, writes a receipt and streams the file back; another company gets 404', async () => {
+      const form = new FormData();
+      form.append('file', new Blob(['id,amount\n1,20\n'], { type: 'text/csv' }), 'ledger.csv');
+      const res = await t.api.post(`/api/plugins/file-drop/companies/${company.id}/drops`, undefined, { rawBody: form });
+      expect(res.status, res.text).toBe(201);
+      expect(res.body.file).toMatchObject({ owner: 'file-drop', contentType: 'text/csv', byteSize: 15, filename: 'ledger.csv' });
+      const receipt = await t.api.get(`/api/plugins/file-drop/companies/${company.id}/drops/${res.body.receiptId}/receipt`);
+      expect(receipt.body.text).toMatch(/^Received ledger.csv \(text\/csv, 15 bytes, sha256 [0-9a-f]{64}\)/);
+      const download = await fetch(`${t.url}/api/plugins/file-drop/companies/${company.id}/drops/${res.body.file.id}`);
+      expect(download.status).toBe(200);
+      expect(await download.text()).toBe('id,amount\n1,20\n');
+      expect(download.headers.get('content-disposition')).toMatch(/^inline; filename="ledger.csv"/);
+      expect(download.headers.get('x-content-type-options')).toBe('nosniff');
+      const other = await createCompany(t.api, { name: 'Other Examples' });
+      expect((await t.api.get(`/api/plugins/file-drop/companies/${other.id}/drops/${res.body.file.id}`)).status).toBe(404);
+    });
   });
 
   describe('word-count (tool)', () => {

@@ -19,6 +19,7 @@ const files = [
   '0010-activity-append.sql',
   '0011-service-calls.sql',
   '0012-activity-entity-scope.sql',
+  '0013-blobs.sql',
   '0014-event-outbox.sql',
   '0015-enqueued-jobs.sql',
 ];

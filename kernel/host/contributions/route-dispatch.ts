@@ -12,6 +12,8 @@ import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
 import { respond } from './route-answer.ts';
+import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
+import type { InvokeResult } from '../plugin-process.ts';
 
 function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {
   if (!schema) return;
@@ -73,7 +75,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   assertStorableQuery(query);
   validate(pluginQueryAjv, route.query, query, 'query');
   let body: unknown = null;
-  if (route.method !== 'GET') {
+  const upload = route.upload ? await receiveUpload(ctx, host, plugin, route, companyId) : undefined;
+  if (route.method !== 'GET' && !upload) {
     body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
     if (body === undefined) body = route.body ? {} : null;
     validate(pluginBodyAjv, route.body, body, 'request body');
@@ -83,7 +86,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';
   const transactional = !readOnly && (route.transactional ?? true);
-  const result = await host.invoke(plugin, 'route', route.key, { params, query, body, headers, companyId }, {
+  const input = upload ? { params, query, body, headers, companyId, upload } : { params, query, body, headers, companyId };
+  const result = await host.invoke(plugin, 'route', route.key, input, {
     companyId,
     actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },
     runId: who.runId,
@@ -94,9 +98,15 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
     // A route may declare a longer deadline than the plugin's default (an import): the request keeps its connection meanwhile.
     deadlineMs: route.timeoutMs,
+  }).catch(async (error: unknown) => {
+    // A plugin that could not be invoked at all (not running, busy) keeps no upload either.
+    if (upload) await discardUpload(host, upload);
+    throw error;
   });
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's
   // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
   ctx.state.activityWritten = true;
+  if (upload && !result.ok) await discardUpload(host, upload);
+  if (route.download && await sendDownload(ctx, host, plugin, result, companyId)) return;
   respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
 }

@@ -21,10 +21,12 @@ export function pluginOperations(routes: readonly PluginRoute[]): { operations: 
   const sorted = [...routes].sort((a, b) => a.plugin.localeCompare(b.plugin) || a.fullPath.localeCompare(b.fullPath) || a.route.method.localeCompare(b.route.method));
   const operations = sorted.map(({ plugin, route, fullPath }): ApiOperation => {
     const readsBody = route.method !== 'GET';
-    const body = readsBody ? rehome(route.body, `${plugin}.${route.key}.body`, schemas) ?? { description: 'Any JSON value: the manifest declares no body schema.' } : undefined;
+    const body = readsBody && !route.upload ? rehome(route.body, `${plugin}.${route.key}.body`, schemas) ?? { description: 'Any JSON value: the manifest declares no body schema.' } : undefined;
     const query = rehome(route.query, `${plugin}.${route.key}.query`, schemas);
     const errors = impliedErrors(route.auth, fullPath, readsBody || Boolean(query));
     if (route.agentBodyField) errors.push(404);
+    if (route.upload) errors.push(408, 413, 415);
+    if (route.download) errors.push(404);
     return {
       method: route.method,
       path: fullPath,
@@ -35,10 +37,16 @@ export function pluginOperations(routes: readonly PluginRoute[]): { operations: 
       auth: route.auth,
       body,
       bodyRequired: route.body ? undefined : false,
+      rawBody: route.upload ? {
+        contentType: 'multipart/form-data',
+        description: `One file part named \`${route.upload.field}\` (${route.upload.contentTypes.join(', ')}); streamed into the blob store by the host, which hands the plugin its metadata.`,
+        schema: { type: 'object', required: [route.upload.field], properties: { [route.upload.field]: { type: 'string', contentMediaType: 'application/octet-stream' } } },
+      } : undefined,
+      contentType: route.download ? 'application/octet-stream' : undefined,
       query,
       parameters: route.agentParam ? AGENT_REFERENCE_PARAMETERS : undefined,
       success: [route.successStatus ?? 200],
-      response: JSON_ANSWER,
+      response: route.download ? { description: 'The blob the plugin names, streamed by the host.' } : JSON_ANSWER,
       responseContent: route.response ? answerContent(route.response) : undefined,
       errors: [...errors, ...HOST_ERRORS, ...(route.response?.stream ? [429] : [])],
       extensions: { 'x-keel-plugin': plugin, 'x-keel-route-key': route.key },

@@ -14,6 +14,7 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
   services: () => ['services.consume'],
   streams: () => ['ui.streams'],
   budgets: () => ['budgets.write'],
+  blobs: (method) => (method === 'get' || method === 'readText' ? ['blobs.read', 'blobs.write'] : ['blobs.write']),
   scopes: (method) => [method.endsWith('Company') ? 'companies.pause' : 'agents.pause'],
   jobs: () => ['jobs.enqueue'],
   progress: () => ['jobs.schedule', 'jobs.enqueue'],
@@ -21,7 +22,7 @@ export const GRANT_OF: Readonly<Record<string, (method: string) => string[]>> = 
 };
 
 /** Capabilities served by the kernel, because they touch kernel data outside the plugin's role. */
-export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams', 'jobs', 'progress']);
+export const KERNEL_CAPABILITIES: ReadonlySet<string> = new Set(['companies', 'agents', 'runs', 'secrets', 'services', 'streams', 'jobs', 'progress', 'blobs']);
 
 /** The arguments of a bridge call: a JSON array, or undefined when they are not one. */
 export function parseCallArguments(argsJson: string): unknown[] | undefined {

@@ -11,6 +11,7 @@ export const ERROR_RESPONSES: Record<number, { name: string; description: string
   401: { name: 'Unauthorized', description: 'No valid credentials for this route.' },
   403: { name: 'Forbidden', description: 'The caller may not do this: wrong kind of actor, another company, or a missing permission.' },
   404: { name: 'NotFound', description: 'Nothing named by the path (or, for routes that say so, the feature is off).' },
+  408: { name: 'RequestTimeout', description: 'An upload did not finish within its deadline; nothing was stored.' },
   409: { name: 'Conflict', description: 'The request conflicts with the current state.' },
   413: { name: 'PayloadTooLarge', description: 'The body exceeds its limit.' },
   415: { name: 'UnsupportedMediaType', description: 'The body is not of the content type the route reads.' },

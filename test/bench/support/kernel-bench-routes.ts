@@ -2,6 +2,9 @@ import type { RouteModule } from '../../../kernel/http/app.ts';
 import { readJsonBody } from '../../../kernel/http/body.ts';
 import { declareRoutes } from '../../../kernel/http/route-spec.ts';
 import { companyForRequest } from '../../../kernel/tenancy/company-access.ts';
+import { findBlob, readBlobStream } from '../../../kernel/blobs/blob-store.ts';
+import { streamUpload } from '../../../kernel/blobs/multipart-upload.ts';
+import { notFound } from '../../../kernel/http/errors.ts';
 
 /**
  * The same two routes as the benchmark plugin, served by the kernel itself: the baseline the
@@ -27,5 +30,22 @@ export const kernelBenchRoutes: RouteModule = (router, kernel) => {
       await kernel.activity.recordFor(ctx, tx, { companyId: company.id, action: 'bench.row_written', entityType: 'bench_row', entityId: body.key });
       return row;
     });
+  });
+
+  // The blob baseline: the same streamed upload and download, without a plugin in between.
+  route({ method: 'POST', path: '/api/bench/companies/:companyId/blobs', auth: 'any', success: 201, summary: 'Stores one uploaded file in the blob store' }, async (ctx) => {
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    ctx.state.skipAudit = true;
+    ctx.status = 201;
+    ctx.body = await streamUpload(ctx, kernel.db, { companyId: company.id, owner: 'kernel', field: 'file', limit: kernel.config.limits.attachmentBytes, contentTypes: ['application/octet-stream'], deadlineMs: 300_000 });
+  });
+
+  route({ method: 'GET', path: '/api/bench/companies/:companyId/blobs/:blobId', auth: 'any', success: 200, summary: 'Streams one blob' }, async (ctx) => {
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const blob = await findBlob(kernel.db, ctx.params.blobId!);
+    if (!blob || blob.companyId !== company.id) throw notFound('Blob not found');
+    ctx.set('Content-Type', blob.contentType);
+    ctx.body = readBlobStream(kernel.db, blob);
+    ctx.length = blob.byteSize;
   });
 };
