@@ -10,7 +10,7 @@ import { servicesCapability } from './capabilities/services.ts';
 import { streamsCapability } from './capabilities/streams.ts';
 import { jobsCapability } from './capabilities/jobs.ts';
 import { progressCapability } from './capabilities/progress.ts';
-import { companyScopeRequired } from './capabilities/scope.ts';
+import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
 
@@ -49,16 +49,20 @@ export class Broker {
     const capability = Object.hasOwn(KERNEL_CAPABILITIES, call.capability) ? KERNEL_CAPABILITIES[call.capability] : undefined;
     const method = capability && Object.hasOwn(capability.methods, call.method) ? capability.methods[call.method] : undefined;
     if (!method) throw new KeelError(400, 'unknown_capability', `Unknown capability ${call.capability}.${call.method}`);
+    if (JSON.stringify(call.args ?? null).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
     const loaded = this.host.plugins.get(plugin);
     const grants: string[] = loaded?.row.granted_capabilities ?? [];
-    if (!method.needs.some((needed) => grants.includes(needed))) {
-      const message = `${plugin}: ${call.capability}.${call.method} needs ${method.needs.join(' or ')}, which is not granted; declare it under capabilities in ${plugin}/plugin.json and enable the plugin again`;
-      this.host.kernel.log.warn({ plugin, capability: call.capability, method: call.method }, 'capability denied');
-      loaded?.logs.push({ at: new Date().toISOString(), level: 'warn', message });
-      throw new KeelError(403, 'capability_denied', message);
+    // The same check the worker made (sdk/capabilities): the worker is not trusted to have made it.
+    const [member, name] = (method.checkedAs ?? `${call.capability}.${call.method}`).split('.') as [string, string];
+    const checked = checkCapabilityCall({ plugin, grants, member, method: name, args: method.checkedAs ? [] : call.args, companyId: invocation.info.companyId, argumentsChecked: Boolean(method.checkedAs) });
+    if ('refusal' in checked) {
+      const { status, code, message } = checked.refusal;
+      if (code === 'capability_denied') {
+        this.host.kernel.log.warn({ plugin, capability: call.capability, method: call.method }, 'capability denied');
+        loaded?.logs.push({ at: new Date().toISOString(), level: 'warn', message });
+      }
+      throw new KeelError(status, code, message);
     }
-    if (method.scope === 'company' && !invocation.info.companyId) throw companyScopeRequired(plugin, `${call.capability}.${call.method}`);
-    if (!Array.isArray(call.args) || JSON.stringify(call.args).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
     return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth });
   }
 }

@@ -23,7 +23,11 @@ export function companyScopeDenial(plugin: string, what: string): string {
   return `${plugin}: ${what} reaches company data, and this call serves no company; declare the job perCompany: true in plugin.json to run it once per company, or serve the route under a company (companyParam or agentParam)`;
 }
 
-export function checkCapabilityCall(input: { plugin: string; grants: readonly string[]; member: string; method: string; args: unknown; companyId: string | null }): { refusal: CallRefusal } | { found: GrantedMethod } {
+export function checkCapabilityCall(input: {
+  plugin: string; grants: readonly string[]; member: string; method: string; args: unknown; companyId: string | null;
+  /** The arguments were checked already (a host-internal call made on the plugin's behalf). */
+  argumentsChecked?: boolean;
+}): { refusal: CallRefusal } | { found: GrantedMethod } {
   const { plugin, grants, member, method, args } = input;
   const found = capabilityMethod(member, method);
   if (!found) return { refusal: { status: 400, code: 'unknown_capability', message: `Unknown capability ${member}.${method}` } };
@@ -33,6 +37,7 @@ export function checkCapabilityCall(input: { plugin: string; grants: readonly st
   if (found.spec.scope === 'company' && !input.companyId) {
     return { refusal: { status: 403, code: 'company_scope_required', message: companyScopeDenial(plugin, `ctx.${member}.${method}`) } };
   }
+  if (input.argumentsChecked) return { found };
   if (!Array.isArray(args)) return { refusal: { status: 400, code: 'invalid_arguments', message: `ctx.${member}.${method}: arguments must be a JSON array` } };
   const declared = found.spec.args;
   if (args.length > declared.length) return { refusal: { status: 400, code: 'invalid_arguments', message: `ctx.${member}.${method} takes at most ${declared.length} argument${declared.length === 1 ? '' : 's'}` } };
@@ -58,4 +63,14 @@ function validatorsOf(found: GrantedMethod): ValidateFunction[] {
     compiled.set(key, validators);
   }
   return validators;
+}
+
+/** The arguments of a bridge call: a JSON array, or undefined when they are not one. */
+export function parseCallArguments(argsJson: string): unknown[] | undefined {
+  try {
+    const args = JSON.parse(argsJson) as unknown;
+    return Array.isArray(args) ? args : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,8 +6,6 @@ import type { FakeHttp } from './fake-http.ts';
 import { KERNEL_METHODS, type FakeKernel, type KernelMethod } from './fake-kernel.ts';
 import { checkedActivityEntry, sanitizeDetails } from './host-shared.ts';
 
-export { GRANT_OF } from '../../kernel/host/worker/capability-grants.ts';
-
 /** An activity entry as the test host recorded it, with the identity the host attached. */
 export interface RecordedActivity {
   action: string;

@@ -21,4 +21,4 @@ export class PluginCallError extends Error {
  * An error a fake capability raises; it crosses into the isolate as `{status, code, message}`.
  * The same class the real worker's capabilities throw, so fakes fail exactly as they would.
  */
-export { CapabilityError as CapabilityFault } from '../../kernel/host/worker/capabilities/types.ts';
+export { CapabilityError as CapabilityFault } from '../shared/capability-error.ts';

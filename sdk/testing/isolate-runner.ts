@@ -1,6 +1,6 @@
 import type { InvocationInfo } from '../plugin/context.ts';
-import { parseCallArguments } from '../../kernel/host/worker/capability-grants.ts';
-import { GRANT_OF, serveCall, type CapabilityServices, type RecordedActivity } from './capabilities.ts';
+import { checkCapabilityCall, parseCallArguments } from '../capabilities/check-call.ts';
+import { serveCall, type CapabilityServices, type RecordedActivity } from './capabilities.ts';
 import { CapabilityFault, PluginCallError } from './errors.ts';
 import { Sandbox } from './host-shared.ts';
 
@@ -118,17 +118,16 @@ export class IsolateRunner {
     if (!running || running.finished) {
       return JSON.stringify({ e: { status: 409, code: 'invocation_closed', message: 'This ctx belongs to an invocation that has finished' } });
     }
-    const needed = Object.hasOwn(GRANT_OF, capability) ? GRANT_OF[capability]!(method) : undefined;
-    if (!needed) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability "${capability}"` } });
-    if (!needed.some((grant) => this.options.grants.includes(grant))) {
-      this.hostLog(invocationId, 'warn', `denied ${capability}.${method}: not granted`, JSON.stringify({ capability, method }));
-      return JSON.stringify({ e: { status: 403, code: 'capability_denied', message: `${this.options.pluginKey}: ${capability}.${method} needs ${needed.join(' or ')}, which is not granted; declare it under capabilities in plugin.json and re-enable the plugin` } });
-    }
     const args = parseCallArguments(argsJson);
-    if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
+    // The host's own check (sdk/capabilities), so a plugin's unit test fails exactly where the real host refuses.
+    const checked = checkCapabilityCall({ plugin: this.options.pluginKey, grants: this.options.grants, member: capability, method, args, companyId: running.info.companyId });
+    if ('refusal' in checked) {
+      if (checked.refusal.code === 'capability_denied') this.hostLog(invocationId, 'warn', `denied ${capability}.${method}: not granted`, JSON.stringify({ capability, method }));
+      return JSON.stringify({ e: checked.refusal });
+    }
     const op = this.nextOp++;
     Promise.resolve()
-      .then(() => serveCall(this.options.services, capability, method, args, running.info, running.transactional, (entry) => running.activity.push(entry)))
+      .then(() => serveCall(this.options.services, capability, method, args!, running.info, running.transactional, (entry) => running.activity.push(entry)))
       .then((value) => this.settle(sandbox, running, op, true, value), (error) => this.settle(sandbox, running, op, false, wire(error)));
     return JSON.stringify({ op });
   }

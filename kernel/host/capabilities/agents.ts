@@ -31,7 +31,6 @@ async function changeStatus(call: BrokeredCall, to: 'paused' | 'idle', reason: s
 export const agentsCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
         const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
@@ -41,7 +40,6 @@ export const agentsCapability: KernelCapability = {
       },
     },
     list: {
-      needs: ['agents.read', 'agents.pause'], scope: 'company',
       run: async (call) => {
         // Only the agents of the company the call serves.
         const companyId = callCompany(call);
@@ -50,7 +48,6 @@ export const agentsCapability: KernelCapability = {
       },
     },
     pause: {
-      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const reason = call.args[1];
         if (typeof reason !== 'string' || reason.length === 0 || reason.length > 200) throw new KeelError(400, 'invalid_arguments', 'pause needs a reason of 1-200 characters');
@@ -59,7 +56,6 @@ export const agentsCapability: KernelCapability = {
       },
     },
     resume: {
-      needs: ['agents.pause'], scope: 'company',
       run: async (call) => {
         const result = await changeStatus(call, 'idle', null);
         return { resumed: result.changed, status: result.status };

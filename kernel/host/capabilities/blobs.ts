@@ -30,14 +30,12 @@ const view = ({ owned: _owned, ...blob }: BlobMetadata & { owned?: boolean }) =>
 export const blobsCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['blobs.read', 'blobs.write'], scope: 'company',
       run: async (call) => {
         const blob = await blobForPlugin(call.kernel.db, call.plugin, callCompany(call), call.args[0]);
         return blob ? view(blob) : null;
       },
     },
     readText: {
-      needs: ['blobs.read', 'blobs.write'], scope: 'company',
       run: async (call) => {
         const blob = await reachable(call, call.args[0]);
         if (blob.byteSize > MAX_TEXT_BYTES) throw new KeelError(413, 'blob_too_large', `readText returns blobs of at most ${MAX_TEXT_BYTES} bytes; this one has ${blob.byteSize}: serve it from a download route`);
@@ -45,7 +43,6 @@ export const blobsCapability: KernelCapability = {
       },
     },
     createText: {
-      needs: ['blobs.write'], scope: 'company',
       run: async (call) => {
         const input = call.args[0] as { text?: unknown; contentType?: unknown; filename?: unknown } | null;
         if (!input || typeof input.text !== 'string') throw new KeelError(400, 'invalid_arguments', 'createText({ text, contentType?, filename? }): text must be a string');
@@ -59,7 +56,6 @@ export const blobsCapability: KernelCapability = {
       },
     },
     link: {
-      needs: ['blobs.write'], scope: 'company',
       run: async (call) => {
         const blob = await reachable(call, call.args[0]);
         const target = call.args[1];
@@ -70,7 +66,6 @@ export const blobsCapability: KernelCapability = {
       },
     },
     delete: {
-      needs: ['blobs.write'], scope: 'company',
       run: async (call) => {
         const blob = await reachable(call, call.args[0]);
         // The owner deletes the blob; a plugin it was handed to only lets go of it.

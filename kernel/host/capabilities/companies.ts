@@ -6,7 +6,6 @@ import type { KernelCapability } from './types.ts';
 export const companiesCapability: KernelCapability = {
   methods: {
     get: {
-      needs: ['companies.read'], scope: 'company',
       run: async (call) => {
         const companyId = uuidArg(call.args[0], 'companyId');
         assertSameCompany(call, companyId, `company ${companyId}`);

@@ -41,12 +41,12 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
  * The kernel's half of `ctx.events.publish`: the worker asks here before it writes the event
  * in the invocation's transaction (worker/capabilities/events.ts), because the declared
  * schemas are checked where every other plugin schema is, with the RE2-backed ajv. Not a
- * method plugins can call: it is absent from GRANT_OF, so the isolate cannot reach it.
+ * method plugins can call: the registry declares no `eventChecks`, so the worker refuses it to the isolate.
  */
 export const eventChecksCapability: KernelCapability = {
   methods: {
     check: {
-      needs: ['events.publish'], scope: 'company',
+      checkedAs: 'events.publish',
       run: async (call) => {
         const manifest = call.host.plugins.get(call.plugin)?.manifest;
         if (!manifest) throw new KeelError(404, 'plugin_not_enabled', `${call.plugin} is not enabled`);

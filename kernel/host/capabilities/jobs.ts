@@ -14,14 +14,12 @@ function enqueuedJobs(call: BrokeredCall) {
 export const jobsCapability: KernelCapability = {
   methods: {
     enqueue: {
-      needs: ['jobs.enqueue'], scope: 'instance',
       run: async (call) => {
         const { jobs, plugin } = enqueuedJobs(call);
         return jobs.enqueue(plugin, call.info.id, call.info.companyId, call.args);
       },
     },
     cancel: {
-      needs: ['jobs.enqueue'], scope: 'instance',
       run: async (call) => {
         const { jobs, plugin } = enqueuedJobs(call);
         return jobs.cancel(plugin, call.info.id, call.info.companyId, call.args[0]);

@@ -28,7 +28,6 @@ function progressOf(value: unknown): { done: number; total: number | null; messa
 export const progressCapability: KernelCapability = {
   methods: {
     report: {
-      needs: ['jobs.schedule', 'jobs.enqueue'], scope: 'instance',
       run: async (call) => {
         const progress = progressOf(call.args[0]);
         const job = call.info.job;

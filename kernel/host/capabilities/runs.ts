@@ -8,7 +8,6 @@ const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']
 export const runsCapability: KernelCapability = {
   methods: {
     open: {
-      needs: ['runs.open'], scope: 'company',
       run: async (call) => {
         const input = (call.args[0] ?? {}) as { agentId?: unknown; invocationSource?: unknown; trigger?: unknown };
         const agentId = uuidArg(input.agentId, 'agentId');
@@ -27,7 +26,6 @@ export const runsCapability: KernelCapability = {
       },
     },
     close: {
-      needs: ['runs.close'], scope: 'company',
       run: async (call) => {
         const runId = uuidArg(call.args[0], 'runId');
         const input = (call.args[1] ?? {}) as { status?: unknown; reason?: unknown };

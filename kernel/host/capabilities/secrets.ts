@@ -11,7 +11,6 @@ import { DeliversSecrets, type KernelCapability } from './types.ts';
 export const secretsCapability: KernelCapability = {
   methods: {
     resolveEnvironment: {
-      needs: ['secrets.resolve'], scope: 'company',
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
         const { kernel } = call;

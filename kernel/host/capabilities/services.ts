@@ -25,7 +25,6 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 export const servicesCapability: KernelCapability = {
   methods: {
     call: {
-      needs: ['services.consume'], scope: 'instance',
       run: async (call: BrokeredCall) => {
         const [provider, service, input, options] = call.args as [unknown, unknown, unknown, unknown];
         if (typeof provider !== 'string' || typeof service !== 'string') throw new KeelError(400, 'invalid_arguments', 'services.call(plugin, service, input, { idempotencyKey? })');

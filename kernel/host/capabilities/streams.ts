@@ -8,7 +8,6 @@ import type { KernelCapability } from './types.ts';
 export const streamsCapability: KernelCapability = {
   methods: {
     publish: {
-      needs: ['ui.streams'], scope: 'instance',
       run: async (call) => {
         const [channel, data] = call.args as [unknown, unknown];
         const scope = call.info.companyId ? { companyId: call.info.companyId } : { instance: true as const };

@@ -16,10 +16,12 @@ export interface BrokeredCall {
 
 export type KernelCapabilityMethod = (call: BrokeredCall) => Promise<unknown>;
 /**
- * `scope: 'company'`: the method reaches company data, so it runs only for a call that serves a
- * company (the broker refuses it otherwise with company_scope_required).
+ * The kernel's implementation of registry methods (sdk/capabilities declares who may call
+ * them, their scope and their arguments; the broker checks that before `run`). `checkedAs`
+ * marks a host-internal call the worker makes on a plugin's behalf: it is checked as that
+ * registry method (`events.publish`).
  */
-export interface KernelCapability { methods: Record<string, { needs: string[]; scope: 'company' | 'instance'; run: KernelCapabilityMethod }> }
+export interface KernelCapability { methods: Record<string, { run: KernelCapabilityMethod; checkedAs?: string }> }
 
 /**
  * A capability answer that delivers secret values: the worker is told which (never the

@@ -1,5 +1,6 @@
 import type { KernelToWorker, InvokeMessage, WireError, WorkerInit, WorkerToKernel } from '../protocol/messages.ts';
-import { GRANT_OF, KERNEL_CAPABILITIES, parseCallArguments } from './capability-grants.ts';
+import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
+import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
@@ -108,25 +109,23 @@ function hostCall(invocationId: string, capability: string, method: string, args
   // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
   // kept from another invocation (even one still running) is refused.
   if (entered !== null && entered !== invocation.scopeId) return closed('This ctx belongs to another invocation');
-  // Own properties only: `constructor` or `__proto__` are not capabilities.
-  const needed = Object.hasOwn(GRANT_OF, capability) ? GRANT_OF[capability]!(method) : undefined;
-  if (!needed) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability "${capability}"` } });
-  if (!needed.some((grant) => init.grants.includes(grant))) {
-    log('warn', `denied ${capability}.${method}: not granted`, { capability, method }, invocationId);
-    return JSON.stringify({ e: { status: 403, code: 'capability_denied', message: `${init.pluginKey}: ${capability}.${method} needs ${needed.join(' or ')}, which is not granted; declare it under capabilities in plugin.json and re-enable the plugin` } });
-  }
-  if (capability === 'db' && method === 'query' && !init.grants.includes('database.namespace.write') && invocation.message.transactional === false) {
-    // Read-only plugins get no write privileges from the database; nothing more to check here.
-  }
-  const kernelServed = KERNEL_CAPABILITIES.has(capability);
+  const declared = capabilityMethod(capability, method);
+  if (!declared) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability ${capability}.${method}` } });
+  const kernelServed = declared.spec.servedBy === 'kernel';
   const maxChars = kernelServed ? MAX_KERNEL_ARGS_CHARS : MAX_ARGS_CHARS;
   if (argsJson.length > maxChars) return JSON.stringify({ e: { status: 413, code: 'invalid_arguments', message: `Arguments larger than ${maxChars} characters` } });
   if (jsonTooDeep(argsJson)) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: `Arguments nested deeper than ${MAX_JSON_DEPTH} levels` } });
   if (invocation.ops.size >= MAX_PENDING_OPS) {
     return JSON.stringify({ e: { status: 429, code: 'too_many_pending_calls', message: `${init.pluginKey}: at most ${MAX_PENDING_OPS} host calls may be in flight per invocation; await them` } });
   }
-  const args = parseCallArguments(argsJson);
-  if (!args) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: 'Arguments must be a JSON array' } });
+  // The registry's check (sdk/capabilities): granted, in a company when it must be, arguments as declared.
+  const parsed = parseCallArguments(argsJson);
+  const checked = checkCapabilityCall({ plugin: init.pluginKey, grants: init.grants, member: capability, method, args: parsed, companyId: invocation.message.info.companyId });
+  if ('refusal' in checked) {
+    if (checked.refusal.code === 'capability_denied') log('warn', `denied ${capability}.${method}: not granted`, { capability, method }, invocationId);
+    return JSON.stringify({ e: checked.refusal });
+  }
+  const args = parsed!;
   if (capability === 'activity' && method === 'record' && invocation.batch) {
     try {
       if (recordInBatch(database, invocation, args, activityKinds, delivered) === null) return '{"v":null}';

@@ -6,7 +6,7 @@ import type { WorkerCapability } from './types.ts';
 /**
  * Capabilities the worker serves itself (outside the kernel process): network and local
  * folders. Each lives in its own module; this file only assembles them for a plugin. The
- * grant check happens before any of them runs (GRANT_OF in worker-main.ts).
+ * grant check happens before any of them runs (checkCapabilityCall of sdk/capabilities).
  */
 export function workerCapabilities(init: WorkerInit): Record<string, WorkerCapability> {
   return {
