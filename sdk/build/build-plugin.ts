@@ -7,6 +7,9 @@ import { build, stop, type Plugin } from 'esbuild';
 export const SDK_SPECIFIER = '@keel/sdk/plugin';
 const SDK_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../plugin/index.ts');
 const SDK_DIR = dirname(SDK_ENTRY);
+/** SDK folders bundled into plugins: the plugin API and the capability registry it builds `ctx` from. */
+const SDK_BUNDLED_DIRS = [SDK_DIR, resolve(SDK_DIR, '../capabilities')];
+const inSdk = (path: string) => SDK_BUNDLED_DIRS.some((dir) => path.startsWith(dir + sep));
 
 /** The plugin's own source files (the SDK not counted) a build reads, all together. */
 export const MAX_SOURCE_BYTES = 8 * 1024 * 1024;
@@ -124,10 +127,10 @@ function confineImports(root: string): Plugin {
       build.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
         if (args.path === SDK_SPECIFIER) return { path: SDK_ENTRY };
-        const fromSdk = args.importer.startsWith(SDK_DIR + sep);
+        const fromSdk = inSdk(args.importer);
         if (args.path.startsWith('.')) {
           const target = resolve(dirname(args.importer), args.path);
-          const inside = fromSdk ? target.startsWith(SDK_DIR + sep) : target.startsWith(root + sep);
+          const inside = fromSdk ? inSdk(target) : target.startsWith(root + sep);
           if (inside) return undefined;
           return { errors: [{ text: `"${args.path}" leaves the plugin folder; plugins may import only ${SDK_SPECIFIER} and their own files` }] };
         }

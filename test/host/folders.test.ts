@@ -185,7 +185,7 @@ describe('ctx.folders: legitimate use', () => {
       [companyA, { op: 'list', folder: 'notes', path: 'hello.md' }, 400, 'not_a_directory'],
       [companyA, { op: 'read', folder: 'undeclared', path: 'x' }, 404, 'folder_not_declared'],
       [companyA, { op: 'read', folder: '../notes', path: 'x' }, 400, 'invalid_folder_key'],
-      [companyA, { op: 'write', folder: 'notes', path: 'x.md', content: 42 }, 400, 'invalid_content'],
+      [companyA, { op: 'write', folder: 'notes', path: 'x.md', content: 42 }, 400, 'invalid_arguments'],
       [companyB, { op: 'read', folder: 'notes', path: 'hello.md' }, 409, 'folder_not_configured'],
     ];
     for (const [company, body, status, code] of cases) {
@@ -195,7 +195,7 @@ describe('ctx.folders: legitimate use', () => {
     }
     expect(existsSync(join(docs, 'new.md'))).toBe(false);
     const global = await t.api.post('/api/plugins/folder-probe/op', { op: 'read', folder: 'notes', path: 'hello.md' });
-    expect(global.body).toMatchObject({ ok: false, error: { status: 400, code: 'folder_company_required' } });
+    expect(global.body).toMatchObject({ ok: false, error: { status: 403, code: 'company_scope_required' } });
   });
 
   it('bounds file sizes both ways', async () => {
@@ -231,7 +231,8 @@ describe('path traversal attempts fail closed', () => {
         if ((path === '.' || path === '') && (operation === 'list' || operation === 'exists')) continue;
         const out = await op(companyA.id, { op: operation, folder: 'notes', path, content: 'pwned' });
         expect(out.ok, `${operation} ${JSON.stringify(path)}`).toBe(false);
-        expect(out.error, `${operation} ${JSON.stringify(path)}`).toMatchObject({ status: 400, code: 'invalid_path' });
+        // A path that is not a string breaks the method's declared arguments (sdk/capabilities) before the folder code sees it.
+        expect(out.error, `${operation} ${JSON.stringify(path)}`).toMatchObject({ status: 400, code: typeof path === 'string' ? 'invalid_path' : 'invalid_arguments' });
         expect(out.error.message).not.toContain(base);
       }
     }

@@ -36,6 +36,9 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  *   status and code the plugin chose; those codes belong to the plugin's documentation.
  * - kernel/host/capabilities/services.ts: a failed service call passes on the status and code
  *   of the providing plugin's error, `service_failed` (502) when it gave none.
+ * - kernel/host/broker.ts: passes on the refusal of the capability registry's one check
+ *   (sdk/capabilities/check-call.ts): unknown_capability, capability_denied,
+ *   company_scope_required, invalid_arguments.
  */
 const DYNAMIC_SITES = [
   { file: 'kernel/http/app.ts', what: 'code' },
@@ -44,6 +47,8 @@ const DYNAMIC_SITES = [
   { file: 'kernel/host/contributions/route-answer.ts', what: 'status' },
   { file: 'kernel/host/capabilities/services.ts', what: 'code' },
   { file: 'kernel/host/capabilities/services.ts', what: 'status' },
+  { file: 'kernel/host/broker.ts', what: 'code' },
+  { file: 'kernel/host/broker.ts', what: 'status' },
 ];
 
 interface Use { code: string; status: number | null; file: string; line: number }

@@ -50,7 +50,7 @@ describe('createTestHost', () => {
     const limited = await createTestHost(FIXTURE, { grants: ['http.routes'] });
     try {
       const answer = await limited.callRoute('bridge', { body: { capability: 'http', method: 'fetch' } });
-      expect(answer.body).toEqual({ e: { status: 403, code: 'capability_denied', message: 'sdk-harness: http.fetch needs http.fetch, which is not granted; declare it under capabilities in plugin.json and re-enable the plugin' } });
+      expect(answer.body).toEqual({ e: { status: 403, code: 'capability_denied', message: 'sdk-harness: ctx.http.fetch needs http.fetch, which is not granted; declare it under capabilities in sdk-harness/plugin.json, then grant it: keel plugin upgrade sdk-harness --grant http.fetch' } });
       expect(limited.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'denied http.fetch: not granted' }));
       const unknown = await limited.callRoute('bridge', { body: { capability: 'secretz', method: 'x' } });
       expect(unknown.body).toMatchObject({ e: { code: 'unknown_capability' } });
@@ -178,7 +178,8 @@ describe('http fake', () => {
 });
 
 describe('folders fake', () => {
-  const op = (body: Record<string, unknown>) => host.callRoute('folders', { body });
+  // Mounted folders belong to a company: the call serves one, as it must on the real host.
+  const op = (body: Record<string, unknown>) => host.callRoute('folders', { body, companyId: COMPANY });
 
   it('reads seeded files, writes to read-write mounts and lists them', async () => {
     host.folders.set('docs', 'guide/intro.md', '# Intro');

@@ -1,4 +1,5 @@
-import { PluginError, respond, type BatchCall, type PluginContext } from '@keel/sdk/plugin';
+import type { CostsContext, BatchCall } from './context.ts';
+import { PluginError, respond } from '@keel/sdk/plugin';
 import { fingerprint } from './fingerprint.ts';
 import { costEventJson } from './json.ts';
 import { monthKey } from './periods.ts';
@@ -22,7 +23,7 @@ const MAX_IDEMPOTENCY_KEY = 255;
  * company); one more opens the incidents those totals call for. Month-to-date spend goes back
  * to the company and agent rows and hard stops pause their scope, all in the same transaction.
  */
-export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): Promise<unknown[]> {
+export async function acceptCostEvents(calls: BatchCall[], ctx: CostsContext): Promise<unknown[]> {
   const answers: unknown[] = new Array(calls.length).fill(null);
   const candidates: Array<{ index: number; row: Row }> = [];
   calls.forEach((call, index) => {
@@ -36,7 +37,7 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
 
   const now = new Date();
   // Storing the events locks nothing another batch needs (bar a shared idempotency key).
-  const { rows } = await ctx.db!.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[] }>(STORE, [JSON.stringify(candidates.map((c) => c.row))]);
+  const { rows } = await ctx.db.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[] }>(STORE, [JSON.stringify(candidates.map((c) => c.row))]);
   const { ids, inserted } = rows[0]!;
   const insertedById = new Map(inserted.map((row) => [String(row.id), row]));
   const idByIndex = new Map(ids.map((entry) => [entry.ord, entry.id]));
@@ -44,14 +45,14 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
   const replays = candidates.filter((c) => !insertedById.has(idByIndex.get(c.index)!));
   const stored = replays.length ? await storedUnderKeys(ctx, replays.map((c) => c.row)) : new Map<string, Row>();
 
-  const ctxOfCompany = new Map<string, PluginContext>();
+  const ctxOfCompany = new Map<string, CostsContext>();
   const activity: Array<Promise<void>> = [];
   for (const { index, row } of candidates) {
     const call = calls[index]!;
     const created = insertedById.get(idByIndex.get(index)!);
     if (created) {
       ctxOfCompany.set(String(row.company_id), ctxOfCompany.get(String(row.company_id)) ?? call.ctx);
-      activity.push(call.ctx.activity!.record({
+      activity.push(call.ctx.activity.record({
         action: 'cost_event.created', entityType: 'cost_event', entityId: String(created.id),
         details: { agentId: created.agent_id, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
       }));
@@ -64,7 +65,7 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
     } else if (previous.fingerprint !== row.fingerprint) {
       answers[index] = new PluginError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different cost event');
     } else {
-      activity.push(call.ctx.activity!.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } }));
+      activity.push(call.ctx.activity.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } }));
       answers[index] = respond(201, costEventJson(previous), { 'x-idempotent-replayed': 'true' });
     }
   }
@@ -73,11 +74,11 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: PluginContext): 
 
   // From here to the commit, the rows of the company's running totals stay locked: this is
   // the part concurrent batches of one company take turns at, so it does only what needs them.
-  const { rows: added } = await ctx.db!.query<{ totals: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted)]);
+  const { rows: added } = await ctx.db.query<{ totals: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted)]);
   const totals = added[0]!.totals;
   await reportMonthToDate(ctxOfCompany, totals, now);
   const touched: Scope[] = totals.map((t) => ({ companyId: String(t.company_id), scopeType: t.scope_type as ScopeType, scopeId: String(t.scope_id) }));
-  const incidents = await openIncidents(ctx.db!, touched, now);
+  const incidents = await openIncidents(ctx.db, touched, now);
   for (const [companyId, companyCtx] of ctxOfCompany) {
     await actOnIncidents(companyCtx, incidents.filter((incident) => incident.company_id === companyId));
   }
@@ -107,23 +108,23 @@ function toRow(call: BatchCall, index: number): Row {
   };
 }
 
-async function storedUnderKeys(ctx: PluginContext, rows: Row[]): Promise<Map<string, Row>> {
+async function storedUnderKeys(ctx: CostsContext, rows: Row[]): Promise<Map<string, Row>> {
   const keys = rows.filter((row) => row.idempotency_key !== null).map((row) => ({ company_id: row.company_id, key: row.idempotency_key }));
   if (keys.length === 0) return new Map();
-  const { rows: found } = await ctx.db!.query(
+  const { rows: found } = await ctx.db.query(
     `select e.* from cost_events e join jsonb_to_recordset($1::jsonb) as k(company_id uuid, key text)
        on e.company_id = k.company_id and e.idempotency_key = k.key`, [JSON.stringify(keys)]);
   return new Map(found.map((row) => [`${row.company_id}/${row.idempotency_key}`, row]));
 }
 
 /** Month-to-date spend of each company and agent whose current month changed, onto the kernel's rows. */
-async function reportMonthToDate(ctxOfCompany: Map<string, PluginContext>, totals: Row[], now: Date): Promise<void> {
+async function reportMonthToDate(ctxOfCompany: Map<string, CostsContext>, totals: Row[], now: Date): Promise<void> {
   const month = monthKey(now);
   for (const [companyId, companyCtx] of ctxOfCompany) {
     const current = totals.filter((t) => t.company_id === companyId && t.period === month);
     if (current.length === 0) continue;
     const company = current.find((t) => t.scope_type === 'company');
-    await companyCtx.budgets!.reportMonthlySpend({
+    await companyCtx.budgets.reportMonthlySpend({
       month,
       companyCents: company ? Number(company.cost_cents) : undefined,
       agents: current.filter((t) => t.scope_type === 'agent').map((t) => ({ agentId: String(t.scope_id), cents: Number(t.cost_cents) })),

@@ -1,17 +1,19 @@
-import { definePlugin, type BatchCall, type PluginContext, type RouteRequest } from '@keel/sdk/plugin';
+import { COSTS_CAPABILITIES, type BatchCall, type CostsContext } from './context.ts';
+import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
-async function createCostEvent(request: RouteRequest, ctx: PluginContext): Promise<unknown> {
+async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promise<unknown> {
   const [answer] = await acceptCostEvents([{ request, ctx } satisfies BatchCall], ctx);
   if (answer instanceof Error) throw answer;
   return answer;
 }
 
 export default definePlugin({
+  capabilities: COSTS_CAPABILITIES,
   routes: {
     'create-cost-event': createCostEvent,
     summary,

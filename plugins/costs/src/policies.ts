@@ -1,4 +1,5 @@
-import type { DatabaseCapability, PluginContext } from '@keel/sdk/plugin';
+import type { CostsContext } from './context.ts';
+import type { DatabaseCapability } from '@keel/sdk/plugin';
 import { monthKey, monthStart, nextMonthStart } from './periods.ts';
 
 export type ScopeType = 'company' | 'agent' | 'project';
@@ -99,16 +100,16 @@ export async function openIncidents(db: DatabaseCapability, touched: Scope[], no
  * pause of its scope in the same transaction. Projects have no runtime in the kernel yet: an
  * open hard incident is what marks a project paused.
  */
-export async function actOnIncidents(ctx: PluginContext, incidents: Array<Record<string, unknown>>): Promise<void> {
+export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<string, unknown>>): Promise<void> {
   for (const incident of incidents) {
-    await ctx.activity!.record({
+    await ctx.activity.record({
       action: 'budget.incident_opened', entityType: 'budget_incident', entityId: String(incident.id),
       details: { policyId: incident.policy_id, thresholdType: incident.threshold_type, scopeType: incident.scope_type, scopeId: incident.scope_id,
         amountLimit: Number(incident.amount_limit), amountObserved: Number(incident.amount_observed) },
     });
     if (incident.threshold_type !== 'hard') continue;
-    if (incident.scope_type === 'company') await ctx.scopes!.pauseCompany(HARD_STOP_REASON);
-    else if (incident.scope_type === 'agent') await ctx.scopes!.pauseAgent(String(incident.scope_id), HARD_STOP_REASON);
+    if (incident.scope_type === 'company') await ctx.scopes.pauseCompany(HARD_STOP_REASON);
+    else if (incident.scope_type === 'agent') await ctx.scopes.pauseAgent(String(incident.scope_id), HARD_STOP_REASON);
   }
 }
 

@@ -1,21 +1,22 @@
-import type { PluginContext, RouteRequest } from '@keel/sdk/plugin';
+import type { CostsContext } from './context.ts';
+import type { RouteRequest } from '@keel/sdk/plugin';
 import { rangeOf, trailing, type TimeRange } from './periods.ts';
 import { measures, spendSource, SUMMED } from './spend-source.ts';
 
 type Row = Record<string, unknown>;
 
 /** Sums of one company's spend in a range, grouped by the given columns, largest first. */
-export async function spendBy(ctx: PluginContext, companyId: string, range: TimeRange, columns: readonly string[]): Promise<Row[]> {
+export async function spendBy(ctx: CostsContext, companyId: string, range: TimeRange, columns: readonly string[]): Promise<Row[]> {
   const params: unknown[] = [companyId];
   const source = spendSource(range, columns, params);
   const grouping = columns.length ? `group by ${columns.join(', ')} order by cost_cents desc, ${columns.join(', ')}` : '';
-  const { rows } = await ctx.db!.query(`select ${columns.length ? `${columns.join(', ')}, ` : ''}${SUMMED} from (${source}) s ${grouping}`, params);
+  const { rows } = await ctx.db.query(`select ${columns.length ? `${columns.join(', ')}, ` : ''}${SUMMED} from (${source}) s ${grouping}`, params);
   return rows;
 }
 
 /** The company's monthly budget: the amount of its active calendar-month policy, 0 without one. */
-export async function companyMonthlyBudget(ctx: PluginContext, companyId: string): Promise<number> {
-  const { rows } = await ctx.db!.query(
+export async function companyMonthlyBudget(ctx: CostsContext, companyId: string): Promise<number> {
+  const { rows } = await ctx.db.query(
     `select amount from budget_policies where company_id = $1 and scope_type = 'company' and scope_id = $1
         and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and is_active`, [companyId]);
   return Number(rows[0]?.amount ?? 0);
@@ -23,13 +24,13 @@ export async function companyMonthlyBudget(ctx: PluginContext, companyId: string
 
 const percent = (part: number, whole: number) => (whole > 0 ? Math.round((part / whole) * 10_000) / 100 : 0);
 
-export async function summary(req: RouteRequest, ctx: PluginContext) {
+export async function summary(req: RouteRequest, ctx: CostsContext) {
   const companyId = req.companyId!;
   const range = rangeOf(req.query);
   let spendCents: number;
   if (!range.from && !range.to) {
     // All time is one running total.
-    const { rows } = await ctx.db!.query(`select cost_cents from spend_totals where company_id = $1 and scope_type = 'company' and scope_id = $1 and period = 'lifetime'`, [companyId]);
+    const { rows } = await ctx.db.query(`select cost_cents from spend_totals where company_id = $1 and scope_type = 'company' and scope_id = $1 and period = 'lifetime'`, [companyId]);
     spendCents = Number(rows[0]?.cost_cents ?? 0);
   } else {
     spendCents = Number((await spendBy(ctx, companyId, range, []))[0]?.cost_cents ?? 0);
@@ -49,7 +50,7 @@ const BREAKDOWNS = {
 const FIELD: Record<string, string> = { agent_id: 'agentId', provider: 'provider', biller: 'biller', model: 'model', project_id: 'projectId' };
 
 export function breakdown(kind: keyof typeof BREAKDOWNS) {
-  return async (req: RouteRequest, ctx: PluginContext) => {
+  return async (req: RouteRequest, ctx: CostsContext) => {
     const columns = BREAKDOWNS[kind];
     const rows = await spendBy(ctx, req.companyId!, rangeOf(req.query), columns);
     const names = columns.includes('agent_id' as never) ? await agentNames(ctx) : null;
@@ -62,15 +63,15 @@ export function breakdown(kind: keyof typeof BREAKDOWNS) {
   };
 }
 
-async function agentNames(ctx: PluginContext): Promise<Map<string, string>> {
-  const agents = await ctx.agents!.list();
+async function agentNames(ctx: CostsContext): Promise<Map<string, string>> {
+  const agents = await ctx.agents.list();
   return new Map(agents.map((agent) => [String(agent.id), String(agent.name)]));
 }
 
 export const WINDOWS = [{ window: '5h', hours: 5 }, { window: '24h', hours: 24 }, { window: '7d', hours: 168 }] as const;
 
 /** Rolling spend over the last 5 hours, 24 hours and 7 days, with the providers behind each. */
-export async function windowSpend(req: RouteRequest, ctx: PluginContext) {
+export async function windowSpend(req: RouteRequest, ctx: CostsContext) {
   const now = new Date();
   const windows = [];
   for (const { window, hours } of WINDOWS) {
@@ -87,7 +88,7 @@ export async function windowSpend(req: RouteRequest, ctx: PluginContext) {
 }
 
 /** Per provider, spend and tokens in each window against the operator's configured quota (plugin config `quotas`). */
-export async function quotaWindows(req: RouteRequest, ctx: PluginContext) {
+export async function quotaWindows(req: RouteRequest, ctx: CostsContext) {
   const now = new Date();
   const quotas = (ctx.config.quotas ?? {}) as Record<string, Partial<Record<'5h' | '24h' | '7d', number>>>;
   const perWindow = new Map<string, Map<string, Row>>();

@@ -102,7 +102,8 @@ describe('a call serving company A', () => {
     const mutated = await forge(companyA.id, { op: 'agents.pause', agentId: agentB.id, target: companyB.id }, 'forge-mutated');
     expect(mutated.status, mutated.text).toBe(200);
     expect(mutated.body.plain.error.code).toBe('not_found');
-    expect(mutated.body.extraArgs.error.code).toBe('cross_company_denied');
+    // Identity passed as an extra argument is refused: companies.get takes one argument (sdk/capabilities).
+    expect(mutated.body.extraArgs.error.code).toBe('invalid_arguments');
     expect(await agentStatus(agentB.id)).not.toBe('paused');
   });
 

@@ -217,7 +217,8 @@ describe('hostile arguments to ctx calls', () => {
     const huge = await args('huge-kernel');
     expect(huge.body).toEqual({ sync: { e: expect.objectContaining({ status: 413, code: 'invalid_arguments' }) } });
     const proto = await args('proto-kernel');
-    expect(proto.body.asyncError).toMatchObject({ code: 'invalid_arguments' });
+    // The registry's argument schemas refuse it at the bridge, before any host work starts.
+    expect(proto.body.asyncError ?? proto.body.sync?.e).toMatchObject({ code: 'invalid_arguments' });
     const sparse = await args('sparse-db');
     expect(sparse.body).toMatchObject({ code: 'invalid_arguments', message: expect.stringMatching(/a hole at args\[1\]\[0\]/) });
     await expectKernelAlive(t);

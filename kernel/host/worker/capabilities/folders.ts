@@ -24,7 +24,8 @@ const errno = (error: unknown) => String((error as { code?: unknown })?.code ?? 
 function mountOf(invocation: Invocation, rawKey: unknown): { key: string; mount: FolderMount & { path: string } } {
   if (typeof rawKey !== 'string' || rawKey.length > 64 || !FOLDER_KEY.test(rawKey)) throw new CapabilityError(400, 'invalid_folder_key', 'The first argument must be a folder key declared under folders in plugin.json');
   const mounts = invocation.message.folders;
-  if (!mounts) throw new CapabilityError(400, 'folder_company_required', 'Local folders belong to a company; this invocation has none (use a company-scoped route, or a tool call with a company)');
+  // The registry marks folder methods company-scoped: a call without a company is refused before it gets here.
+  if (!mounts) throw new CapabilityError(403, 'company_scope_required', 'Local folders belong to a company; this invocation has none');
   if (!Object.hasOwn(mounts, rawKey)) throw new CapabilityError(404, 'folder_not_declared', `No local folder "${rawKey}" is declared under folders in plugin.json`);
   const mount = mounts[rawKey]!;
   if (mount.path === null) {
