@@ -57,21 +57,22 @@ function source({ key }: ScaffoldInput): string {
 
 interface NoteRow { id: string; text: string; created_at: string }
 
-// ctx.db and ctx.activity exist because plugin.json declares their capabilities and the
-// operator granted them on enable; an ungranted capability is absent from ctx.
+// The capabilities this code uses, from plugin.json: ctx.db and ctx.activity are then typed
+// and present (the host refuses to run this code if plugin.json stops declaring one).
 export default definePlugin({
+  capabilities: ['database.namespace.write', 'activity.write'],
   routes: {
     'list-notes': async (req, ctx) => {
-      const { rows } = await ctx.db!.query<NoteRow>('select id, text, created_at from notes where company_id = $1 order by id', [req.companyId]);
+      const { rows } = await ctx.db.query<NoteRow>('select id, text, created_at from notes where company_id = $1 order by id', [req.companyId]);
       // bigint ids arrive as strings from PostgreSQL.
       return rows.map((row) => ({ id: Number(row.id), text: row.text, createdAt: row.created_at }));
     },
     'create-note': async (req, ctx) => {
       const { text } = req.body as { text: string };
-      const { rows } = await ctx.db!.query<{ id: string }>('insert into notes (company_id, text) values ($1, $2) returning id', [req.companyId, text]);
+      const { rows } = await ctx.db.query<{ id: string }>('insert into notes (company_id, text) values ($1, $2) returning id', [req.companyId, text]);
       const id = String(rows[0]!.id);
       // Same transaction as the insert: a failure after this line leaves neither behind.
-      await ctx.activity!.record({ action: '${key}.note_created', entityType: 'note', entityId: id, details: { length: text.length } });
+      await ctx.activity.record({ action: '${key}.note_created', entityType: 'note', entityId: id, details: { length: text.length } });
       return { id: Number(id), text };
     },
   },
