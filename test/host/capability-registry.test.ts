@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -83,6 +84,12 @@ beforeAll(async () => {
 afterAll(async () => { await t?.stop(); });
 
 describe('capability registry', () => {
+  it('is listed in full in docs/plugins/capabilities.md', () => {
+    const page = readFileSync(fileURLToPath(new URL('../../docs/plugins/capabilities.md', import.meta.url)), 'utf8');
+    const missing = (CAPABILITIES as readonly CapabilitySpec[]).map((spec) => spec.id).filter((id) => !page.includes(`| \`${id}\` |`));
+    expect(missing).toEqual([]);
+  });
+
   it('has an example for every method it declares', () => {
     const missing = allCapabilityMethods().map((found) => `${found.member}.${found.method}`).filter((name) => !(name in examples()));
     expect(missing).toEqual([]);
