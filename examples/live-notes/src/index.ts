@@ -8,17 +8,18 @@ const note = (row: NoteRow) => ({ id: Number(row.id), text: row.text, createdAt:
 const csvField = (value: string | number) => `"${String(value).replaceAll('"', '""')}"`;
 
 export default definePlugin({
+  capabilities: ['database.namespace.write', 'ui.streams'],
   routes: {
     add: async (req, ctx) => {
       const { text } = req.body as { text: string };
-      const { rows } = await ctx.db!.query<NoteRow>('insert into notes (company_id, text) values ($1, $2) returning id, text, created_at', [req.companyId, text]);
+      const { rows } = await ctx.db.query<NoteRow>('insert into notes (company_id, text) values ($1, $2) returning id, text, created_at', [req.companyId, text]);
       const added = note(rows[0]!);
       // Reaches the live streams of this company only (the host attaches the company), on every Keel process.
-      await ctx.streams!.publish('notes', added);
+      await ctx.streams.publish('notes', added);
       return added;
     },
     export: async (req, ctx) => {
-      const { rows } = await ctx.db!.query<NoteRow>('select id, text, created_at from notes where company_id = $1 order by id', [req.companyId]);
+      const { rows } = await ctx.db.query<NoteRow>('select id, text, created_at from notes where company_id = $1 order by id', [req.companyId]);
       if ((req.query as { format?: string }).format === 'csv') {
         const lines = ['id,text,createdAt', ...rows.map((row) => [row.id, row.text, row.created_at].map(csvField).join(','))];
         return respond(200, `${lines.join('\r\n')}\r\n`, { 'content-type': 'text/csv', 'content-disposition': 'attachment; filename="notes.csv"' });
@@ -31,7 +32,7 @@ export default definePlugin({
       const header = req.headers['last-event-id'];
       const after = header === undefined ? -1 : Number(header);
       const { rows } = Number.isSafeInteger(after) && after >= 0
-        ? await ctx.db!.query<NoteRow>('select id, text, created_at from notes where company_id = $1 and id > $2 order by id limit 100', [req.companyId, after])
+        ? await ctx.db.query<NoteRow>('select id, text, created_at from notes where company_id = $1 and id > $2 order by id limit 100', [req.companyId, after])
         : { rows: [] as NoteRow[] };
       return respondEvents(rows.map((row) => ({ event: 'note', id: row.id, data: note(row) })), { channel: 'notes' });
     },

@@ -5,6 +5,7 @@ interface DeliveryRow { id: string; event: string; payload: unknown; bytes: numb
 const EVENT = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export default definePlugin({
+  capabilities: ['database.namespace.write'],
   webhooks: {
     deliveries: async (req, ctx) => {
       // The host verified the signature (and refused replays) before this runs; a delivery that
@@ -19,7 +20,7 @@ export default definePlugin({
       if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new PluginError(400, 'invalid_delivery', 'The delivery must be a JSON object');
       const type = (payload as { type?: unknown }).type;
       const event = typeof type === 'string' && EVENT.test(type) ? type : 'unknown';
-      const { rows } = await ctx.db!.query<{ id: string }>(
+      const { rows } = await ctx.db.query<{ id: string }>(
         'insert into deliveries (event, payload, bytes) values ($1, $2::jsonb, $3) returning id',
         [event, payload, req.body.length],
       );
@@ -31,8 +32,8 @@ export default definePlugin({
     'list-deliveries': async (req, ctx) => {
       const { limit, event } = req.query as { limit: number; event?: string };
       const { rows } = event === undefined
-        ? await ctx.db!.query<DeliveryRow>('select id, event, payload, bytes, received_at from deliveries order by id desc limit $1', [limit])
-        : await ctx.db!.query<DeliveryRow>('select id, event, payload, bytes, received_at from deliveries where event = $1 order by id desc limit $2', [event, limit]);
+        ? await ctx.db.query<DeliveryRow>('select id, event, payload, bytes, received_at from deliveries order by id desc limit $1', [limit])
+        : await ctx.db.query<DeliveryRow>('select id, event, payload, bytes, received_at from deliveries where event = $1 order by id desc limit $2', [event, limit]);
       return rows.map((row) => ({ id: Number(row.id), event: row.event, payload: row.payload, bytes: row.bytes, receivedAt: row.received_at }));
     },
   },
