@@ -43,9 +43,11 @@ export async function serveCall(services: CapabilityServices, capability: string
   switch (capability) {
     case 'db':
       if (method !== 'query') break;
-      return services.db.run(args[0], args[1], { invocation: info, transactional }, services.grants.includes('database.namespace.write'));
+      // Hooks run read-only on the real host (they may only veto the kernel's change): no writes.
+      return services.db.run(args[0], args[1], { invocation: info, transactional }, services.grants.includes('database.namespace.write') && info.kind !== 'hook');
     case 'activity':
       if (method !== 'record') break;
+      if (info.kind === 'hook') throw new CapabilityFault(403, 'activity_read_only', 'A hook runs read-only (it may only veto the change); it cannot write activity');
       record(activityEntry(args, info));
       return null;
     case 'http':

@@ -243,6 +243,12 @@ describe('tools, jobs, events and webhooks', () => {
     expect(await host.dispatchEvent('company.deleted', { companyId: COMPANY })).toBe(false);
   });
 
+  it('runs hooks read-only, as the host does: a hook that writes fails and vetoes', async () => {
+    const before = host.activity.length;
+    await expect(host.dispatchEvent('agent.updated', { companyId: COMPANY, agentId: 'agent-1' })).rejects.toMatchObject({ status: 403, code: 'activity_read_only' });
+    expect(host.activity.length).toBe(before);
+  });
+
   it('delivers unsigned webhooks as unverified', async () => {
     const answer = await host.deliverWebhook('raw', { body: { a: 1 }, headers: { 'X-Sender': 'test' } });
     expect(answer).toEqual({ status: 200, body: { verified: false, body: '{"a":1}', headers: { 'x-sender': 'test' } }, headers: {} });
