@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
+import type { BlobHandle } from '../../sdk/capabilities/blobs.ts';
 
 /**
  * The blob store (kernel migration 0013): bytes in PostgreSQL, in chunks of CHUNK_BYTES, so
@@ -12,16 +13,8 @@ export const CHUNK_BYTES = 256 * 1024;
 /** Chunks read per query while streaming a download. */
 const CHUNKS_PER_READ = 4;
 
-export interface BlobMetadata {
-  id: string;
-  companyId: string;
-  owner: string;
-  contentType: string;
-  byteSize: number;
-  sha256: string;
-  filename: string | null;
-  createdAt: string;
-}
+/** A blob's metadata: the handle plugins receive (the SDK's type, so the two cannot drift). */
+export type BlobMetadata = BlobHandle;
 
 export interface NewBlob { companyId: string; owner: string; contentType: string; filename: string | null }
 

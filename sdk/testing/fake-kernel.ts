@@ -14,13 +14,10 @@ export type KernelFake = (args: unknown[], invocation: InvocationInfo) => unknow
 const FAKEABLE = allCapabilityMethods().filter((found) => found.spec.servedBy !== 'worker');
 export const KERNEL_METHODS: readonly KernelMethod[] = FAKEABLE.map((found) => `${found.member}.${found.method}`);
 
-/** Methods that reach company data: the host refuses them to a call that serves no company. */
-const COMPANY_SCOPED = (method: KernelMethod) => FAKEABLE.some((found) => `${found.member}.${found.method}` === method && found.spec.scope === 'company');
-
 /**
  * Kernel capabilities (companies, agents, runs, secrets, services, streams) as injectable fakes:
- * `host.kernel.on('companies.get', ([id]) => ({ id, name: 'Acme' }))`. The grant check
- * happens before a fake runs, exactly as the broker checks it; a granted method with no fake
+ * `host.kernel.on('companies.get', ([id]) => ({ id, name: 'Acme' }))`. The registry's call
+ * check (grant, company scope, arguments) runs before a fake, as the broker runs it; a granted method with no fake
  * fails with `fake_missing`, naming the call to add. Calls are recorded in `calls`.
  */
 export class FakeKernel {
@@ -39,9 +36,6 @@ export class FakeKernel {
 
   async call(method: KernelMethod, args: unknown[], invocation: InvocationInfo): Promise<unknown> {
     this.calls.push({ method, args, invocation });
-    if (COMPANY_SCOPED(method) && !invocation.companyId) {
-      throw new CapabilityFault(403, 'company_scope_required', `${method} reaches company data, and this call serves no company; declare the job perCompany: true in plugin.json to run it once per company, or serve the route under a company (companyParam or agentParam)`);
-    }
     const fake = this.fakes.get(method);
     if (!fake) throw new CapabilityFault(501, 'fake_missing', `${method} has no test fake; add host.kernel.on('${method}', (args, invocation) => value)`);
     const value = await fake(args, invocation);

@@ -1,6 +1,7 @@
 import { KeelError } from '../../http/errors.ts';
 import { isUuid } from '../../http/validate.ts';
 import type { BrokeredCall } from './types.ts';
+import { companyScopeDenial } from '../../../sdk/capabilities/check-call.ts';
 
 /**
  * Cross-tenant guard for kernel capabilities: a call made while serving company X may only
@@ -29,14 +30,9 @@ export function callCompany(call: BrokeredCall): string {
   return call.info.companyId;
 }
 
-/**
- * The refusal of company data to a call that serves no company. Instance-level work reaches
- * company data only company by company: a job declared `perCompany: true` is run once per
- * company, each run serving that company alone.
- */
-export function companyScopeRequired(plugin: string, what: string): KeelError {
-  return new KeelError(403, 'company_scope_required',
-    `${plugin}: ${what} reaches company data, and this call serves no company; declare the job perCompany: true in plugin.json to run it once per company, or serve the route under a company (companyParam or agentParam)`);
+/** The registry's refusal of company data to a call that serves no company (the broker checks first; this is the backstop). */
+function companyScopeRequired(plugin: string, what: string): KeelError {
+  return new KeelError(403, 'company_scope_required', companyScopeDenial(plugin, what));
 }
 
 export function uuidArg(value: unknown, name: string): string {
