@@ -88,6 +88,14 @@ describe('ctx.jobs.enqueue', () => {
   });
 });
 
+/** The worker's restart count now; after a call that ends the worker, wait with workerBack(count) (-1: only for it to run). */
+const restarts = async () => (await t.api.get(`/api/plugins/${KEY}/health`)).body.worker.restarts as number;
+/** A timed-out call ends the worker: the next test needs its successor running. */
+const workerBack = (before: number) => waitFor(async () => {
+  const worker = (await t.api.get(`/api/plugins/${KEY}/health`)).body.worker;
+  return worker.restarts > before && worker.status === 'running' ? worker : undefined;
+}, 'the restarted worker');
+
 describe('long calls', () => {
   it('a job with its own deadline outlives the plugin call deadline and reports progress on its run', async () => {
     const res = await enqueue({ key: 'long', payload: null });
@@ -102,8 +110,10 @@ describe('long calls', () => {
     const slow = await t.api.post(`/api/plugins/${KEY}/slow`, {});
     expect(slow.status, slow.text).toBe(200);
     expect(slow.body).toEqual({ slept: true });
+    const before = await restarts();
     const plain = await t.api.post(`/api/plugins/${KEY}/slow-default`, {});
     expect([plain.status, plain.body.code]).toEqual([504, 'plugin_timeout']);
+    await workerBack(before);
   });
 
   it('the isolate CPU limit still holds for a job with a long deadline', async () => {
@@ -111,6 +121,8 @@ describe('long calls', () => {
     const done = await settled(res.body[0].jobId);
     expect(done.state).toBe('failed');
     expect(done.lastRun.error).toMatch(/^plugin_timeout: .*CPU time limit/);
+    // The CPU limit replaces the isolate (not always the worker): wait until the plugin runs again.
+    await workerBack(-1);
   });
 });
 
