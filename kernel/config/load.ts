@@ -71,6 +71,7 @@ export function loadConfig(sources: ConfigSources = {}): KeelConfig {
   if (env.DATABASE_URL) fromEnv.database.url = env.DATABASE_URL;
   if (env.KEEL_LOG_LEVEL) fromEnv.logging.level = env.KEEL_LOG_LEVEL;
   if (env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS) fromEnv.plugins = { privateNetworkHosts: env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
+  if (env.KEEL_PLUGIN_SHARED_WORKER) fromEnv.plugins = { ...fromEnv.plugins, sharedWorker: { firstParty: parseSwitch('KEEL_PLUGIN_SHARED_WORKER', env.KEEL_PLUGIN_SHARED_WORKER) } };
   merge(config, fromEnv);
 
   const fromFlags: Record<string, any> = { server: {}, auth: {}, database: {} };
@@ -91,6 +92,13 @@ function parsePort(field: string, raw: string): number {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(field === 'PORT' ? 'server.port (PORT)' : 'server.port (--port)', `must be an integer between 0 and 65535, got "${raw}"`);
   return port;
+}
+
+function parseSwitch(field: string, raw: string): boolean {
+  const value = raw.trim().toLowerCase();
+  if (['on', 'true', '1', 'yes'].includes(value)) return true;
+  if (['off', 'false', '0', 'no'].includes(value)) return false;
+  throw new ConfigError(field, `must be on or off, got "${raw}"`);
 }
 
 function merge(target: Record<string, any>, source: Record<string, unknown>): void {

@@ -69,6 +69,17 @@ export const configSchema = {
           items: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*@[^@\\s/]+$' },
           description: 'Entries "<pluginKey>@<host>": lets ctx.http.fetch of that plugin reach private, loopback or link-local addresses of that host, when the plugin names the host exactly (no wildcard) in network.allow. Off by default; cloud metadata addresses stay refused. Env: KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS (comma-separated).',
         },
+        sharedWorker: {
+          type: 'object', additionalProperties: false,
+          description: 'Which plugins share one extension-host worker process (kernel/host/worker-sharing.ts). Each keeps its own isolate, database role and deadlines; a fatal error restarts the process with every plugin in it.',
+          properties: {
+            firstParty: { type: 'boolean', description: 'First-party plugins share one worker process (default true); false gives each its own. Env: KEEL_PLUGIN_SHARED_WORKER=off.' },
+            plugins: {
+              type: 'array', maxItems: 200, items: { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*$', maxLength: 48 },
+              description: 'Keys of other plugins the operator puts in the shared worker process too (default none: each has its own).',
+            },
+          },
+        },
         events: {
           type: 'object', additionalProperties: false,
           description: 'Delivery of durable events to plugin subscribers (kernel/host/contributions/events.ts).',
@@ -99,5 +110,5 @@ export interface KeelConfig {
   dataDir: string;
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
-  plugins?: { privateNetworkHosts?: string[]; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
+  plugins?: { privateNetworkHosts?: string[]; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

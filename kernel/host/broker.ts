@@ -1,5 +1,5 @@
 import { KeelError } from '../http/errors.ts';
-import type { WorkerToKernel } from './protocol/messages.ts';
+import type { SlotReport } from './protocol/messages.ts';
 import { agentsCapability } from './capabilities/agents.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
@@ -40,7 +40,7 @@ export class Broker {
     this.host = host;
   }
 
-  async handle(plugin: string, call: Extract<WorkerToKernel, { t: 'call' }>): Promise<unknown> {
+  async handle(plugin: string, call: Extract<SlotReport, { t: 'call' }>): Promise<unknown> {
     const invocation = this.host.invocations.get(call.invocationId);
     if (!invocation || invocation.plugin !== plugin) {
       throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');

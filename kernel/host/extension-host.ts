@@ -17,6 +17,8 @@ import { EVENTS_CHANNEL } from './contributions/events.ts';
 import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
+import { WorkerHost } from './worker-host.ts';
+import { sharesWorker } from './worker-sharing.ts';
 import type { InvokeMessage, KernelEffect } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { readCompany } from '../tenancy/company-access.ts';
@@ -87,6 +89,8 @@ export class ExtensionHost {
   private resyncTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
   private stopped = false;
+  /** The worker process the first-party plugins share (and plugins the operator puts with them). */
+  private readonly sharedWorker: WorkerHost;
 
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
@@ -94,6 +98,7 @@ export class ExtensionHost {
     this.streams = new StreamHub(kernel.db);
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.broker = new Broker(this);
+    this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
     kernel.health.registerGroup('plugins', () => this.health());
   }
 
@@ -353,6 +358,7 @@ export class ExtensionHost {
         activitySigning: true,
       },
       log: this.kernel.log,
+      host: sharesWorker(this.kernel.config, { key: row.key as string, sourceKind: row.source_kind as string }) ? this.sharedWorker : undefined,
       maxConcurrent: limits.maxConcurrentCalls,
       onCall: (call) => this.broker.handle(row.key, call),
       onExit: (applicationName) => void this.databases.endWorkerSessions(roles.runtime, applicationName)

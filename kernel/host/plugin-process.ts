@@ -1,13 +1,11 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CallResult, InvokeMessage, KernelEffect, KernelToWorker, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
-
+import type { CallResult, InvokeMessage, KernelEffect, KernelToWorker, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
-import { workerEntry } from './worker-entry.ts';
+import { WorkerHost } from './worker-host.ts';
 
 export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
-export type KernelCallHandler = (call: Extract<WorkerToKernel, { t: 'call' }>) => Promise<unknown>;
+export type KernelCallHandler = (call: Extract<SlotReport, { t: 'call' }>) => Promise<unknown>;
 
 export interface PluginHealth {
   status: 'starting' | 'running' | 'restarting' | 'stopped' | 'failed';
@@ -25,14 +23,17 @@ export interface LogLine { at: string; level: string; message: string; fields?: 
 const MAX_BACKOFF_MS = 30_000;
 
 /**
- * Supervises one plugin's worker process: boots it, sends it invocations with a deadline,
- * answers its kernel-capability calls through the broker, and restarts it with exponential
- * backoff when it dies (crash, out of memory, runaway call). Calls in flight when the worker
- * dies fail with a clear error; nothing else in the kernel notices.
+ * Supervises one plugin in its worker process (its own, or the first-party plugins' shared one:
+ * worker-host.ts): loads it, sends it invocations with a deadline, answers its kernel-capability
+ * calls through the broker, and loads it again with exponential backoff when it is gone (its
+ * process died, or it must start afresh after running out of memory or overrunning a call).
+ * Calls in flight then fail with a clear error; nothing else in the kernel notices.
  */
 export class PluginProcess {
   readonly key: string;
-  private child: ChildProcess | null = null;
+  private readonly host: WorkerHost;
+  /** This plugin's current loading in its worker process; null while it is not loaded. */
+  private slot: string | null = null;
   private init: WorkerInit;
   private readonly log: Logger;
   private readonly onCall: KernelCallHandler;
@@ -41,14 +42,13 @@ export class PluginProcess {
   private ready: Promise<void> | null = null;
   private stopped = false;
   private restartTimer: NodeJS.Timeout | null = null;
-  private fatalReason: string | null = null;
   readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
 
-  /** Told when a worker process is gone, with the database session name it used (see spawn). */
+  /** Told when a loading of the plugin is gone, with the database session name it used (see load). */
   private readonly onExit: (applicationName: string) => void;
 
-  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number; onExit?: (applicationName: string) => void }) {
+  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number; onExit?: (applicationName: string) => void; host?: WorkerHost }) {
     this.key = options.init.pluginKey;
     this.init = options.init;
     this.log = options.log;
@@ -56,64 +56,68 @@ export class PluginProcess {
     this.onLog = options.onLog;
     this.maxConcurrent = options.maxConcurrent;
     this.onExit = options.onExit ?? (() => undefined);
+    this.host = options.host ?? new WorkerHost({ name: this.key, log: options.log });
+  }
+
+  /** Whether this plugin shares its worker process with others (the first-party plugins' worker). */
+  get shared(): boolean {
+    return this.host.name !== this.key;
   }
 
   start(): Promise<void> {
     this.stopped = false;
-    this.ready = this.spawn();
+    this.ready = this.load();
     return this.ready;
   }
 
-  private async spawn(): Promise<void> {
+  private async load(): Promise<void> {
     this.health.status = this.health.restarts > 0 ? 'restarting' : 'starting';
-    const child = fork(await workerEntry(), [], {
-      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
-      serialization: 'json',
-      // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
-      // which stops workers in order, not every worker at once mid-request.
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
-    });
-    this.child = child;
-    this.fatalReason = null;
-    this.health.pid = child.pid ?? null;
-    // Each process names its database sessions uniquely: once it is gone, the kernel ends what
-    // they still run (a statement a crashed or killed worker left behind would otherwise run on
+    const slot = randomUUID();
+    // Each loading names its database sessions uniquely: once it is gone, the kernel ends what
+    // they still run (a statement a crashed or killed plugin left behind would otherwise run on
     // until statement_timeout, whatever its call's deadline was).
     const applicationName = `keel-w${randomBytes(6).toString('hex')}-${this.key}`.slice(0, 63);
     const init: WorkerInit = this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
-    let stderr = '';
-    child.stderr?.on('data', (chunk: Buffer) => { stderr = (stderr + chunk.toString()).slice(-4000); });
-    const booted = new Promise<void>((resolve, reject) => {
-      const onMessage = (message: WorkerToKernel) => {
-        if (message.t === 'ready') {
-          this.health.status = 'running';
-          this.health.lastBootMs = Math.round(message.bootMs);
-          this.health.startedAt = new Date().toISOString();
-          resolve();
-        } else if (message.t === 'boot_failed') {
-          this.fatalReason = message.error.message;
-          reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
-        }
-      };
-      child.on('message', onMessage);
-      child.once('exit', (code) => reject(new Error(`worker exited during boot (code ${code}): ${this.fatalReason ?? stderr.split('\n').filter(Boolean).slice(-3).join(' | ')}`)));
-    });
-    child.on('message', (message: WorkerToKernel) => this.handle(message));
-    child.on('exit', (code, signal) => {
+    this.slot = slot;
+    const lost = (exit: { code: number | null; signal: string | null; reason: string | null }) => {
       if (this.init.database) this.onExit(applicationName);
-      this.exited(child, code, signal, stderr);
+      this.lost(slot, exit);
+    };
+    const booted = new Promise<void>((resolve, reject) => {
+      this.host.load(slot, init, {
+        message: (message) => {
+          switch (message.t) {
+            case 'loaded':
+              this.health.status = 'running';
+              this.health.pid = this.host.pid;
+              this.health.lastBootMs = Math.round(message.bootMs);
+              this.health.startedAt = new Date().toISOString();
+              resolve();
+              break;
+            case 'load_failed':
+              reject(Object.assign(new Error(message.error.message), { code: message.error.code }));
+              lost({ code: null, signal: null, reason: message.error.message });
+              break;
+            case 'restart':
+              this.onLog({ at: new Date().toISOString(), level: 'error', message: `plugin restarting: ${message.reason}` });
+              lost({ code: null, signal: null, reason: message.reason });
+              break;
+            default:
+              this.handle(message);
+          }
+        },
+        exited: (exit) => {
+          if (exit.reason) this.onLog({ at: new Date().toISOString(), level: 'error', message: `worker process ended: ${exit.reason}` });
+          reject(new Error(`worker exited during boot (code ${exit.code}): ${exit.reason ?? 'no reason given'}`));
+          lost(exit);
+        },
+      }).catch((error: Error) => { reject(error); lost({ code: null, signal: null, reason: error.message }); });
     });
-    // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
-    // a listener that event would end the kernel. The exit handler deals with the worker.
-    child.on('error', (error) => this.log.warn({ plugin: this.key, err: error }, 'plugin worker channel error'));
-    child.send({ t: 'init', init } satisfies KernelToWorker);
     booted.catch(() => undefined);
     return booted;
   }
 
-  private handle(message: WorkerToKernel): void {
+  private handle(message: Exclude<WorkerToKernel, { t: 'fatal' | 'loaded' | 'load_failed' | 'restart' }>): void {
     switch (message.t) {
       case 'result':
         this.settle(message);
@@ -142,18 +146,15 @@ export class PluginProcess {
       case 'log':
         this.onLog({ at: new Date().toISOString(), level: message.level, message: message.message, fields: message.fields });
         break;
-      case 'fatal':
-        this.fatalReason = message.reason;
-        this.onLog({ at: new Date().toISOString(), level: 'error', message: `worker fatal: ${message.reason}` });
-        break;
     }
   }
 
-  private exited(child: ChildProcess, code: number | null, signal: string | null, stderr: string): void {
-    if (this.child !== child) return;
-    this.child = null;
+  /** This loading of the plugin is gone (its process died, or it must start afresh): calls in flight fail, and it loads again with backoff. */
+  private lost(slot: string, exit: { code: number | null; signal: string | null; reason: string | null }): void {
+    if (this.slot !== slot) return;
+    this.slot = null;
     this.health.pid = null;
-    const reason = this.fatalReason ?? (stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
+    const { code, signal, reason } = exit;
     this.health.lastExit = { code, signal, reason, at: new Date().toISOString() };
     for (const [id, waiter] of this.pending) {
       clearTimeout(waiter.timer);
@@ -171,7 +172,7 @@ export class PluginProcess {
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
       if (this.stopped) return;
-      this.ready = this.spawn();
+      this.ready = this.load();
       this.ready.then(() => {
         this.health.consecutiveFailures = 0;
         this.log.info({ plugin: this.key, restarts: this.health.restarts, pid: this.health.pid }, 'plugin worker restarted');
@@ -180,10 +181,18 @@ export class PluginProcess {
     this.restartTimer.unref();
   }
 
-  private send(message: KernelToWorker): boolean {
-    if (!this.child?.connected) return false;
-    this.child.send(message);
-    return true;
+  private get running(): boolean {
+    return this.slot !== null && this.health.status === 'running' && this.host.connected;
+  }
+
+  private send(message: SlotMessage): boolean {
+    if (this.slot === null) return false;
+    return this.host.send({ ...message, slot: this.slot } as KernelToWorker);
+  }
+
+  /** A call overran the kernel's own deadline: the worker process did not answer in time, so it is ended. */
+  private unresponsive(): void {
+    this.host.kill();
   }
 
   private settle(message: CallResult): void {
@@ -208,14 +217,14 @@ export class PluginProcess {
     // already bounds how many are in flight; counting its calls would refuse the very load
     // that batching exists to absorb.
     try { await this.ready; } catch { if (this.health.status === 'restarting' && this.ready) await this.ready.catch(() => undefined); }
-    if (!this.child?.connected) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` });
+    if (!this.running) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` });
     const budget = messages.reduce((sum, m) => sum + m.deadlineMs, 0) + 1000;
     const results = messages.map((message) => new Promise<InvokeResult>((resolve) => {
       const timer = setTimeout(() => {
         this.pending.delete(message.id);
         this.health.inFlight = this.pending.size;
         resolve({ ok: false, error: { status: 504, code: 'plugin_timeout', message: `${this.key} did not answer within its deadline` }, activityWritten: false });
-        this.child?.kill('SIGKILL');
+        this.unresponsive();
       }, budget);
       this.pending.set(message.id, { resolve, timer });
     }));
@@ -244,7 +253,7 @@ export class PluginProcess {
     } catch {
       if (this.health.status === 'restarting' && this.ready) await this.ready.catch(() => undefined);
     }
-    if (!this.child?.connected) {
+    if (!this.running) {
       return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is not running (${this.health.status})` }, activityWritten: false };
     }
     return new Promise<InvokeResult>((resolve) => {
@@ -253,7 +262,7 @@ export class PluginProcess {
         this.pending.delete(message.id);
         this.health.inFlight = this.pending.size;
         resolve({ ok: false, error: { status: 504, code: 'plugin_timeout', message: `${this.key} did not answer within ${message.deadlineMs} ms` }, activityWritten: false });
-        this.child?.kill('SIGKILL');
+        this.unresponsive();
       }, message.deadlineMs + 1000);
       this.pending.set(message.id, { resolve, timer });
       this.health.inFlight = this.pending.size;
@@ -274,13 +283,10 @@ export class PluginProcess {
     this.stopped = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
     await this.drain();
-    const child = this.child;
-    if (!child) { this.health.status = 'stopped'; return; }
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
-      child.once('exit', () => { clearTimeout(timer); resolve(); });
-      if (!this.send({ t: 'shutdown' })) child.kill('SIGKILL');
-    });
+    const slot = this.slot;
+    this.slot = null;
+    if (slot) await this.host.unload(slot);
+    this.health.pid = null;
     this.health.status = 'stopped';
   }
 
@@ -291,7 +297,7 @@ export class PluginProcess {
    */
   private async drain(): Promise<void> {
     const until = Date.now() + this.init.limits.callTimeoutMs + 1000;
-    while (this.pending.size > 0 && this.child?.connected && Date.now() < until) {
+    while (this.pending.size > 0 && this.running && Date.now() < until) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
   }

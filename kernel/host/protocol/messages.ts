@@ -52,14 +52,27 @@ export interface InvokeMessage {
 
 export interface FolderMount { path: string | null; access: 'read' | 'readWrite' }
 
-export type KernelToWorker =
-  | { t: 'init'; init: WorkerInit }
+/** What the kernel says to one plugin of a worker process. */
+export type SlotMessage =
   | InvokeMessage
   /** Calls of one batched route, run in one transaction with a savepoint per item; each answered after the commit. */
   | { t: 'invoke_batch'; items: InvokeMessage[] }
   /** secrets: values the answer delivers (secrets.resolveEnvironment), which the worker keeps out of every output. */
   | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError; secrets?: string[] }
-  | { t: 'config'; config: Record<string, unknown> }
+  | { t: 'config'; config: Record<string, unknown> };
+
+/**
+ * A message for one plugin of a process, named by its slot: a process holds one plugin (a
+ * third-party plugin's own worker) or several (the first-party plugins' shared worker), and a
+ * slot is one loading of one plugin, so an upgraded plugin's new slot never gets the old one's answers.
+ */
+export type Addressed<T> = T extends unknown ? T & { slot: string } : never;
+
+export type KernelToWorker =
+  | { t: 'load'; slot: string; init: WorkerInit }
+  | { t: 'unload'; slot: string }
+  | Addressed<SlotMessage>
+  /** Ends the process, every plugin in it. */
   | { t: 'shutdown' };
 
 export interface WireError { status: number; code: string; message: string; details?: unknown }
@@ -74,12 +87,19 @@ export type KernelEffect =
 
 export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
 
-export type WorkerToKernel =
-  | { t: 'ready'; bootMs: number }
-  | { t: 'boot_failed'; error: WireError }
+/** What one plugin of a worker process says to the kernel. */
+export type SlotReport =
   | ({ t: 'result' } & CallResult)
   /** The results of a batch, in one message (one write instead of one per call). */
   | { t: 'results'; results: CallResult[] }
   | { t: 'call'; id: number; invocationId: string; capability: string; method: string; args: unknown[] }
-  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string }
+  | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string };
+
+export type WorkerToKernel =
+  | Addressed<SlotReport>
+  | { t: 'loaded'; slot: string; bootMs: number }
+  | { t: 'load_failed'; slot: string; error: WireError }
+  /** The plugin of this slot is gone from the process (it must start afresh); the kernel loads it again. */
+  | { t: 'restart'; slot: string; reason: string }
+  /** The whole process is ending, with every plugin in it. */
   | { t: 'fatal'; reason: string };

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { CallResult, InvokeMessage, KernelEffect, WireError, WorkerToKernel } from '../protocol/messages.ts';
+import type { CallResult, InvokeMessage, KernelEffect, SlotReport, WireError } from '../protocol/messages.ts';
 import { flushBatchActivity } from './capabilities/activity.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
 import { Invocation } from './invocation.ts';
@@ -10,7 +10,7 @@ export interface BatchHost {
   invocations: Map<string, Invocation>;
   /** Runs one invocation in the isolate (its outcome goes to `invocation.batch` or `batchLead`). */
   start(invocation: Invocation): void;
-  send(message: WorkerToKernel): void;
+  send(message: SlotReport): void;
   log(level: 'warn', message: string): void;
   /** A plugin's own error, bounded and rid of delivered secrets and of PostgreSQL's text. */
   wireFromPlugin(raw: unknown, target: string): WireError;

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { expectKernelAlive, installAndEnable, waitFor } from './support.ts';
+import { expectKernelAlive, expectKernelComponentsUp, installAndEnable, waitFor } from './support.ts';
 
 /** SANDBOX.md class 2: resource exhaustion. The fixture's limits: 32 MB, 2,500 ms per call, 3 calls at once. */
 let t: TestKernel;
@@ -31,7 +31,7 @@ async function during(attack: () => Promise<any>): Promise<{ res: any; kernelMs:
     while (!done) {
       const started = performance.now();
       const [health, companies] = await Promise.all([t.api.get('/api/health'), t.api.get(`/api/companies/${company.id}`)]);
-      expect(health.status).toBe(200);
+      expectKernelComponentsUp(health);
       expect(companies.status).toBe(200);
       kernelMs.push(performance.now() - started);
       await new Promise((resolve) => setTimeout(resolve, 25));

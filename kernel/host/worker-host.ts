@@ -1,0 +1,122 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Logger } from 'pino';
+import type { KernelToWorker, WorkerToKernel } from './protocol/messages.ts';
+import { workerEntry } from './worker-entry.ts';
+
+/** What a plugin loaded in a worker process hears from it. */
+export interface SlotListener {
+  message(message: Exclude<WorkerToKernel, { t: 'fatal' }>): void;
+  /** The process ended, with every plugin in it. */
+  exited(exit: { code: number | null; signal: string | null; reason: string | null }): void;
+}
+
+/**
+ * One extension-host worker process, and the plugins loaded in it. A third-party plugin has a
+ * host of its own; the first-party plugins share one (each still in its own isolate, with its
+ * own database role and deadlines). The process is started when a plugin is loaded into it and
+ * ends when the last one leaves; when it dies, every plugin in it is told and loads itself
+ * again (plugin-process.ts), which starts a new process.
+ */
+export class WorkerHost {
+  readonly name: string;
+  private readonly log: Logger;
+  private child: ChildProcess | null = null;
+  private starting: Promise<ChildProcess> | null = null;
+  private readonly slots = new Map<string, SlotListener>();
+  private fatalReason: string | null = null;
+  private stderr = '';
+
+  constructor(options: { name: string; log: Logger }) {
+    this.name = options.name;
+    this.log = options.log;
+  }
+
+  get pid(): number | null {
+    return this.child?.pid ?? null;
+  }
+
+  get connected(): boolean {
+    return Boolean(this.child?.connected);
+  }
+
+  /** Loads a plugin into the process (starting the process if it is not running). */
+  async load(slot: string, init: Extract<KernelToWorker, { t: 'load' }>['init'], listener: SlotListener): Promise<void> {
+    const child = await this.running();
+    this.slots.set(slot, listener);
+    if (!this.sendTo(child, { t: 'load', slot, init })) {
+      this.slots.delete(slot);
+      throw new Error(`the ${this.name} worker process is not running`);
+    }
+  }
+
+  send(message: KernelToWorker): boolean {
+    return this.child ? this.sendTo(this.child, message) : false;
+  }
+
+  /**
+   * Takes a plugin out of the process; the process ends with its last plugin. Resolves when
+   * the plugin is gone (its isolate disposed and connections closed, or the process ended).
+   */
+  async unload(slot: string): Promise<void> {
+    if (!this.slots.delete(slot)) return;
+    const child = this.child;
+    if (!child) return;
+    if (this.slots.size > 0) { this.sendTo(child, { t: 'unload', slot }); return; }
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
+      child.once('exit', () => { clearTimeout(timer); resolve(); });
+      if (!this.sendTo(child, { t: 'shutdown' })) child.kill('SIGKILL');
+    });
+  }
+
+  /** Ends a process that stopped answering: every plugin in it is told, and loads itself again. */
+  kill(): void {
+    this.child?.kill('SIGKILL');
+  }
+
+  private running(): Promise<ChildProcess> {
+    if (this.child?.connected) return Promise.resolve(this.child);
+    this.starting ??= this.spawn().finally(() => { this.starting = null; });
+    return this.starting;
+  }
+
+  private async spawn(): Promise<ChildProcess> {
+    const child = fork(await workerEntry(), [], {
+      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
+      serialization: 'json',
+      // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
+      // which stops workers in order, not every worker at once mid-request.
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
+    });
+    this.child = child;
+    this.fatalReason = null;
+    this.stderr = '';
+    child.stderr?.on('data', (chunk: Buffer) => { this.stderr = (this.stderr + chunk.toString()).slice(-4000); });
+    child.on('message', (message: WorkerToKernel) => {
+      if (message.t === 'fatal') { this.fatalReason = message.reason; return; }
+      this.slots.get(message.slot)?.message(message);
+    });
+    child.on('exit', (code, signal) => this.exited(child, code, signal));
+    // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
+    // a listener that event would end the kernel. The exit handler deals with the worker.
+    child.on('error', (error) => this.log.warn({ worker: this.name, err: error }, 'plugin worker channel error'));
+    return child;
+  }
+
+  private exited(child: ChildProcess, code: number | null, signal: string | null): void {
+    if (this.child !== child) return;
+    this.child = null;
+    const reason = this.fatalReason ?? (this.stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
+    const listeners = [...this.slots.values()];
+    this.slots.clear();
+    for (const listener of listeners) listener.exited({ code, signal, reason });
+  }
+
+  private sendTo(child: ChildProcess, message: KernelToWorker): boolean {
+    if (!child.connected) return false;
+    child.send(message);
+    return true;
+  }
+}
