@@ -51,21 +51,18 @@ export async function run(): Promise<void> {
     for (let i = 0; i < toolRuns; i++) await call('POST', '/api/plugins/tools/execute', { tool: 'bench-plugin.ping', input: {} });
     const toolMs = (performance.now() - toolStarted) / toolRuns;
 
-    // Throughput: plugin routes against the same routes in the kernel.
-    const echoBody = JSON.stringify({ message: 'x'.repeat(900), n: 1 });
-    let counter = 0;
-    const rowBody = () => JSON.stringify({ key: `k${counter++ % 1000}`, value: 'v'.repeat(100) });
-    const headers = { 'content-type': 'application/json' };
-    const cases: Array<[string, string, () => string]> = [
-      ['echo, kernel', `${kernel.url}/api/bench/echo`, () => echoBody],
-      ['echo, plugin', `${kernel.url}/api/plugins/bench-plugin/echo`, () => echoBody],
-      ['row write+read, kernel', `${kernel.url}/api/bench/companies/${company.id}/rows`, rowBody],
-      ['row write+read, plugin', `${kernel.url}/api/plugins/bench-plugin/companies/${company.id}/rows`, rowBody],
-      ['row write+read, plugin, batched route', `${kernel.url}/api/plugins/bench-plugin/companies/${company.id}/rows-batched`, rowBody],
-    ];
-    for (const [name, url, body] of cases) await load(`${name} (warm-up)`, url, { method: 'POST', headers, body: body(), seconds: 1 });
-    const results = [];
-    for (const [name, url, body] of cases) results.push(await load(name, url, { method: 'POST', headers, body: body(), seconds: 5 }));
+    const results = await throughput(kernel.url, company.id);
+    // The same plugin in the shared worker process (where first-party plugins run), measured in this run.
+    const shared = await startKernelProcess({}, ['test/bench/support/bench-kernel-main.ts'], { plugins: { sharedWorker: { plugins: ['bench-plugin'] } } });
+    let sharedResults;
+    try {
+      const sharedCompany = await shared.call('POST', '/api/companies', { name: 'Host Bench, shared worker' });
+      await shared.call('POST', '/api/plugins/install', { localPath: FIXTURE });
+      await shared.call('POST', '/api/plugins/bench-plugin/enable', {});
+      sharedResults = await throughput(shared.url, sharedCompany.id);
+    } finally {
+      await shared.stop();
+    }
 
     // Memory with ten plugins enabled (the benchmark plugin plus nine copies under other keys).
     for (let i = 1; i <= 9; i++) {
@@ -94,14 +91,43 @@ export async function run(): Promise<void> {
       { measure: `plugin worker processes (${pluginWorkers.length}), RSS each (mean)`, value: `${(pluginWorkers.reduce((a, b) => a + b, 0) / Math.max(1, pluginWorkers.length) / 1024).toFixed(0)} MiB` },
       { measure: 'kernel + workers RSS', value: `${(total / 1024).toFixed(0)} MiB` },
     ]);
-    const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched] = results;
-    printTable('requests per second, 10 connections, 1 KB JSON body', [
-      { route: 'echo', kernel: echoKernel!.requestsPerSecond, plugin: echoPlugin!.requestsPerSecond, 'plugin / kernel': `${((echoPlugin!.requestsPerSecond / echoKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: echoKernel!.errors + echoKernel!.non2xx + echoPlugin!.errors + echoPlugin!.non2xx },
-      { route: 'row write+read (transaction + activity)', kernel: rowKernel!.requestsPerSecond, plugin: rowPlugin!.requestsPerSecond, 'plugin / kernel': `${((rowPlugin!.requestsPerSecond / rowKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: rowKernel!.errors + rowKernel!.non2xx + rowPlugin!.errors + rowPlugin!.non2xx },
-      { route: 'row write+read, batched plugin route (group commit)', kernel: rowKernel!.requestsPerSecond, plugin: rowBatched!.requestsPerSecond, 'plugin / kernel': `${((rowBatched!.requestsPerSecond / rowKernel!.requestsPerSecond) * 100).toFixed(0)}%`, errors: rowBatched!.errors + rowBatched!.non2xx },
+    printTable('requests per second, 10 connections, 1 KB JSON body: the plugin in its own worker process, then in the shared one', [
+      ...ratios('own process', results),
+      ...ratios('shared process', sharedResults),
     ]);
   } finally {
     await kernel.stop();
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+type LoadResult = Awaited<ReturnType<typeof load>>;
+
+/** Plugin routes against the same routes served by the kernel itself, in one kernel. */
+async function throughput(url: string, companyId: string): Promise<LoadResult[]> {
+  const echoBody = JSON.stringify({ message: 'x'.repeat(900), n: 1 });
+  let counter = 0;
+  const rowBody = () => JSON.stringify({ key: `k${counter++ % 1000}`, value: 'v'.repeat(100) });
+  const headers = { 'content-type': 'application/json' };
+  const cases: Array<[string, string, () => string]> = [
+    ['echo, kernel', `${url}/api/bench/echo`, () => echoBody],
+    ['echo, plugin', `${url}/api/plugins/bench-plugin/echo`, () => echoBody],
+    ['row write+read, kernel', `${url}/api/bench/companies/${companyId}/rows`, rowBody],
+    ['row write+read, plugin', `${url}/api/plugins/bench-plugin/companies/${companyId}/rows`, rowBody],
+    ['row write+read, plugin, batched route', `${url}/api/plugins/bench-plugin/companies/${companyId}/rows-batched`, rowBody],
+  ];
+  for (const [name, target, body] of cases) await load(`${name} (warm-up)`, target, { method: 'POST', headers, body: body(), seconds: 1 });
+  const results: LoadResult[] = [];
+  for (const [name, target, body] of cases) results.push(await load(name, target, { method: 'POST', headers, body: body(), seconds: 5 }));
+  return results;
+}
+
+function ratios(where: string, results: LoadResult[]): Array<Record<string, string | number>> {
+  const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched] = results;
+  const ratio = (plugin: LoadResult, kernel: LoadResult) => `${((plugin.requestsPerSecond / kernel.requestsPerSecond) * 100).toFixed(0)}%`;
+  return [
+    { worker: where, route: 'echo', kernel: echoKernel!.requestsPerSecond, plugin: echoPlugin!.requestsPerSecond, 'plugin / kernel': ratio(echoPlugin!, echoKernel!), errors: echoKernel!.errors + echoKernel!.non2xx + echoPlugin!.errors + echoPlugin!.non2xx },
+    { worker: where, route: 'row write+read (transaction + activity)', kernel: rowKernel!.requestsPerSecond, plugin: rowPlugin!.requestsPerSecond, 'plugin / kernel': ratio(rowPlugin!, rowKernel!), errors: rowKernel!.errors + rowKernel!.non2xx + rowPlugin!.errors + rowPlugin!.non2xx },
+    { worker: where, route: 'row write+read, batched plugin route (group commit)', kernel: rowKernel!.requestsPerSecond, plugin: rowBatched!.requestsPerSecond, 'plugin / kernel': ratio(rowBatched!, rowKernel!), errors: rowBatched!.errors + rowBatched!.non2xx },
+  ];
 }

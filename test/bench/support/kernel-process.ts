@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -21,8 +21,10 @@ export interface KernelProcess {
   stop(): Promise<void>;
 }
 
-export async function startKernelProcess(env: Record<string, string> = {}, entry: string[] = ['kernel/main.ts']): Promise<KernelProcess> {
+export async function startKernelProcess(env: Record<string, string> = {}, entry: string[] = ['kernel/main.ts'], config?: Record<string, unknown>): Promise<KernelProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'keel-bench-'));
+  // Settings with no environment variable (for example plugins.sharedWorker.plugins) go in the directory's config file.
+  if (config) await writeFile(join(dataDir, 'config.json'), JSON.stringify(config));
   const args = entry[0] === 'kernel/main.ts' ? [...entry, '--data-dir', dataDir, '--port', '0'] : [...entry, dataDir];
   const child = spawn(process.execPath, ['--no-node-snapshot', ...args], {
     env: { ...process.env, KEEL_LOG_LEVEL: 'warn', ...env },
