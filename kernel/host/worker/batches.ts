@@ -75,7 +75,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   });
   for (const member of members) { member.finished = true; host.invocations.delete(member.id); }
   const giveUp = async (): Promise<false> => {
-    if (await db.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) db.release(client); else client.release(true);
+    await db.closeTransaction(client, 'ROLLBACK');
     return false;
   };
   if (!outcome.ok) {
@@ -106,14 +106,11 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     }
     results.push({ id: item.id, ok: true, value: host.output(JSON.stringify(answer.v ?? null)), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
   });
-  try {
-    await flushBatchActivity(client, activity);
-    await db.endTransaction(client, 'COMMIT');
-  } catch (error) {
-    host.log('warn', `batch ${first.target} could not commit (${(error as Error).message.slice(0, 200)}); running its ${items.length} calls one by one`);
-    return giveUp();
+  const failure = await db.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity));
+  if (failure) {
+    host.log('warn', `batch ${first.target} could not commit (${String((failure as Error)?.message ?? failure).slice(0, 200)}); running its ${items.length} calls one by one`);
+    return false;
   }
-  db.release(client);
   host.send({ t: 'results', results });
   return true;
 }
@@ -137,6 +134,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   }
   const outcomes: CallResult[] = [];
   const activity: unknown[][] = [];
+  let failure: unknown = null;
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
@@ -150,18 +148,20 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
       outcomes.push({ id: item.id, ...outcome });
       activity.push(...entries);
     }
-    await flushBatchActivity(client, activity);
-    await database.endTransaction(client, 'COMMIT');
   } catch (error) {
-    if (await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false)) database.release(client); else client.release(true);
+    failure = error;
+  }
+  failure = failure === null
+    ? await database.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity))
+    : (await database.closeTransaction(client, 'ROLLBACK'), failure);
+  if (failure) {
     if (items.length === 1) {
-      fail(host.transactionFailed('commit', items[0]!.target, error));
+      fail(host.transactionFailed('commit', items[0]!.target, failure));
       return;
     }
-    host.log('warn', `batch ${items[0]!.target} could not commit (${String((error as Error)?.message ?? error).slice(0, 200)}); running its ${items.length} calls one at a time`);
+    host.log('warn', `batch ${items[0]!.target} could not commit (${String((failure as Error)?.message ?? failure).slice(0, 200)}); running its ${items.length} calls one at a time`);
     for (const item of items) await invokeItemByItem(host, [item], database);
     return;
   }
-  database.release(client);
   host.send({ t: 'results', results: outcomes });
 }

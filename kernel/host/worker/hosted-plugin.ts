@@ -382,18 +382,13 @@ export class HostedPlugin {
     }
     const client = await invocation.openedClient();
     if (client && database) {
-      let reusable = true;
-      try {
-        await database.endTransaction(client, ok ? 'COMMIT' : 'ROLLBACK');
-      } catch (commitError) {
-        ok = false;
-        error = this.transactionFailed('commit', invocation.message.target, commitError);
-        value = undefined;
-        reusable = await database.endTransaction(client, 'ROLLBACK').then(() => true, () => false);
-      }
       invocation.client = null;
-      // A connection whose session could not be reset is closed, not pooled again.
-      if (reusable) database.release(client); else client.release(true);
+      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK');
+      if (failure && ok) {
+        ok = false;
+        error = this.transactionFailed('commit', invocation.message.target, failure);
+        value = undefined;
+      }
     } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
       await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
     }

@@ -125,6 +125,25 @@ export class PluginDatabase {
   }
 
   /**
+   * The one way a call's or a batch's transaction ends: `beforeCommit` (the batch's activity
+   * entries) and COMMIT, or ROLLBACK; then the client goes back to the pool, or is closed when
+   * its session could not be ended cleanly. Answers null, or why it could not commit (it was
+   * rolled back instead).
+   */
+  async closeTransaction(client: pg.PoolClient, verb: 'COMMIT' | 'ROLLBACK', beforeCommit?: (client: pg.PoolClient) => Promise<void>): Promise<unknown> {
+    try {
+      if (verb === 'COMMIT' && beforeCommit) await beforeCommit(client);
+      await this.endTransaction(client, verb);
+      this.release(client);
+      return null;
+    } catch (error) {
+      const reusable = verb === 'COMMIT' && await this.endTransaction(client, 'ROLLBACK').then(() => true, () => false);
+      if (reusable) this.release(client); else client.release(true);
+      return error ?? new Error('the transaction could not end');
+    }
+  }
+
+  /**
    * Gives back a client whose transaction ended with endTransaction(). Where sessions are
    * reset (DISCARD ALL: advisory locks, settings, listeners, prepared statements) that is done
    * first (queued, not awaited by the caller).
