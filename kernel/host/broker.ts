@@ -8,7 +8,7 @@ import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
 import { streamsCapability } from './capabilities/streams.ts';
-import { jobsCapability } from './capabilities/jobs.ts';
+import { jobChecksCapability } from './capabilities/jobs.ts';
 import { progressCapability } from './capabilities/progress.ts';
 import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
 import type { KernelCapability } from './capabilities/types.ts';
@@ -21,7 +21,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   secrets: secretsCapability,
   services: servicesCapability,
   streams: streamsCapability,
-  jobs: jobsCapability,
+  jobChecks: jobChecksCapability,
   progress: progressCapability,
   eventChecks: eventChecksCapability,
   blobs: blobsCapability,

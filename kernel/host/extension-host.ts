@@ -480,6 +480,11 @@ export class ExtensionHost {
     return batcher;
   }
 
+  /** Signs what the plugin's transaction hands back to a keel_bridge function (a job ticket, prefixed `job:`), as invocations are. */
+  signTicket(text: string): string {
+    return this.sign(text);
+  }
+
   private sign(text: string): string {
     const inner = createHash('sha256').update(Buffer.concat([this.bridgeKey, Buffer.from(text, 'utf8')])).digest();
     return createHash('sha256').update(Buffer.concat([this.bridgeKey, inner])).digest('hex');

@@ -17,6 +17,8 @@ const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
   ['keel_bridge.pause_agent(text, text, uuid, boolean, text)', 'agents.pause'],
   ['keel_bridge.pause_company(text, text, boolean, text)', 'companies.pause'],
   ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'events.publish'],
+  ['keel_bridge.stage_job(text, text, text, text)', 'jobs.enqueue'],
+  ['keel_bridge.unstage_job(text, text, uuid)', 'jobs.enqueue'],
 ];
 
 /**

@@ -15,8 +15,9 @@ export interface EnqueueOptions {
 }
 /**
  * Work enqueued at run time (jobs.enqueue), run later by the host as a call of the job `key`
- * declared in plugin.json, in the company of the call that enqueued it. The job is queued when
- * this call's transaction commits, and not at all if it rolls back.
+ * declared in plugin.json, in the company of the call that enqueued it. The job is stored in this
+ * call's own transaction: it is queued when the call's writes commit (a crash after the commit
+ * loses nothing) and not at all if they roll back. Only a mutating, transactional call may enqueue.
  */
 export interface JobsCapability {
   /** Answers the job's id. At most 100 enqueues per call and 64 KiB of JSON payload each. */
@@ -49,8 +50,8 @@ export const jobsEnqueue = defineCapability<{ jobs: JobsCapability; progress: Pr
   summary: 'Queue work at run time, to run later as one of its declared jobs in the same company',
   members: {
     jobs: {
-      enqueue: method('kernel', [text(64), anything, { type: 'object' }], { type: 'object', required: ['jobId', 'duplicate'] }, { required: 1, scope: 'instance' }),
-      cancel: method('kernel', [text(100)], { type: 'object', required: ['cancelled', 'state'] }, { scope: 'instance' }),
+      enqueue: method('database', [text(64), anything, { type: 'object' }], { type: 'object', required: ['jobId', 'duplicate'] }, { required: 1, scope: 'instance' }),
+      cancel: method('database', [text(100)], { type: 'object', required: ['cancelled', 'state'] }, { scope: 'instance' }),
     },
     progress: { report: progressReport },
   },

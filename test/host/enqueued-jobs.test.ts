@@ -37,6 +37,47 @@ beforeAll(async () => {
 });
 afterAll(async () => { await t?.stop(); });
 
+describe('ctx.jobs.enqueue is stored with the call\'s writes', () => {
+  const staged = async (id: string) => (await t.sql.query('select id from keel_host.staged_jobs where id = $1', [id])).rows.length;
+
+  it('moves a job a committed call staged but whose process died before queueing it (the sweep), and runs it once', async () => {
+    // What a process that died between the call's commit and the move leaves: a committed staged row.
+    const id = '3f1c2a4e-0c1d-4b8e-9a51-7d2e6c0b9a11';
+    const ticket = { id, plugin: KEY, invocationId: 'a-call-whose-process-died', data: { jobKey: 'record', companyId: companyA, payload: { n: 42 }, singletonKey: null }, runAt: null, singletonKey: `job/${id}`, retryLimit: 2, deadlineMs: 10_000 };
+    await t.sql.query('insert into keel_host.staged_jobs (id, plugin, invocation_id, company_id, job) values ($1, $2, $3, $4, $5)', [id, KEY, ticket.invocationId, companyA, JSON.stringify(ticket)]);
+    const done = await settled(id);
+    expect(done).toMatchObject({ id, jobKey: 'record', companyId: companyA, state: 'succeeded', payload: { n: 42 } });
+    expect(await staged(id)).toBe(0);
+    expect(await runsOf(id)).toHaveLength(1);
+  });
+
+  it('leaves nothing staged or queued when the call rolls back', async () => {
+    const res = await enqueue({ key: 'record', payload: { n: 5 }, fail: true });
+    expect([res.status, res.body.code]).toEqual([409, 'deliberate_rollback']);
+    const { rows } = await t.sql.query("select count(*)::int as n from keel_host.staged_jobs where job->'data'->'payload' = '{\"n\": 5}'::jsonb");
+    expect(rows[0].n).toBe(0);
+  });
+
+  it('is moved to the queue before the caller hears of it: nothing is left staged', async () => {
+    const res = await enqueue({ key: 'record', payload: { n: 6 } });
+    expect(res.status, res.text).toBe(200);
+    expect(await staged(res.body[0].jobId)).toBe(0);
+    expect((await job(res.body[0].jobId)).state).toMatch(/queued|running|succeeded/);
+  });
+
+  it('refuses a job the plugin stages itself, without a ticket the kernel signed', async () => {
+    const res = await t.api.post(`/api/plugins/${KEY}/companies/${companyA}/forge`, {});
+    expect(res.status, res.text).toBe(403);
+    expect(res.body.code).toBe('sql_42501');
+    expect(await staged('00000000-0000-4000-8000-000000000001')).toBe(0);
+  });
+
+  it('refuses to enqueue from a call without a transaction of its own (a GET route)', async () => {
+    const res = await t.api.get(`/api/plugins/${KEY}/companies/${companyA}/enqueue`);
+    expect([res.status, res.body.code]).toEqual([403, 'jobs_need_transaction']);
+  });
+});
+
 describe('ctx.jobs.enqueue', () => {
   it('runs the job later with its payload, in the company of the call that enqueued it', async () => {
     const res = await enqueue({ key: 'record', payload: { n: 7 } });
@@ -233,5 +274,18 @@ describe('two Keel processes on one database', () => {
     const runs = (await t.sql.query("select job_id, started_at, finished_at from plugin_enqueuefx.runs where job = 'serial' and payload = '{\"batch\": true}' order by started_at")).rows;
     expect(runs.map((r: any) => r.job_id).sort()).toEqual([...ids].sort());
     for (let i = 1; i < runs.length; i++) expect(runs[i].started_at.getTime()).toBeGreaterThanOrEqual(runs[i - 1].finished_at.getTime());
+  });
+
+  it('moves each staged job into the queue once when both processes sweep the same rows', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `5b2f0c1e-7a3d-4c6b-8e1f-${String(i).padStart(12, '0')}`);
+    await t.sql.query(`insert into keel_host.staged_jobs (id, plugin, invocation_id, company_id, job)
+      select id::uuid, $1, 'calls-whose-process-died', $2::uuid, jsonb_build_object('id', id, 'plugin', $1::text, 'invocationId', 'calls-whose-process-died',
+        'data', jsonb_build_object('jobKey', 'record', 'companyId', $2::text, 'payload', jsonb_build_object('n', 900), 'singletonKey', null),
+        'runAt', null, 'singletonKey', 'job/' || id, 'retryLimit', 2, 'deadlineMs', 10000)
+      from unnest($3::text[]) as id`, [KEY, companyA, ids]);
+    for (const id of ids) expect((await settled(id)).state).toBe('succeeded');
+    const runs = (await t.sql.query('select job_id from plugin_enqueuefx.runs where job_id = any($1::uuid[])', [ids])).rows;
+    expect(runs.map((r: any) => r.job_id).sort()).toEqual([...ids].sort());
+    expect((await t.sql.query('select count(*)::int as n from keel_host.staged_jobs where id = any($1::uuid[])', [ids])).rows[0].n).toBe(0);
   });
 });

@@ -22,6 +22,7 @@ const files = [
   '0013-blobs.sql',
   '0014-event-outbox.sql',
   '0015-enqueued-jobs.sql',
+  '0018-staged-jobs.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

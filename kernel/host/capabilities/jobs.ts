@@ -6,20 +6,24 @@ function enqueuedJobs(call: BrokeredCall) {
 }
 
 /**
- * `ctx.jobs` (jobs.enqueue): work a plugin schedules at run time, run later as a call of one of
- * its declared jobs, in the company of the call that enqueued it (contributions/enqueued-jobs.ts).
- * The company comes from the kernel's record of the call; a cancel reaches only this plugin's
- * jobs of that same company.
+ * The kernel's half of `ctx.jobs` (jobs.enqueue): work a plugin schedules at run time, run later
+ * as a call of one of its declared jobs, in the company of the call that enqueued it
+ * (contributions/enqueued-jobs.ts). The worker asks here first (worker/capabilities/jobs.ts),
+ * then stages the signed ticket in the call's own transaction. The company comes from the
+ * kernel's record of the call; a cancel reaches only this plugin's jobs of that same company.
+ * Not a member plugins can call: the registry declares no `jobChecks`.
  */
-export const jobsCapability: KernelCapability = {
+export const jobChecksCapability: KernelCapability = {
   methods: {
     enqueue: {
+      checkedAs: 'jobs.enqueue',
       run: async (call) => {
         const { jobs, plugin } = enqueuedJobs(call);
-        return jobs.enqueue(plugin, call.info.id, call.info.companyId, call.args);
+        return jobs.check(plugin, call.info.id, call.info.companyId, call.args);
       },
     },
     cancel: {
+      checkedAs: 'jobs.cancel',
       run: async (call) => {
         const { jobs, plugin } = enqueuedJobs(call);
         return jobs.cancel(plugin, call.info.id, call.info.companyId, call.args[0]);

@@ -27,6 +27,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   const enqueued = new EnqueuedJobs(host, jobs.engine, jobs.runs);
   host.onActivation(jobs);
   host.onActivation(enqueued);
+  enqueued.start();
   host.onActivation(events);
   host.onNotify(EVENTS_CHANNEL, () => events.wake());
   host.kernel.health.register('jobs', () => jobs.health());
@@ -35,6 +36,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
     enqueued,
     events,
     async stop() {
+      enqueued.stop();
       await Promise.all([jobs.stop(), events.stop()]);
     },
   };

@@ -30,7 +30,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What the kernel stores with a job; the plugin never writes the engine's tables. */
 interface EnqueuedData { jobKey: string; companyId: string | null; payload: unknown; singletonKey: string | null }
-interface PendingJob { id: string; data: EnqueuedData; runAt: Date | null; singletonKey: string; retryLimit: number; deadlineMs: number }
+/** A checked job, as the kernel signs it for the call's transaction to stage (keel_bridge.stage_job). */
+interface JobTicket { id: string; plugin: string; invocationId: string; data: EnqueuedData; runAt: string | null; singletonKey: string; retryLimit: number; deadlineMs: number }
+/** How often staged jobs are looked for that no call moved to the engine (their process died after the commit). */
+const SWEEP_MS = 2000;
 
 /** Engine states as operators see them. */
 const STATE_NAMES: Record<string, string> = { created: 'queued', retry: 'retrying', active: 'running', completed: 'succeeded', cancelled: 'cancelled', failed: 'failed' };
@@ -45,13 +48,13 @@ export function enqueuedQueueOf(pluginKey: string): string {
  * Work a plugin enqueues at run time (`ctx.jobs.enqueue`), on the same pg-boss engine as
  * scheduled jobs, in a queue of its own per plugin.
  *
- * Consistency: the plugin's transaction lives in its worker, under its own database role, which
- * has no privilege on the engine's schema; the job cannot be inserted in that transaction. The
- * host keeps what a call enqueued and queues it once the call has answered ok (its transaction
- * committed), before the caller gets the answer; a call that fails or rolls back queues nothing.
- * A process that dies between the commit and the insert loses those jobs, and its caller gets
- * no answer: a caller that retries should pass a `singletonKey`, so the retry cannot queue the
- * same work twice.
+ * Consistency: the kernel checks an enqueue and signs it as a ticket; the worker stages the
+ * ticket in the call's own transaction (keel_bridge.stage_job into keel_host.staged_jobs), so
+ * the job commits or rolls back with the call's writes. Once the call has answered ok, the
+ * kernel moves its staged jobs into the engine before the caller gets the answer; a sweep moves
+ * whatever a process that died after the commit left staged. Each staged row moves once (SKIP
+ * LOCKED, and the engine's insert is idempotent by job id), so nothing committed is lost and
+ * nothing is queued twice.
  *
  * Each run is leased twice through the database: the engine hands a job to one process (SKIP
  * LOCKED), and a run row in plugin_job_runs holds one of the job key's `concurrency` slots
@@ -62,8 +65,9 @@ export class EnqueuedJobs {
   private readonly host: ExtensionHost;
   private readonly boss: PgBoss;
   private readonly runs: JobRuns;
-  /** Jobs enqueued by calls still in flight, by invocation id: queued when the call committed. */
-  private readonly pending = new Map<string, PendingJob[]>();
+  /** Jobs checked for calls still in flight, by invocation id (their singleton keys answer a repeat within the call). */
+  private readonly issued = new Map<string, Array<{ id: string; singletonKey: string }>>();
+  private sweepTimer: NodeJS.Timeout | null = null;
   /** Calls that have answered (their record in host.invocations): an enqueue still in flight for one is refused, not kept. */
   private readonly answered = new WeakSet<object>();
 
@@ -72,6 +76,22 @@ export class EnqueuedJobs {
     this.boss = boss;
     this.runs = runs;
     host.afterInvoke.push((invocationId, result) => this.afterCall(invocationId, result));
+  }
+
+  /** Starts the sweep that moves staged jobs no call moved (after a crash) into the engine. */
+  start(): void {
+    const sweep = () => {
+      this.sweepTimer = setTimeout(() => {
+        this.relay(null).catch((error: Error) => this.host.kernel.log.warn({ err: error }, 'could not move staged plugin jobs into the job engine')).finally(() => { if (this.sweepTimer) sweep(); });
+      }, SWEEP_MS);
+      this.sweepTimer.unref();
+    };
+    sweep();
+  }
+
+  stop(): void {
+    if (this.sweepTimer) clearTimeout(this.sweepTimer);
+    this.sweepTimer = null;
   }
 
   // ---- activation ------------------------------------------------------------------------
@@ -108,7 +128,8 @@ export class EnqueuedJobs {
 
   // ---- ctx.jobs --------------------------------------------------------------------------
 
-  async enqueue(plugin: LoadedPlugin, invocationId: string, companyId: string | null, args: unknown[]): Promise<{ jobId: string; duplicate: boolean }> {
+  /** Checks an enqueue; answers the job already queued under its singleton key, or a ticket for the call's transaction to stage. */
+  async check(plugin: LoadedPlugin, invocationId: string, companyId: string | null, args: unknown[]): Promise<{ jobId: string; duplicate: true } | { jobId: string; duplicate: false; ticket: string; signature: string }> {
     const [key, rawPayload, options] = args;
     if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'jobs.enqueue(key, payload?, { runAt?, singletonKey?, retryLimit? })');
     const job = plugin.manifest.jobs?.find((j) => j.key === key);
@@ -126,7 +147,7 @@ export class EnqueuedJobs {
       if (issues.length) throw validationFailed(describeIssues(`payload of job ${key}`, issues), issues);
     }
     const { runAt, singletonKey, retryLimit } = enqueueOptions(options, job);
-    const mine = this.pending.get(invocationId) ?? [];
+    const mine = this.issued.get(invocationId) ?? [];
     if (mine.length >= ENQUEUE_LIMITS.perCall) {
       throw new KeelError(429, 'too_many_enqueues', `${plugin.key}: at most ${ENQUEUE_LIMITS.perCall} jobs may be enqueued by one call`);
     }
@@ -148,23 +169,20 @@ export class EnqueuedJobs {
     const call = this.host.invocations.get(invocationId);
     if (!call || this.answered.has(call)) throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     const id = randomUUID();
-    mine.push({
-      id, data: { jobKey: key, companyId, payload, singletonKey }, runAt, singletonKey: scopedKey ?? `job/${id}`, retryLimit,
-      deadlineMs: jobDeadlineOf(plugin, key),
-    });
-    this.pending.set(invocationId, mine);
-    return { jobId: id, duplicate: false };
+    const ticket: JobTicket = {
+      id, plugin: plugin.key, invocationId, data: { jobKey: key, companyId, payload, singletonKey }, runAt: runAt?.toISOString() ?? null,
+      singletonKey: scopedKey ?? `job/${id}`, retryLimit, deadlineMs: jobDeadlineOf(plugin, key),
+    };
+    mine.push({ id, singletonKey: ticket.singletonKey });
+    this.issued.set(invocationId, mine);
+    const text = JSON.stringify(ticket);
+    return { jobId: id, duplicate: false, ticket: text, signature: this.host.signTicket(`job:${text}`) };
   }
 
-  /** Cancels a job of this plugin in this company (or one this very call enqueued and has not queued yet). */
+  /** Cancels a job of this plugin in this company (one this very call staged was taken back in its transaction already). */
   async cancel(plugin: LoadedPlugin, invocationId: string, companyId: string | null, jobId: unknown): Promise<{ cancelled: boolean; state: string }> {
     if (typeof jobId !== 'string' || !UUID.test(jobId)) throw new KeelError(400, 'invalid_arguments', 'jobs.cancel(jobId): jobId must be a uuid');
-    const mine = this.pending.get(invocationId);
-    const index = mine?.findIndex((p) => p.id === jobId) ?? -1;
-    if (index >= 0) {
-      mine!.splice(index, 1);
-      return { cancelled: true, state: 'cancelled' };
-    }
+    void invocationId;
     const row = await this.find(plugin.key, jobId);
     // Another plugin's job, or another company's, is not found, exactly like an unknown id.
     if (!row || (row.data?.companyId ?? null) !== companyId) throw new KeelError(404, 'job_not_found', `${plugin.key} has no enqueued job ${jobId} in this company`);
@@ -194,17 +212,30 @@ export class EnqueuedJobs {
   private async afterCall(invocationId: string, result: InvokeResult | null): Promise<InvokeResult | null> {
     const call = this.host.invocations.get(invocationId);
     if (call) this.answered.add(call);
-    const jobs = this.pending.get(invocationId);
-    if (!jobs) return result;
-    this.pending.delete(invocationId);
-    // Nothing is queued for a call that failed: its transaction rolled back.
-    if (!result?.ok || jobs.length === 0) return result;
-    const plugin = this.host.invocations.get(invocationId)?.plugin ?? '?';
-    try {
-      for (const job of jobs) {
-        await this.boss.send(enqueuedQueueOf(plugin), job.data as unknown as object, {
+    const issued = this.issued.get(invocationId);
+    this.issued.delete(invocationId);
+    // Nothing was staged by a call that failed: its transaction rolled back.
+    if (!issued?.length || !result?.ok) return result;
+    // Before the caller hears of the job, it is in the engine; if this fails, it is staged and committed, and the sweep moves it.
+    await this.relay(invocationId).catch((error: Error) => this.host.kernel.log.warn({ err: error, invocationId }, 'could not move staged plugin jobs into the job engine; the sweep will'));
+    return result;
+  }
+
+  /**
+   * Moves committed staged jobs into the engine: those of one call, or (null) any. In one kernel
+   * transaction: the rows are locked (SKIP LOCKED, so another process moving the same rows skips
+   * them), each job is sent under its own id (a job sent before, by a process that died before
+   * its delete committed, is not inserted again), and the rows are deleted.
+   */
+  private async relay(invocationId: string | null): Promise<void> {
+    await this.host.kernel.db.transaction(async (tx) => {
+      const rows = await tx.query<{ id: string; job: JobTicket }>(
+        `select id, job from keel_host.staged_jobs ${invocationId === null ? '' : 'where invocation_id = ?'} order by staged_at limit 500 for update skip locked`,
+        invocationId === null ? [] : [invocationId]);
+      for (const { job } of rows) {
+        await this.boss.send(enqueuedQueueOf(job.plugin), job.data as unknown as object, {
           id: job.id,
-          startAfter: job.runAt ?? undefined,
+          startAfter: job.runAt ? new Date(job.runAt) : undefined,
           singletonKey: job.singletonKey,
           retryLimit: job.retryLimit,
           retryBackoff: true,
@@ -214,14 +245,8 @@ export class EnqueuedJobs {
           group: { id: job.data.jobKey, tier: job.data.jobKey },
         });
       }
-      return result;
-    } catch (error) {
-      this.host.kernel.log.error({ err: error, plugin }, 'could not queue the jobs a committed plugin call enqueued');
-      return {
-        ok: false, activityWritten: result.activityWritten,
-        error: { status: 503, code: 'job_enqueue_failed', message: `${plugin}: the call's changes were committed, but its enqueued jobs could not all be queued; retry the call (with a singletonKey, a retry queues each job once)` },
-      };
-    }
+      if (rows.length) await tx.exec('delete from keel_host.staged_jobs where id in (select jsonb_array_elements_text(?::jsonb)::uuid)', [JSON.stringify(rows.map((r) => r.id))]);
+    });
   }
 
   // ---- running ---------------------------------------------------------------------------

@@ -4,7 +4,8 @@ import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabiliti
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
 import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
-import { eventsCapability } from './capabilities/events.ts';
+import { eventsCapability, type KernelCall } from './capabilities/events.ts';
+import { jobsCapability } from './capabilities/jobs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
@@ -98,9 +99,10 @@ export class HostedPlugin {
     const init = this.init;
     if (init.database) this.database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
     this.activityKinds = new ActivityEntityKinds(this.database);
+    const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
     this.capabilities = {
       ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), budgets: budgetsCapability(this.database), scopes: scopesCapability(this.database),
-      events: eventsCapability(this.database, (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args)),
+      events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
     };
     if (this.database) this.capabilities.db = this.database.capability();
     this.loadIsolate();
