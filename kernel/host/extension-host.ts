@@ -80,6 +80,8 @@ export class ExtensionHost {
    * jobs it enqueued are queued only once its transaction committed (contributions/enqueued-jobs.ts).
    */
   readonly afterInvoke: Array<(invocationId: string, result: InvokeResult | null) => Promise<InvokeResult | null>> = [];
+  /** Work a contribution point does when a plugin is uninstalled (its queued jobs go with it). */
+  readonly afterUninstall: Array<(key: string) => Promise<void>> = [];
   private bridgeKey!: Buffer;
   private listener: NotificationListener | null = null;
   /** Server-sent events plugins publish, fanned out across processes. */
@@ -265,6 +267,7 @@ export class ExtensionHost {
         await tx.exec('delete from plugins where key = ?', [key]);
         await this.audit(tx, 'plugin.uninstalled', key, { version: row.version });
       });
+      for (const hook of this.afterUninstall) await hook(key);
       await this.announce(key);
     });
   }

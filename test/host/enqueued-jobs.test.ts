@@ -289,3 +289,18 @@ describe('two Keel processes on one database', () => {
     expect((await t.sql.query('select count(*)::int as n from keel_host.staged_jobs where id = any($1::uuid[])', [ids])).rows[0].n).toBe(0);
   });
 });
+
+describe('uninstall', () => {
+  it('takes the plugin\'s queued jobs with it: the same key installed again runs nothing it never enqueued', async () => {
+    const later = new Date(Date.now() + 86_400_000).toISOString();
+    const res = await enqueue({ key: 'record', payload: { n: 77 }, options: { runAt: later } });
+    expect(res.status, res.text).toBe(200);
+    expect((await job(res.body[0].jobId)).state).toBe('queued');
+    expect((await t.api.post(`/api/plugins/${KEY}/disable`, {})).status).toBe(200);
+    expect((await t.api.delete(`/api/plugins/${KEY}`)).status).toBe(200);
+    const left = await t.sql.query('select count(*)::int as n from keel_jobs.job where name = $1', [`plugin/${KEY}/enqueued`]);
+    expect(left.rows[0].n).toBe(0);
+    await installAndEnable(t, FIXTURE);
+    expect((await t.api.get(`/api/plugins/${KEY}/job-queue/${res.body[0].jobId}`)).status).toBe(404);
+  });
+});

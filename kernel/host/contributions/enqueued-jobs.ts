@@ -76,6 +76,16 @@ export class EnqueuedJobs {
     this.boss = boss;
     this.runs = runs;
     host.afterInvoke.push((invocationId, result) => this.afterCall(invocationId, result));
+    host.afterUninstall.push((key) => this.uninstalled(key));
+  }
+
+  /**
+   * An uninstalled plugin's jobs go with it, queued or staged: a later plugin installed under the
+   * same key must not run work it never enqueued. (Its job runs stay, as history.)
+   */
+  private async uninstalled(key: string): Promise<void> {
+    await this.host.kernel.db.exec('delete from keel_host.staged_jobs where plugin = ?', [key]);
+    await this.boss.deleteQueue(enqueuedQueueOf(key)).catch((error: Error) => this.host.kernel.log.warn({ err: error, plugin: key }, 'could not delete the queue of an uninstalled plugin'));
   }
 
   /** Starts the sweep that moves staged jobs no call moved (after a crash) into the engine. */
