@@ -1,6 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  // `@keel/sdk/*` resolves through the workspace to the SDK's TypeScript sources (sdk/package.json).
+  ssr: { resolve: { conditions: ['keel-source'] } },
   test: {
     include: ['test/**/*.test.ts', 'plugins/**/*.test.ts', 'examples/**/*.test.ts', 'sdk/**/*.test.ts'],
     // One embedded PostgreSQL per test run; every test file gets its own database cloned from a migrated template.

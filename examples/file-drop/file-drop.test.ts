@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestHost, type TestHost } from '../../sdk/testing/index.ts';
+import { createTestHost, type TestHost } from '@keel/sdk/testing';
 
 const ACME = '00000000-0000-4000-8000-000000000ace';
 const FILE = {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestHost, type TestHost } from '../../sdk/testing/index.ts';
+import { createTestHost, type TestHost } from '@keel/sdk/testing';
 
 let host: TestHost;
 let rows: Array<{ id: string; beat_at: string; invocation_id: string }> = [];

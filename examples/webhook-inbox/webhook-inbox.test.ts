@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestHost, type TestHost } from '../../sdk/testing/index.ts';
+import { createTestHost, type TestHost } from '@keel/sdk/testing';
 
 const SECRET = 'whsec-example-0123456789abcdef';
 let host: TestHost;

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestHost, PluginCallError, type TestHost } from '../../sdk/testing/index.ts';
+import { createTestHost, PluginCallError, type TestHost } from '@keel/sdk/testing';
 
 let host: TestHost;
 

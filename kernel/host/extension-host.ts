@@ -218,7 +218,10 @@ export class ExtensionHost {
     const declared = manifest.capabilities.map((c) => c.id as string);
     const requested = options.grant ?? declared;
     const unknown = requested.filter((id) => !declared.includes(id));
-    if (unknown.length) throw new KeelError(422, 'capability_not_declared', `${key} does not declare ${unknown.join(', ')}; only declared capabilities can be granted`);
+    if (unknown.length) {
+      // Enable grants from the manifest installed last; a capability its source declares since is loaded and granted by the upgrade.
+      throw new KeelError(422, 'capability_not_declared', `${key} ${manifest.version} does not declare ${unknown.join(', ')}; only declared capabilities can be granted. If its source declares them now, grant them with the upgrade that loads it: keel plugin upgrade ${key} --grant ${unknown.join(' ')}`);
+    }
     const claimed = this.claimedRoutes(manifest, requested);
     // Before anything is stored: a refused enable must not leave the plugin enabled with its
     // grants (the next start would activate it, and the first to start would win the route).

@@ -4,23 +4,27 @@ import { cliVersion } from './version.ts';
 
 type Action = (...args: any[]) => Promise<void>;
 
-/** Commands load on use: `keel plugin list` should not pay for esbuild and the manifest schema. */
-function lazy(module: string, name: string): Action {
+/**
+ * Commands load on use: `keel plugin list` should not pay for esbuild and the manifest schema.
+ * The imports are literal so that the packed SDK's bundler splits each command into its own chunk.
+ */
+function lazy<M>(load: () => Promise<M>, name: keyof M & string): Action {
   return async (...args: unknown[]) => {
-    const loaded = await import(module) as Record<string, Action>;
+    const loaded = await load() as Record<string, Action>;
     await loaded[name]!(...args);
   };
 }
-const buildCommand = lazy('./commands/build.ts', 'buildCommand');
-const createCommand = lazy('./commands/create.ts', 'createCommand');
-const devCommand = lazy('./commands/dev.ts', 'devCommand');
-const testCommand = lazy('./commands/test.ts', 'testCommand');
-const installCommand = lazy('./commands/manage.ts', 'installCommand');
-const listCommand = lazy('./commands/manage.ts', 'listCommand');
-const enableCommand = lazy('./commands/manage.ts', 'enableCommand');
-const disableCommand = lazy('./commands/manage.ts', 'disableCommand');
-const upgradeCommand = lazy('./commands/manage.ts', 'upgradeCommand');
-const uninstallCommand = lazy('./commands/manage.ts', 'uninstallCommand');
+const manage = () => import('./commands/manage.ts');
+const buildCommand = lazy(() => import('./commands/build.ts'), 'buildCommand');
+const createCommand = lazy(() => import('./commands/create.ts'), 'createCommand');
+const devCommand = lazy(() => import('./commands/dev.ts'), 'devCommand');
+const testCommand = lazy(() => import('./commands/test.ts'), 'testCommand');
+const installCommand = lazy(manage, 'installCommand');
+const listCommand = lazy(manage, 'listCommand');
+const enableCommand = lazy(manage, 'enableCommand');
+const disableCommand = lazy(manage, 'disableCommand');
+const upgradeCommand = lazy(manage, 'upgradeCommand');
+const uninstallCommand = lazy(manage, 'uninstallCommand');
 
 /**
  * The server's address, key and output format on a command. Without --api-base the address is
@@ -56,8 +60,9 @@ export function buildProgram(): Command {
     .version(cliVersion(), '-v, --version', 'print the version of keel');
   const plugin = program.command('plugin').description('build, test, run and manage plugins');
 
-  common(plugin.command('create <name>').description('scaffold a plugin folder <dir>/<name> that builds and passes its generated test'))
+  common(plugin.command('create <name>').description('scaffold a plugin folder <dir>/<name> that builds and passes its generated test; outside the Keel checkout, a project of its own'))
     .option('--dir <dir>', 'plugins, examples, or a path', '.')
+    .option('--sdk <tarballOrFolderOrRange>', "the project's @keel/sdk dependency outside the checkout (default: the SDK packed into the new folder)")
     .action(run(createCommand));
   common(plugin.command('build <folder>').description('validate plugin.json and bundle the plugin to <folder>/dist/plugin.js'))
     .action(run(buildCommand));

@@ -1,10 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sdkRoot } from './sdk-root.ts';
 
-/**
- * The version `keel --version` prints: the project's package.json, which versions the SDK and
- * the CLI with the rest of Keel (the SDK has no package.json of its own).
- */
+/** The version `keel --version` prints: the SDK package's, which is versioned with the rest of Keel. */
 export function cliVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+  const manifest = JSON.parse(readFileSync(join(sdkRoot(), 'package.json'), 'utf8')) as { version?: string };
   return manifest.version ?? 'unknown';
 }

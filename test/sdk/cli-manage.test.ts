@@ -66,7 +66,7 @@ describe('keel plugin install / list / enable / disable / upgrade / uninstall', 
   it('refuses a grant of something the plugin does not declare, with the kernel\'s error', async () => {
     const result = await keel('plugin', 'enable', 'sdk-drain', '--grant', 'tools.register', 'secrets.resolve');
     expect(result.code).toBe(1);
-    expect(result.stderr).toBe('Error: sdk-drain does not declare secrets.resolve; only declared capabilities can be granted (capability_not_declared, HTTP 422)\n');
+    expect(result.stderr).toBe('Error: sdk-drain 1.0.0 does not declare secrets.resolve; only declared capabilities can be granted. If its source declares them now, grant them with the upgrade that loads it: keel plugin upgrade sdk-drain --grant secrets.resolve (capability_not_declared, HTTP 422)\n');
   });
 
   it('upgrades from the folder and reports the time it took', async () => {

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { delimiter, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const CLI = fileURLToPath(new URL('../../sdk/cli/bin.ts', import.meta.url));
@@ -6,17 +7,22 @@ export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface CliResult { code: number | null; stdout: string; stderr: string }
 
-/** The caller's environment without anything that chooses a server or a key, plus `extra`. */
-function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+/**
+ * The caller's environment without anything that chooses a server or a key, or npm's settings
+ * of the run that started the tests (npm_config_local_prefix would send an npm run elsewhere),
+ * with this Node first on PATH (what `npm` scripts and `#!/usr/bin/env node` find), plus `extra`.
+ */
+export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const clean = { ...process.env };
   for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY', 'KEEL_HOME', 'KEEL_CONFIG', 'HOST', 'PORT']) delete clean[name];
-  return { ...clean, ...extra };
+  for (const name of Object.keys(clean)) if (name.toLowerCase().startsWith('npm_')) delete clean[name];
+  return { ...clean, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, ...extra };
 }
 
 /** Runs `node --no-node-snapshot sdk/cli/bin.ts ...args` to completion. */
 export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: env(options.env) });
+    const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: cliEnv(options.env) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
@@ -37,8 +43,13 @@ export interface CliSession {
   stop(): Promise<void>;
 }
 
-export function startCli(args: string[]): CliSession {
-  const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: REPO, env: env() });
+/**
+ * Starts `keel ...args`, or `command` (for example `npm run --silent dev -- ...` in a plugin
+ * project) in its own process group, so that stop() ends the command and what it started.
+ */
+export function startCli(args: string[], options: { command?: string[]; cwd?: string } = {}): CliSession {
+  const [file, ...before] = options.command ?? [process.execPath, '--no-node-snapshot', CLI];
+  const child = spawn(file!, [...before, ...args], { cwd: options.cwd ?? REPO, env: cliEnv(), detached: true });
   const events: Array<Record<string, any>> = [];
   const waiters = new Set<() => void>();
   let buffer = '';
@@ -74,7 +85,7 @@ export function startCli(args: string[]): CliSession {
     async stop() {
       if (child.exitCode !== null) return;
       const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
+      process.kill(-child.pid!, 'SIGTERM');
       await exited;
     },
   };

@@ -1,8 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { validateManifest } from '../../sdk/manifest/validate-manifest.ts';
 import { REPO, runCli } from './cli-support.ts';
@@ -11,7 +10,10 @@ let work: string;
 let folder: string;
 
 beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'keel-cli-'));
+  // Inside the checkout (test/.tmp is ignored by git): the scaffold resolves @keel/sdk through
+  // the checkout's workspace there. Outside it, see scaffold-project.test.ts.
+  await mkdir(join(REPO, 'test', '.tmp'), { recursive: true });
+  work = await mkdtemp(join(REPO, 'test', '.tmp', 'keel-cli-'));
   folder = join(work, 'sdk-scaffold');
 });
 afterAll(async () => { if (work) await rm(work, { recursive: true, force: true }); });
@@ -20,14 +22,16 @@ describe('keel plugin create', () => {
   it('scaffolds a plugin folder with a valid manifest, sources, a migration, a README and a test', async () => {
     const result = await runCli(['plugin', 'create', 'sdk-scaffold', '--dir', work]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toContain(`Created sdk-scaffold in ${folder}`);
+    expect(result.stdout).toContain(`Created sdk-scaffold in ${relative(REPO, folder)}`);
     for (const file of ['plugin.json', 'src/index.ts', 'migrations/0001-notes.sql', 'README.md', 'sdk-scaffold.test.ts']) {
       expect(existsSync(join(folder, file)), file).toBe(true);
     }
     const manifest = validateManifest(await readFile(join(folder, 'plugin.json'), 'utf8'));
     expect(manifest).toMatchObject({ key: 'sdk-scaffold', version: '0.1.0', displayName: 'Sdk Scaffold', database: { namespace: 'sdk_scaffold', migrations: 'migrations' } });
     expect(manifest.tag).toBeUndefined();
-    expect(await readFile(join(folder, 'sdk-scaffold.test.ts'), 'utf8')).toContain("from '../../");
+    expect(await readFile(join(folder, 'sdk-scaffold.test.ts'), 'utf8')).toContain("from '@keel/sdk/testing'");
+    // No project files of its own inside the checkout: the checkout's package.json and tsconfig serve it.
+    for (const file of ['package.json', 'tsconfig.json', 'vitest.config.ts']) expect(existsSync(join(folder, file)), file).toBe(false);
   });
 
   it('builds the scaffolded plugin to dist/plugin.js and reports size and time', async () => {

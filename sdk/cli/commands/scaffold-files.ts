@@ -1,14 +1,23 @@
 /**
  * The files `keel plugin create` writes: a small but complete plugin (a table of its own,
- * two routes, a tool, activity) and a test of it on sdk/testing that passes as generated.
+ * two routes, a tool, activity) and a test of it on @keel/sdk/testing that passes as generated.
+ * Outside the Keel checkout the folder is also a project of its own: a package.json depending
+ * on the SDK as a package, a tsconfig.json and a vitest configuration.
  */
 export interface ScaffoldInput {
   key: string;
   namespace: string;
   displayName: string;
   tag: 'example' | 'first-party' | null;
-  /** Import path of sdk/testing from the plugin folder. */
-  testingImport: string;
+  /** Set for a folder outside the checkout, which gets project files of its own. */
+  project: ProjectInput | null;
+}
+
+export interface ProjectInput {
+  /** The `@keel/sdk` dependency: `file:` a packed tarball or an SDK folder, or a version range. */
+  sdk: string;
+  /** Versions of typescript, vitest and @types/node, as the SDK itself is developed with. */
+  tools: Record<'typescript' | 'vitest' | '@types/node', string>;
 }
 
 export function scaffoldFiles(input: ScaffoldInput): Record<string, string> {
@@ -18,6 +27,65 @@ export function scaffoldFiles(input: ScaffoldInput): Record<string, string> {
     'migrations/0001-notes.sql': migration(),
     [`${input.key}.test.ts`]: test(input),
     'README.md': readme(input),
+    ...(input.project ? projectFiles(input.key, input.project) : {}),
+  };
+}
+
+function projectFiles(key: string, project: ProjectInput): Record<string, string> {
+  const packageJson = {
+    name: key,
+    version: '0.1.0',
+    private: true,
+    type: 'module',
+    engines: { node: '>=24' },
+    scripts: {
+      test: 'vitest run',
+      typecheck: 'tsc --noEmit',
+      build: 'keel plugin build .',
+      dev: 'keel plugin dev .',
+    },
+    // Native and binary packages the SDK's test host runs (isolates, the bundler).
+    allowScripts: { esbuild: true, 'isolated-vm': true },
+    devDependencies: {
+      '@keel/sdk': project.sdk,
+      '@types/node': project.tools['@types/node'],
+      typescript: project.tools.typescript,
+      vitest: project.tools.vitest,
+    },
+  };
+  const tsconfig = {
+    compilerOptions: {
+      target: 'es2024',
+      lib: ['es2024'],
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      strict: true,
+      noEmit: true,
+      isolatedModules: true,
+      verbatimModuleSyntax: true,
+      skipLibCheck: true,
+      types: ['node'],
+    },
+    include: ['src', '*.test.ts', 'vitest.config.ts'],
+  };
+  return {
+    'package.json': `${JSON.stringify(packageJson, null, 2)}\n`,
+    'tsconfig.json': `${JSON.stringify(tsconfig, null, 2)}\n`,
+    'vitest.config.ts': `import { defineConfig } from 'vitest/config';
+
+// @keel/sdk/testing runs the plugin in a real V8 isolate (isolated-vm), which needs
+// --no-node-snapshot in the test processes.
+export default defineConfig({
+  test: {
+    include: ['**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    pool: 'forks',
+    execArgv: ['--no-node-snapshot'],
+    testTimeout: 30_000,
+  },
+});
+`,
+    '.gitignore': 'node_modules/\ndist/\n',
   };
 }
 
@@ -95,9 +163,9 @@ create index notes_company_idx on notes (company_id, id);
 `;
 }
 
-function test({ key, testingImport }: ScaffoldInput): string {
+function test({ key }: ScaffoldInput): string {
   return `import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestHost, type TestHost } from '${testingImport}';
+import { createTestHost, type TestHost } from '@keel/sdk/testing';
 
 const COMPANY = '00000000-0000-4000-8000-000000000001';
 let host: TestHost;
@@ -139,7 +207,29 @@ describe('${key}', () => {
 `;
 }
 
-function readme({ key, displayName }: ScaffoldInput): string {
+function readme({ key, displayName, project }: ScaffoldInput): string {
+  const files = project
+    ? `| \`${key}.test.ts\` | unit tests on \`@keel/sdk/testing\`: the plugin runs in a real isolate against fakes, no database needed |
+| \`package.json\`, \`tsconfig.json\`, \`vitest.config.ts\` | the project: \`@keel/sdk\` (types, test host, the \`keel\` command), TypeScript and vitest |`
+    : `| \`${key}.test.ts\` | unit tests on \`@keel/sdk/testing\`: the plugin runs in a real isolate against fakes, no database needed |`;
+  const working = project
+    ? `\`\`\`sh
+npm install               # @keel/sdk (${project.sdk}), TypeScript, vitest
+npm test                  # run ${key}.test.ts, no server needed
+npm run typecheck         # tsc against the SDK's types
+npm run dev               # with a Keel server running: install the plugin into it, then rebuild and hot-swap on every change
+npx keel plugin build .   # validate plugin.json and bundle to dist/plugin.js
+\`\`\`
+
+\`keel\` finds the server as the server does (\`--api-base <url>\`, else \`KEEL_API_BASE\`, \`--data-dir\`/\`KEEL_HOME\`,
+\`HOST\`/\`PORT\`, default \`http://127.0.0.1:3100\`; \`--api-key\` or \`KEEL_API_KEY\` in authenticated mode).
+\`@keel/sdk\` is a dev dependency: the server bundles the plugin with its own SDK. Once the SDK is
+published, depend on it by name instead (\`"@keel/sdk": "^0.1.0"\`).`
+    : `\`\`\`sh
+npm run keel -- plugin build <folder>     # validate plugin.json and bundle to dist/plugin.js
+npm run keel -- plugin test <folder>      # run ${key}.test.ts
+npm run keel -- plugin dev <folder>       # install into the running kernel, rebuild and hot-swap on every change
+\`\`\``;
   return `# ${displayName}
 
 A Keel plugin (\`${key}\`): it keeps short notes per company in its own table and offers a
@@ -150,7 +240,7 @@ A Keel plugin (\`${key}\`): it keeps short notes per company in its own table an
 | \`plugin.json\` | the manifest: capabilities (each with the reason the operator sees), routes, tools, database namespace |
 | \`src/index.ts\` | the handlers, registered with \`definePlugin\`; the only import is \`@keel/sdk/plugin\` |
 | \`migrations/\` | SQL migrations of the plugin's own schema, applied in name order on enable and upgrade |
-| \`${key}.test.ts\` | unit tests on \`sdk/testing\`: the plugin runs in a real isolate against fakes, no database needed |
+${files}
 
 ## Routes and tools
 
@@ -162,10 +252,12 @@ A Keel plugin (\`${key}\`): it keeps short notes per company in its own table an
 
 ## Working on it
 
-\`\`\`sh
-npm run keel -- plugin build <folder>     # validate plugin.json and bundle to dist/plugin.js
-npm run keel -- plugin test <folder>      # run ${key}.test.ts
-npm run keel -- plugin dev <folder>       # install into the running kernel, rebuild and hot-swap on every change
-\`\`\`
+${working}
+
+## Adding a capability later
+
+Declare it in \`plugin.json\` (with its reason) and list it in \`definePlugin\`'s \`capabilities\`. The
+running server keeps the old version until the operator grants it with the upgrade:
+\`keel plugin upgrade ${key} --grant <capability>\` (\`plugin dev\` prints this command, filled in).
 `;
 }
