@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
 import { ActivityLog } from './activity/activity-log.ts';
+import { assertSharedAgentSecret } from './auth/shared-secret-check.ts';
 import { AgentJwt } from './auth/agent-jwt.ts';
 import { AuthCache, NOTIFY_SQL } from './auth/auth-cache.ts';
 import { LastUsedRecorder } from './auth/last-used.ts';
@@ -148,6 +149,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   await authCache.listen(databaseUrl, log);
   started.add('credential cache listener', () => authCache.close());
   const jwt = await AgentJwt.load(config.dataDir, config.auth.agentJwtSecret, config.auth.agentJwtTtlSeconds);
+  await assertSharedAgentSecret(db, jwt);
   const lastUsed = new LastUsedRecorder(db, log);
   lastUsed.start();
   started.add('last-used recorder', () => lastUsed.stop());

@@ -23,6 +23,7 @@ const files = [
   '0014-event-outbox.sql',
   '0015-enqueued-jobs.sql',
   '0018-staged-jobs.sql',
+  '0019-instance-fingerprints.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
