@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boardToken, createAgent, createCompany, insertUser } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { UNKNOWN_UUID } from './bad-input-cases.ts';
+import { eventsSettled } from '../support/events.ts';
 import { changedTables, fingerprinter } from './fuzz/fingerprint.ts';
 import { pool, rawClient, type RawAnswer } from './fuzz/http.ts';
 import { Random } from './fuzz/random.ts';
@@ -126,6 +127,9 @@ async function fuzz(t: TestKernel, routes: FuzzRoute[], ctx: FuzzContext, perRou
       if (lenient) route = { ...route, refusals: ['none'] };
       const rng = new Random(routeSeed(route));
       const cases = Array.from({ length: perRoute }, () => fuzzRequest(rng, route, ctx));
+      // What earlier, valid requests set off (a subscriber keeping a policy in step with a new
+      // company) lands before the snapshot; what these requests set off lands before the next.
+      await eventsSettled(t);
       const before = await fingerprint();
       const answers = await pool(cases, CONCURRENCY, ({ request }) => client.send(request));
       requests += cases.length;
@@ -133,6 +137,7 @@ async function fuzz(t: TestKernel, routes: FuzzRoute[], ctx: FuzzContext, perRou
         const problem = problemsOf(answer, lenient);
         if (problem) problems.push(`${name} #${index} [${cases[index]!.label}] ${cases[index]!.request.method} ${cases[index]!.request.path.slice(0, 160)}: ${problem}: ${answer.text.slice(0, 300)}`);
       });
+      await eventsSettled(t);
       const changed = changedTables(before, await fingerprint());
       if (changed.length > 0) problems.push(`${name}: refused requests changed ${changed.join(', ')}`);
     }

@@ -1,5 +1,8 @@
 import { expect } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
 import type { Api, ApiResponse, TestKernel } from '../../support/harness.ts';
+
+export { eventsSettled };
 
 /** Shared builders for the costs plugin tests: cost events, reads of stored rows and kernel spend. */
 
@@ -76,22 +79,6 @@ export function lastMonthMoment(now = new Date()): Date {
 }
 
 export const q = (params: Record<string, string>) => `?${new URLSearchParams(params).toString()}`;
-
-/**
- * Waits until every durable event delivery has settled. Costs keeps monthly policies in step
- * with kernel budgets through durable subscribers (after the kernel commits, not inside its
- * transaction), so a test that reads a policy right after creating or patching a kernel row
- * waits for the delivery first.
- */
-export async function eventsSettled(t: TestKernel): Promise<void> {
-  const until = Date.now() + 20_000;
-  for (;;) {
-    const { rows } = await t.sql.query("select count(*)::int as n from keel_events.deliveries where state in ('pending', 'leased')");
-    if (rows[0].n === 0) return;
-    if (Date.now() > until) throw new Error('event deliveries did not settle');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** `api` whose POST, PATCH and PUT answer once the events they caused have been delivered. */
 export function settling(t: TestKernel, api: Api = t.api): Api {
