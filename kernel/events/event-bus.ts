@@ -5,6 +5,7 @@ import type { Tx } from '../db/database.ts';
 export interface KernelEvents {
   'company.created': { companyId: string; company: Record<string, unknown>; actor: EventActor };
   'company.updated': { companyId: string; company: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
+  'company.status_changed': { companyId: string; from: string; to: string; reason: string | null; actor: EventActor };
   'company.archived': { companyId: string; actor: EventActor };
   'company.deleted': { companyId: string; actor: EventActor };
   'agent.created': { companyId: string; agentId: string; agent: Record<string, unknown>; actor: EventActor };

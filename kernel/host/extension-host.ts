@@ -19,10 +19,8 @@ import { PluginDatabases } from './plugin-databases.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { sharesWorker } from './worker-sharing.ts';
-import type { InvokeMessage, KernelEffect } from './protocol/messages.ts';
+import type { InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
-import { readCompany } from '../tenancy/company-access.ts';
-import { toCompany } from '../tenancy/companies.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 
 export interface LoadedPlugin {
@@ -445,31 +443,11 @@ export class ExtensionHost {
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
       // learn of it by notification, so wait for those before answering, as after a kernel commit.
       if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await this.kernel.db.afterEveryCommit?.();
-      if (result.ok && result.effects?.length && info.companyId) await this.announceEffects(key, info.companyId, result.effects);
       return result;
     } finally {
       if (!answered) for (const after of this.afterInvoke) await after(id, null).catch(() => undefined);
       this.invocations.delete(id);
     }
-  }
-
-  /**
-   * Status changes a plugin committed to kernel rows, appended to the outbox as the kernel's own
-   * changes are. They are appended right after the plugin's commit, in a kernel transaction of
-   * their own: a process that dies between the two loses these events (the change itself stays).
-   */
-  private async announceEffects(plugin: string, companyId: string, effects: KernelEffect[]): Promise<void> {
-    const actor = { actorType: 'system' as const, actorId: `plugin:${plugin}` };
-    await this.kernel.db.transaction(async (tx) => {
-      for (const effect of effects) {
-        if (effect.scope === 'agent') {
-          await this.kernel.events.append(tx, 'agent.status_changed', { companyId, agentId: effect.agentId, from: effect.from, to: effect.to, reason: effect.reason, actor });
-          continue;
-        }
-        const company = await readCompany(tx, companyId);
-        if (company) await this.kernel.events.append(tx, 'company.updated', { companyId, company: toCompany(company), changes: { status: effect.to }, actor });
-      }
-    });
   }
 
   private readonly batchers = new Map<string, { process: PluginProcess; batcher: RouteBatcher }>();

@@ -7,7 +7,7 @@ import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf, type Caller } from './agent-access.ts';
 import { agentView } from './agent-read-routes.ts';
-import { afterAgentWrite, stateOf, withStatus, writeAgent } from './agent-service.ts';
+import { afterAgentWrite, stateOf, syncBoardHolds, withStatus, writeAgent } from './agent-service.ts';
 import { decidePendingHire } from './approvals.ts';
 import { lockAgent, type AgentRow } from './agents.ts';
 
@@ -27,6 +27,12 @@ async function assertBoardOrCeo(kernel: KernelServices, caller: Caller, companyI
   throw forbidden(`Only the board or the company's CEO agent can ${action} agents`, 'permission_denied');
 }
 
+/** Holds of others than the board that a board decision lifted, named in its activity entry. */
+function liftedHoldsDetail(lifted: Array<{ holder: string; reason: string }>): Record<string, unknown> {
+  const others = lifted.filter((hold) => hold.holder !== 'operator');
+  return others.length > 0 ? { liftedHolds: others } : {};
+}
+
 type Transition = (before: AgentRow) => { status: string; reason?: string | null } | null;
 
 /**
@@ -38,10 +44,14 @@ async function transition(ctx: Context, kernel: KernelServices, agentId: string,
     const before = await lockAgent(tx, agentId);
     const decision = decide(before);
     const after = decision ? await writeAgent(tx, before.id, withStatus(stateOf(before), decision.status, decision.reason)) : before;
+    const lifted = decision ? await syncBoardHolds(tx, before, after, decision.status === 'paused') : [];
     const extra = also ? await also(tx, before, after) : {};
     await kernel.activity.recordFor(ctx, tx, {
       companyId: after.company_id, action, entityType: 'agent', entityId: after.id,
-      details: { from: before.status, to: after.status, ...(after.pause_reason && after.status === 'paused' ? { reason: after.pause_reason } : {}), ...extra },
+      details: {
+        from: before.status, to: after.status, ...(after.pause_reason && after.status === 'paused' ? { reason: after.pause_reason } : {}),
+        ...liftedHoldsDetail(lifted), ...extra,
+      },
     });
     await afterAgentWrite(ctx, kernel, tx, before, after, decision?.reason ?? null);
     return after;

@@ -9,6 +9,7 @@ import type { CreateAgentInput } from './agent-input.ts';
 import { trimmedOrNull } from './agent-input.ts';
 import { lockCompanyShortnames, uniqueNameForCreate } from './agent-shortname.ts';
 import { assertSecretRefsBelongToCompany, assertValidManager, eventAgent, type AgentRow } from './agents.ts';
+import { liftAllHolds, placeOperatorHold } from './scope-holds.ts';
 
 /**
  * Writes of agents shared by several routes: create (and hire), full-row updates, and status
@@ -134,6 +135,19 @@ export function withStatus(state: AgentState, status: string, pauseReason?: stri
   }
   next.terminated_at = status === 'terminated' ? state.terminated_at ?? now : null;
   return next;
+}
+
+/**
+ * The board's status decisions as holds (see scope-holds.ts): a pause it makes is its own hold
+ * (also on an agent a plugin already holds, so lifting the plugin's hold leaves it paused); a
+ * status it sets over a pause (resume, terminate) lifts every hold, which it answers.
+ */
+export async function syncBoardHolds(tx: Tx, before: AgentRow, after: AgentRow, pausedByThisWrite: boolean): Promise<Array<{ holder: string; reason: string }>> {
+  if (after.status === 'paused') {
+    if (pausedByThisWrite) await placeOperatorHold(tx, after.company_id, 'agent', after.id, after.pause_reason ?? 'manual');
+    return [];
+  }
+  return before.status === 'paused' ? liftAllHolds(tx, 'agent', after.id) : [];
 }
 
 /**

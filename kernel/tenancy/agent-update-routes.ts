@@ -11,7 +11,7 @@ import { changedConfigKeys, deepEqual, snapshotOf } from './agent-config-revisio
 import { refusePermissionsInPatch, updateAgentBody } from './agent-input.ts';
 import { authorizePatch, nextStateForPatch, patchedFields } from './agent-patch.ts';
 import { agentDetail, agentView } from './agent-read-routes.ts';
-import { afterAgentWrite, callerIds, eventActor, recordConfigRevision, stateOf, writeAgent } from './agent-service.ts';
+import { afterAgentWrite, callerIds, eventActor, recordConfigRevision, stateOf, syncBoardHolds, writeAgent } from './agent-service.ts';
 import { eventAgent, lockAgent, type AgentRow } from './agents.ts';
 import { deleteGrant, ensureActiveAgentMembership, hasGrant, upsertGrant } from './permission-grants.ts';
 
@@ -67,6 +67,7 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
     const updated = await kernel.db.transaction(async (tx) => {
       const before = await lockAgent(tx, agent.id);
       const after = await writeAgent(tx, before.id, await nextStateForPatch(tx, before, body));
+      await syncBoardHolds(tx, before, after, body.status === 'paused' && before.status !== 'paused');
       await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'patch');
       return after;
     });

@@ -2,6 +2,7 @@ import type { Tx } from '../db/database.ts';
 import type { EventActor } from '../events/event-bus.ts';
 import type { KernelServices } from '../services.ts';
 import type { Assignment, CompanyStatus } from './companies.ts';
+import { liftAllHolds, placeOperatorHold, type HoldChange } from './scope-holds.ts';
 
 /**
  * What a company status change does beyond the status column: archiving stamps archived_at
@@ -28,45 +29,45 @@ export function statusColumns(from: CompanyStatus, to: CompanyStatus): Record<st
   return columns;
 }
 
-export interface StatusSideEffects { pausedAgentIds: string[]; resumedAgentIds: string[] }
+export interface StatusSideEffects { pausedAgentIds: string[]; resumedAgentIds: string[]; liftedHolds: Array<{ holder: string; reason: string }> }
 
+/**
+ * A status the board sets, as holds (scope-holds.ts): pausing the company is its own hold;
+ * setting any other status over a pause lifts every hold of the company. Archiving holds the
+ * company's agents for the archive; reactivating lifts exactly those holds, so agents held for
+ * other reasons (the board's own pause, a budget stop) stay paused.
+ */
 export async function applyStatusSideEffects(kernel: KernelServices, tx: Tx, companyId: string, from: CompanyStatus, to: CompanyStatus, actor: EventActor): Promise<StatusSideEffects> {
-  const effects: StatusSideEffects = { pausedAgentIds: [], resumedAgentIds: [] };
+  const effects: StatusSideEffects = { pausedAgentIds: [], resumedAgentIds: [], liftedHolds: [] };
   if (from === to) return effects;
-  if (to === 'archived') effects.pausedAgentIds = await pauseAgentsForArchive(kernel, tx, companyId, actor);
-  if (from === 'archived' && to === 'active') effects.resumedAgentIds = await resumeArchivedAgents(kernel, tx, companyId, actor);
+  if (to === 'paused') await placeOperatorHold(tx, companyId, 'company', companyId, MANUAL_PAUSE_REASON);
+  else if (from === 'paused') effects.liftedHolds = (await liftAllHolds(tx, 'company', companyId)).filter((hold) => hold.holder !== 'operator');
+  if (to === 'archived') effects.pausedAgentIds = await changeArchiveHolds(kernel, tx, companyId, true, actor);
+  if (from === 'archived' && to === 'active') effects.resumedAgentIds = await changeArchiveHolds(kernel, tx, companyId, false, actor);
   return effects;
 }
 
-/** Pauses every agent that is working or able to work; terminated, pending and already paused agents are left alone. */
-async function pauseAgentsForArchive(kernel: KernelServices, tx: Tx, companyId: string, actor: EventActor): Promise<string[]> {
-  const rows = await tx.query<{ id: string; previous_status: string }>(
-    `with targets as (
-       select id, status from agents
-        where company_id = ? and status not in ('terminated', 'pending_approval', 'paused')
-        for update)
-     update agents a
-        set status = 'paused', pause_reason = ?, paused_at = now(), updated_at = now()
-       from targets t
-      where a.id = t.id
-     returning a.id, t.status as previous_status`, [companyId, ARCHIVE_PAUSE_REASON]);
-  for (const row of rows) {
-    await kernel.invalidate(tx, { type: 'agent', id: row.id });
-    await kernel.events.emit(tx, 'agent.status_changed', { companyId, agentId: row.id, from: row.previous_status, to: 'paused', reason: ARCHIVE_PAUSE_REASON, actor });
+/**
+ * Places the archive's hold on every agent that is working or able to work (terminated and
+ * pending agents take none), or lifts it from every agent that has it; answers the agents whose
+ * status changed.
+ */
+async function changeArchiveHolds(kernel: KernelServices, tx: Tx, companyId: string, held: boolean, actor: EventActor): Promise<string[]> {
+  const targets = held
+    ? "select id from agents where company_id = ? and status not in ('terminated', 'pending_approval')"
+    : "select scope_id as id from scope_holds where company_id = ? and scope = 'agent' and holder = 'kernel' and reason = ?";
+  const rows = await tx.query<{ id: string; change: HoldChange | null }>(
+    `select t.id, keel_private.change_hold(?::uuid, 'agent', t.id, 'kernel', ?, ?) -> 'change' as change
+       from (${targets} order by id) t`,
+    [companyId, ARCHIVE_PAUSE_REASON, held, companyId, ...(held ? [] : [ARCHIVE_PAUSE_REASON])]);
+  const changed = rows.filter((row) => row.change !== null);
+  for (const { id, change } of changed) {
+    await kernel.invalidate(tx, { type: 'agent', id });
+    await kernel.events.emit(tx, 'agent.status_changed', {
+      companyId, agentId: id, from: change!.from, to: change!.to, reason: held ? ARCHIVE_PAUSE_REASON : 'company_reactivated', actor,
+    });
   }
-  return rows.map((row) => row.id).sort();
-}
-
-async function resumeArchivedAgents(kernel: KernelServices, tx: Tx, companyId: string, actor: EventActor): Promise<string[]> {
-  const rows = await tx.query<{ id: string }>(
-    `update agents set status = 'idle', pause_reason = null, paused_at = null, updated_at = now()
-      where company_id = ? and status = 'paused' and pause_reason = ?
-     returning id`, [companyId, ARCHIVE_PAUSE_REASON]);
-  for (const row of rows) {
-    await kernel.invalidate(tx, { type: 'agent', id: row.id });
-    await kernel.events.emit(tx, 'agent.status_changed', { companyId, agentId: row.id, from: 'paused', to: 'idle', reason: 'company_reactivated', actor });
-  }
-  return rows.map((row) => row.id).sort();
+  return changed.map((row) => row.id).sort();
 }
 
 export interface PurgeResult { agentIds: string[]; userIds: string[]; purgedActivityEntries: number }

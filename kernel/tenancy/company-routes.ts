@@ -180,6 +180,7 @@ export const companyRoutes: RouteModule = (router, kernel) => {
         details: { previousStatus: current.status, pausedAgentIds: effects.pausedAgentIds },
       });
       await kernel.events.emit(tx, 'company.updated', { companyId: company.id, company: archived, changes: { status: 'archived' }, actor });
+      await kernel.events.emit(tx, 'company.status_changed', { companyId: company.id, from: current.status, to: 'archived', reason: null, actor });
       await kernel.events.emit(tx, 'company.archived', { companyId: company.id, actor });
       return { company: archived, changed: true };
     });

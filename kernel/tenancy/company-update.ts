@@ -6,7 +6,7 @@ import { notFound, unprocessable } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { deleteAsset } from './assets.ts';
 import { COMPANY_COLUMNS, lockCompany, toCompany, updateCompanyColumns, type Assignment, type Company, type CompanyField, type CompanyStatus } from './companies.ts';
-import { applyStatusSideEffects, statusColumns } from './company-lifecycle.ts';
+import { applyStatusSideEffects, statusColumns, type StatusSideEffects } from './company-lifecycle.ts';
 
 export type CompanyPatch = Partial<{
   name: string;
@@ -74,7 +74,7 @@ export async function applyCompanyPatch(ctx: Context, kernel: KernelServices, co
       if (field !== 'status') columns[COMPANY_COLUMNS[field as CompanyField]] = { value };
     }
     const actor = eventActor(ctx);
-    let effects = { pausedAgentIds: [] as string[], resumedAgentIds: [] as string[] };
+    let effects: StatusSideEffects = { pausedAgentIds: [], resumedAgentIds: [], liftedHolds: [] };
     if (changes.status !== undefined) {
       Object.assign(columns, statusColumns(before.status, changes.status as CompanyStatus));
       effects = await applyStatusSideEffects(kernel, tx, companyId, before.status, changes.status as CompanyStatus, actor);
@@ -86,10 +86,14 @@ export async function applyCompanyPatch(ctx: Context, kernel: KernelServices, co
     const details: Record<string, unknown> = { changes, previous };
     if (effects.pausedAgentIds.length) details.pausedAgentIds = effects.pausedAgentIds;
     if (effects.resumedAgentIds.length) details.resumedAgentIds = effects.resumedAgentIds;
+    if (effects.liftedHolds.length) details.liftedHolds = effects.liftedHolds;
     if ('logoAssetId' in changes && before.logoAssetId) details.removedLogoAssetId = before.logoAssetId;
     await kernel.activity.recordFor(ctx, tx, { companyId, action, entityType: 'company', entityId: companyId, details });
     if (Object.keys(changes).length > 0) {
       await kernel.events.emit(tx, 'company.updated', { companyId, company, changes, actor });
+      if (changes.status !== undefined) {
+        await kernel.events.emit(tx, 'company.status_changed', { companyId, from: before.status, to: company.status, reason: company.status === 'paused' ? row.pause_reason ?? null : null, actor });
+      }
       if (changes.status === 'archived') await kernel.events.emit(tx, 'company.archived', { companyId, actor });
     }
     return company;

@@ -1,5 +1,5 @@
 import { defineCapability, method } from './define.ts';
-import { id, nullable, record, text } from './schemas.ts';
+import { changed, id, nullable, record, text } from './schemas.ts';
 
 export interface CompaniesCapability { get(companyId: string): Promise<Record<string, unknown> | null> }
 
@@ -25,51 +25,49 @@ export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
   members: { agents: { get: agentsGet, list: agentsList } },
 });
 
-export interface AgentsPauseCapability extends AgentsReadCapability {
-  pause(agentId: string, reason: string): Promise<{ paused: boolean; status: string }>;
-  resume(agentId: string, reason?: string): Promise<{ resumed: boolean; status: string }>;
-}
 /**
- * Pauses and resumes in the call's own transaction: they commit or roll back with the
- * plugin's writes, and each change is written to the activity log. A resume lifts only a
- * pause made with the same reason; an operator's own pause stays.
+ * Pauses are holds (the host README says more): a scope is paused while any hold is on it, and
+ * a plugin lifts only its own, placed with the same reason; the board's pause, the archive's and
+ * other plugins' stay. Both run in the call's own transaction: the hold, the status, the
+ * activity entry and the status event commit or roll back with the plugin's writes. An unknown
+ * agent and another company's agent both answer 404 `Agent not found`.
  */
-export interface ScopesAgentCapability {
-  pauseAgent(agentId: string, reason: string): Promise<{ changed: boolean }>;
-  resumeAgent(agentId: string, reason: string): Promise<{ changed: boolean }>;
+export interface AgentsPauseCapability extends AgentsReadCapability {
+  /** Places this plugin's hold on the agent; `changed` when it paused the agent. */
+  pause(agentId: string, reason: string): Promise<HoldAnswer>;
+  /** Lifts this plugin's hold with this reason; `changed` when no hold is left and the agent resumed. */
+  resume(agentId: string, reason: string): Promise<HoldAnswer>;
 }
-export interface ScopesCompanyCapability {
-  pauseCompany(reason: string): Promise<{ changed: boolean }>;
-  resumeCompany(reason: string): Promise<{ changed: boolean }>;
+export interface CompaniesPauseCapability {
+  /** Places this plugin's hold on the company the call serves. */
+  pause(reason: string): Promise<HoldAnswer>;
+  /** Lifts this plugin's hold with this reason. */
+  resume(reason: string): Promise<HoldAnswer>;
 }
+export interface HoldAnswer { changed: boolean }
 
-const reason = text(500);
-const changed = { type: 'object', required: ['changed'], properties: { changed: { type: 'boolean' } } };
+const reason = { ...text(200), minLength: 1 };
 
-export const agentsPause = defineCapability<{ agents: AgentsPauseCapability; scopes: ScopesAgentCapability }>()({
+export const agentsPause = defineCapability<{ agents: AgentsPauseCapability }>()({
   id: 'agents.pause',
-  summary: 'Pause and resume the agents of the company a call serves',
+  summary: 'Pause and resume the agents of the company a call serves (holds of its own)',
   members: {
     agents: {
       get: agentsGet,
       list: agentsList,
-      pause: method('kernel', [id, reason], { type: 'object', required: ['paused', 'status'] }),
-      resume: method('kernel', [id, reason], { type: 'object', required: ['resumed', 'status'] }, { required: 1 }),
-    },
-    scopes: {
-      pauseAgent: method('database', [id, reason], changed),
-      resumeAgent: method('database', [id, reason], changed),
+      pause: method('database', [id, reason], changed),
+      resume: method('database', [id, reason], changed),
     },
   },
 });
 
-export const companiesPause = defineCapability<{ scopes: ScopesCompanyCapability }>()({
+export const companiesPause = defineCapability<{ companies: CompaniesPauseCapability }>()({
   id: 'companies.pause',
-  summary: 'Pause and resume the company a call serves',
+  summary: 'Pause and resume the company a call serves (holds of its own)',
   members: {
-    scopes: {
-      pauseCompany: method('database', [reason], changed),
-      resumeCompany: method('database', [reason], changed),
+    companies: {
+      pause: method('database', [reason], changed),
+      resume: method('database', [reason], changed),
     },
   },
 });

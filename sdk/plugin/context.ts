@@ -52,7 +52,7 @@ export type { ActivityCapability } from '../capabilities/activity.ts';
 export type { FetchResponse, HttpCapability } from '../capabilities/http.ts';
 export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
-  CompaniesCapability, AgentsReadCapability, AgentsPauseCapability, ScopesAgentCapability, ScopesCompanyCapability, BudgetsCapability,
+  CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, SecretsCapability } from '../capabilities/runs.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';

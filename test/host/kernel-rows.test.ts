@@ -16,6 +16,10 @@ let foreignAgent: any;
 
 const thisMonth = () => new Date().toISOString().slice(0, 7);
 const rows = (body: Record<string, unknown>, companyId = company.id) => t.api.post(`/api/plugins/kernel-rows/companies/${companyId}/rows`, body);
+const statusEvents = async (agentId: string) =>
+  (await t.sql.query("select payload from keel_events.outbox where name = 'agent.status_changed' and entity_id = $1 order by seq", [agentId])).rows.map((r: any) => r.payload);
+const holds = async (scopeId: string) =>
+  (await t.sql.query('select holder, reason from scope_holds where scope_id = $1 order by created_at, reason', [scopeId])).rows;
 const activityCount = async (action: string, entityId: string) =>
   (await t.sql.query('select count(*)::int as n from activity_log where action = $1 and entity_id = $2', [action, entityId])).rows[0].n;
 
@@ -120,32 +124,61 @@ describe('kernel rows from the plugin transaction', () => {
 
   it('pauses and resumes in the same transaction: a failing call leaves the agent as it was', async () => {
     const subject = await createAgent(t.api, company.id);
-    const heard: any[] = [];
-    const off = t.kernel.services.events.on('agent.status_changed', (payload) => { if (payload.agentId === subject.id) heard.push(payload); });
     const failed = await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop', fail: true });
     expect(failed.status).toBe(409);
     expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
     expect(await activityCount('agent.paused', subject.id)).toBe(0);
-    expect(heard).toEqual([]);
+    expect(await statusEvents(subject.id)).toEqual([]);
+    expect(await holds(subject.id)).toEqual([]);
 
     expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
     const paused = (await t.api.get(`/api/agents/${subject.id}`)).body;
     expect([paused.status, paused.pauseReason]).toEqual(['paused', 'budget_hard_stop']);
     expect(await activityCount('agent.paused', subject.id)).toBe(1);
+    expect(await holds(subject.id)).toEqual([{ holder: 'plugin:kernel-rows', reason: 'budget_hard_stop' }]);
     expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
 
     expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'other_reason' })).body).toEqual({ changed: false });
     expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
     expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
-    // Committed changes reach event subscribers as the kernel's own status changes do.
-    off();
+    // The status events were written to the outbox in the plugin's own transaction, as the kernel writes its own.
     const actor = { actorType: 'system', actorId: 'plugin:kernel-rows' };
-    expect(heard).toEqual([
+    expect(await statusEvents(subject.id)).toEqual([
       { companyId: company.id, agentId: subject.id, from: 'idle', to: 'paused', reason: 'budget_hard_stop', actor },
       { companyId: company.id, agentId: subject.id, from: 'paused', to: 'idle', reason: null, actor },
     ]);
-    expect((await rows({ op: 'pause-agent', agentId: foreignAgent.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
+  });
+
+  it('answers another company\'s agent as an unknown one, without failing the call\'s transaction', async () => {
+    for (const agentId of [foreignAgent.id, '00000000-0000-4000-8000-000000000000']) {
+      for (const op of ['pause-agent', 'resume-agent']) {
+        const res = await rows({ op, agentId, reason: 'budget_hard_stop', catch: true });
+        expect(res.status, res.text).toBe(200);
+        expect(res.body).toEqual({ caught: { status: 404, code: 'not_found', message: 'Agent not found' }, spend: 'written' });
+      }
+    }
     expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.status).toBe('idle');
+    expect(await holds(foreignAgent.id)).toEqual([]);
+  });
+
+  it('keeps the board\'s pause when the plugin lifts its own, and the board\'s resume lifts every hold', async () => {
+    const subject = await createAgent(t.api, company.id);
+    expect((await t.api.post(`/api/agents/${subject.id}/pause`, { reason: 'maintenance' })).status).toBe(200);
+    // Already paused: the plugin's hold is added, the status does not change.
+    expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
+    expect(await holds(subject.id)).toEqual([{ holder: 'operator', reason: 'maintenance' }, { holder: 'plugin:kernel-rows', reason: 'budget_hard_stop' }]);
+    // A plugin cannot lift the board's hold, even naming its reason.
+    expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'maintenance' })).body).toEqual({ changed: false });
+    expect((await rows({ op: 'resume-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: false });
+    expect((await t.api.get(`/api/agents/${subject.id}`)).body).toMatchObject({ status: 'paused', pauseReason: 'maintenance' });
+
+    // The plugin holds it again; the board's resume is its decision over both, and says so.
+    await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' });
+    const resumed = await t.api.post(`/api/agents/${subject.id}/resume`, {});
+    expect([resumed.status, resumed.body.status]).toEqual([200, 'idle']);
+    expect(await holds(subject.id)).toEqual([]);
+    const { rows: entries } = await t.sql.query("select details from activity_log where action = 'agent.resumed' and entity_id = $1 order by seq desc limit 1", [subject.id]);
+    expect(entries[0].details.liftedHolds).toEqual([{ holder: 'plugin:kernel-rows', reason: 'budget_hard_stop' }]);
   });
 
   it('pauses the company and lifts only its own pause', async () => {
@@ -157,6 +190,17 @@ describe('kernel rows from the plugin transaction', () => {
     expect((await rows({ op: 'resume-company', reason: 'manual' }, target.id)).body).toEqual({ changed: false });
     expect((await rows({ op: 'resume-company', reason: 'budget_hard_stop' }, target.id)).body).toEqual({ changed: true });
     expect((await t.api.get(`/api/companies/${target.id}`)).body.status).toBe('active');
+    const { rows: events } = await t.sql.query("select payload from keel_events.outbox where name = 'company.status_changed' and entity_id = $1 order by seq", [target.id]);
+    expect(events.map((e: any) => [e.payload.from, e.payload.to, e.payload.reason])).toEqual([['active', 'paused', 'budget_hard_stop'], ['paused', 'active', null]]);
+  });
+
+  it('keeps a company the board paused paused when the plugin lifts its own hold', async () => {
+    const target = await createCompany(t.api);
+    expect((await t.api.patch(`/api/companies/${target.id}`, { status: 'paused' })).status).toBe(200);
+    expect((await rows({ op: 'pause-company', reason: 'budget_hard_stop' }, target.id)).body).toEqual({ changed: false });
+    expect((await rows({ op: 'resume-company', reason: 'budget_hard_stop' }, target.id)).body).toEqual({ changed: false });
+    expect((await t.api.get(`/api/companies/${target.id}`)).body.status).toBe('paused');
+    expect((await t.api.patch(`/api/companies/${target.id}`, { status: 'active' })).body.status).toBe('active');
   });
 
   it('are refused by the database itself to a plugin without the grant', async () => {
@@ -170,7 +214,7 @@ describe('kernel rows from the plugin transaction', () => {
       const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-spend' });
       expect([raw.status, raw.body.code]).toEqual([403, 'sql_42501']);
       const roles = await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_bare'");
-      const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.pause_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
+      const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
       expect(granted.rows[0].ok).toBe(false);
       // Activity of a batch is verified entry by entry: a forged identity writes nothing.
       const signatureRefused = async () => ((await t.api.get('/api/plugins/kernel-rows-bare/logs')).body.logs as Array<{ message: string }>)

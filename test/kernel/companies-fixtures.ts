@@ -15,6 +15,10 @@ export async function insertAgent(t: TestKernel, companyId: string, options: { r
     `insert into agents (company_id, name, url_key, role, status, pause_reason, paused_at)
      values ($1, $2, $3, $4, $5, $6, case when $5 = 'paused' then now() end) returning id`,
     [companyId, name, name.toLowerCase().replace(/[^a-z0-9]+/g, '-'), options.role ?? 'general', options.status ?? 'idle', options.pauseReason ?? null]);
+  // A paused agent is held (migration 0020): a pause inserted as a row is the board's.
+  if (options.status === 'paused') {
+    await t.sql.query(`insert into scope_holds (company_id, scope, scope_id, holder, reason) values ($1, 'agent', $2, 'operator', $3)`, [companyId, rows[0].id, options.pauseReason ?? 'manual']);
+  }
   return rows[0].id;
 }
 

@@ -24,6 +24,7 @@ const files = [
   '0015-enqueued-jobs.sql',
   '0018-staged-jobs.sql',
   '0019-instance-fingerprints.sql',
+  '0020-scope-holds.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

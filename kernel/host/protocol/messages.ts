@@ -77,15 +77,7 @@ export type KernelToWorker =
 
 export interface WireError { status: number; code: string; message: string; details?: unknown }
 
-/**
- * A status change a call made to a kernel row from its own transaction; reported with the
- * result only when that transaction committed, and announced by the kernel to event subscribers.
- */
-export type KernelEffect =
-  | { scope: 'agent'; agentId: string; from: string; to: string; reason: string | null }
-  | { scope: 'company'; from: string; to: string; reason: string | null };
-
-export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean; effects?: KernelEffect[] }
+export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
 
 /** What one plugin of a worker process says to the kernel. */
 export type SlotReport =

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import type { CallResult, InvokeMessage, KernelEffect, SlotReport, WireError } from '../protocol/messages.ts';
+import type { CallResult, InvokeMessage, SlotReport, WireError } from '../protocol/messages.ts';
 import { flushBatchActivity } from './capabilities/activity.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
 import { Invocation } from './invocation.ts';
@@ -104,7 +104,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
       const entry = item.defaultActivity;
       activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
     }
-    results.push({ id: item.id, ok: true, value: host.output(JSON.stringify(answer.v ?? null)), activityWritten: true, effects: member.effects.length ? member.effects : undefined });
+    results.push({ id: item.id, ok: true, value: host.output(JSON.stringify(answer.v ?? null)), activityWritten: true });
   });
   const failure = await db.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity));
   if (failure) {
@@ -138,7 +138,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][]; effects: KernelEffect[] }>((resolve) => {
+      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };

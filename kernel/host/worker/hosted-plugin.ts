@@ -3,7 +3,7 @@ import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
-import { budgetsCapability, scopesCapability } from './capabilities/kernel-rows.ts';
+import { budgetsCapability, holdCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
 import { jobsCapability } from './capabilities/jobs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
@@ -101,7 +101,7 @@ export class HostedPlugin {
     this.activityKinds = new ActivityEntityKinds(this.database);
     const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
     this.capabilities = {
-      ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), budgets: budgetsCapability(this.database), scopes: scopesCapability(this.database),
+      ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), budgets: budgetsCapability(this.database), ...holdCapabilities(this.database),
       events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
     };
     if (this.database) this.capabilities.db = this.database.capability();
@@ -379,7 +379,7 @@ export class HostedPlugin {
     if (invocation.batch) {
       // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
       this.invocations.delete(invocation.id);
-      invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [], effects: ok ? invocation.effects : [] });
+      invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
       return;
     }
     const client = await invocation.openedClient();
@@ -396,7 +396,7 @@ export class HostedPlugin {
     }
     this.invocations.delete(invocation.id);
     // Status changes are reported only when the transaction that made them committed.
-    this.host.send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten, effects: ok && invocation.effects.length ? invocation.effects : undefined });
+    this.host.send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten });
   }
 
   /**

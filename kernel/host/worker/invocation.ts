@@ -55,7 +55,7 @@ export class Invocation {
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.
    */
-  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean; activity: unknown[][]; effects: import('../protocol/messages.ts').KernelEffect[] }): void };
+  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean; activity: unknown[][]; }): void };
 
   /**
    * Set on the one call that runs a plugin's batch handler: it receives the handler's answers.
@@ -69,9 +69,6 @@ export class Invocation {
   get scopeId(): string {
     return this.leadId ?? this.message.id;
   }
-
-  /** Kernel status changes made in this call's transaction (see KernelEffect). */
-  readonly effects: import('../protocol/messages.ts').KernelEffect[] = [];
 
   /** Activity entries of a batched call, written with the batch's other entries before COMMIT. */
   readonly pendingActivity: unknown[][] = [];

@@ -110,8 +110,8 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
     if (policy.metric === 'billed_cents' && policy.window_kind === 'calendar_month_utc' && (policy.scope_type === 'company' || policy.scope_type === 'agent')) {
       await ctx.budgets.setMonthlyBudget(policy.scope_type === 'company' ? { scope: 'company', cents: body.amount } : { scope: 'agent', agentId: String(policy.scope_id), cents: body.amount });
     }
-    if (policy.scope_type === 'company') resumed = (await ctx.scopes.resumeCompany(HARD_STOP_REASON)).changed;
-    else if (policy.scope_type === 'agent') resumed = (await ctx.scopes.resumeAgent(String(policy.scope_id), HARD_STOP_REASON)).changed;
+    if (policy.scope_type === 'company') resumed = (await ctx.companies.resume(HARD_STOP_REASON)).changed;
+    else if (policy.scope_type === 'agent') resumed = (await ctx.agents.resume(String(policy.scope_id), HARD_STOP_REASON)).changed;
     else resumed = true;
     Object.assign(policy, updated[0]);
   }

@@ -108,8 +108,8 @@ export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<
         amountLimit: Number(incident.amount_limit), amountObserved: Number(incident.amount_observed) },
     });
     if (incident.threshold_type !== 'hard') continue;
-    if (incident.scope_type === 'company') await ctx.scopes.pauseCompany(HARD_STOP_REASON);
-    else if (incident.scope_type === 'agent') await ctx.scopes.pauseAgent(String(incident.scope_id), HARD_STOP_REASON);
+    if (incident.scope_type === 'company') await ctx.companies.pause(HARD_STOP_REASON);
+    else if (incident.scope_type === 'agent') await ctx.agents.pause(String(incident.scope_id), HARD_STOP_REASON);
   }
 }
 

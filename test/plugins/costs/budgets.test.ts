@@ -498,7 +498,8 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
 
   it('an agent paused by the operator for another reason is not resumed by the resolve', async () => {
     const { company, agent, hard } = await stoppedAgent(100, 100);
-    await t.sql.query(`update agents set status = 'paused', pause_reason = 'manual' where id = $1`, [agent.id]);
+    // The board pauses it too: its hold stays when the budget's is lifted.
+    expect((await t.api.post(`/api/agents/${agent.id}/pause`, { reason: 'manual' })).status).toBe(200);
     const res = await resolve(company.id, hard.id, { action: 'raise_budget_and_resume', amount: 1000 });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ status: 'resolved', resumed: false, policy: expect.objectContaining({ amount: 1000 }) });

@@ -71,23 +71,21 @@ export function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
 }
 
 /**
- * `ctx.scopes`: pause or resume the company (companies.pause) or one of its agents
- * (agents.pause) in this call's transaction. Each change is remembered on the invocation, so
- * that the kernel announces it to event subscribers once the transaction has committed.
+ * Pauses as holds (migration 0020): `ctx.agents.pause/resume` (agents.pause) and
+ * `ctx.companies.pause/resume` (companies.pause) place or lift this plugin's hold in this
+ * call's transaction. keel_bridge writes the hold, the status, the activity entry and the
+ * status event together, so they commit or roll back with the plugin's own writes.
  */
-export function scopesCapability(db: PluginDatabase | null): WorkerCapability {
-  const agent = (paused: boolean) => async (invocation: Invocation, args: unknown[]) => {
-    const agentId = uuid(args[0], 'agentId');
-    const why = reason(args[1]);
-    const previous = await bridge(db, invocation, 'select keel_bridge.pause_agent($1, $2, $3::uuid, $4, $5) as result', [agentId, paused, why]);
-    if (typeof previous === 'string') invocation.effects.push({ scope: 'agent', agentId, from: previous, to: paused ? 'paused' : 'idle', reason: paused ? why : null });
-    return { changed: typeof previous === 'string' };
+export function holdCapabilities(db: PluginDatabase | null): { agents: WorkerCapability; companies: WorkerCapability } {
+  const answer = (result: unknown, what: string) => {
+    const { found, changed } = result as { found: boolean; changed: boolean };
+    // An unknown id and another company's agent alike; nothing was raised, so the call's transaction goes on.
+    if (!found) throw new CapabilityError(404, 'not_found', `${what} not found`);
+    return { changed };
   };
-  const company = (paused: boolean) => async (invocation: Invocation, args: unknown[]) => {
-    const why = reason(args[0]);
-    const previous = await bridge(db, invocation, 'select keel_bridge.pause_company($1, $2, $3, $4) as result', [paused, why]);
-    if (typeof previous === 'string') invocation.effects.push({ scope: 'company', from: previous, to: paused ? 'paused' : 'active', reason: paused ? why : null });
-    return { changed: typeof previous === 'string' };
-  };
-  return { pauseAgent: agent(true), resumeAgent: agent(false), pauseCompany: company(true), resumeCompany: company(false) };
+  const agent = (held: boolean) => async (invocation: Invocation, args: unknown[]) =>
+    answer(await bridge(db, invocation, 'select keel_bridge.hold_agent($1, $2, $3::uuid, $4, $5) as result', [uuid(args[0], 'agentId'), held, reason(args[1])]), 'Agent');
+  const company = (held: boolean) => async (invocation: Invocation, args: unknown[]) =>
+    answer(await bridge(db, invocation, 'select keel_bridge.hold_company($1, $2, $3, $4) as result', [held, reason(args[0])]), 'Company');
+  return { agents: { pause: agent(true), resume: agent(false) }, companies: { pause: company(true), resume: company(false) } };
 }
