@@ -21,7 +21,7 @@ describe('createTestHost', () => {
     const answer = await host.callRoute('whoami');
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({
-      granted: ['activity', 'agents', 'config', 'db', 'folders', 'http', 'invocation', 'log', 'progress', 'scopes'],
+      granted: ['activity', 'agents', 'config', 'db', 'folders', 'http', 'invocation', 'log', 'progress'],
       config: { mode: 'test' },
       invocation: { kind: 'route', target: 'whoami', companyId: null, actor: { type: 'user', id: 'test-board', agentId: null }, runId: null },
     });
