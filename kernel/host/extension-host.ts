@@ -393,7 +393,7 @@ export class ExtensionHost {
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
     if (!grants.includes('http.routes')) return [];
-    return (manifest.routes ?? []).filter((route) => !route.absolute || grants.includes('http.routes.absolute')).map((route) => compileRoute(manifest.key, route));
+    return (manifest.routes ?? []).filter((route) => !route.absolute || grants.includes('http.routes.absolute')).map((route) => compileRoute(manifest, route));
   }
 
   private assertNoRouteConflicts(key: string, routes: PluginRoute[]): void {

@@ -7,7 +7,7 @@ import { eventsPublish } from './events.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
-import { agentsPause, agentsRead, budgetsWrite, companiesPause, companiesRead } from './kernel-data.ts';
+import { agentsPause, agentsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { runsClose, runsOpen, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
 
@@ -21,7 +21,7 @@ export const CAPABILITIES = [
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose,
-  secretsResolve, servicesConsume, companiesPause, budgetsWrite, eventsPublish, blobsRead, blobsWrite,
+  secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];

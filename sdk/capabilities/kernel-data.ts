@@ -72,6 +72,30 @@ export const companiesPause = defineCapability<{ companies: CompaniesPauseCapabi
   },
 });
 
+/** The company's next issue number: `ACME-12` is prefix `ACME`, number 12. */
+export interface IssueNumber { number: number; prefix: string; identifier: string }
+export interface IssueNumbersCapability {
+  /**
+   * Takes the next number of the company's issue counter in the call's own transaction: the
+   * company row stays locked until it ends, so concurrent creates never share a number, and a
+   * call that rolls back gives its number back (no gaps).
+   */
+  nextIssueNumber(): Promise<IssueNumber>;
+}
+
+export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability }>()({
+  id: 'issues.number',
+  summary: "Number the issues of the company a call serves from the company's counter",
+  members: {
+    companies: {
+      nextIssueNumber: method('database', [], {
+        type: 'object', required: ['number', 'prefix', 'identifier'],
+        properties: { number: { type: 'integer', minimum: 1 }, prefix: { type: 'string' }, identifier: { type: 'string' } },
+      }),
+    },
+  },
+});
+
 /**
  * Kernel rows a budget domain keeps in step (budgets.write). Both run in the call's own
  * transaction and act only on the call's company and its agents.

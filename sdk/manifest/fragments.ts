@@ -36,6 +36,14 @@ export const routesFragment = {
       auth: { enum: ['board', 'agent', 'any', 'none', 'instance_admin'], description: 'Who may call it; checked before the isolate runs.' },
       companyParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'Path parameter naming the company; company access is checked by the host.' },
       agentParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Path parameter naming an agent; the host answers 404 for an unknown agent and checks access to the agent's company, which becomes the call's company." },
+      entityParam: {
+        type: 'object', additionalProperties: false, required: ['param', 'entity'],
+        description: "Path parameter naming a row of one of the plugin's database.entities: the host answers 404 for an unknown id, checks access to the row's company, which becomes the call's company, and hands the handler the row's id.",
+        properties: {
+          param: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'The path parameter.' },
+          entity: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, description: 'The entity type, as declared under database.entities.' },
+        },
+      },
       agentBodyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Top-level body field naming an agent that must belong to the call's company; the host answers 404 agent_not_found otherwise, before the isolate runs." },
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
@@ -259,6 +267,19 @@ export const manifestSchema = {
         namespace: { type: 'string', pattern: '^[a-z][a-z0-9_]{1,30}$', description: 'Namespace slug; the schema is plugin_<namespace>.' },
         migrations: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+$', description: 'Folder of NNNN-name.sql migrations, relative to the plugin folder.' },
         functions: { type: 'boolean', description: 'The migrations create functions or procedures, run DO blocks or comment on objects. Function sources and comments are readable by every role of the database, other plugins included; without this, such migrations are refused.' },
+        entities: {
+          type: 'array', maxItems: 50, description: "Tables whose rows routes name by id (entityParam): the host reads a row's company before the isolate runs.",
+          items: {
+            type: 'object', additionalProperties: false, required: ['type', 'table'],
+            properties: {
+              type: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, description: 'Entity name, used by entityParam and in the 404 text.' },
+              table: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: "Table of the plugin's schema; its primary key is a uuid column id." },
+              companyColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: "Column holding the row's company id (default company_id)." },
+              aliasColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'Unique text column a path may give instead of the id.' },
+              aliasUpperCase: { type: 'boolean', description: 'Upper-case the path value before matching the alias column.' },
+            },
+          },
+        },
       },
     },
     routes: routesFragment,

@@ -104,14 +104,28 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.response?.stream === 'sse' && route.batch) {
       issues.push({ path: `routes.${index}.response.stream`, message: 'cannot be combined with batch: a batched answer is one JSON value' });
     }
-    if (route.agentBodyField && (route.method === 'GET' || !(route.companyParam || route.agentParam))) {
-      issues.push({ path: `routes.${index}.agentBodyField`, message: 'needs a route with a body and a company (companyParam or agentParam)' });
+    if (route.agentBodyField && (route.method === 'GET' || !(route.companyParam || route.agentParam || route.entityParam))) {
+      issues.push({ path: `routes.${index}.agentBodyField`, message: 'needs a route with a body and a company (companyParam, agentParam or entityParam)' });
+    }
+    if (route.entityParam) {
+      if ([route.companyParam, route.agentParam].some(Boolean)) issues.push({ path: `routes.${index}.entityParam`, message: 'names the company itself: use one of companyParam, agentParam and entityParam' });
+      if (!(typed.database?.entities ?? []).some((entity) => entity.type === route.entityParam!.entity)) {
+        issues.push({ path: `routes.${index}.entityParam.entity`, message: `is not declared under database.entities` });
+      }
+      if (!normalisePath(route.path).split('/').includes(`:${route.entityParam.param}`)) {
+        issues.push({ path: `routes.${index}.entityParam.param`, message: `is not a parameter of the path` });
+      }
     }
     for (const key of ['body', 'query'] as const) {
       if (route[key]) {
         try { schemaAjv.compile(route[key]!); } catch (error) { issues.push({ path: `routes.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
       }
     }
+  }
+  const entityTypes = new Set<string>();
+  for (const [index, entity] of (typed.database?.entities ?? []).entries()) {
+    if (entityTypes.has(entity.type)) issues.push({ path: `database.entities.${index}.type`, message: 'is declared twice' });
+    entityTypes.add(entity.type);
   }
   for (const [index, tool] of (typed.tools ?? []).entries()) {
     try { schemaAjv.compile(tool.inputSchema); } catch (error) { issues.push({ path: `tools.${index}.inputSchema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }

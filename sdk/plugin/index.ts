@@ -6,6 +6,7 @@ import './runtime.ts';
 
 export { definePlugin, type PluginDefinition } from './define-plugin.ts';
 export { PluginError } from './errors.ts';
+export { fingerprint } from './fingerprint.ts';
 export type * from './context.ts';
 export type * from './manifest.ts';
 export { respondEvents, RAW_CONTENT_TYPES, type ServerSentEvent, type EventsAnswer, type RawContentType } from './answers.ts';

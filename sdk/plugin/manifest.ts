@@ -35,6 +35,21 @@ export interface RouteResponseManifest {
   maxStreams?: number;
 }
 
+/**
+ * A table of the plugin whose rows belong to companies and are named in paths: `id` (uuid, the
+ * primary key) or, when declared, an alias column (an issue's `ACME-12`).
+ */
+export interface EntityManifest {
+  /** Entity name used by routes' `entityParam` and in the 404 text (`issue` gives `Issue not found`). */
+  type: string;
+  table: string;
+  /** Column holding the row's company id (default `company_id`). */
+  companyColumn?: string;
+  /** Unique text column a path may give instead of the id; matched upper-cased when `aliasUpperCase`. */
+  aliasColumn?: string;
+  aliasUpperCase?: boolean;
+}
+
 export interface RouteManifest {
   key: string;
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -46,6 +61,12 @@ export interface RouteManifest {
   companyParam?: string;
   /** The path parameter that names an agent: unknown agents get 404, and the agent's company becomes the call's company (access checked). */
   agentParam?: string;
+  /**
+   * The path parameter that names a row of one of the plugin's entities (`database.entities`):
+   * the host finds the row's company (404 `<Entity> not found` for an unknown id), checks the
+   * caller's access to it, makes it the call's company and hands the handler the row's id.
+   */
+  entityParam?: { param: string; entity: string };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   body?: JsonSchema;
@@ -137,6 +158,8 @@ export interface PluginManifest {
      * without this, such migrations are refused.
      */
     functions?: boolean;
+    /** Tables whose rows routes name by id (`entityParam`): the host reads their company before the isolate runs. */
+    entities?: EntityManifest[];
   };
   routes?: RouteManifest[];
   tools?: ToolManifest[];

@@ -38,6 +38,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.resume': [agent.id, 'probe'],
   'companies.pause': ['probe'],
   'companies.resume': ['probe'],
+  'companies.nextIssueNumber': [],
   'runs.open': [{ agentId: agent.id }],
   'runs.close': [randomUUID(), { status: 'cancelled' }],
   'secrets.resolveEnvironment': [agent.id],

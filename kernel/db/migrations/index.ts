@@ -25,6 +25,7 @@ const files = [
   '0018-staged-jobs.sql',
   '0019-instance-fingerprints.sql',
   '0020-scope-holds.sql',
+  '0021-issue-numbers.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -11,6 +11,7 @@ import { isUuid } from '../../http/validate.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
+import { resolveEntity } from './route-entities.ts';
 import { respond } from './route-answer.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
 import type { InvokeResult } from '../plugin-process.ts';
@@ -66,6 +67,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     const { agent } = await agentForRequest(ctx, host.kernel.db, route.agentParam);
     params[route.agentParam] = agent.id;
     companyId = agent.company_id;
+  } else if (pluginRoute.entity) {
+    const row = await resolveEntity(host.kernel.db, pluginRoute.entity, params[pluginRoute.entity.param]);
+    const { company } = await companyForRequest(ctx, host.kernel.db, row.companyId);
+    params[pluginRoute.entity.param] = row.id;
+    companyId = company.id;
   } else if (actor.kind === 'agent') {
     companyId = actor.companyId;
   }

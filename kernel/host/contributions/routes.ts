@@ -1,4 +1,5 @@
-import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
+import type { PluginManifest, RouteManifest } from '../../../sdk/plugin/manifest.ts';
+import { entityLookup, type EntityLookup } from './route-entities.ts';
 import { normalisePath } from '../../../sdk/manifest/validate-manifest.ts';
 
 /**
@@ -12,9 +13,12 @@ export interface PluginRoute {
   fullPath: string;
   pattern: RegExp;
   params: string[];
+  /** How an `entityParam` route finds its company (route-entities.ts). */
+  entity?: EntityLookup;
 }
 
-export function compileRoute(plugin: string, route: RouteManifest): PluginRoute {
+export function compileRoute(manifest: PluginManifest, route: RouteManifest): PluginRoute {
+  const plugin = manifest.key;
   const path = normalisePath(route.path);
   const fullPath = route.absolute ? path : `/api/plugins/${plugin}${path === '/' ? '' : path}`;
   const params: string[] = [];
@@ -22,7 +26,7 @@ export function compileRoute(plugin: string, route: RouteManifest): PluginRoute 
     if (segment.startsWith(':')) { params.push(segment.slice(1)); return '([^/]+)'; }
     return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   }).join('/');
-  return { plugin, route, fullPath, pattern: new RegExp(`^${source}/?$`), params };
+  return { plugin, route, fullPath, pattern: new RegExp(`^${source}/?$`), params, entity: entityLookup(manifest, route) };
 }
 
 /** A sample concrete path for a pattern, used to test overlaps. */

@@ -3,7 +3,7 @@ import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PluginDatabase } from './capabilities/database.ts';
-import { budgetsCapability, holdCapabilities } from './capabilities/kernel-rows.ts';
+import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
 import { jobsCapability } from './capabilities/jobs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
@@ -101,7 +101,7 @@ export class HostedPlugin {
     this.activityKinds = new ActivityEntityKinds(this.database);
     const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
     this.capabilities = {
-      ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), budgets: budgetsCapability(this.database), ...holdCapabilities(this.database),
+      ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), ...kernelRowCapabilities(this.database),
       events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
     };
     if (this.database) this.capabilities.db = this.database.capability();

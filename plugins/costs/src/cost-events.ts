@@ -1,6 +1,5 @@
 import type { CostsContext, BatchCall } from './context.ts';
-import { PluginError, respond } from '@keel/sdk/plugin';
-import { fingerprint } from './fingerprint.ts';
+import { fingerprint, PluginError, respond } from '@keel/sdk/plugin';
 import { costEventJson } from './json.ts';
 import { monthKey } from './periods.ts';
 import { actOnIncidents, openIncidents, type Scope, type ScopeType } from './policies.ts';

@@ -46,7 +46,7 @@ function reason(value: unknown): string {
 }
 
 /** `ctx.budgets` (budgets.write): monthly budgets and month-to-date spend of the company and its agents. */
-export function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
+function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
   return {
     reportMonthlySpend: async (invocation, args) => {
       const report = args[0] as { month?: unknown; companyCents?: unknown; agents?: unknown } | undefined;
@@ -74,9 +74,10 @@ export function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
  * Pauses as holds (migration 0020): `ctx.agents.pause/resume` (agents.pause) and
  * `ctx.companies.pause/resume` (companies.pause) place or lift this plugin's hold in this
  * call's transaction. keel_bridge writes the hold, the status, the activity entry and the
- * status event together, so they commit or roll back with the plugin's own writes.
+ * status event together, so they commit or roll back with the plugin's own writes. And
+ * `ctx.companies.nextIssueNumber` (issues.number) takes the company's next issue number there.
  */
-export function holdCapabilities(db: PluginDatabase | null): { agents: WorkerCapability; companies: WorkerCapability } {
+export function kernelRowCapabilities(db: PluginDatabase | null): { budgets: WorkerCapability; agents: WorkerCapability; companies: WorkerCapability } {
   const answer = (result: unknown, what: string) => {
     const { found, changed } = result as { found: boolean; changed: boolean };
     // An unknown id and another company's agent alike; nothing was raised, so the call's transaction goes on.
@@ -87,5 +88,13 @@ export function holdCapabilities(db: PluginDatabase | null): { agents: WorkerCap
     answer(await bridge(db, invocation, 'select keel_bridge.hold_agent($1, $2, $3::uuid, $4, $5) as result', [uuid(args[0], 'agentId'), held, reason(args[1])]), 'Agent');
   const company = (held: boolean) => async (invocation: Invocation, args: unknown[]) =>
     answer(await bridge(db, invocation, 'select keel_bridge.hold_company($1, $2, $3, $4) as result', [held, reason(args[0])]), 'Company');
-  return { agents: { pause: agent(true), resume: agent(false) }, companies: { pause: company(true), resume: company(false) } };
+  return {
+    budgets: budgetsCapability(db),
+    agents: { pause: agent(true), resume: agent(false) },
+    companies: {
+      pause: company(true),
+      resume: company(false),
+      nextIssueNumber: (invocation) => bridge(db, invocation, 'select keel_bridge.next_issue_number($1, $2) as result', []),
+    },
+  };
 }

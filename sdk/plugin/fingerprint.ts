@@ -8,7 +8,8 @@ function canonical(value: unknown): string {
 
 /**
  * A 64-bit FNV-1a hash of the canonical request: enough to tell a retry from a different
- * request sent under the same idempotency key (the sandbox has no crypto module).
+ * request sent under the same idempotency key (the sandbox has no crypto module). Store it
+ * with the key; a request under a known key with another fingerprint is a different request.
  */
 export function fingerprint(value: unknown): string {
   const text = canonical(value);

@@ -1,0 +1,63 @@
+import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import type { WorkContext } from './context.ts';
+import { commentJson } from './json.ts';
+import { actorOf, lockIssue } from './issues.ts';
+
+/** `@shortname` of an agent, as its urlKey is written. */
+const MENTION = /(?:^|[^\w@])@([a-z0-9][a-z0-9-]{0,63})/gi;
+
+/**
+ * The agents a comment should wake: those it mentions by `@shortname`, the agent whose comment
+ * it answers, and, for a comment by someone else, the agent the issue is assigned to. The
+ * author itself is never woken by its own comment.
+ */
+async function agentsToWake(ctx: WorkContext, text: string, repliedToAgentId: string | null, assigneeAgentId: string | null, authorAgentId: string | null) {
+  const mentioned = new Set<string>();
+  const names = new Set([...text.matchAll(MENTION)].map((match) => match[1]!.toLowerCase()));
+  if (names.size) {
+    for (const agent of await ctx.agents.list()) {
+      if (names.has(String(agent.urlKey).toLowerCase()) && agent.status !== 'terminated') mentioned.add(String(agent.id));
+    }
+  }
+  const wake = new Set(mentioned);
+  if (repliedToAgentId) wake.add(repliedToAgentId);
+  if (assigneeAgentId && !authorAgentId) wake.add(assigneeAgentId);
+  if (authorAgentId) wake.delete(authorAgentId);
+  return { mentionedAgentIds: [...mentioned].sort(), wakeAgentIds: [...wake].sort() };
+}
+
+export async function createComment(req: RouteRequest, ctx: WorkContext) {
+  const body = req.body as { body: string; parentCommentId?: string | null };
+  const companyId = req.companyId!;
+  // Locked like any change of the issue, so comments of one issue are stored in the order they commit.
+  const issue = await lockIssue(ctx, req.params.issueId!, companyId);
+  let repliedToAgentId: string | null = null;
+  if (body.parentCommentId) {
+    const { rows } = await ctx.db.query('select author_agent_id from issue_comments where id = $1 and issue_id = $2 and deleted_at is null', [body.parentCommentId, issue.id]);
+    if (!rows[0]) throw new PluginError(422, 'comment_not_found', 'parentCommentId: no comment with this id belongs to the issue', { field: 'parentCommentId' });
+    repliedToAgentId = (rows[0].author_agent_id as string | null) ?? null;
+  }
+  const { agentId, userId } = actorOf(ctx);
+  const authorType = agentId ? 'agent' : userId ? 'user' : 'system';
+  const { rows } = await ctx.db.query(
+    `insert into issue_comments (company_id, issue_id, author_type, author_agent_id, author_user_id, run_id, parent_comment_id, body)
+     values ($1, $2, $3, $4, $5, $6, $7, $8) returning *`,
+    [companyId, issue.id, authorType, agentId, userId, ctx.invocation.runId, body.parentCommentId ?? null, body.body]);
+  const comment = commentJson(rows[0]!);
+  const { mentionedAgentIds, wakeAgentIds } = await agentsToWake(ctx, body.body, repliedToAgentId, (issue.assignee_agent_id as string | null) ?? null, agentId);
+  await ctx.activity.record({
+    action: 'issue.comment_added', entityType: 'issue', entityId: String(issue.id),
+    details: { identifier: issue.identifier, commentId: comment.id, mentionedAgentIds },
+  });
+  await ctx.events.publish('work.issue.comment_added', {
+    issueId: issue.id, identifier: issue.identifier, commentId: comment.id, authorType, authorAgentId: agentId, mentionedAgentIds, wakeAgentIds,
+  }, { entityType: 'issue', entityId: String(issue.id) });
+  return respond(201, comment);
+}
+
+export async function listComments(req: RouteRequest, ctx: WorkContext) {
+  const { rows } = await ctx.db.query(
+    'select * from issue_comments where issue_id = $1 and company_id = $2 and deleted_at is null order by created_at, id',
+    [req.params.issueId, req.companyId]);
+  return rows.map(commentJson);
+}

@@ -1,0 +1,70 @@
+import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import type { WorkContext } from './context.ts';
+import { goalJson } from './json.ts';
+import { assertAgentOfCompany, assertRowOfCompany } from './references.ts';
+import { assignments, changedFields } from './sql.ts';
+
+const COLUMNS = { title: 'title', description: 'description', level: 'level', status: 'status', parentId: 'parent_id', ownerAgentId: 'owner_agent_id' };
+const FIELDS = Object.keys(COLUMNS);
+
+async function checkReferences(ctx: WorkContext, companyId: string, body: Record<string, unknown>, goalId?: string): Promise<void> {
+  await assertRowOfCompany(ctx, companyId, 'goal', 'parentId', body.parentId);
+  await assertAgentOfCompany(ctx, 'ownerAgentId', body.ownerAgentId);
+  if (goalId && body.parentId) {
+    // A goal may not become its own ancestor.
+    const { rows } = await ctx.db.query(
+      `with recursive up(id, parent_id) as (select id, parent_id from goals where id = $1
+         union all select g.id, g.parent_id from goals g join up on g.id = up.parent_id)
+       select 1 from up where id = $2 limit 1`, [body.parentId, goalId]);
+    if (rows.length) throw new PluginError(422, 'goal_cycle', 'parentId: a goal cannot be placed under itself or one of its descendants', { field: 'parentId' });
+  }
+}
+
+export async function createGoal(req: RouteRequest, ctx: WorkContext) {
+  const body = req.body as Record<string, unknown>;
+  const companyId = req.companyId!;
+  await checkReferences(ctx, companyId, body);
+  const { rows } = await ctx.db.query(
+    `insert into goals (company_id, title, description, level, status, parent_id, owner_agent_id)
+     values ($1, $2, $3, coalesce($4, 'task'), coalesce($5, 'planned'), $6, $7) returning *`,
+    [companyId, body.title, body.description ?? null, body.level ?? null, body.status ?? null, body.parentId ?? null, body.ownerAgentId ?? null]);
+  const goal = goalJson(rows[0]!);
+  await ctx.activity.record({ action: 'goal.created', entityType: 'goal', entityId: String(goal.id), details: { title: goal.title, level: goal.level } });
+  return respond(201, goal);
+}
+
+export async function listGoals(req: RouteRequest, ctx: WorkContext) {
+  const params: unknown[] = [req.companyId];
+  let where = 'company_id = $1';
+  for (const [field, column] of [['status', 'status'], ['level', 'level'], ['parentId', 'parent_id'], ['ownerAgentId', 'owner_agent_id']] as const) {
+    if (req.query[field] === undefined) continue;
+    params.push(req.query[field]);
+    where += ` and ${column} = $${params.length}`;
+  }
+  const { rows } = await ctx.db.query(`select * from goals where ${where} order by created_at, id`, params);
+  return rows.map(goalJson);
+}
+
+export async function getGoal(req: RouteRequest, ctx: WorkContext) {
+  const { rows } = await ctx.db.query('select * from goals where id = $1 and company_id = $2', [req.params.goalId, req.companyId]);
+  if (!rows[0]) throw new PluginError(404, 'not_found', 'Goal not found');
+  return goalJson(rows[0]);
+}
+
+export async function updateGoal(req: RouteRequest, ctx: WorkContext) {
+  const body = req.body as Record<string, unknown>;
+  const companyId = req.companyId!;
+  const { rows: current } = await ctx.db.query('select * from goals where id = $1 and company_id = $2 for update', [req.params.goalId, companyId]);
+  if (!current[0]) throw new PluginError(404, 'not_found', 'Goal not found');
+  await checkReferences(ctx, companyId, body, req.params.goalId);
+  const params: unknown[] = [req.params.goalId];
+  const sets = assignments(body, COLUMNS, params);
+  const row = sets.length
+    ? (await ctx.db.query(`update goals set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params)).rows[0]!
+    : current[0];
+  const before = goalJson(current[0]);
+  const after = goalJson(row);
+  const { changes, previous } = changedFields(before, after, FIELDS);
+  await ctx.activity.record({ action: 'goal.updated', entityType: 'goal', entityId: String(after.id), details: { changes, previous } });
+  return after;
+}

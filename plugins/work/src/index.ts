@@ -1,0 +1,35 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { checkoutIssue, releaseIssue } from './checkout.ts';
+import { createComment, listComments } from './comments.ts';
+import { WORK_CAPABILITIES } from './context.ts';
+import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
+import { createIssue, getIssue, updateIssue } from './issues.ts';
+import { listIssues } from './issue-list.ts';
+import { onCompanyDeleted } from './lifecycle.ts';
+import { createProject, getProject, listProjects, updateProject } from './projects.ts';
+
+export default definePlugin({
+  capabilities: WORK_CAPABILITIES,
+  routes: {
+    'create-project': createProject,
+    'list-projects': listProjects,
+    'get-project': getProject,
+    'update-project': updateProject,
+    'create-goal': createGoal,
+    'list-goals': listGoals,
+    'get-goal': getGoal,
+    'update-goal': updateGoal,
+    'create-issue': createIssue,
+    'list-issues': listIssues,
+    'get-issue': getIssue,
+    'update-issue': updateIssue,
+    'checkout-issue': checkoutIssue,
+    'release-issue': releaseIssue,
+    'create-comment': createComment,
+    'list-comments': listComments,
+  },
+  // Durable subscribers: each event arrives at least once, in order per company.
+  events: {
+    'company.deleted': onCompanyDeleted,
+  },
+});
