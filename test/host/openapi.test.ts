@@ -1,3 +1,4 @@
+import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import { expectValidDocument, fetchDocument, operationsOf } from '../support/ope
 import { pluginVariant } from '../support/plugins.ts';
 
 /**
- * GET /api/openapi.json with plugins: the costs first-party plugin and a fixture plugin
+ * GET /api/openapi.json with plugins: the first-party plugins and a fixture plugin
  * whose note body names a definition by a local $ref. Every mounted plugin route is listed
  * at its mounted path with its auth kind, from the schemas the host validates with; a
  * disabled plugin's routes leave the document, in this process and in another one.
@@ -55,6 +56,9 @@ function mountedPath(plugin: string, route: RouteManifest): string {
   return path.replace(/:([A-Za-z_]\w*)/g, '{$1}');
 }
 
+/** The repository's first-party plugins: every folder of plugins/ with a manifest. */
+const firstPartyKeys = () => readdirSync(FIRST_PARTY_PLUGINS).filter((name) => existsSync(join(FIRST_PARTY_PLUGINS, name, 'plugin.json'))).sort();
+
 const pluginOperations = (document: any, plugin: string) => operationsOf(document).filter(({ operation }) => operation['x-keel-plugin'] === plugin);
 
 describe('GET /api/openapi.json with plugins', () => {
@@ -62,7 +66,7 @@ describe('GET /api/openapi.json with plugins', () => {
     const document = await fetchDocument(t.api, agent);
     await expectValidDocument(document);
     const host = t.kernel.host;
-    expect([...host.plugins.keys()].sort()).toEqual(['costs', 'echo']);
+    expect([...host.plugins.keys()].sort()).toEqual([...firstPartyKeys(), 'echo'].sort());
     for (const loaded of host.plugins.values()) {
       const routes = loaded.manifest.routes ?? [];
       expect(routes.length).toBeGreaterThan(5);
@@ -85,7 +89,7 @@ describe('GET /api/openapi.json with plugins', () => {
 
   it('states plugin route auth kinds as the host enforces them', async () => {
     const document = await fetchDocument(t.api, admin);
-    const operations = [...pluginOperations(document, 'costs'), ...pluginOperations(document, 'echo')];
+    const operations = [...firstPartyKeys(), 'echo'].flatMap((key) => pluginOperations(document, key));
     // Refusals only: an admitted call would run the fixture's runaway handlers.
     expect(await authMismatches(t.api, operations, { admin, board, agent }, { refusalsOnly: true })).toEqual([]);
   });

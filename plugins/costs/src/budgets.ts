@@ -2,7 +2,7 @@ import type { CostsContext } from './context.ts';
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { incidentJson, policyJson } from './json.ts';
 import { monthKey } from './periods.ts';
-import { actOnIncidents, HARD_STOP_REASON, observedSpend, openIncidents, syncMonthlyPolicy, upsertPolicy, type PolicyInput } from './policies.ts';
+import { actOnIncidents, announceProjectStop, HARD_STOP_REASON, observedSpend, openIncidents, syncMonthlyPolicy, upsertPolicy, type PolicyInput } from './policies.ts';
 
 type Row = Record<string, unknown>;
 
@@ -34,6 +34,20 @@ export function agentBudget(req: RouteRequest, ctx: CostsContext) {
   return setMonthlyBudget(ctx, req.companyId!, 'agent', req.params.agentId!, budgetMonthlyCents);
 }
 
+/** Projects are the work plugin's: a project policy names one of the company's projects. */
+async function assertProjectExists(ctx: CostsContext, projectId: string): Promise<void> {
+  const missing = (why: string) => new PluginError(404, 'project_not_found', `scopeId: no project with this id belongs to the company${why}`);
+  let found: { exists: boolean };
+  try {
+    found = await ctx.services.call<{ exists: boolean }>('work', 'project', { projectId });
+  } catch (error) {
+    // Without the work plugin there are no projects.
+    if ((error as PluginError).code === 'service_unavailable') throw missing(' (the work plugin is not enabled)');
+    throw error;
+  }
+  if (!found.exists) throw missing('');
+}
+
 export async function upsertPolicyRoute(req: RouteRequest, ctx: CostsContext) {
   const companyId = req.companyId!;
   const body = req.body as PolicyInput & { scopeId?: string | null };
@@ -47,6 +61,9 @@ export async function upsertPolicyRoute(req: RouteRequest, ctx: CostsContext) {
     scopeId = scopeId.toLowerCase();
     const agent = await ctx.agents.get(scopeId).catch((error: PluginError) => { if (error.code === 'cross_company_denied') return null; throw error; });
     if (!agent) throw new PluginError(404, 'agent_not_found', 'scopeId: no agent with this id belongs to the company');
+  } else if (body.scopeType === 'project') {
+    scopeId = scopeId.toLowerCase();
+    await assertProjectExists(ctx, scopeId);
   }
   const { row, created } = await upsertPolicy(ctx.db, companyId, { ...body, scopeId: scopeId.toLowerCase() });
   // The monthly billed-cents policy of a company or agent is its budgetMonthlyCents.
@@ -112,7 +129,10 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
     }
     if (policy.scope_type === 'company') resumed = (await ctx.companies.resume(HARD_STOP_REASON)).changed;
     else if (policy.scope_type === 'agent') resumed = (await ctx.agents.resume(String(policy.scope_id), HARD_STOP_REASON)).changed;
-    else resumed = true;
+    else {
+      await announceProjectStop(ctx, String(policy.scope_id), false, String(incident.id));
+      resumed = true;
+    }
     Object.assign(policy, updated[0]);
   }
   // Raising the budget settles every open incident of the policy's window; keeping the scope paused settles this one.

@@ -97,8 +97,9 @@ export async function openIncidents(db: DatabaseCapability, touched: Scope[], no
 
 /**
  * What a new incident does beyond being stored: an activity entry, and for a hard stop the
- * pause of its scope in the same transaction. Projects have no runtime in the kernel yet: an
- * open hard incident is what marks a project paused.
+ * pause of its scope in the same transaction. Projects belong to the work plugin: their stop
+ * is announced as a durable event written in the same transaction, on which the work plugin
+ * holds the project (and lifts the hold on costs.budget.resumed).
  */
 export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<string, unknown>>): Promise<void> {
   for (const incident of incidents) {
@@ -110,7 +111,13 @@ export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<
     if (incident.threshold_type !== 'hard') continue;
     if (incident.scope_type === 'company') await ctx.companies.pause(HARD_STOP_REASON);
     else if (incident.scope_type === 'agent') await ctx.agents.pause(String(incident.scope_id), HARD_STOP_REASON);
+    else await announceProjectStop(ctx, String(incident.scope_id), true, String(incident.id));
   }
+}
+
+export async function announceProjectStop(ctx: CostsContext, projectId: string, stopped: boolean, incidentId: string): Promise<void> {
+  await ctx.events.publish(stopped ? 'costs.budget.stopped' : 'costs.budget.resumed',
+    { scopeType: 'project', scopeId: projectId, reason: HARD_STOP_REASON, incidentId }, { entityType: 'project', entityId: projectId });
 }
 
 /** The spend a policy is measured against right now: its window's running total. */

@@ -2,6 +2,7 @@ import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { blockersOf, lockIssue } from './issues.ts';
+import { assertProjectTakesWork } from './project-holds.ts';
 
 /**
  * Checkout: an agent takes an issue for one run. It checks out only as itself and only from a
@@ -26,6 +27,7 @@ export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
   if (body.expectedStatuses?.length && !body.expectedStatuses.includes(String(current.status))) {
     throw new PluginError(409, 'unexpected_status', `The issue is ${current.status}, not ${body.expectedStatuses.join(' or ')}`, { status: current.status, expectedStatuses: body.expectedStatuses });
   }
+  await assertProjectTakesWork(ctx, req.companyId!, current.project_id);
   const { rows: open } = await ctx.db.query(
     `select b.blocker_id::text as id from issue_blockers b join issues i on i.id = b.blocker_id
       where b.issue_id = $1 and i.status not in ('done', 'cancelled') order by b.created_at, b.blocker_id`, [current.id]);

@@ -6,6 +6,7 @@ import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
+import { onBudgetStop, projectService } from './project-holds.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
 
 export default definePlugin({
@@ -31,5 +32,10 @@ export default definePlugin({
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
     'company.deleted': onCompanyDeleted,
+    'costs.budget.stopped': onBudgetStop(true),
+    'costs.budget.resumed': onBudgetStop(false),
+  },
+  services: {
+    project: projectService,
   },
 });

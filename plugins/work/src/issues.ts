@@ -1,6 +1,7 @@
 import { fingerprint, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
+import { assertProjectTakesWork } from './project-holds.ts';
 import { assertAgentOfCompany, assertIssuesOfCompany, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, list } from './sql.ts';
 
@@ -104,6 +105,7 @@ export async function createIssue(req: RouteRequest, ctx: WorkContext) {
     }
   }
   const blockers = (await checkReferences(ctx, companyId, body)) ?? [];
+  await assertProjectTakesWork(ctx, companyId, body.projectId);
   const assigned = Boolean(body.assigneeAgentId || body.assigneeUserId);
   const status = String(body.status ?? (assigned ? 'todo' : 'backlog'));
   const { agentId, userId } = actorOf(ctx);
@@ -152,6 +154,7 @@ export async function updateIssue(req: RouteRequest, ctx: WorkContext) {
   const companyId = req.companyId!;
   const current = await lockIssue(ctx, req.params.issueId!, companyId);
   const blockers = await checkReferences(ctx, companyId, { ...body }, String(current.id));
+  if (body.projectId && body.projectId !== current.project_id) await assertProjectTakesWork(ctx, companyId, body.projectId);
   // Assigning one kind of assignee clears the other.
   const patch: Body = { ...body };
   if (patch.assigneeAgentId) patch.assigneeUserId = null;

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, addCost, agentRow, companyRow, event, incidents, ISO, UUID, settling } from './helpers.ts';
+import { activityCount, addCost, agentRow, companyRow, createProject, event, incidents, ISO, UUID, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -150,7 +150,7 @@ describe('policies that follow budgetMonthlyCents', () => {
 describe('POST /api/companies/{companyId}/budgets/policies', () => {
   it('creates a project policy (201) with windowKind lifetime and defaults; an update (200) keeps omitted fields', async () => {
     const company = await createCompany(settling(t));
-    const projectId = randomUUID();
+    const projectId = await createProject(t.api, company.id);
     const created = await upsert(company.id, { scopeType: 'project', scopeId: projectId, amount: 1000, warnPercent: 50, notifyEnabled: false });
     expect(created.status, created.text).toBe(201);
     expect(created.body).toEqual({
@@ -215,6 +215,17 @@ describe('POST /api/companies/{companyId}/budgets/policies', () => {
     }
     expect((await overview(company.id)).policies).toEqual([]);
     expect((await agentRow(t, stranger.id)).budget).toBe(0);
+  });
+
+  it('a project of another company, or an unknown project, is 404 project_not_found', async () => {
+    const company = await createCompany(settling(t));
+    const other = await createCompany(settling(t));
+    const foreign = await createProject(t.api, other.id);
+    for (const scopeId of [foreign, randomUUID()]) {
+      const res = await upsert(company.id, { scopeType: 'project', scopeId, amount: 10 });
+      expect({ status: res.status, code: res.body.code }).toEqual({ status: 404, code: 'project_not_found' });
+    }
+    expect((await overview(company.id)).policies).toEqual([]);
   });
 
   it('refuses schema violations with 400 validation_failed', async () => {
@@ -328,8 +339,8 @@ describe('incidents opened by spend', () => {
   it('a project hard stop counts as a paused project in the overview', async () => {
     const company = await createCompany(settling(t));
     const agent = await createAgent(settling(t), company.id);
-    const p1 = randomUUID();
-    const p2 = randomUUID();
+    const p1 = await createProject(t.api, company.id);
+    const p2 = await createProject(t.api, company.id);
     for (const scopeId of [p1, p2]) expect((await upsert(company.id, { scopeType: 'project', scopeId, amount: 100 })).status).toBe(201);
     await addCost(t.api, company.id, event(agent.id, 100, { projectId: p1 }));
     await addCost(t.api, company.id, event(agent.id, 99, { projectId: p2 }));
@@ -525,7 +536,7 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
   it('a project incident raise resolves it and frees the project', async () => {
     const company = await createCompany(settling(t));
     const agent = await createAgent(settling(t), company.id);
-    const projectId = randomUUID();
+    const projectId = await createProject(t.api, company.id);
     expect((await upsert(company.id, { scopeType: 'project', scopeId: projectId, amount: 50 })).status).toBe(201);
     await addCost(t.api, company.id, event(agent.id, 60, { projectId }));
     const hard = (await incidents(t, company.id)).find((i) => i.threshold_type === 'hard')!;
@@ -535,6 +546,21 @@ describe('POST budget-incidents/{incidentId}/resolve', () => {
     expect(res.body).toMatchObject({ resumed: true, windowStart: null, policy: expect.objectContaining({ amount: 61, windowKind: 'lifetime' }) });
     const body = await overview(company.id);
     expect([body.pausedProjectCount, body.activeIncidents.length]).toEqual([0, 0]);
+  });
+
+  it('a project hard stop pauses the project in the work plugin: no new issue in it until the budget is raised', async () => {
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id);
+    const projectId = await createProject(t.api, company.id);
+    expect((await upsert(company.id, { scopeType: 'project', scopeId: projectId, amount: 50 })).status).toBe(201);
+    await addCost(settling(t), company.id, event(agent.id, 60, { projectId }));
+    expect((await t.api.get(`/api/projects/${projectId}`)).body).toMatchObject({ pausedAt: expect.stringMatching(ISO), pauseReason: 'budget_hard_stop' });
+    const refused = await t.api.post(`/api/companies/${company.id}/issues`, { title: 'More work', projectId });
+    expect([refused.status, refused.body.code]).toEqual([409, 'project_paused']);
+    const hard = (await incidents(t, company.id)).find((i) => i.threshold_type === 'hard')!;
+    expect((await settling(t).post(`/api/companies/${company.id}/budget-incidents/${hard.id}/resolve`, { action: 'raise_budget_and_resume', amount: 100 })).status).toBe(200);
+    expect((await t.api.get(`/api/projects/${projectId}`)).body).toMatchObject({ pausedAt: null, pauseReason: null });
+    expect((await t.api.post(`/api/companies/${company.id}/issues`, { title: 'More work', projectId })).status).toBe(201);
   });
 
   it('an unknown incident, a malformed id and an incident of another company are 404', async () => {

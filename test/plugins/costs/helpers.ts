@@ -78,6 +78,13 @@ export function lastMonthMoment(now = new Date()): Date {
   return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() - 1, 15, 12));
 }
 
+/** A project of the work plugin (project budget policies name real projects). */
+export async function createProject(api: Api, companyId: string): Promise<string> {
+  const res = await api.post(`/api/companies/${companyId}/projects`, { name: `Project ${Math.random().toString(36).slice(2, 8)}` });
+  expect(res.status, res.text).toBe(201);
+  return res.body.id;
+}
+
 export const q = (params: Record<string, string>) => `?${new URLSearchParams(params).toString()}`;
 
 /** `api` whose POST, PATCH and PUT answer once the events they caused have been delivered. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
-import { addCost, agentRow, agentSpent, companySpent, event, incidents, lastMonthMoment, monthKey, settling } from './helpers.ts';
+import { addCost, agentRow, agentSpent, companySpent, createProject, event, incidents, lastMonthMoment, monthKey, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -110,7 +110,7 @@ describe('policies measure their own window', () => {
   it('a lifetime project policy counts spend of every month', async () => {
     const company = await createCompany(settling(t));
     const agent = await createAgent(settling(t), company.id);
-    const projectId = randomUUID();
+    const projectId = await createProject(t.api, company.id);
     const policy = await t.api.post(`/api/companies/${company.id}/budgets/policies`, { scopeType: 'project', scopeId: projectId, amount: 400 });
     expect(policy.status, policy.text).toBe(201);
     expect(policy.body.windowKind).toBe('lifetime');
