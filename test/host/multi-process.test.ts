@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningKernel } from '../../kernel/kernel.ts';
-import { FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type Api, type PeerKernel, type TestKernel } from '../support/harness.ts';
+import { FIRST_PARTY_KEYS, FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type Api, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { workerPids } from '../support/server-process.ts';
 
 const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
@@ -43,16 +43,21 @@ describe('two kernel processes on one database', () => {
   }, 30_000);
 
   it('run one worker per enabled plugin each, the process that bootstrapped the first-party plugins included', async () => {
-    // `second` installed and enabled costs at its start; `first` followed the announcement.
+    // `second` installed and enabled the first-party plugins at its start; `first` followed the announcement.
     const firstHost = first.kernel.host;
     const secondHost = second.host;
     // (echo, disabled by the test before, may still be stopping.)
-    for (const host of [firstHost, secondHost]) expect(await eventually(async () => [...host.plugins.keys()], (keys) => keys.join() === 'costs')).toEqual(['costs']);
-    // Both kernels run in this process: its worker children are theirs, one per loaded plugin.
-    const expected = firstHost.plugins.size + secondHost.plugins.size;
-    expect((await eventually(() => workerPids(process.pid), (pids) => pids.length === expected)).length).toBe(expected);
-    const pids = [...firstHost.plugins.values(), ...secondHost.plugins.values()].map((p) => p.process?.health.pid);
-    expect((await workerPids(process.pid)).sort()).toEqual(pids.sort());
+    for (const host of [firstHost, secondHost]) {
+      expect(await eventually(async () => [...host.plugins.keys()].sort(), (keys) => keys.join() === FIRST_PARTY_KEYS.join())).toEqual(FIRST_PARTY_KEYS);
+    }
+    // Each kernel runs its first-party plugins once, in one shared worker process of its own.
+    const pidsOf = (host: typeof firstHost) => [...new Set([...host.plugins.values()].map((p) => p.process?.health.pid))];
+    const [firstPids, secondPids] = [pidsOf(firstHost), pidsOf(secondHost)];
+    expect([firstPids.length, secondPids.length]).toEqual([1, 1]);
+    expect(firstPids[0]).not.toBe(secondPids[0]);
+    // Both kernels run in this process: its worker children are exactly those.
+    const expected = [...firstPids, ...secondPids].sort();
+    expect((await eventually(() => workerPids(process.pid), (pids) => pids.length === expected.length)).sort()).toEqual(expected);
   });
 
   it('retry a change made elsewhere until it is served, when bringing it in line fails at first', async () => {

@@ -1,4 +1,3 @@
-import { existsSync, readdirSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,7 +10,7 @@ import { startKernel, type RunningKernel } from '../../kernel/kernel.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { authMismatches } from '../support/auth-probe.ts';
 import { boardToken, insertUser } from '../support/fixtures.ts';
-import { createApi, FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
+import { createApi, FIRST_PARTY_KEYS, FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { expectValidDocument, fetchDocument, operationsOf } from '../support/openapi.ts';
 import { pluginVariant } from '../support/plugins.ts';
 
@@ -56,9 +55,6 @@ function mountedPath(plugin: string, route: RouteManifest): string {
   return path.replace(/:([A-Za-z_]\w*)/g, '{$1}');
 }
 
-/** The repository's first-party plugins: every folder of plugins/ with a manifest. */
-const firstPartyKeys = () => readdirSync(FIRST_PARTY_PLUGINS).filter((name) => existsSync(join(FIRST_PARTY_PLUGINS, name, 'plugin.json'))).sort();
-
 const pluginOperations = (document: any, plugin: string) => operationsOf(document).filter(({ operation }) => operation['x-keel-plugin'] === plugin);
 
 describe('GET /api/openapi.json with plugins', () => {
@@ -66,7 +62,7 @@ describe('GET /api/openapi.json with plugins', () => {
     const document = await fetchDocument(t.api, agent);
     await expectValidDocument(document);
     const host = t.kernel.host;
-    expect([...host.plugins.keys()].sort()).toEqual([...firstPartyKeys(), 'echo'].sort());
+    expect([...host.plugins.keys()].sort()).toEqual([...FIRST_PARTY_KEYS, 'echo'].sort());
     for (const loaded of host.plugins.values()) {
       const routes = loaded.manifest.routes ?? [];
       expect(routes.length).toBeGreaterThan(5);
@@ -89,7 +85,7 @@ describe('GET /api/openapi.json with plugins', () => {
 
   it('states plugin route auth kinds as the host enforces them', async () => {
     const document = await fetchDocument(t.api, admin);
-    const operations = [...firstPartyKeys(), 'echo'].flatMap((key) => pluginOperations(document, key));
+    const operations = [...FIRST_PARTY_KEYS, 'echo'].flatMap((key) => pluginOperations(document, key));
     // Refusals only: an admitted call would run the fixture's runaway handlers.
     expect(await authMismatches(t.api, operations, { admin, board, agent }, { refusalsOnly: true })).toEqual([]);
   });

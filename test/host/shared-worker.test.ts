@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
+import { FIRST_PARTY_KEYS, FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { eventually, workerPids } from '../support/server-process.ts';
 
@@ -82,7 +82,7 @@ describe('the shared worker process', () => {
     expect((await t.api.post('/api/plugins/echo-two/echo', {})).status).toBe(200);
     expect((await worker('echo-two')).pid).toBe(shared);
     expect((await t.api.post('/api/plugins/echo-two/disable', {})).status).toBe(200);
-    expect((await t.api.post('/api/plugins/costs/disable', {})).status).toBe(200);
+    for (const key of FIRST_PARTY_KEYS) expect((await t.api.post(`/api/plugins/${key}/disable`, {})).status).toBe(200);
     const left = await eventually(() => workerPids(process.pid), (pids) => !pids.includes(shared));
     expect(left).toEqual([(await worker('echo-own')).pid]);
     // Enabled again, it is loaded into a new shared process.
