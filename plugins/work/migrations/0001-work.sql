@@ -63,10 +63,12 @@ create table issues (
 );
 create unique index issues_identifier on issues (identifier);
 create unique index issues_company_number on issues (company_id, issue_number);
--- The list's order (newest first) and its cursor.
+-- The list's order (newest first) and its cursor, whole and by its common filters, so that a
+-- page costs the same at any size of the company.
 create index issues_company_list on issues (company_id, created_at desc, id desc) where hidden_at is null;
-create index issues_assignee on issues (assignee_agent_id, status) where assignee_agent_id is not null;
-create index issues_project on issues (project_id) where project_id is not null;
+create index issues_status_list on issues (company_id, status, created_at desc, id desc) where hidden_at is null;
+create index issues_assignee_list on issues (assignee_agent_id, created_at desc, id desc) where assignee_agent_id is not null;
+create index issues_project_list on issues (project_id, created_at desc, id desc) where project_id is not null;
 create index issues_parent on issues (parent_id) where parent_id is not null;
 create index issues_checkout_run on issues (checkout_run_id) where checkout_run_id is not null;
 

@@ -7,5 +7,7 @@ import { kernelBenchRoutes } from './kernel-bench-routes.ts';
 const config = loadConfig({ flags: { dataDir: process.argv[2], port: '0' } });
 const kernel = await startKernel(config, { log: createLogger(config.logging.level), extraRouteModules: [kernelBenchRoutes] });
 await kernel.services.db.query('create table if not exists bench_rows (key text primary key, company_id uuid not null, value text not null, updated_at timestamptz not null default now())');
+await kernel.services.db.query(`create table if not exists bench_issues (id uuid primary key default gen_random_uuid(), company_id uuid not null, issue_number integer not null,
+  identifier text not null unique, title text not null, status text not null, created_at timestamptz not null default now(), updated_at timestamptz not null default now())`);
 console.log(`Keel is listening on ${kernel.url}`);
 process.on('SIGINT', () => { void kernel.stop().then(() => process.exit(0)); });

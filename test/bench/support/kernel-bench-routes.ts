@@ -32,6 +32,22 @@ export const kernelBenchRoutes: RouteModule = (router, kernel) => {
     });
   });
 
+  // The issue baseline: the same numbered insert the work plugin makes (the company counter
+  // taken under its row lock, the row, an activity entry), in a kernel transaction.
+  route({ method: 'POST', path: '/api/bench/companies/:companyId/issues', auth: 'any', success: 201, summary: 'Creates one numbered issue row' }, async (ctx) => {
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    const body = await readJsonBody(ctx, kernel.config.limits.jsonBodyBytes) as { title: string };
+    ctx.status = 201;
+    ctx.body = await kernel.db.transaction(async (tx) => {
+      const counter = await tx.maybeOne<{ n: number; prefix: string }>('update companies set issue_counter = issue_counter + 1 where id = ? returning issue_counter as n, issue_prefix as prefix', [company.id]);
+      const row = await tx.maybeOne<{ id: string }>(
+        "insert into bench_issues (company_id, issue_number, identifier, title, status) values (?, ?, ?, ?, 'backlog') returning *",
+        [company.id, counter!.n, `${counter!.prefix}-${counter!.n}`, body.title]);
+      await kernel.activity.recordFor(ctx, tx, { companyId: company.id, action: 'bench.issue_created', entityType: 'issue', entityId: row!.id });
+      return row;
+    });
+  });
+
   // The blob baseline: the same streamed upload and download, without a plugin in between.
   route({ method: 'POST', path: '/api/bench/companies/:companyId/blobs', auth: 'any', success: 201, summary: 'Stores one uploaded file in the blob store' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);

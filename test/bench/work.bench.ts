@@ -1,0 +1,104 @@
+import autocannon from 'autocannon';
+import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
+import { printTable } from './support/load.ts';
+
+const CONNECTIONS = Number(process.env.WORK_BENCH_CONNECTIONS ?? 10);
+const SECONDS = Number(process.env.WORK_BENCH_SECONDS ?? 6);
+const SIZES = (process.env.WORK_BENCH_SIZES ?? '1000,100000').split(',').map(Number);
+const READS = 200;
+
+/**
+ * The work plugin, in one run: issues created per second through the plugin (a numbered
+ * insert under the company's counter lock, blockers, an activity entry and two events) against
+ * a bare kernel route making the same numbered insert and activity entry in a kernel
+ * transaction; then the latency (p50/p99 of sequential reads) of the issue list, a filtered
+ * list, a page deep behind a cursor and one issue by identifier, at 10^3 and 10^5 issues in one
+ * company. Creates in one company serialise on its counter, so the create figures are the
+ * rate of one company; reads are what a board or an agent sees.
+ */
+export async function run(): Promise<void> {
+  const kernel = await startKernelProcess({}, ['test/bench/support/bench-kernel-main.ts']);
+  try {
+    const writes = await createRates(kernel);
+    printTable(`issue create, one company, ${CONNECTIONS} connections, ${SECONDS} s`, writes);
+    const rows: Array<Record<string, string | number>> = [];
+    const company = await kernel.call('POST', '/api/companies', { name: 'Work Reads' });
+    const project = await kernel.call('POST', `/api/companies/${company.id}/projects`, { name: 'Bench project' });
+    let stored = 0;
+    for (const size of SIZES) {
+      await seed(kernel, company, project.id, stored, size);
+      stored = size;
+      const base = `${kernel.url}/api/companies/${company.id}/issues`;
+      const deep = await cursorAfter(`${base}?limit=50`, 20);
+      rows.push({
+        'issues in company': size.toLocaleString('en'),
+        'list (50, newest)': await latency(base),
+        'list by project + status': await latency(`${base}?projectId=${project.id}&status=todo`),
+        'list page 21 (cursor)': await latency(`${base}?limit=50&cursor=${deep}`),
+        'get by identifier': await latency(`${kernel.url}/api/issues/${company.issuePrefix}-${Math.ceil(size / 2)}`),
+      });
+    }
+    printTable(`issue reads: p50 / p99 ms of ${READS} sequential requests`, rows);
+  } finally {
+    await kernel.stop();
+  }
+}
+
+async function createRates(kernel: KernelProcess): Promise<Array<Record<string, string | number>>> {
+  const viaPlugin = await kernel.call('POST', '/api/companies', { name: 'Work Plugin Creates' });
+  const viaKernel = await kernel.call('POST', '/api/companies', { name: 'Work Kernel Creates' });
+  const drive = async (url: string) => {
+    await autocannon({ url, method: 'POST', connections: CONNECTIONS, duration: 2, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'Warm-up' }) });
+    const result = await autocannon({ url, method: 'POST', connections: CONNECTIONS, duration: SECONDS, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ title: 'A benchmark issue', priority: 'high' }) });
+    return { perSecond: Math.round(result['2xx'] / SECONDS), p99: result.latency.p99, errors: result.errors + result.non2xx };
+  };
+  const plugin = await drive(`${kernel.url}/api/companies/${viaPlugin.id}/issues`);
+  const bare = await drive(`${kernel.url}/api/bench/companies/${viaKernel.id}/issues`);
+  // Every create took a number, none twice, none skipped.
+  const sql = await kernel.sql();
+  const { rows } = await sql.query('select count(*)::int as n, max(issue_number) as top, count(distinct identifier)::int as distinct from plugin_work.issues where company_id = $1', [viaPlugin.id]);
+  const consistent = rows[0].n === rows[0].top && rows[0].n === rows[0].distinct;
+  return [
+    { route: 'bare kernel route (same numbered insert + activity)', 'creates/s': bare.perSecond, 'p99 ms': bare.p99, errors: bare.errors },
+    { route: 'work plugin POST /issues', 'creates/s': plugin.perSecond, 'p99 ms': plugin.p99, errors: plugin.errors, 'vs kernel': `${Math.round((plugin.perSecond / bare.perSecond) * 100)}%`, 'numbers consecutive': String(consistent) },
+  ];
+}
+
+/** Issues added straight into the plugin's table (10^5 through HTTP would take most of the run), numbered from the company counter as creates number them. */
+async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: string }, projectId: string, from: number, to: number): Promise<void> {
+  const sql = await kernel.sql();
+  await sql.query(
+    `insert into plugin_work.issues (company_id, issue_number, identifier, title, description, status, priority, project_id, created_at)
+     select $1::uuid, i, $2 || '-' || i, 'Seeded issue ' || i, 'Body of issue ' || i,
+            (array['backlog', 'todo', 'in_progress', 'done'])[1 + i % 4], (array['low', 'medium', 'high'])[1 + i % 3],
+            case when i % 10 = 0 then $3::uuid end, now() - (($5::int - i) * interval '1 second')
+       from generate_series($4::int + 1, $5::int) as i`,
+    [company.id, company.issuePrefix, projectId, from, to]);
+  await sql.query('update companies set issue_counter = $2 where id = $1', [company.id, to]);
+  await sql.query('analyze plugin_work.issues');
+}
+
+async function cursorAfter(url: string, pages: number): Promise<string> {
+  let cursor = '';
+  for (let i = 0; i < pages; i++) {
+    const res = await fetch(cursor ? `${url}&cursor=${cursor}` : url);
+    await res.text();
+    cursor = res.headers.get('x-next-cursor') ?? cursor;
+  }
+  return cursor;
+}
+
+async function latency(url: string): Promise<string> {
+  for (let i = 0; i < 10; i++) await (await fetch(url)).text();
+  const samples: number[] = [];
+  for (let i = 0; i < READS; i++) {
+    const started = performance.now();
+    const res = await fetch(url);
+    await res.text();
+    if (!res.ok) throw new Error(`${url}: ${res.status}`);
+    samples.push(performance.now() - started);
+  }
+  samples.sort((a, b) => a - b);
+  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!.toFixed(1);
+  return `${at(0.5)} / ${at(0.99)}`;
+}
