@@ -89,19 +89,21 @@ export interface CompanyStats { agentCount: number; issueCount: number }
 
 /**
  * Per-company counts for every reachable company (archived ones included, since the ids
- * come from the caller's reach, not from a listing). Issues live in the work-items plugin;
- * until it contributes a count, issueCount is 0.
+ * come from the caller's reach, not from a listing). Issues live in the work plugin, which
+ * numbers each from the company's issue counter in the creating transaction (issues.number):
+ * a failed create gives its number back and no issue is ever deleted, so the counter is the
+ * number of the company's issues.
  */
 export async function companyStats(db: Queryable, ids: readonly string[] | null): Promise<Record<string, CompanyStats>> {
   if (ids !== null && ids.length === 0) return {};
   const filter = ids === null ? '' : 'where c.id in (select jsonb_array_elements_text(?::jsonb)::uuid)';
-  const rows = await db.query<{ id: string; agent_count: string }>(
-    `select c.id, count(a.id) as agent_count
+  const rows = await db.query<{ id: string; issue_counter: number; agent_count: string }>(
+    `select c.id, c.issue_counter, count(a.id) as agent_count
        from companies c left join agents a on a.company_id = c.id and a.status <> 'terminated'
        ${filter}
-      group by c.id`, ids === null ? [] : [JSON.stringify(ids)]);
+      group by c.id, c.issue_counter`, ids === null ? [] : [JSON.stringify(ids)]);
   const stats: Record<string, CompanyStats> = {};
-  for (const row of rows) stats[row.id] = { agentCount: int(row.agent_count), issueCount: 0 };
+  for (const row of rows) stats[row.id] = { agentCount: int(row.agent_count), issueCount: int(row.issue_counter) };
   return stats;
 }
 

@@ -155,7 +155,7 @@ describe('GET /api/companies', () => {
 });
 
 describe('GET /api/companies/stats', () => {
-  it('counts non-terminated agents per company, with issueCount 0', async () => {
+  it('counts non-terminated agents per company, and issues (none yet)', async () => {
     const company = await createCompany(t);
     const empty = await createCompany(t);
     await insertAgent(t, company.id);

@@ -113,6 +113,8 @@ describe('issues', () => {
       expect([res.status, res.body.id], ref).toEqual([200, first.id]);
     }
     expect((await t.api.get(`/api/companies/${fresh.id}`)).body.issueCounter).toBe(2);
+    const stats = await t.api.get('/api/companies/stats');
+    expect(stats.body[fresh.id]).toMatchObject({ issueCount: 2 });
     const missing = await t.api.get(`/api/issues/${fresh.issuePrefix}-99`);
     expect([missing.status, missing.body.error]).toEqual([404, 'Issue not found']);
   });
