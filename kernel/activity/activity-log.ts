@@ -62,7 +62,7 @@ export class ActivityLog {
 
   /**
    * A company's entries, newest first, by exact-match filters. `omitHidden` leaves out the
-   * entries about rows their owner hides (the company feed does; see HiddenEntities).
+   * entries about rows their owner hides (the company feed does; see HiddenEntitySource).
    */
   async list(db: Queryable, companyId: string, filters: ActivityFilters, options: { omitHidden?: boolean } = {}): Promise<ActivityRecord[]> {
     const where = ['company_id = ?'];
@@ -80,8 +80,8 @@ export class ActivityLog {
         params.push(source.entityType, JSON.stringify(ids));
       }
     }
-    const limit = filters.limit === undefined ? '' : ` limit ${Math.max(1, Math.floor(filters.limit))}`;
-    const rows = await db.query(`select * from activity_log where ${where.join(' and ')} order by seq desc${limit}`, params);
+    if (filters.limit !== undefined) params.push(filters.limit);
+    const rows = await db.query(`select * from activity_log where ${where.join(' and ')} order by seq desc${filters.limit === undefined ? '' : ' limit ?'}`, params);
     return rows.map(toRecord);
   }
 }

@@ -77,8 +77,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     // An unknown run and a run of a company the caller cannot reach serve no company alike:
     // the handler answers both as an unknown run (a run's issues: an empty list).
     const value = params[route.runParam];
-    const run = isUuid(value) ? await host.kernel.db.maybeOne<{ id: string; company_id: string }>('select id, company_id from runs where id = ?', [value.toLowerCase()]) : undefined;
-    if (isUuid(value)) params[route.runParam] = value.toLowerCase();
+    let run: { id: string; company_id: string } | undefined;
+    if (isUuid(value)) {
+      params[route.runParam] = value.toLowerCase();
+      run = await host.kernel.db.maybeOne('select id, company_id from runs where id = ?', [value.toLowerCase()]);
+    }
     if (run && canAccessCompany(actor, run.company_id)) {
       ctx.state.auditCompanyId = run.company_id;
       companyId = run.company_id;
