@@ -38,6 +38,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  * describe, so that a change and its record commit or vanish together.
  */
 export class ActivityLog {
+  /** Installed by the extension host; none until it is. */
+  hiddenEntities: () => readonly HiddenEntitySource[] = () => [];
+
   async record(db: Queryable, input: ActivityInput): Promise<ActivityRecord> {
     const details = input.details === undefined ? null : sanitizeDetails(input.details);
     const rows = await db.query(
@@ -57,15 +60,43 @@ export class ActivityLog {
     return this.record(db, { ...input, actorType: who.actorType, actorId: who.actorId, agentId: input.agentId ?? who.agentId, runId: who.runId });
   }
 
-  async list(db: Queryable, companyId: string, filters: { agentId?: string; entityType?: string; entityId?: string }): Promise<ActivityRecord[]> {
+  /**
+   * A company's entries, newest first, by exact-match filters. `omitHidden` leaves out the
+   * entries about rows their owner hides (the company feed does; see HiddenEntitySource).
+   */
+  async list(db: Queryable, companyId: string, filters: ActivityFilters, options: { omitHidden?: boolean } = {}): Promise<ActivityRecord[]> {
     const where = ['company_id = ?'];
     const params: unknown[] = [companyId];
     if (filters.agentId !== undefined) { where.push('agent_id = ?'); params.push(filters.agentId); }
     if (filters.entityType !== undefined) { where.push('entity_type = ?'); params.push(filters.entityType); }
     if (filters.entityId !== undefined) { where.push('entity_id = ?'); params.push(filters.entityId); }
-    const rows = await db.query(`select * from activity_log where ${where.join(' and ')} order by seq desc`, params);
+    if (filters.runId !== undefined) { where.push('run_id = ?'); params.push(filters.runId); }
+    if (options.omitHidden) {
+      for (const source of this.hiddenEntities()) {
+        if (filters.entityType !== undefined && filters.entityType !== source.entityType) continue;
+        const ids = await source.hiddenIds(db, companyId);
+        if (ids.length === 0) continue;
+        where.push('not (entity_type = ? and entity_id in (select jsonb_array_elements_text(?::jsonb)))');
+        params.push(source.entityType, JSON.stringify(ids));
+      }
+    }
+    if (filters.limit !== undefined) params.push(filters.limit);
+    const rows = await db.query(`select * from activity_log where ${where.join(' and ')} order by seq desc${filters.limit === undefined ? '' : ' limit ?'}`, params);
     return rows.map(toRecord);
   }
+}
+
+export interface ActivityFilters { agentId?: string; entityType?: string; entityId?: string; runId?: string; limit?: number }
+
+/**
+ * Rows that their owner hides (a hidden issue): entries about them stay in the log, which is
+ * append-only, but the company feed leaves them out. The kernel's core knows no such rows; the
+ * extension host installs the sources (plugins' `database.entities` with a `hiddenColumn`).
+ */
+export interface HiddenEntitySource {
+  entityType: string;
+  /** The ids, as text, of the company's hidden rows of this type. */
+  hiddenIds(db: Queryable, companyId: string): Promise<string[]>;
 }
 
 function validUuid(value: string | null | undefined): string | null {

@@ -1,12 +1,11 @@
-import { userInfo } from 'node:os';
 import type { RouteModule } from '../http/app.ts';
 import { unprocessable } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, queryValidator, uuidPattern } from '../http/validate.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
-import { readSettings } from '../tenancy/instance-settings.ts';
-import type { ActivityInput, ActivityRecord } from './activity-log.ts';
+import type { ActivityInput } from './activity-log.ts';
+import { forReaders } from './censor.ts';
 
 /**
  * The company activity feed and manual activity entries. Issue activity and issue runs
@@ -43,15 +42,15 @@ export const activityRoutes: RouteModule = (router, kernel) => {
 
   route({
     method: 'GET', path: '/api/companies/:companyId/activity', auth: 'any', query: listQuery, success: 200, response: LIST_RESPONSE,
-    summary: "The company's activity log, newest first",
+    summary: "The company's activity log, newest first, without entries about hidden rows",
   }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const filters = req.query();
+    // Entries about hidden rows (a hidden issue) stay in the log but not in the feed.
     const entries = await kernel.activity.list(kernel.db, company.id, {
       agentId: filters.agentId?.toLowerCase(), entityType: filters.entityType, entityId: filters.entityId,
-    });
-    const { censorUsernameInLogs } = await readSettings(kernel.db, 'general');
-    ctx.body = censorUsernameInLogs ? entries.map(censorUsername) : entries;
+    }, { omitHidden: true });
+    ctx.body = await forReaders(kernel.db, entries);
   });
 
   route({
@@ -73,25 +72,3 @@ export const activityRoutes: RouteModule = (router, kernel) => {
     ctx.body = entry;
   });
 };
-
-/**
- * With `censorUsernameInLogs` on, the host's operating-system user name (which shows up in
- * paths such as /home/<name>/...) is masked in the details served by the API. The stored
- * entry is untouched: the log is append-only and its hash chain covers the original.
- */
-const hostUser = (() => {
-  try { return userInfo().username; } catch { return ''; }
-})();
-
-function censorUsername(entry: ActivityRecord): ActivityRecord {
-  if (hostUser.length < 2 || entry.details === null) return entry;
-  const masked = hostUser[0] + '*'.repeat(hostUser.length - 1);
-  const pattern = new RegExp(`\\b${hostUser.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'g');
-  const walk = (value: unknown): unknown => {
-    if (typeof value === 'string') return value.replace(pattern, masked);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
-    return value;
-  };
-  return { ...entry, details: walk(entry.details) };
-}

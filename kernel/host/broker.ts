@@ -1,5 +1,6 @@
 import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
+import { activityCapability } from './capabilities/activity.ts';
 import { agentsCapability } from './capabilities/agents.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
@@ -15,6 +16,7 @@ import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
 
 const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
+  activity: activityCapability,
   companies: companiesCapability,
   agents: agentsCapability,
   runs: runsCapability,

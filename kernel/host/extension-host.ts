@@ -16,6 +16,7 @@ import { NotificationListener } from '../db/notification-listener.ts';
 import { EVENTS_CHANNEL } from './contributions/events.ts';
 import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
+import { hiddenEntitySources } from './hidden-entities.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { sharesWorker } from './worker-sharing.ts';
@@ -100,6 +101,8 @@ export class ExtensionHost {
     this.broker = new Broker(this);
     this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
     kernel.health.registerGroup('plugins', () => this.health());
+    // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
+    kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
   }
 
   /**

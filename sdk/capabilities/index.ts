@@ -1,4 +1,4 @@
-import { activityWrite } from './activity.ts';
+import { activityRead, activityWrite } from './activity.ts';
 import { blobsRead, blobsWrite } from './blobs.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
@@ -8,7 +8,7 @@ import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
 import { agentsPause, agentsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
-import { runsClose, runsOpen, secretsResolve } from './runs.ts';
+import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
 
 /**
@@ -17,10 +17,10 @@ import { servicesConsume, uiStreams } from './services.ts';
  * plugin's typed `ctx`, the manifest rules and the generated capability tests all read it.
  */
 export const CAPABILITIES = [
-  databaseRead, databaseWrite, databaseMigrate, activityWrite,
+  databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
-  uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose,
+  uiStreams, companiesRead, agentsRead, agentsPause, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
 ] as const;
 

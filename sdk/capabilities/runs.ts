@@ -20,6 +20,46 @@ export const runsClose = defineCapability<{ runs: RunsCloseCapability }>()({
   members: { runs: { close: method('kernel', [id, object], { type: 'object', required: ['runId', 'status'] }) } },
 });
 
+/**
+ * A run of the run ledger, as the issue routes answer it. `logBytes` and whatever else the
+ * ledger does not store yet is null.
+ */
+export interface RunSummary {
+  runId: string;
+  status: 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
+  agentId: string;
+  adapterType: string | null;
+  startedAt: string;
+  finishedAt: string | null;
+  createdAt: string;
+  invocationSource: string;
+  usageJson: unknown;
+  resultJson: unknown;
+  logBytes: number | null;
+}
+export interface RunsReadCapability {
+  /**
+   * The runs of the company the call serves among these ids (at most 200), newest first; an
+   * unknown id and another company's run are left out alike.
+   */
+  get(runIds: string[]): Promise<RunSummary[]>;
+}
+
+export const MAX_RUNS_GET = 200;
+const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
+
+export const runsRead = defineCapability<{ runs: RunsReadCapability }>()({
+  id: 'runs.read',
+  summary: 'Read the runs of the company a call serves from the run ledger',
+  members: {
+    runs: {
+      get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: { type: 'string', pattern: UUID } }], {
+        type: 'array', items: { type: 'object', required: ['runId', 'status', 'agentId', 'createdAt'] },
+      }),
+    },
+  },
+});
+
 export interface SecretsCapability {
   /** The environment of a run of the agent: plain values plus decrypted references and env grants. */
   resolveEnvironment(agentId: string): Promise<Record<string, string>>;

@@ -36,6 +36,7 @@ export const routesFragment = {
       auth: { enum: ['board', 'agent', 'any', 'none', 'instance_admin'], description: 'Who may call it; checked before the isolate runs.' },
       companyParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'Path parameter naming the company; company access is checked by the host.' },
       agentParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Path parameter naming an agent; the host answers 404 for an unknown agent and checks access to the agent's company, which becomes the call's company." },
+      runParam: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Path parameter naming a run of the run ledger: when the run exists and the caller may reach its company, that company becomes the call's company; an unknown run and a run of a company the caller cannot reach both reach the handler with no company." },
       entityParam: {
         type: 'object', additionalProperties: false, required: ['param', 'entity'],
         description: "Path parameter naming a row of one of the plugin's database.entities: the host answers 404 for an unknown id, checks access to the row's company, which becomes the call's company, and hands the handler the row's id.",
@@ -268,7 +269,7 @@ export const manifestSchema = {
         migrations: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+$', description: 'Folder of NNNN-name.sql migrations, relative to the plugin folder.' },
         functions: { type: 'boolean', description: 'The migrations create functions or procedures, run DO blocks or comment on objects. Function sources and comments are readable by every role of the database, other plugins included; without this, such migrations are refused.' },
         entities: {
-          type: 'array', maxItems: 50, description: "Tables whose rows routes name by id (entityParam): the host reads a row's company before the isolate runs.",
+          type: 'array', maxItems: 50, description: "Tables whose rows routes name by id (entityParam): the host reads a row's company before the isolate runs; rows of a hiddenColumn are left out of the company activity feed.",
           items: {
             type: 'object', additionalProperties: false, required: ['type', 'table'],
             properties: {
@@ -277,6 +278,7 @@ export const manifestSchema = {
               companyColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: "Column holding the row's company id (default company_id)." },
               aliasColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'Unique text column a path may give instead of the id.' },
               aliasUpperCase: { type: 'boolean', description: 'Upper-case the path value before matching the alias column.' },
+              hiddenColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'Column set on hidden rows: the company activity feed leaves out entries about them.' },
             },
           },
         },

@@ -98,6 +98,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.agentParam && route.companyParam) {
       issues.push({ path: `routes.${index}.agentParam`, message: 'cannot be combined with companyParam: the agent names the company' });
     }
+    if (route.runParam) {
+      if (!normalisePath(route.path).split('/').includes(`:${route.runParam}`)) issues.push({ path: `routes.${index}.runParam`, message: 'names a parameter that is not in the path' });
+      if ([route.companyParam, route.agentParam, route.entityParam].some(Boolean)) {
+        issues.push({ path: `routes.${index}.runParam`, message: 'names the company itself: use one of companyParam, agentParam, entityParam and runParam' });
+      }
+    }
     if (route.response?.maxStreams !== undefined && route.response.stream !== 'sse') {
       issues.push({ path: `routes.${index}.response.maxStreams`, message: "needs response.stream 'sse'" });
     }

@@ -48,14 +48,14 @@ export interface DeliveredEvent {
 
 
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
-export type { ActivityCapability } from '../capabilities/activity.ts';
+export type { ActivityCapability, ActivityEntry, ActivityFilter, ActivityReadCapability } from '../capabilities/activity.ts';
 export type { FetchResponse, HttpCapability } from '../capabilities/http.ts';
 export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
   CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
   IssueNumber, IssueNumbersCapability,
 } from '../capabilities/kernel-data.ts';
-export type { RunsOpenCapability, RunsCloseCapability, SecretsCapability } from '../capabilities/runs.ts';
+export type { RunsOpenCapability, RunsCloseCapability, RunsReadCapability, RunSummary, SecretsCapability } from '../capabilities/runs.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
 
 export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';

@@ -48,6 +48,11 @@ export interface EntityManifest {
   /** Unique text column a path may give instead of the id; matched upper-cased when `aliasUpperCase`. */
   aliasColumn?: string;
   aliasUpperCase?: boolean;
+  /**
+   * Column set on rows the plugin hides (a timestamp, `hidden_at`): the company activity feed
+   * leaves out entries about them (entityType this type, entityId the row's id).
+   */
+  hiddenColumn?: string;
 }
 
 export interface RouteManifest {
@@ -61,6 +66,14 @@ export interface RouteManifest {
   companyParam?: string;
   /** The path parameter that names an agent: unknown agents get 404, and the agent's company becomes the call's company (access checked). */
   agentParam?: string;
+  /**
+   * The path parameter that names a run of the run ledger. When the run exists and the caller
+   * may reach its company, that company becomes the call's company (and the handler gets the
+   * run's id in lower case); an unknown or malformed id and a run of a company the caller cannot
+   * reach alike reach the handler with no company (`companyId` null), so that it answers as for
+   * an unknown run and the caller learns nothing about other companies' runs.
+   */
+  runParam?: string;
   /**
    * The path parameter that names a row of one of the plugin's entities (`database.entities`):
    * the host finds the row's company (404 `<Entity> not found` for an unknown id), checks the

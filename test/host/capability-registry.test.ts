@@ -26,6 +26,7 @@ let agent: any;
 const examples = (): Record<string, unknown[]> => ({
   'db.query': ['select 1 as n'],
   'activity.record': [{ action: 'probe.ran', entityType: 'probe', entityId: '1' }],
+  'activity.list': [{ entityType: 'probe', limit: 5 }],
   'http.fetch': ['https://example.invalid/'],
   'folders.read': ['notes', 'a.md'],
   'folders.write': ['notes', 'a.md', 'text'],
@@ -41,6 +42,7 @@ const examples = (): Record<string, unknown[]> => ({
   'companies.nextIssueNumber': [],
   'runs.open': [{ agentId: agent.id }],
   'runs.close': [randomUUID(), { status: 'cancelled' }],
+  'runs.get': [[randomUUID()]],
   'secrets.resolveEnvironment': [agent.id],
   'services.call': ['nobody', 'nothing', {}],
   'streams.publish': ['probe', { n: 1 }],

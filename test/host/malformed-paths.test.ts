@@ -47,6 +47,8 @@ describe('path segments that cannot name anything', () => {
     ['GET', `/api/companies/${bad}`],
     ['GET', `/api/agents/${bad}?companyId=${companyId}`],
     ['POST', `/api/agents/me/secrets/${bad}/value`],
+    ['GET', `/api/issues/${bad}/activity`],
+    ['GET', `/api/heartbeat-runs/${bad}/issues`],
   ];
   for (const [label, bad] of SEGMENTS) {
     it(`answer 404 with the JSON error body for ${label}`, async () => {

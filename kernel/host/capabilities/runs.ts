@@ -1,4 +1,6 @@
 import { KeelError } from '../../http/errors.ts';
+import { toRun } from '../../runs/run-ledger.ts';
+import { MAX_RUNS_GET } from '../../../sdk/capabilities/runs.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 
@@ -23,6 +25,26 @@ export const runsCapability: KernelCapability = {
           return result;
         });
         return { runId: opened.run.runId, token: opened.token, tokenExpiresAt: opened.tokenExpiresAt };
+      },
+    },
+    get: {
+      // runs.read: rows of the call's company only, so another company's run is left out like an unknown id.
+      run: async (call) => {
+        const ids = [...new Set((Array.isArray(call.args[0]) ? call.args[0] : []).map((id) => uuidArg(id, 'runIds[]')))].slice(0, MAX_RUNS_GET);
+        if (ids.length === 0) return [];
+        const rows = await call.kernel.db.query(
+          `select * from runs where id in (select jsonb_array_elements_text(?::jsonb)::uuid) and ${OF_CALL_COMPANY} order by created_at desc, id desc`,
+          [JSON.stringify(ids), callCompany(call)]);
+        return rows.map((row) => {
+          const run = toRun(row);
+          return {
+            runId: run.runId, status: run.status, agentId: run.agentId, adapterType: run.adapterType, startedAt: run.startedAt,
+            finishedAt: run.finishedAt, createdAt: run.createdAt, invocationSource: run.invocationSource, usageJson: run.usageJson,
+            resultJson: run.resultJson,
+            // The ledger stores no run log yet.
+            logBytes: null,
+          };
+        });
       },
     },
     close: {

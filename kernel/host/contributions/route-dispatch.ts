@@ -5,6 +5,7 @@ import { activityActor, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { authorize } from '../../http/route-auth.ts';
+import { canAccessCompany } from '../../http/guards.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
 import { agentForRequest } from '../../tenancy/agent-access.ts';
 import { isUuid } from '../../http/validate.ts';
@@ -72,6 +73,19 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     const { company } = await companyForRequest(ctx, host.kernel.db, row.companyId);
     params[pluginRoute.entity.param] = row.id;
     companyId = company.id;
+  } else if (route.runParam) {
+    // An unknown run and a run of a company the caller cannot reach serve no company alike:
+    // the handler answers both as an unknown run (a run's issues: an empty list).
+    const value = params[route.runParam];
+    let run: { id: string; company_id: string } | undefined;
+    if (isUuid(value)) {
+      params[route.runParam] = value.toLowerCase();
+      run = await host.kernel.db.maybeOne('select id, company_id from runs where id = ?', [value.toLowerCase()]);
+    }
+    if (run && canAccessCompany(actor, run.company_id)) {
+      ctx.state.auditCompanyId = run.company_id;
+      companyId = run.company_id;
+    }
   } else if (actor.kind === 'agent') {
     companyId = actor.companyId;
   }

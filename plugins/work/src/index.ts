@@ -1,10 +1,13 @@
 import { definePlugin } from '@keel/sdk/plugin';
+import { onAgentStatusChanged } from './agent-termination.ts';
 import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
 import { WORK_CAPABILITIES } from './context.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
+import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
+import { inboxLite, inboxMine } from './inbox.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
@@ -28,10 +31,16 @@ export default definePlugin({
     'release-issue': releaseIssue,
     'create-comment': createComment,
     'list-comments': listComments,
+    'inbox-lite': inboxLite,
+    'inbox-mine': inboxMine,
+    'issue-activity': issueActivity,
+    'issue-runs': issueRuns,
+    'run-issues': runIssues,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
     'company.deleted': onCompanyDeleted,
+    'agent.status_changed': onAgentStatusChanged,
     'costs.budget.stopped': onBudgetStop(true),
     'costs.budget.resumed': onBudgetStop(false),
   },

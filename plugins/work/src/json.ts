@@ -45,3 +45,27 @@ export function commentJson(row: Row) {
     createdAt: time(row.created_at), updatedAt: time(row.updated_at),
   };
 }
+
+/** The run working on an issue while it is checked out, as the ledger knows it (status null: a run the ledger does not know). */
+export interface ActiveRun { runId: string; status: string | null; agentId: string | null; startedAt: string | null }
+
+/**
+ * An inbox item (compact): what an agent needs to pick its next issue. `row.open_blockers` are
+ * the ids of the blockers that are neither done nor cancelled.
+ */
+export function inboxItemJson(row: Row, activeRun: ActiveRun | null) {
+  const open = (row.open_blockers as string[] | null) ?? [];
+  return {
+    id: row.id, identifier: row.identifier, title: row.title, status: row.status, priority: row.priority, projectId: row.project_id ?? null,
+    goalId: row.goal_id ?? null, parentId: row.parent_id ?? null, updatedAt: time(row.updated_at), activeRun,
+    dependencyReady: open.length === 0, unresolvedBlockerCount: open.length, unresolvedBlockerIssueIds: open,
+  };
+}
+
+/** An issue in a short list (the issues a run touched). */
+export function issueSummaryJson(row: Row) {
+  return {
+    id: row.id, identifier: row.identifier, title: row.title, status: row.status, priority: row.priority, projectId: row.project_id ?? null,
+    goalId: row.goal_id ?? null, parentId: row.parent_id ?? null, assigneeAgentId: row.assignee_agent_id ?? null, updatedAt: time(row.updated_at),
+  };
+}

@@ -1,0 +1,54 @@
+import type { RouteRequest } from '@keel/sdk/plugin';
+import type { WorkContext } from './context.ts';
+import { issueSummaryJson } from './json.ts';
+import { list } from './sql.ts';
+
+/** The most activity entries one read of the log answers (activity.read's own bound). */
+const MAX_ENTRIES = 1000;
+/** The most runs an issue's run list answers (runs.read takes as many ids per call). */
+const MAX_RUNS = 200;
+
+/** The issue's activity entries, newest first (the issue is named by uuid or identifier; the host resolved it). */
+export async function issueActivity(req: RouteRequest, ctx: WorkContext) {
+  const limit = typeof req.query.limit === 'number' ? req.query.limit : MAX_ENTRIES;
+  return ctx.activity.list({ entityType: 'issue', entityId: req.params.issueId!, limit });
+}
+
+/**
+ * The runs that worked on the issue, newest first: its checkout and execution runs, the runs
+ * of its activity entries (the newest 1000) and of its comments, as the run ledger has them.
+ * At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no run) is
+ * left out.
+ */
+export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
+  const issueId = req.params.issueId!;
+  const { rows: [issue] } = await ctx.db.query('select checkout_run_id, execution_run_id from issues where id = $1 and company_id = $2', [issueId, req.companyId]);
+  const ids = new Set<string>();
+  for (const id of [issue?.execution_run_id, issue?.checkout_run_id]) if (id) ids.add(String(id));
+  for (const entry of await ctx.activity.list({ entityType: 'issue', entityId: issueId, limit: MAX_ENTRIES })) if (entry.runId) ids.add(entry.runId);
+  const { rows: comments } = await ctx.db.query(
+    'select run_id::text as run_id from issue_comments where issue_id = $1 and run_id is not null group by run_id order by max(created_at) desc', [issueId]);
+  for (const row of comments) ids.add(String(row.run_id));
+  if (ids.size === 0) return [];
+  return ctx.runs.get([...ids].slice(0, MAX_RUNS));
+}
+
+/**
+ * The issues a run touched, as summaries, most recently updated first: those it holds checked
+ * out or executes, those it commented on, and those its activity entries name. Hidden issues
+ * are left out. An unknown run, or one of a company the caller cannot reach, reaches here
+ * with no company (the host's runParam) and answers an empty list.
+ */
+export async function runIssues(req: RouteRequest, ctx: WorkContext) {
+  if (!req.companyId) return [];
+  const runId = req.params.runId!;
+  const named = (await ctx.activity.list({ runId, entityType: 'issue', limit: MAX_ENTRIES })).map((entry) => entry.entityId);
+  const { rows } = await ctx.db.query(
+    `select i.* from issues i
+      where i.company_id = $1 and i.hidden_at is null
+        and (i.checkout_run_id = $2 or i.execution_run_id = $2 or i.id::text = any(${list(3, 'text')})
+             or exists (select 1 from issue_comments c where c.issue_id = i.id and c.run_id = $2))
+      order by i.updated_at desc, i.id desc`,
+    [req.companyId, runId, [...new Set(named)]]);
+  return rows.map(issueSummaryJson);
+}

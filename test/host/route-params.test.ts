@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { InvalidManifestError, validateManifest } from '../../sdk/manifest/validate-manifest.ts';
+
+/** Manifest rules of the path parameters that name a company: one of them, and in the path. */
+const manifest = (route: Record<string, unknown>, entity: Record<string, unknown> = { type: 'note', table: 'notes' }) => ({
+  key: 'params', version: '1.0.0', sdkApiVersion: 1, displayName: 'Params', entry: 'src/index.ts',
+  capabilities: [{ id: 'http.routes', reason: 'routes' }, { id: 'database.namespace.write', reason: 'notes' }],
+  database: { namespace: 'params', entities: [entity] },
+  routes: [{ key: 'r', method: 'GET', auth: 'any', ...route }],
+});
+
+function issuesOf(value: unknown): Array<{ path: string; message: string }> {
+  try {
+    validateManifest(value);
+    return [];
+  } catch (error) {
+    expect(error).toBeInstanceOf(InvalidManifestError);
+    return (error as InvalidManifestError).issues;
+  }
+}
+
+describe('runParam', () => {
+  it('is accepted when it is a parameter of the path', () => {
+    expect(issuesOf(manifest({ path: '/runs/:runId/notes', runParam: 'runId' }))).toEqual([]);
+  });
+
+  it('must be in the path, and alone among the parameters that name the company', () => {
+    expect(issuesOf(manifest({ path: '/runs/:id/notes', runParam: 'runId' }))).toContainEqual({ path: 'routes.0.runParam', message: 'names a parameter that is not in the path' });
+    expect(issuesOf(manifest({ path: '/companies/:companyId/runs/:runId', runParam: 'runId', companyParam: 'companyId' })))
+      .toContainEqual({ path: 'routes.0.runParam', message: 'names the company itself: use one of companyParam, agentParam, entityParam and runParam' });
+  });
+});
+
+describe('database.entities hiddenColumn', () => {
+  it('is a column name', () => {
+    expect(issuesOf(manifest({ path: '/notes' }, { type: 'note', table: 'notes', hiddenColumn: 'hidden_at' }))).toEqual([]);
+    expect(issuesOf(manifest({ path: '/notes' }, { type: 'note', table: 'notes', hiddenColumn: 'hidden at; drop' })).length).toBeGreaterThan(0);
+  });
+});
