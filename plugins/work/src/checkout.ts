@@ -8,7 +8,8 @@ import { assertProjectTakesWork } from './project-holds.ts';
  * Checkout: an agent takes an issue for one run. It checks out only as itself and only from a
  * run (its run token's run, or X-Service-Run-Id); checkout makes it the assignee, sets both run
  * locks and `in_progress`. Another run holding the issue gets 409 naming the holder; the same
- * run again changes nothing. An issue with open blockers answers 422 naming them.
+ * run again changes nothing; a lock left by a run that has finished is adopted. An issue with
+ * open blockers answers 422 naming them.
  */
 export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as { agentId: string; expectedStatuses?: string[] };
@@ -19,7 +20,7 @@ export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
   if (!runId) throw new PluginError(409, 'run_required', 'Checkout needs a run: call with the run token of a run, or with X-Service-Run-Id');
   const current = await lockIssue(ctx, req.params.issueId!, req.companyId!);
   if (current.checkout_run_id === runId) return issueJson(current, await blockersOf(ctx, String(current.id)));
-  if (current.checkout_run_id) {
+  if (current.checkout_run_id && await runIsLive(ctx, String(current.checkout_run_id))) {
     throw new PluginError(409, 'checkout_conflict', 'The issue is checked out by another run', {
       checkoutRunId: current.checkout_run_id, assigneeAgentId: current.assignee_agent_id ?? null,
     });
@@ -50,6 +51,15 @@ export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
     }, { entityType: 'issue', entityId: String(issue.id) });
   }
   return issue;
+}
+
+/**
+ * A lock whose run has finished (or that the run ledger does not know) is stale: the next
+ * checkout adopts it instead of answering 409 for ever.
+ */
+async function runIsLive(ctx: WorkContext, runId: string): Promise<boolean> {
+  const [run] = await ctx.runs.get([runId]);
+  return run !== undefined && (run.status === 'queued' || run.status === 'running');
 }
 
 /**

@@ -61,6 +61,18 @@ describe('checkout', () => {
     expect((await t.api.get(`/api/issues/${issue.id}`)).body).toMatchObject({ assigneeAgentId: agent.id, checkoutRunId: first.runId });
   });
 
+  it('adopts a lock left by a run that has finished', async () => {
+    const issue = await createIssue({ title: 'Left behind' });
+    const first = await inRun(agent.id);
+    expect((await checkout(first.api, issue.id, { agentId: agent.id })).status).toBe(200);
+    const { runs, db } = t.kernel.services;
+    await db.transaction((tx) => runs.close(tx, first.runId, { status: 'failed', reason: 'the process died' }));
+    const second = await inRun(rival.id);
+    const res = await checkout(second.api, issue.id, { agentId: rival.id });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ assigneeAgentId: rival.id, checkoutRunId: second.runId, executionRunId: second.runId });
+  });
+
   it('lets exactly one of two racing runs win', async () => {
     const issue = await createIssue({ title: 'Raced' });
     const [a, b] = await Promise.all([inRun(agent.id), inRun(rival.id)]);
