@@ -1,12 +1,15 @@
 import { definePlugin } from '@keel/sdk/plugin';
+import { deleteAttachment, downloadAttachment, listAttachments, uploadAttachment } from './attachments.ts';
 import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
 import { WORK_CAPABILITIES } from './context.ts';
+import { getDocument, listDocuments, listRevisions, putDocument } from './documents.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
+import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
 
 export default definePlugin({
   capabilities: WORK_CAPABILITIES,
@@ -27,6 +30,17 @@ export default definePlugin({
     'release-issue': releaseIssue,
     'create-comment': createComment,
     'list-comments': listComments,
+    'list-documents': listDocuments,
+    'get-document': getDocument,
+    'put-document': putDocument,
+    'list-document-revisions': listRevisions,
+    'upload-attachment': uploadAttachment,
+    'list-attachments': listAttachments,
+    'download-attachment': downloadAttachment,
+    'delete-attachment': deleteAttachment,
+    'create-work-product': createWorkProduct,
+    'list-work-products': listWorkProducts,
+    'update-work-product': updateWorkProduct,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
