@@ -1,4 +1,5 @@
 import { definePlugin } from '@keel/sdk/plugin';
+import { listArtifacts } from './artifacts.ts';
 import { deleteAttachment, downloadAttachment, listAttachments, uploadAttachment } from './attachments.ts';
 import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
@@ -41,6 +42,7 @@ export default definePlugin({
     'create-work-product': createWorkProduct,
     'list-work-products': listWorkProducts,
     'update-work-product': updateWorkProduct,
+    'list-artifacts': listArtifacts,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
