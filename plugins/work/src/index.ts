@@ -1,8 +1,11 @@
 import { definePlugin } from '@keel/sdk/plugin';
 import { onAgentStatusChanged } from './agent-termination.ts';
+import { listArtifacts } from './artifacts.ts';
+import { deleteAttachment, downloadAttachment, listAttachments, uploadAttachment } from './attachments.ts';
 import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
 import { WORK_CAPABILITIES } from './context.ts';
+import { getDocument, listDocuments, listRevisions, putDocument } from './documents.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
@@ -11,6 +14,7 @@ import { inboxLite, inboxMine } from './inbox.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
+import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
 
 export default definePlugin({
   capabilities: WORK_CAPABILITIES,
@@ -36,6 +40,18 @@ export default definePlugin({
     'issue-activity': issueActivity,
     'issue-runs': issueRuns,
     'run-issues': runIssues,
+    'list-documents': listDocuments,
+    'get-document': getDocument,
+    'put-document': putDocument,
+    'list-document-revisions': listRevisions,
+    'upload-attachment': uploadAttachment,
+    'list-attachments': listAttachments,
+    'download-attachment': downloadAttachment,
+    'delete-attachment': deleteAttachment,
+    'create-work-product': createWorkProduct,
+    'list-work-products': listWorkProducts,
+    'update-work-product': updateWorkProduct,
+    'list-artifacts': listArtifacts,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {

@@ -1,7 +1,7 @@
 /** Rows of the plugin's tables as the API shows them. */
 type Row = Record<string, unknown>;
 
-const time = (value: unknown): string | null => (value === null || value === undefined ? null : new Date(value as string).toISOString());
+export const time = (value: unknown): string | null => (value === null || value === undefined ? null : new Date(value as string).toISOString());
 const day = (value: unknown): string | null => {
   if (value === null || value === undefined) return null;
   // A date column arrives as a Date at local midnight or as text: the calendar day either way.

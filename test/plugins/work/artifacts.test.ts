@@ -1,0 +1,233 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
+import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
+import { attach, createIssue, ISO, PNG_1X1, putDocument, UNKNOWN_ID } from './artifact-helpers.ts';
+
+/**
+ * GET /api/companies/{companyId}/artifacts: documents, attachments and work products of the
+ * company's visible issues as one projection, filtered, grouped and paged.
+ */
+let t: TestKernel;
+let company: any;
+let agent: any;
+let agentApi: Api;
+let outsiderApi: Api;
+let project: any;
+/** Issues: a (in the project), b (sub-issue of a, in the project), c (no project), hidden. */
+const issues: Record<string, any> = {};
+/** Artifact ids by name, and all of them newest first. */
+const ids: Record<string, string> = {};
+let newestFirst: string[];
+
+const artifacts = (query = '', api: Api = t.api, companyId = company.id) => api.get(`/api/companies/${companyId}/artifacts${query ? `?${query}` : ''}`);
+const idsOf = (res: any) => res.body.artifacts.map((a: any) => a.id);
+
+async function product(issueId: string, body: Record<string, unknown>) {
+  const res = await t.api.post(`/api/issues/${issueId}/work-products`, body);
+  expect(res.status, res.text).toBe(201);
+  return res.body;
+}
+
+beforeAll(async () => {
+  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  company = await createCompany(t.api, { name: 'Gallery Co' });
+  agent = await createAgent(t.api, company.id, { name: 'Uploader' });
+  agentApi = t.api.as(await createAgentKey(t.api, agent.id));
+  const other = await createCompany(t.api, { name: 'Other Gallery Co' });
+  outsiderApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, other.id)).id));
+  project = (await t.api.post(`/api/companies/${company.id}/projects`, { name: 'Website' })).body;
+  issues.a = await createIssue(t.api, company.id, { title: 'Redesign', projectId: project.id });
+  issues.b = await createIssue(t.api, company.id, { title: 'Hero image', projectId: project.id, parentId: issues.a.id });
+  issues.c = await createIssue(t.api, company.id, { title: 'Launch video' });
+  issues.hidden = await createIssue(t.api, company.id, { title: 'Hidden work' });
+  await putDocument(t.api, issues.hidden.id, 'secret', { body: 'hidden document' });
+  await t.sql.query('update plugin_work.issues set hidden_at = now() where id = $1', [issues.hidden.id]);
+  // The other company's artifacts never show here.
+  const foreign = await createIssue(t.api, other.id, { title: 'Foreign' });
+  await putDocument(t.api, foreign.id, 'plan', { body: 'foreign plan' });
+
+  // Oldest first; each in its own transaction, so each has its own updatedAt.
+  const doc = await putDocument(t.api, issues.a.id, 'plan', { body: 'Budget numbers inside', title: 'Launch plan' });
+  ids.doc = `document:${doc.id}`;
+  const png = await attach(agentApi, company.id, issues.b.id, PNG_1X1, 'image/png', 'hero.png');
+  ids.png = `attachment:${png.id}`;
+  ids.mp4 = `attachment:${(await attach(t.api, company.id, issues.c.id, Buffer.from('....ftypisom'), 'video/mp4', 'teaser.mp4')).id}`;
+  ids.csv = `attachment:${(await attach(t.api, company.id, issues.a.id, 'a,b\n1,2\n', 'text/csv', 'metrics.csv')).id}`;
+  ids.zip = `attachment:${(await attach(t.api, company.id, issues.b.id, Buffer.from([0x50, 0x4b, 0x05, 0x06, ...Array(18).fill(0)]), 'application/zip', 'assets.zip')).id}`;
+  ids.pdf = `attachment:${(await attach(t.api, company.id, issues.c.id, '%PDF-1.4', 'application/pdf', 'storyboard.pdf')).id}`;
+  ids.pr = `work_product:${(await product(issues.c.id, { type: 'pull_request', title: 'Add teaser', url: 'https://git.example.com/pr/9' })).id}`;
+  ids.backed = `work_product:${(await product(issues.b.id, { type: 'artifact', title: 'Final hero', attachmentId: png.id })).id}`;
+  newestFirst = [ids.backed, ids.pr, ids.pdf, ids.zip, ids.csv, ids.mp4, ids.png, ids.doc];
+});
+afterAll(async () => { await t?.stop(); });
+
+describe('artifacts', () => {
+  it('lists documents, attachments and work products of visible issues, newest first, in the projection shape', async () => {
+    const res = await artifacts();
+    expect(res.status, res.text).toBe(200);
+    expect(idsOf(res)).toEqual(newestFirst);
+    expect(res.body.nextCursor).toBeNull();
+    const byId = Object.fromEntries(res.body.artifacts.map((a: any) => [a.id, a]));
+    const docPath = `/api/issues/${issues.a.id}/documents/plan`;
+    expect(byId[ids.doc]).toEqual({
+      id: ids.doc, source: 'document', mediaKind: 'document', title: 'Launch plan', previewText: 'Budget numbers inside', contentType: 'text/markdown',
+      contentPath: docPath, openPath: docPath, downloadPath: null,
+      issue: { id: issues.a.id, identifier: issues.a.identifier, title: 'Redesign' }, project: { id: project.id, name: 'Website' },
+      createdByAgent: null, updatedAt: expect.stringMatching(ISO), href: `/issues/${issues.a.identifier}#document-plan`,
+    });
+    const pngPath = `/api/attachments/${ids.png.slice('attachment:'.length)}/content`;
+    expect(byId[ids.png]).toEqual({
+      id: ids.png, source: 'attachment', mediaKind: 'image', title: 'hero.png', previewText: null, contentType: 'image/png',
+      contentPath: pngPath, openPath: pngPath, downloadPath: `${pngPath}?download=true`,
+      issue: { id: issues.b.id, identifier: issues.b.identifier, title: 'Hero image' }, project: { id: project.id, name: 'Website' },
+      createdByAgent: { id: agent.id, name: 'Uploader' }, updatedAt: expect.stringMatching(ISO), href: `/issues/${issues.b.identifier}#attachment-${ids.png.slice(11)}`,
+    });
+    expect(byId[ids.pr]).toMatchObject({
+      source: 'work_product', mediaKind: '', title: 'Add teaser', contentType: null, contentPath: null, openPath: 'https://git.example.com/pr/9', downloadPath: null,
+      project: null, href: `/issues/${issues.c.identifier}#work-product-${ids.pr.slice('work_product:'.length)}`,
+    });
+    expect(byId[ids.backed]).toMatchObject({ mediaKind: 'image', contentType: 'image/png', contentPath: pngPath, downloadPath: `${pngPath}?download=true` });
+    expect(Object.fromEntries(res.body.artifacts.map((a: any) => [a.id, a.mediaKind]))).toMatchObject({
+      [ids.mp4]: 'video', [ids.csv]: 'text', [ids.zip]: 'file', [ids.pdf]: 'document',
+    });
+    // The paths answer.
+    expect((await t.api.get(docPath)).body.body).toBe('Budget numbers inside');
+    expect((await fetch(`${t.url}${pngPath}`)).status).toBe(200);
+  });
+
+  it('filters by media kind, project and text', async () => {
+    const kinds: Record<string, string[]> = {
+      image: [ids.backed, ids.png], video: [ids.mp4], text: [ids.csv], document: [ids.pdf, ids.doc], file: [ids.zip], all: newestFirst,
+    };
+    for (const [kind, expected] of Object.entries(kinds)) expect(idsOf(await artifacts(`kind=${kind}`)), kind).toEqual(expected);
+    expect(idsOf(await artifacts(`projectId=${project.id}`))).toEqual([ids.backed, ids.zip, ids.csv, ids.png, ids.doc]);
+    expect(idsOf(await artifacts(`projectId=${project.id}&kind=image`))).toEqual([ids.backed, ids.png]);
+    expect(idsOf(await artifacts('q=BUDGET'))).toEqual([ids.doc]);
+    expect(idsOf(await artifacts('q=teaser'))).toEqual([ids.pr, ids.mp4]);
+    expect(idsOf(await artifacts(`q=${issues.c.identifier}`))).toEqual([ids.pr, ids.pdf, ids.mp4]);
+    expect(idsOf(await artifacts('q=hero'))).toEqual([ids.backed, ids.zip, ids.png]);
+    expect(idsOf(await artifacts('q=100%25'))).toEqual([]);
+    expect(idsOf(await artifacts(`projectId=${UNKNOWN_ID}`))).toEqual([]);
+  });
+
+  it('pages with an opaque cursor that neither skips nor repeats under concurrent inserts', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    let late = '';
+    do {
+      const res = await artifacts(`limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.artifacts.length).toBeLessThanOrEqual(3);
+      seen.push(...idsOf(res));
+      cursor = res.body.nextCursor;
+      // An artifact added between pages sorts before the first page, never inside the walk.
+      if (pages++ === 0) late = `document:${(await putDocument(t.api, issues.c.id, 'late', { body: 'late' })).id}`;
+    } while (cursor);
+    expect(pages).toBe(3);
+    expect(seen).toEqual(newestFirst);
+    expect(idsOf(await artifacts('limit=1'))).toEqual([late]);
+    newestFirst.unshift(late);
+    const tail = await artifacts(`limit=${newestFirst.length}`);
+    expect([idsOf(tail), tail.body.nextCursor]).toEqual([newestFirst, null]);
+  });
+});
+
+describe('artifact groups', () => {
+  it('groups by task, newest group first, with counts, media kinds and preview artifacts, paged', async () => {
+    // The late document of the paging test made issue c's group the newest.
+    const late = newestFirst[0]!;
+    const res = await artifacts('groupBy=task');
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.nextCursor).toBeNull();
+    expect(res.body.groups.map((g: any) => [g.id, g.count, g.mediaKinds])).toEqual([
+      [`task:${issues.c.id}`, 4, ['document', 'video']],
+      [`task:${issues.b.id}`, 3, ['file', 'image']],
+      [`task:${issues.a.id}`, 2, ['document', 'text']],
+    ]);
+    const [c, b] = res.body.groups;
+    expect(b).toMatchObject({
+      groupBy: 'task', issue: { id: issues.b.id, identifier: issues.b.identifier, title: 'Hero image' }, title: 'Hero image',
+      updatedAt: expect.stringMatching(ISO), href: `/issues/${issues.b.identifier}`,
+    });
+    expect(b.previewArtifacts.map((a: any) => a.id)).toEqual([ids.backed, ids.zip, ids.png]);
+    expect(b.previewArtifacts[0]).toEqual((await artifacts('limit=2')).body.artifacts[1]);
+    // At most four previews, newest first.
+    expect(c.previewArtifacts.map((a: any) => a.id)).toEqual([late, ids.pr, ids.pdf, ids.mp4]);
+    expect(c.updatedAt).toBe(c.previewArtifacts[0].updatedAt);
+
+    const first = await artifacts('groupBy=task&limit=2');
+    expect(first.body.groups.map((g: any) => g.issue.id)).toEqual([issues.c.id, issues.b.id]);
+    const second = await artifacts(`groupBy=task&limit=2&cursor=${first.body.nextCursor}`);
+    expect([second.body.groups.map((g: any) => g.issue.id), second.body.nextCursor]).toEqual([[issues.a.id], null]);
+    // A group cursor is not an artifact cursor, nor one of another grouping.
+    for (const query of [`cursor=${first.body.nextCursor}`, `groupBy=parent_task&cursor=${first.body.nextCursor}`]) {
+      expect((await artifacts(query)).body.code).toBe('invalid_cursor');
+    }
+    expect((await artifacts('groupBy=task&kind=image')).body.groups.map((g: any) => [g.issue.id, g.count])).toEqual([[issues.b.id, 2]]);
+  });
+
+  it('groups sub-issues under their parent task, and opens one group with its artifacts and selectedGroup', async () => {
+    const grouped = (await artifacts('groupBy=parent_task')).body.groups;
+    expect(grouped.map((g: any) => [g.id, g.count])).toEqual([[`parent_task:${issues.c.id}`, 4], [`parent_task:${issues.a.id}`, 5]]);
+    const opened = await artifacts(`groupBy=parent_task&groupIssueId=${issues.a.id}&limit=2`);
+    expect(opened.status, opened.text).toBe(200);
+    expect(idsOf(opened)).toEqual([ids.backed, ids.zip]);
+    expect(opened.body.selectedGroup).toEqual(grouped[1]);
+    const rest = await artifacts(`groupBy=parent_task&groupIssueId=${issues.a.id}&limit=10&cursor=${opened.body.nextCursor}`);
+    expect([idsOf(rest), rest.body.nextCursor]).toEqual([[ids.csv, ids.png, ids.doc], null]);
+    const task = await artifacts(`groupBy=task&groupIssueId=${issues.b.id}`);
+    expect([idsOf(task), task.body.selectedGroup.count]).toEqual([[ids.backed, ids.zip, ids.png], 3]);
+    // A sub-issue is no group of its own under parent_task: an empty group.
+    const empty = await artifacts(`groupBy=parent_task&groupIssueId=${issues.b.id}`);
+    expect(empty.body).toEqual({
+      artifacts: [], nextCursor: null,
+      selectedGroup: { id: `parent_task:${issues.b.id}`, groupBy: 'parent_task', issue: { id: issues.b.id, identifier: issues.b.identifier, title: 'Hero image' }, title: 'Hero image', count: 0, mediaKinds: [], previewArtifacts: [], updatedAt: null, href: `/issues/${issues.b.identifier}` },
+    });
+    for (const id of [UNKNOWN_ID, issues.hidden.id]) {
+      const res = await artifacts(`groupIssueId=${id}`);
+      expect([res.status, res.body.error]).toEqual([404, 'Issue not found']);
+    }
+  });
+});
+
+describe('artifact refusals and scoping', () => {
+  it('refuses bad queries with 400', async () => {
+    for (const [query, code] of [
+      ['limit=0', 'validation_failed'], ['limit=101', 'validation_failed'], ['limit=ten', 'validation_failed'], [`q=${'q'.repeat(161)}`, 'validation_failed'],
+      ['kind=audio', 'validation_failed'], ['groupBy=project', 'validation_failed'], ['projectId=website', 'validation_failed'],
+      ['groupIssueId=1', 'validation_failed'], ['other=1', 'validation_failed'], ['cursor=zz', 'invalid_cursor'],
+      [`cursor=${Buffer.from(`1|issue:${UNKNOWN_ID}`).toString('hex')}`, 'invalid_cursor'],
+    ]) {
+      const res = await artifacts(query);
+      expect([res.status, res.body.code], query).toEqual([400, code]);
+    }
+    expect((await artifacts(`limit=100&q=${'q'.repeat(160)}`)).status).toBe(200);
+  });
+
+  it('serves the board and agents of the company, and refuses an agent of another company with 403', async () => {
+    expect(idsOf(await artifacts('', agentApi))).toEqual(newestFirst);
+    const res = await artifacts('', outsiderApi);
+    expect([res.status, res.body.code]).toEqual([403, 'company_access_denied']);
+    expect(res.text).not.toContain('Launch plan');
+  });
+
+  it("removes a deleted company's documents, revisions, attachments and work products", async () => {
+    const doomed = await createCompany(t.api, { name: 'Doomed Gallery' });
+    const issue = await createIssue(t.api, doomed.id, { title: 'Soon gone' });
+    const doc = await putDocument(t.api, issue.id, 'plan', { body: 'one' });
+    await putDocument(t.api, issue.id, 'plan', { body: 'two', baseRevisionId: doc.latestRevisionId }, 200);
+    const file = await attach(t.api, doomed.id, issue.id, 'bytes', 'text/plain', 'f.txt');
+    await product(issue.id, { type: 'artifact', title: 'f', attachmentId: file.id });
+    const count = async () => (await t.sql.query(
+      `select (select count(*) from plugin_work.issue_documents where company_id = $1) + (select count(*) from plugin_work.issue_document_revisions where company_id = $1)
+            + (select count(*) from plugin_work.issue_attachments where company_id = $1) + (select count(*) from plugin_work.work_products where company_id = $1)
+            + (select count(*) from blobs where company_id = $1) as n`, [doomed.id])).rows[0].n;
+    expect(Number(await count())).toBe(6);
+    expect((await t.api.delete(`/api/companies/${doomed.id}`)).status).toBe(200);
+    const until = Date.now() + 15_000;
+    while (Number(await count()) !== 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(Number(await count())).toBe(0);
+    expect(idsOf(await artifacts())).toEqual(newestFirst);
+  });
+});
