@@ -3,6 +3,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import { fingerprint } from '../../sdk/plugin/fingerprint.ts';
 import { buildPlugin, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 import type { Row } from '../db/database.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
@@ -172,12 +173,32 @@ export class ExtensionHost {
     this.resyncTimer.unref();
   }
 
+  /**
+   * First-party plugins ship with Keel: a new one is installed and enabled with what it
+   * declares; one this release ships changed (a new version of Keel) is upgraded in place, its
+   * new migrations run, and the capabilities it newly declares are granted, since the operator
+   * granted them by installing this release. What the operator withheld or disabled stays so:
+   * a capability declared before and not granted is not granted now, and such an upgrade is
+   * refused and logged, leaving the plugin as it was.
+   */
   private async bootstrapFirstParty(dir: string): Promise<void> {
     for (const found of await scanFolder(dir, 'first_party')) {
-      const existing = await this.kernel.db.maybeOne('select key from plugins where key = ?', [found.manifest.key]);
-      if (existing) continue;
-      await this.installNow(found);
-      await this.enableNow(found.manifest.key, {});
+      const key = found.manifest.key;
+      const existing = await this.kernel.db.maybeOne<{ source_kind: string; manifest: PluginManifest }>('select source_kind, manifest from plugins where key = ?', [key]);
+      if (!existing) {
+        await this.installNow(found);
+        await this.enableNow(key, {});
+        continue;
+      }
+      // Stored as jsonb, whose key order is its own: compared canonically.
+      if (existing.source_kind !== 'first_party' || fingerprint(existing.manifest) === fingerprint(found.manifest)) continue;
+      const before = new Set(existing.manifest.capabilities.map((c) => c.id as string));
+      const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !before.has(id));
+      try {
+        await this.upgradeNow(key, { grant: added }, found);
+      } catch (error) {
+        this.kernel.log.warn({ err: error, plugin: key }, `first-party plugin ${key} was not upgraded to ${found.manifest.version}: ${(error as Error).message}`);
+      }
     }
   }
 
@@ -280,44 +301,47 @@ export class ExtensionHost {
    * Re-reads the plugin's folder, runs new migrations and restarts it. A new version that asks
    * for capabilities the operator has not granted is refused until it is enabled again with them.
    */
-  async upgrade(key: string, options: { grant?: string[] } = {}): Promise<Row> {
-    return this.exclusive(async () => {
-      const row = await this.row(key);
-      const found = await readPluginFolder(row.source_path, row.source_kind, row.package_name);
-      if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
-      await this.databases.assertNamespaceFree(found.manifest);
-      const declared = found.manifest.capabilities.map((c) => c.id as string);
-      const grant = options.grant ?? [];
-      const undeclared = grant.filter((id) => !declared.includes(id));
-      if (undeclared.length) throw new KeelError(422, 'capability_not_declared', `${key} ${found.manifest.version} does not declare ${undeclared.join(', ')}; only declared capabilities can be granted`);
-      // What the operator granted before and the new version still declares, plus what this upgrade grants.
-      const kept: string[] = (row.granted_capabilities ?? []).filter((id: string) => declared.includes(id));
-      const granted = [...new Set([...kept, ...grant])];
-      const added = declared.filter((id) => !granted.includes(id));
-      if (row.status === 'enabled' && added.length) {
-        throw new KeelError(409, 'capability_grant_required',
-          `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; grant them with this upgrade: keel plugin upgrade ${key} --grant ${added.join(' ')} (POST /api/plugins/${key}/upgrade {"grant": [${added.map((id) => JSON.stringify(id)).join(', ')}]})`,
-          { details: { newCapabilities: added } });
-      }
-      const claimed = this.claimedRoutes(found.manifest, granted);
-      if (row.status === 'enabled') this.assertNoRouteConflicts(key, claimed);
-      const built = await buildOrRefuse(found.folder, key);
-      const updated = await this.kernel.db.transaction(async (tx) => {
-        const result = await tx.maybeOne(
-          `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?,
-             granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end, updated_at = now() where key = ? returning *`,
-          [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
-            `{${granted.join(',')}}`, key]);
-        await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}) });
-        return result!;
-      });
-      if (updated.status === 'enabled') {
-        await this.deactivate(key);
-        await this.activate(updated, built.code);
-      }
-      await this.announce(key);
-      return updated;
+  upgrade(key: string, options: { grant?: string[] } = {}): Promise<Row> {
+    return this.exclusive(() => this.upgradeNow(key, options));
+  }
+
+  /** `found`: the new source when the caller has read it already (the first-party bootstrap), else the plugin's recorded folder. */
+  private async upgradeNow(key: string, options: { grant?: string[] }, source?: FoundPlugin): Promise<Row> {
+    const row = await this.row(key);
+    const found = source ?? await readPluginFolder(row.source_path, row.source_kind, row.package_name);
+    if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
+    await this.databases.assertNamespaceFree(found.manifest);
+    const declared = found.manifest.capabilities.map((c) => c.id as string);
+    const grant = options.grant ?? [];
+    const undeclared = grant.filter((id) => !declared.includes(id));
+    if (undeclared.length) throw new KeelError(422, 'capability_not_declared', `${key} ${found.manifest.version} does not declare ${undeclared.join(', ')}; only declared capabilities can be granted`);
+    // What the operator granted before and the new version still declares, plus what this upgrade grants.
+    const kept: string[] = (row.granted_capabilities ?? []).filter((id: string) => declared.includes(id));
+    const granted = [...new Set([...kept, ...grant])];
+    const added = declared.filter((id) => !granted.includes(id));
+    if (row.status === 'enabled' && added.length) {
+      throw new KeelError(409, 'capability_grant_required',
+        `${key} ${found.manifest.version} asks for ${added.join(', ')}, which the operator has not granted; grant them with this upgrade: keel plugin upgrade ${key} --grant ${added.join(' ')} (POST /api/plugins/${key}/upgrade {"grant": [${added.map((id) => JSON.stringify(id)).join(', ')}]})`,
+        { details: { newCapabilities: added } });
+    }
+    const claimed = this.claimedRoutes(found.manifest, granted);
+    if (row.status === 'enabled') this.assertNoRouteConflicts(key, claimed);
+    const built = await buildOrRefuse(found.folder, key);
+    const updated = await this.kernel.db.transaction(async (tx) => {
+      const result = await tx.maybeOne(
+        `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, source_path = ?,
+           granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end, updated_at = now() where key = ? returning *`,
+        [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
+          found.folder, `{${granted.join(',')}}`, key]);
+      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}) });
+      return result!;
     });
+    if (updated.status === 'enabled') {
+      await this.deactivate(key);
+      await this.activate(updated, built.code);
+    }
+    await this.announce(key);
+    return updated;
   }
 
   async setConfig(key: string, config: Record<string, unknown>): Promise<Row> {

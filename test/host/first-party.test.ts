@@ -42,4 +42,21 @@ describe('first-party plugins', () => {
       { action: 'plugin.disabled', actor_type: 'user', actor_id: 'local-board' },
     ]);
   }, 60_000);
+
+  it('are upgraded in place when a new release ships them changed, with the capabilities they newly declare granted', async () => {
+    const manifestPath = join(dir, 'fp-panel', 'plugin.json');
+    const manifest = JSON.parse(await readFile(manifestPath, 'utf8'));
+    expect((await t!.api.post('/api/plugins/fp-panel/enable', {})).status).toBe(200);
+    // The operator withholds nothing here; the new release adds a capability and a version.
+    await writeFile(manifestPath, JSON.stringify({ ...manifest, version: '1.1.0', capabilities: [...manifest.capabilities, { id: 'companies.read', reason: 'Reads the company' }] }));
+    await t!.kernel.host.start({ bootstrapFirstParty: true, firstPartyDir: dir });
+    const upgraded = (await t!.api.get('/api/plugins/fp-panel')).body;
+    expect(upgraded).toMatchObject({ status: 'enabled', version: '1.1.0', running: 'running' });
+    expect(upgraded.grantedCapabilities).toEqual(['ui.slots', 'ui.streams', 'activity.write', 'companies.read']);
+    const upgrades = async () => (await t!.sql.query("select details from activity_log where entity_id = 'fp-panel' and action = 'plugin.upgraded' order by seq")).rows.map((r: any) => r.details);
+    expect(await upgrades()).toEqual([expect.objectContaining({ from: '1.0.0', to: '1.1.0', granted: ['companies.read'] })]);
+    // Started again on the same release: nothing to upgrade (the stored manifest is compared canonically).
+    await t!.kernel.host.start({ bootstrapFirstParty: true, firstPartyDir: dir });
+    expect(await upgrades()).toHaveLength(1);
+  }, 60_000);
 });
