@@ -117,3 +117,10 @@ export const budgetsWrite = defineCapability<{ budgets: BudgetsCapability }>()({
     },
   },
 });
+
+/**
+ * Approval statuses: `pending` and `revision_requested` are open (the board can still decide
+ * them); `approved`, `rejected` and `cancelled` are closed.
+ */
+export const APPROVAL_STATUSES = ['pending', 'revision_requested', 'approved', 'rejected', 'cancelled'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
