@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { activity, agentWithKey, expectUnchanged, insertCompany, memberToken } from './agents-fixtures.ts';
 
 /**
@@ -268,6 +270,34 @@ describe('concurrent decisions', () => {
     expect([approved.status, rejected.status].sort()).toEqual([200, 409]);
     const stored = (await t.api.get(`/api/approvals/${approval.id}`)).body.status;
     expect(await agentStatus(agent.id)).toBe(stored === 'approved' ? 'idle' : 'terminated');
+  });
+});
+
+describe('approvals.read (ctx.approvals)', () => {
+  it("lists and counts the approvals of the call's company only, newest first, with the hire's configuration redacted", async () => {
+    const folder = await pluginVariant(fileURLToPath(new URL('../host/fixtures/cap-probe', import.meta.url)), (manifest) => {
+      manifest.key = 'approvals-probe';
+      manifest.capabilities.push({ id: 'approvals.read', reason: 'Reads approvals' });
+    });
+    const key = await installAndEnable(t, folder);
+    const company = await insertCompany(t, { requireApproval: true });
+    const first = await hire(company, { adapterConfig: { model: 'secret-model' } });
+    const second = await hire(company);
+    await hire(otherCompanyId);
+    await t.api.post(`/api/approvals/${first.approval.id}/request-revision`, {});
+    const probe = async (method: string, args: unknown[]) => {
+      const res = await t.api.post(`/api/plugins/${key}/companies/${company}/probe`, { member: 'approvals', method, args });
+      expect(res.body.ok, res.text).toBe(true);
+      return res.body.value;
+    };
+    const all = await probe('list', []);
+    expect(all.map((a: any) => a.id)).toEqual([second.approval.id, first.approval.id]);
+    expect(all[1]).toMatchObject({ status: 'revision_requested', configRedacted: true, payload: { adapterConfig: {}, runtimeConfig: {} } });
+    expect((await probe('list', [{ status: 'pending' }])).map((a: any) => a.id)).toEqual([second.approval.id]);
+    expect((await probe('list', [{ limit: 1 }])).map((a: any) => a.id)).toEqual([second.approval.id]);
+    expect([await probe('count', []), await probe('count', [{ status: 'pending' }]), await probe('count', [{ type: 'approve_ceo_strategy' }])]).toEqual([2, 1, 0]);
+    const refused = await t.api.post(`/api/plugins/${key}/companies/${company}/probe`, { member: 'approvals', method: 'list', args: [{ status: 'open' }] });
+    expect(refused.body.error).toMatchObject({ status: 400, code: 'invalid_arguments' });
   });
 });
 
