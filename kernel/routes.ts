@@ -8,6 +8,7 @@ import { companyRoutes } from './tenancy/company-routes.ts';
 import { assetRoutes } from './tenancy/asset-routes.ts';
 import { uploadLimitRoutes } from './blobs/upload-limit-routes.ts';
 import { agentRoutes } from './tenancy/agent-routes.ts';
+import { approvalRoutes } from './tenancy/approval-routes.ts';
 import { resourceMembershipRoutes } from './tenancy/resource-membership-routes.ts';
 import { activityRoutes } from './activity/activity-routes.ts';
 import { secretRoutes } from './vault/secret-routes.ts';
@@ -41,6 +42,7 @@ export function routeModules(host: ExtensionHost): RouteModule[] {
     secretRoutes,
     agentSecretRoutes,
     agentRoutes,
+    approvalRoutes,
     resourceMembershipRoutes,
     activityRoutes,
     pluginJobRoutes(host),

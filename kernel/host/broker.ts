@@ -2,6 +2,7 @@ import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
 import { activityCapability } from './capabilities/activity.ts';
 import { agentsCapability } from './capabilities/agents.ts';
+import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
@@ -19,6 +20,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   activity: activityCapability,
   companies: companiesCapability,
   agents: agentsCapability,
+  approvals: approvalsCapability,
   runs: runsCapability,
   secrets: secretsCapability,
   services: servicesCapability,

@@ -4,6 +4,7 @@ import { companyForRequest } from './company-access.ts';
 import { assertMayManageAgents } from './agent-access.ts';
 import { createAgentBody, hireAgentBody, sourceIssueIds } from './agent-input.ts';
 import { callerIds, insertAgent, normalizeNewAgent, requestedSnapshot } from './agent-service.ts';
+import { announceApproval } from './approval-decisions.ts';
 import { createHireApproval, toApprovalJson, type ApprovalRow } from './approvals.ts';
 import { toAgentJson } from './agents.ts';
 
@@ -48,10 +49,7 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
           requestedByUserId: userId,
           requestedByAgentId: agentId,
         });
-        await kernel.activity.recordFor(ctx, tx, {
-          companyId: company.id, action: 'approval.created', entityType: 'approval', entityId: approval.id,
-          details: { type: approval.type, subjectAgentId: agent.id },
-        });
+        await announceApproval(ctx, kernel, tx, approval);
       }
       return { agent, approval };
     });

@@ -12,6 +12,8 @@ import { refusePermissionsInPatch, updateAgentBody } from './agent-input.ts';
 import { authorizePatch, nextStateForPatch, patchedFields } from './agent-patch.ts';
 import { agentDetail, agentView } from './agent-read-routes.ts';
 import { afterAgentWrite, callerIds, eventActor, recordConfigRevision, stateOf, syncBoardHolds, writeAgent } from './agent-service.ts';
+import { decideOpenHires, TERMINATED_BEFORE_APPROVAL } from './approval-decisions.ts';
+import { lockOpenHires } from './approvals.ts';
 import { eventAgent, lockAgent, type AgentRow } from './agents.ts';
 import { deleteGrant, ensureActiveAgentMembership, hasGrant, upsertGrant } from './permission-grants.ts';
 
@@ -65,10 +67,15 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
     refusePermissionsInPatch(body);
     await authorizePatch(kernel.db, caller, agent, patchedFields(body));
     const updated = await kernel.db.transaction(async (tx) => {
+      // Terminating a pending agent cancels its hire, as POST .../terminate does; the hire is locked before the agent, as everywhere.
+      if (body.status === 'terminated') await lockOpenHires(tx, agent.id);
       const before = await lockAgent(tx, agent.id);
       const after = await writeAgent(tx, before.id, await nextStateForPatch(tx, before, body));
       await syncBoardHolds(tx, before, after, body.status === 'paused' && before.status !== 'paused');
-      await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'patch');
+      const cancelled = before.status === 'pending_approval' && after.status === 'terminated'
+        ? await decideOpenHires(ctx, kernel, tx, after.id, 'cancelled', TERMINATED_BEFORE_APPROVAL) : [];
+      await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'patch',
+        cancelled.length > 0 ? { details: { cancelledApprovalIds: cancelled.map((row) => row.id) } } : {});
       return after;
     });
     ctx.body = await agentView(kernel.db, caller, updated);

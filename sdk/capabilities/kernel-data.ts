@@ -117,3 +117,43 @@ export const budgetsWrite = defineCapability<{ budgets: BudgetsCapability }>()({
     },
   },
 });
+
+/**
+ * Approval statuses: `pending` and `revision_requested` are open (the board can still decide
+ * them); `approved`, `rejected` and `cancelled` are closed.
+ */
+export const APPROVAL_STATUSES = ['pending', 'revision_requested', 'approved', 'rejected', 'cancelled'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+/** Which approvals of the company to read; every field is optional. */
+export interface ApprovalFilter {
+  status?: ApprovalStatus;
+  /** `hire_agent`, for one. */
+  type?: string;
+}
+
+export interface ApprovalsReadCapability {
+  /** Approvals of the company this call serves, newest first: at most `limit` (1-500, default 100). */
+  list(filter?: ApprovalFilter & { limit?: number }): Promise<Array<Record<string, unknown>>>;
+  /** How many approvals of the company this call serves match. */
+  count(filter?: ApprovalFilter): Promise<number>;
+}
+
+const approvalFilter = {
+  status: { enum: [...APPROVAL_STATUSES] },
+  type: { type: 'string', minLength: 1, maxLength: 100 },
+};
+
+export const approvalsRead = defineCapability<{ approvals: ApprovalsReadCapability }>()({
+  id: 'approvals.read',
+  summary: 'Read the approvals of the company a call serves',
+  members: {
+    approvals: {
+      list: method('kernel', [{
+        type: 'object', additionalProperties: false,
+        properties: { ...approvalFilter, limit: { type: 'integer', minimum: 1, maximum: 500 } },
+      }], { type: 'array', items: record }, { required: 0 }),
+      count: method('kernel', [{ type: 'object', additionalProperties: false, properties: approvalFilter }], { type: 'integer', minimum: 0 }, { required: 0 }),
+    },
+  },
+});

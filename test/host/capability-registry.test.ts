@@ -37,6 +37,8 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.list': [],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
+  'approvals.list': [{ status: 'pending', limit: 10 }],
+  'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],
   'companies.resume': ['probe'],
   'companies.nextIssueNumber': [],

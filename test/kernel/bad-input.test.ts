@@ -135,6 +135,9 @@ const LOCAL_ROUTES: JsonRoute[] = [
   { method: 'POST', path: '/api/companies/:companyId/activity', valid: () => ({ actorId: 'a', action: 'fuzz.tested', entityType: 'e', entityId: '1' }), needsFields: true,
     fields: { actorType: { kind: 'enum' }, actorId: text(200), action: text(200), entityType: text(200), entityId: text(500),
       agentId: { kind: 'uuid', nullable: true, reference: true }, details: stored(true) } },
+  ...['approve', 'reject', 'request-revision'].map((action): JsonRoute => ({
+    method: 'POST', path: `/api/approvals/:approvalId/${action}`, valid: () => ({ decisionNote: 'n' }), needsFields: false, fields: { decisionNote: nullableText(2000) },
+  })),
   { method: 'PUT', path: '/api/companies/:companyId/resource-memberships/me/agents/:agentId', valid: () => ({ state: 'left' }), needsFields: true,
     fields: { state: { kind: 'enum' } } },
   { method: 'PUT', path: '/api/companies/:companyId/resource-memberships/me/projects/:projectId', valid: () => ({ state: 'left' }), needsFields: true,
@@ -183,6 +186,8 @@ beforeAll(async () => {
   ids.secretId = (await ok(api.post(`/api/companies/${ids.companyId}/secrets`, { name: 'TARGET', value: 's3cret' }))).id;
   ids.secretGrantId = (await ok(api.post(`/api/agents/${ids.agentId}/secret-grants`, { secretId: ids.secretId, key: 'TARGET', delivery: 'api' }))).id;
   ids.challengeId = (await ok(api.post('/api/cli-auth/challenges', { clientName: 'fuzz' }))).id;
+  const strict = await ok(api.post('/api/companies', { name: 'Strict Co', requireBoardApprovalForNewAgents: true }));
+  ids.approvalId = (await ok(api.post(`/api/companies/${strict.id}/agent-hires`, { name: 'Waiting' }))).approval.id;
   ids.projectId = UNKNOWN_UUID;
 });
 afterAll(async () => {
@@ -246,6 +251,8 @@ describe('bad input never reaches a 5xx and never changes anything', () => {
       ['a shortname without a company', '/api/agents/target'], ['a non-uuid companyId for a shortname', '/api/agents/target?companyId=nope'],
       ['an unknown companyId for a shortname', `/api/agents/target?companyId=${UNKNOWN_UUID}`], ['a NUL in a shortname', `/api/agents/a%00b?companyId=${ids.companyId}`],
       ['a non-uuid principalId filter on grants', `${fill('/api/companies/:companyId/permission-grants')}?principalType=robot`],
+      ['an unknown approval status', `${fill('/api/companies/:companyId/approvals')}?status=open`], ['a NUL in an approval type', `${fill('/api/companies/:companyId/approvals')}?type=a%00b`],
+      ['an approval limit over the maximum', `${fill('/api/companies/:companyId/approvals')}?limit=501`], ['a malformed approval id', '/api/approvals/a%00b'],
     ].map(([label, path]) => ({ label: label!, path: path!, options: {} }));
     expect(agent).toContain(ids.agentId);
     expect(await refusals(t, 'GET', cases)).toEqual([]);

@@ -26,6 +26,7 @@ const files = [
   '0019-instance-fingerprints.sql',
   '0020-scope-holds.sql',
   '0021-issue-numbers.sql',
+  '0022-approval-decisions.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

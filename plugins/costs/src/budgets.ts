@@ -86,6 +86,8 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
       where p.company_id = $1 order by p.created_at, p.id`, [companyId, monthKey(now)]);
   const { rows: incidents } = await ctx.db.query(`select * from budget_incidents where company_id = $1 and status = 'open' order by created_at desc, id`, [companyId]);
   const agents = await ctx.agents.list();
+  // Approvals waiting for the board's decision (a hire, among others); one sent back for revision waits for its requester.
+  const pendingApprovalCount = await ctx.approvals.count({ status: 'pending' });
   const pausedProjects = new Set(incidents.filter((i) => i.scope_type === 'project' && i.threshold_type === 'hard').map((i) => String(i.scope_id)));
   return {
     companyId,
@@ -97,8 +99,7 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
     activeIncidents: incidents.map(incidentJson),
     pausedAgentCount: agents.filter((agent) => agent.status === 'paused').length,
     pausedProjectCount: pausedProjects.size,
-    // Agents waiting for the board's approval of their hire.
-    pendingApprovalCount: agents.filter((agent) => agent.status === 'pending_approval').length,
+    pendingApprovalCount,
   };
 }
 

@@ -352,15 +352,30 @@ describe('incidents opened by spend', () => {
     expect((await agentRow(t, agent.id)).status).toBe('idle');
   });
 
-  it('overview counts paused agents of any reason and agents pending approval', async () => {
-    const company = await createCompany(settling(t));
+  it('overview counts paused agents of any reason and the approvals waiting for the board', async () => {
+    const company = await createCompany(settling(t), { requireBoardApprovalForNewAgents: true });
     const a = await createAgent(settling(t), company.id);
     const b = await createAgent(settling(t), company.id);
     await createAgent(settling(t), company.id);
     await t.sql.query(`update agents set status = 'paused', pause_reason = 'manual', paused_at = now() where id = $1`, [a.id]);
+    // An agent pending approval without an approval is not an approval waiting.
     await t.sql.query(`update agents set status = 'pending_approval' where id = $1`, [b.id]);
+    const hire = async (name: string) => {
+      const res = await settling(t).post(`/api/companies/${company.id}/agent-hires`, { name });
+      expect(res.status, res.text).toBe(201);
+      return res.body.approval.id as string;
+    };
+    const [waiting, sentBack, approved, rejected] = [await hire('Waiting'), await hire('Sent back'), await hire('Approved'), await hire('Rejected')];
+    expect((await overview(company.id)).pendingApprovalCount).toBe(4);
+    expect((await settling(t).post(`/api/approvals/${sentBack}/request-revision`, { decisionNote: 'Smaller budget' })).status).toBe(200);
+    expect((await settling(t).post(`/api/approvals/${approved}/approve`, {})).status).toBe(200);
+    expect((await settling(t).post(`/api/approvals/${rejected}/reject`, {})).status).toBe(200);
     const body = await overview(company.id);
     expect([body.pausedAgentCount, body.pendingApprovalCount, body.pausedProjectCount]).toEqual([1, 1, 0]);
+    expect((await t.sql.query('select status from approvals where id = $1', [waiting])).rows[0].status).toBe('pending');
+    // Another company's approvals are its own.
+    const other = await createCompany(settling(t));
+    expect((await overview(other.id)).pendingApprovalCount).toBe(0);
   });
 
   it('lowering a budget below current spend opens the hard incident at once', async () => {
