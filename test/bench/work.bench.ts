@@ -12,8 +12,9 @@ const READS = 200;
  * insert under the company's counter lock, blockers, an activity entry and two events) against
  * a bare kernel route making the same numbered insert and activity entry in a kernel
  * transaction; then the latency (p50/p99 of sequential reads) of the issue list, a filtered
- * list, a page deep behind a cursor and one issue by identifier, at 10^3 and 10^5 issues in one
- * company. Creates in one company serialise on its counter, so the create figures are the
+ * list, a page deep behind a cursor, one issue by identifier and the artifact list (flat and
+ * grouped by task), at 10^3 and 10^5 issues in one company (with a document on every second
+ * issue and a work product on every fifth). Creates in one company serialise on its counter, so the create figures are the
  * rate of one company; reads are what a board or an agent sees.
  */
 export async function run(): Promise<void> {
@@ -36,6 +37,8 @@ export async function run(): Promise<void> {
         'list by project + status': await latency(`${base}?projectId=${project.id}&status=todo`),
         'list page 21 (cursor)': await latency(`${base}?limit=50&cursor=${deep}`),
         'get by identifier': await latency(`${kernel.url}/api/issues/${company.issuePrefix}-${Math.ceil(size / 2)}`),
+        'artifacts (30)': await latency(`${kernel.url}/api/companies/${company.id}/artifacts`),
+        'artifacts grouped by task': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task`),
       });
     }
     printTable(`issue reads: p50 / p99 ms of ${READS} sequential requests`, rows);
@@ -75,6 +78,19 @@ async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: s
        from generate_series($4::int + 1, $5::int) as i`,
     [company.id, company.issuePrefix, projectId, from, to]);
   await sql.query('update companies set issue_counter = $2 where id = $1', [company.id, to]);
+  // Artifacts: a document (with its revision) on every second issue, a work product on every fifth.
+  await sql.query(
+    `with docs as (
+       insert into plugin_work.issue_documents (company_id, issue_id, key, title, latest_body, latest_revision_id, latest_revision_number, updated_at)
+       select company_id, id, 'plan', 'Plan of ' || identifier, 'The plan for ' || title, gen_random_uuid(), 1, created_at
+         from plugin_work.issues where company_id = $1 and issue_number > $2 and issue_number <= $3 and issue_number % 2 = 0
+       returning *)
+     insert into plugin_work.issue_document_revisions (id, company_id, document_id, revision_number, title, body, created_at)
+     select latest_revision_id, company_id, id, 1, title, latest_body, updated_at from docs`, [company.id, from, to]);
+  await sql.query(
+    `insert into plugin_work.work_products (company_id, issue_id, type, title, url, updated_at)
+     select company_id, id, 'pull_request', 'PR for ' || identifier, 'https://example.com/pr/' || issue_number, created_at
+       from plugin_work.issues where company_id = $1 and issue_number > $2 and issue_number <= $3 and issue_number % 5 = 0`, [company.id, from, to]);
   await sql.query('analyze plugin_work.issues');
 }
 
