@@ -134,7 +134,7 @@ describe('document limits and bad input', () => {
     }
     const cases: unknown[] = [
       {}, { body: null }, { body: 'x'.repeat(524_289) }, { body: 'x', title: 't'.repeat(201) }, { body: 'x', changeSummary: 's'.repeat(501) },
-      { body: 'x', baseRevisionId: 'not-a-uuid' }, { body: 'x', format: 'html' }, { body: 'x', extra: true },
+      { body: 'x', baseRevisionId: 'not-a-uuid' }, { body: 'x', format: 'html' },
     ];
     for (const body of cases) {
       const res = await t.api.put(`/api/issues/${issue.id}/documents/plan`, body);

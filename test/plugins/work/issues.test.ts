@@ -48,7 +48,7 @@ describe('projects', () => {
     expect(rows[1].details).toMatchObject({ changes: { status: 'in_progress', description: 'Ship it' }, previous: { status: 'backlog', description: null } });
   });
 
-  it('ignores fields it does not know, as the kernel's routes do', async () => {
+  it('ignores fields it does not know, as the kernel\'s routes do', async () => {
     const res = await post(`/api/companies/${company.id}/projects`, { name: 'Lenient', labelIds: ['x'], extra: 1 });
     expect(res.status, res.text).toBe(201);
     expect(res.body).not.toHaveProperty('extra');
