@@ -103,6 +103,10 @@ describe('voting', () => {
     expect(activity[2].details).toMatchObject({ reasonChanged: false, previous: { vote: 'down', shareable: true, status: 'pending' } });
     // The voter's free text stays in the trace, out of the append-only log.
     expect(JSON.stringify(activity)).not.toContain('Spot on');
+    // Board judgement, not the issue's history: the issue's activity leaves these entries out.
+    const issueActivity = (await t.api.get(`/api/issues/${issue.id}/activity`)).body.map((entry: any) => entry.action);
+    expect(issueActivity.filter((action: string) => action.startsWith('feedback.'))).toEqual([]);
+    expect(issueActivity).toContain('issue.comment_added');
 
     // The trace keeps what was judged when the issue changes afterwards.
     const beta = (await t.api.post(`/api/companies/${company.id}/projects`, { name: 'Beta' })).body;
