@@ -6,6 +6,8 @@ import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
 import { WORK_CAPABILITIES } from './context.ts';
 import { getDocument, listDocuments, listRevisions, putDocument } from './documents.ts';
+import { voteFeedback, withdrawFeedback } from './feedback.ts';
+import { listFeedbackTraces } from './feedback-list.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
@@ -52,6 +54,9 @@ export default definePlugin({
     'list-work-products': listWorkProducts,
     'update-work-product': updateWorkProduct,
     'list-artifacts': listArtifacts,
+    'vote-feedback': voteFeedback,
+    'withdraw-feedback': withdrawFeedback,
+    'list-feedback-traces': listFeedbackTraces,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
