@@ -18,9 +18,15 @@ const re2Engine = Object.assign((pattern: string, flags = '') => {
   return { test: (text: string) => compiled.test(text), toString: () => `/${pattern}/${flags}` };
 }, { code: 'RE2JS.compile' });
 
+/**
+ * `format: uuid` is the plain form PostgreSQL's uuid type takes: ajv-formats also accepts a
+ * `urn:uuid:` prefix, which a plugin's SQL would then refuse inside its transaction.
+ */
+const PLAIN_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** An ajv instance for schemas written by plugins. */
 export function pluginSchemaAjv(options: Options = {}): Ajv {
-  return addFormats(new Ajv({ strict: false, ...options, code: { ...options.code, regExp: re2Engine as never } }));
+  return addFormats(new Ajv({ strict: false, ...options, code: { ...options.code, regExp: re2Engine as never } })).addFormat('uuid', PLAIN_UUID);
 }
 
 /** Request bodies and service payloads: exact types, defaults filled in. */

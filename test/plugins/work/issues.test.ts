@@ -161,6 +161,7 @@ describe('issues', () => {
       [{ title: 'x', status: 'open' }, 400, 'validation_failed'],
       [{ title: 'x', priority: 'urgent' }, 400, 'validation_failed'],
       [{ title: 'x', projectId: 'nope' }, 400, 'validation_failed'],
+      [{ title: 'x', projectId: 'urn:uuid:00000000-0000-4000-8000-000000000000' }, 400, 'validation_failed'],
       [{ title: 'x', blockedByIssueIds: ['00000000-0000-4000-8000-000000000000'] }, 422, 'issue_not_found'],
       [{ title: 'x', assigneeAgentId: agent.id, assigneeUserId: 'someone' }, 422, 'assignee_conflict'],
       [{ title: 'x', parentId: '00000000-0000-4000-8000-000000000000' }, 422, 'issue_not_found'],
