@@ -166,7 +166,8 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     await tx.query(NOTIFY_SQL, [JSON.stringify(invalidation)]);
     tx.afterCommit(() => authCache.apply(invalidation));
   };
-  const runs = new RunLedger({ db, jwt, cache: authCache, invalidate });
+  const events = new EventBus(log);
+  const runs = new RunLedger({ db, jwt, cache: authCache, invalidate, events });
   resolver.runLiveness = (runId, agentId, companyId) => runs.isLive(runId, agentId, companyId);
   const health = new HealthChecks();
   health.register('database', async () => {
@@ -185,7 +186,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health,
     vault: new Vault(keyring, log),
     activity: new ActivityLog(),
-    events: new EventBus(log),
+    events,
   };
 }
 

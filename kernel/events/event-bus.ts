@@ -11,6 +11,7 @@ export interface KernelEvents {
   'agent.created': { companyId: string; agentId: string; agent: Record<string, unknown>; actor: EventActor };
   'agent.updated': { companyId: string; agentId: string; agent: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
   'agent.status_changed': { companyId: string; agentId: string; from: string; to: string; reason: string | null; actor: EventActor };
+  'run.closed': { companyId: string; runId: string; agentId: string; status: string; reason: string | null };
   /** The board is asked to decide something; `approval` names who asked (requestedByAgentId, requestedByUserId). */
   'approval.created': { companyId: string; approvalId: string; approval: Record<string, unknown>; actor: EventActor };
   /** The board decided (`to`: approved, rejected, revision_requested), or terminating the hired agent cancelled it. */
@@ -27,6 +28,7 @@ type Observer<E extends EventName> = (payload: KernelEvents[E]) => Promise<void>
 export function entityOf(event: EventName, payload: KernelEvents[EventName]): { type: string; id: string } {
   if (event.startsWith('agent.')) return { type: 'agent', id: (payload as { agentId: string }).agentId };
   if (event.startsWith('approval.')) return { type: 'approval', id: (payload as { approvalId: string }).approvalId };
+  if (event.startsWith('run.')) return { type: 'run', id: (payload as { runId: string }).runId };
   return { type: 'company', id: payload.companyId };
 }
 

@@ -1,6 +1,7 @@
 import type { AgentJwt } from '../auth/agent-jwt.ts';
 import type { AuthCache } from '../auth/auth-cache.ts';
 import { iso, type Database, type Queryable, type Row, type Tx } from '../db/database.ts';
+import type { EventBus } from '../events/event-bus.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
@@ -37,12 +38,14 @@ export class RunLedger {
   private readonly jwt: AgentJwt;
   private readonly cache: AuthCache;
   private readonly invalidate: (tx: Tx, invalidation: { type: 'run'; id: string }) => Promise<void>;
+  private readonly events: EventBus;
 
-  constructor(deps: { db: Database; jwt: AgentJwt; cache: AuthCache; invalidate: (tx: Tx, invalidation: { type: 'run'; id: string }) => Promise<void> }) {
+  constructor(deps: { db: Database; jwt: AgentJwt; cache: AuthCache; invalidate: (tx: Tx, invalidation: { type: 'run'; id: string }) => Promise<void>; events: EventBus }) {
     this.db = deps.db;
     this.jwt = deps.jwt;
     this.cache = deps.cache;
     this.invalidate = deps.invalidate;
+    this.events = deps.events;
   }
 
   async open(tx: Tx, input: { companyId: string; agentId: string; invocationSource?: string; trigger?: string; context?: unknown; openedByPlugin?: string; ttlSeconds?: number }): Promise<OpenedRun> {
@@ -89,7 +92,11 @@ export class RunLedger {
     // completes elsewhere) and everywhere after commit.
     this.cache.apply({ type: 'run', id: runId });
     await this.invalidate(tx, { type: 'run', id: runId });
-    return toRun(row);
+    const run = toRun(row);
+    // Durable, in the closing transaction: whatever the run held (an issue's checkout) is
+    // released by its subscribers however the run ended.
+    await this.events.emit(tx, 'run.closed', { companyId: run.companyId, runId: run.runId, agentId: run.agentId, status: run.status, reason: run.closeReason });
+    return run;
   }
 
   async get(db: Queryable, runId: string): Promise<RunRecord | undefined> {

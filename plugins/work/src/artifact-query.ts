@@ -17,42 +17,59 @@ function mediaKind(contentType: string): string {
 /** Characters of a document's body shown as its preview. */
 const PREVIEW_CHARS = 280;
 
-const ARTIFACTS = `
+const DOCUMENTS = `
   select ('document:' || d.id::text) collate "C" as artifact_id, 'document' as source, d.id as source_id, d.issue_id,
          coalesce(d.title, d.key) as title, left(d.latest_body, ${PREVIEW_CHARS}) as preview_text, 'text/markdown' as content_type,
          'document' as media_kind, d.key as document_key, null::uuid as attachment_id, null::text as url,
          d.created_by_agent_id, d.updated_at, d.key || ' ' || d.latest_body as search_text
-    from issue_documents d where d.company_id = $1
-  union all
-  select ('attachment:' || a.id::text) collate "C", 'attachment', a.id, a.issue_id,
-         coalesce(a.filename, 'attachment'), null, a.content_type,
-         ${mediaKind('a.content_type')}, null, a.id, null,
-         a.created_by_agent_id, a.updated_at, a.content_type
-    from issue_attachments a where a.company_id = $1
-  union all
-  -- A work product's kind is its file's; without a file, a document-type product is a document and a link has none.
-  select ('work_product:' || w.id::text) collate "C", 'work_product', w.id, w.issue_id,
-         w.title, null, f.content_type,
-         case when f.id is not null then ${mediaKind('f.content_type')} when w.type = 'document' then 'document' else '' end, null, f.id, w.url,
-         w.created_by_agent_id, w.updated_at, concat_ws(' ', w.type, w.url, w.external_id, f.filename)
+    from issue_documents d where d.company_id = $1`;
+const ATTACHMENTS = `
+  select ('attachment:' || a.id::text) collate "C" as artifact_id, 'attachment' as source, a.id as source_id, a.issue_id,
+         coalesce(a.filename, 'attachment') as title, null::text as preview_text, a.content_type,
+         ${mediaKind('a.content_type')} as media_kind, null::text as document_key, a.id as attachment_id, null::text as url,
+         a.created_by_agent_id, a.updated_at, a.content_type as search_text
+    from issue_attachments a where a.company_id = $1`;
+// A work product's kind is its file's; without a file, a document-type product is a document and a link has none.
+const WORK_PRODUCTS = `
+  select ('work_product:' || w.id::text) collate "C" as artifact_id, 'work_product' as source, w.id as source_id, w.issue_id,
+         w.title, null::text as preview_text, f.content_type,
+         case when f.id is not null then ${mediaKind('f.content_type')} when w.type = 'document' then 'document' else '' end as media_kind,
+         null::text as document_key, f.id as attachment_id, w.url,
+         w.created_by_agent_id, w.updated_at, concat_ws(' ', w.type, w.url, w.external_id, f.filename) as search_text
     from work_products w left join issue_attachments f on f.id = w.attachment_id where w.company_id = $1`;
+const ARTIFACTS = [DOCUMENTS, ATTACHMENTS, WORK_PRODUCTS].join('\n  union all\n');
 
 /** Which issue an artifact's group is: its own (task), or its parent where it has a visible one (parent_task). */
 function groupIssue(groupBy: GroupBy): string {
   return groupBy === 'parent_task' ? 'coalesce(parent.id, i.id)' : 'i.id';
 }
 
-/** `with ... visible as (...)`: every artifact with its issue, project, group and sort key. */
-export function visibleArtifacts(groupBy: GroupBy): string {
-  return `with artifacts as (${ARTIFACTS}),
-    visible as (
-      select x.*, i.identifier as issue_identifier, i.title as issue_title, i.project_id, p.name as project_name,
+/** Artifacts of `source` (one branch or the whole union) with their issue, project, group and sort key. */
+function withIssues(source: string, groupBy: GroupBy): string {
+  return `select x.*, i.identifier as issue_identifier, i.title as issue_title, i.project_id, p.name as project_name,
              ${groupIssue(groupBy)} as group_issue_id, (extract(epoch from x.updated_at) * 1000000)::bigint::text as cursor_micros
-        from artifacts x
+        from (${source}) x
         join issues i on i.id = x.issue_id and i.hidden_at is null
         left join issues parent on parent.id = i.parent_id and parent.hidden_at is null
-        left join projects p on p.id = i.project_id
-    )`;
+        left join projects p on p.id = i.project_id`;
+}
+
+/** `with visible as (...)`: every artifact with its issue, project, group and sort key (for aggregates over all of them). */
+export function visibleArtifacts(groupBy: GroupBy): string {
+  return `with visible as (${withIssues(ARTIFACTS, groupBy)})`;
+}
+
+/**
+ * `with visible as (...)` holding at most `limit` rows of each source that match `where`, in
+ * the page's order: each source's table is read newest first along its (company, updated_at)
+ * index and stops at the page size, so a page costs the same however many artifacts the
+ * company has. The page is then the first `limit` of their union.
+ */
+export function visibleArtifactCandidates(groupBy: GroupBy, where: string[], limit: string): string {
+  const filter = where.length ? `where ${where.join(' and ')}` : '';
+  const branches = [DOCUMENTS, ATTACHMENTS, WORK_PRODUCTS].map((branch) =>
+    `(select * from (${withIssues(branch, groupBy)}) v ${filter} order by updated_at desc, artifact_id desc limit ${limit})`);
+  return `with visible as (${branches.join('\n  union all\n')})`;
 }
 
 export interface ArtifactFilter { kind?: string; projectId?: string; q?: string; groupIssueId?: string }

@@ -1,5 +1,5 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
-import { after, filterConditions, visibleArtifacts, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
+import { after, filterConditions, visibleArtifactCandidates, visibleArtifacts, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
 import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
@@ -70,7 +70,7 @@ async function artifactPage(ctx: WorkContext, companyId: string, query: Query, g
   if (query.cursor) where.push(after('updated_at', 'artifact_id', decodeCursor(query.cursor, ARTIFACT_CURSOR), params));
   params.push(query.limit + 1);
   const { rows } = await ctx.db.query(
-    `${visibleArtifacts(groupBy)} select * from visible ${where.length ? `where ${where.join(' and ')}` : ''} ${ORDER} limit $${params.length}`, params);
+    `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)} select * from visible ${ORDER} limit $${params.length}`, params);
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   const nextCursor = rows.length > query.limit && last ? encodeCursor({ createdAt: String(last.cursor_micros), id: String(last.artifact_id) }) : null;

@@ -15,6 +15,7 @@ import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
+import { onRunClosed } from './run-end.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
 import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
 
@@ -62,6 +63,7 @@ export default definePlugin({
   events: {
     'company.deleted': onCompanyDeleted,
     'agent.status_changed': onAgentStatusChanged,
+    'run.closed': onRunClosed,
     'costs.budget.stopped': onBudgetStop(true),
     'costs.budget.resumed': onBudgetStop(false),
   },

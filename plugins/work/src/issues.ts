@@ -125,7 +125,8 @@ export async function createIssue(req: RouteRequest, ctx: WorkContext) {
     // A concurrent create under the same key loses here (primary key) and its transaction, with its number, rolls back.
     await ctx.db.query(`insert into idempotency_keys (company_id, kind, key, entity_id, fingerprint) values ($1, 'issue', $2, $3, $4)`, [companyId, key, row.id, print]);
   }
-  await replaceBlockers(ctx, companyId, String(row.id), blockers);
+  // A new issue has no blockers to remove: only the given ones are stored (the company's counter is held meanwhile).
+  if (blockers.length) await replaceBlockers(ctx, companyId, String(row.id), blockers);
   const issue = issueJson(row, blockers);
   await ctx.activity.record({
     action: 'issue.created', entityType: 'issue', entityId: String(issue.id),

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
+import { eventsSettled } from '../../support/events.ts';
 
 /** Checkout and release of issues by agents' runs, and comments that tell whom to wake. */
 let t: TestKernel;
@@ -71,6 +72,18 @@ describe('checkout', () => {
     const res = await checkout(second.api, issue.id, { agentId: rival.id });
     expect(res.status, res.text).toBe(200);
     expect(res.body).toMatchObject({ assigneeAgentId: rival.id, checkoutRunId: second.runId, executionRunId: second.runId });
+  });
+
+  it('releases what a run held when the run ends, however it ends, keeping the assignee', async () => {
+    const issue = await createIssue({ title: 'Run ends' });
+    const held = await inRun(agent.id);
+    expect((await checkout(held.api, issue.id, { agentId: agent.id })).status).toBe(200);
+    const { runs, db } = t.kernel.services;
+    await db.transaction((tx) => runs.close(tx, held.runId, { status: 'timed_out', reason: 'deadline' }));
+    await eventsSettled(t);
+    expect((await t.api.get(`/api/issues/${issue.id}`)).body).toMatchObject({ status: 'todo', assigneeAgentId: agent.id, checkoutRunId: null, executionRunId: null });
+    const { rows } = await t.sql.query("select details from activity_log where action = 'issue.checkout_released' and entity_id = $1", [issue.id]);
+    expect(rows).toEqual([{ details: expect.objectContaining({ reason: 'run_closed', runId: held.runId, runStatus: 'timed_out', previousStatus: 'in_progress' }) }]);
   });
 
   it('lets exactly one of two racing runs win', async () => {
