@@ -2,7 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { goalJson } from './json.ts';
 import { assertAgentOfCompany, assertRowOfCompany } from './references.ts';
-import { assignments, changedFields } from './sql.ts';
+import { assignments, changedFields, lockRow, updateRow } from './sql.ts';
 
 const COLUMNS = { title: 'title', description: 'description', level: 'level', status: 'status', parentId: 'parent_id', ownerAgentId: 'owner_agent_id' };
 const FIELDS = Object.keys(COLUMNS);
@@ -54,15 +54,11 @@ export async function getGoal(req: RouteRequest, ctx: WorkContext) {
 export async function updateGoal(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Record<string, unknown>;
   const companyId = req.companyId!;
-  const { rows: current } = await ctx.db.query('select * from goals where id = $1 and company_id = $2 for update', [req.params.goalId, companyId]);
-  if (!current[0]) throw new PluginError(404, 'not_found', 'Goal not found');
+  const current = await lockRow(ctx.db, 'goals', req.params.goalId!, companyId);
   await checkReferences(ctx, companyId, body, req.params.goalId);
-  const params: unknown[] = [req.params.goalId];
-  const sets = assignments(body, COLUMNS, params);
-  const row = sets.length
-    ? (await ctx.db.query(`update goals set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params)).rows[0]!
-    : current[0];
-  const before = goalJson(current[0]);
+  const params: unknown[] = [current.id];
+  const row = await updateRow(ctx.db, 'goals', current, assignments(body, COLUMNS, params), params);
+  const before = goalJson(current);
   const after = goalJson(row);
   const { changes, previous } = changedFields(before, after, FIELDS);
   await ctx.activity.record({ action: 'goal.updated', entityType: 'goal', entityId: String(after.id), details: { changes, previous } });

@@ -3,7 +3,7 @@ import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { assertProjectTakesWork } from './project-holds.ts';
 import { assertAgentOfCompany, assertIssuesOfCompany, assertRowOfCompany } from './references.ts';
-import { assignments, changedFields, list } from './sql.ts';
+import { assignments, changedFields, list, lockRow, updateRow } from './sql.ts';
 
 type Row = Record<string, unknown>;
 type Body = Record<string, unknown>;
@@ -143,11 +143,9 @@ export async function getIssue(req: RouteRequest, ctx: WorkContext) {
   return issueWithBlockers(ctx, rows[0]);
 }
 
-/** Locks and answers the issue the route names, in the call's company. */
-export async function lockIssue(ctx: WorkContext, issueId: string, companyId: string): Promise<Row> {
-  const { rows } = await ctx.db.query('select * from issues where id = $1 and company_id = $2 for update', [issueId, companyId]);
-  if (!rows[0]) throw new PluginError(404, 'not_found', 'Issue not found');
-  return rows[0];
+/** Locks and answers the issue the route names, in the call's company: every change of an issue or its parts takes it first. */
+export function lockIssue(ctx: WorkContext, issueId: string, companyId: string): Promise<Row> {
+  return lockRow(ctx.db, 'issues', issueId, companyId);
 }
 
 export async function updateIssue(req: RouteRequest, ctx: WorkContext) {
@@ -166,9 +164,7 @@ export async function updateIssue(req: RouteRequest, ctx: WorkContext) {
     params.push(patch.status);
     sets.push(statusStamps(`$${params.length}`));
   }
-  const row = sets.length
-    ? (await ctx.db.query(`update issues set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params)).rows[0]!
-    : current;
+  const row = await updateRow(ctx.db, 'issues', current, sets, params);
   const previousBlockers = await blockersOf(ctx, String(current.id));
   if (blockers) await replaceBlockers(ctx, companyId, String(current.id), blockers);
   const before = issueJson(current, previousBlockers);

@@ -2,7 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { projectJson } from './json.ts';
 import { assertAgentOfCompany, assertRowOfCompany } from './references.ts';
-import { assignments, changedFields } from './sql.ts';
+import { assignments, changedFields, lockRow, updateRow } from './sql.ts';
 
 const COLUMNS = {
   name: 'name', description: 'description', status: 'status', leadAgentId: 'lead_agent_id', goalId: 'goal_id',
@@ -47,15 +47,11 @@ export async function getProject(req: RouteRequest, ctx: WorkContext) {
 export async function updateProject(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Record<string, unknown>;
   const companyId = req.companyId!;
-  const { rows: current } = await ctx.db.query('select * from projects where id = $1 and company_id = $2 for update', [req.params.projectId, companyId]);
-  if (!current[0]) throw new PluginError(404, 'not_found', 'Project not found');
+  const current = await lockRow(ctx.db, 'projects', req.params.projectId!, companyId);
   await checkReferences(ctx, companyId, body);
-  const params: unknown[] = [req.params.projectId];
-  const sets = assignments(body, COLUMNS, params);
-  const row = sets.length
-    ? (await ctx.db.query(`update projects set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params)).rows[0]!
-    : current[0];
-  const before = projectJson(current[0]);
+  const params: unknown[] = [current.id];
+  const row = await updateRow(ctx.db, 'projects', current, assignments(body, COLUMNS, params), params);
+  const before = projectJson(current);
   const after = projectJson(row);
   const { changes, previous } = changedFields(before, after, FIELDS);
   await ctx.activity.record({ action: 'project.updated', entityType: 'project', entityId: String(after.id), details: { changes, previous } });

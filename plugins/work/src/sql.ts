@@ -1,3 +1,5 @@
+import { PluginError, type DatabaseCapability } from '@keel/sdk/plugin';
+
 /**
  * `set` clauses for a PATCH: only the fields the body names, each bound as a parameter
  * (columns come from the map, never from the request). `params` continues the caller's list.
@@ -18,6 +20,25 @@ export function assignments(body: Record<string, unknown>, columns: Record<strin
  */
 export function list(param: number, type: 'uuid' | 'text'): string {
   return `array(select jsonb_array_elements_text($${param}::jsonb)::${type})`;
+}
+
+type Row = Record<string, unknown>;
+/** The tables whose rows routes lock and patch, and the 404 text of each. */
+const MISSING = { goals: 'Goal not found', projects: 'Project not found', issues: 'Issue not found' } as const;
+type PatchedTable = keyof typeof MISSING;
+
+/** Locks a row of the call's company for the change to come; 404 when the company has none with this id. */
+export async function lockRow(db: DatabaseCapability, table: PatchedTable, id: string, companyId: string): Promise<Row> {
+  const { rows } = await db.query(`select * from ${table} where id = $1 and company_id = $2 for update`, [id, companyId]);
+  if (!rows[0]) throw new PluginError(404, 'not_found', MISSING[table]);
+  return rows[0];
+}
+
+/** Writes the `set` clauses (see assignments) to a locked row and answers it; the row as it was when there is nothing to set. */
+export async function updateRow(db: DatabaseCapability, table: PatchedTable | 'work_products', current: Row, sets: string[], params: unknown[]): Promise<Row> {
+  if (!sets.length) return current;
+  const { rows } = await db.query(`update ${table} set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params);
+  return rows[0]!;
 }
 
 /** Fields whose value a patch really changes, with the values before and after (for activity). */

@@ -2,7 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { workProductJson } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { actorOf, lockIssue } from './issues.ts';
-import { assignments, changedFields } from './sql.ts';
+import { assignments, changedFields, updateRow } from './sql.ts';
 
 type Body = Record<string, unknown>;
 
@@ -82,9 +82,8 @@ export async function updateWorkProduct(req: RouteRequest, ctx: WorkContext) {
   if (patch.metadata !== undefined && patch.metadata !== null) patch.metadata = JSON.stringify(patch.metadata);
   const params: unknown[] = [current.id];
   const sets = assignments(patch, COLUMNS, params);
-  const { rows } = await ctx.db.query(`update work_products set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params);
   const before = workProductJson(current);
-  const after = workProductJson(rows[0]!);
+  const after = workProductJson(await updateRow(ctx.db, 'work_products', current, sets, params));
   const { changes, previous } = changedFields(before, after, FIELDS);
   await ctx.activity.record({
     action: 'issue.work_product_updated', entityType: 'issue', entityId: String(issue.id),

@@ -78,11 +78,12 @@ describe('GET /api/agents/me/inbox-lite', () => {
     expect(byId.get(working.id)).toMatchObject({ status: 'in_progress', activeRun: { runId: run.runId, status: 'running', agentId: me.id, startedAt: expect.any(String) } });
     expect([lowNew.id, lowOld.id].every((id) => byId.has(id))).toBe(true);
 
-    // A finished run's lock is still the issue's until it is released: answered with the ledger's status.
+    // A run that ends releases what it held (run.closed): the issue is back in todo for the agent, with no active run.
     await closeRun(run.runId);
+    await eventsSettled(t);
     const key = t.api.as(await createAgentKey(t.api, me.id));
     const after = await key.get('/api/agents/me/inbox-lite');
-    expect(after.body.find((item: any) => item.id === working.id).activeRun).toMatchObject({ runId: run.runId, status: 'succeeded' });
+    expect(after.body.find((item: any) => item.id === working.id)).toMatchObject({ status: 'todo', activeRun: null });
   });
 
   it('is for agents only, of their own company, and takes no query parameters', async () => {

@@ -50,6 +50,14 @@ describe('work products', () => {
     });
   });
 
+  it('answers a patch naming only fields it does not know with the product unchanged', async () => {
+    const issue = await issueOf('Patched with nothing');
+    const product = await create(issue.id, { type: 'branch', title: 'feature/x' });
+    const res = await t.api.patch(`/api/work-products/${product.id}`, { somethingElse: true });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual(product);
+  });
+
   it('keeps at most one primary per issue: making one primary clears the others', async () => {
     const issue = await issueOf('Previews');
     const a = await create(issue.id, { type: 'preview_url', title: 'Preview A', url: 'http://preview-a.example.com', isPrimary: true });
