@@ -1,3 +1,4 @@
+import type { ActivityEntry } from '../../sdk/capabilities/activity.ts';
 import type { Context } from 'koa';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import { iso, type Queryable } from '../db/database.ts';
@@ -15,19 +16,8 @@ export interface ActivityInput {
   details?: unknown;
 }
 
-export interface ActivityRecord {
-  id: string;
-  companyId: string | null;
-  actorType: string;
-  actorId: string;
-  action: string;
-  entityType: string;
-  entityId: string;
-  agentId: string | null;
-  runId: string | null;
-  details: unknown;
-  createdAt: string;
-}
+/** An entry as the activity routes answer it: the SDK's shape, which plugins read through activity.read. */
+export type ActivityRecord = ActivityEntry;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

@@ -2,6 +2,7 @@ import type { HiddenEntitySource } from '../activity/activity-log.ts';
 import type { Queryable } from '../db/database.ts';
 import type { Logger } from 'pino';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import { entitySql } from './contributions/route-entities.ts';
 import { ident } from './plugin-login-roles.ts';
 
 /**
@@ -18,9 +19,9 @@ export function hiddenEntitySources(manifests: Iterable<PluginManifest>, log: Lo
     const database = manifest.database;
     for (const entity of database?.entities ?? []) {
       if (!database || !entity.hiddenColumn) continue;
-      const table = `${ident(`plugin_${database.namespace}`)}.${ident(entity.table)}`;
+      const { table, companyColumn } = entitySql(database.namespace, entity);
       // The kernel's entity types are those keel_bridge.activity_entity_kinds() lists (one list, in the database).
-      const sql = `select id::text as id from ${table} where ${ident(entity.hiddenColumn)} is not null and ${ident(entity.companyColumn ?? 'company_id')} = ?
+      const sql = `select id::text as id from ${table} where ${ident(entity.hiddenColumn)} is not null and ${companyColumn} = ?
                      and not (lower(?) = any(keel_bridge.activity_entity_kinds()))`;
       sources.push({
         entityType: entity.type,

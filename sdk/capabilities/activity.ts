@@ -1,5 +1,5 @@
 import { defineCapability, method } from './define.ts';
-import { nothing } from './schemas.ts';
+import { nothing, uuid } from './schemas.ts';
 
 export interface ActivityCapability {
   /** Written in the invocation's transaction, attributed to the invocation's actor and company. */
@@ -43,7 +43,6 @@ export interface ActivityReadCapability {
 }
 
 export const MAX_ACTIVITY_LIST = 1000;
-const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 export const activityRead = defineCapability<{ activity: ActivityReadCapability }>()({
   id: 'activity.read',
@@ -55,7 +54,7 @@ export const activityRead = defineCapability<{ activity: ActivityReadCapability 
         properties: {
           entityType: { type: 'string', minLength: 1, maxLength: 200 },
           entityId: { type: 'string', minLength: 1, maxLength: 500 },
-          runId: { type: 'string', pattern: UUID },
+          runId: uuid,
           limit: { type: 'integer', minimum: 1, maximum: MAX_ACTIVITY_LIST },
         },
       }], { type: 'array', items: { type: 'object', required: ['id', 'action', 'entityType', 'entityId', 'createdAt'] } }, { required: 0 }),

@@ -1,5 +1,5 @@
 import { defineCapability, method } from './define.ts';
-import { id, object } from './schemas.ts';
+import { id, object, uuid } from './schemas.ts';
 
 export interface RunsOpenCapability {
   open(input: { agentId: string; invocationSource?: string; trigger?: string }): Promise<{ runId: string; token: string; tokenExpiresAt: string }>;
@@ -46,14 +46,13 @@ export interface RunsReadCapability {
 }
 
 export const MAX_RUNS_GET = 200;
-const UUID = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';
 
 export const runsRead = defineCapability<{ runs: RunsReadCapability }>()({
   id: 'runs.read',
   summary: 'Read the runs of the company a call serves from the run ledger',
   members: {
     runs: {
-      get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: { type: 'string', pattern: UUID } }], {
+      get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: uuid }], {
         type: 'array', items: { type: 'object', required: ['runId', 'status', 'agentId', 'createdAt'] },
       }),
     },

@@ -21,12 +21,17 @@ export interface EntityLookup {
   aliasUpperCase: boolean;
 }
 
+/** An entity's table in the plugin's schema and its company column, quoted for the kernel's own SQL. */
+export function entitySql(namespace: string, entity: EntityManifest): { table: string; companyColumn: string } {
+  return { table: `${ident(`plugin_${namespace}`)}.${ident(entity.table)}`, companyColumn: ident(entity.companyColumn ?? 'company_id') };
+}
+
 export function entityLookup(manifest: PluginManifest, route: RouteManifest): EntityLookup | undefined {
   if (!route.entityParam || !manifest.database) return undefined;
   const entity = manifest.database.entities?.find((candidate) => candidate.type === route.entityParam!.entity);
   if (!entity) return undefined;
-  const table = `${ident(`plugin_${manifest.database.namespace}`)}.${ident(entity.table)}`;
-  const select = `select id::text as id, ${ident(entity.companyColumn ?? 'company_id')}::text as company_id from ${table}`;
+  const { table, companyColumn } = entitySql(manifest.database.namespace, entity);
+  const select = `select id::text as id, ${companyColumn}::text as company_id from ${table}`;
   return {
     param: route.entityParam.param,
     missing: `${label(entity)} not found`,

@@ -1,7 +1,7 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { goalJson } from './json.ts';
-import { assertAgentOfCompany, assertRowOfCompany } from './references.ts';
+import { assertAgentOfCompany, assertNotUnderItself, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, lockRow, updateRow } from './sql.ts';
 
 const COLUMNS = { title: 'title', description: 'description', level: 'level', status: 'status', parentId: 'parent_id', ownerAgentId: 'owner_agent_id' };
@@ -10,14 +10,7 @@ const FIELDS = Object.keys(COLUMNS);
 async function checkReferences(ctx: WorkContext, companyId: string, body: Record<string, unknown>, goalId?: string): Promise<void> {
   await assertRowOfCompany(ctx, companyId, 'goal', 'parentId', body.parentId);
   await assertAgentOfCompany(ctx, 'ownerAgentId', body.ownerAgentId);
-  if (goalId && body.parentId) {
-    // A goal may not become its own ancestor.
-    const { rows } = await ctx.db.query(
-      `with recursive up(id, parent_id) as (select id, parent_id from goals where id = $1
-         union all select g.id, g.parent_id from goals g join up on g.id = up.parent_id)
-       select 1 from up where id = $2 limit 1`, [body.parentId, goalId]);
-    if (rows.length) throw new PluginError(422, 'goal_cycle', 'parentId: a goal cannot be placed under itself or one of its descendants', { field: 'parentId' });
-  }
+  if (goalId) await assertNotUnderItself(ctx, 'goal', goalId, body.parentId, 'a goal cannot be placed under itself or one of its descendants');
 }
 
 export async function createGoal(req: RouteRequest, ctx: WorkContext) {

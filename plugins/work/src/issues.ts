@@ -2,7 +2,7 @@ import { fingerprint, PluginError, respond, type RouteRequest } from '@keel/sdk/
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { assertProjectTakesWork } from './project-holds.ts';
-import { assertAgentOfCompany, assertIssuesOfCompany, assertRowOfCompany } from './references.ts';
+import { assertAgentOfCompany, assertIssuesOfCompany, assertNotUnderItself, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, list, lockRow, updateRow } from './sql.ts';
 
 type Row = Record<string, unknown>;
@@ -42,13 +42,7 @@ async function checkReferences(ctx: WorkContext, companyId: string, body: Body, 
   await assertRowOfCompany(ctx, companyId, 'goal', 'goalId', body.goalId);
   await assertRowOfCompany(ctx, companyId, 'issue', 'parentId', body.parentId);
   await assertAgentOfCompany(ctx, 'assigneeAgentId', body.assigneeAgentId);
-  if (issueId && body.parentId) {
-    const { rows } = await ctx.db.query(
-      `with recursive up(id, parent_id) as (select id, parent_id from issues where id = $1
-         union all select i.id, i.parent_id from issues i join up on i.id = up.parent_id)
-       select 1 from up where id = $2 limit 1`, [body.parentId, issueId]);
-    if (rows.length) throw new PluginError(422, 'issue_cycle', 'parentId: an issue cannot be placed under itself or one of its sub-issues', { field: 'parentId' });
-  }
+  if (issueId) await assertNotUnderItself(ctx, 'issue', issueId, body.parentId, 'an issue cannot be placed under itself or one of its sub-issues');
   if (!Array.isArray(body.blockedByIssueIds)) return undefined;
   const blockers = await assertIssuesOfCompany(ctx, companyId, 'blockedByIssueIds', body.blockedByIssueIds as string[]);
   if (issueId && blockers.length) {

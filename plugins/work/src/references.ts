@@ -32,3 +32,17 @@ export async function assertIssuesOfCompany(ctx: WorkContext, companyId: string,
   }
   return unique;
 }
+
+/**
+ * A row may not be placed under itself or one of its descendants: walks up from the new parent
+ * and refuses when the row is among its ancestors (422 `<kind>_cycle` naming parentId).
+ */
+export async function assertNotUnderItself(ctx: WorkContext, kind: 'goal' | 'issue', id: string, parentId: unknown, message: string): Promise<void> {
+  if (!parentId) return;
+  const table = TABLES[kind];
+  const { rows } = await ctx.db.query(
+    `with recursive up(id, parent_id) as (select id, parent_id from ${table} where id = $1
+       union all select t.id, t.parent_id from ${table} t join up on t.id = up.parent_id)
+     select 1 from up where id = $2 limit 1`, [parentId, id]);
+  if (rows.length) throw new PluginError(422, `${kind}_cycle`, `parentId: ${message}`, { field: 'parentId' });
+}

@@ -1,11 +1,26 @@
 import { expect } from 'vitest';
-import type { Api, TestKernel } from '../../support/harness.ts';
+import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
+import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 
 /** Shared steps of the document, attachment, work product and artifact tests (all through HTTP). */
 
 export const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 export const UNKNOWN_ID = '00000000-0000-4000-8000-000000000000';
 export const PNG_1X1 = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=', 'base64');
+
+/**
+ * A kernel with the first-party plugins, a company with one agent (and its API), and an agent of
+ * another company (its API): what each work test file starts from.
+ */
+export async function startWorkWorld(companyName: string, agentName: string) {
+  const t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  const company = await createCompany(t.api, { name: companyName });
+  const agent = await createAgent(t.api, company.id, { name: agentName });
+  const agentApi = t.api.as(await createAgentKey(t.api, agent.id));
+  const other = await createCompany(t.api, { name: `Other ${companyName}` });
+  const outsiderApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, other.id)).id));
+  return { t, company, agent, agentApi, other, outsiderApi };
+}
 
 export async function createIssue(api: Api, companyId: string, body: Record<string, unknown>) {
   const res = await api.post(`/api/companies/${companyId}/issues`, body);

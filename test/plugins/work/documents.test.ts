@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
-import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { artifactCounts, createIssue, inRun, ISO, outbox, putDocument, UNKNOWN_ID } from './artifact-helpers.ts';
+import type { Api, TestKernel } from '../../support/harness.ts';
+import { artifactCounts, createIssue, inRun, ISO, outbox, putDocument, startWorkWorld, UNKNOWN_ID } from './artifact-helpers.ts';
 
 /** Issue documents of the work plugin: revisions, optimistic concurrency, restore, limits and scoping. */
 let t: TestKernel;
@@ -11,12 +10,7 @@ let agentApi: Api;
 let outsiderApi: Api;
 
 beforeAll(async () => {
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Docs Co' });
-  agent = await createAgent(t.api, company.id, { name: 'Writer' });
-  agentApi = t.api.as(await createAgentKey(t.api, agent.id));
-  const other = await createCompany(t.api, { name: 'Other Docs Co' });
-  outsiderApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, other.id)).id));
+  ({ t, company, agent, agentApi, outsiderApi } = await startWorkWorld('Docs Co', 'Writer'));
 });
 afterAll(async () => { await t?.stop(); });
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
+import type { Api, TestKernel } from '../../support/harness.ts';
 import { addMember, boardToken, createAgent, createAgentKey, createCompany, insertUser } from '../../support/fixtures.ts';
-import { createIssue, inRun, ISO, putDocument, UNKNOWN_ID } from './artifact-helpers.ts';
+import { createIssue, inRun, ISO, putDocument, startWorkWorld, UNKNOWN_ID } from './artifact-helpers.ts';
 
 /**
  * Feedback traces: board users vote on agent output (agent comments and agent document
@@ -20,12 +20,7 @@ let strangerApi: Api;
 let other: any;
 
 beforeAll(async () => {
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Feedback Co' });
-  agent = await createAgent(t.api, company.id, { name: 'Author' });
-  agentApi = t.api.as(await createAgentKey(t.api, agent.id));
-  other = await createCompany(t.api, { name: 'Other Feedback Co' });
-  outsiderApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, other.id)).id));
+  ({ t, company, agent, agentApi, other, outsiderApi } = await startWorkWorld('Feedback Co', 'Author'));
   memberId = await insertUser(t);
   await addMember(t, company.id, memberId);
   memberApi = t.api.as(await boardToken(t, memberId));

@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
-import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { artifactCounts, attach, createIssue, inRun, ISO, UNKNOWN_ID } from './artifact-helpers.ts';
+import type { Api, TestKernel } from '../../support/harness.ts';
+import { artifactCounts, attach, createIssue, inRun, ISO, startWorkWorld, UNKNOWN_ID } from './artifact-helpers.ts';
 
 /** Work products of the work plugin: what work on an issue produced, one primary per issue. */
 let t: TestKernel;
@@ -11,12 +10,7 @@ let agentApi: Api;
 let outsiderApi: Api;
 
 beforeAll(async () => {
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Products Co' });
-  agent = await createAgent(t.api, company.id, { name: 'Shipper' });
-  agentApi = t.api.as(await createAgentKey(t.api, agent.id));
-  const other = await createCompany(t.api, { name: 'Other Products Co' });
-  outsiderApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, other.id)).id));
+  ({ t, company, agent, agentApi, outsiderApi } = await startWorkWorld('Products Co', 'Shipper'));
 });
 afterAll(async () => { await t?.stop(); });
 
