@@ -17,6 +17,21 @@ export interface GeneralSettings {
   keyboardShortcuts: boolean;
   /** IANA time zone used to display dates when a user has not chosen one. */
   timezone: string;
+  /**
+   * Whether feedback votes on agent output may be shared beyond this instance: `prompt` asks
+   * each voter (their `shareable` flag decides), `allowed` and `not_allowed` decide for all.
+   */
+  feedbackDataSharingPreference: FeedbackSharingPreference;
+  /** How many daily, weekly and monthly database backups are kept. */
+  backupRetention: BackupRetention;
+}
+
+export type FeedbackSharingPreference = 'prompt' | 'allowed' | 'not_allowed';
+
+export interface BackupRetention {
+  dailyDays: 3 | 7 | 14;
+  weeklyWeeks: 1 | 2 | 4;
+  monthlyMonths: 1 | 3 | 6;
 }
 
 export interface ExperimentalSettings {
@@ -40,7 +55,11 @@ export interface InstanceSettings {
 export type SettingsSection = keyof InstanceSettings;
 
 export const SETTINGS_DEFAULTS: InstanceSettings = {
-  general: { instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC' },
+  general: {
+    instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC',
+    feedbackDataSharingPreference: 'prompt',
+    backupRetention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
+  },
   experimental: {
     enableSummaries: false,
     enableEnvironments: false,
@@ -59,6 +78,18 @@ const PATCH_SCHEMAS: Record<SettingsSection, Schema> = {
       censorUsernameInLogs: { type: 'boolean' },
       keyboardShortcuts: { type: 'boolean' },
       timezone: { type: 'string', minLength: 1, maxLength: 100 },
+      feedbackDataSharingPreference: { type: 'string', enum: ['prompt', 'allowed', 'not_allowed'] },
+      // A patch may name some of the three; the others keep their values.
+      backupRetention: {
+        type: 'object',
+        additionalProperties: false,
+        minProperties: 1,
+        properties: {
+          dailyDays: { type: 'integer', enum: [3, 7, 14] },
+          weeklyWeeks: { type: 'integer', enum: [1, 2, 4] },
+          monthlyMonths: { type: 'integer', enum: [1, 3, 6] },
+        },
+      },
     },
   },
   experimental: {
@@ -123,22 +154,31 @@ export async function writeSettings<S extends SettingsSection>(tx: Queryable, se
   await tx.exec(`insert into instance_settings (key, value) values (?, '{}'::jsonb) on conflict (key) do nothing`, [section]);
   const current = await readSettings(tx, section, true);
   const changes: Record<string, { from: unknown; to: unknown }> = {};
-  for (const [key, to] of Object.entries(patch)) {
-    const from = (current as unknown as Record<string, unknown>)[key];
-    if (from !== to) changes[key] = { from, to };
+  const settings = { ...current } as unknown as Record<string, unknown>;
+  for (const [key, value] of Object.entries(patch)) {
+    const from = settings[key];
+    const to = isObject(from) && isObject(value) ? { ...from, ...value } : value;
+    if (JSON.stringify(from) !== JSON.stringify(to)) changes[key] = { from, to };
+    settings[key] = to;
   }
-  const settings = { ...current, ...patch } as InstanceSettings[S];
   if (Object.keys(changes).length > 0) {
     await tx.exec('update instance_settings set value = ?::jsonb, updated_at = now() where key = ?', [JSON.stringify(settings), section]);
   }
-  return { settings, changes };
+  return { settings: settings as unknown as InstanceSettings[S], changes };
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 function merge<S extends SettingsSection>(section: S, stored: Record<string, unknown>): InstanceSettings[S] {
   const defaults = SETTINGS_DEFAULTS[section] as unknown as Record<string, unknown>;
   const out: Record<string, unknown> = { ...defaults };
   for (const key of Object.keys(defaults)) {
-    if (stored[key] !== undefined && typeof stored[key] === typeof defaults[key]) out[key] = stored[key];
+    const value = stored[key];
+    // A nested section (backupRetention) is merged field by field, so a field added later gets its default.
+    if (isObject(defaults[key]) && isObject(value)) out[key] = { ...defaults[key], ...value };
+    else if (value !== undefined && typeof value === typeof defaults[key]) out[key] = value;
   }
   return out as unknown as InstanceSettings[S];
 }

@@ -147,8 +147,11 @@ const LOCAL_ROUTES: JsonRoute[] = [
   { method: 'POST', path: '/api/cli-auth/challenges/:challengeId/approve', valid: () => ({ keyName: 'k' }), needsFields: false, fields: { keyName: nullableText(100) } },
   { method: 'POST', path: '/api/cli-auth/challenges/:challengeId/cancel', valid: () => ({ secret: 'wrong' }), needsFields: false, fields: { secret: text(200) } },
   { method: 'PATCH', path: '/api/instance/settings/general', valid: () => ({ keyboardShortcuts: true }), needsFields: false,
-    fields: { instanceName: text(100, { blankRefused: true }), censorUsernameInLogs: { kind: 'bool' }, keyboardShortcuts: { kind: 'bool' }, timezone: text(100, { blankRefused: true }) },
-    extra: [{ label: 'an unknown field', body: { bogus: 1 } }, { label: 'an unknown time zone', body: { timezone: 'Mars/Olympus' } }] },
+    fields: { instanceName: text(100, { blankRefused: true }), censorUsernameInLogs: { kind: 'bool' }, keyboardShortcuts: { kind: 'bool' }, timezone: text(100, { blankRefused: true }),
+      feedbackDataSharingPreference: { kind: 'enum' } },
+    extra: [{ label: 'an unknown field', body: { bogus: 1 } }, { label: 'an unknown time zone', body: { timezone: 'Mars/Olympus' } },
+      { label: 'a retention outside its choices', body: { backupRetention: { dailyDays: 5 } } },
+      { label: 'an unknown retention field', body: { backupRetention: { hourlyHours: 1 } } }] },
   { method: 'PATCH', path: '/api/instance/settings/experimental', valid: () => ({ enableSummaries: true }), needsFields: false,
     fields: { enableSummaries: { kind: 'bool' }, enableEnvironments: { kind: 'bool' }, issueGraphLivenessAutoRecoveryLookbackHours: { kind: 'int', min: 1, max: 720 } } },
 ];

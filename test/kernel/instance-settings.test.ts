@@ -11,7 +11,10 @@ beforeAll(async () => {
 });
 afterAll(async () => { await Promise.all([local?.stop(), authed?.stop()]); });
 
-const GENERAL_DEFAULTS = { instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC' };
+const GENERAL_DEFAULTS = {
+  instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC',
+  feedbackDataSharingPreference: 'prompt', backupRetention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
+};
 const EXPERIMENTAL_DEFAULTS = {
   enableSummaries: false, enableEnvironments: false, enableIsolatedWorkspaces: false,
   enableIssueGraphLivenessAutoRecovery: false, issueGraphLivenessAutoRecoveryLookbackHours: 24,
@@ -54,6 +57,23 @@ describe('instance settings (local board)', () => {
     expect(partial.body).toMatchObject({ instanceName: 'Ops floor', keyboardShortcuts: true });
   });
 
+  it('patches feedback sharing and backup retention, a retention patch keeping the fields it does not name', async () => {
+    const res = await local.api.patch('/api/instance/settings/general', { feedbackDataSharingPreference: 'not_allowed', backupRetention: { dailyDays: 14 } });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ feedbackDataSharingPreference: 'not_allowed', backupRetention: { dailyDays: 14, weeklyWeeks: 4, monthlyMonths: 1 } });
+    const more = await local.api.patch('/api/instance/settings/general', { backupRetention: { monthlyMonths: 6 } });
+    expect(more.body.backupRetention).toEqual({ dailyDays: 14, weeklyWeeks: 4, monthlyMonths: 6 });
+    const entry = (await local.sql.query(`select details from activity_log where action = 'instance_settings.updated' order by seq desc limit 1`)).rows[0];
+    expect(entry.details.changes).toEqual({
+      backupRetention: { from: { dailyDays: 14, weeklyWeeks: 4, monthlyMonths: 1 }, to: { dailyDays: 14, weeklyWeeks: 4, monthlyMonths: 6 } },
+    });
+    expect((await readSettings(local.kernel.services.db, 'general')).backupRetention).toEqual(more.body.backupRetention);
+    const log = await activityCount(local);
+    const same = await local.api.patch('/api/instance/settings/general', { backupRetention: { dailyDays: 14 } });
+    expect(same.body.backupRetention).toEqual(more.body.backupRetention);
+    expect(await activityCount(local)).toBe(log);
+  });
+
   it('patches experimental settings including enableSummaries', async () => {
     const res = await local.api.patch('/api/instance/settings/experimental', { enableSummaries: true, issueGraphLivenessAutoRecoveryLookbackHours: 48 });
     expect(res.status).toBe(200);
@@ -76,6 +96,13 @@ describe('instance settings (local board)', () => {
       ['general', { instanceName: '   ' }],
       ['general', { censorUsernameInLogs: 'yes' }],
       ['general', { timezone: 'Mars/Olympus' }],
+      ['general', { feedbackDataSharingPreference: 'sometimes' }],
+      ['general', { backupRetention: { dailyDays: 5 } }],
+      ['general', { backupRetention: { weeklyWeeks: 3 } }],
+      ['general', { backupRetention: { monthlyMonths: 12 } }],
+      ['general', { backupRetention: { hourlyHours: 1 } }],
+      ['general', { backupRetention: {} }],
+      ['general', { backupRetention: 7 }],
       ['experimental', { enableSummaries: 1 }],
       ['experimental', { issueGraphLivenessAutoRecoveryLookbackHours: 0 }],
       ['experimental', { issueGraphLivenessAutoRecoveryLookbackHours: 2.5 }],
