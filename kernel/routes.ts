@@ -4,6 +4,7 @@ import { healthRoutes } from './http/health-routes.ts';
 import { sessionRoutes } from './auth/session-routes.ts';
 import { cliAuthRoutes } from './auth/cli-auth-routes.ts';
 import { instanceRoutes } from './tenancy/instance-routes.ts';
+import { llmsRoutes } from './tenancy/llms-routes.ts';
 import { companyRoutes } from './tenancy/company-routes.ts';
 import { assetRoutes } from './tenancy/asset-routes.ts';
 import { uploadLimitRoutes } from './blobs/upload-limit-routes.ts';
@@ -36,6 +37,7 @@ export function routeModules(host: ExtensionHost): RouteModule[] {
     sessionRoutes,
     cliAuthRoutes,
     instanceRoutes,
+    llmsRoutes,
     companyRoutes,
     assetRoutes,
     uploadLimitRoutes,

@@ -1,0 +1,114 @@
+import { BUILT_IN_ADAPTER_TYPES } from './adapter-defaults.ts';
+
+/**
+ * What an agent hiring other agents needs to know about each built-in adapter type: what it
+ * does, its configuration fields with their defaults, and an example. The llms texts are
+ * rendered from this one table, so a field documented here is a field the adapter reads.
+ */
+export interface AdapterField {
+  name: string;
+  type: string;
+  required: boolean;
+  default?: string;
+  notes: string;
+}
+
+export interface AdapterDescription {
+  type: (typeof BUILT_IN_ADAPTER_TYPES)[number];
+  summary: string;
+  fields: AdapterField[];
+  example: Record<string, unknown>;
+}
+
+const ENV: AdapterField = {
+  name: 'env', type: 'object', required: false,
+  notes: 'environment variables: a string, or a secret reference {"type": "secret_ref", "secretId": "<uuid>", "version": "latest"}; never put a secret value here in plain text',
+};
+const TIMEOUT: AdapterField = { name: 'timeoutSec', type: 'integer', required: false, default: '0', notes: 'seconds before the run is stopped as timed_out; 0 means no limit' };
+const GRACE: AdapterField = { name: 'graceSec', type: 'integer', required: false, default: '15', notes: 'seconds between SIGTERM and SIGKILL when a run is stopped' };
+const CWD: AdapterField = { name: 'cwd', type: 'string', required: false, notes: 'absolute working directory of the run; a fresh directory per run when absent' };
+const MODEL: AdapterField = { name: 'model', type: 'string', required: false, notes: 'model name passed to the tool' };
+const INSTRUCTIONS: AdapterField = { name: 'instructionsFilePath', type: 'string', required: false, notes: 'path of the agent\'s instructions file (AGENTS.md); relative paths need cwd' };
+const EXTRA_ARGS: AdapterField = { name: 'extraArgs', type: 'array of strings', required: false, notes: 'extra command-line arguments for the tool' };
+
+/** A local coding tool driven on this machine: the same fields, another default model. */
+function localTool(type: AdapterDescription['type'], tool: string, defaultModel?: string): AdapterDescription {
+  return {
+    type,
+    summary: `Runs the ${tool} command-line coding tool on this machine for each run; the tool must be installed where Keel runs.`,
+    fields: [
+      { ...MODEL, ...(defaultModel ? { default: defaultModel } : {}) },
+      CWD, INSTRUCTIONS, EXTRA_ARGS, ENV, TIMEOUT, GRACE,
+    ],
+    example: { adapterType: type, adapterConfig: { ...(defaultModel ? { model: defaultModel } : {}), cwd: '/srv/work/repo', timeoutSec: 1800 } },
+  };
+}
+
+export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
+  {
+    type: 'process',
+    summary: 'Starts a command for each run. The process gets SERVICE_API_URL, SERVICE_API_KEY (the run\'s short-lived token), SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID, SERVICE_TASK_ID, SERVICE_WAKE_REASON and SERVICE_WAKE_PAYLOAD_JSON, and reports usage with stdout lines {"type": "service.usage", ...} and its result with {"type": "service.result", ...}.',
+    fields: [
+      { name: 'command', type: 'string', required: true, notes: 'the program to run (absolute path, or a name found on PATH)' },
+      { name: 'args', type: 'array of strings', required: false, default: '[]', notes: 'its arguments' },
+      CWD, ENV, TIMEOUT, GRACE,
+    ],
+    example: { adapterType: 'process', adapterConfig: { command: 'node', args: ['agent.js'], cwd: '/srv/agents/triage', timeoutSec: 600 } },
+  },
+  {
+    type: 'http',
+    summary: 'Sends one HTTP request per run to a service that does the work. The body is payloadTemplate plus agentId, runId, companyId and wake; the run token travels in the Authorization header, never in the body. A 2xx answer ends the run succeeded, its JSON as the result and its `usage` as a cost event.',
+    fields: [
+      { name: 'url', type: 'string', required: true, notes: 'the endpoint (https; loopback only where the operator allows it)' },
+      { name: 'method', type: 'string', required: false, default: 'POST', notes: 'HTTP method' },
+      { name: 'headers', type: 'object', required: false, notes: 'extra non-secret headers' },
+      { name: 'timeoutMs', type: 'integer', required: false, default: '30000', notes: 'deadline of the request' },
+      { name: 'payloadTemplate', type: 'object', required: false, default: '{}', notes: 'fields merged into every request body' },
+    ],
+    example: { adapterType: 'http', adapterConfig: { url: 'https://agents.example.com/run', timeoutMs: 60000, payloadTemplate: { team: 'support' } } },
+  },
+  localTool('alpha_local', 'alpha'),
+  localTool('beta_local', 'beta', 'beta-default'),
+  localTool('gamma_local', 'gamma', 'gamma-default'),
+  localTool('delta_local', 'delta'),
+  localTool('pi_local', 'pi'),
+  localTool('eta_local', 'eta'),
+  localTool('cursor', 'cursor', 'auto'),
+  {
+    type: 'zeta_gateway',
+    summary: 'Connects the agent to a gateway device that runs it elsewhere. Skills cannot be pushed to it (sync mode unsupported).',
+    fields: [
+      { name: 'url', type: 'string', required: true, notes: 'address of the gateway' },
+      { name: 'disableDeviceAuth', type: 'boolean', required: false, default: 'false', notes: 'when false, Keel generates the device key itself; the key is never shown' },
+      TIMEOUT,
+    ],
+    example: { adapterType: 'zeta_gateway', adapterConfig: { url: 'wss://gateway.example.com' } },
+  },
+  {
+    type: 'eta_gateway',
+    summary: 'Runs the agent on a remote run server: creates a run there, follows its event stream (polling as a fallback) and stops it at the timeout.',
+    fields: [
+      { name: 'apiBaseUrl', type: 'string', required: true, notes: 'base URL of the run server; HTTPS for non-loopback hosts' },
+      { name: 'apiKey', type: 'secret reference', required: true, notes: 'the run server\'s key, stored as a secret reference' },
+      { name: 'dangerouslyAllowInsecureRemoteHttp', type: 'boolean', required: false, default: 'false', notes: 'allows plain HTTP to non-loopback hosts' },
+      { name: 'sessionKeyStrategy', type: 'string', required: false, default: 'issue', notes: 'issue, agent, run or none' },
+      { name: 'timeoutSec', type: 'integer', required: false, default: '600', notes: 'run timeout in seconds' },
+      { name: 'eventReconnectMs', type: 'integer', required: false, default: '2000', notes: 'delay before reconnecting the event stream' },
+      { name: 'serviceApiUrl', type: 'string', required: false, notes: 'the Keel address reachable from the run host' },
+      { name: 'headers', type: 'object', required: false, notes: 'extra non-secret headers; authentication and session headers cannot be overridden' },
+      { name: 'instructions', type: 'string', required: false, notes: 'stable instructions sent apart from the wake input' },
+    ],
+    example: { adapterType: 'eta_gateway', adapterConfig: { apiBaseUrl: 'https://runner.example.com/api', apiKey: { type: 'secret_ref', secretId: '<uuid>', version: 'latest' } } },
+  },
+];
+
+export function adapterDescription(type: string): AdapterDescription | undefined {
+  return ADAPTER_CATALOG.find((entry) => entry.type === type);
+}
+
+/** Icon names the console draws for agents; `icon` is free text, these are the ones it knows. */
+export const AGENT_ICONS: readonly string[] = [
+  'bot', 'brain', 'briefcase', 'bug', 'chart', 'clipboard', 'code', 'compass', 'crown', 'database', 'eye', 'feather',
+  'flask', 'gavel', 'globe', 'hammer', 'headset', 'heart', 'key', 'lightbulb', 'lock', 'mail', 'megaphone', 'message',
+  'palette', 'pen', 'rocket', 'search', 'server', 'shield', 'sparkles', 'star', 'target', 'terminal', 'wrench', 'zap',
+];
