@@ -17,27 +17,31 @@ function mediaKind(contentType: string): string {
 /** Characters of a document's body shown as its preview. */
 const PREVIEW_CHARS = 280;
 
-const DOCUMENTS = `
+/** `and <alias>.issue_id ...` restricting a branch to some issues, or nothing. */
+type IssueScope = (alias: string) => string;
+const everyIssue: IssueScope = () => '';
+
+const documents = (scope: IssueScope) => `
   select ('document:' || d.id::text) collate "C" as artifact_id, 'document' as source, d.id as source_id, d.issue_id,
          coalesce(d.title, d.key) as title, left(d.latest_body, ${PREVIEW_CHARS}) as preview_text, 'text/markdown' as content_type,
          'document' as media_kind, d.key as document_key, null::uuid as attachment_id, null::text as url,
          d.created_by_agent_id, d.updated_at, d.key || ' ' || d.latest_body as search_text
-    from issue_documents d where d.company_id = $1`;
-const ATTACHMENTS = `
+    from issue_documents d where d.company_id = $1${scope('d')}`;
+const attachments = (scope: IssueScope) => `
   select ('attachment:' || a.id::text) collate "C" as artifact_id, 'attachment' as source, a.id as source_id, a.issue_id,
          coalesce(a.filename, 'attachment') as title, null::text as preview_text, a.content_type,
          ${mediaKind('a.content_type')} as media_kind, null::text as document_key, a.id as attachment_id, null::text as url,
          a.created_by_agent_id, a.updated_at, a.content_type as search_text
-    from issue_attachments a where a.company_id = $1`;
+    from issue_attachments a where a.company_id = $1${scope('a')}`;
 // A work product's kind is its file's; without a file, a document-type product is a document and a link has none.
-const WORK_PRODUCTS = `
+const workProducts = (scope: IssueScope) => `
   select ('work_product:' || w.id::text) collate "C" as artifact_id, 'work_product' as source, w.id as source_id, w.issue_id,
          w.title, null::text as preview_text, f.content_type,
          case when f.id is not null then ${mediaKind('f.content_type')} when w.type = 'document' then 'document' else '' end as media_kind,
          null::text as document_key, f.id as attachment_id, w.url,
          w.created_by_agent_id, w.updated_at, concat_ws(' ', w.type, w.url, w.external_id, f.filename) as search_text
-    from work_products w left join issue_attachments f on f.id = w.attachment_id where w.company_id = $1`;
-const ARTIFACTS = [DOCUMENTS, ATTACHMENTS, WORK_PRODUCTS].join('\n  union all\n');
+    from work_products w left join issue_attachments f on f.id = w.attachment_id where w.company_id = $1${scope('w')}`;
+const BRANCHES = [documents, attachments, workProducts];
 
 /** Which issue an artifact's group is: its own (task), or its parent where it has a visible one (parent_task). */
 function groupIssue(groupBy: GroupBy): string {
@@ -54,11 +58,6 @@ function withIssues(source: string, groupBy: GroupBy): string {
         left join projects p on p.id = i.project_id`;
 }
 
-/** `with visible as (...)`: every artifact with its issue, project, group and sort key (for aggregates over all of them). */
-export function visibleArtifacts(groupBy: GroupBy): string {
-  return `with visible as (${withIssues(ARTIFACTS, groupBy)})`;
-}
-
 /**
  * `with visible as (...)` holding at most `limit` rows of each source that match `where`, in
  * the page's order: each source's table is read newest first along its (company, updated_at)
@@ -67,9 +66,25 @@ export function visibleArtifacts(groupBy: GroupBy): string {
  */
 export function visibleArtifactCandidates(groupBy: GroupBy, where: string[], limit: string): string {
   const filter = where.length ? `where ${where.join(' and ')}` : '';
-  const branches = [DOCUMENTS, ATTACHMENTS, WORK_PRODUCTS].map((branch) =>
-    `(select * from (${withIssues(branch, groupBy)}) v ${filter} order by updated_at desc, artifact_id desc limit ${limit})`);
+  const branches = BRANCHES.map((branch) =>
+    `(select * from (${withIssues(branch(everyIssue), groupBy)}) v ${filter} order by updated_at desc, artifact_id desc limit ${limit})`);
   return `with visible as (${branches.join('\n  union all\n')})`;
+}
+
+/**
+ * `with visible as (...)` holding only the artifacts of the groups in `groups` (a parameter
+ * holding a jsonb list of issue ids): each source is read through its issue index for the
+ * groups' own issues (and, grouped by parent task, their children), so its cost follows the
+ * groups' sizes, not the company's.
+ */
+export function groupArtifacts(groupBy: GroupBy, groups: string): string {
+  const ids = `array(select jsonb_array_elements_text(${groups}::jsonb)::uuid)`;
+  const members = groupBy === 'parent_task'
+    ? `(select id from issues where id = any(${ids}) union all select id from issues where parent_id = any(${ids}))`
+    : `(select unnest(${ids}))`;
+  const scope: IssueScope = (alias) => ` and ${alias}.issue_id in ${members}`;
+  const branches = BRANCHES.map((branch) => withIssues(branch(scope), groupBy)).join('\n  union all\n');
+  return `with visible as (select * from (${branches}) scoped where group_issue_id = any(${ids}))`;
 }
 
 export interface ArtifactFilter { kind?: string; projectId?: string; q?: string; groupIssueId?: string }

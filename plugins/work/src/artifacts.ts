@@ -1,5 +1,5 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
-import { after, filterConditions, visibleArtifactCandidates, visibleArtifacts, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
+import { after, filterConditions, groupArtifacts, visibleArtifactCandidates, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
 import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
@@ -63,31 +63,56 @@ async function agentNamesOf(ctx: WorkContext, rows: Row[]): Promise<Map<string, 
   return names;
 }
 
-/** One page of artifacts, newest first; the cursor is the last one's sort key. */
+/** One page of artifacts, newest first; the cursor is the last one's sort key. An opened group is read through its issues. */
 async function artifactPage(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy) {
   const params: unknown[] = [companyId];
-  const where = filterConditions(query.filter, params);
+  const groupIssueId = query.filter.groupIssueId;
+  const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   if (query.cursor) where.push(after('updated_at', 'artifact_id', decodeCursor(query.cursor, ARTIFACT_CURSOR), params));
   params.push(query.limit + 1);
-  const { rows } = await ctx.db.query(
-    `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)} select * from visible ${ORDER} limit $${params.length}`, params);
+  const limit = `$${params.length}`;
+  let sql: string;
+  if (groupIssueId) {
+    params.push([groupIssueId]);
+    sql = `${groupArtifacts(groupBy, `$${params.length}`)} select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}`;
+  } else {
+    // The candidates already hold only matching rows.
+    sql = `${visibleArtifactCandidates(groupBy, where, limit)} select * from visible`;
+  }
+  const { rows } = await ctx.db.query(`${sql} ${ORDER} limit ${limit}`, params);
   const page = rows.slice(0, query.limit);
   const last = page[page.length - 1];
   const nextCursor = rows.length > query.limit && last ? encodeCursor({ createdAt: String(last.cursor_micros), id: String(last.artifact_id) }) : null;
   return { page, nextCursor };
 }
 
-/** The groups' issues and first artifacts, as group objects in the order of `groups`. */
-async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, groups: Row[]) {
-  if (!groups.length) return [];
-  const ids = groups.map((group) => String(group.group_issue_id));
+/** A group's figures over the artifacts that match the query's filters. */
+interface GroupAggregate { group_issue_id: string; count: number; updated_at: unknown; cursor_micros: string; media_kinds: string[] }
+
+async function aggregatesOf(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]): Promise<GroupAggregate[]> {
+  if (!ids.length) return [];
   const params: unknown[] = [companyId];
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   params.push(ids);
-  where.push(`group_issue_id = any(${list(params.length, 'uuid')})`);
+  const { rows } = await ctx.db.query(
+    `${groupArtifacts(groupBy, `$${params.length}`)}
+     select group_issue_id, count(*)::int as count, max(updated_at) as updated_at,
+            (extract(epoch from max(updated_at)) * 1000000)::bigint::text as cursor_micros,
+            array_agg(distinct media_kind order by media_kind) as media_kinds
+       from visible ${where.length ? `where ${where.join(' and ')}` : ''} group by group_issue_id`, params);
+  return rows as unknown as GroupAggregate[];
+}
+
+/** The groups' issues and first artifacts, as group objects in the order of `groups`. */
+async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, groups: GroupAggregate[]) {
+  if (!groups.length) return [];
+  const ids = groups.map((group) => group.group_issue_id);
+  const params: unknown[] = [companyId];
+  const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
+  params.push(ids);
   const { rows: previews } = await ctx.db.query(
-    `${visibleArtifacts(groupBy)} select * from (
-       select visible.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from visible where ${where.join(' and ')}
+    `${groupArtifacts(groupBy, `$${params.length}`)} select * from (
+       select visible.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from visible ${where.length ? `where ${where.join(' and ')}` : ''}
      ) ranked where rank <= ${PREVIEWS_PER_GROUP} ${ORDER}`, params);
   const { rows: issues } = await ctx.db.query(`select id, identifier, title from issues where id = any(${list(1, 'uuid')})`, [ids]);
   const names = await agentNamesOf(ctx, previews);
@@ -95,35 +120,64 @@ async function groupObjects(ctx: WorkContext, companyId: string, query: Query, g
     const issue = issues.find((row) => row.id === group.group_issue_id)!;
     return {
       id: `${groupBy}:${String(issue.id)}`, groupBy, issue: { id: issue.id, identifier: issue.identifier, title: issue.title }, title: issue.title,
-      count: Number(group.count), mediaKinds: (group.media_kinds as string[]).filter(Boolean),
+      count: Number(group.count), mediaKinds: group.media_kinds.filter(Boolean),
       previewArtifacts: previews.filter((row) => row.group_issue_id === issue.id).map((row) => artifactJson(row, names)),
       updatedAt: time(group.updated_at), href: `/issues/${String(issue.identifier)}`,
     };
   });
 }
 
-const GROUP_AGGREGATE = `select group_issue_id, count(*)::int as count, max(updated_at) as updated_at,
-       (extract(epoch from max(updated_at)) * 1000000)::bigint::text as cursor_micros,
-       array_agg(distinct media_kind order by media_kind) as media_kinds
-  from visible`;
+/** Artifacts read per step of the group walk. */
+const WALK_STEP = 200;
 
-/** One page of groups, the group with the newest artifact first; the cursor is the last group's sort key. */
+/** (newest artifact, group id) descending: the order of group pages. */
+function newerGroupFirst(a: { micros: bigint; id: string }, b: { micros: bigint; id: string }): number {
+  if (a.micros !== b.micros) return a.micros > b.micros ? -1 : 1;
+  return a.id > b.id ? -1 : a.id < b.id ? 1 : 0;
+}
+
+/**
+ * One page of groups, the group with the newest artifact first; the cursor is the last
+ * group's sort key. Groups are found by walking the artifacts newest first from the cursor: a
+ * group first appears in the walk at its newest artifact, so the walk can stop once it has
+ * passed the newest artifact of the group after the page's last. A group first met in the
+ * walk whose newest artifact lies before the cursor was on an earlier page and is left out.
+ * The walk and the groups' figures read only the groups' own artifacts, so a page costs the
+ * same however many artifacts the company has.
+ */
 async function groupPage(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy) {
-  const params: unknown[] = [companyId];
-  const where = filterConditions(query.filter, params);
-  const having: string[] = [];
+  let bound: { micros: bigint; id: string } | null = null;
   if (query.cursor) {
     const key = decodeCursor(query.cursor, new RegExp(`^${groupBy}:${UUID_PATTERN}$`));
-    having.push(after('max(updated_at)', 'group_issue_id', { createdAt: key.createdAt, id: key.id.slice(groupBy.length + 1) }, params));
+    bound = { micros: BigInt(key.createdAt), id: key.id.slice(groupBy.length + 1) };
   }
-  params.push(query.limit + 1);
-  const { rows } = await ctx.db.query(
-    `${visibleArtifacts(groupBy)} ${GROUP_AGGREGATE} ${where.length ? `where ${where.join(' and ')}` : ''}
-      group by group_issue_id ${having.length ? `having ${having.join(' and ')}` : ''}
-      order by max(updated_at) desc, group_issue_id desc limit $${params.length}`, params);
-  const page = rows.slice(0, query.limit);
-  const last = page[page.length - 1];
-  const nextCursor = rows.length > query.limit && last ? encodeCursor({ createdAt: String(last.cursor_micros), id: `${groupBy}:${String(last.group_issue_id)}` }) : null;
+  const seen = new Set<string>();
+  const found: Array<GroupAggregate & { micros: bigint; id: string }> = [];
+  // The walk starts at the cursor's time itself: groups sharing it with the page's last one may follow it.
+  let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: '~' } : null;
+  for (;;) {
+    const params: unknown[] = [companyId];
+    const where = filterConditions(query.filter, params);
+    if (position) where.push(after('updated_at', 'artifact_id', position, params));
+    params.push(WALK_STEP);
+    const { rows } = await ctx.db.query(
+      `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)}
+       select artifact_id, group_issue_id, cursor_micros from visible ${ORDER} limit $${params.length}`, params);
+    const fresh = [...new Set(rows.map((row) => String(row.group_issue_id)))].filter((id) => !seen.has(id));
+    fresh.forEach((id) => seen.add(id));
+    for (const aggregate of await aggregatesOf(ctx, companyId, query, groupBy, fresh)) {
+      const group = { ...aggregate, micros: BigInt(aggregate.cursor_micros), id: aggregate.group_issue_id };
+      if (!bound || newerGroupFirst(bound, group) < 0) found.push(group);
+    }
+    found.sort(newerGroupFirst);
+    const last = rows[rows.length - 1];
+    if (!last || rows.length < WALK_STEP) break;
+    if (found.length > query.limit && BigInt(String(last.cursor_micros)) < found[query.limit]!.micros) break;
+    position = { createdAt: String(last.cursor_micros), id: String(last.artifact_id) };
+  }
+  const page = found.slice(0, query.limit);
+  const end = page[page.length - 1];
+  const nextCursor = found.length > query.limit && end ? encodeCursor({ createdAt: end.cursor_micros, id: `${groupBy}:${end.id}` }) : null;
   return { groups: await groupObjects(ctx, companyId, query, groupBy, page), nextCursor };
 }
 
@@ -133,10 +187,7 @@ async function selectedGroup(ctx: WorkContext, companyId: string, query: Query, 
   const { rows: issues } = await ctx.db.query('select id, identifier, title from issues where id = $1 and company_id = $2 and hidden_at is null', [groupIssueId, companyId]);
   const issue = issues[0];
   if (!issue) throw new PluginError(404, 'not_found', 'Issue not found');
-  const params: unknown[] = [companyId];
-  const where = filterConditions(query.filter, params);
-  const { rows: aggregate } = await ctx.db.query(`${visibleArtifacts(groupBy)} ${GROUP_AGGREGATE} where ${where.join(' and ')} group by group_issue_id`, params);
-  const [group] = await groupObjects(ctx, companyId, query, groupBy, aggregate);
+  const [group] = await groupObjects(ctx, companyId, query, groupBy, await aggregatesOf(ctx, companyId, query, groupBy, [groupIssueId]));
   const { page, nextCursor } = await artifactPage(ctx, companyId, query, groupBy);
   const names = await agentNamesOf(ctx, page);
   return {

@@ -231,3 +231,58 @@ describe('artifact refusals and scoping', () => {
     expect(idsOf(await artifacts())).toEqual(newestFirst);
   });
 });
+
+describe('artifact groups in a company with many artifacts', () => {
+  /** Every group of the company, newest artifact first, as SQL over all of its artifacts computes it. */
+  async function expectedGroups(companyId: string, groupBy: 'task' | 'parent_task'): Promise<Array<[string, number]>> {
+    const group = groupBy === 'task' ? 'i.id' : 'coalesce(p.id, i.id)';
+    const { rows } = await t.sql.query(
+      `select ${group} as id, count(*)::int as n from plugin_work.issue_documents d
+         join plugin_work.issues i on i.id = d.issue_id and i.hidden_at is null
+         left join plugin_work.issues p on p.id = i.parent_id and p.hidden_at is null
+        where d.company_id = $1 group by 1 order by max(d.updated_at) desc, 1 desc`, [companyId]);
+    return rows.map((row: any) => [`${groupBy}:${row.id}`, row.n]);
+  }
+
+  async function allGroupPages(companyId: string, groupBy: string, limit: number): Promise<Array<[string, number]>> {
+    const out: Array<[string, number]> = [];
+    let cursor: string | null = null;
+    do {
+      const res: any = await artifacts(`groupBy=${groupBy}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, t.api, companyId);
+      expect(res.status, res.text).toBe(200);
+      out.push(...res.body.groups.map((g: any) => [g.id, g.count] as [string, number]));
+      cursor = res.body.nextCursor;
+    } while (cursor);
+    return out;
+  }
+
+  it('pages groups in order past a group with more artifacts than one walk step, ties included, none repeated or skipped', async () => {
+    const busy = await createCompany(t.api, { name: 'Busy Gallery' });
+    const parent = await createIssue(t.api, busy.id, { title: 'Parent' });
+    const small = [];
+    for (let n = 0; n < 9; n += 1) {
+      const issue = await createIssue(t.api, busy.id, { title: `Small ${n}`, ...(n % 3 === 0 ? { parentId: parent.id } : {}) });
+      small.push(issue);
+      await putDocument(t.api, issue.id, 'one', { body: `first of ${n}` });
+      await putDocument(t.api, issue.id, 'two', { body: `second of ${n}` });
+    }
+    // The newest 230 artifacts all belong to one issue: the groups after it lie beyond the first walk step.
+    const big = await createIssue(t.api, busy.id, { title: 'Big' });
+    await Promise.all(Array.from({ length: 10 }, async (_, worker) => {
+      for (let n = worker; n < 230; n += 10) await putDocument(t.api, big.id, `doc-${n}`, { body: `document ${n}` });
+    }));
+    // Three groups share their newest artifact's time: their order is their issue id.
+    await t.sql.query(
+      `update plugin_work.issue_documents set updated_at = '2026-01-01T00:00:00Z' where issue_id = any($1::uuid[]) and key = 'two'`,
+      [[small[1].id, small[2].id, small[4].id]]);
+
+    for (const groupBy of ['task', 'parent_task'] as const) {
+      const expected = await expectedGroups(busy.id, groupBy);
+      expect(expected.length).toBeGreaterThan(5);
+      for (const limit of [1, 3, 100]) expect(await allGroupPages(busy.id, groupBy, limit), `${groupBy} limit ${limit}`).toEqual(expected);
+    }
+    const grouped = (await artifacts('groupBy=parent_task', t.api, busy.id)).body.groups;
+    expect(grouped.find((g: any) => g.issue.id === parent.id).count).toBe(6);
+    expect(grouped.some((g: any) => g.issue.id === small[0].id)).toBe(false);
+  });
+});
