@@ -259,7 +259,7 @@ describe('artifact groups in a company with many artifacts', () => {
   it('pages groups in order past a group with more artifacts than one walk step, ties included, none repeated or skipped', async () => {
     const busy = await createCompany(t.api, { name: 'Busy Gallery' });
     const parent = await createIssue(t.api, busy.id, { title: 'Parent' });
-    const small = [];
+    const small: any[] = [];
     for (let n = 0; n < 9; n += 1) {
       const issue = await createIssue(t.api, busy.id, { title: `Small ${n}`, ...(n % 3 === 0 ? { parentId: parent.id } : {}) });
       small.push(issue);
