@@ -241,6 +241,7 @@ export const servicesFragment = {
           inputSchema: { ...schemaObject, description: 'Schema of the input; the host refuses a call whose input does not match (400 validation_failed).' },
           outputSchema: { ...schemaObject, description: 'Schema of the result; a result that does not match reaches the caller as 502 service_output_invalid.' },
           callerRequires: { type: 'array', items: { enum: CAPABILITY_IDS }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
+          readOnly: { type: 'boolean', description: 'The service changes nothing: it runs read-only, without a transaction of its own (cheaper for a service asked on every request).' },
         },
       },
     },

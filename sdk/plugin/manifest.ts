@@ -156,7 +156,15 @@ export interface PublishedEventManifest { name: string; description?: string; sc
 export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }
 export interface UiLauncherManifest { key: string; label: string; placement: string; action?: string }
 export interface FolderManifest { key: string; access: 'read' | 'readWrite'; description?: string }
-export interface ServiceManifest { key: string; description?: string; inputSchema?: JsonSchema; outputSchema?: JsonSchema; callerRequires?: string[] }
+export interface ServiceManifest {
+  key: string;
+  description?: string;
+  inputSchema?: JsonSchema;
+  outputSchema?: JsonSchema;
+  callerRequires?: string[];
+  /** The service changes nothing: it runs without a transaction of its own, in read-only mode (a decision asked before every write). */
+  readOnly?: boolean;
+}
 
 export interface PluginManifest {
   key: string;
