@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createCompany } from '../../support/fixtures.ts';
+import { eventsSettled } from '../../support/events.ts';
 import { activities, document, policyPath, putPolicy, rule, storedRows } from './helpers.ts';
 
 let t: TestKernel;
@@ -101,6 +102,15 @@ describe('GET, PUT and DELETE /api/companies/{companyId}/skill-policy', () => {
     expect(res.status).toBe(200);
     expect(res.body).toEqual(OPEN_DEFAULT);
     expect(await activities(t, company.id, 'company.skill_policy_reset')).toEqual([]);
+  });
+
+  it("a deleted company's policy is removed", async () => {
+    const company = await createCompany(t.api);
+    await putPolicy(t.api, company.id, { rules: [rule()] });
+    expect(await storedRows(t, company.id)).toHaveLength(1);
+    expect((await t.api.delete(`/api/companies/${company.id}`)).status).toBe(200);
+    await eventsSettled(t);
+    expect(await storedRows(t, company.id)).toEqual([]);
   });
 
   it('404 for an unknown company', async () => {
