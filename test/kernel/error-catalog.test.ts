@@ -39,6 +39,9 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  * - kernel/host/broker.ts: passes on the refusal of the capability registry's one check
  *   (sdk/capabilities/check-call.ts): unknown_capability, capability_denied,
  *   company_scope_required, invalid_arguments.
+ * - kernel/host/contributions/route-dispatch.ts: the host's own 401 and other-company 403 of a
+ *   plugin route, with the codes the route declares under `authCodes` (the plugin's documentation
+ *   lists them); status and message stay the host's.
  */
 const DYNAMIC_SITES = [
   { file: 'kernel/http/app.ts', what: 'code' },
@@ -49,6 +52,8 @@ const DYNAMIC_SITES = [
   { file: 'kernel/host/capabilities/services.ts', what: 'status' },
   { file: 'kernel/host/broker.ts', what: 'code' },
   { file: 'kernel/host/broker.ts', what: 'status' },
+  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },
+  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'status' },
 ];
 
 interface Use { code: string; status: number | null; file: string; line: number }
