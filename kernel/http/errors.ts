@@ -25,7 +25,8 @@ export class KeelError extends Error {
 }
 
 export interface ValidationIssue {
-  path: string;
+  /** A dotted path (the kernel's own), or a list of keys and indexes (a plugin may answer either). */
+  path: string | Array<string | number>;
   message: string;
   keyword?: string;
 }

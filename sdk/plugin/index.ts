@@ -5,7 +5,7 @@
 import './runtime.ts';
 
 export { definePlugin, type PluginDefinition } from './define-plugin.ts';
-export { PluginError } from './errors.ts';
+export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';
 export type * from './context.ts';
 export type * from './manifest.ts';

@@ -126,13 +126,13 @@ async function runBatch(batch: NonNullable<PluginDefinition['batches']>[string],
   return answers.map((answer) => (answer instanceof PluginError ? { ok: false, e: errorOf(answer) } : { ok: true, v: answer === undefined ? null : answer }));
 }
 
-function errorOf(error: unknown): { status: number; code: string; message: string; details?: unknown } {
-  if (error instanceof PluginError) return { status: error.status, code: error.code, message: error.message, details: error.details };
+function errorOf(error: unknown): WireError {
+  if (error instanceof PluginError) return { status: error.status, code: error.code, message: error.message, details: error.details, issues: error.issues };
   const message = error instanceof Error ? error.message : String(error);
   return { status: 500, code: 'plugin_error', message: `Plugin failed: ${message}` };
 }
 
-interface WireError { status: unknown; code: unknown; message: unknown; details?: unknown }
+interface WireError { status: unknown; code: unknown; message: unknown; details?: unknown; issues?: unknown }
 
 /**
  * The text of a failed answer, written field by field: JSON.stringify of the envelope would
@@ -143,7 +143,8 @@ function errorEnvelope(error: WireError): string {
   const code = typeof error.code === 'string' ? error.code : 'plugin_error';
   const message = typeof error.message === 'string' ? error.message : 'Plugin failed';
   const details = error.details === undefined ? '' : `,"details":${wireJson(error.details, 'error.details')}`;
-  return `{"ok":false,"e":{"status":${status},"code":${quote(code)},"message":${quote(message)}${details}}}`;
+  const issues = error.issues === undefined ? '' : `,"issues":${wireJson(error.issues, 'error.issues')}`;
+  return `{"ok":false,"e":{"status":${status},"code":${quote(code)},"message":${quote(message)}${details}${issues}}}`;
 }
 
 function dispatch(json: string): void {

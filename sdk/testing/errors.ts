@@ -6,8 +6,8 @@ export class PluginCallError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details?: unknown;
-  readonly issues?: Array<{ path: string; message: string }>;
-  constructor(status: number, code: string, message: string, extra: { details?: unknown; issues?: Array<{ path: string; message: string }> } = {}) {
+  readonly issues?: Array<{ path: string | Array<string | number>; message: string }>;
+  constructor(status: number, code: string, message: string, extra: { details?: unknown; issues?: Array<{ path: string | Array<string | number>; message: string }> } = {}) {
     super(message);
     this.name = 'PluginCallError';
     this.status = status;

@@ -4,6 +4,9 @@ import { serveCall, type CapabilityServices, type RecordedActivity } from './cap
 import { CapabilityFault, PluginCallError } from './errors.ts';
 import { Sandbox } from './host-shared.ts';
 
+/** A failed answer as the isolate wrote it. */
+interface WireFailure { status: number; code: string; message: string; details?: unknown; issues?: Array<{ path: string | Array<string | number>; message: string }> }
+
 export interface LogLine { at: string; level: string; message: string; fields?: Record<string, unknown>; invocationId?: string }
 
 export interface RunnerOptions {
@@ -32,7 +35,7 @@ interface Running {
 /** How a batch handler's call ended: its per-call answers, and what each call's ctx recorded. */
 export interface BatchOutcome {
   ok: boolean;
-  answers?: Array<{ ok: boolean; v?: unknown; e?: { status: number; code: string; message: string; details?: unknown } }>;
+  answers?: Array<{ ok: boolean; v?: unknown; e?: WireFailure }>;
   error?: PluginCallError;
   activity: RecordedActivity[][];
 }
@@ -147,7 +150,7 @@ export class IsolateRunner {
   private hostDone(invocationId: string, resultJson: string): void {
     const running = this.running.get(invocationId);
     if (!running || running.finished) return;
-    let parsed: { ok: boolean; v?: unknown; e?: { status: number; code: string; message: string; details?: unknown } };
+    let parsed: { ok: boolean; v?: unknown; e?: WireFailure };
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
     this.finish(running, parsed);
   }
@@ -159,7 +162,7 @@ export class IsolateRunner {
     this.options.onLog({ at: new Date().toISOString(), level: safeLevel, message, fields, invocationId });
   }
 
-  private finish(running: Running, result: { ok: boolean; v?: unknown; e?: { status: number; code: string; message: string; details?: unknown } }): void {
+  private finish(running: Running, result: { ok: boolean; v?: unknown; e?: WireFailure }): void {
     if (running.finished) return;
     running.finished = true;
     clearTimeout(running.timer);
@@ -170,7 +173,7 @@ export class IsolateRunner {
     }
     const e = result.e ?? { status: 500, code: 'plugin_error', message: 'Plugin failed' };
     // A failed transactional call leaves nothing behind, its activity included.
-    running.resolve({ ok: false, error: new PluginCallError(e.status, e.code, e.message, { details: e.details }), activity: running.transactional ? [] : running.activity });
+    running.resolve({ ok: false, error: new PluginCallError(e.status, e.code, e.message, { details: e.details, issues: e.issues }), activity: running.transactional ? [] : running.activity });
   }
 
   private failFromIsolate(running: Running, error: unknown): void {

@@ -152,7 +152,7 @@ export class TestHost {
       const answer = outcome.answers![position]!;
       if (!answer.ok) {
         const e = answer.e ?? { status: 500, code: 'plugin_error', message: 'Plugin failed' };
-        answers[index] = errorAnswer(new PluginCallError(e.status, e.code, e.message, { details: e.details }));
+        answers[index] = errorAnswer(new PluginCallError(e.status, e.code, e.message, { details: e.details, issues: e.issues }));
         return;
       }
       const recorded = outcome.activity[position]!;

@@ -45,6 +45,18 @@ describe('plugin routes', () => {
     expect((await t.sql.query('select count(*)::int as n from plugin_echo.notes')).rows[0].n).toBe(before);
   });
 
+  it("answers a plugin's validation issues at the top level of the error body, and drops a list that is not one", async () => {
+    const issues = [{ path: 'name', message: 'is required' }, { path: ['rules', 0, 'id'], message: 'must be unique', code: 'duplicate' }];
+    const res = await t.api.post('/api/plugins/echo/refuse', { issues });
+    expect(res.status).toBe(422);
+    expect(res.body).toEqual({ error: 'Invalid echo', code: 'echo_invalid', details: { note: 'details stay' }, issues });
+    for (const bad of [[{ path: 'name' }], [{ path: { nested: true }, message: 'x' }], 'not a list', [null]]) {
+      const refused = await t.api.post('/api/plugins/echo/refuse', { issues: bad });
+      expect(refused.status).toBe(422);
+      expect(refused.body, JSON.stringify(bad)).toEqual({ error: 'Invalid echo', code: 'echo_invalid', details: { note: 'details stay' } });
+    }
+  });
+
   it('answers a database error the plugin does not catch with its code, and the database text only in the plugin logs', async () => {
     const cases: Array<[string, unknown[], number, string, RegExp]> = [
       ['select $1::uuid', ['not-a-uuid'], 400, 'sql_22P02', /invalid input syntax for type uuid/],

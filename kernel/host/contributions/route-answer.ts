@@ -41,7 +41,7 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
   if (!result.ok) {
     const error = result.error!;
     const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
-    throw new KeelError(status, error.code, error.message, { details: error.details, expose: true });
+    throw new KeelError(status, error.code, error.message, { details: error.details, issues: error.issues, expose: true });
   }
   const raw = result.value ?? 'null';
   const rawTypes = options.response?.contentTypes;

@@ -63,7 +63,7 @@ function withAuthCodes(ctx: Context, codes: PluginRoute['route']['authCodes'], e
   let code: string | undefined;
   if (error.status === 401) code = codes.unauthenticated;
   else if (error.status === 403 && error.code === 'company_access_denied' && actor.kind === 'agent') code = codes.otherCompany;
-  return code ? new KeelError(error.status, code, error.message, { details: error.details }) : error;
+  return code ? new KeelError(error.status, code, error.message, { details: error.details, issues: error.issues }) : error;
 }
 
 async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute, params: Record<string, string>): Promise<void> {

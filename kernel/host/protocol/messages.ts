@@ -75,7 +75,11 @@ export type KernelToWorker =
   /** Ends the process, every plugin in it. */
   | { t: 'shutdown' };
 
-export interface WireError { status: number; code: string; message: string; details?: unknown }
+export interface WireError {
+  status: number; code: string; message: string; details?: unknown;
+  /** A validation error's problems, answered at the top level of the error body. */
+  issues?: Array<{ path: string | Array<string | number>; message: string }>;
+}
 
 export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
 

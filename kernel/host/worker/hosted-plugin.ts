@@ -315,6 +315,10 @@ export class HostedPlugin {
       const text = JSON.stringify(e.details);
       if (text.length <= 16_000) wired.details = this.delivered.value(e.details);
     }
+    // Only a list of {path, message} objects is an issues list; anything else is dropped.
+    if (Array.isArray(e.issues) && e.issues.every(isIssue)) {
+      if (JSON.stringify(e.issues).length <= 16_000) wired.issues = this.delivered.value(e.issues) as WireError['issues'];
+    }
     return wired;
   }
 
@@ -512,4 +516,12 @@ export class HostedPlugin {
       log: this.shielded('log', (...args: [string, string, string, string]) => this.hostLog(...args), undefined),
     }, { grants: this.init.grants, config: this.init.config });
   }
+}
+
+/** `{path, message}`: path a dotted string or a list of keys and indexes. */
+function isIssue(value: unknown): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  const { path, message } = value as Record<string, unknown>;
+  const pathOk = typeof path === 'string' || (Array.isArray(path) && path.every((part) => typeof part === 'string' || typeof part === 'number'));
+  return pathOk && typeof message === 'string';
 }

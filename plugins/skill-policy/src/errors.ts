@@ -5,7 +5,9 @@ import type { Issues } from './issues.ts';
 export const ADMIN_REMEDIATION = 'Ask a company administrator to manage the skill policy.';
 
 export function invalidDocument(issues: Issues): PluginError {
-  return new PluginError(422, 'skill_policy_validation_failed', 'Invalid skill policy document', { issues: issues.list });
+  // The issues at the top level, as validation errors carry them, and under details as well, where clients of the
+  // original shape read them.
+  return new PluginError(422, 'skill_policy_validation_failed', 'Invalid skill policy document', { issues: issues.list }, { issues: issues.list });
 }
 
 export function adminRequired(): PluginError {

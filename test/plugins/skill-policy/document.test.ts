@@ -18,8 +18,10 @@ async function invalid(body: unknown): Promise<Array<{ path: Array<string | numb
   expect(res.status, res.text).toBe(422);
   expect(res.body.error).toBe('Invalid skill policy document');
   expect(res.body.code).toBe('skill_policy_validation_failed');
-  const issues = res.body.details.issues;
+  const issues = res.body.issues;
   expect(Array.isArray(issues) && issues.length > 0).toBe(true);
+  // The same list under details, for clients of the original shape.
+  expect(res.body.details.issues).toEqual(issues);
   for (const issue of issues) {
     expect(Array.isArray(issue.path)).toBe(true);
     expect(typeof issue.message).toBe('string');
