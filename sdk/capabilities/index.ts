@@ -4,6 +4,7 @@ import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
 import { eventsPublish } from './events.ts';
+import { executions } from './executions.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
@@ -22,6 +23,7 @@ export const CAPABILITIES = [
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
+  executions,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];
