@@ -242,6 +242,16 @@ describe('process executions', () => {
     expect(refused.status).toBe(409);
   });
 
+  it('closing the run elsewhere (the ledger) cancels its execution', async () => {
+    const agent = await processAgent({ graceSec: 0 });
+    const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
+    const id = res.body.execution.executionId;
+    await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output'), 'the agent to run');
+    await t.kernel.services.db.transaction((tx) => t.kernel.services.runs.close(tx, res.body.runId, { status: 'cancelled', reason: 'closed by its plugin' }));
+    expect(await finished(id)).toMatchObject({ status: 'cancelled', errorCode: 'run_closed' });
+    expect((await t.sql.query('select status, close_reason from runs where id = $1', [res.body.runId])).rows[0]).toEqual({ status: 'cancelled', close_reason: 'closed by its plugin' });
+  });
+
   it('refuses a start for a paused agent, a closed run, a second execution of a run, and a configuration no board actor wrote', async () => {
     const agent = await processAgent();
     const first = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });
