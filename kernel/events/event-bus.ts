@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/database.ts';
+import type { ExecutionFinishedEvent, ExecutionOutputEvent } from '../../sdk/capabilities/executions.ts';
 
 /** Kernel domain events and their payloads (what a subscriber receives). */
 export interface KernelEvents {
@@ -12,6 +13,10 @@ export interface KernelEvents {
   'agent.updated': { companyId: string; agentId: string; agent: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
   'agent.status_changed': { companyId: string; agentId: string; from: string; to: string; reason: string | null; actor: EventActor };
   'run.closed': { companyId: string; runId: string; agentId: string; status: string; reason: string | null };
+  /** An agent's structured output line or SSE event; delivered only to the plugin that started the execution. */
+  'execution.output': ExecutionOutputEvent;
+  /** An execution reached its terminal status; delivered only to the plugin that started it. */
+  'execution.finished': ExecutionFinishedEvent;
   /** The board is asked to decide something; `approval` names who asked (requestedByAgentId, requestedByUserId). */
   'approval.created': { companyId: string; approvalId: string; approval: Record<string, unknown>; actor: EventActor };
   /** The board decided (`to`: approved, rejected, revision_requested), or terminating the hired agent cancelled it. */
@@ -29,6 +34,7 @@ export function entityOf(event: EventName, payload: KernelEvents[EventName]): { 
   if (event.startsWith('agent.')) return { type: 'agent', id: (payload as { agentId: string }).agentId };
   if (event.startsWith('approval.')) return { type: 'approval', id: (payload as { approvalId: string }).approvalId };
   if (event.startsWith('run.')) return { type: 'run', id: (payload as { runId: string }).runId };
+  if (event.startsWith('execution.')) return { type: 'execution', id: (payload as { executionId: string }).executionId };
   return { type: 'company', id: payload.companyId };
 }
 
@@ -86,6 +92,19 @@ export class EventBus {
         }
       });
     }
+    return row!.id;
+  }
+
+  /**
+   * Appends an event for one subscribing plugin only (keel_private.append_event_to, migration
+   * 0023): execution events reach the plugin that started the execution and no other. No
+   * validators run: nothing may veto an execution's output or end.
+   */
+  async appendTo<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E], subscriber: string): Promise<string> {
+    const entity = entityOf(event, payload);
+    const row = await tx.maybeOne<{ id: string }>(
+      'select keel_private.append_event_to(?, ?::uuid, ?, ?, ?::jsonb, ?) as id',
+      [event, payload.companyId, entity.type, entity.id, JSON.stringify(payload), subscriber]);
     return row!.id;
   }
 }

@@ -146,7 +146,7 @@ export const webhooksFragment = {
   },
 };
 
-export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed'] as const;
+export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed', 'execution.output', 'execution.finished'] as const;
 
 /** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
 const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 };

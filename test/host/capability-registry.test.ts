@@ -61,6 +61,10 @@ const examples = (): Record<string, unknown[]> => ({
   'blobs.delete': [randomUUID()],
   'principals.actor': [['users:manage_permissions']],
   'principals.agent': [agent.id, ['users:manage_permissions']],
+  'executions.start': [{ kind: 'process', runId: randomUUID() }],
+  'executions.get': [randomUUID()],
+  'executions.log': [randomUUID(), { offset: 0 }],
+  'executions.cancel': [randomUUID()],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {

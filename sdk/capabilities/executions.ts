@@ -1,0 +1,118 @@
+import { defineCapability, method } from './define.ts';
+import { uuid } from './schemas.ts';
+
+/**
+ * Executions: isolates decide, executors act. A plugin granted `executions` asks the kernel to
+ * run an agent (a process or one HTTP request) for an open run of its company; the kernel takes
+ * what to run from the agent's adapter configuration a board actor wrote, never from the plugin,
+ * supervises it outside the isolates, keeps its log, and tells the plugin by events.
+ */
+export type ExecutionStatus = 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'lost';
+export const EXECUTION_TERMINAL_STATUSES: readonly ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
+
+export interface ProcessExecutionInput {
+  kind: 'process';
+  /** An open run of the run ledger (ctx.runs.open) of the calling company. The command, args, cwd, env (plain values and secret references, resolved by the vault), timeoutSec and graceSec come from that run's agent's adapterConfig (adapterType `process`), never from the plugin. */
+  runId: string;
+  /** Extra non-secret variables the plugin adds (SERVICE_WAKE_REASON, SERVICE_TASK_ID, SERVICE_WAKE_PAYLOAD_JSON, ...). The canonical run values (SERVICE_API_URL, SERVICE_API_KEY = the run token, SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID) always win over these and over configured ones. */
+  env?: Record<string, string>;
+  /** Text files written into the run's working directory before the process starts (instructions bundle, skills); relative paths only. */
+  files?: Array<{ path: string; content: string }>;
+}
+export interface HttpExecutionInput {
+  kind: 'http';
+  runId: string;
+  /** Must be the run's agent's adapterConfig.url (or a path under it): a plugin cannot aim executions anywhere a board actor did not configure. SSRF rules as ctx.http.fetch; loopback only when an operator allows it. */
+  url: string;
+  /** Default POST. */
+  method?: string;
+  headers?: Record<string, string>;
+  /** Sent as JSON. */
+  body?: unknown;
+  timeoutMs?: number;
+  /** 'sse': the answer is read as Server-Sent Events, each event an output of the execution, until the stream ends or the deadline. */
+  stream?: 'sse';
+  /** The header that carries the run token (default `Authorization: Bearer <token>`); the token is never put in the body. */
+  tokenHeader?: string;
+}
+export interface ExecutionSummary {
+  executionId: string;
+  runId: string;
+  agentId: string;
+  kind: 'process' | 'http';
+  status: ExecutionStatus;
+  pid: number | null;
+  exitCode: number | null;
+  signal: string | null;
+  httpStatus: number | null;
+  errorCode: string | null;
+  logBytes: number;
+  logSha256: string | null;
+  startedAt: string | null;
+  finishedAt: string | null;
+  createdAt: string;
+}
+export interface ExecutionLogPage { content: string; offset: number; nextOffset: number; eof: boolean }
+export interface ExecutionsCapability {
+  /** Starts it (202-like: returns once the execution row is written and the start is under way). Refused (409 with a code naming why) when the agent is not active (paused/held, terminated, pending approval), its company is not active, its adapter config was not written or approved by a board actor, or the run is closed. The check happens again just before the process starts. */
+  start(input: ProcessExecutionInput | HttpExecutionInput): Promise<ExecutionSummary>;
+  get(executionId: string): Promise<ExecutionSummary>;
+  /** The NDJSON log by byte offset: each line `{"seq":n,"at":iso,"stream":"stdout"|"stderr"|"system"|"sse","line":"..."}`. */
+  log(executionId: string, options?: { offset?: number; limitBytes?: number }): Promise<ExecutionLogPage>;
+  /** SIGTERM to the process group, SIGKILL after graceSec (http: abort). Idempotent; answers the summary. */
+  cancel(executionId: string, options?: { reason?: string }): Promise<ExecutionSummary>;
+}
+
+/** Payload of the kernel event `execution.output` (to the starting plugin only, in order per execution). */
+export interface ExecutionOutputEvent {
+  executionId: string; runId: string; companyId: string; agentId: string;
+  seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown>;
+}
+/** Payload of the kernel event `execution.finished` (once, at the terminal status). */
+export interface ExecutionFinishedEvent {
+  executionId: string; runId: string; companyId: string; agentId: string;
+  status: ExecutionStatus; exitCode: number | null; signal: string | null; httpStatus: number | null;
+  errorCode: string | null; logBytes: number; response: unknown;
+}
+
+export const MAX_EXECUTION_FILES = 100;
+export const MAX_EXECUTION_LOG_PAGE = 1_048_576;
+
+const stringMap = { type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxLength: 65_536 } };
+const processInput = {
+  type: 'object', additionalProperties: false, required: ['kind', 'runId'],
+  properties: {
+    kind: { const: 'process' }, runId: uuid, env: stringMap,
+    files: {
+      type: 'array', maxItems: MAX_EXECUTION_FILES,
+      items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_048_576 } } },
+    },
+  },
+};
+const httpInput = {
+  type: 'object', additionalProperties: false, required: ['kind', 'runId', 'url'],
+  properties: {
+    kind: { const: 'http' }, runId: uuid, url: { type: 'string', minLength: 1, maxLength: 2000 },
+    method: { type: 'string', pattern: '^[A-Z]{3,7}$' }, headers: stringMap, body: {},
+    timeoutMs: { type: 'integer', minimum: 1, maximum: 86_400_000 }, stream: { const: 'sse' },
+    tokenHeader: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' },
+  },
+};
+const summary = { type: 'object', required: ['executionId', 'runId', 'agentId', 'kind', 'status', 'logBytes', 'createdAt'] };
+
+export const executions = defineCapability<{ executions: ExecutionsCapability }>()({
+  id: 'executions',
+  summary: "Run the company's agents as their board-approved adapter configuration says (a process or an HTTP request), cancel them and read their logs",
+  members: {
+    executions: {
+      start: method('kernel', [{ oneOf: [processInput, httpInput] }], summary),
+      get: method('kernel', [uuid], summary),
+      log: method('kernel', [uuid, {
+        type: 'object', additionalProperties: false,
+        properties: { offset: { type: 'integer', minimum: 0 }, limitBytes: { type: 'integer', minimum: 1, maximum: MAX_EXECUTION_LOG_PAGE } },
+      }], { type: 'object', required: ['content', 'offset', 'nextOffset', 'eof'] }, { required: 1 }),
+      cancel: method('kernel', [uuid, { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } }], summary, { required: 1 }),
+    },
+  },
+});
+
