@@ -12,6 +12,7 @@ import { servicesCapability } from './capabilities/services.ts';
 import { streamsCapability } from './capabilities/streams.ts';
 import { jobChecksCapability } from './capabilities/jobs.ts';
 import { progressCapability } from './capabilities/progress.ts';
+import { principalsCapability } from './capabilities/principals.ts';
 import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import type { ExtensionHost } from './extension-host.ts';
@@ -29,6 +30,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   progress: progressCapability,
   eventChecks: eventChecksCapability,
   blobs: blobsCapability,
+  principals: principalsCapability,
 };
 
 /**

@@ -8,6 +8,7 @@ import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
 import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
+import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
 
@@ -22,6 +23,7 @@ export const CAPABILITIES = [
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
+  principalsRead,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];

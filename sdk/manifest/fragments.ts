@@ -45,6 +45,14 @@ export const routesFragment = {
           entity: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, description: 'The entity type, as declared under database.entities.' },
         },
       },
+      authCodes: {
+        type: 'object', additionalProperties: false, minProperties: 1,
+        description: "Codes the host's own refusals of this route answer with, where the route's API names its own: `unauthenticated` for the 401 of a caller without credentials, `otherCompany` for the 403 of an agent key of another company. Status and message stay the host's.",
+        properties: {
+          unauthenticated: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64 },
+          otherCompany: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64 },
+        },
+      },
       agentBodyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Top-level body field naming an agent that must belong to the call's company; the host answers 404 agent_not_found otherwise, before the isolate runs." },
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },

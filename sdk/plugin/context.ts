@@ -57,6 +57,7 @@ export type {
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, RunsReadCapability, RunSummary, SecretsCapability } from '../capabilities/runs.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
+export type { ActorFacts, AgentFacts, HeldGrant, PrincipalsCapability } from '../capabilities/principals.ts';
 
 export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';
 export type { EventsCapability } from '../capabilities/events.ts';

@@ -80,6 +80,12 @@ export interface RouteManifest {
    * caller's access to it, makes it the call's company and hands the handler the row's id.
    */
   entityParam?: { param: string; entity: string };
+  /**
+   * Codes the host's own refusals of this route answer with, where the route's API names its
+   * own: `unauthenticated` replaces `unauthorized` on the 401 of a caller without credentials,
+   * `otherCompany` replaces `company_access_denied` on the 403 of an agent key of another company.
+   */
+  authCodes?: { unauthenticated?: string; otherCompany?: string };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   body?: JsonSchema;

@@ -59,6 +59,8 @@ const examples = (): Record<string, unknown[]> => ({
   'blobs.createText': [{ text: 'probe' }],
   'blobs.link': [randomUUID(), 'nobody'],
   'blobs.delete': [randomUUID()],
+  'principals.actor': [['users:manage_permissions']],
+  'principals.agent': [agent.id, ['users:manage_permissions']],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {

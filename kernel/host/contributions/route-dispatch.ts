@@ -53,14 +53,31 @@ export function pluginRouteDispatch(host: ExtensionHost): Middleware {
   };
 }
 
+/**
+ * The host's refusals of who is calling, with the codes the route declares under `authCodes`
+ * (an API may name its own); status and message stay the host's.
+ */
+function withAuthCodes(ctx: Context, codes: PluginRoute['route']['authCodes'], error: unknown): unknown {
+  if (!codes || !(error instanceof KeelError)) return error;
+  const actor = ctx.state.actor as Actor;
+  let code: string | undefined;
+  if (error.status === 401) code = codes.unauthenticated;
+  else if (error.status === 403 && error.code === 'company_access_denied' && actor.kind === 'agent') code = codes.otherCompany;
+  return code ? new KeelError(error.status, code, error.message, { details: error.details }) : error;
+}
+
 async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute, params: Record<string, string>): Promise<void> {
   const { route, plugin } = pluginRoute;
   ctx.state.routePattern = pluginRoute.fullPath;
-  authorize(ctx, route.auth);
+  try {
+    authorize(ctx, route.auth);
+  } catch (error) {
+    throw withAuthCodes(ctx, route.authCodes, error);
+  }
   const actor = ctx.state.actor as Actor;
   let companyId: string | null = null;
   if (route.companyParam) {
-    const { company } = await companyForRequest(ctx, host.kernel.db, params[route.companyParam]);
+    const { company } = await companyForRequest(ctx, host.kernel.db, params[route.companyParam]).catch((error: unknown) => { throw withAuthCodes(ctx, route.authCodes, error); });
     companyId = company.id;
   } else if (route.agentParam) {
     // agentForRequest reads the path parameter (a uuid, or a short name with ?companyId=) from ctx.params.

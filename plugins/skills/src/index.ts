@@ -1,5 +1,7 @@
 import { definePlugin } from '@keel/sdk/plugin';
+import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
 import { SKILLS_CAPABILITIES } from './context.ts';
+import { importSkills } from './import-route.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -7,5 +9,13 @@ import { SKILLS_CAPABILITIES } from './context.ts';
  */
 export default definePlugin({
   capabilities: SKILLS_CAPABILITIES,
-  routes: {},
+  routes: {
+    'list-skills': listSkills,
+    'create-skill': createSkill,
+    'import-skills': importSkills,
+    'get-skill': getSkill,
+    'get-skill-file': getSkillFile,
+    'patch-skill-file': patchSkillFile,
+    'delete-skill': deleteSkill,
+  },
 });

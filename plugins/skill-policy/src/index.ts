@@ -1,0 +1,25 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { SKILL_POLICY_CAPABILITIES, type SkillPolicyContext } from './context.ts';
+import { evaluateRoute, getPolicy, replacePolicyRoute, resetPolicyRoute } from './routes.ts';
+import { decideService } from './service.ts';
+import { forgetCompany } from './store.ts';
+
+export default definePlugin({
+  capabilities: SKILL_POLICY_CAPABILITIES,
+  routes: {
+    'get-policy': getPolicy,
+    'replace-policy': replacePolicyRoute,
+    'reset-policy': resetPolicyRoute,
+    evaluate: evaluateRoute,
+  },
+  services: {
+    decide: decideService,
+  },
+  events: {
+    // At least once: deleting what is already gone is harmless.
+    'company.deleted': async (payload: Record<string, unknown>, ctx: SkillPolicyContext) => {
+      const companyId = String(payload.companyId ?? '');
+      if (companyId) await forgetCompany(ctx, companyId);
+    },
+  },
+});
