@@ -7,14 +7,12 @@ export type PolicySourceType = 'workspace' | 'catalog' | 'git' | 'external_packa
 export interface PolicyResource { skillId?: string; skillKey?: string; sourceType?: PolicySourceType; sourceLocator?: string }
 export interface PolicyDecision { allowed: boolean; action: string; reason: string; policyRevision: number; matchedRuleId: string | null; remediation: unknown }
 
-/**
- * Who may change a company's skills: board users, and agents whose permissions say
- * canCreateAgents. (The agents:create grant lives in the kernel's grant table, which the
- * agents.read view does not show; see README.)
- */
+/** Who may change a company's skills: board users, and agents holding agents:create or permissions.canCreateAgents. */
 export async function assertMayChangeSkills(ctx: SkillsContext): Promise<void> {
   const actor = ctx.invocation.actor;
   if (actor.type === 'user' || actor.type === 'system') return;
+  const facts = await ctx.principals.actor(['agents:create']);
+  if (facts.type !== 'agent' || facts.grants.some((grant) => grant.permissionKey === 'agents:create')) return;
   const agent = actor.agentId ? await ctx.agents.get(actor.agentId) : null;
   const permissions = (agent?.permissions ?? {}) as Record<string, unknown>;
   if (permissions.canCreateAgents === true) return;
