@@ -14,9 +14,9 @@ async function heldGrants(call: BrokeredCall, companyId: string, principalType: 
   if (keys.length === 0) return [];
   const rows = await call.kernel.db.query<{ permission_key: string; company_wide: boolean }>(
     `select permission_key, (scope is null or scope = '{}'::jsonb) as company_wide from permission_grants
-      where company_id = ? and principal_type = ? and principal_id = ? and permission_key = any(?::text[])
+      where company_id = ? and principal_type = ? and principal_id = ? and permission_key in (select jsonb_array_elements_text(?::jsonb))
       order by permission_key`,
-    [companyId, principalType, principalId, keys]);
+    [companyId, principalType, principalId, JSON.stringify(keys)]);
   return rows.map((row) => ({ permissionKey: row.permission_key, companyWide: row.company_wide }));
 }
 

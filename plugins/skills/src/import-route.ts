@@ -7,6 +7,7 @@ import { fileInventories, findSkillByKey, saveSkill, skillJson, type SkillRecord
 import { fetchRepositorySkills, resolveRepository } from './sources/github-import.ts';
 import { readLocalSkills } from './sources/local-import.ts';
 import { fetchRawSkill, rawGithubParts } from './sources/raw-url-import.ts';
+import { parseUrl } from './sources/url-parts.ts';
 import { parseSource, SourceError, type SourceLocator } from './sources/source-locator.ts';
 
 /** A skill ready to store, and where it came from. */
@@ -38,7 +39,7 @@ async function resolve(ctx: SkillsContext, companyId: string, locator: SourceLoc
     const folder = await fetchRawSkill(ctx, locator.url);
     const github = rawGithubParts(locator.url);
     const key = folder.shape.keyOverride ?? (github ? importedKey(github.owner, github.repo, folder.shape.slug) : localKey(companyId, folder.shape.slug));
-    const hostname = new URL(locator.url).hostname;
+    const hostname = parseUrl(locator.url)?.hostname ?? null;
     return {
       source: { type: 'url', locator: locator.url, url: locator.url, hostname, ...(github ? { owner: github.owner, repo: github.repo, ref: github.ref, path: github.path } : {}) },
       warnings: folder.warnings,

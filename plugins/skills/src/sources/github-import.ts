@@ -1,3 +1,4 @@
+import { parseUrl } from './url-parts.ts';
 import { PluginError } from '@keel/sdk/plugin';
 import type { SkillsContext } from '../context.ts';
 import { decodeBase64, utf8Text } from '../skill-file/bytes.ts';
@@ -20,7 +21,7 @@ export function apiBase(ctx: SkillsContext): string {
 
 /** The web host skills are recorded under: github.com for the public API, the server's host otherwise. */
 function webHostname(base: string): string {
-  const host = new URL(base).host;
+  const host = parseUrl(base)?.host ?? 'github.com';
   return host === 'api.github.com' ? 'github.com' : host;
 }
 

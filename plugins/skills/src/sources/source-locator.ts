@@ -1,3 +1,4 @@
+import { parseUrl } from './url-parts.ts';
 /**
  * What an import `source` string names (pure). Repository forms keep the text after
  * `tree/` or `blob/` unsplit: a ref may contain `/`, so which part is the ref is decided
@@ -21,6 +22,14 @@ export type SourceLocator =
   | { form: 'local'; path: string; original: string };
 
 export class SourceError extends Error {}
+
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new SourceError('The source URL has an invalid percent escape');
+  }
+}
 
 const NAME = /^[A-Za-z0-9_.-]+$/;
 const SKILL_DIRECTORY_HOSTS = new Set(['skills.sh', 'www.skills.sh']);
@@ -46,15 +55,11 @@ export function parseSource(raw: string): SourceLocator {
 }
 
 function fromUrl(text: string, original: string): SourceLocator {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new SourceError(`Invalid skill source URL: ${text.slice(0, 200)}`);
-  }
-  if (url.username || url.password) throw new SourceError('Skill source URLs may not carry credentials');
+  const url = parseUrl(text);
+  if (!url) throw new SourceError(`Invalid skill source URL: ${text.slice(0, 200)}`);
+  if (url.hasCredentials) throw new SourceError('Skill source URLs may not carry credentials');
   const host = url.hostname.toLowerCase();
-  const segments = url.pathname.split('/').filter(Boolean).map((segment) => decodeURIComponent(segment));
+  const segments = url.pathname.split('/').filter(Boolean).map(decodeSegment);
   if (host === 'github.com' || host === 'www.github.com') {
     if (segments.length < 2) throw new SourceError('A GitHub URL must name a repository (https://github.com/<owner>/<repo>)');
     const [owner, repoRaw, keyword, ...rest] = segments;
@@ -75,7 +80,7 @@ function fromUrl(text: string, original: string): SourceLocator {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new SourceError('Skill source URLs must be http or https');
   if (!/\.md$/i.test(url.pathname)) throw new SourceError('A raw skill URL must point at a SKILL.md file');
-  return { form: 'url', url: url.toString(), original };
+  return { form: 'url', url: url.href, original };
 }
 
 /**
