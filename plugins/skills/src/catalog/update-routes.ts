@@ -6,6 +6,7 @@ import { AUDIT_SCAN_VERSION, auditFiles } from './audit.ts';
 import { catalogEntryOf, type CatalogEntry } from './catalog-content.ts';
 import { catalogRecord, saveCatalogSkill, skillsWithHash, storedFiles } from './catalog-store.ts';
 import { assertCatalogAuditPasses, catalogPolicyResource, storedSkillJson } from './install-route.ts';
+import { upstreamStatus } from './upstream-status.ts';
 
 type Row = Record<string, unknown>;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -66,11 +67,15 @@ function statusOf(row: Row, entry: CatalogEntry | null) {
   };
 }
 
-/** GET .../skills/{skillId}/update-status: compares the installed copy with the shipped catalog version. */
+/**
+ * GET .../skills/{skillId}/update-status: a catalog skill against the shipped catalog version, a
+ * repository import against the commit its tracking ref names upstream now.
+ */
 export async function skillUpdateStatus(req: RouteRequest, ctx: SkillsContext): Promise<unknown> {
   const row = await skillOf(req, ctx);
   if (row.source_type !== 'catalog') {
-    return { skillId: row.id, key: row.key, sourceType: row.source_type, supported: false, reason: 'Update status is tracked for catalog skills; import the skill again to refresh it from its source' };
+    return await upstreamStatus(ctx, row)
+      ?? { skillId: row.id, key: row.key, sourceType: row.source_type, supported: false, reason: 'Update status is tracked for catalog skills and repository imports; this skill has no upstream to compare with' };
   }
   return statusOf(row, catalogEntryOf(row));
 }
