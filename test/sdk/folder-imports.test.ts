@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { buildPlugin } from '../../sdk/build/build-plugin.ts';
+import { buildPlugin, MAX_SOURCE_BYTES, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 
 /** `import files from './folder?files'`: a plugin's own folder, read into the bundle at build time. */
 const made: string[] = [];
@@ -40,6 +40,15 @@ describe('folder imports in plugin builds', () => {
   it('refuses a folder outside the plugin folder', async () => {
     const root = pluginFolder('import files from "../../?files"; (globalThis as any).out = files;');
     await expect(buildPlugin(root)).rejects.toThrow(/not a folder inside the plugin folder/);
+  });
+
+  it('counts the bytes against the source limit: a larger folder is plugin_too_large', async () => {
+    const root = pluginFolder('import files from "../data?files"; (globalThis as any).out = files;');
+    writeFileSync(join(root, 'data', 'huge.md'), Buffer.alloc(MAX_SOURCE_BYTES + 1, 0x61));
+    const failure = await buildPlugin(root).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(PluginBuildError);
+    expect(failure).toMatchObject({ code: 'plugin_too_large' });
+    expect(String((failure as Error).message)).toMatch(/huge\.md passes the limit/);
   });
 
   it('refuses a symbolic link inside the folder instead of following it', async () => {

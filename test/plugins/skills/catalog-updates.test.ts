@@ -199,6 +199,16 @@ describe('POST .../skills/{skillId}/reset', () => {
 });
 
 describe('POST .../skills/{skillId}/audit', () => {
+  it('passes every skill the catalog ships', async () => {
+    const company = await createCompany(t.api);
+    const catalog = (await t.api.get('/api/skills/catalog')).body as any[];
+    for (const entry of catalog) {
+      const skill = await install(company.id, entry.id);
+      const audit = await t.api.post(routes(company.id, skill.id).audit);
+      expect(audit.body, entry.slug).toMatchObject({ verdict: 'pass', codes: [], installedHash: entry.contentHash, originHash: entry.contentHash });
+    }
+  });
+
   it('passes a fresh catalog install, with the scan version and both hashes', async () => {
     const company = await createCompany(t.api);
     const skill = await install(company.id, 'service');

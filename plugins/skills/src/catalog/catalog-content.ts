@@ -136,3 +136,8 @@ export function catalogEntryOf(row: Record<string, unknown>): CatalogEntry | nul
   const id = typeof metadata.catalogId === 'string' ? metadata.catalogId : null;
   return (id ? CATALOG.find(({ skill }) => skill.id === id) : null) ?? CATALOG.find(({ skill }) => skill.key === row.key) ?? null;
 }
+
+/** Keys of the bundled skills every agent gets (desiredSkills are united with these). */
+export function requiredBundledKeys(): string[] {
+  return CATALOG.filter(({ skill }) => skill.required).map(({ skill }) => skill.key);
+}
