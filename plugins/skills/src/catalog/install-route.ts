@@ -6,6 +6,7 @@ import { auditFiles } from './audit.ts';
 import { catalogEntry } from './browse-routes.ts';
 import { type CatalogEntry } from './catalog-content.ts';
 import { catalogRecord, saveCatalogSkill, skillsWithHash } from './catalog-store.ts';
+import { auditInstalled, originHashOf } from './installed-audit.ts';
 
 type Row = Record<string, unknown>;
 
@@ -51,8 +52,13 @@ export async function installCatalogSkill(req: RouteRequest, ctx: SkillsContext)
     if (existing.source_type !== 'catalog' && body.force !== true) {
       throw new PluginError(409, 'skill_key_conflict', `A skill that did not come from the catalog already has key ${entry.skill.key}; pass force to replace it with the catalog version`, { skillId: existing.id, key: existing.key, sourceType: existing.source_type });
     }
-    const originHash = ((existing.metadata ?? {}) as Row).originHash;
-    const modified = existing.source_type === 'catalog' && typeof originHash === 'string' && existing.installed_hash !== originHash;
+    const originHash = originHashOf(existing);
+    const modified = existing.source_type === 'catalog' && originHash !== null && existing.installed_hash !== originHash;
+    if (existing.source_type === 'catalog') {
+      // As for install-update: a copy whose audit fails is not refreshed, whatever force says (reset restores it).
+      const audit = await auditInstalled(ctx, existing);
+      if (audit.verdict === 'fail') throw new PluginError(422, 'skill_audit_failed', 'The installed skill fails the audit; the refresh is blocked (force does not override a failing audit; reset restores the catalog version)', { audit });
+    }
     if (modified && body.force !== true) {
       throw new PluginError(409, 'skill_locally_modified', `The installed copy of ${entry.skill.key} has local modifications; pass force to replace them with the catalog version`, { skillId: existing.id, installedHash: existing.installed_hash, originHash });
     }

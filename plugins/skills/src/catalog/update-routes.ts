@@ -2,10 +2,10 @@ import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import { authorise } from '../authority.ts';
 import type { SkillsContext } from '../context.ts';
 import { policySourceType } from '../skill-store.ts';
-import { AUDIT_SCAN_VERSION, auditFiles } from './audit.ts';
 import { catalogEntryOf, type CatalogEntry } from './catalog-content.ts';
-import { catalogRecord, saveCatalogSkill, skillsWithHash, storedFiles } from './catalog-store.ts';
+import { catalogRecord, saveCatalogSkill, skillsWithHash } from './catalog-store.ts';
 import { assertCatalogAuditPasses, catalogPolicyResource, storedSkillJson } from './install-route.ts';
+import { auditInstalled, originHashOf } from './installed-audit.ts';
 import { upstreamStatus } from './upstream-status.ts';
 
 type Row = Record<string, unknown>;
@@ -19,26 +19,12 @@ async function skillOf(req: RouteRequest, ctx: SkillsContext, lock = false): Pro
   return row;
 }
 
-const originHashOf = (row: Row): string | null => {
-  const origin = ((row.metadata ?? {}) as Row).originHash;
-  return typeof origin === 'string' ? origin : null;
-};
-
 /** The catalog entry of a catalog-managed skill; 422 for any other skill, 409 when the catalog no longer ships it. */
 function managedEntry(row: Row, what: string): CatalogEntry {
   if (row.source_type !== 'catalog') throw new PluginError(422, 'skill_not_catalog_managed', `Only catalog skills can be ${what}; this skill came from ${String(row.source_type)}`, { sourceType: row.source_type });
   const entry = catalogEntryOf(row);
   if (!entry) throw new PluginError(409, 'catalog_skill_missing', 'The catalog no longer ships this skill', { key: row.key });
   return entry;
-}
-
-/** The audit of an installed skill, from its stored files and hashes. */
-async function auditOf(ctx: SkillsContext, row: Row) {
-  const files = await storedFiles(ctx.db, String(row.id));
-  const installedHash = String(row.installed_hash);
-  const originHash = originHashOf(row);
-  const result = auditFiles(files.map((file) => ({ path: String(file.path), kind: String(file.kind), encoding: String(file.encoding), content: String(file.content), sizeBytes: Number(file.size_bytes) })), { installedHash, originHash });
-  return { verdict: result.verdict, codes: result.codes, findings: result.findings, installedHash, originHash, scanVersion: AUDIT_SCAN_VERSION };
 }
 
 function statusOf(row: Row, entry: CatalogEntry | null) {
@@ -90,7 +76,7 @@ export async function installSkillUpdate(req: RouteRequest, ctx: SkillsContext):
   const row = await skillOf(req, ctx, true);
   const entry = managedEntry(row, 'updated here');
   await authorise(ctx, 'skills.update', catalogPolicyResource(entry, String(row.id)));
-  const audit = await auditOf(ctx, row);
+  const audit = await auditInstalled(ctx, row);
   if (audit.verdict === 'fail') throw new PluginError(422, 'skill_audit_failed', 'The installed skill fails the audit; the update is blocked (force does not override a failing audit)', { audit });
   assertCatalogAuditPasses(entry);
   const status = statusOf(row, entry);
@@ -139,7 +125,7 @@ export async function auditSkill(req: RouteRequest, ctx: SkillsContext): Promise
   }
   const metadata = (row.metadata ?? {}) as Row;
   await authorise(ctx, 'skills.test', { skillId: String(row.id), skillKey: String(row.key), sourceType: policySourceType(metadata.sourceKind as string, String(row.source_type)) });
-  const audit = await auditOf(ctx, row);
+  const audit = await auditInstalled(ctx, row);
   await ctx.activity.record({ action: 'company.skill_audited', entityType: 'company_skill', entityId: String(row.id), details: { key: row.key, verdict: audit.verdict, codes: audit.codes, scanVersion: audit.scanVersion } });
   return { skillId: row.id, key: row.key, ...audit };
 }
