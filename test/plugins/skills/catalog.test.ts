@@ -193,6 +193,14 @@ describe('POST /api/companies/{companyId}/skills/install-catalog', () => {
     expect((await activities(t, company.id, 'company.skills_imported')).map((entry) => entry.details.action)).toEqual(['created', 'updated']);
   });
 
+  it('two installs of one skill at once: one creates (201), the other refreshes (200), one row', async () => {
+    const company = await createCompany(t.api);
+    const answers = await Promise.all([0, 1].map(() => t.api.post(installPath(company.id), { catalogSkillId: 'task-planning' })));
+    expect(answers.map((res) => res.status).sort()).toEqual([200, 201]);
+    expect(new Set(answers.map((res) => res.body.skill.id)).size).toBe(1);
+    expect(await storedSkills(t, company.id)).toHaveLength(1);
+  });
+
   it('warns when the slug is already used by another skill of the company', async () => {
     const company = await createCompany(t.api);
     const local = await t.api.post(skillsPath(company.id), { name: 'Triage', slug: 'issue-triage' });
