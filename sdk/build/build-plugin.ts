@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { folderImports, FOLDER_IMPORT_SUFFIX } from './folder-imports.ts';
 import { fileURLToPath } from 'node:url';
 import { build, stop, type Plugin } from 'esbuild';
 
@@ -52,6 +53,7 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
   const manifestText = await readFile(join(root, 'plugin.json'), 'utf8');
   const entry = (JSON.parse(manifestText) as { entry?: string }).entry;
   if (typeof entry !== 'string') throw new Error(`${join(root, 'plugin.json')}: "entry" is required`);
+  const budget = new SourceBudget(root);
   const result = await bounded(build({
     entryPoints: [join(root, entry)],
     bundle: true,
@@ -63,9 +65,9 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
     sourcemap: false,
     legalComments: 'none',
     logLevel: 'silent',
-    plugins: [confineImports(root), boundSources(root)],
+    plugins: [confineImports(root), boundSources(root, budget), folderImports(root, budget)],
   })).catch((error: { errors?: Array<{ pluginName?: string; text?: string }> }) => {
-    const tooLarge = error?.errors?.find((message) => message.pluginName === 'keel-bound-sources');
+    const tooLarge = error?.errors?.find((message) => message.pluginName === 'keel-bound-sources' || message.text?.includes(SOURCES_TOO_LARGE));
     throw tooLarge ? new PluginBuildError('plugin_too_large', tooLarge.text ?? 'source files too large') : error;
   });
   const code = result.outputFiles[0]!.text;
@@ -102,19 +104,30 @@ async function bounded<T>(building: Promise<T>): Promise<T> {
   }
 }
 
+const SOURCES_TOO_LARGE = "the plugin's source files are larger than";
+
+/** The bytes of the plugin's own files one build has read so far, refused past the limit. */
+export class SourceBudget {
+  private total = 0;
+  private readonly root: string;
+  constructor(root: string) { this.root = root; }
+  /** Counts a file's bytes; the error text when the sources pass the limit with it. */
+  add(path: string, bytes: number): string | null {
+    this.total += bytes;
+    if (this.total <= MAX_SOURCE_BYTES) return null;
+    return `${SOURCES_TOO_LARGE} ${MiB(MAX_SOURCE_BYTES)} together (${relative(this.root, path)} passes the limit); a plugin's sources may be at most ${MiB(MAX_SOURCE_BYTES)}`;
+  }
+}
+
 /** Counts the bytes of the plugin's own files as the build loads them, and refuses past the limit. */
-function boundSources(root: string): Plugin {
+function boundSources(root: string, budget: SourceBudget): Plugin {
   return {
     name: 'keel-bound-sources',
     setup(build) {
-      let total = 0;
-      build.onLoad({ filter: /.*/ }, async (args) => {
+      build.onLoad({ filter: /.*/, namespace: 'file' }, async (args) => {
         if (!args.path.startsWith(root + sep)) return undefined;
-        total += (await stat(args.path)).size;
-        if (total > MAX_SOURCE_BYTES) {
-          return { errors: [{ text: `the plugin's source files are larger than ${MiB(MAX_SOURCE_BYTES)} together (${relative(root, args.path)} passes the limit); a plugin's sources may be at most ${MiB(MAX_SOURCE_BYTES)}` }] };
-        }
-        return undefined;
+        const tooLarge = budget.add(args.path, (await stat(args.path)).size);
+        return tooLarge ? { errors: [{ text: tooLarge }] } : undefined;
       });
     },
   };
@@ -127,6 +140,7 @@ function confineImports(root: string): Plugin {
       build.onResolve({ filter: /.*/ }, (args) => {
         if (args.kind === 'entry-point') return undefined;
         if (args.path === SDK_SPECIFIER) return { path: SDK_ENTRY };
+        if (args.path.endsWith(FOLDER_IMPORT_SUFFIX) && !inSdk(args.importer)) return undefined;
         const fromSdk = inSdk(args.importer);
         if (args.path.startsWith('.')) {
           const target = resolve(dirname(args.importer), args.path);

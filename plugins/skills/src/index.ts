@@ -1,0 +1,32 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
+import { SKILLS_CAPABILITIES } from './context.ts';
+import { importSkills } from './import-route.ts';
+import { getCatalogFile, getCatalogSkill, listCatalog } from './catalog/browse-routes.ts';
+import { installCatalogSkill } from './catalog/install-route.ts';
+import { auditSkill, installSkillUpdate, resetSkill, skillUpdateStatus } from './catalog/update-routes.ts';
+
+/**
+ * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
+ * first; the catalog's routes (src/catalog/) follow as their own group.
+ */
+export default definePlugin({
+  capabilities: SKILLS_CAPABILITIES,
+  routes: {
+    'list-skills': listSkills,
+    'create-skill': createSkill,
+    'import-skills': importSkills,
+    'get-skill': getSkill,
+    'get-skill-file': getSkillFile,
+    'patch-skill-file': patchSkillFile,
+    'delete-skill': deleteSkill,
+    'list-catalog': listCatalog,
+    'get-catalog-skill': getCatalogSkill,
+    'get-catalog-file': getCatalogFile,
+    'install-catalog-skill': installCatalogSkill,
+    'skill-update-status': skillUpdateStatus,
+    'install-skill-update': installSkillUpdate,
+    'reset-skill': resetSkill,
+    'audit-skill': auditSkill,
+  },
+});
