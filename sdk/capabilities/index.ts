@@ -1,12 +1,13 @@
 import { activityRead, activityWrite } from './activity.ts';
 import { blobsRead, blobsWrite } from './blobs.ts';
+import { catalogRead } from './catalog.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
 import { eventsPublish } from './events.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
-import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
+import { httpFetch, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
 import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
@@ -18,10 +19,10 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
-  secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
+  secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];
