@@ -5,6 +5,7 @@ import { agentsCapability } from './capabilities/agents.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
+import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
@@ -29,6 +30,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   progress: progressCapability,
   eventChecks: eventChecksCapability,
   blobs: blobsCapability,
+  catalog: catalogCapability,
 };
 
 /**

@@ -59,6 +59,7 @@ const examples = (): Record<string, unknown[]> => ({
   'blobs.createText': [{ text: 'probe' }],
   'blobs.link': [randomUUID(), 'nobody'],
   'blobs.delete': [randomUUID()],
+  'catalog.get': [],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {
