@@ -1,7 +1,8 @@
 import type { Context } from 'koa';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
-import { KeelError, notFound, validationFailed } from '../http/errors.ts';
+import { notFound, validationFailed } from '../http/errors.ts';
+import { respond } from './contributions/route-answer.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
 import type { ExtensionHost } from './extension-host.ts';
 import { enabledTool } from './plugin-tools.ts';
@@ -37,10 +38,7 @@ export async function executeTool(ctx: Context, host: ExtensionHost, call: ToolC
   });
   // The plugin's transaction wrote the entry (its own, or the host's default one).
   ctx.state.activityWritten = true;
-  if (!result.ok) {
-    const error = result.error!;
-    const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
-    throw new KeelError(status, error.code, error.message, { details: error.details, expose: true });
-  }
+  // A plugin's failure is answered as the route answers it (its status and code kept): respond throws it.
+  if (!result.ok) respond(ctx, result, 200);
   return { tool: call.tool, result: result.value === undefined ? null : JSON.parse(result.value) };
 }

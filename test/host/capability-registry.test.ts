@@ -145,6 +145,7 @@ describe('contribution capabilities on the manifest', () => {
     routes: [
       { key: 'r', method: 'GET', path: '/r', auth: 'board' },
       { key: 'a', method: 'GET', path: '/api/everything/a', auth: 'board', absolute: true },
+      { key: 'p', method: 'GET', path: '/everything.txt', auth: 'none', absolute: true },
       { key: 'd', method: 'GET', path: '/companies/:companyId/d', auth: 'board', companyParam: 'companyId', download: true },
       { key: 'u', method: 'POST', path: '/companies/:companyId/u', auth: 'board', companyParam: 'companyId', upload: { field: 'file', contentTypes: ['text/plain'] } },
     ],
