@@ -17,6 +17,7 @@ import { EventBus } from './events/event-bus.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
+import { SelfRequest } from './mcp/self-request.ts';
 import { startContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
 import { routeModules } from './routes.ts';
@@ -87,7 +88,10 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     started.add('executions', () => services.executions.stop());
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     started.add('plugin workers', () => host.stop());
-    const router = buildKernelRouter(services, [...routeModules(host), ...(options.extraRouteModules ?? [])]);
+    // MCP's core tools call the kernel's own routes through the address it listens on.
+    const self = new SelfRequest();
+    self.setUrl(listener.url);
+    const router = buildKernelRouter(services, [...routeModules(host, self), ...(options.extraRouteModules ?? [])]);
     host.attachKernelRouter(router);
     const contributions = await startContributionPoints(host, { databaseUrl });
     started.add('job engine', () => contributions.stop());

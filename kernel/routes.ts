@@ -22,6 +22,8 @@ import { pluginDashboardRoutes } from './host/api/dashboard-routes.ts';
 import { pluginUiRoutes } from './host/api/ui-routes.ts';
 import { localFolderRoutes } from './host/api/local-folder-routes.ts';
 import { openApiRoutes } from './host/api/openapi-routes.ts';
+import { mcpRoutes } from './mcp/mcp-routes.ts';
+import type { SelfRequest } from './mcp/self-request.ts';
 
 /**
  * Every route module the server mounts, in registration order. Within a module, specific
@@ -30,7 +32,7 @@ import { openApiRoutes } from './host/api/openapi-routes.ts';
  * (the plugin API, jobs, webhooks, UI calls, folders, the OpenAPI document) are handed the
  * host here, where the server is put together.
  */
-export function routeModules(host: ExtensionHost): RouteModule[] {
+export function routeModules(host: ExtensionHost, self: SelfRequest): RouteModule[] {
   return [
     healthRoutes,
     openApiRoutes(host),
@@ -54,5 +56,6 @@ export function routeModules(host: ExtensionHost): RouteModule[] {
     pluginUiRoutes(host),
     localFolderRoutes(host),
     pluginApiRoutes(host),
+    mcpRoutes(host, self),
   ];
 }

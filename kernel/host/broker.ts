@@ -5,6 +5,7 @@ import { agentsCapability } from './capabilities/agents.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
+import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { executionsCapability } from './capabilities/executions.ts';
 import { runsCapability } from './capabilities/runs.ts';
@@ -33,6 +34,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   blobs: blobsCapability,
   principals: principalsCapability,
   executions: executionsCapability,
+  catalog: catalogCapability,
 };
 
 /**

@@ -2,7 +2,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash, randomUUID } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
-import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import type { PluginManifest, RouteManifest } from '../../sdk/plugin/manifest.ts';
+import { isRootPath } from '../../sdk/capabilities/http.ts';
 import { fingerprint } from '../../sdk/plugin/fingerprint.ts';
 import { buildPlugin, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 import type { Row } from '../db/database.ts';
@@ -238,6 +239,12 @@ export class ExtensionHost {
     const row = await this.row(key);
     const manifest = row.manifest as PluginManifest;
     const declared = manifest.capabilities.map((c) => c.id as string);
+    // Public root routes speak for the whole instance to anyone: a plugin that is not first-party
+    // gets them only when the operator names the capability, never through the default grant.
+    if (options.grant === undefined && row.source_kind !== 'first_party' && declared.includes('http.routes.public')) {
+      throw new KeelError(409, 'capability_grant_required',
+        `${key} asks for http.routes.public (public pages at root paths outside /api/), which is never granted by default; name it in the grant list: POST /api/plugins/${key}/enable {"grant": [${declared.map((id) => JSON.stringify(id)).join(', ')}]}`);
+    }
     const requested = options.grant ?? declared;
     const unknown = requested.filter((id) => !declared.includes(id));
     if (unknown.length) {
@@ -420,7 +427,8 @@ export class ExtensionHost {
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
     if (!grants.includes('http.routes')) return [];
-    return (manifest.routes ?? []).filter((route) => !route.absolute || grants.includes('http.routes.absolute')).map((route) => compileRoute(manifest, route));
+    const granted = (route: RouteManifest) => !route.absolute || grants.includes(isRootPath(route.path) ? 'http.routes.public' : 'http.routes.absolute');
+    return (manifest.routes ?? []).filter(granted).map((route) => compileRoute(manifest, route));
   }
 
   private assertNoRouteConflicts(key: string, routes: PluginRoute[]): void {

@@ -5,12 +5,13 @@ import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
-import { badRequest, KeelError, notFound, validationFailed } from '../http/errors.ts';
+import { badRequest, KeelError } from '../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE, type ParameterDoc } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
-import { companyForRequest } from '../tenancy/company-access.ts';
 import { respond } from './contributions/route-answer.ts';
+import { executeTool } from './tool-execution.ts';
+import { enabledTools } from './plugin-tools.ts';
 import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
 import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
@@ -106,41 +107,14 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
   });
 
   route({ method: 'GET', path: '/api/plugins/tools', auth: 'any', success: 200, response: LIST_RESPONSE, summary: 'Tools of enabled plugins' }, async (ctx) => {
-    const tools: unknown[] = [];
-    for (const loaded of host.plugins.values()) {
-      if (!(loaded.row.granted_capabilities ?? []).includes('tools.register')) continue;
-      for (const tool of loaded.manifest.tools ?? []) tools.push({ key: `${loaded.key}.${tool.key}`, pluginKey: loaded.key, name: tool.key, description: tool.description, inputSchema: tool.inputSchema });
-    }
-    ctx.body = tools;
+    ctx.body = enabledTools(host).map(({ name, plugin, tool }) => ({ key: name, pluginKey: plugin.key, name: tool.key, description: tool.description, inputSchema: tool.inputSchema }));
   });
 
   route({
     method: 'POST', path: '/api/plugins/tools/execute', auth: 'any', body: executeBody, success: 200, errors: [403, 404, 502, 504],
     summary: "Run a plugin's tool; `input` is checked against the tool's own input schema",
   }, async (ctx, req) => {
-    const actor = req.actor;
-    const body = await req.body();
-    const dot = body.tool.indexOf('.');
-    const pluginKey = dot > 0 ? body.tool.slice(0, dot) : '';
-    const toolKey = dot > 0 ? body.tool.slice(dot + 1) : '';
-    const loaded = host.plugins.get(pluginKey);
-    const tool = loaded?.manifest.tools?.find((t) => t.key === toolKey);
-    if (!loaded || !tool || !(loaded.row.granted_capabilities ?? []).includes('tools.register')) throw notFound(`No enabled tool "${body.tool}"`, 'tool_not_found');
-    let companyId: string | null = actor.kind === 'agent' ? actor.companyId : null;
-    if (body.companyId !== undefined) {
-      const { company } = await companyForRequest(ctx, kernel.db, body.companyId);
-      companyId = company.id;
-    }
-    const input = body.input ?? {};
-    const issues = schemaIssues(pluginBodyAjv, tool.inputSchema, input, '(input)');
-    if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
-    const result = await host.invoke(pluginKey, 'tool', toolKey, input, invocationInfo(ctx, companyId), {
-      transactional: true,
-      defaultActivity: { action: `plugin.${pluginKey}.tool.${toolKey}`, entityType: 'plugin_tool', entityId: body.tool },
-    });
-    ctx.state.activityWritten = true;
-    if (!result.ok) respond(ctx, result, 200);
-    ctx.body = { tool: body.tool, result: result.value === undefined ? null : JSON.parse(result.value) };
+    ctx.body = await executeTool(ctx, host, await req.body());
   });
 
   route({

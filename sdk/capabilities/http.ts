@@ -29,9 +29,24 @@ export const httpRoutes = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'routes'),
 });
 
+/** An absolute path outside /api/ is a public root route (a website's pages), not an API route. */
+export const isRootPath = (path: string): boolean => !path.toLowerCase().startsWith('/api/');
+
 export const httpRoutesAbsolute = defineCapability()({
   id: 'http.routes.absolute',
   summary: 'Serve HTTP routes at absolute paths under /api/ (outside /api/plugins/)',
   members: {},
-  requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.absolute ? [`routes.${index}.absolute`] : [])),
+  requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.absolute && !isRootPath(route.path) ? [`routes.${index}.absolute`] : [])),
+});
+
+/**
+ * Root paths (`/llms.txt`, `/product/...`) are the instance's public face, outside the API:
+ * only unauthenticated (`auth: 'none'`) routes, never under /api, and only once the operator
+ * grants this capability (first-party plugins are granted what they declare at bootstrap).
+ */
+export const httpRoutesPublic = defineCapability()({
+  id: 'http.routes.public',
+  summary: 'Serve public, unauthenticated routes at root paths outside /api/ (a website: /llms.txt, /product/...)',
+  members: {},
+  requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.absolute && isRootPath(route.path) ? [`routes.${index}.absolute`] : [])),
 });

@@ -1,5 +1,6 @@
 import { activityRead, activityWrite } from './activity.ts';
 import { blobsRead, blobsWrite } from './blobs.ts';
+import { catalogRead } from './catalog.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
@@ -7,7 +8,7 @@ import { eventsPublish } from './events.ts';
 import { executions } from './executions.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
-import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
+import { httpFetch, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
 import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
@@ -20,10 +21,10 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
-  secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
+  secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
   principalsRead,
   executions,
 ] as const;

@@ -4,6 +4,7 @@ import type { PluginManifest } from '../plugin/manifest.ts';
 import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
+import { isRootPath } from '../capabilities/http.ts';
 
 export const MAX_MANIFEST_BYTES = 256 * 1024;
 
@@ -72,7 +73,11 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (seen.has(signature)) issues.push({ path: `routes.${index}`, message: `duplicates ${route.method} ${route.path}` });
     seen.add(signature);
     if (/(^|\/)\.{1,2}(\/|$)|\/\//.test(route.path)) issues.push({ path: `routes.${index}.path`, message: 'must not contain . or .. segments or empty segments' });
-    if (route.absolute) {
+    if (route.absolute && isRootPath(route.path)) {
+      // A public root route: the website's pages, never the API's namespace, never behind a credential.
+      if (/^\/api(\/|$)/i.test(normalisePath(route.path))) issues.push({ path: `routes.${index}.path`, message: 'absolute paths under /api must start with /api/ and stay outside /api/plugins/' });
+      if (route.auth !== 'none') issues.push({ path: `routes.${index}.auth`, message: "root paths outside /api/ are public: auth must be 'none'" });
+    } else if (route.absolute) {
       if (!route.path.startsWith('/api/') || route.path.toLowerCase().startsWith('/api/plugins/') || route.path.toLowerCase() === '/api/plugins') issues.push({ path: `routes.${index}.path`, message: 'absolute paths must start with /api/ and stay outside /api/plugins/' });
     } else if (RESERVED_RELATIVE_PREFIXES.some((prefix) => route.path.toLowerCase() === prefix || route.path.toLowerCase().startsWith(`${prefix}/`))
       || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path).toLowerCase()))) {

@@ -63,6 +63,7 @@ export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capa
 export type { EventsCapability } from '../capabilities/events.ts';
 
 export type { BlobHandle, BlobsCapability } from '../capabilities/blobs.ts';
+export type { CatalogCapability, CatalogPlugin, CatalogRoute, CatalogTool, InstanceCatalog } from '../capabilities/catalog.ts';
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -95,6 +96,12 @@ export interface RouteRequest {
   body: unknown;
   headers: Record<string, string>;
   companyId: string | null;
+  /**
+   * An opaque key of the calling client's network address: a keyed hash (under a secret of the
+   * instance and the plugin's key), the same in every Keel process of one instance, never the
+   * address itself. For per-client limits of public routes.
+   */
+  clientKey?: string;
   /** For a route declared `upload`: the stored file's metadata (the plugin owns the blob). */
   upload?: BlobHandle;
 }

@@ -65,6 +65,7 @@ const examples = (): Record<string, unknown[]> => ({
   'executions.get': [randomUUID()],
   'executions.log': [randomUUID(), { offset: 0 }],
   'executions.cancel': [randomUUID()],
+  'catalog.get': [],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {
@@ -150,6 +151,7 @@ describe('contribution capabilities on the manifest', () => {
     routes: [
       { key: 'r', method: 'GET', path: '/r', auth: 'board' },
       { key: 'a', method: 'GET', path: '/api/everything/a', auth: 'board', absolute: true },
+      { key: 'p', method: 'GET', path: '/everything.txt', auth: 'none', absolute: true },
       { key: 'd', method: 'GET', path: '/companies/:companyId/d', auth: 'board', companyParam: 'companyId', download: true },
       { key: 'u', method: 'POST', path: '/companies/:companyId/u', auth: 'board', companyParam: 'companyId', upload: { field: 'file', contentTypes: ['text/plain'] } },
     ],

@@ -24,19 +24,12 @@ interface Rendered { version: number; text: string; etag: string }
  */
 export const openApiRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Reference');
-  // The kernel's part is read once, on first use: every route module has registered by then.
-  let kernelPart: { operations: ApiOperation[]; tags: DocumentTag[] } | undefined;
-  let rendered: Rendered | undefined;
-
   route({
     method: 'GET', path: '/api/openapi.json', auth: 'any', success: [200, 304],
     summary: 'This OpenAPI document: every kernel route and every route of the enabled plugins',
     description: 'Answers 304 when If-None-Match names the current ETag.',
   }, (ctx) => {
-    if (rendered?.version !== host.routes.version) {
-      kernelPart ??= describeKernel(router);
-      rendered = render(kernel, host, host.routes.version, kernelPart);
-    }
+    const rendered = renderedOpenApi(kernel, host, router);
     ctx.set('ETag', rendered.etag);
     ctx.set('Cache-Control', 'no-cache');
     if (ctx.get('if-none-match').split(',').map((tag) => tag.trim()).includes(rendered.etag)) {
@@ -47,6 +40,23 @@ export const openApiRoutes = (host: ExtensionHost): RouteModule => (router, kern
     ctx.body = rendered.text;
   });
 };
+
+const renderings = new WeakMap<ExtensionHost, { kernelPart?: { operations: ApiOperation[]; tags: DocumentTag[] }; rendered?: Rendered }>();
+
+/**
+ * The document as JSON text with its ETag, for the route and the public MCP endpoint's
+ * documentation tools. The kernel's part is read once, on first use (every route module has
+ * registered by then); the whole is rendered again when the host's route table changes.
+ */
+export function renderedOpenApi(kernel: KernelServices, host: ExtensionHost, router: Router): Rendered {
+  let cache = renderings.get(host);
+  if (!cache) renderings.set(host, cache = {});
+  if (cache.rendered?.version !== host.routes.version) {
+    cache.kernelPart ??= describeKernel(router);
+    cache.rendered = render(kernel, host, host.routes.version, cache.kernelPart);
+  }
+  return cache.rendered;
+}
 
 function describeKernel(router: Router): { operations: ApiOperation[]; tags: DocumentTag[] } {
   const operations = kernelOperations(router);

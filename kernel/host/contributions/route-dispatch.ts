@@ -1,3 +1,4 @@
+import { createHmac } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
@@ -16,6 +17,19 @@ import { resolveEntity } from './route-entities.ts';
 import { respond } from './route-answer.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
 import type { InvokeResult } from '../plugin-process.ts';
+
+const clientKeySecrets = new WeakMap<ExtensionHost, Buffer>();
+
+/**
+ * The caller's address as a plugin sees it: an HMAC under a secret every process of the
+ * instance derives alike, bound to the plugin, so limits count one client across processes
+ * without handing plugins addresses (or keys another plugin could correlate).
+ */
+function clientKeyOf(host: ExtensionHost, plugin: string, address: string): string {
+  let secret = clientKeySecrets.get(host);
+  if (!secret) clientKeySecrets.set(host, secret = host.kernel.jwt.derive('route-client-key'));
+  return createHmac('sha256', secret).update(`${plugin}\0${address}`).digest('base64url');
+}
 
 function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {
   if (!schema) return;
@@ -123,7 +137,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';
   const transactional = !readOnly && (route.transactional ?? true);
-  const input = upload ? { params, query, body, headers, companyId, upload } : { params, query, body, headers, companyId };
+  const clientKey = clientKeyOf(host, plugin, ctx.ip);
+  const input = upload ? { params, query, body, headers, companyId, clientKey, upload } : { params, query, body, headers, companyId, clientKey };
   const result = await host.invoke(plugin, 'route', route.key, input, {
     companyId,
     actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },

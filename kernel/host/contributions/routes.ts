@@ -22,10 +22,11 @@ export function compileRoute(manifest: PluginManifest, route: RouteManifest): Pl
   const path = normalisePath(route.path);
   const fullPath = route.absolute ? path : `/api/plugins/${plugin}${path === '/' ? '' : path}`;
   const params: string[] = [];
+  // A path declared with a trailing slash (`/api/waitlist/`) is served with and without it, as any other.
   const source = fullPath.split('/').map((segment) => {
     if (segment.startsWith(':')) { params.push(segment.slice(1)); return '([^/]+)'; }
     return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  }).join('/');
+  }).join('/').replace(/\/$/, '');
   return { plugin, route, fullPath, pattern: new RegExp(`^${source}/?$`), params, entity: entityLookup(manifest, route) };
 }
 

@@ -44,5 +44,7 @@ export function kernelOperationId(method: HttpMethod, path: string): string {
     if (segment.startsWith(':') && params.has(segment.slice(1))) return ['by', segment.slice(1)];
     return segment.split(/[^A-Za-z0-9]+/).filter(Boolean);
   });
-  return method.toLowerCase() + words.map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
+  // Root paths (the public /mcp) are named apart from their /api namesakes (/api/mcp).
+  const root = path.startsWith('/api/') ? [] : ['Public'];
+  return method.toLowerCase() + [...root, ...words].map((word) => word[0]!.toUpperCase() + word.slice(1)).join('');
 }

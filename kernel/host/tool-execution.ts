@@ -1,0 +1,44 @@
+import type { Context } from 'koa';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
+import { activityActor, type Actor } from '../auth/actor.ts';
+import { notFound, validationFailed } from '../http/errors.ts';
+import { respond } from './contributions/route-answer.ts';
+import { companyForRequest } from '../tenancy/company-access.ts';
+import type { ExtensionHost } from './extension-host.ts';
+import { enabledTool } from './plugin-tools.ts';
+
+export interface ToolCall { tool: string; input?: unknown; companyId?: string }
+
+/**
+ * Runs a plugin's tool for the request's caller: the one path of POST /api/plugins/tools/execute
+ * and of MCP's tools/call. The tool must be offered by an enabled plugin granted
+ * `tools.register`; an agent acts in its own company, a board caller in the company it names
+ * (access checked); the input is checked against the tool's own schema; the plugin runs with
+ * the caller's identity and run, in one transaction. Failures throw the KeelError the route
+ * answers (the plugin's own status and code kept).
+ */
+export async function executeTool(ctx: Context, host: ExtensionHost, call: ToolCall): Promise<{ tool: string; result: unknown }> {
+  const actor = ctx.state.actor as Actor;
+  const found = enabledTool(host, call.tool);
+  if (!found) throw notFound(`No enabled tool "${call.tool}"`, 'tool_not_found');
+  let companyId: string | null = actor.kind === 'agent' ? actor.companyId : null;
+  if (call.companyId !== undefined) {
+    const { company } = await companyForRequest(ctx, host.kernel.db, call.companyId);
+    companyId = company.id;
+  }
+  const input = call.input ?? {};
+  const issues = schemaIssues(pluginBodyAjv, found.tool.inputSchema, input, '(input)');
+  if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
+  const who = activityActor(actor);
+  const result = await host.invoke(found.plugin.key, 'tool', found.tool.key, input, {
+    companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId,
+  }, {
+    transactional: true,
+    defaultActivity: { action: `plugin.${found.plugin.key}.tool.${found.tool.key}`, entityType: 'plugin_tool', entityId: call.tool },
+  });
+  // The plugin's transaction wrote the entry (its own, or the host's default one).
+  ctx.state.activityWritten = true;
+  // A plugin's failure is answered as the route answers it (its status and code kept): respond throws it.
+  if (!result.ok) respond(ctx, result, 200);
+  return { tool: call.tool, result: result.value === undefined ? null : JSON.parse(result.value) };
+}

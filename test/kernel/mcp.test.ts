@@ -1,0 +1,221 @@
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
+import { boardToken, createAgent, createAgentKey, createCompany, insertUser, addMember } from '../support/fixtures.ts';
+import { installAndEnable } from '../support/plugins.ts';
+
+const TOOLS = fileURLToPath(new URL('./fixtures/mcp-tools', import.meta.url));
+const ECHO = fileURLToPath(new URL('../host/fixtures/echo', import.meta.url));
+let t: TestKernel;
+let company: any;
+let other: any;
+let agent: any;
+let agentKey: string;
+let outsiderKey: string;
+const clients: Client[] = [];
+
+/** An MCP client of the official SDK over Streamable HTTP, sending these headers. */
+async function connect(path: string, headers: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'keel-test', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}${path}`), { requestInit: { headers } }));
+  clients.push(client);
+  return client;
+}
+const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+const json = (result: any) => JSON.parse(result.content[0].text);
+
+beforeAll(async () => {
+  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  await installAndEnable(t, TOOLS);
+  await installAndEnable(t, ECHO);
+  company = await createCompany(t.api, { name: 'Mcp Co' });
+  other = await createCompany(t.api, { name: 'Elsewhere' });
+  agent = await createAgent(t.api, company.id, { name: 'Worker' });
+  agentKey = await createAgentKey(t.api, agent.id);
+  outsiderKey = await createAgentKey(t.api, (await createAgent(t.api, other.id, { name: 'Outsider' })).id);
+});
+afterAll(async () => {
+  for (const client of clients) await client.close().catch(() => undefined);
+  await t?.stop();
+});
+
+describe('POST /api/mcp', () => {
+  it('refuses a caller without credentials, and a session without a bearer credential', async () => {
+    await expect(connect('/api/mcp')).rejects.toThrow(/unauthorized/);
+    const raw = await fetch(`${t.url}/api/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+    expect(raw.status).toBe(401);
+    expect((await raw.json()).code).toBe('unauthorized');
+    await expect(connect('/api/mcp', bearer('svc_nothing_of_ours'))).rejects.toThrow(/unauthorized|invalid/);
+  });
+
+  it('initializes and lists the core work tools and every enabled plugin tool under its plugin key', async () => {
+    const client = await connect('/api/mcp', bearer(agentKey));
+    expect(client.getServerVersion()?.name).toBe('keel');
+    const { tools } = await client.listTools();
+    const names = tools.map((tool) => tool.name);
+    for (const core of ['me', 'inbox', 'issue_get', 'issue_update', 'issue_checkout', 'issue_release', 'comment_add', 'comment_list', 'document_get', 'document_put', 'document_list']) expect(names).toContain(core);
+    expect(names).toContain('mcp-tools.whoami');
+    expect(names).toContain('echo.shout');
+    // Core names have no dot, plugin names always do: no plugin can shadow a core tool.
+    expect(names.filter((name) => !name.includes('.')).every((name) => ['me', 'inbox'].includes(name) || /^(issue|comment|document)_/.test(name))).toBe(true);
+    expect(new Set(names).size).toBe(names.length);
+    const shout = tools.find((tool) => tool.name === 'echo.shout')!;
+    expect(shout.description).toBe('Upper-cases text');
+    expect(shout.inputSchema).toEqual({ type: 'object', required: ['text'], properties: { text: { type: 'string' } } });
+    // Input schemas of core tools come from the route: path parameters plus the body schema.
+    const comment = tools.find((tool) => tool.name === 'comment_add')!;
+    expect(comment.inputSchema.required).toEqual(['issueId', 'body']);
+    expect(Object.keys(comment.inputSchema.properties!)).toEqual(['issueId', 'body', 'parentCommentId']);
+  });
+
+  it("calls a plugin tool as the agent: the plugin sees the caller's identity and company, as through /api/plugins/tools/execute", async () => {
+    const client = await connect('/api/mcp', bearer(agentKey));
+    const result = await client.callTool({ name: 'mcp-tools.whoami', arguments: { note: 'hi' } });
+    expect(result.isError).toBeFalsy();
+    const viaMcp = json(result);
+    expect(viaMcp).toEqual({ invocation: { companyId: company.id, actor: { type: 'agent', id: agent.id, agentId: agent.id }, runId: null, kind: 'tool' }, input: { note: 'hi' } });
+    const viaHttp = await t.api.post('/api/plugins/tools/execute', { tool: 'mcp-tools.whoami', input: { note: 'hi' } }, { token: agentKey });
+    expect(viaHttp.body.result).toEqual(viaMcp);
+    const activity = await t.sql.query("select actor_type, actor_id, company_id from activity_log where action = 'plugin.mcp-tools.tool.whoami' order by created_at");
+    expect(activity.rows.length).toBe(2);
+    expect(activity.rows[0]).toMatchObject({ actor_type: 'agent', actor_id: agent.id, company_id: company.id });
+  });
+
+  it('answers tool failures as MCP tool errors with the API error body', async () => {
+    const client = await connect('/api/mcp', bearer(agentKey));
+    const refused = await client.callTool({ name: 'mcp-tools.refuse', arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(json(refused)).toMatchObject({ status: 409, code: 'refused_on_purpose', error: 'This tool always refuses' });
+    const invalid = await client.callTool({ name: 'mcp-tools.whoami', arguments: { unknown: 1 } });
+    expect(invalid.isError).toBe(true);
+    expect(json(invalid)).toMatchObject({ status: 400, code: 'validation_failed' });
+    await expect(client.callTool({ name: 'nobody.nothing', arguments: {} })).rejects.toThrow(/Unknown tool/);
+  });
+
+  it('refuses the tool of a disabled plugin, and lists it no more', async () => {
+    expect((await t.api.post('/api/plugins/echo/disable')).status).toBe(200);
+    try {
+      const client = await connect('/api/mcp', bearer(agentKey));
+      expect((await client.listTools()).tools.map((tool) => tool.name)).not.toContain('echo.shout');
+      await expect(client.callTool({ name: 'echo.shout', arguments: { text: 'x' } })).rejects.toThrow(/Unknown tool: echo.shout/);
+    } finally {
+      expect((await t.api.post('/api/plugins/echo/enable', {})).status).toBe(200);
+    }
+    const client = await connect('/api/mcp', bearer(agentKey));
+    expect(json(await client.callTool({ name: 'echo.shout', arguments: { text: 'back' } }))).toEqual({ text: 'BACK' });
+  });
+
+  it("refuses to run a tool in another company's name", async () => {
+    const client = await connect(`/api/mcp?companyId=${other.id}`, bearer(agentKey));
+    const refused = await client.callTool({ name: 'mcp-tools.whoami', arguments: {} });
+    expect(refused.isError).toBe(true);
+    expect(json(refused).status).toBe(403);
+    // The outsider's own calls serve its own company, never ours.
+    const outsider = await connect('/api/mcp', bearer(outsiderKey));
+    expect(json(await outsider.callTool({ name: 'mcp-tools.whoami', arguments: {} })).invocation.companyId).toBe(other.id);
+  });
+
+  it('core work tools answer what their HTTP routes answer, as the caller (here in a run, by its JWT)', async () => {
+    const run = await t.kernel.services.db.transaction((tx) => t.kernel.services.runs.open(tx, { agentId: agent.id, companyId: company.id, invocationSource: 'on_demand' }));
+    const client = await connect('/api/mcp', bearer(run.token));
+    // The run reaches plugin tools too.
+    expect(json(await client.callTool({ name: 'mcp-tools.whoami', arguments: {} })).invocation.runId).toBe(run.run.runId);
+    const me = json(await client.callTool({ name: 'me', arguments: {} }));
+    expect(me.id).toBe(agent.id);
+    const created = await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Write the plan', status: 'todo', assigneeAgentId: agent.id });
+    expect(created.status, created.text).toBe(201);
+    const issue = json(await client.callTool({ name: 'issue_get', arguments: { issueId: created.body.identifier } }));
+    expect(issue.id).toBe(created.body.id);
+    const checkedOut = await client.callTool({ name: 'issue_checkout', arguments: { issueId: issue.id, agentId: agent.id } });
+    expect(checkedOut.isError, JSON.stringify(checkedOut)).toBeFalsy();
+    expect(json(checkedOut).status).toBe('in_progress');
+    const comment = json(await client.callTool({ name: 'comment_add', arguments: { issueId: issue.id, body: 'Starting.' } }));
+    expect(comment.body).toBe('Starting.');
+    expect(json(await client.callTool({ name: 'comment_list', arguments: { issueId: issue.id } })).map((c: any) => c.id)).toContain(comment.id);
+    const document = await client.callTool({ name: 'document_put', arguments: { issueId: issue.id, key: 'plan', body: '# Plan' } });
+    expect(document.isError, JSON.stringify(document)).toBeFalsy();
+    expect(json(await client.callTool({ name: 'document_get', arguments: { issueId: issue.id, key: 'plan' } })).body).toBe('# Plan');
+    const inbox = await client.callTool({ name: 'inbox', arguments: {} });
+    expect(inbox.isError).toBeFalsy();
+    const updated = json(await client.callTool({ name: 'issue_update', arguments: { issueId: issue.id, status: 'in_review' } }));
+    expect(updated.status).toBe('in_review');
+    const released = await client.callTool({ name: 'issue_release', arguments: { issueId: issue.id } });
+    expect(released.isError, JSON.stringify(released)).toBeFalsy();
+    // The same HTTP answer: another company's agent gets the route's 403 or 404 as a tool error.
+    const outsider = await connect('/api/mcp', bearer(outsiderKey));
+    const denied = await outsider.callTool({ name: 'issue_get', arguments: { issueId: issue.id } });
+    expect(denied.isError).toBe(true);
+    expect([403, 404]).toContain(json(denied).status);
+    const missing = await client.callTool({ name: 'issue_get', arguments: {} });
+    expect(missing.isError).toBe(true);
+    expect(json(missing).code).toBe('validation_failed');
+  });
+
+  it('serves board keys: agent-only tools are not offered, plugin tools run in the company named', async () => {
+    const user = await insertUser(t);
+    await addMember(t, company.id, user, 'owner');
+    const client = await connect(`/api/mcp?companyId=${company.id}`, bearer(await boardToken(t, user)));
+    const names = (await client.listTools()).tools.map((tool) => tool.name);
+    expect(names).not.toContain('me');
+    expect(names).toContain('issue_get');
+    const whoami = json(await client.callTool({ name: 'mcp-tools.whoami', arguments: {} }));
+    expect(whoami.invocation).toMatchObject({ companyId: company.id, actor: { type: 'user', id: user } });
+    const elsewhere = await connect(`/api/mcp?companyId=${other.id}`, bearer(await boardToken(t, user)));
+    expect(json(await elsewhere.callTool({ name: 'mcp-tools.whoami', arguments: {} })).status).toBe(403);
+  });
+
+  it('answers 405 to GET and DELETE (stateless: no standalone stream, no session)', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(`${t.url}/api/mcp`, { method, headers: { ...bearer(agentKey), accept: 'text/event-stream' } });
+      expect(res.status, method).toBe(405);
+    }
+  });
+});
+
+describe('POST /mcp (public)', () => {
+  it('works without credentials and offers read-only documentation tools', async () => {
+    const client = await connect('/mcp');
+    const { tools } = await client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['connector_read', 'connectors_list', 'docs_list', 'docs_read', 'docs_search', 'openapi_read']);
+    expect(tools.every((tool) => tool.annotations?.readOnlyHint === true)).toBe(true);
+  });
+
+  it('lists, searches and reads the API documentation and the OpenAPI document', async () => {
+    const client = await connect('/mcp');
+    const pages = json(await client.callTool({ name: 'docs_list', arguments: {} }));
+    expect(pages.map((page: any) => page.page)).toContain('mcp');
+    const found = json(await client.callTool({ name: 'docs_search', arguments: { query: 'waitlist', limit: 5 } }));
+    expect(found.length).toBeGreaterThan(0);
+    expect(found.some((hit: any) => hit.kind === 'doc' && hit.page === 'website')).toBe(true);
+    expect(found.some((hit: any) => hit.kind === 'operation' && hit.path === '/api/waitlist/')).toBe(true);
+    const page = await client.callTool({ name: 'docs_read', arguments: { page: 'mcp' } });
+    expect((page.content as any)[0].text).toMatch(/^# MCP/);
+    const unknown = await client.callTool({ name: 'docs_read', arguments: { page: '../../package' } });
+    expect(unknown.isError).toBe(true);
+    const operations = json(await client.callTool({ name: 'openapi_read', arguments: {} }));
+    expect(operations).toContainEqual(expect.objectContaining({ method: 'POST', path: '/api/mcp' }));
+    const item = json(await client.callTool({ name: 'openapi_read', arguments: { path: '/api/mcp', method: 'POST' } }));
+    expect(item.summary).toMatch(/MCP/);
+    const bad = await client.callTool({ name: 'docs_search', arguments: {} });
+    expect(bad.isError).toBe(true);
+  });
+
+  it("reads the website's connectors", async () => {
+    const client = await connect('/mcp');
+    const catalog = await client.callTool({ name: 'connectors_list', arguments: {} });
+    expect((catalog.content as any)[0].text).toContain('/product/connectors/mcp-tools.md');
+    const page = await client.callTool({ name: 'connector_read', arguments: { slug: 'mcp-tools' } });
+    expect((page.content as any)[0].text).toContain('### `mcp-tools.whoami`');
+    const missing = await client.callTool({ name: 'connector_read', arguments: { slug: 'nothing' } });
+    expect(missing.isError).toBe(true);
+    expect(json(missing)).toMatchObject({ status: 404, code: 'connector_not_found' });
+  });
+
+  it('answers a body that is not JSON with a JSON-RPC parse error', async () => {
+    const res = await fetch(`${t.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":' });
+    expect(res.status).toBe(400);
+    expect((await res.json()).error.code).toBe(-32700);
+  });
+});
