@@ -21,6 +21,7 @@ import { startContributionPoints } from './host/contributions/contribution-point
 import { createLogger } from './logger.ts';
 import { routeModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
+import { Executor } from './executions/executor.ts';
 import { Keyring } from './vault/keyring.ts';
 import { Vault } from './vault/vault.ts';
 import type { KernelServices } from './services.ts';
@@ -81,6 +82,9 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db, databaseUrl, started);
+    // Before plugins start (they may start executions) and stopped after them, before the pool.
+    await services.executions.start(databaseUrl, listener.url);
+    started.add('executions', () => services.executions.stop());
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     started.add('plugin workers', () => host.stop());
     const router = buildKernelRouter(services, [...routeModules(host), ...(options.extraRouteModules ?? [])]);
@@ -182,11 +186,11 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   health.register('notifications', async () => authCache.listenerState === 'listening'
     ? { status: 'up' }
     : { status: 'degraded', detail: 'reconnecting to the database; credential caching is off until it listens again' });
+  const vault = new Vault(keyring, log);
+  const activity = new ActivityLog();
   return {
-    config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health,
-    vault: new Vault(keyring, log),
-    activity: new ActivityLog(),
-    events,
+    config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health, vault, activity, events,
+    executions: new Executor({ config, log, db, events, runs, vault, activity }),
   };
 }
 

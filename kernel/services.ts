@@ -8,6 +8,7 @@ import type { LastUsedRecorder } from './auth/last-used.ts';
 import type { Database, Tx } from './db/database.ts';
 import type { EventBus } from './events/event-bus.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
+import type { Executor } from './executions/executor.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
 import type { HealthChecks } from './http/health.ts';
@@ -29,6 +30,8 @@ export interface KernelServices {
   keyring: Keyring;
   vault: Vault;
   runs: RunLedger;
+  /** Agent processes and HTTP exchanges, supervised outside the isolates (ctx.executions). */
+  executions: Executor;
   /** What GET /api/health reports; parts of the kernel and the host register their checks. */
   health: HealthChecks;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */

@@ -240,16 +240,17 @@ function processCommand(pid: number): string {
 
 /**
  * The unprivileged postgres user must be able to traverse every ancestor of the cluster
- * directory. Home directories of root are usually 0700, so grant search (x) only, never read.
+ * directory (and the agent user every ancestor of its work folders). Home directories of root
+ * are usually 0700, so grant search (x) only, never read.
  */
-async function makeTraversable(clusterDir: string, log: Logger): Promise<void> {
+export async function makeTraversable(clusterDir: string, log: Logger): Promise<void> {
   const root = parse(clusterDir).root;
   for (let dir = dirname(clusterDir); dir !== root; dir = dirname(dir)) {
     const info = await stat(dir).catch(() => null);
     if (!info) continue;
     if ((info.mode & 0o001) === 0) {
       await chmod(dir, info.mode | 0o001);
-      log.info({ dir }, 'granted search permission so the unprivileged postgres user can reach the data directory');
+      log.info({ dir }, 'granted search permission so an unprivileged user (postgres, the agent user) can reach its folder in the data directory');
     }
   }
 }

@@ -94,6 +94,19 @@ export class EventBus {
     }
     return row!.id;
   }
+
+  /**
+   * Appends an event for one subscribing plugin only (keel_private.append_event_to, migration
+   * 0023): execution events reach the plugin that started the execution and no other. No
+   * validators run: nothing may veto an execution's output or end.
+   */
+  async appendTo<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E], subscriber: string): Promise<string> {
+    const entity = entityOf(event, payload);
+    const row = await tx.maybeOne<{ id: string }>(
+      'select keel_private.append_event_to(?, ?::uuid, ?, ?, ?::jsonb, ?) as id',
+      [event, payload.companyId, entity.type, entity.id, JSON.stringify(payload), subscriber]);
+    return row!.id;
+  }
 }
 
 function add<T>(map: Map<EventName, T[]>, event: EventName, fn: T): () => void {

@@ -6,6 +6,7 @@ import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
+import { executionsCapability } from './capabilities/executions.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
@@ -29,6 +30,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   progress: progressCapability,
   eventChecks: eventChecksCapability,
   blobs: blobsCapability,
+  executions: executionsCapability,
 };
 
 /**

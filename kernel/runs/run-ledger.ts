@@ -63,6 +63,19 @@ export class RunLedger {
     return { run, token, tokenExpiresAt: iso(row!.token_expires_at)! };
   }
 
+  /**
+   * A run token for a live run, expiring when the token minted at open does: what the executor
+   * hands the run's process as SERVICE_API_KEY (the ledger keeps no token, only its expiry).
+   */
+  async tokenFor(db: Queryable, runId: string): Promise<string> {
+    const row = await db.maybeOne<Row>(
+      `select r.agent_id, r.company_id, r.status, a.adapter_type, greatest(1, floor(extract(epoch from r.token_expires_at - now())))::int as ttl
+         from runs r join agents a on a.id = r.agent_id where r.id = ?`, [runId]);
+    if (!row) throw notFound('Run not found');
+    if (!LIVE_STATUSES.has(row.status)) throw conflict(`Run is already ${row.status}`, { status: row.status }, 'run_already_closed');
+    return this.jwt.sign({ agentId: row.agent_id, companyId: row.company_id, adapterType: row.adapter_type, runId, ttlSeconds: row.ttl });
+  }
+
   /** Whether a run is live and belongs to the agent and company; cached, evicted on close. */
   async isLive(runId: string, agentId: string, companyId: string): Promise<boolean> {
     let cached = this.cache.runs.get(runId);

@@ -27,6 +27,7 @@ const files = [
   '0020-scope-holds.sql',
   '0021-issue-numbers.sql',
   '0022-approval-decisions.sql',
+  '0023-executions.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

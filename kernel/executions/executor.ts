@@ -1,0 +1,431 @@
+import { randomUUID } from 'node:crypto';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import type { ExecutionStatus, ExecutionSummary, HttpExecutionInput, ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
+import type { ActivityLog } from '../activity/activity-log.ts';
+import type { KeelConfig } from '../config/schema.ts';
+import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
+import { NotificationListener } from '../db/notification-listener.ts';
+import type { EventBus } from '../events/event-bus.ts';
+import { KeelError } from '../http/errors.ts';
+import { privateNetworkHostsFor } from '../host/network-settings.ts';
+import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
+import { resolveRunEnvironment } from '../vault/run-environment.ts';
+import type { Vault } from '../vault/vault.ts';
+import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
+import { ExecutionLog, readExecutionLog, type ExecutionRef } from './execution-log.ts';
+import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
+import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
+import {
+  assertBoardApprovedConfig, assertPluginExtras, assertRunnable, processConfig, processEnvironment, safeRelativePath, type ProcessConfig,
+} from './start-checks.ts';
+
+export const EXECUTIONS_CHANNEL = 'keel_executions';
+const LEASE_SEC = 30;
+const HEARTBEAT_MS = 5_000;
+const SWEEP_MS = 10_000;
+const DEFAULT_HTTP_TIMEOUT_MS = 120_000;
+const LIVE = "status in ('starting', 'running')";
+
+/** Who asks: the plugin and the company the brokered call serves. */
+export interface ExecutionCaller { plugin: string; companyId: string }
+
+interface Live {
+  ref: ExecutionRef;
+  cancelReason: string | null;
+  timedOut: boolean;
+  graceSec: number;
+  process: AgentProcess | null;
+  abort: AbortController | null;
+}
+
+type Prepared =
+  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: string }> }
+  | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string };
+
+/**
+ * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
+ * `executions` (through the broker) and supervised here, in the kernel process, outside the
+ * isolates. Each execution is a row leased by the process that runs it (heartbeat every 5 s,
+ * lease 30 s); a process that dies leaves rows whose lease runs out, which the next start on
+ * the same node (at once) or any process's sweeper (after expiry) marks `lost`. Ending an
+ * execution by any path closes its run in the run ledger in the same transaction (the token is
+ * revoked, `run.closed` is written) and writes `execution.finished` for the starting plugin.
+ */
+export class Executor {
+  readonly instanceId = randomUUID();
+  readonly node: string;
+  private readonly live = new Map<string, Live>();
+  private readonly deps: { config: KeelConfig; log: Logger; db: Database; events: EventBus; runs: RunLedger; vault: Vault; activity: ActivityLog };
+  private identity: AgentIdentity | null = null;
+  private workDirs: WorkDirectories | null = null;
+  private listener: NotificationListener | null = null;
+  private timers: NodeJS.Timeout[] = [];
+  private stopped = false;
+  /** The instance URL agents call back (SERVICE_API_URL); known once the server listens. */
+  apiUrl = '';
+
+  constructor(deps: Executor['deps']) {
+    this.deps = deps;
+    // One Keel process per data directory (its lock): rows of another instance on this node died with it.
+    this.node = `${hostname()}:${deps.config.dataDir}`;
+  }
+
+  async start(databaseUrl: string, apiUrl: string): Promise<void> {
+    this.apiUrl = this.deps.config.auth.publicBaseUrl?.replace(/\/$/, '') ?? apiUrl;
+    this.listener = new NotificationListener(databaseUrl, [EXECUTIONS_CHANNEL], this.deps.log, {
+      onNotification: (_channel, payload) => { void this.cancelRequested(payload); },
+      onListening: () => this.heartbeat(),
+    });
+    await this.listener.start();
+    await this.sweep();
+    this.timers.push(setInterval(() => void this.heartbeat(), HEARTBEAT_MS), setInterval(() => void this.sweep(), SWEEP_MS));
+    for (const timer of this.timers) timer.unref();
+  }
+
+  /** Ends what runs here (SIGKILL to each group) and records it lost: nothing supervises it any more. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const timer of this.timers) clearInterval(timer);
+    for (const entry of this.live.values()) {
+      entry.cancelReason ??= 'server_stopped';
+      entry.process?.signalGroup('SIGKILL');
+      entry.abort?.abort();
+    }
+    const deadline = Date.now() + 5_000;
+    while (this.live.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+    await this.listener?.close();
+  }
+
+  private agentUser(): AgentIdentity {
+    this.identity ??= agentIdentity(this.deps.log);
+    this.workDirs ??= new WorkDirectories(this.deps.config.dataDir, this.identity, this.deps.log);
+    return this.identity;
+  }
+
+  // ---- the capability ----
+
+  async begin(caller: ExecutionCaller, input: ProcessExecutionInput | HttpExecutionInput): Promise<ExecutionSummary> {
+    if (this.stopped) throw new KeelError(503, 'executor_stopping', 'This Keel process is stopping; start the execution again');
+    const { db } = this.deps;
+    const run = await db.maybeOne<Row>('select id, agent_id, company_id, status from runs where id = ? and company_id = ?', [input.runId.toLowerCase(), caller.companyId]);
+    if (!run) throw new KeelError(404, 'run_not_found', 'Run not found');
+    if (!LIVE_STATUSES.has(run.status)) throw new KeelError(409, 'run_closed', `The run is already ${run.status}`, { details: { status: run.status } });
+    const agent = (await db.maybeOne<Row>('select id, company_id, status, adapter_type, adapter_config from agents where id = ?', [run.agent_id]))!;
+    const company = (await db.maybeOne<Row>('select status from companies where id = ?', [run.company_id]))!;
+    assertRunnable(agent as { status: string }, company as { status: string });
+    if (agent.adapter_type !== input.kind) {
+      throw new KeelError(409, 'adapter_mismatch', `The agent's adapter is ${agent.adapter_type}; a ${input.kind} execution runs only agents whose adapterType is ${input.kind}`);
+    }
+    await assertBoardApprovedConfig(db, agent.id);
+    if (await db.maybeOne('select 1 from executions where run_id = ?', [run.id])) throw new KeelError(409, 'execution_exists', 'The run has an execution already; open a new run');
+    const prepared = await this.prepare(caller, input, agent);
+    const executionId = randomUUID();
+    const row = await db.transaction(async (tx) => {
+      const inserted = await tx.maybeOne<Row>(
+        `insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
+         values (?, ?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?)) on conflict (run_id) do nothing returning *`,
+        [executionId, run.company_id, agent.id, run.id, caller.plugin, input.kind, this.instanceId, this.node, LEASE_SEC]);
+      if (!inserted) throw new KeelError(409, 'execution_exists', 'The run has an execution already; open a new run');
+      await this.deps.activity.record(tx, {
+        companyId: run.company_id, actorType: 'system', actorId: `plugin:${caller.plugin}`, agentId: agent.id, runId: run.id,
+        action: 'execution.started', entityType: 'execution', entityId: executionId, details: { kind: input.kind, plugin: caller.plugin },
+      });
+      return inserted;
+    });
+    const ref: ExecutionRef = { executionId, runId: run.id, companyId: run.company_id, agentId: agent.id, plugin: caller.plugin };
+    const entry: Live = { ref, cancelReason: null, timedOut: false, graceSec: prepared.kind === 'process' ? prepared.config.graceSec : 0, process: null, abort: null };
+    this.live.set(executionId, entry);
+    void this.launch(entry, prepared).catch((error: unknown) => this.deps.log.error({ err: error, executionId }, 'execution failed in the executor'));
+    return toSummary(row);
+  }
+
+  /** Everything that can be refused is checked before the row exists: configuration, secrets, files, address. */
+  private async prepare(caller: ExecutionCaller, input: ProcessExecutionInput | HttpExecutionInput, agent: Row): Promise<Prepared> {
+    if (input.kind === 'process') {
+      const config = processConfig(agent.adapter_config);
+      const extras = input.env ?? {};
+      assertPluginExtras(extras);
+      const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: file.content }));
+      const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never);
+      if (resolved.secrets.length > 0) {
+        await this.deps.db.query(
+          `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
+          [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, secrets: resolved.secrets })]);
+      }
+      return { kind: 'process', config, env: resolved.env, extras, files };
+    }
+    const url = assertUnderConfiguredUrl(input.url, (agent.adapter_config as Record<string, unknown> | null)?.url);
+    const addresses = await checkHttpTarget(url, privateNetworkHostsFor(this.deps.config, caller.plugin));
+    const tokenHeader = (input.tokenHeader ?? 'authorization').toLowerCase();
+    const headers: Record<string, string> = {};
+    for (const [name, value] of Object.entries(input.headers ?? {})) {
+      const lower = name.toLowerCase();
+      if (!/^[a-z0-9-]{1,100}$/.test(lower) || /[\r\n\0]/.test(value)) throw new KeelError(400, 'invalid_arguments', `headers: ${JSON.stringify(name.slice(0, 100))} is not a valid header`);
+      if (['host', 'content-length', 'transfer-encoding', 'connection', tokenHeader].includes(lower)) continue;
+      headers[lower] = value;
+    }
+    const body = input.body === undefined ? null : Buffer.from(JSON.stringify(input.body));
+    if (body) headers['content-type'] = 'application/json';
+    if (input.stream === 'sse') headers.accept = 'text/event-stream';
+    return {
+      kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
+      timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader,
+    };
+  }
+
+  private async launch(entry: Live, prepared: Prepared): Promise<void> {
+    const { db } = this.deps;
+    const log = new ExecutionLog(db, this.deps.events, entry.ref, this.deps.log);
+    let workDir: string | null = null;
+    let outcome: Partial<Finish> = {};
+    try {
+      const token = await this.deps.runs.tokenFor(db, entry.ref.runId);
+      // The scope is checked again just before anything starts: a pause since `begin` wins.
+      const now = await db.maybeOne<Row>(
+        `select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
+           from executions e join agents a on a.id = e.agent_id join companies c on c.id = e.company_id where e.id = ?`, [entry.ref.executionId]);
+      if (!now) return;
+      if (now.cancel_requested_at) entry.cancelReason ??= now.cancel_reason ?? 'cancelled';
+      try { assertRunnable({ status: now.agent_status }, { status: now.company_status }); } catch (error) {
+        entry.cancelReason ??= (error as KeelError).code;
+      }
+      if (entry.cancelReason) {
+        log.line('system', `not started: ${entry.cancelReason}`);
+        outcome = {};
+        return;
+      }
+      if (prepared.kind === 'process') {
+        outcome = await this.runProcess(entry, prepared, token, log, (dir) => { workDir = dir; });
+      } else {
+        outcome = await this.runHttpExchange(entry, prepared, token, log);
+      }
+    } catch (error) {
+      const code = error instanceof KeelError ? error.code : 'executor_failed';
+      log.line('system', `executor error: ${code}`);
+      outcome = { errorCode: code, failed: true };
+      this.deps.log.error({ err: error, executionId: entry.ref.executionId }, 'execution could not be run');
+    } finally {
+      await this.finish(entry, outcome, log).catch((error: unknown) => this.deps.log.error({ err: error, executionId: entry.ref.executionId }, 'could not record the end of an execution'));
+      this.live.delete(entry.ref.executionId);
+      if (workDir) await this.workDirs?.remove(workDir).catch(() => undefined);
+    }
+  }
+
+  private async runProcess(entry: Live, prepared: Extract<Prepared, { kind: 'process' }>, token: string, log: ExecutionLog, created: (dir: string) => void): Promise<Partial<Finish>> {
+    const identity = this.agentUser();
+    const runDir = await this.workDirs!.create(entry.ref.executionId);
+    created(runDir);
+    const cwd = prepared.config.cwd ?? runDir;
+    for (const file of prepared.files) {
+      const target = join(cwd, file.path);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, file.content, { mode: 0o600 });
+      await this.workDirs!.own(target);
+    }
+    const env = processEnvironment({
+      home: runDir, resolved: prepared.env, extras: prepared.extras,
+      canonical: {
+        SERVICE_API_URL: this.apiUrl, SERVICE_API_KEY: token, SERVICE_COMPANY_ID: entry.ref.companyId,
+        SERVICE_AGENT_ID: entry.ref.agentId, SERVICE_RUN_ID: entry.ref.runId,
+      },
+    });
+    const child = new AgentProcess({
+      command: prepared.config.command, args: prepared.config.args, cwd, env,
+      uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined,
+    }, (stream, line) => log.line(stream, line));
+    entry.process = child;
+    if (child.pid) {
+      await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now() where id = ? and ${LIVE}`, [child.pid, entry.ref.executionId]);
+    }
+    // A cancel that arrived while the process was being spawned.
+    if (entry.cancelReason) child.stop(entry.graceSec);
+    let timer: NodeJS.Timeout | null = null;
+    if (prepared.config.timeoutSec !== null) {
+      timer = setTimeout(() => { entry.timedOut = true; log.line('system', `timed out after ${prepared.config.timeoutSec} s`); child.stop(prepared.config.graceSec); }, prepared.config.timeoutSec * 1000);
+    }
+    const result = await child.done;
+    if (timer) clearTimeout(timer);
+    if (result.spawnError) {
+      log.line('system', `could not start ${prepared.config.command}: ${result.spawnError}`);
+      return { errorCode: 'spawn_failed', failed: true };
+    }
+    log.line('system', result.signal ? `ended by ${result.signal}` : `exited with code ${result.exitCode}`);
+    return { exitCode: result.exitCode, signal: result.signal, failed: result.exitCode !== 0 };
+  }
+
+  private async runHttpExchange(entry: Live, prepared: Extract<Prepared, { kind: 'http' }>, token: string, log: ExecutionLog): Promise<Partial<Finish>> {
+    const abort = new AbortController();
+    entry.abort = abort;
+    if (entry.cancelReason) abort.abort();
+    const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token };
+    const timer = setTimeout(() => { entry.timedOut = true; abort.abort(); }, prepared.timeoutMs);
+    await this.deps.db.exec(`update executions set status = 'running', started_at = now() where id = ? and ${LIVE}`, [entry.ref.executionId]);
+    try {
+      const answer = await runHttp({ url: prepared.url, addresses: prepared.addresses, method: prepared.method, headers, body: prepared.body, sse: prepared.sse, signal: abort.signal }, log);
+      const ok = answer.status >= 200 && answer.status < 300;
+      return { httpStatus: answer.status, response: answer.response, failed: !ok, errorCode: ok ? null : 'http_status' };
+    } catch (error) {
+      if (abort.signal.aborted) return { failed: true };
+      const code = error instanceof KeelError ? error.code : 'http_failed';
+      log.line('system', `request failed: ${code}`);
+      return { failed: true, errorCode: code };
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The terminal row, the run's close and execution.finished, in one transaction; only while this process still owns it. */
+  private async finish(entry: Live, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
+    const written = await log.close();
+    const status: ExecutionStatus = entry.cancelReason === 'server_stopped' ? 'lost'
+      : entry.cancelReason ? 'cancelled'
+        : entry.timedOut ? 'timed_out'
+          : outcome.failed === false ? 'succeeded' : 'failed';
+    const errorCode = status === 'cancelled' || status === 'lost' ? entry.cancelReason : status === 'timed_out' ? 'timeout' : outcome.errorCode ?? null;
+    await this.deps.db.transaction(async (tx) => {
+      const row = await tx.maybeOne<Row>(
+        `update executions set status = ?, exit_code = ?, signal = ?, http_status = ?, error_code = ?, response = ?::jsonb,
+                log_bytes = ?, log_sha256 = ?, finished_at = now()
+          where id = ? and ${LIVE} and owner_instance = ? returning *`,
+        [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
+          outcome.response === undefined || outcome.response === null ? null : JSON.stringify(outcome.response),
+          written.bytes, written.sha256, entry.ref.executionId, this.instanceId]);
+      if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode);
+    });
+  }
+
+  private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null): Promise<void> {
+    const live = await tx.maybeOne<Row>(`select status from runs where id = ? for update`, [row.run_id]);
+    if (live && LIVE_STATUSES.has(live.status)) {
+      await this.deps.runs.close(tx, row.run_id, { status: runStatus, reason: reason ?? `execution ${row.status}` });
+    }
+    await this.deps.events.appendTo(tx, 'execution.finished', {
+      executionId: row.id, runId: row.run_id, companyId: row.company_id, agentId: row.agent_id, status: row.status,
+      exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null, errorCode: row.error_code ?? null,
+      logBytes: int(row.log_bytes), response: row.response ?? null,
+    }, row.plugin);
+    await this.deps.activity.record(tx, {
+      companyId: row.company_id, actorType: 'system', actorId: 'executor', agentId: row.agent_id, runId: row.run_id,
+      action: 'execution.finished', entityType: 'execution', entityId: row.id, details: { status: row.status, errorCode: row.error_code ?? null, plugin: row.plugin },
+    });
+  }
+
+  async get(caller: ExecutionCaller, executionId: string): Promise<ExecutionSummary> {
+    return toSummary(await this.find(caller, executionId));
+  }
+
+  async readLog(caller: ExecutionCaller, executionId: string, options: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }> {
+    const row = await this.find(caller, executionId);
+    return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_STATUSES_EXEC.has(row.status));
+  }
+
+  /** Marks the row and tells its owner (NOTIFY); the owner stops it. Idempotent. */
+  async cancel(caller: ExecutionCaller, executionId: string, reason: string | undefined): Promise<ExecutionSummary> {
+    const row = await this.find(caller, executionId);
+    if (!LIVE_STATUSES_EXEC.has(row.status)) return toSummary(row);
+    const updated = await this.deps.db.transaction(async (tx) => {
+      const marked = await tx.maybeOne<Row>(
+        `update executions set cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = coalesce(cancel_reason, 'cancelled')
+          where id = ? and ${LIVE} returning *`, [row.id]);
+      if (!marked) return row;
+      await tx.query('select pg_notify(?, ?)', [EXECUTIONS_CHANNEL, row.id]);
+      await this.deps.activity.record(tx, {
+        companyId: row.company_id, actorType: 'system', actorId: `plugin:${caller.plugin}`, agentId: row.agent_id, runId: row.run_id,
+        action: 'execution.cancel_requested', entityType: 'execution', entityId: row.id, details: { reason: reason?.slice(0, 500) ?? null, plugin: caller.plugin },
+      });
+      return marked;
+    });
+    await this.cancelRequested(row.id);
+    return toSummary(updated);
+  }
+
+  private async find(caller: ExecutionCaller, executionId: string): Promise<Row> {
+    const row = await this.deps.db.maybeOne<Row>('select * from executions where id = ? and company_id = ? and plugin = ?', [executionId.toLowerCase(), caller.companyId, caller.plugin]);
+    if (!row) throw new KeelError(404, 'execution_not_found', 'Execution not found');
+    return row;
+  }
+
+  // ---- supervision ----
+
+  /** A cancel was asked (by anyone, in any process): the owner, if it is this process, stops it. */
+  private async cancelRequested(executionId: string): Promise<void> {
+    const entry = this.live.get(executionId);
+    if (!entry) return;
+    const row = await this.deps.db.maybeOne<Row>('select cancel_reason from executions where id = ? and cancel_requested_at is not null', [executionId]);
+    if (!row) return;
+    this.stopLive(entry, row.cancel_reason ?? 'cancelled');
+  }
+
+  private stopLive(entry: Live, reason: string): void {
+    if (entry.cancelReason) return;
+    entry.cancelReason = reason;
+    entry.process?.stop(entry.graceSec);
+    entry.abort?.abort();
+  }
+
+  /** Renews this process's leases; a cancel whose NOTIFY was missed is seen here. */
+  private async heartbeat(): Promise<void> {
+    if (this.live.size === 0) return;
+    try {
+      const rows = await this.deps.db.query<Row>(
+        `update executions set lease_until = now() + make_interval(secs => ?) where owner_instance = ? and ${LIVE} returning id, cancel_requested_at, cancel_reason`,
+        [LEASE_SEC, this.instanceId]);
+      for (const row of rows) {
+        const entry = this.live.get(row.id);
+        if (entry && row.cancel_requested_at) this.stopLive(entry, row.cancel_reason ?? 'cancelled');
+      }
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'could not renew execution leases');
+    }
+  }
+
+  /**
+   * Executions nobody supervises any more: another instance on this node (it held this data
+   * directory's lock, so it is dead), or any owner whose lease expired. Each is marked lost and
+   * its run closed; a process group the dead instance left on this node is killed.
+   */
+  async sweep(): Promise<void> {
+    try {
+      const orphans = await this.deps.db.query<Row>(
+        `select id from executions where ${LIVE} and (lease_until < now() or (owner_node = ? and owner_instance <> ?)) limit 100`,
+        [this.node, this.instanceId]);
+      for (const orphan of orphans) await this.markLost(orphan.id);
+    } catch (error) {
+      this.deps.log.warn({ err: error }, 'could not sweep lost executions');
+    }
+  }
+
+  private async markLost(executionId: string): Promise<void> {
+    const row = await this.deps.db.transaction(async (tx) => {
+      const lost = await tx.maybeOne<Row>(
+        `update executions set status = 'lost', error_code = 'lost', finished_at = now()
+          where id = ? and ${LIVE} and (lease_until < now() or (owner_node = ? and owner_instance <> ?)) returning *`,
+        [executionId, this.node, this.instanceId]);
+      if (lost) await this.closeRun(tx, lost, 'failed', 'lost');
+      return lost;
+    });
+    if (!row) return;
+    this.deps.log.warn({ executionId, owner: row.owner_instance }, 'execution lost: the process that ran it is gone');
+    if (row.owner_node === this.node && row.pid) {
+      const identity = this.agentUser();
+      if (identity.separate && killOrphanedGroup(row.pid, identity.uid)) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
+    }
+  }
+}
+
+interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }
+
+const LIVE_STATUSES_EXEC: ReadonlySet<string> = new Set(['starting', 'running']);
+
+export function toSummary(row: Row): ExecutionSummary {
+  return {
+    executionId: row.id, runId: row.run_id, agentId: row.agent_id, kind: row.kind, status: row.status,
+    pid: row.pid ?? null, exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null,
+    errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
+    startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
+  };
+}
