@@ -18,10 +18,10 @@ async function wakeFor(ctx: RuntimeContext, agentId: string, input: WakeInput): 
 
 const eventKey = (ctx: RuntimeContext, agentId: string) => `event-${ctx.invocation.event?.id ?? 'none'}-${agentId}`;
 
-/** work.issue.assigned: the new assignee wakes with the issue bound to its run. */
+/** work.issue.assigned: the new assignee wakes with the issue bound to its run, unless it took the issue itself (a checkout). */
 export async function onIssueAssigned(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   const agentId = payload.agentId;
-  if (typeof agentId !== 'string') return;
+  if (typeof agentId !== 'string' || payload.byAgentId === agentId) return;
   await wakeFor(ctx, agentId, {
     source: 'assignment', triggerDetail: 'system', reason: 'issue_assigned', payload: { issueId: payload.issueId },
     idempotencyKey: eventKey(ctx, agentId),

@@ -45,8 +45,8 @@ export async function finishRun(ctx: RuntimeContext, run: Row, end: RunEnd): Pro
     `insert into agent_states (agent_id, company_id) values ($1, $2) on conflict do nothing`, [ended.agent_id, ended.company_id]);
   await ctx.db.query(
     `update agent_states set last_run_id = $2, last_run_status = $3, total_runs = total_runs + 1,
-            succeeded_runs = succeeded_runs + ($3 = 'succeeded')::int, failed_runs = failed_runs + $4::int,
-            last_error = case when $4 then $5 else last_error end, updated_at = clock_timestamp()
+            succeeded_runs = succeeded_runs + ($3::text = 'succeeded')::int, failed_runs = failed_runs + ($4::boolean)::int,
+            last_error = case when $4::boolean then $5 else last_error end, updated_at = clock_timestamp()
       where agent_id = $1`,
     [ended.agent_id, runId, end.status, failed, end.error ?? end.errorCode ?? (end.exitCode !== null && end.exitCode !== undefined ? `exit code ${end.exitCode}` : end.status)]);
   await ctx.activity.record({

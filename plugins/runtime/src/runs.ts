@@ -32,7 +32,13 @@ async function runRow(ctx: RuntimeContext, runId: string): Promise<Row> {
 }
 
 export async function getRunRoute(req: RouteRequest, ctx: RuntimeContext) {
-  return runJson(await runRow(ctx, req.params.runId!));
+  const run = await runRow(ctx, req.params.runId!);
+  // The process id is known once the executor has spawned it, a moment after the start.
+  if (run.status === 'running' && run.execution_id && run.pid === null) {
+    const execution = await ctx.executions.get(String(run.execution_id));
+    return { ...runJson(run), pid: execution.pid, logBytes: execution.logBytes };
+  }
+  return runJson(run);
 }
 
 /** A page of the run's NDJSON log (each line `{seq, at, stream, line}`) from the executor's store. */
