@@ -4,6 +4,7 @@ import { errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext
 import { finishRun } from './run-end.ts';
 import { sessionFor } from './sessions.ts';
 import { lockAgentState } from './wakeups.ts';
+import { recordActivity } from './activity.ts';
 
 const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
 
@@ -70,7 +71,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
             updated_at = clock_timestamp() where id = $1 and status = 'queued' returning *`,
     [runId, execution.executionId, execution.pid, execution.startedAt, sessionId]);
   await ctx.db.query(`update wakeups set status = 'claimed', updated_at = clock_timestamp() where id = $1 and status = 'queued'`, [run.wakeup_id]);
-  await ctx.activity.record({ action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: { agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType } });
+  recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: { agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType } });
   if (rows[0]) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
 }
 

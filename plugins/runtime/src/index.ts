@@ -1,4 +1,5 @@
 import { definePlugin } from '@keel/sdk/plugin';
+import { jobWithActivity, withActivity } from './activity.ts';
 import { onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
@@ -12,33 +13,33 @@ import { alphaLoginRoute, heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts
 export default definePlugin({
   capabilities: RUNTIME_CAPABILITIES,
   routes: {
-    wakeup: wakeupRoute,
-    'heartbeat-invoke': heartbeatInvokeRoute,
-    'alpha-login': alphaLoginRoute,
-    'list-runs': listRunsRoute,
-    'get-run': getRunRoute,
-    'run-log': runLogRoute,
-    'run-stream': runStreamRoute,
-    'cancel-run': cancelRunRoute,
-    'runtime-state': runtimeStateRoute,
-    'reset-session': resetSessionRoute,
-    'task-sessions': taskSessionsRoute,
+    wakeup: withActivity(wakeupRoute),
+    'heartbeat-invoke': withActivity(heartbeatInvokeRoute),
+    'alpha-login': withActivity(alphaLoginRoute),
+    'list-runs': withActivity(listRunsRoute),
+    'get-run': withActivity(getRunRoute),
+    'run-log': withActivity(runLogRoute),
+    'run-stream': withActivity(runStreamRoute),
+    'cancel-run': withActivity(cancelRunRoute),
+    'runtime-state': withActivity(runtimeStateRoute),
+    'reset-session': withActivity(resetSessionRoute),
+    'task-sessions': withActivity(taskSessionsRoute),
   },
   jobs: {
-    'start-runs': startRunsJob,
-    heartbeat: heartbeatJob,
-    'heartbeat-sweep': heartbeatSweepJob,
+    'start-runs': jobWithActivity(startRunsJob),
+    heartbeat: jobWithActivity(heartbeatJob),
+    'heartbeat-sweep': jobWithActivity(heartbeatSweepJob),
   },
   // Durable subscribers: each event arrives at least once, in order per entity (execution, agent, company).
   events: {
-    'execution.output': onExecutionOutput,
-    'execution.finished': onExecutionFinished,
-    'agent.created': onAgentConfigChanged,
-    'agent.updated': onAgentConfigChanged,
-    'agent.status_changed': onAgentStatusChanged,
-    'company.status_changed': onCompanyStatusChanged,
-    'costs.budget.stopped': onBudgetStopped,
-    'work.issue.assigned': onIssueAssigned,
-    'work.issue.comment_added': onCommentAdded,
+    'execution.output': withActivity(onExecutionOutput),
+    'execution.finished': withActivity(onExecutionFinished),
+    'agent.created': withActivity(onAgentConfigChanged),
+    'agent.updated': withActivity(onAgentConfigChanged),
+    'agent.status_changed': withActivity(onAgentStatusChanged),
+    'company.status_changed': withActivity(onCompanyStatusChanged),
+    'costs.budget.stopped': withActivity(onBudgetStopped),
+    'work.issue.assigned': withActivity(onIssueAssigned),
+    'work.issue.comment_added': withActivity(onCommentAdded),
   },
 });

@@ -1,4 +1,5 @@
 import { runChannel, type Row, type RuntimeContext } from './context.ts';
+import { recordActivity } from './activity.ts';
 
 export interface RunEnd {
   status: 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'lost';
@@ -49,7 +50,7 @@ export async function finishRun(ctx: RuntimeContext, run: Row, end: RunEnd): Pro
             last_error = case when $4::boolean then $5 else last_error end, updated_at = clock_timestamp()
       where agent_id = $1`,
     [ended.agent_id, runId, end.status, failed, end.error ?? end.errorCode ?? (end.exitCode !== null && end.exitCode !== undefined ? `exit code ${end.exitCode}` : end.status)]);
-  await ctx.activity.record({
+  recordActivity(ctx, {
     action: 'run.finished', entityType: 'heartbeat_run', entityId: runId,
     details: { agentId: ended.agent_id, status: end.status, exitCode: end.exitCode ?? null, signal: end.signal ?? null, errorCode: end.errorCode ?? null, cancelReason: end.cancelReason ?? null },
   });

@@ -1,6 +1,7 @@
 import { type RouteRequest } from '@keel/sdk/plugin';
 import type { RuntimeContext } from './context.ts';
 import { agentStateJson } from './json.ts';
+import { recordActivity } from './activity.ts';
 
 /** The adapter session of an agent's task, handed back to its next run (SERVICE_SESSION_ID) unless forceFreshSession. */
 export async function sessionFor(ctx: RuntimeContext, agentId: string, taskKey: string): Promise<string | null> {
@@ -47,6 +48,6 @@ export async function resetSessionRoute(req: RouteRequest, ctx: RuntimeContext) 
     ? await ctx.db.query('delete from task_sessions where agent_id = $1 and company_id = $2 returning task_key', [agentId, req.companyId])
     : await ctx.db.query('delete from task_sessions where agent_id = $1 and company_id = $2 and task_key = $3 returning task_key', [agentId, req.companyId, taskKey]);
   if (taskKey === null) await ctx.db.query('update agent_states set session_id = null, updated_at = clock_timestamp() where agent_id = $1', [agentId]);
-  await ctx.activity.record({ action: 'agent.runtime_session_reset', entityType: 'agent', entityId: agentId, details: { taskKey, cleared: rows.map((row) => row.task_key) } });
+  recordActivity(ctx, { action: 'agent.runtime_session_reset', entityType: 'agent', entityId: agentId, details: { taskKey, cleared: rows.map((row) => row.task_key) } });
   return { agentId, taskKey, clearedTaskKeys: rows.map((row) => row.task_key) };
 }

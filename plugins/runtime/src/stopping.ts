@@ -2,6 +2,7 @@ import { ACTIVE_RUN, errorCode, type Row, type RuntimeContext } from './context.
 import { cancelQueued } from './dispatch.ts';
 import { firstDelivery } from './handled-events.ts';
 import { finishRun } from './run-end.ts';
+import { recordActivity } from './activity.ts';
 
 /**
  * Cancels one active run: a queued one with its wakeup and ledger run, a running one by
@@ -23,7 +24,7 @@ export async function cancelRun(ctx: RuntimeContext, run: Row, reason: string): 
     }
     await finishRun(ctx, run, { status: 'cancelled', cancelReason: reason });
   }
-  await ctx.activity.record({ action: 'run.cancelled', entityType: 'heartbeat_run', entityId: String(run.id), details: { agentId: run.agent_id, reason, previousStatus: run.status } });
+  recordActivity(ctx, { action: 'run.cancelled', entityType: 'heartbeat_run', entityId: String(run.id), details: { agentId: run.agent_id, reason, previousStatus: run.status } });
   const { rows } = await ctx.db.query('select * from runs where id = $1', [run.id]);
   return rows[0]!;
 }

@@ -2,6 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { agentConfig, assertWakeable, boundIssue } from './admission.ts';
 import { ACTIVE_RUN, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { runJson, wakeupJson } from './json.ts';
+import { recordActivity } from './activity.ts';
 
 export interface WakeInput {
   source?: 'timer' | 'assignment' | 'on_demand' | 'automation';
@@ -68,7 +69,7 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
     throw new PluginError(409, 'idempotency_conflict', 'A wakeup with this idempotencyKey is still being processed; retry it');
   }
   if (joined) {
-    await ctx.activity.record({ action: `agent.wakeup_${status}`, entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: joined.id, source, reason: input.reason ?? null } });
+    recordActivity(ctx, { action: `agent.wakeup_${status}`, entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: joined.id, source, reason: input.reason ?? null } });
     return { status: status as 'skipped' | 'coalesced', wakeup: wakeupJson(wakeup), run: runJson(joined), replayed: false };
   }
 
@@ -81,7 +82,7 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
   const run = rows[0]!;
   const { rows: updated } = await ctx.db.query('update wakeups set run_id = $2 where id = $1 returning *', [wakeup.id, run.id]);
   await ctx.jobs.enqueue('start-runs', { agentId, runId: run.id }, { singletonKey: `start-${String(run.id)}` });
-  await ctx.activity.record({ action: 'agent.wakeup_queued', entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: run.id, source, triggerDetail, reason: input.reason ?? null, issueId } });
+  recordActivity(ctx, { action: 'agent.wakeup_queued', entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: run.id, source, triggerDetail, reason: input.reason ?? null, issueId } });
   await ctx.streams.publish(runChannel(String(run.id)), { event: 'status', status: 'queued' });
   return { status: 'queued', wakeup: wakeupJson(updated[0]!), run: runJson(run), replayed: false };
 }
