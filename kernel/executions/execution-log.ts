@@ -82,7 +82,8 @@ export class ExecutionLog {
   private async write(): Promise<void> {
     if (this.timer) { clearTimeout(this.timer); this.timer = null; }
     if (this.pending.length === 0) return;
-    const batch = this.pending;
+    // A copy: lines added while this batch is written go to the next one.
+    const batch = this.pending.slice();
     const content = Buffer.from(batch.map((item) => item.record).join(''));
     await this.db.transaction(async (tx) => {
       if (content.length > 0) {

@@ -29,6 +29,8 @@ const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
 const DEFAULT_HTTP_TIMEOUT_MS = 120_000;
 const LIVE = "status in ('starting', 'running')";
+/** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
+const MAX_LIVE_PER_COMPANY = 100;
 
 /** Who asks: the plugin and the company the brokered call serves. */
 export interface ExecutionCaller { plugin: string; companyId: string }
@@ -122,6 +124,10 @@ export class Executor {
     }
     await assertBoardApprovedConfig(db, agent.id);
     if (await db.maybeOne('select 1 from executions where run_id = ?', [run.id])) throw new KeelError(409, 'execution_exists', 'The run has an execution already; open a new run');
+    const running = await db.maybeOne<Row>(`select count(*)::int as n from executions where company_id = ? and ${LIVE}`, [run.company_id]);
+    if (int(running!.n) >= MAX_LIVE_PER_COMPANY) {
+      throw new KeelError(429, 'too_many_executions', `A company runs at most ${MAX_LIVE_PER_COMPANY} executions at once; wait for one to end`);
+    }
     const prepared = await this.prepare(caller, input, agent);
     const executionId = randomUUID();
     const row = await db.transaction(async (tx) => {

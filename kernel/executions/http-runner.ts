@@ -45,8 +45,8 @@ export async function checkHttpTarget(url: URL, privateHosts: readonly string[],
   let addresses: ResolvedAddress[];
   if (ip) addresses = [{ address: host, family: host.includes(':') ? 6 : 4 }];
   else {
-    try { addresses = await resolve(host); } catch { throw new KeelError(502, 'fetch_failed', `${host} could not be resolved`); }
-    if (addresses.length === 0) throw new KeelError(502, 'fetch_failed', `${host} could not be resolved`);
+    try { addresses = await resolve(host); } catch { throw new KeelError(422, 'address_unresolvable', `${host} could not be resolved`); }
+    if (addresses.length === 0) throw new KeelError(422, 'address_unresolvable', `${host} could not be resolved`);
   }
   for (const entry of addresses) {
     const verdict = addressAllowed(entry.address, privateAllowed);

@@ -145,6 +145,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   for (const [index, event] of (typed.events ?? []).entries()) {
     if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
       issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
+    } else if (event.mode === 'in_transaction' && event.event.startsWith('execution.')) {
+      // Nothing vetoes an execution's output or end: they reach only the starting plugin, after commit.
+      issues.push({ path: `events.${index}.event`, message: 'execution events cannot be vetoed; subscribe to them after_commit' });
     }
   }
   const published = new Set<string>();

@@ -60,6 +60,10 @@ const examples = (): Record<string, unknown[]> => ({
   'blobs.createText': [{ text: 'probe' }],
   'blobs.link': [randomUUID(), 'nobody'],
   'blobs.delete': [randomUUID()],
+  'executions.start': [{ kind: 'process', runId: randomUUID() }],
+  'executions.get': [randomUUID()],
+  'executions.log': [randomUUID(), { offset: 0 }],
+  'executions.cancel': [randomUUID()],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {

@@ -225,6 +225,33 @@ describe('process executions', () => {
     expect(refused.status).toBe(409);
   });
 
+  it('archiving the company cancels the executions of its agents in the same transaction', async () => {
+    const archivedCompany = (await createCompany(t.api, { name: 'Archived Exec Co' })).id;
+    const agent = await processAgent({ graceSec: 0 }, archivedCompany);
+    const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } }, archivedCompany);
+    expect(res.status, res.text).toBe(200);
+    const id = res.body.execution.executionId;
+    await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output'), 'the agent to run');
+    const archived = await t.api.post(`/api/companies/${archivedCompany}/archive`, {});
+    expect(archived.status, archived.text).toBe(200);
+    const marked = (await t.sql.query('select cancel_requested_at, cancel_reason from executions where id = $1', [id])).rows[0];
+    expect(marked.cancel_requested_at).not.toBeNull();
+    expect(['company_archived', 'agent_paused']).toContain(marked.cancel_reason);
+    expect(await finished(id)).toMatchObject({ status: 'cancelled' });
+    const refused = await start({ agentId: agent.id, execution: { kind: 'process' } }, archivedCompany);
+    expect(refused.status).toBe(409);
+  });
+
+  it('closing the run elsewhere (the ledger) cancels its execution', async () => {
+    const agent = await processAgent({ graceSec: 0 });
+    const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
+    const id = res.body.execution.executionId;
+    await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output'), 'the agent to run');
+    await t.kernel.services.db.transaction((tx) => t.kernel.services.runs.close(tx, res.body.runId, { status: 'cancelled', reason: 'closed by its plugin' }));
+    expect(await finished(id)).toMatchObject({ status: 'cancelled', errorCode: 'run_closed' });
+    expect((await t.sql.query('select status, close_reason from runs where id = $1', [res.body.runId])).rows[0]).toEqual({ status: 'cancelled', close_reason: 'closed by its plugin' });
+  });
+
   it('refuses a start for a paused agent, a closed run, a second execution of a run, and a configuration no board actor wrote', async () => {
     const agent = await processAgent();
     const first = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });

@@ -19,8 +19,9 @@ export interface ServerProcess {
   printed(pattern: RegExp): Promise<void>;
 }
 
-export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined> }): ServerProcess {
-  const child = spawn(process.execPath, ['--no-node-snapshot', 'kernel/main.ts', ...(options.args ?? ['--port', '0'])], {
+export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined>; entry?: string }): ServerProcess {
+  // `entry`: another module that starts a kernel (test/support/kernel-child.ts: no first-party plugins).
+  const child = spawn(process.execPath, ['--no-node-snapshot', options.entry ?? 'kernel/main.ts', ...(options.args ?? ['--port', '0'])], {
     env: { ...process.env, KEEL_HOME: options.home, KEEL_LOG_LEVEL: 'warn', DATABASE_URL: undefined, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -91,6 +91,29 @@ end $$;
 create trigger companies_stop_executions after update of status on companies
   for each row execute function keel_private.company_stops_executions();
 
+-- A run closed by anyone else (the plugin's ctx.runs.close, the ledger) takes its execution with
+-- it: the process must not outlive its run's token. The executor's own close finds its row
+-- already terminal and marks nothing.
+create function keel_private.run_stops_execution() returns trigger
+  language plpgsql security definer set search_path = public, pg_temp as $$
+declare
+  target record;
+begin
+  if new.status not in ('queued', 'running') and old.status in ('queued', 'running') then
+    for target in
+      update executions set cancel_requested_at = coalesce(cancel_requested_at, clock_timestamp()),
+                            cancel_reason = coalesce(cancel_reason, 'run_closed')
+       where run_id = new.id and status in ('starting', 'running')
+       returning id
+    loop
+      perform pg_notify('keel_executions', target.id::text);
+    end loop;
+  end if;
+  return new;
+end $$;
+create trigger runs_stop_execution after update of status on runs
+  for each row execute function keel_private.run_stops_execution();
+
 -- An event for one subscriber only (execution.output and execution.finished go to the plugin
 -- that started the execution, never to every plugin that declares them): as append_event, with
 -- the delivery row written only when that plugin is enabled, granted events.subscribe and
