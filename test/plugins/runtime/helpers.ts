@@ -17,6 +17,8 @@ const SCRIPTS: Record<string, string> = {
   'hang.cjs': `console.log('working'); process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000);`,
   // Reports usage every 100 ms until it is killed; SPEND_CENTS per report.
   'spender.cjs': `let n = 0; setInterval(() => { n += 1; process.stdout.write(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'spendy', costCents: Number(process.env.SPEND_CENTS || 4), outputTokens: 10 }) + '\\n'); }, 100);`,
+  // Succeeds at once.
+  'quick.cjs': `console.log('tick');`,
   // Exits with code 7 after a plain line and a line that is not the protocol.
   'fail.cjs': `console.log('about to fail'); console.log(JSON.stringify({ type: 'service.usage', costCents: -5 })); process.exit(7);`,
 };
