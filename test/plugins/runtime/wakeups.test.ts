@@ -124,6 +124,26 @@ describe('POST /api/agents/{agentId}/wakeup', () => {
   });
 });
 
+describe('wakes from work', () => {
+  it('wakes an assignee once per assignment, and an agent mentioned in a comment', async () => {
+    const agent = await hanging();
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'For you', assigneeAgentId: agent.id })).body;
+    const wakeup = await waitFor(async () => (await t.sql.query('select * from plugin_runtime.wakeups where agent_id = $1', [agent.id])).rows[0], 'the assignment wake');
+    expect(wakeup).toMatchObject({ source: 'assignment', trigger_detail: 'system', reason: 'issue_assigned', issue_id: issue.id, status: expect.stringMatching(/queued|claimed/) });
+    await cancel(wakeup.run_id);
+    const mentioned = await hanging();
+    const comment = await t.api.post(`/api/issues/${issue.id}/comments`, { body: `@${mentioned.urlKey} please look` });
+    expect(comment.status, comment.text).toBe(201);
+    const woken = await waitFor(async () => (await t.sql.query('select * from plugin_runtime.wakeups where agent_id = $1', [mentioned.id])).rows[0], 'the mention wake');
+    expect(woken).toMatchObject({ source: 'automation', reason: 'issue_comment_mentioned', issue_id: issue.id });
+    await cancel(woken.run_id);
+    expect((await t.sql.query("select count(*)::int as n from plugin_runtime.wakeups where agent_id = $1 and source = 'assignment'", [agent.id])).rows[0].n).toBe(1);
+    // The comment also woke the assignee (a comment by someone else on its issue); stop that run too.
+    const assignee = await waitFor(async () => (await t.sql.query("select run_id from plugin_runtime.wakeups where agent_id = $1 and source = 'automation'", [agent.id])).rows[0], 'the assignee wake');
+    if (assignee.run_id) await cancel(assignee.run_id);
+  });
+});
+
 describe('run routes', () => {
   it('lists runs newest first by agent and status, paged by cursor; 404 and 403 as for any entity', async () => {
     const agent = await hanging();
