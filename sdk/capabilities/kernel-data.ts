@@ -14,15 +14,32 @@ export interface AgentsReadCapability {
   get(agentId: string): Promise<Record<string, unknown> | null>;
   /** The agents of the company this call serves (redacted view), oldest first. */
   list(): Promise<Array<Record<string, unknown>>>;
+  /**
+   * What an agent runtime needs to run the agent: its status, adapter type, and its adapter and
+   * runtime configuration with every secret masked (as the configuration route shows them to a
+   * board actor); null for an unknown id and another company's agent alike.
+   */
+  getConfig(agentId: string): Promise<AgentConfigView | null>;
+}
+export interface AgentConfigView {
+  agentId: string;
+  status: string;
+  adapterType: string;
+  adapterConfig: Record<string, unknown>;
+  runtimeConfig: Record<string, unknown>;
 }
 
 const agentsGet = method('kernel', [id], nullable(record));
 const agentsList = method('kernel', [], { type: 'array', items: record });
+const agentsGetConfig = method('kernel', [id], nullable({
+  type: 'object', required: ['agentId', 'status', 'adapterType', 'adapterConfig', 'runtimeConfig'],
+  properties: { agentId: { type: 'string' }, status: { type: 'string' }, adapterType: { type: 'string' }, adapterConfig: record, runtimeConfig: record },
+}));
 
 export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
   id: 'agents.read',
   summary: 'Read the agents of the company a call serves (no secrets)',
-  members: { agents: { get: agentsGet, list: agentsList } },
+  members: { agents: { get: agentsGet, list: agentsList, getConfig: agentsGetConfig } },
 });
 
 /**
@@ -55,6 +72,7 @@ export const agentsPause = defineCapability<{ agents: AgentsPauseCapability }>()
     agents: {
       get: agentsGet,
       list: agentsList,
+      getConfig: agentsGetConfig,
       pause: method('database', [id, reason], changed),
       resume: method('database', [id, reason], changed),
     },

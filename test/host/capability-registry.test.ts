@@ -35,6 +35,7 @@ const examples = (): Record<string, unknown[]> => ({
   'companies.get': [company.id],
   'agents.get': [agent.id],
   'agents.list': [],
+  'agents.getConfig': [agent.id],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
   'approvals.list': [{ status: 'pending', limit: 10 }],

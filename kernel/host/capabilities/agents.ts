@@ -1,4 +1,5 @@
 import { toAgentJson, type AgentRow } from '../../tenancy/agents.ts';
+import { maskConfig } from '../../tenancy/agent-config.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 
@@ -19,6 +20,16 @@ export const agentsCapability: KernelCapability = {
         const companyId = callCompany(call);
         const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
         return rows.map((row) => toAgentJson(row as never, { redacted: true }));
+      },
+    },
+    getConfig: {
+      run: async (call) => {
+        const agentId = uuidArg(call.args[0], 'agentId');
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
+        if (!row) return null;
+        // Masked as the configuration route shows it to the board: secret references stay references, secret-looking values are redacted.
+        const config = (value: unknown) => (value && typeof value === 'object' && !Array.isArray(value) ? maskConfig(value) : {});
+        return { agentId: row.id, status: row.status, adapterType: row.adapter_type, adapterConfig: config(row.adapter_config), runtimeConfig: config(row.runtime_config) };
       },
     },
   },
