@@ -14,6 +14,7 @@ import { HealthChecks } from './http/health.ts';
 import { isDatabaseUnavailable } from './db/connection-errors.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
+import { KernelPoints } from './points/kernel-points.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
@@ -187,6 +188,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     vault: new Vault(keyring, log),
     activity: new ActivityLog(),
     events,
+    points: new KernelPoints(),
   };
 }
 

@@ -7,7 +7,7 @@ import { eventsPublish } from './events.ts';
 import { localFolders } from './folders.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
-import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
+import { agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
@@ -21,7 +21,7 @@ export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
   httpRoutes, httpRoutesAbsolute, httpFetch, localFolders,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
-  uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
+  uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,
   principalsRead,
 ] as const;

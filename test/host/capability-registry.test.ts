@@ -37,6 +37,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.list': [],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
+  'agents.setDesiredSkills': [agent.id, ['probe/skill']],
   'approvals.list': [{ status: 'pending', limit: 10 }],
   'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],
@@ -158,6 +159,7 @@ describe('contribution capabilities on the manifest', () => {
     folders: [{ key: 'notes', access: 'read' }],
     network: { allow: ['example.com'] },
     services: { provides: [{ key: 'svc' }], consumes: [{ plugin: 'other', service: 'svc' }] },
+    kernelPoints: [{ point: 'agent.desired-skills', service: 'svc' }],
   });
 
   it('accepts the manifest with every capability declared', () => {
