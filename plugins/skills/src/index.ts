@@ -2,6 +2,8 @@ import { definePlugin } from '@keel/sdk/plugin';
 import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
 import { SKILLS_CAPABILITIES } from './context.ts';
 import { importSkills } from './import-route.ts';
+import { getAgentSkills, syncAgentSkills } from './agent-skills/agent-skill-routes.ts';
+import { followAgentSkills, resolveDesiredSkillsService } from './agent-skills/kernel-answers.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -17,5 +19,9 @@ export default definePlugin({
     'get-skill-file': getSkillFile,
     'patch-skill-file': patchSkillFile,
     'delete-skill': deleteSkill,
+    'get-agent-skills': getAgentSkills,
+    'sync-agent-skills': syncAgentSkills,
   },
+  services: { 'resolve-desired-skills': resolveDesiredSkillsService },
+  events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
 });
