@@ -2,6 +2,7 @@ import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
 import { activityCapability } from './capabilities/activity.ts';
 import { agentsCapability } from './capabilities/agents.ts';
+import { localImportCapability } from './capabilities/local-import.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
@@ -31,6 +32,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   eventChecks: eventChecksCapability,
   blobs: blobsCapability,
   principals: principalsCapability,
+  localImport: localImportCapability,
 };
 
 /**
