@@ -3,6 +3,7 @@ import type { SlotReport } from './protocol/messages.ts';
 import { activityCapability } from './capabilities/activity.ts';
 import { agentsCapability } from './capabilities/agents.ts';
 import { localImportCapability } from './capabilities/local-import.ts';
+import { configSecretsCapability } from './capabilities/config-secrets.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
@@ -33,6 +34,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   blobs: blobsCapability,
   principals: principalsCapability,
   localImport: localImportCapability,
+  configSecrets: configSecretsCapability,
 };
 
 /**

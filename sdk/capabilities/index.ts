@@ -6,6 +6,7 @@ import type { CapabilitySpec, MethodSpec } from './define.ts';
 import { eventsPublish } from './events.ts';
 import { localFolders } from './folders.ts';
 import { localImport } from './local-import.ts';
+import { secretsConfig } from './config-secrets.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute } from './http.ts';
 import { agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
@@ -20,7 +21,7 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpFetch, localFolders, localImport,
+  httpRoutes, httpRoutesAbsolute, httpFetch, localFolders, localImport, secretsConfig,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite,

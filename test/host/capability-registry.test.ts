@@ -45,6 +45,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.resume': [agent.id, 'probe'],
   'agents.setDesiredSkills': [agent.id, ['probe/skill']],
   'localImport.read': [probeDir],
+  'configSecrets.resolve': ['token'],
   'approvals.list': [{ status: 'pending', limit: 10 }],
   'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],
