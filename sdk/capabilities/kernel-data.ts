@@ -43,6 +43,31 @@ export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
 });
 
 /**
+ * The desired skills the kernel keeps for an agent (adapterConfig.serviceSkillSync.desiredSkills,
+ * which no adapterConfig edit can change): a skills domain keeps them in step with its own
+ * record. Written by the kernel in a transaction of its own, with an `agent.updated` event; an
+ * unknown agent and another company's agent both answer 404 `Agent not found`.
+ */
+export interface AgentsSkillsCapability extends AgentsReadCapability {
+  setDesiredSkills(agentId: string, desiredSkills: string[]): Promise<{ desiredSkills: string[]; changed: boolean }>;
+}
+
+export const agentsSkillsWrite = defineCapability<{ agents: AgentsSkillsCapability }>()({
+  id: 'agents.skills.write',
+  summary: 'Set the desired skills the kernel keeps for the agents of the company a call serves',
+  members: {
+    agents: {
+      get: agentsGet,
+      list: agentsList,
+      setDesiredSkills: method('kernel', [id, { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 512 } }], {
+        type: 'object', required: ['desiredSkills', 'changed'],
+        properties: { desiredSkills: { type: 'array', items: { type: 'string' } }, changed: { type: 'boolean' } },
+      }),
+    },
+  },
+});
+
+/**
  * Pauses are holds (the host README says more): a scope is paused while any hold is on it, and
  * a plugin lifts only its own, placed with the same reason; the board's pause, the archive's and
  * other plugins' stay. Both run in the call's own transaction: the hold, the status, the
