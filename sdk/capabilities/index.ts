@@ -13,6 +13,7 @@ import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, c
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
+import { localWorkspaces } from './workspaces.ts';
 
 /**
  * The capability registry: every capability a plugin can ask for, declared once (one module
@@ -21,7 +22,7 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders, localWorkspaces,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
