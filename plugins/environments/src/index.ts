@@ -4,7 +4,7 @@ import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvir
 import {
   createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
 } from './execution-workspaces.ts';
-import { acquireLease, getLease, listLeases, releaseLease } from './leases.ts';
+import { acquireLease, getLease, listLeases, onRunClosed, releaseLease } from './leases.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 
 export default definePlugin({
@@ -33,5 +33,6 @@ export default definePlugin({
   },
   events: {
     'company.deleted': onCompanyDeleted,
+    'run.closed': onRunClosed,
   },
 });

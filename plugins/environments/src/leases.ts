@@ -61,14 +61,8 @@ export async function acquireLease(req: RouteRequest, ctx: EnvironmentsContext) 
   return respond(201, lease);
 }
 
-export async function releaseLease(req: RouteRequest, ctx: EnvironmentsContext) {
-  await assertMayManage(ctx);
-  const body = (req.body ?? {}) as Body;
-  const { rows: found } = await ctx.db.query('select * from environment_leases where id = $1 and company_id = $2 for update', [req.params.leaseId, req.companyId]);
-  const current = found[0];
-  if (!current) throw new PluginError(404, 'not_found', 'Environment lease not found');
-  // Releasing twice changes nothing: the first release's answer stands.
-  if (current.status === 'released') return leaseJson(current);
+/** Ends a locked active lease: an ephemeral lease's directory is removed (best effort), the row marked released, activity written. */
+async function endLease(ctx: EnvironmentsContext, current: Record<string, unknown>, reason: string | null) {
   let directoryRemoved = false;
   if (current.policy === 'ephemeral') {
     try {
@@ -80,10 +74,33 @@ export async function releaseLease(req: RouteRequest, ctx: EnvironmentsContext) 
   }
   const { rows } = await ctx.db.query(
     "update environment_leases set status = 'released', released_at = now(), release_reason = $2 where id = $1 returning *",
-    [current.id, body.reason ?? null]);
+    [current.id, reason]);
   const lease = leaseJson(rows[0]!);
-  await ctx.activity.record({ action: 'environment.lease_released', entityType: 'environment', entityId: String(current.environment_id), details: { leaseId: lease.id, policy: lease.policy, directoryRemoved } });
+  await ctx.activity.record({ action: 'environment.lease_released', entityType: 'environment', entityId: String(current.environment_id), details: { leaseId: lease.id, policy: lease.policy, directoryRemoved, reason } });
   return lease;
+}
+
+export async function releaseLease(req: RouteRequest, ctx: EnvironmentsContext) {
+  await assertMayManage(ctx);
+  const body = (req.body ?? {}) as Body;
+  const { rows: found } = await ctx.db.query('select * from environment_leases where id = $1 and company_id = $2 for update', [req.params.leaseId, req.companyId]);
+  const current = found[0];
+  if (!current) throw new PluginError(404, 'not_found', 'Environment lease not found');
+  // Releasing twice changes nothing: the first release's answer stands.
+  if (current.status === 'released') return leaseJson(current);
+  return endLease(ctx, current, (body.reason as string | undefined) ?? null);
+}
+
+/**
+ * A run that ends, however it ends, gives back the leases it held (`run.closed`, delivered at
+ * least once: a redelivery finds none active any more).
+ */
+export async function onRunClosed(payload: Record<string, unknown>, ctx: EnvironmentsContext): Promise<void> {
+  const runId = typeof payload.runId === 'string' ? payload.runId : '';
+  const companyId = ctx.invocation.companyId;
+  if (!runId || !companyId) return;
+  const { rows } = await ctx.db.query("select * from environment_leases where company_id = $1 and run_id = $2 and status = 'active' order by id for update", [companyId, runId]);
+  for (const row of rows) await endLease(ctx, row, 'run_closed');
 }
 
 export async function listLeases(req: RouteRequest, ctx: EnvironmentsContext) {

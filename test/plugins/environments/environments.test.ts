@@ -2,6 +2,8 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
+import { createAgent } from '../../support/fixtures.ts';
 import type { Api, TestKernel } from '../../support/harness.ts';
 import { acquire, count, createEnvironment, ISO, startEnvironmentsWorld, UNKNOWN_ID } from './helpers.ts';
 
@@ -245,6 +247,26 @@ describe('leases', () => {
     expect(refused.body).toMatchObject({ code: 'lease_directory_unavailable', details: { cause: 'path_not_approved' } });
     expect(existsSync('/var/tmp/keel-not-mounted')).toBe(false);
     expect(await count(t, 'environment_leases')).toBe(before);
+  });
+
+  it('releases the leases of a run when the run ends (run.closed), once', async () => {
+    const env = await createEnvironment(t.api, company.id, local(mountA, { name: 'Run-bound' }));
+    const agent = await createAgent(t.api, company.id, { name: 'Runner' });
+    const { runs, db } = t.kernel.services;
+    const opened = await db.transaction((tx) => runs.open(tx, { agentId: agent.id, companyId: company.id, invocationSource: 'on_demand' }));
+    const runId = opened.run.runId;
+    const ephemeral = await acquire(t.api, env.id, { runId });
+    const reusable = await acquire(t.api, env.id, { runId, policy: 'reusable', reuseKey: 'run-bound' });
+    const unrelated = await acquire(t.api, env.id, {});
+    await db.transaction((tx) => runs.close(tx, runId, { status: 'succeeded', result: { ok: true } }));
+    await eventsSettled(t);
+    expect((await t.api.get(`/api/environment-leases/${ephemeral.id}`)).body).toMatchObject({ status: 'released', releaseReason: 'run_closed' });
+    expect((await t.api.get(`/api/environment-leases/${reusable.id}`)).body).toMatchObject({ status: 'released', releaseReason: 'run_closed' });
+    expect((await t.api.get(`/api/environment-leases/${unrelated.id}`)).body.status).toBe('active');
+    expect(existsSync(ephemeral.path)).toBe(false);
+    expect(existsSync(reusable.path)).toBe(true);
+    const { rows } = await t.sql.query("select count(*)::int as n from activity_log where entity_id = $1 and action = 'environment.lease_released'", [env.id]);
+    expect(rows[0].n).toBe(2);
   });
 
   it('refuses to delete an environment with an active lease', async () => {
