@@ -86,9 +86,11 @@ describe('routes', () => {
 
   it('refuses absolute routes without http.routes.absolute, outside /api/ or inside /api/plugins', async () => {
     await refusedAtInstall((m) => { m.routes = [{ key: 'claim', method: 'POST', path: '/api/attack/claim', auth: 'none', absolute: true }]; }, /needs the http.routes.absolute capability/);
-    for (const path of ['/health', '/api/plugins', '/api/plugins/echo/health', '/API/PLUGINS/echo/x']) {
+    for (const path of ['/api/plugins', '/api/plugins/echo/health', '/API/PLUGINS/echo/x']) {
       await refusedAtInstall((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ key: 'claim', method: 'GET', path, auth: 'none', absolute: true }]; }, /absolute paths must start with \/api\/ and stay outside \/api\/plugins\//);
     }
+    // A path outside /api/ is a public root route: it needs its own capability.
+    await refusedAtInstall((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ key: 'claim', method: 'GET', path: '/health', auth: 'none', absolute: true }]; }, /needs the http\.routes\.public capability/);
   });
 
   it('refuses, at enable, absolute routes that claim the kernel\'s paths, and leaves the plugin disabled', async () => {
