@@ -33,7 +33,7 @@ function bundledCatalog(): { dir: string; slugs: string[] } | null {
   if (!existsSync(file)) return null;
   const catalog = JSON.parse(readFileSync(file, 'utf8')) as { skills?: Array<{ slug?: unknown; kind?: unknown }> };
   const slugs = (catalog.skills ?? []).filter((s) => s.kind === 'bundled' && typeof s.slug === 'string' && /^[a-z0-9][a-z0-9-]*$/.test(s.slug)).map((s) => s.slug as string);
-  return { dir: join(dir, 'skills'), slugs: slugs.filter((slug) => existsSync(join(dir, 'skills', slug, 'SKILL.md'))) };
+  return { dir: join(dir, 'skills'), slugs: slugs.filter((slug) => existsSync(join(dir, 'skills', slug, 'SKILL.md'))).sort() };
 }
 
 export function linkBundledSkills(targetDirs: string[] = skillTargetDirs()): LinkReport {
