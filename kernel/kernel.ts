@@ -14,6 +14,7 @@ import { HealthChecks } from './http/health.ts';
 import { isDatabaseUnavailable } from './db/connection-errors.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
+import { KernelPoints } from './points/kernel-points.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
@@ -195,6 +196,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   return {
     config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health, vault, activity, events,
     executions: new Executor({ config, log, db, events, runs, vault, activity }),
+    points: new KernelPoints(),
   };
 }
 

@@ -7,6 +7,7 @@ import type { KeelConfig } from './config/schema.ts';
 import type { LastUsedRecorder } from './auth/last-used.ts';
 import type { Database, Tx } from './db/database.ts';
 import type { EventBus } from './events/event-bus.ts';
+import type { KernelPoints } from './points/kernel-points.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
 import type { Executor } from './executions/executor.ts';
 import type { Keyring } from './vault/keyring.ts';
@@ -26,6 +27,8 @@ export interface KernelServices {
   jwt: AgentJwt;
   activity: ActivityLog;
   events: EventBus;
+  /** Questions the kernel asks plugins before a change, answered by the ones that declare them (kernelPoints). */
+  points: KernelPoints;
   lastUsed: LastUsedRecorder;
   keyring: Keyring;
   vault: Vault;

@@ -80,6 +80,17 @@ export const configSchema = {
             },
           },
         },
+        localImport: {
+          type: 'object', additionalProperties: false,
+          description: 'Server paths plugins granted local.import may read (skill imports from a local path). The data directory itself is never readable, except <dataDir>/skills.',
+          properties: {
+            roots: {
+              type: 'array', maxItems: 50, items: { type: 'string', minLength: 1, maxLength: 4096, pattern: '^/' },
+              description: 'Absolute directories below which imports may read. Default in local_trusted mode: the instance temporary directory and <dataDir>/skills; otherwise none.',
+            },
+            allowAgents: { type: 'boolean', description: 'Let agent callers import from local paths too (default false: board users only).' },
+          },
+        },
         events: {
           type: 'object', additionalProperties: false,
           description: 'Delivery of durable events to plugin subscribers (kernel/host/contributions/events.ts).',
@@ -110,5 +121,5 @@ export interface KeelConfig {
   dataDir: string;
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
-  plugins?: { privateNetworkHosts?: string[]; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
+  plugins?: { privateNetworkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

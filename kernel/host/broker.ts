@@ -2,6 +2,8 @@ import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
 import { activityCapability } from './capabilities/activity.ts';
 import { agentsCapability } from './capabilities/agents.ts';
+import { localImportCapability } from './capabilities/local-import.ts';
+import { configSecretsCapability } from './capabilities/config-secrets.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
@@ -35,6 +37,8 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   principals: principalsCapability,
   executions: executionsCapability,
   catalog: catalogCapability,
+  localImport: localImportCapability,
+  configSecrets: configSecretsCapability,
 };
 
 /**

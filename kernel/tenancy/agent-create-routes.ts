@@ -7,6 +7,8 @@ import { callerIds, insertAgent, normalizeNewAgent, requestedSnapshot } from './
 import { announceApproval } from './approval-decisions.ts';
 import { createHireApproval, toApprovalJson, type ApprovalRow } from './approvals.ts';
 import { toAgentJson } from './agents.ts';
+import { withDesiredSkills } from './agent-config.ts';
+import { requestedSkills, resolveDesiredSkills } from './desired-skills.ts';
 
 export const agentCreateRoutes: RouteModule = (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Agents');
@@ -18,6 +20,9 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const body = await req.body();
     const values = normalizeNewAgent(body);
+    // Resolved (or refused) before the transaction: a refusal leaves nothing behind.
+    const desiredSkills = await resolveDesiredSkills(ctx, kernel, { companyId: company.id, desiredSkills: requestedSkills(body), adapterType: values.adapterType, agentId: null });
+    values.adapterConfig = withDesiredSkills(values.adapterConfig, desiredSkills);
     const agent = await kernel.db.transaction((tx) => insertAgent(ctx, kernel, tx, company.id, values, 'idle'));
     ctx.status = 201;
     ctx.body = toAgentJson(agent);
@@ -35,6 +40,9 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
     await assertMayManageAgents(kernel.db, actor, company.id, 'hiring agents');
     const body = await req.body();
     const values = normalizeNewAgent(body);
+    // Resolved (or refused) before the transaction: a refusal leaves nothing behind.
+    const desiredSkills = await resolveDesiredSkills(ctx, kernel, { companyId: company.id, desiredSkills: requestedSkills(body), adapterType: values.adapterType, agentId: null });
+    values.adapterConfig = withDesiredSkills(values.adapterConfig, desiredSkills);
     const issues = sourceIssueIds(body);
     const needsApproval = company.require_board_approval_for_new_agents === true;
     const result = await kernel.db.transaction(async (tx) => {

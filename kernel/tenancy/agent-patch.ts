@@ -91,6 +91,9 @@ export async function applyConfigFields(db: Queryable, before: AgentRow, state: 
   if (body.adapterConfig !== undefined || body.desiredSkills !== undefined || body.adapterType !== undefined) {
     let config = stored;
     if (body.adapterConfig !== undefined) config = options.replaceAdapterConfig ? replaceConfig(stored, body.adapterConfig) : mergeAdapterConfig(stored, body.adapterConfig);
+    // The desired skills change only through desiredSkills: no adapterConfig edit (a merge, a
+    // replace naming the slot, a rollback) can drop or rewrite them.
+    config = keepSkillSync(stored, config);
     config = withDesiredSkills(config, body.desiredSkills);
     validateAdapterEnv(config);
     config = ensureDeviceKey(next.adapter_type, config);
@@ -98,6 +101,11 @@ export async function applyConfigFields(db: Queryable, before: AgentRow, state: 
     next.adapter_config = config;
   }
   return next;
+}
+
+function keepSkillSync(stored: Record<string, unknown>, config: Record<string, unknown>): Record<string, unknown> {
+  const { [SKILL_SYNC_KEY]: _dropped, ...rest } = config;
+  return stored[SKILL_SYNC_KEY] === undefined ? rest : { ...rest, [SKILL_SYNC_KEY]: stored[SKILL_SYNC_KEY] };
 }
 
 function replaceConfig(stored: Record<string, unknown>, incoming: Record<string, unknown>): Record<string, unknown> {

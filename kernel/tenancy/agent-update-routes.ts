@@ -1,3 +1,4 @@
+import { resolveDesiredSkills } from './desired-skills.ts';
 import type { Context } from 'koa';
 import type { RouteModule } from '../http/app.ts';
 import type { Tx } from '../db/database.ts';
@@ -63,9 +64,13 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
     success: 200, errors: [409, 422], summary: "Change an agent's fields and configuration (records a configuration revision)",
   }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
-    const body = await req.body();
-    refusePermissionsInPatch(body);
-    await authorizePatch(kernel.db, caller, agent, patchedFields(body));
+    const requested = await req.body();
+    refusePermissionsInPatch(requested);
+    await authorizePatch(kernel.db, caller, agent, patchedFields(requested));
+    const desiredSkills = await resolveDesiredSkills(ctx, kernel, {
+      companyId: agent.company_id, desiredSkills: requested.desiredSkills, adapterType: requested.adapterType ?? agent.adapter_type, agentId: agent.id,
+    });
+    const body = desiredSkills === undefined ? requested : { ...requested, desiredSkills };
     const updated = await kernel.db.transaction(async (tx) => {
       // Terminating a pending agent cancels its hire, as POST .../terminate does; the hire is locked before the agent, as everywhere.
       if (body.status === 'terminated') await lockOpenHires(tx, agent.id);

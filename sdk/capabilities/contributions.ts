@@ -40,4 +40,9 @@ export const servicesProvide = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'services.provides'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide] as const;
+export const kernelPoints = defineCapability()({
+  id: 'kernel.points', summary: 'Answer questions the kernel asks before a change (resolve what it stores, or refuse the request)', members: {},
+  requiredBy: (manifest) => present(manifest, 'kernelPoints'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints] as const;

@@ -7,9 +7,11 @@ import type { CapabilitySpec, MethodSpec } from './define.ts';
 import { eventsPublish } from './events.ts';
 import { executions } from './executions.ts';
 import { localFolders } from './folders.ts';
+import { localImport } from './local-import.ts';
+import { secretsConfig } from './config-secrets.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
-import { agentsPause, agentsRead, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
+import { agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
@@ -21,9 +23,9 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders, localImport, secretsConfig,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
-  uiStreams, companiesRead, agentsRead, agentsPause, approvalsRead, runsOpen, runsClose, runsRead,
+  uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
   principalsRead,
   executions,

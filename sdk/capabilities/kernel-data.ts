@@ -14,15 +14,57 @@ export interface AgentsReadCapability {
   get(agentId: string): Promise<Record<string, unknown> | null>;
   /** The agents of the company this call serves (redacted view), oldest first. */
   list(): Promise<Array<Record<string, unknown>>>;
+  /**
+   * What an agent runtime needs to run the agent: its status, adapter type, and its adapter and
+   * runtime configuration with every secret masked (as the configuration route shows them to a
+   * board actor); null for an unknown id and another company's agent alike.
+   */
+  getConfig(agentId: string): Promise<AgentConfigView | null>;
+}
+export interface AgentConfigView {
+  agentId: string;
+  status: string;
+  adapterType: string;
+  adapterConfig: Record<string, unknown>;
+  runtimeConfig: Record<string, unknown>;
 }
 
 const agentsGet = method('kernel', [id], nullable(record));
 const agentsList = method('kernel', [], { type: 'array', items: record });
+const agentsGetConfig = method('kernel', [id], nullable({
+  type: 'object', required: ['agentId', 'status', 'adapterType', 'adapterConfig', 'runtimeConfig'],
+  properties: { agentId: { type: 'string' }, status: { type: 'string' }, adapterType: { type: 'string' }, adapterConfig: record, runtimeConfig: record },
+}));
 
 export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
   id: 'agents.read',
   summary: 'Read the agents of the company a call serves (no secrets)',
-  members: { agents: { get: agentsGet, list: agentsList } },
+  members: { agents: { get: agentsGet, list: agentsList, getConfig: agentsGetConfig } },
+});
+
+/**
+ * The desired skills the kernel keeps for an agent (adapterConfig.serviceSkillSync.desiredSkills,
+ * which no adapterConfig edit can change): a skills domain keeps them in step with its own
+ * record. Written by the kernel in a transaction of its own, with an `agent.updated` event; an
+ * unknown agent and another company's agent both answer 404 `Agent not found`.
+ */
+export interface AgentsSkillsCapability extends AgentsReadCapability {
+  setDesiredSkills(agentId: string, desiredSkills: string[]): Promise<{ desiredSkills: string[]; changed: boolean }>;
+}
+
+export const agentsSkillsWrite = defineCapability<{ agents: AgentsSkillsCapability }>()({
+  id: 'agents.skills.write',
+  summary: 'Set the desired skills the kernel keeps for the agents of the company a call serves',
+  members: {
+    agents: {
+      get: agentsGet,
+      list: agentsList,
+      setDesiredSkills: method('kernel', [id, { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 512 } }], {
+        type: 'object', required: ['desiredSkills', 'changed'],
+        properties: { desiredSkills: { type: 'array', items: { type: 'string' } }, changed: { type: 'boolean' } },
+      }),
+    },
+  },
 });
 
 /**
@@ -55,6 +97,7 @@ export const agentsPause = defineCapability<{ agents: AgentsPauseCapability }>()
     agents: {
       get: agentsGet,
       list: agentsList,
+      getConfig: agentsGetConfig,
       pause: method('database', [id, reason], changed),
       resume: method('database', [id, reason], changed),
     },

@@ -1,3 +1,4 @@
+import { KERNEL_POINT_NAMES } from './kernel-points.ts';
 import { CAPABILITY_IDS } from '../capabilities/index.ts';
 
 /**
@@ -255,6 +256,17 @@ export const servicesFragment = {
   },
 };
 
+export const kernelPointsFragment = {
+  type: 'array', maxItems: 10, description: 'Kernel points this plugin answers with one of its services (needs kernel.points and services.provide): the kernel consults them before a change.',
+  items: {
+    type: 'object', additionalProperties: false, required: ['point', 'service'],
+    properties: {
+      point: { enum: KERNEL_POINT_NAMES, description: 'The kernel point (sdk/manifest/kernel-points.ts).' },
+      service: { ...identifier, description: 'Key of a service under services.provides that answers it.' },
+    },
+  },
+};
+
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',
   type: 'object',
@@ -310,6 +322,7 @@ export const manifestSchema = {
       properties: { allow: { type: 'array', maxItems: 50, items: { type: 'string', pattern: '^(\\*\\.)?[a-z0-9.-]+(:[0-9]{1,5})?$' }, description: 'Host names (optionally *.domain and :port). No IP ranges.' } },
     },
     services: servicesFragment,
+    kernelPoints: kernelPointsFragment,
     limits: {
       type: 'object', additionalProperties: false, description: 'Sandbox limits (the host clamps them).',
       properties: {

@@ -155,6 +155,13 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       issues.push({ path: `events.${index}.event`, message: 'execution events cannot be vetoed; subscribe to them after_commit' });
     }
   }
+  const provided = new Set((typed.services?.provides ?? []).map((service) => service.key));
+  const answered = new Set<string>();
+  for (const [index, point] of (typed.kernelPoints ?? []).entries()) {
+    if (!provided.has(point.service)) issues.push({ path: `kernelPoints.${index}.service`, message: `names no service under services.provides` });
+    if (answered.has(point.point)) issues.push({ path: `kernelPoints.${index}.point`, message: 'is answered twice' });
+    answered.add(point.point);
+  }
   const published = new Set<string>();
   for (const [index, event] of (typed.publishedEvents ?? []).entries()) {
     if (!event.name.startsWith(`${typed.key}.`)) issues.push({ path: `publishedEvents.${index}.name`, message: `must start with the plugin key: ${typed.key}.<name>` });

@@ -199,5 +199,7 @@ export interface PluginManifest {
   folders?: FolderManifest[];
   network?: { allow: string[] };
   services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
+  /** Kernel points answered by one of this plugin's services (kernel.points; sdk/manifest/kernel-points.ts). */
+  kernelPoints?: Array<{ point: string; service: string }>;
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };
 }

@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join as joinPath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv } from 'ajv';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,6 +24,10 @@ let t: TestKernel;
 let company: any;
 let agent: any;
 
+/** A small folder inside the default import roots (the instance's temporary directory) for local.import. */
+const probeDir = mkdtempSync(joinPath(tmpdir(), 'keel-import-probe-'));
+writeFileSync(joinPath(probeDir, 'SKILL.md'), '# probe');
+
 /** Example arguments per method; the test fails when a registry method has none. */
 const examples = (): Record<string, unknown[]> => ({
   'db.query': ['select 1 as n'],
@@ -35,8 +41,12 @@ const examples = (): Record<string, unknown[]> => ({
   'companies.get': [company.id],
   'agents.get': [agent.id],
   'agents.list': [],
+  'agents.getConfig': [agent.id],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
+  'agents.setDesiredSkills': [agent.id, ['probe/skill']],
+  'localImport.read': [probeDir],
+  'configSecrets.resolve': ['token'],
   'approvals.list': [{ status: 'pending', limit: 10 }],
   'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],
@@ -164,6 +174,7 @@ describe('contribution capabilities on the manifest', () => {
     folders: [{ key: 'notes', access: 'read' }],
     network: { allow: ['example.com'] },
     services: { provides: [{ key: 'svc' }], consumes: [{ plugin: 'other', service: 'svc' }] },
+    kernelPoints: [{ point: 'agent.desired-skills', service: 'svc' }],
   });
 
   it('accepts the manifest with every capability declared', () => {

@@ -65,7 +65,7 @@ describe('GET /api/openapi.json with plugins', () => {
     expect([...host.plugins.keys()].sort()).toEqual([...FIRST_PARTY_KEYS, 'echo'].sort());
     for (const loaded of host.plugins.values()) {
       const routes = loaded.manifest.routes ?? [];
-      expect(routes.length).toBeGreaterThan(0);
+      expect(routes.length, loaded.key).toBeGreaterThan(0);
       for (const route of routes) {
         const operation = document.paths[mountedPath(loaded.key, route)]?.[route.method.toLowerCase()];
         expect(operation, `${loaded.key} ${route.method} ${route.path}`).toBeDefined();

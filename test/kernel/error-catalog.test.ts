@@ -36,6 +36,11 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  *   status and code the plugin chose; those codes belong to the plugin's documentation.
  * - kernel/host/capabilities/services.ts: a failed service call passes on the status and code
  *   of the providing plugin's error, `service_failed` (502) when it gave none.
+ * - kernel/host/contributions/kernel-points.ts: a plugin's refusal of a kernel point passes on
+ *   with the plugin's status (only 400, 403, 404, 409, 422) and its code when that looks like an
+ *   API code (else 422 `plugin_point_refused`); those codes belong to the plugin's docs.
+ * - kernel/host/contributions/route-dispatch.ts (withAuthCodes): the host's own 401 and
+ *   other-company 403 keep their status and take the code the route declares under `authCodes`.
  * - kernel/host/broker.ts: passes on the refusal of the capability registry's one check
  *   (sdk/capabilities/check-call.ts): unknown_capability, capability_denied,
  *   company_scope_required, invalid_arguments.
@@ -50,6 +55,10 @@ const DYNAMIC_SITES = [
   { file: 'kernel/host/contributions/route-answer.ts', what: 'status' },
   { file: 'kernel/host/capabilities/services.ts', what: 'code' },
   { file: 'kernel/host/capabilities/services.ts', what: 'status' },
+  { file: 'kernel/host/contributions/kernel-points.ts', what: 'code' },
+  { file: 'kernel/host/contributions/kernel-points.ts', what: 'status' },
+  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },
+  { file: 'kernel/host/contributions/route-dispatch.ts', what: 'status' },
   { file: 'kernel/host/broker.ts', what: 'code' },
   { file: 'kernel/host/broker.ts', what: 'status' },
   { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },

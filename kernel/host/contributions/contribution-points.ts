@@ -3,6 +3,7 @@ import type { ExtensionHost } from '../extension-host.ts';
 import { EnqueuedJobs } from './enqueued-jobs.ts';
 import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
+import { PluginKernelPoints } from './kernel-points.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
 export interface ContributionPoints {
@@ -29,6 +30,8 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   host.onActivation(enqueued);
   enqueued.start();
   host.onActivation(events);
+  const kernelPoints = new PluginKernelPoints(host);
+  host.onActivation(kernelPoints);
   host.onNotify(EVENTS_CHANNEL, () => events.wake());
   host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {

@@ -3,6 +3,7 @@ import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
+import { budgetBlocksService, recordUsageService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
@@ -45,5 +46,9 @@ export default definePlugin({
     'agent.created': onAgentChanged,
     'agent.updated': onAgentChanged,
     'company.deleted': onCompanyDeleted,
+  },
+  services: {
+    'record-usage': recordUsageService,
+    'budget-blocks': budgetBlocksService,
   },
 });

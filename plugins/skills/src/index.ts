@@ -5,6 +5,8 @@ import { importSkills } from './import-route.ts';
 import { getCatalogFile, getCatalogSkill, listCatalog } from './catalog/browse-routes.ts';
 import { installCatalogSkill } from './catalog/install-route.ts';
 import { auditSkill, installSkillUpdate, resetSkill, skillUpdateStatus } from './catalog/update-routes.ts';
+import { getAgentSkills, syncAgentSkills } from './agent-skills/agent-skill-routes.ts';
+import { followAgentSkills, resolveDesiredSkillsService } from './agent-skills/kernel-answers.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -28,5 +30,9 @@ export default definePlugin({
     'install-skill-update': installSkillUpdate,
     'reset-skill': resetSkill,
     'audit-skill': auditSkill,
+    'get-agent-skills': getAgentSkills,
+    'sync-agent-skills': syncAgentSkills,
   },
+  services: { 'resolve-desired-skills': resolveDesiredSkillsService },
+  events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
 });

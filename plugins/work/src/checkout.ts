@@ -47,7 +47,7 @@ export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
   });
   if (current.assignee_agent_id !== actor.agentId) {
     await ctx.events.publish('work.issue.assigned', {
-      issueId: issue.id, identifier: issue.identifier, agentId: actor.agentId, previousAgentId: current.assignee_agent_id ?? null, status: issue.status,
+      issueId: issue.id, identifier: issue.identifier, agentId: actor.agentId, previousAgentId: current.assignee_agent_id ?? null, status: issue.status, byAgentId: actor.agentId,
     }, { entityType: 'issue', entityId: String(issue.id) });
   }
   return issue;

@@ -14,6 +14,7 @@ import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
+import { issueService } from './issue-service.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
@@ -69,5 +70,6 @@ export default definePlugin({
   },
   services: {
     project: projectService,
+    issue: issueService,
   },
 });

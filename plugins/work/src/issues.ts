@@ -74,7 +74,7 @@ export function actorOf(ctx: WorkContext): { agentId: string | null; userId: str
 async function publishAssigned(ctx: WorkContext, issue: ReturnType<typeof issueJson>, previousAgentId: string | null): Promise<void> {
   if (!issue.assigneeAgentId || issue.assigneeAgentId === previousAgentId) return;
   await ctx.events.publish('work.issue.assigned', {
-    issueId: issue.id, identifier: issue.identifier, agentId: issue.assigneeAgentId, previousAgentId, status: issue.status,
+    issueId: issue.id, identifier: issue.identifier, agentId: issue.assigneeAgentId, previousAgentId, status: issue.status, byAgentId: actorOf(ctx).agentId,
   }, { entityType: 'issue', entityId: String(issue.id) });
 }
 

@@ -6,12 +6,15 @@ import type { AddressInfo } from 'node:net';
  * repository, commit of a ref (refs may contain '/'), recursive tree, contents (base64).
  * Also serves raw files under /raw/<path>.
  */
-export interface FixtureRepo { defaultBranch: string; refs: Record<string, string>; files: Record<string, Buffer | string> }
+/** `token`: the repository is private, served only with `Authorization: Bearer <token>` (404 otherwise, as GitHub answers). */
+export interface FixtureRepo { defaultBranch: string; refs: Record<string, string>; files: Record<string, Buffer | string>; token?: string }
 
 export class GithubFixture {
   server: Server;
   port = 0;
   requests: string[] = [];
+  /** The Authorization header of every API request, in order. */
+  authorizations: Array<string | null> = [];
   readonly repos: Record<string, FixtureRepo>;
   readonly raw: Record<string, string>;
   constructor(repos: Record<string, FixtureRepo>, raw: Record<string, string> = {}) {
@@ -42,7 +45,8 @@ export class GithubFixture {
     }
     const match = /^\/repos\/([^/]+)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
     const repo = match ? this.repos[`${match[1]}/${match[2]}`] : undefined;
-    if (!match || !repo) { send(404, { message: 'Not Found' }); return; }
+    this.authorizations.push(req.headers.authorization ?? null);
+    if (!match || !repo || (repo.token && req.headers.authorization !== `Bearer ${repo.token}`)) { send(404, { message: 'Not Found' }); return; }
     const rest = match[3] ?? '';
     if (rest === '') { send(200, { name: match[2], owner: { login: match[1] }, default_branch: repo.defaultBranch }); return; }
     if (rest.startsWith('commits/')) {

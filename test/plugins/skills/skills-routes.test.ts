@@ -167,7 +167,7 @@ describe('imports from a repository (fixture GitHub API)', () => {
       ['https://github.com/acme/tools/blob/main/README.md', 'skill_source_invalid'],
       ['not a source', 'invalid_skill_source'],
       ['https://example.com/page.html', 'invalid_skill_source'],
-      ['/etc', 'skill_source_unsupported'],
+      ['/etc', 'skill_source_not_allowed'],
     ];
     for (const [source, code] of cases) {
       const res = await t.api.post(`${base}/import`, { source });

@@ -25,10 +25,25 @@ function webHostname(base: string): string {
   return host === 'api.github.com' ? 'github.com' : host;
 }
 
+/** The company's GitHub token (config githubToken, a vault reference), resolved once per call. */
+const tokens = new WeakMap<object, Promise<string | null>>();
+function githubToken(ctx: SkillsContext): Promise<string | null> {
+  let token = tokens.get(ctx);
+  if (!token) {
+    token = ctx.config.githubToken === undefined ? Promise.resolve(null) : ctx.configSecrets.resolve('githubToken').then((secret) => secret?.value ?? null);
+    tokens.set(ctx, token);
+  }
+  return token;
+}
+
 async function getJson<T>(ctx: SkillsContext, url: string, what: string, missing: () => PluginError): Promise<T | null> {
   let response;
+  const headers: Record<string, string> = { Accept: 'application/vnd.github+json', 'User-Agent': 'keel-skills', 'X-GitHub-Api-Version': '2022-11-28' };
+  // Every getJson address is under the configured API base, so the token goes to that server only.
+  const token = await githubToken(ctx);
+  if (token) headers.Authorization = `Bearer ${token}`;
   try {
-    response = await ctx.http.fetch(url, { headers: { Accept: 'application/vnd.github+json', 'User-Agent': 'keel-skills', 'X-GitHub-Api-Version': '2022-11-28' } });
+    response = await ctx.http.fetch(url, { headers });
   } catch (error) {
     throw new PluginError(502, 'skill_source_unreachable', `Could not reach the GitHub API for ${what}: ${(error as Error).message}`);
   }

@@ -1,0 +1,55 @@
+import type { RouteRequest } from '@keel/sdk/plugin';
+import type { CostsContext } from './context.ts';
+import { acceptCostEvents } from './cost-events.ts';
+
+interface UsageInput {
+  agentId: string; runId: string; issueId: string | null; projectId: string | null;
+  provider: string; model: string; biller: string; billingType: string;
+  inputTokens: number; cachedInputTokens: number; outputTokens: number; costCents: number; occurredAt: string;
+}
+type Scope = { scopeType: 'company' | 'agent' | 'project'; scopeId: string };
+
+/**
+ * The `record-usage` service: a usage report of a running agent (the agent runtime meters
+ * them as they stream) becomes a cost event at once, by the same path as the cost-event route:
+ * attributed to the agent, run (its source), issue and project; rollups, running totals and
+ * budgets evaluated in the same transaction, a crossed hard stop pausing its scope. A report
+ * only adds spend (costs are non-negative and nothing is ever subtracted). The caller's
+ * idempotency key becomes the event's, so a report delivered twice is stored once.
+ * Answers the event's id and the hard stops now open on the run's scopes.
+ */
+export async function recordUsageService(input: unknown, ctx: CostsContext) {
+  const usage = input as UsageInput;
+  const key = ctx.invocation.idempotencyKey;
+  const request: RouteRequest = {
+    params: {}, query: {}, companyId: ctx.invocation.companyId,
+    headers: key ? { 'idempotency-key': `usage:${key}`.slice(0, 255) } : {},
+    body: {
+      agentId: usage.agentId, provider: usage.provider, model: usage.model, biller: usage.biller, billingType: usage.billingType,
+      costCents: usage.costCents, occurredAt: usage.occurredAt, issueId: usage.issueId, projectId: usage.projectId, heartbeatRunId: usage.runId,
+      inputTokens: usage.inputTokens, cachedInputTokens: usage.cachedInputTokens, outputTokens: usage.outputTokens,
+    },
+  };
+  const [answer] = await acceptCostEvents([{ request, ctx }], ctx);
+  if (answer instanceof Error) throw answer;
+  const replayed = typeof answer === 'object' && answer !== null && '$response' in answer;
+  const event = (replayed ? (answer as { $response: { body: { id: string } } }).$response.body : answer) as { id: string };
+  return { costEventId: event.id, duplicate: replayed, stopped: await hardStops(ctx, usage.agentId, usage.projectId) };
+}
+
+/** The `budget-blocks` service: the open hard stops of the calling company, one of its agents and a project. */
+export async function budgetBlocksService(input: unknown, ctx: CostsContext) {
+  const { agentId, projectId } = input as { agentId: string; projectId?: string | null };
+  return { blocks: await hardStops(ctx, agentId, projectId ?? null) };
+}
+
+async function hardStops(ctx: CostsContext, agentId: string, projectId: string | null): Promise<Scope[]> {
+  const companyId = ctx.invocation.companyId;
+  const { rows } = await ctx.db.query(
+    `select distinct scope_type, scope_id from budget_incidents
+      where company_id = $1 and status = 'open' and threshold_type = 'hard'
+        and ((scope_type = 'company' and scope_id = $1) or (scope_type = 'agent' and scope_id = $2) or (scope_type = 'project' and scope_id = $3))
+      order by scope_type, scope_id`,
+    [companyId, agentId, projectId]);
+  return rows.map((row) => ({ scopeType: row.scope_type as Scope['scopeType'], scopeId: String(row.scope_id) }));
+}

@@ -1,0 +1,103 @@
+import { maxConcurrentRuns } from './admission.ts';
+import { httpRequest, processEnvironment } from './adapters.ts';
+import { errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
+import { finishRun } from './run-end.ts';
+import { sessionFor } from './sessions.ts';
+import { lockAgentState } from './wakeups.ts';
+import { recordActivity } from './activity.ts';
+
+const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
+
+/**
+ * Starts the queued runs of an agent, oldest first, while fewer than its maxConcurrentRuns
+ * run. Called by the `start-runs` job (enqueued with each queued run, so queued work lives in
+ * the database, never in a process's memory) and when a run of the agent ends. The agent-state
+ * row is locked for the whole pass, so two processes never start the same run or exceed the
+ * limit. Everything is checked again here, just before the start (the executor checks the
+ * agent and company once more before the process starts).
+ */
+export async function dispatch(ctx: RuntimeContext, agentId: string): Promise<void> {
+  const companyId = ctx.invocation.companyId!;
+  await lockAgentState(ctx, companyId, agentId);
+  const agent = await ctx.agents.getConfig(agentId);
+  const { rows: running } = await ctx.db.query(`select count(*)::int as n from runs where agent_id = $1 and status = 'running'`, [agentId]);
+  const { rows: queued } = await ctx.db.query(`select * from runs where agent_id = $1 and status = 'queued' order by created_at, id`, [agentId]);
+  if (queued.length === 0) return;
+  if (!agent || NOT_STARTABLE.has(agent.status)) {
+    for (const run of queued) await cancelQueued(ctx, run, agent ? `agent_${agent.status}` : 'agent_not_found');
+    return;
+  }
+  let free = maxConcurrentRuns(agent) - Number(running[0]!.n);
+  for (const run of queued) {
+    if (free <= 0) break;
+    if (await blockedNow(ctx, run)) continue;
+    await start(ctx, agent, run);
+    free -= 1;
+  }
+}
+
+/**
+ * A project budget hard stop placed since the wakeup: the queued run is cancelled instead of
+ * started (an agent's or company's stop pauses it, which the status check and the executor see).
+ */
+async function blockedNow(ctx: RuntimeContext, run: Row): Promise<boolean> {
+  if (!run.project_id) return false;
+  const { blocks } = await ctx.services.call<{ blocks: Array<{ scopeType: string }> }>('costs', 'budget-blocks', { agentId: run.agent_id, projectId: run.project_id });
+  if (!blocks.some((block) => block.scopeType === 'project')) return false;
+  await cancelQueued(ctx, run, 'budget_hard_stop_project');
+  return true;
+}
+
+async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<RuntimeContext['agents']['getConfig']>>>, run: Row): Promise<void> {
+  const runId = String(run.id);
+  const { rows: wakeups } = await ctx.db.query('select * from wakeups where id = $1', [run.wakeup_id]);
+  const wakeup = wakeups[0]!;
+  const sessionId = run.force_fresh_session ? null : await sessionFor(ctx, String(run.agent_id), String(run.task_key));
+  if (!RUNNABLE_ADAPTERS.has(agent.adapterType)) {
+    await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
+    return;
+  }
+  let execution;
+  try {
+    execution = agent.adapterType === 'process'
+      ? await ctx.executions.start({ kind: 'process', runId, env: processEnvironment(run, wakeup, sessionId) })
+      : await ctx.executions.start(httpRequest(agent, run, wakeup, sessionId));
+  } catch (error) {
+    await failBeforeStart(ctx, run, errorCode(error), error instanceof Error ? error.message : String(error));
+    return;
+  }
+  const { rows } = await ctx.db.query(
+    `update runs set status = 'running', execution_id = $2, pid = $3, started_at = coalesce($4::timestamptz, clock_timestamp()), session_id_before = $5,
+            updated_at = clock_timestamp() where id = $1 and status = 'queued' returning *`,
+    [runId, execution.executionId, execution.pid, execution.startedAt, sessionId]);
+  await ctx.db.query(`update wakeups set status = 'claimed', updated_at = clock_timestamp() where id = $1 and status = 'queued'`, [run.wakeup_id]);
+  recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: { agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType } });
+  if (rows[0]) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
+}
+
+/** The executor refused the start (or the adapter cannot run): the run fails, its ledger run is closed. */
+async function failBeforeStart(ctx: RuntimeContext, run: Row, code: string, message: string): Promise<void> {
+  await finishRun(ctx, run, { status: 'failed', errorCode: code, error: message });
+  await closeLedgerRun(ctx, String(run.id), 'failed', code);
+}
+
+/** A queued run that will not start: cancelled, with its wakeup and its ledger run (whose token is revoked). */
+export async function cancelQueued(ctx: RuntimeContext, run: Row, reason: string): Promise<void> {
+  await finishRun(ctx, run, { status: 'cancelled', cancelReason: reason });
+  await closeLedgerRun(ctx, String(run.id), 'cancelled', reason);
+}
+
+/** Closes a run in the ledger; a run the executor or another path already closed is left as it is. */
+export async function closeLedgerRun(ctx: RuntimeContext, runId: string, status: 'failed' | 'cancelled', reason: string): Promise<void> {
+  try {
+    await ctx.runs.close(runId, { status, reason });
+  } catch (error) {
+    if (errorCode(error) !== 'run_already_closed') throw error;
+  }
+}
+
+/** The `start-runs` job: one per queued run, run by whichever process leases it. */
+export async function startRunsJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
+  const { agentId } = payload as { agentId: string };
+  await dispatch(ctx, agentId);
+}

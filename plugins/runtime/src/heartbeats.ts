@@ -1,0 +1,78 @@
+import { errorStatus, type RuntimeContext } from './context.ts';
+import { wake } from './wakeups.ts';
+
+const MAX_INTERVAL_SEC = 30 * 24 * 3600;
+
+/** `runtimeConfig.heartbeat`: enabled (default false) and intervalSec (a whole number of seconds, at least 1). */
+function heartbeatInterval(runtimeConfig: Record<string, unknown>): number | null {
+  const heartbeat = runtimeConfig.heartbeat as Record<string, unknown> | undefined;
+  if (!heartbeat || heartbeat.enabled !== true) return null;
+  const interval = heartbeat.intervalSec;
+  return typeof interval === 'number' && Number.isInteger(interval) && interval >= 1 && interval <= MAX_INTERVAL_SEC ? interval : null;
+}
+
+const nowSec = () => Math.floor(Date.now() / 1000);
+
+async function enqueueSlot(ctx: RuntimeContext, agentId: string, intervalSec: number, slot: number): Promise<void> {
+  await ctx.jobs.enqueue('heartbeat', { agentId, slot, intervalSec }, {
+    runAt: new Date(slot * intervalSec * 1000).toISOString(), singletonKey: `hb-${agentId}-${intervalSec}-${slot}`,
+  });
+}
+
+/**
+ * Keeps an agent's timer in step with its configuration: armed (its next slot's job queued)
+ * while the heartbeat is enabled and the agent not terminated, removed otherwise. A timer whose
+ * chain of jobs was lost (its next slot long past) is armed again; a live chain is left alone.
+ */
+export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<void> {
+  const agent = await ctx.agents.getConfig(agentId);
+  const interval = agent && agent.status !== 'terminated' ? heartbeatInterval(agent.runtimeConfig) : null;
+  if (interval === null) {
+    await ctx.db.query('delete from heartbeat_timers where agent_id = $1', [agentId]);
+    return;
+  }
+  const { rows } = await ctx.db.query('select * from heartbeat_timers where agent_id = $1 for update', [agentId]);
+  const timer = rows[0];
+  const next = Math.floor(nowSec() / interval) + 1;
+  const alive = timer && Number(timer.interval_sec) === interval && Number(timer.next_slot) * interval >= nowSec() - 2 * interval - 60;
+  if (alive) return;
+  await ctx.db.query(
+    `insert into heartbeat_timers (agent_id, company_id, interval_sec, last_slot, next_slot) values ($1, $2, $3, 0, $4)
+     on conflict (agent_id) do update set interval_sec = excluded.interval_sec, next_slot = excluded.next_slot,
+       last_slot = case when heartbeat_timers.interval_sec = excluded.interval_sec then heartbeat_timers.last_slot else 0 end, updated_at = clock_timestamp()`,
+    [agentId, ctx.invocation.companyId, interval, next]);
+  await enqueueSlot(ctx, agentId, interval, next);
+}
+
+/**
+ * The `heartbeat` job: fires one slot. Claiming the slot under the timer's row lock makes it
+ * fire once across every Keel process, however often its job was queued; a job of an interval
+ * since changed finds no timer to claim. The wake is a `timer` wakeup, which coalesces into a
+ * run already active instead of queueing behind it; a refused wake (agent paused, budget
+ * stop) skips this slot and the timer goes on.
+ */
+export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
+  const { agentId, slot, intervalSec } = payload as { agentId: string; slot: number; intervalSec: number };
+  const { rows } = await ctx.db.query(
+    `update heartbeat_timers set last_slot = $2, next_slot = greatest($2 + 1, $4), updated_at = clock_timestamp()
+      where agent_id = $1 and interval_sec = $3 and last_slot < $2 returning next_slot`,
+    [agentId, slot, intervalSec, Math.floor(nowSec() / intervalSec) + 1]);
+  if (!rows[0]) return;
+  await enqueueSlot(ctx, agentId, intervalSec, Number(rows[0].next_slot));
+  try {
+    await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` });
+  } catch (error) {
+    if (errorStatus(error) >= 500) throw error;
+    ctx.log.info('heartbeat wake refused', { agentId, slot, code: (error as { code?: string }).code ?? null });
+  }
+}
+
+export async function onAgentConfigChanged(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
+  if (typeof payload.agentId === 'string') await syncTimer(ctx, payload.agentId);
+}
+
+/** Every minute, per company: timers of agents configured while events were not delivered, or whose chain was lost. */
+export async function heartbeatSweepJob(ctx: RuntimeContext): Promise<void> {
+  const agents = await ctx.agents.list();
+  for (const agent of agents) await syncTimer(ctx, String(agent.id));
+}

@@ -1,0 +1,45 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { jobWithActivity, withActivity } from './activity.ts';
+import { onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
+import { RUNTIME_CAPABILITIES } from './context.ts';
+import { startRunsJob } from './dispatch.ts';
+import { onExecutionFinished, onExecutionOutput } from './execution-events.ts';
+import { heartbeatJob, heartbeatSweepJob, onAgentConfigChanged } from './heartbeats.ts';
+import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute } from './runs.ts';
+import { resetSessionRoute, runtimeStateRoute, taskSessionsRoute } from './sessions.ts';
+import { onAgentStatusChanged, onBudgetStopped, onCompanyStatusChanged } from './stopping.ts';
+import { alphaLoginRoute, heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
+
+export default definePlugin({
+  capabilities: RUNTIME_CAPABILITIES,
+  routes: {
+    wakeup: withActivity(wakeupRoute),
+    'heartbeat-invoke': withActivity(heartbeatInvokeRoute),
+    'alpha-login': withActivity(alphaLoginRoute),
+    'list-runs': withActivity(listRunsRoute),
+    'get-run': withActivity(getRunRoute),
+    'run-log': withActivity(runLogRoute),
+    'run-stream': withActivity(runStreamRoute),
+    'cancel-run': withActivity(cancelRunRoute),
+    'runtime-state': withActivity(runtimeStateRoute),
+    'reset-session': withActivity(resetSessionRoute),
+    'task-sessions': withActivity(taskSessionsRoute),
+  },
+  jobs: {
+    'start-runs': jobWithActivity(startRunsJob),
+    heartbeat: jobWithActivity(heartbeatJob),
+    'heartbeat-sweep': jobWithActivity(heartbeatSweepJob),
+  },
+  // Durable subscribers: each event arrives at least once, in order per entity (execution, agent, company).
+  events: {
+    'execution.output': withActivity(onExecutionOutput),
+    'execution.finished': withActivity(onExecutionFinished),
+    'agent.created': withActivity(onAgentConfigChanged),
+    'agent.updated': withActivity(onAgentConfigChanged),
+    'agent.status_changed': withActivity(onAgentStatusChanged),
+    'company.status_changed': withActivity(onCompanyStatusChanged),
+    'costs.budget.stopped': withActivity(onBudgetStopped),
+    'work.issue.assigned': withActivity(onIssueAssigned),
+    'work.issue.comment_added': withActivity(onCommentAdded),
+  },
+});

@@ -1,0 +1,90 @@
+import type { Row, RuntimeContext } from './context.ts';
+import { finishRun } from './run-end.ts';
+
+const BILLING_TYPES = new Set(['metered_api', 'subscription_included', 'subscription_overage', 'credits', 'fixed', 'unknown']);
+const MAX_TOKENS = 1_000_000_000_000;
+const MAX_CENTS = 100_000_000_000;
+
+export interface UsageReport {
+  provider: string; model: string; biller: string; billingType: string;
+  inputTokens: number; cachedInputTokens: number; outputTokens: number; costCents: number;
+}
+
+const count = (value: unknown, max: number): number | null => (value === undefined || value === null ? 0 : typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= max ? value : null);
+const name = (value: unknown, fallback: string): string | null => (value === undefined || value === null ? fallback : typeof value === 'string' && value.length >= 1 && value.length <= 200 ? value : null);
+
+/**
+ * A `service.usage` line (or an http answer's `usage`) as a report, or null when it is not one:
+ * counts must be non-negative integers, so a report can only add spend. `costUsd` is accepted
+ * in place of `costCents` (rounded to cents); subscription-included usage costs nothing.
+ */
+export function parseUsage(data: Record<string, unknown>): UsageReport | null {
+  const provider = name(data.provider, 'unknown');
+  const model = name(data.model, 'unknown');
+  const biller = name(data.biller, provider ?? 'unknown');
+  const billingType = data.billingType === undefined ? 'unknown' : typeof data.billingType === 'string' && BILLING_TYPES.has(data.billingType) ? data.billingType : null;
+  const inputTokens = count(data.inputTokens, MAX_TOKENS);
+  const cachedInputTokens = count(data.cachedInputTokens, MAX_TOKENS);
+  const outputTokens = count(data.outputTokens, MAX_TOKENS);
+  let costCents = data.costCents === undefined && typeof data.costUsd === 'number' && Number.isFinite(data.costUsd) && data.costUsd >= 0
+    ? Math.round(data.costUsd * 100) : count(data.costCents, MAX_CENTS);
+  if (costCents !== null && costCents > MAX_CENTS) costCents = null;
+  if (!provider || !model || !biller || !billingType || inputTokens === null || cachedInputTokens === null || outputTokens === null || costCents === null) return null;
+  return { provider, model, biller, billingType, inputTokens, cachedInputTokens, outputTokens, costCents: billingType === 'subscription_included' ? 0 : costCents };
+}
+
+interface Recorded { costEventId: string; duplicate: boolean; stopped: Array<{ scopeType: 'company' | 'agent' | 'project'; scopeId: string }> }
+
+/**
+ * Meters one usage report as it streams: a cost event at once, attributed to the run's agent,
+ * issue and project and stored with the run as its source, budgets evaluated in the same step
+ * (the costs plugin's `record-usage` service). When a hard stop now blocks the run's company,
+ * agent or project, the run is ended at once (its process killed) rather than when the holds'
+ * events arrive. `sourceKey` makes a redelivered report count once.
+ */
+export async function meterUsage(ctx: RuntimeContext, run: Row, data: Record<string, unknown>, sourceKey: string): Promise<void> {
+  const report = parseUsage(data);
+  const before = (run.usage_json ?? {}) as Record<string, number>;
+  if (!report) {
+    await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1',
+      [run.id, JSON.stringify({ ...emptyTotals(), ...before, rejectedReports: (before.rejectedReports ?? 0) + 1 })]);
+    return;
+  }
+  const recorded = await ctx.services.call<Recorded>('costs', 'record-usage', {
+    agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null, ...report, occurredAt: new Date().toISOString(),
+  }, { idempotencyKey: sourceKey });
+  if (!recorded.duplicate) {
+    const totals = { ...emptyTotals(), ...before };
+    const after = {
+      ...totals, reports: totals.reports + 1, inputTokens: totals.inputTokens + report.inputTokens, cachedInputTokens: totals.cachedInputTokens + report.cachedInputTokens,
+      outputTokens: totals.outputTokens + report.outputTokens, costCents: totals.costCents + report.costCents,
+    };
+    await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(after)]);
+    await ctx.db.query(
+      `update agent_states set input_tokens = input_tokens + $2, cached_input_tokens = cached_input_tokens + $3, output_tokens = output_tokens + $4,
+              cost_cents = cost_cents + $5, updated_at = clock_timestamp() where agent_id = $1`,
+      [run.agent_id, report.inputTokens, report.cachedInputTokens, report.outputTokens, report.costCents]);
+  }
+  const stop = await stoppingScope(ctx, run, recorded.stopped);
+  if (stop && (run.status === 'running' || run.status === 'queued')) {
+    if (run.execution_id) await ctx.executions.cancel(String(run.execution_id), { reason: `budget_hard_stop_${stop.scopeType}` });
+    await finishRun(ctx, run, { status: 'cancelled', cancelReason: `budget_hard_stop_${stop.scopeType}` });
+  }
+}
+
+/**
+ * The hard stop that ends this run now: a project's stop of its project, or an agent's or
+ * company's stop while it still pauses its scope (the board may have resumed the scope over it).
+ */
+async function stoppingScope(ctx: RuntimeContext, run: Row, stopped: Recorded['stopped']): Promise<Recorded['stopped'][number] | undefined> {
+  for (const stop of stopped) {
+    if (stop.scopeType === 'project' && stop.scopeId === run.project_id) return stop;
+    if (stop.scopeType === 'agent' && stop.scopeId === run.agent_id && (await ctx.agents.getConfig(String(run.agent_id)))?.status === 'paused') return stop;
+    if (stop.scopeType === 'company' && (await ctx.companies.get(String(run.company_id)))?.status === 'paused') return stop;
+  }
+  return undefined;
+}
+
+function emptyTotals() {
+  return { reports: 0, rejectedReports: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costCents: 0 };
+}

@@ -1,0 +1,43 @@
+/**
+ * Kernel points: questions the kernel asks plugins synchronously before it makes a change, and
+ * whose answer changes what it stores (where an in_transaction hook can only veto). A plugin
+ * answers a point with one of its own services (manifest `kernelPoints`, capability
+ * `kernel.points`); the kernel calls it read-only with the request's company and actor, checks
+ * the answer against the point's `output` schema, and either uses it or answers the plugin's
+ * refusal (a 4xx status and message the plugin chose) without changing anything.
+ *
+ * Declared here, once, so the manifest schema, the kernel and the SDK's types read the same list.
+ */
+const skillReferences = { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 512 } } as const;
+
+export const KERNEL_POINTS = {
+  'agent.desired-skills': {
+    summary: "Resolve the desiredSkills of an agent create, hire or update to the list the kernel stores in adapterConfig.serviceSkillSync (or refuse them)",
+    input: {
+      type: 'object', additionalProperties: false, required: ['desiredSkills', 'adapterType', 'agentId'],
+      properties: {
+        desiredSkills: skillReferences,
+        adapterType: { type: 'string', minLength: 1, maxLength: 100 },
+        /** null on create and hire (the agent does not exist yet). */
+        agentId: { type: ['string', 'null'] },
+      },
+    },
+    output: {
+      type: 'object', additionalProperties: false, required: ['desiredSkills'],
+      properties: { desiredSkills: skillReferences },
+    },
+  },
+} as const;
+
+export type KernelPointName = keyof typeof KERNEL_POINTS;
+export const KERNEL_POINT_NAMES = Object.keys(KERNEL_POINTS) as KernelPointName[];
+
+export interface KernelPointShapes {
+  'agent.desired-skills': {
+    input: { desiredSkills: string[]; adapterType: string; agentId: string | null };
+    output: { desiredSkills: string[] };
+  };
+}
+
+/** Statuses a plugin may answer a point with; anything else counts as failing to answer (503). */
+export const KERNEL_POINT_REFUSAL_STATUSES = [400, 403, 404, 409, 422] as const;

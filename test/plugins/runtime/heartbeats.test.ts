@@ -1,0 +1,49 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createCompany } from '../../support/fixtures.ts';
+import { FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../../support/harness.ts';
+import { agentScripts, processAgent, waitFor } from './helpers.ts';
+
+/** Heartbeat timers on the database-leased job queue, with two Keel processes on one database. */
+let t: TestKernel;
+let peer: PeerKernel;
+let scripts: string;
+
+beforeAll(async () => {
+  scripts = await agentScripts();
+  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  peer = await startPeerKernel(t, {}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+});
+afterAll(async () => {
+  await peer?.stop();
+  await t?.stop();
+});
+
+const timerWakeups = async (agentId: string) =>
+  (await t.sql.query(`select idempotency_key, status, run_id from plugin_runtime.wakeups where agent_id = $1 and source = 'timer' order by created_at`, [agentId])).rows;
+
+it('fires each interval slot once across two processes, each wakeup running once; disabling the heartbeat stops it', async () => {
+  const company = await createCompany(t.api, { name: 'Heartbeat Co' });
+  const agent = await processAgent(t.api, company.id, join(scripts, 'quick.cjs'), {}, { runtimeConfig: { heartbeat: { enabled: true, intervalSec: 1 } } });
+  const wakeups = await waitFor(async () => {
+    const rows = await timerWakeups(agent.id);
+    return rows.length >= 4 ? rows : undefined;
+  }, 'four timer wakeups', 60_000);
+  // One wakeup per slot, and the slots follow each other without a gap (none fired twice, none lost).
+  const slots = wakeups.map((row: any) => Number(/^timer-1-(\d+)$/.exec(row.idempotency_key)![1]));
+  expect(new Set(slots).size).toBe(slots.length);
+  expect(slots).toEqual(slots.map((_, i) => slots[0]! + i));
+  // Each queued wakeup has its own run, which ran once (one execution per run).
+  const runIds = wakeups.filter((row: any) => row.status !== 'coalesced').map((row: any) => row.run_id);
+  expect(new Set(runIds).size).toBe(runIds.length);
+  const { rows: executions } = await t.sql.query('select run_id, count(*)::int as n from executions where agent_id = $1 group by run_id', [agent.id]);
+  expect(executions.every((row: any) => row.n === 1)).toBe(true);
+
+  const off = await peer.api.patch(`/api/agents/${agent.id}`, { runtimeConfig: { heartbeat: { enabled: false } } });
+  expect(off.status, off.text).toBe(200);
+  await waitFor(async () => (await t.sql.query('select 1 from plugin_runtime.heartbeat_timers where agent_id = $1', [agent.id])).rows.length === 0, 'the timer to be removed');
+  const settled = (await timerWakeups(agent.id)).length;
+  // A slot already claimed may still be firing; after it, nothing more.
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  expect((await timerWakeups(agent.id)).length).toBeLessThanOrEqual(settled + 1);
+});

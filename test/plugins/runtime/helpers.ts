@@ -1,0 +1,69 @@
+import { readFileSync } from 'node:fs';
+import { chmod, copyFile, mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { createAgent } from '../../support/fixtures.ts';
+import type { Api, TestKernel } from '../../support/harness.ts';
+
+/**
+ * Agent scripts for the process adapter. Agents run as the unprivileged agent user, so the
+ * scripts live in a world-readable temporary folder. `agent.mjs` is the runnable example of
+ * examples/runtime-agent; the others act out what the tests need.
+ */
+const SCRIPTS: Record<string, string> = {
+  // Runs until it is killed (ignores SIGTERM, so the kill is the executor's SIGKILL after grace).
+  'hang.cjs': `console.log('working'); process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000);`,
+  // Reports usage every 100 ms until it is killed; SPEND_CENTS per report.
+  'spender.cjs': `let n = 0; setInterval(() => { n += 1; process.stdout.write(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'spendy', costCents: Number(process.env.SPEND_CENTS || 4), outputTokens: 10 }) + '\\n'); }, 100);`,
+  // Succeeds at once.
+  'quick.cjs': `console.log('tick');`,
+  // Exits with code 7 after a plain line and a line that is not the protocol.
+  'fail.cjs': `console.log('about to fail'); console.log(JSON.stringify({ type: 'service.usage', costCents: -5 })); process.exit(7);`,
+};
+
+export async function agentScripts(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'keel-runtime-agents-'));
+  await chmod(dir, 0o755);
+  await copyFile(fileURLToPath(new URL('../../../examples/runtime-agent/agent.mjs', import.meta.url)), join(dir, 'agent.mjs'));
+  await chmod(join(dir, 'agent.mjs'), 0o644);
+  for (const [name, text] of Object.entries(SCRIPTS)) await writeFile(join(dir, name), text, { mode: 0o644 });
+  return dir;
+}
+
+export async function processAgent(api: Api, companyId: string, script: string, config: Record<string, unknown> = {}, fields: Record<string, unknown> = {}) {
+  return createAgent(api, companyId, { adapterType: 'process', adapterConfig: { command: process.execPath, args: [script], graceSec: 1, ...config }, ...fields });
+}
+
+export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
+
+/** The run once its status satisfies `accept` (by default: once it ended and its process's end was recorded). */
+export async function runWhen(t: TestKernel, runId: string, accept: (run: any) => boolean = (run) => ENDED.has(run.status) && run.finishedAt !== null && (run.exitCode !== null || run.signal !== null || run.httpStatus !== null || run.errorCode !== null || run.executionId === null)) {
+  return waitFor(async () => {
+    const res = await t.api.get(`/api/heartbeat-runs/${runId}`);
+    expect(res.status, res.text).toBe(200);
+    return accept(res.body) ? res.body : undefined;
+  }, `run ${runId}`);
+}
+
+export async function wakeOk(api: Api, agentId: string, body: Record<string, unknown> = {}) {
+  const res = await api.post(`/api/agents/${agentId}/wakeup`, body);
+  expect(res.status, res.text).toBe(202);
+  return res.body;
+}
+
+/** Whether a process still runs (a zombie waiting for its reaper counts as gone). */
+export function alive(pid: number): boolean {
+  try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
+}
