@@ -173,6 +173,27 @@ describe('agent commands', { timeout: 120_000 }, () => {
     expect(configuration).toBeTypeOf('object');
   });
 
+  it('points the agent at its instructions: process adapters name the key, relative paths need a cwd', async () => {
+    const writer = await createAgent(t.api, company.id, { name: 'Instructed', adapterType: 'process', adapterConfig: { command: 'node' } });
+    const noKey = await api(['agent', 'instructions-path:update', writer.id, '--path', '/srv/agents/AGENTS.md']);
+    expect(noKey.code).toBe(1);
+    expect(noKey.stderr).toContain('--adapter-config-key <key>');
+    const relative = await api(['agent', 'instructions-path:update', writer.id, '--path', 'AGENTS.md', '--adapter-config-key', 'instructionsFilePath']);
+    expect(relative.code).toBe(1);
+    expect(relative.stderr).toContain('has no cwd to resolve it against');
+    const set = await api(['agent', 'instructions-path:update', writer.id, '--path', '/srv/agents/AGENTS.md', '--adapter-config-key', 'instructionsFilePath']);
+    expect(set).toMatchObject({ code: 0, stdout: 'Instructions of Instructed: adapterConfig.instructionsFilePath = /srv/agents/AGENTS.md\n' });
+    json(await api(['agent', 'update', writer.id, '--payload-json', '{"adapterConfig":{"cwd":"/srv/agents"}}', '--json']));
+    json(await api(['agent', 'instructions-bundle:update', writer.id, '--mode', 'managed', '--root-path', 'instructions', '--entry-file', 'AGENTS.md', '--json']));
+    const bundle = json(await api(['agent', 'instructions-bundle', writer.id, '--json']));
+    expect(bundle).toEqual({
+      agentId: writer.id, adapterType: 'process', cwd: '/srv/agents', instructionsFilePath: '/srv/agents/AGENTS.md',
+      instructionsBundleMode: 'managed', instructionsRootPath: 'instructions', instructionsEntryFile: 'AGENTS.md', agentsMdPath: null,
+    });
+    // The command and the other keys were merged, not replaced.
+    expect((await t.api.get(`/api/agents/${writer.id}/configuration`)).body.adapterConfig.command).toBe('node');
+  });
+
   it('refuses to delete without --yes, and deletes with it', async () => {
     const doomed = await createAgent(t.api, company.id, { name: 'Doomed' });
     const refused = await api(['agent', 'delete', doomed.id]);

@@ -147,7 +147,7 @@ export async function configurationCommand(ref: string, options: Options): Promi
 export async function configRevisionsCommand(ref: string, options: Options): Promise<void> {
   const client = clientFor(options);
   const revisions = await client.get<unknown[]>(path`/api/agents/${await agentId(client, ref, options)}/config-revisions`);
-  emitList(options, revisions, ['id', 'source', 'changedKeys', 'createdAt'], 'No configuration revisions');
+  emitList(options, revisions, ['revisionNumber', 'id', 'source', 'changedKeys', 'createdAt'], 'No configuration revisions');
 }
 
 export async function configRevisionGetCommand(ref: string, revisionId: string, options: Options): Promise<void> {

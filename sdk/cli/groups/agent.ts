@@ -3,6 +3,7 @@ import { common, lazy, run, scoped } from '../command-kit.ts';
 
 const agent = () => import('../commands/agent.ts');
 const localCli = lazy(() => import('../commands/local-cli.ts'), 'localCliCommand');
+const instructions = () => import('../commands/instructions.ts');
 
 /** The agent group: one command per row of the API's agent table. */
 export function registerAgent(program: Command): void {
@@ -45,6 +46,13 @@ export function registerAgent(program: Command): void {
   id('task-sessions', 'adapter sessions per task').action(run(lazy(agent, 'taskSessionsCommand')));
   id('skills', "the agent's skills (desired state)").action(run(lazy(agent, 'skillsCommand')));
   id('skills:sync', 'set the desired skills (required skills stay)').option('--desired-skills <csv>', 'skill keys, slugs or ids, comma-separated').action(run(lazy(agent, 'skillsSyncCommand')));
+  id('instructions-bundle', "where the agent's instructions live (adapterConfig's instruction keys and cwd)").action(run(lazy(instructions, 'instructionsBundleCommand')));
+  id('instructions-path:update', "set the agent's instructions file (relative paths need adapterConfig.cwd)")
+    .option('--path <path>', 'the instructions file').option('--adapter-config-key <key>', 'the adapterConfig key holding it (default instructionsFilePath; required for process adapters)')
+    .action(run(lazy(instructions, 'instructionsPathUpdateCommand')));
+  id('instructions-bundle:update', "change the agent's instruction bundle keys")
+    .option('--mode <mode>', 'instructionsBundleMode').option('--root-path <path>', 'instructionsRootPath').option('--entry-file <file>', 'instructionsEntryFile').option('--agents-md-path <path>', 'agentsMdPath')
+    .action(run(lazy(instructions, 'instructionsBundleUpdateCommand')));
   id('local-cli', 'mint a key, link the bundled skills and print the exports a local coding tool needs to act as the agent')
     .option('--key-name <name>', 'the key\'s name', 'local-cli').option('--no-install-skills', 'do not link the bundled skills')
     .action(run(localCli));
