@@ -3,7 +3,7 @@ import type { ExtensionHost, LoadedPlugin } from './extension-host.ts';
 import type { FolderMount, InvokeMessage } from './protocol/messages.ts';
 
 /**
- * Hands each invocation of a plugin granted `local.folders` the mounts of the invocation's
+ * Hands each invocation of a plugin granted `local.folders` or `local.workspaces` the mounts of the invocation's
  * company (and of no other): every declared folder key with its stored real path, or null
  * when the operator has not configured it. The company is the kernel's record of the call,
  * so a plugin cannot name another company's folders.
@@ -11,7 +11,7 @@ import type { FolderMount, InvokeMessage } from './protocol/messages.ts';
 export function folderMountsDecorator(db: Database) {
   return async (plugin: LoadedPlugin, message: InvokeMessage): Promise<void> => {
     const grants: string[] = plugin.row.granted_capabilities ?? [];
-    if (!grants.includes('local.folders')) return;
+    if (!grants.includes('local.folders') && !grants.includes('local.workspaces')) return;
     const companyId = message.info.companyId;
     if (!companyId) return;
     const declared = plugin.manifest.folders ?? [];

@@ -30,4 +30,6 @@ export const localFolders = defineCapability<{ folders: FoldersCapability }>()({
     },
   },
   requiredBy: (manifest) => present(manifest, 'folders'),
+  // A plugin that works with directories by absolute path (local.workspaces) uses the same mounts.
+  satisfiedAlsoBy: ['local.workspaces'],
 });

@@ -15,6 +15,7 @@ import { agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
+import { localWorkspaces } from './workspaces.ts';
 
 /**
  * The capability registry: every capability a plugin can ask for, declared once (one module
@@ -23,7 +24,7 @@ import { servicesConsume, uiStreams } from './services.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders, localImport, secretsConfig,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders, localWorkspaces, localImport, secretsConfig,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,

@@ -18,6 +18,7 @@ import { issueService } from './issue-service.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
+import { createProjectWorkspace, deleteProjectWorkspace, getProjectWorkspace, listProjectWorkspaces, projectWorkspacesService, updateProjectWorkspace } from './project-workspaces.ts';
 import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
 
 export default definePlugin({
@@ -27,6 +28,11 @@ export default definePlugin({
     'list-projects': listProjects,
     'get-project': getProject,
     'update-project': updateProject,
+    'list-project-workspaces': listProjectWorkspaces,
+    'create-project-workspace': createProjectWorkspace,
+    'get-project-workspace': getProjectWorkspace,
+    'update-project-workspace': updateProjectWorkspace,
+    'delete-project-workspace': deleteProjectWorkspace,
     'create-goal': createGoal,
     'list-goals': listGoals,
     'get-goal': getGoal,
@@ -70,6 +76,7 @@ export default definePlugin({
   },
   services: {
     project: projectService,
+    'project-workspaces': projectWorkspacesService,
     issue: issueService,
   },
 });

@@ -9,7 +9,7 @@ let company: any;
 let other: any;
 let release: any;
 let notes: any;
-const REQUIRED_KEY = 'keel/bundled/service';
+const REQUIRED_KEY = 'keel/catalog/service';
 const IMPORTED_NOTES = 'acme/tools/notes';
 
 /**
@@ -72,8 +72,9 @@ describe('desiredSkills on create and hire', () => {
     const skill = (await t.api.post(`/api/companies/${gated.id}/skills`, { name: 'Triage' })).body;
     const hire = await t.api.post(`/api/companies/${gated.id}/agent-hires`, { name: 'Hired', desiredSkills: ['triage'] });
     expect(hire.status, hire.text).toBe(201);
-    expect(hire.body.agent.desiredSkills).toEqual([skill.key]);
-    expect(hire.body.approval.payload.adapterConfig.serviceSkillSync).toEqual({ desiredSkills: [skill.key] });
+    // The catalog's required skill is added even in a company that has never listed (installed) it.
+    expect(hire.body.agent.desiredSkills).toEqual([skill.key, REQUIRED_KEY]);
+    expect(hire.body.approval.payload.adapterConfig.serviceSkillSync).toEqual({ desiredSkills: [skill.key, REQUIRED_KEY] });
     const approvals = await count('select count(*)::int as n from approvals where company_id = $1', [gated.id]);
     const agents = await count('select count(*)::int as n from agents where company_id = $1', [gated.id]);
     const activity = await count('select count(*)::int as n from activity_log where company_id = $1', [gated.id]);

@@ -1,4 +1,5 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
+import { reimportBundledSkills } from '../catalog/bundled.ts';
 import { assertMayChangeSkills } from '../authority.ts';
 import type { SkillsContext } from '../context.ts';
 import { currentDesired, savePreference, storedPreference } from './preferences.ts';
@@ -30,6 +31,8 @@ export async function syncAgentSkills(req: RouteRequest, ctx: SkillsContext): Pr
   const agent = await agentOf(req, ctx);
   await assertMayChangeSkills(ctx);
   const companyId = req.companyId!;
+  // The required bundled skills are installed before the agent is pointed at them.
+  await reimportBundledSkills(ctx, companyId);
   const body = req.body as { desiredSkills: string[] };
   const before = currentDesired(agent, await storedPreference(ctx.db, companyId, String(agent.id)));
   const desiredSkills = await resolveSelection(ctx.db, companyId, body.desiredSkills);

@@ -1,4 +1,5 @@
 import { PluginError, type DatabaseCapability } from '@keel/sdk/plugin';
+import { requiredBundledKeys } from '../catalog/catalog-content.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -46,7 +47,8 @@ export function assertValidSelection(selection: ResolvedSelection): void {
 /** The keys of the company's required skills (bundled, always desired), by key. */
 export async function requiredSkillKeys(db: DatabaseCapability, companyId: string): Promise<string[]> {
   const { rows } = await db.query('select key from company_skills where company_id = $1 and required order by key', [companyId]);
-  return rows.map((row) => String(row.key));
+  // The catalog's required bundled skills count before the company has ever listed (and so installed) them.
+  return [...new Set([...requiredBundledKeys(), ...rows.map((row) => String(row.key))])].sort();
 }
 
 /** References resolved and refused as above, with the required keys added after the chosen ones. */

@@ -1,0 +1,38 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { ENVIRONMENTS_CAPABILITIES } from './context.ts';
+import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvironment, listEnvironments, probeConfig, probeEnvironment, updateEnvironment } from './environments.ts';
+import {
+  createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
+} from './execution-workspaces.ts';
+import { acquireLease, getLease, listLeases, onRunClosed, releaseLease } from './leases.ts';
+import { onCompanyDeleted } from './lifecycle.ts';
+
+export default definePlugin({
+  capabilities: ENVIRONMENTS_CAPABILITIES,
+  routes: {
+    'list-environments': listEnvironments,
+    'create-environment': createEnvironment,
+    'environment-capabilities': environmentCapabilities,
+    'probe-environment-config': probeConfig,
+    'get-environment': getEnvironment,
+    'update-environment': updateEnvironment,
+    'delete-environment': deleteEnvironment,
+    'probe-environment': probeEnvironment,
+    'list-environment-leases': listLeases,
+    'acquire-environment-lease': acquireLease,
+    'get-environment-lease': getLease,
+    'release-environment-lease': releaseLease,
+    'list-execution-workspaces': listExecutionWorkspaces,
+    'create-execution-workspace': createExecutionWorkspace,
+    'get-execution-workspace': getExecutionWorkspace,
+    'update-execution-workspace': updateExecutionWorkspace,
+    'execution-workspace-close-readiness': getCloseReadiness,
+    'execution-workspace-operations': listWorkspaceOperations,
+    'execution-workspace-runtime-services': runtimeAction('runtime_service'),
+    'execution-workspace-runtime-commands': runtimeAction('runtime_command'),
+  },
+  events: {
+    'company.deleted': onCompanyDeleted,
+    'run.closed': onRunClosed,
+  },
+});
