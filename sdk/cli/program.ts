@@ -1,19 +1,13 @@
-import { Command, Option } from 'commander';
-import { report, type GlobalOptions } from './output.ts';
+import { Command } from 'commander';
+import { common, lazy, run } from './command-kit.ts';
+import { registerAgent } from './groups/agent.ts';
+import { registerAuth } from './groups/auth.ts';
+import { registerCompany } from './groups/company.ts';
+import { registerContext } from './groups/context.ts';
+import { registerOperations } from './groups/operations.ts';
+import { registerWork } from './groups/work.ts';
 import { cliVersion } from './version.ts';
 
-type Action = (...args: any[]) => Promise<void>;
-
-/**
- * Commands load on use: `keel plugin list` should not pay for esbuild and the manifest schema.
- * The imports are literal so that the packed SDK's bundler splits each command into its own chunk.
- */
-function lazy<M>(load: () => Promise<M>, name: keyof M & string): Action {
-  return async (...args: unknown[]) => {
-    const loaded = await load() as Record<string, Action>;
-    await loaded[name]!(...args);
-  };
-}
 const manage = () => import('./commands/manage.ts');
 const buildCommand = lazy(() => import('./commands/build.ts'), 'buildCommand');
 const createCommand = lazy(() => import('./commands/create.ts'), 'createCommand');
@@ -25,35 +19,6 @@ const enableCommand = lazy(manage, 'enableCommand');
 const disableCommand = lazy(manage, 'disableCommand');
 const upgradeCommand = lazy(manage, 'upgradeCommand');
 const uninstallCommand = lazy(manage, 'uninstallCommand');
-
-/**
- * The server's address, key and output format on a command. Without --api-base the address is
- * the server's own, from the flags and environment variables the server reads
- * (server-address.ts), so `keel` finds a server started with the same settings.
- */
-function common(command: Command): Command {
-  return command
-    .option('--api-base <url>', 'where the kernel listens (env KEEL_API_BASE; default: the address the server uses for the data directory below)')
-    .option('--data-dir <dir>', "the server's data directory, whose config.json names its host and port (env KEEL_HOME; default ~/.keel)")
-    .option('--config <file>', "the server's configuration file (env KEEL_CONFIG; default <data dir>/config.json)")
-    .option('--host <host>', "the server's host (env HOST; 0.0.0.0 and :: are contacted on loopback)")
-    .option('--port <port>', "the server's port (env PORT; default 3100)")
-    .addOption(new Option('--api-key <key>', 'board API key (not needed in local_trusted mode)').env('KEEL_API_KEY'))
-    .option('--json', 'print machine-readable JSON', false);
-}
-
-/** Runs an action; any failure is reported once, in the requested format, with exit code 1. */
-function run(action: Action): Action {
-  return async (...args: unknown[]) => {
-    const command = args.at(-1) as Command;
-    const options = command.opts<GlobalOptions>();
-    try {
-      await action(...args.slice(0, -2), options);
-    } catch (error) {
-      report(options, error);
-    }
-  };
-}
 
 export function buildProgram(): Command {
   const program = new Command('keel').description('Command-line client of Keel').showHelpAfterError()
@@ -82,5 +47,12 @@ export function buildProgram(): Command {
     .option('--grant <capabilities...>', 'grant capabilities the new version adds (it refuses to start without them)')
     .action(run(upgradeCommand));
   common(plugin.command('uninstall <key>').description('remove the plugin and its data')).action(run(uninstallCommand));
+
+  registerContext(program);
+  registerAuth(program);
+  registerAgent(program);
+  registerCompany(program);
+  registerWork(program);
+  registerOperations(program);
   return program;
 }

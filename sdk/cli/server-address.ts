@@ -20,6 +20,14 @@ export interface AddressFlags {
   config?: string;
   host?: string;
   port?: string;
+  /** The API base of the context profile in use, and the profile's name (for messages). */
+  profileApiBase?: string;
+  profileName?: string;
+}
+
+/** The data directory: `--data-dir`, else `KEEL_HOME`, else `~/.keel` (as the server decides it). */
+export function dataDirectory(flag: string | undefined, env: NodeJS.ProcessEnv): string {
+  return flag ?? (env.KEEL_HOME ? resolve(env.KEEL_HOME) : join(homedir(), '.keel'));
 }
 
 export interface ServerAddress {
@@ -39,8 +47,11 @@ export function resolveServerAddress(flags: AddressFlags, env: NodeJS.ProcessEnv
   // environment's ready-made address, as flags beat the environment for the server too.
   const namesServer = [flags.dataDir, flags.config, flags.host, flags.port].some((flag) => flag !== undefined);
   if (!namesServer && env.KEEL_API_BASE) return { url: env.KEEL_API_BASE, source: 'address from KEEL_API_BASE' };
+  // A profile names its server outright; only flags naming the server's file, host or port beat it.
+  const namesAddress = [flags.config, flags.host, flags.port].some((flag) => flag !== undefined);
+  if (!namesAddress && flags.profileApiBase) return { url: flags.profileApiBase, source: `address from profile ${flags.profileName ?? 'default'}` };
 
-  const dataDir = flags.dataDir ?? (env.KEEL_HOME ? resolve(env.KEEL_HOME) : join(homedir(), '.keel'));
+  const dataDir = dataDirectory(flags.dataDir, env);
   if (flags.host === undefined && flags.port === undefined) {
     const running = runningServerUrl(dataDir);
     if (running) return { url: contactUrl(running.url), source: `address from the running server's ${running.lockFile}` };

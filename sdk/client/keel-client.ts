@@ -1,5 +1,21 @@
 import type { ExamplePlugin, InstallSource, PluginHealth, PluginLogs, PluginRecord, PluginTool, UiContributions } from './types.ts';
 
+/** Extra parts of one request. */
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined | null>;
+  headers?: Record<string, string>;
+  /** Sees the answer's headers (a paging cursor, for example) before the body is returned. */
+  onHeaders?: (headers: Headers) => void;
+}
+
+/** `path?a=1&b=x`, leaving out values that are undefined or null. */
+export function withQuery(path: string, query: RequestOptions['query']): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query ?? {})) if (value !== undefined && value !== null) params.set(name, String(value));
+  const text = params.toString();
+  return text ? `${path}${path.includes('?') ? '&' : '?'}${text}` : path;
+}
+
 export interface ClientOptions {
   /** Where the kernel listens, e.g. `http://127.0.0.1:3100`. */
   baseUrl: string;
@@ -58,9 +74,14 @@ export class KeelClient {
     this.fetchImpl = options.fetch ?? fetch;
   }
 
-  async request<T>(method: string, path: string, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
+  /**
+   * One call: `query` values that are undefined are left out; `headers` add to (never replace)
+   * the authorization the client was built with.
+   */
+  async request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
+    const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    path = withQuery(path, options.query);
     if (body !== undefined) headers['content-type'] = 'application/json';
     let response: Response;
     try {
@@ -75,8 +96,29 @@ export class KeelClient {
     if (text) {
       try { parsed = JSON.parse(text); } catch { parsed = null; }
     }
+    options.onHeaders?.(response.headers);
     if (!response.ok) throw new KeelApiError(response.status, parsed as never, `${method} ${path} answered ${response.status}${text && parsed === null ? `: ${text.slice(0, 200)}` : ''}`);
     return parsed as T;
+  }
+
+  get<T = unknown>(path: string, query?: RequestOptions['query']): Promise<T> {
+    return this.request('GET', path, undefined, { query });
+  }
+
+  post<T = unknown>(path: string, body: unknown = {}, options?: RequestOptions): Promise<T> {
+    return this.request('POST', path, body, options);
+  }
+
+  patch<T = unknown>(path: string, body: unknown): Promise<T> {
+    return this.request('PATCH', path, body);
+  }
+
+  put<T = unknown>(path: string, body: unknown): Promise<T> {
+    return this.request('PUT', path, body);
+  }
+
+  delete<T = unknown>(path: string): Promise<T> {
+    return this.request('DELETE', path);
   }
 
   // ---- plugins ---------------------------------------------------------------------------

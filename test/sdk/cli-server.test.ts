@@ -96,9 +96,9 @@ describe('keel finds the server of a data directory', () => {
     expect(result.code).toBe(1);
     const lines = result.stderr.trim().split('\n');
     expect(lines[0]).toBe('Error: Authentication required (unauthorized, HTTP 401)');
-    expect(lines[1]).toBe('This server runs in authenticated mode and needs a board API key: pass --api-key <key> or set KEEL_API_KEY.');
-    expect(result.stderr).toContain('POST /api/cli-auth/challenges');
-    expect(result.stderr).toContain('X-Challenge-Secret');
+    expect(lines[1]).toBe('This server runs in authenticated mode and needs an API key.');
+    expect(lines[2]).toBe('Get a board API key with: keel auth login (a board user signed in to the server approves it),');
+    expect(result.stderr).toContain('--api-key <key> or KEEL_API_KEY');
     expect(result.stderr).toContain('docs/api/auth.md');
     const json = await runCli(['plugin', 'list', '--json', '--data-dir', configOnly]);
     expect(JSON.parse(json.stderr)).toMatchObject({ code: 'unauthorized', status: 401, hint: expect.arrayContaining([expect.stringContaining('--api-key')]) });

@@ -14,15 +14,16 @@ export interface CliResult { code: number | null; stdout: string; stderr: string
  */
 export function cliEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   const clean = { ...process.env };
-  for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY', 'KEEL_HOME', 'KEEL_CONFIG', 'HOST', 'PORT']) delete clean[name];
+  for (const name of ['INIT_CWD', 'KEEL_API_BASE', 'KEEL_API_KEY', 'KEEL_HOME', 'KEEL_CONFIG', 'KEEL_CONTEXT', 'KEEL_PROFILE', 'KEEL_COMPANY_ID', 'CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'HOST', 'PORT']) delete clean[name];
   for (const name of Object.keys(clean)) if (name.toLowerCase().startsWith('npm_')) delete clean[name];
   return { ...clean, PATH: `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ''}`, ...extra };
 }
 
-/** Runs `node --no-node-snapshot sdk/cli/bin.ts ...args` to completion. */
-export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<CliResult> {
+/** Runs `node --no-node-snapshot sdk/cli/bin.ts ...args` to completion; `input` is written to its stdin. */
+export function runCli(args: string[], options: { cwd?: string; timeoutMs?: number; env?: Record<string, string>; input?: string } = {}): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--no-node-snapshot', CLI, ...args], { cwd: options.cwd ?? REPO, env: cliEnv(options.env) });
+    child.stdin.end(options.input ?? '');
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString(); });
@@ -47,9 +48,9 @@ export interface CliSession {
  * Starts `keel ...args`, or `command` (for example `npm run --silent dev -- ...` in a plugin
  * project) in its own process group, so that stop() ends the command and what it started.
  */
-export function startCli(args: string[], options: { command?: string[]; cwd?: string } = {}): CliSession {
+export function startCli(args: string[], options: { command?: string[]; cwd?: string; env?: Record<string, string> } = {}): CliSession {
   const [file, ...before] = options.command ?? [process.execPath, '--no-node-snapshot', CLI];
-  const child = spawn(file!, [...before, ...args], { cwd: options.cwd ?? REPO, env: cliEnv(), detached: true });
+  const child = spawn(file!, [...before, ...args], { cwd: options.cwd ?? REPO, env: cliEnv(options.env), detached: true });
   const events: Array<Record<string, any>> = [];
   const waiters = new Set<() => void>();
   let buffer = '';

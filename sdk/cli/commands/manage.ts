@@ -1,11 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import type { InstallSource, PluginRecord } from '../../client/index.ts';
-import { CliError, clientFor, emit, formatMs, userPath, type GlobalOptions } from '../output.ts';
-
-function table(rows: string[][]): string[] {
-  const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-  return rows.map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd());
-}
+import { CliError, clientFor, emit, formatMs, table, userPath, type GlobalOptions } from '../output.ts';
 
 /** A folder that exists is installed by path; anything else is a package name. */
 export function installSource(target: string): InstallSource {
