@@ -5,6 +5,7 @@ import { agentsCapability } from './capabilities/agents.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
+import { instanceSettingsCapability } from './capabilities/instance-settings.ts';
 import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { executionsCapability } from './capabilities/executions.ts';
@@ -35,6 +36,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   principals: principalsCapability,
   executions: executionsCapability,
   catalog: catalogCapability,
+  instanceSettings: instanceSettingsCapability,
 };
 
 /**
