@@ -18,6 +18,8 @@ let t: TestKernel;
 let restored: TestKernel | undefined;
 let restoredUrl: string;
 let restoredDir: string;
+/** These tests start the operator commands as processes of their own, several each. */
+const COMMANDS_TIMEOUT_MS = 180_000;
 const admin = () => new pg.Client({ connectionString: inject('adminDatabaseUrl') });
 
 beforeAll(async () => {
@@ -107,7 +109,7 @@ describe('npm run db:restore', () => {
     const next = await restored.api.post(`/api/companies/${company.id}/issues`, { title: 'After restore' });
     expect(next.status, next.text).toBe(201);
     expect(issues.body.map((i: { identifier: string }) => i.identifier)).not.toContain(next.body.identifier);
-  });
+  }, COMMANDS_TIMEOUT_MS);
 
   it('refuses a database that is not empty, and a file that is not a backup', async () => {
     const file = join(restoredDir, 'not-a-backup.gz');
@@ -117,11 +119,16 @@ describe('npm run db:restore', () => {
     const bad = await runTool('db-restore', [file, '--data-dir', restoredDir], { DATABASE_URL: restoredUrl });
     expect(bad.code).toBe(1);
     expect(bad.stderr).toMatch(/is not a Keel database backup/);
-    const backup = await t.api.post('/api/instance/database-backups');
+    // The command-line backup: same file and record as the route, progress per table on stderr.
+    const taken = await runTool('db-backup', ['--data-dir', t.dataDir], { DATABASE_URL: t.databaseUrl });
+    expect(taken.code, taken.stderr).toBe(0);
+    expect(taken.stderr).toMatch(/backing up \d+\/\d+ plugin_work\.issues/);
+    const backup = { body: JSON.parse(taken.stdout) as { file: string; directory: string } };
+    expect(backup.body.directory).toBe(join(t.dataDir, 'backups'));
     const again = await runTool('db-restore', [backup.body.file, '--data-dir', restoredDir], { DATABASE_URL: restoredUrl });
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/The target database is not empty/);
     const usage = await runTool('db-restore', [], { DATABASE_URL: restoredUrl });
     expect(usage.code).toBe(2);
-  });
+  }, COMMANDS_TIMEOUT_MS);
 });

@@ -131,7 +131,7 @@ describe('issue-graph liveness auto-recovery', () => {
     for (const path of [`${BASE}/preview`, `${BASE}/run`]) {
       const res = await t.api.post(path, {}, { token: key });
       expect(res.status).toBe(403);
-      expect(res.body.error).toEqual(expect.any(String));
+      expect(res.body.code).toBe('board_required');
     }
     expect(await issueCount()).toBe(before);
   });
