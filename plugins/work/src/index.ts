@@ -13,7 +13,7 @@ import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
-import { previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
+import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
@@ -72,5 +72,8 @@ export default definePlugin({
   },
   services: {
     project: projectService,
+  },
+  jobs: {
+    'liveness-auto-recovery': autoRecoverLiveness,
   },
 });

@@ -52,18 +52,37 @@ interface Finding {
 }
 
 export function previewLivenessRecovery(req: RouteRequest, ctx: WorkContext) {
-  return recover(req, ctx, false);
+  return recoverFromRoute(req, ctx, false);
 }
 
 export function runLivenessRecovery(req: RouteRequest, ctx: WorkContext) {
-  return recover(req, ctx, true);
+  return recoverFromRoute(req, ctx, true);
 }
 
-async function recover(req: RouteRequest, ctx: WorkContext, apply: boolean) {
+/**
+ * The scheduled job (perCompany, every 15 minutes): the same run with the default look-back,
+ * only while the experimental setting enableIssueGraphLivenessAutoRecovery is on. It runs in
+ * the job engine, never on the way to the server's start.
+ */
+export async function autoRecoverLiveness(ctx: WorkContext): Promise<void> {
+  const settings = await ctx.instanceSettings.get('experimental');
+  if (settings.enableIssueGraphLivenessAutoRecovery !== true || !ctx.invocation.companyId) return;
+  await recover(ctx, ctx.invocation.companyId, defaultLookback(settings), true);
+}
+
+async function recoverFromRoute(req: RouteRequest, ctx: WorkContext, apply: boolean) {
   const body = (req.body ?? {}) as { lookbackHours?: number };
-  const lookbackHours = body.lookbackHours ?? Number((await ctx.instanceSettings.get('experimental')).issueGraphLivenessAutoRecoveryLookbackHours ?? 24);
-  const findings = req.companyId ? await findStalled(ctx, req.companyId, lookbackHours) : [];
-  const existing = await existingEscalations(ctx, req.companyId, findings.map((f) => f.key));
+  const lookbackHours = body.lookbackHours ?? defaultLookback(await ctx.instanceSettings.get('experimental'));
+  return recover(ctx, req.companyId, lookbackHours, apply);
+}
+
+function defaultLookback(settings: Record<string, unknown>): number {
+  return Number(settings.issueGraphLivenessAutoRecoveryLookbackHours ?? 24);
+}
+
+async function recover(ctx: WorkContext, companyId: string | null, lookbackHours: number, apply: boolean) {
+  const findings = companyId ? await findStalled(ctx, companyId, lookbackHours) : [];
+  const existing = await existingEscalations(ctx, companyId, findings.map((f) => f.key));
   let created = 0;
   for (const finding of findings) {
     const escalation = existing.get(finding.key);

@@ -113,6 +113,38 @@ describe('issue-graph liveness auto-recovery', () => {
     await t.api.patch('/api/instance/settings/experimental', { issueGraphLivenessAutoRecoveryLookbackHours: 24 });
   });
 
+  it('runs by itself as a scheduled job in every company, only while the experimental setting is on', async () => {
+    const company = await createCompany(t.api);
+    const blocker = await issue(company.id, { title: 'Unowned', status: 'todo' });
+    const waiting = await issue(company.id, { title: 'Waiting', status: 'todo', blockedByIssueIds: [blocker.id] });
+    const escalations = async () => (await t.sql.query(
+      `select * from plugin_work.issues where company_id = $1 and origin_kind = 'liveness_escalation'`, [company.id])).rows;
+    const trigger = async () => {
+      const res = await t.api.post('/api/plugins/work/jobs/liveness-auto-recovery/trigger', {});
+      expect(res.status, res.text).toBe(202);
+      for (const deadline = Date.now() + 30_000; ;) {
+        const runs = await t.api.get('/api/plugins/work/jobs/liveness-auto-recovery/runs');
+        const run = runs.body.find((r: { id: string }) => r.id === res.body.id);
+        if (run && run.status !== 'running') return run;
+        if (Date.now() > deadline) throw new Error('the job run did not finish');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    expect(await trigger()).toMatchObject({ status: 'succeeded' });
+    expect(await escalations()).toHaveLength(0);
+    expect((await t.api.patch('/api/instance/settings/experimental', { enableIssueGraphLivenessAutoRecovery: true })).status).toBe(200);
+    try {
+      expect(await trigger()).toMatchObject({ status: 'succeeded' });
+      const made = await escalations();
+      expect(made).toHaveLength(1);
+      expect(made[0].origin_id).toBe(`blocked_by_unassigned_issue:${waiting.id}:${blocker.id}`);
+      expect(await trigger()).toMatchObject({ status: 'succeeded' });
+      expect(await escalations()).toHaveLength(1);
+    } finally {
+      await t.api.patch('/api/instance/settings/experimental', { enableIssueGraphLivenessAutoRecovery: false });
+    }
+  });
+
   it('refuses bad bodies with 400 on both routes, writing nothing', async () => {
     const before = await issueCount();
     for (const path of [`${BASE}/preview`, `${BASE}/run`]) {
