@@ -4,6 +4,7 @@ import type { RouteModule } from '../http/app.ts';
 import { conflict, KeelError } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
 import { declareRoutes } from '../http/route-spec.ts';
+import { bodyValidator } from '../http/validate.ts';
 import { readSettings, settingsPatchValidator, writeSettings, type SettingsSection } from './instance-settings.ts';
 
 /**
@@ -11,6 +12,7 @@ import { readSettings, settingsPatchValidator, writeSettings, type SettingsSecti
  * actor, writable by instance admins and the local board) and the browser first-admin claim.
  */
 const SECTIONS: SettingsSection[] = ['general', 'experimental'];
+const NO_FIELDS = bodyValidator<Record<string, never>>({ type: 'object', additionalProperties: false, properties: {} });
 
 export const instanceRoutes: RouteModule = (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Instance');
@@ -44,10 +46,12 @@ export const instanceRoutes: RouteModule = (router, kernel) => {
   }
 
   route({
-    method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', success: 201,
+    method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', body: NO_FIELDS, success: 201,
     summary: 'Take a database backup now',
     description: 'Writes a compressed snapshot of every kernel and plugin table into the backup directory, then applies the retention of general.backupRetention. Answers the file, its size, how many older backups were pruned, the directory, the retention and the timing. Instance admins only.',
-  }, async (ctx) => {
+  }, async (ctx, req) => {
+    // No field is known: a body naming one is refused rather than silently ignored.
+    await req.body();
     const result = await takeDatabaseBackup(kernel, 'manual');
     await kernel.activity.recordFor(ctx, kernel.db, {
       companyId: null, action: 'instance.database_backup_created', entityType: 'database_backup', entityId: basename(result.file),

@@ -77,6 +77,20 @@ describe('POST /api/instance/database-backups', () => {
     }
   });
 
+  it('takes no fields: a body naming one, or that is not a JSON object, is refused with 400 and nothing is written', async () => {
+    const before = (await local.sql.query('select count(*)::int as n from database_backups')).rows[0].n;
+    const files = (await readdir(backupDir)).length;
+    const extra = await local.api.post('/api/instance/database-backups', { directory: '/etc' });
+    expect(extra.status).toBe(400);
+    expect(extra.body.code).toBe('validation_failed');
+    const array = await local.api.post('/api/instance/database-backups', [1]);
+    expect(array.status).toBe(400);
+    const malformed = await local.api.request('POST', '/api/instance/database-backups', { rawBody: '{"a":', headers: { 'content-type': 'application/json' } });
+    expect(malformed.status).toBe(400);
+    expect((await local.sql.query('select count(*)::int as n from database_backups')).rows[0].n).toBe(before);
+    expect((await readdir(backupDir)).length).toBe(files);
+  });
+
   it('refuses agents with 403 and writes nothing', async () => {
     const company = await createCompany(local.api);
     const agent = await createAgent(local.api, company.id, { permissions: { canCreateAgents: true } });
