@@ -33,4 +33,9 @@ describe('merging the answers of a perCompany route', () => {
     expect(result.error?.code).toBe('conflict');
     expect(seen).toEqual(['a', 'b']);
   });
+
+  it('refuses a respond() envelope: the host sets the status of the merged answer itself', async () => {
+    await expect(invokePerCompany(['a'], [], async () => ({ ok: true, value: '{"$response":{"status":201,"body":{}}}', activityWritten: false })))
+      .rejects.toMatchObject({ status: 502, code: 'plugin_invalid_response' });
+  });
 });

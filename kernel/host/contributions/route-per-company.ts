@@ -18,7 +18,7 @@ export async function invokePerCompany(companies: readonly string[], sum: readon
     activityWritten ||= result.activityWritten;
     const raw = result.value ?? 'null';
     if (raw.startsWith('{"$response"')) {
-      throw new KeelError(500, 'plugin_answer_invalid', 'A perCompany route answers plain JSON: the host merges the answers and sets the status itself');
+      throw new KeelError(502, 'plugin_invalid_response', 'A perCompany route answers plain JSON: the host merges the answers and sets the status itself', { expose: true });
     }
     const value = JSON.parse(raw) as unknown;
     merged = index === 0 ? value : mergeAnswers(merged, value, new Set(sum));
