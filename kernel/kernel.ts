@@ -10,6 +10,8 @@ import type { KeelConfig } from './config/schema.ts';
 import { Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { DataDirLock } from './config/data-dir-lock.ts';
+import { startBackupSchedule } from './backup/backup-schedule.ts';
+import { ensureDatabase } from './db/ensure-database.ts';
 import { HealthChecks } from './http/health.ts';
 import { isDatabaseUnavailable } from './db/connection-errors.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
@@ -97,6 +99,8 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const contributions = await startContributionPoints(host, { databaseUrl });
     started.add('job engine', () => contributions.stop());
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
+    const backupSchedule = startBackupSchedule({ db, config, log });
+    started.add('backup schedule', () => backupSchedule.stop());
     const app = createApp(services, router, { after: [pluginRouteDispatch(host)] });
     const http = listener;
     http.serve(app.callback());
@@ -200,14 +204,3 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   };
 }
 
-async function ensureDatabase(adminUrl: string, name: string): Promise<void> {
-  const { default: pgModule } = await import('pg');
-  const client = new pgModule.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (exists.rowCount === 0) await client.query(`create database ${name}`);
-  } finally {
-    await client.end();
-  }
-}

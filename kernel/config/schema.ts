@@ -42,6 +42,14 @@ export const configSchema = {
       },
     },
     dataDir: { type: 'string', minLength: 1, description: 'Where the embedded database, keys and assets live.' },
+    backups: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        directory: { type: 'string', minLength: 1, description: 'Where database backups are written (default <dataDir>/backups). Env: KEEL_BACKUP_DIR.' },
+        intervalSeconds: { type: 'integer', minimum: 5, maximum: 2_678_400, description: 'Take a scheduled backup this often (absent: no schedule). Several processes on one database take one backup per interval between them. Env: KEEL_BACKUP_INTERVAL_SECONDS.' },
+      },
+    },
     logging: {
       type: 'object',
       additionalProperties: false,
@@ -119,6 +127,7 @@ export interface KeelConfig {
   };
   database: { url?: string; poolSize?: number };
   dataDir: string;
+  backups?: { directory?: string; intervalSeconds?: number };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
   plugins?: { privateNetworkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };

@@ -52,13 +52,16 @@ export class Database implements Queryable {
     return new Database(orm);
   }
 
-  /** Applies pending kernel migrations; an advisory lock keeps concurrent kernels from racing. */
-  async migrate(): Promise<string[]> {
+  /**
+   * Applies pending kernel migrations (up to and including `to`, a database restore's recorded
+   * state, when given); an advisory lock keeps concurrent kernels from racing.
+   */
+  async migrate(to?: string): Promise<string[]> {
     const pool = await (this.connection as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
     const client = await pool.connect();
     try {
       await client.query('select pg_advisory_lock(727001)');
-      const applied = await this.orm.migrator.up();
+      const applied = await this.orm.migrator.up(to === undefined ? undefined : { to });
       return applied.map((m) => m.name);
     } finally {
       await client.query('select pg_advisory_unlock(727001)').catch(() => undefined);

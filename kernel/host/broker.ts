@@ -7,6 +7,7 @@ import { configSecretsCapability } from './capabilities/config-secrets.ts';
 import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
+import { instanceSettingsCapability } from './capabilities/instance-settings.ts';
 import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { executionsCapability } from './capabilities/executions.ts';
@@ -39,6 +40,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   catalog: catalogCapability,
   localImport: localImportCapability,
   configSecrets: configSecretsCapability,
+  instanceSettings: instanceSettingsCapability,
 };
 
 /**

@@ -85,10 +85,10 @@ export class PluginDatabases {
    * pending migrations (`migrate`). Every kernel process does this when it activates the
    * plugin, so it runs under a lock shared by all of them (cluster-lock.ts).
    */
-  prepare(manifest: PluginManifest, grants: readonly string[], folder: string, options: { migrate: boolean }): Promise<PluginRoles> {
+  prepare(manifest: PluginManifest, grants: readonly string[], folder: string, options: { migrate: boolean; upTo?: ReadonlyMap<string, string> }): Promise<PluginRoles> {
     return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, async () => {
       const roles = await this.provision(manifest, grants);
-      if (options.migrate) await this.migrate(manifest, folder);
+      if (options.migrate) await this.migrate(manifest, folder, options.upTo);
       return roles;
     });
   }
@@ -173,12 +173,19 @@ export class PluginDatabases {
    * Applies the plugin's pending migrations (NNNN-name.sql, in name order) as its migrator
    * role, each in its own transaction; an applied migration whose file changed is refused.
    * Runs under the provisioning lock (prepare), so no two processes apply one migration.
+   * `upTo` (a database restore) names exactly the migrations to apply, with the checksum each
+   * had when it was applied: a file missing or different is refused, later files are left.
    */
-  private async migrate(manifest: PluginManifest, folder: string): Promise<string[]> {
+  private async migrate(manifest: PluginManifest, folder: string, upTo?: ReadonlyMap<string, string>): Promise<string[]> {
     const roles = this.roles(manifest);
     if (!roles.schema || !manifest.database?.migrations) return [];
     const dir = join(folder, manifest.database.migrations);
-    const files = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^\d{4}-[a-z0-9-]+\.sql$/.test(f)).sort();
+    let files = (await readdir(dir).catch(() => [] as string[])).filter((f) => /^\d{4}-[a-z0-9-]+\.sql$/.test(f)).sort();
+    if (upTo) {
+      const missing = [...upTo.keys()].filter((name) => !files.includes(name));
+      if (missing.length > 0) throw new KeelError(409, 'plugin_migration_missing', `${manifest.key}: migration${missing.length > 1 ? 's' : ''} ${missing.join(', ')} of the backup ${missing.length > 1 ? 'are' : 'is'} not in ${dir}; install the plugin version the backup was taken with`);
+      files = files.filter((name) => upTo.has(name));
+    }
     const applied = new Map((await this.db.query<{ name: string; checksum: string }>('select name, checksum from plugin_migrations where plugin_key = ?', [manifest.key])).map((r) => [r.name, r.checksum]));
     const ran: string[] = [];
     const pending: Array<{ name: string; sql: string; checksum: string }> = [];
@@ -187,6 +194,7 @@ export class PluginDatabases {
       const checksum = createHash('sha256').update(sql).digest('hex');
       const previous = applied.get(file);
       if (previous && previous !== checksum) throw new KeelError(409, 'plugin_migration_changed', `${manifest.key}: migration ${file} was changed after it was applied; add a new migration instead`);
+      if (upTo && upTo.get(file) !== checksum) throw new KeelError(409, 'plugin_migration_changed', `${manifest.key}: migration ${file} differs from the one the backup was taken with`);
       if (!previous) pending.push({ name: file, sql, checksum });
     }
     if (pending.length === 0) return [];

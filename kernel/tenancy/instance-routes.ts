@@ -1,7 +1,10 @@
+import { basename } from 'node:path';
+import { takeDatabaseBackup } from '../backup/database-backup.ts';
 import type { RouteModule } from '../http/app.ts';
 import { conflict, KeelError } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
 import { declareRoutes } from '../http/route-spec.ts';
+import { bodyValidator } from '../http/validate.ts';
 import { readSettings, settingsPatchValidator, writeSettings, type SettingsSection } from './instance-settings.ts';
 
 /**
@@ -9,6 +12,7 @@ import { readSettings, settingsPatchValidator, writeSettings, type SettingsSecti
  * actor, writable by instance admins and the local board) and the browser first-admin claim.
  */
 const SECTIONS: SettingsSection[] = ['general', 'experimental'];
+const NO_FIELDS = bodyValidator<Record<string, never>>({ type: 'object', additionalProperties: false, properties: {} });
 
 export const instanceRoutes: RouteModule = (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Instance');
@@ -40,6 +44,22 @@ export const instanceRoutes: RouteModule = (router, kernel) => {
       ctx.body = settings;
     });
   }
+
+  route({
+    method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', body: NO_FIELDS, success: 201,
+    summary: 'Take a database backup now',
+    description: 'Writes a compressed snapshot of every kernel and plugin table into the backup directory, then applies the retention of general.backupRetention. Answers the file, its size, how many older backups were pruned, the directory, the retention and the timing. Instance admins only.',
+  }, async (ctx, req) => {
+    // No field is known: a body naming one is refused rather than silently ignored.
+    await req.body();
+    const result = await takeDatabaseBackup(kernel, 'manual');
+    await kernel.activity.recordFor(ctx, kernel.db, {
+      companyId: null, action: 'instance.database_backup_created', entityType: 'database_backup', entityId: basename(result.file),
+      details: { file: basename(result.file), sizeBytes: result.sizeBytes, prunedCount: result.prunedCount, durationMs: result.durationMs },
+    });
+    ctx.status = 201;
+    ctx.body = result;
+  });
 
   route({
     method: 'POST', path: '/api/bootstrap/claim', auth: 'session', success: 200, errors: [404, 409],

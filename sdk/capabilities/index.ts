@@ -1,6 +1,7 @@
 import { activityRead, activityWrite } from './activity.ts';
 import { blobsRead, blobsWrite } from './blobs.ts';
 import { catalogRead } from './catalog.ts';
+import { instanceSettingsRead } from './instance-settings.ts';
 import { contributionCapabilities } from './contributions.ts';
 import { databaseMigrate, databaseRead, databaseWrite } from './database.ts';
 import type { CapabilitySpec, MethodSpec } from './define.ts';
@@ -30,6 +31,7 @@ export const CAPABILITIES = [
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
   principalsRead,
   executions,
+  instanceSettingsRead,
 ] as const;
 
 export type CapabilitySpecs = (typeof CAPABILITIES)[number];

@@ -59,6 +59,11 @@ export const routesFragment = {
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
       transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },
       readOnly: { type: 'boolean', description: 'Changes nothing: runs in a READ ONLY transaction and writes no activity (default: true for GET).' },
+      perCompany: {
+        type: 'object', additionalProperties: false,
+        description: "An instance-admin route over every company: the host calls the handler once per company that is not archived (each call serving that company alone, in its own transaction) and answers the answers merged: arrays concatenated, objects merged key by key, the numbers at the sum paths added up, anything else from the first. With no company it calls once with none. Needs auth instance_admin and no company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or stream.",
+        properties: { sum: { type: 'array', maxItems: 50, uniqueItems: true, items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 200 }, description: 'Dotted paths of the numbers added up across companies (counts.findings).' } },
+      },
       batch: {
         type: 'object', additionalProperties: false, description: 'Group commit: concurrent calls share one transaction (a savepoint each) and one commit.',
         properties: {

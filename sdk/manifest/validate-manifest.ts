@@ -83,6 +83,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       || RESERVED_PATTERNS.some((pattern) => pattern.test(normalisePath(route.path).toLowerCase()))) {
       issues.push({ path: `routes.${index}.path`, message: `shadows a host route of every plugin (${route.path})` });
     }
+    if (route.perCompany) {
+      if (route.auth !== 'instance_admin') issues.push({ path: `routes.${index}.perCompany`, message: 'needs auth instance_admin: only an instance admin may act in every company at once' });
+      if ([route.companyParam, route.agentParam, route.entityParam, route.runParam, route.upload, route.download, route.batch, route.response?.stream].some(Boolean)) {
+        issues.push({ path: `routes.${index}.perCompany`, message: 'cannot be combined with a company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or a stream' });
+      }
+    }
     if (route.batch && (route.method === 'GET' || route.readOnly || route.transactional === false)) {
       issues.push({ path: `routes.${index}.batch`, message: 'needs a mutating, transactional route' });
     }

@@ -86,6 +86,15 @@ export interface RouteManifest {
    * `otherCompany` replaces `company_access_denied` on the 403 of an agent key of another company.
    */
   authCodes?: { unauthenticated?: string; otherCompany?: string };
+  /**
+   * An instance-admin route over every company: the host invokes the handler once per company
+   * that is not archived, each call serving that company alone (its own transaction, activity
+   * and company-scoped capabilities), and answers the answers merged: arrays concatenated,
+   * objects merged key by key, the numbers at the `sum` paths (dotted: `counts.findings`) added
+   * up, any other value from the first answer. With no company at all the handler is called
+   * once with `companyId` null, so the answer keeps its shape.
+   */
+  perCompany?: { sum?: string[] };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   body?: JsonSchema;

@@ -80,6 +80,7 @@ const examples = (): Record<string, unknown[]> => ({
   'executions.log': [randomUUID(), { offset: 0 }],
   'executions.cancel': [randomUUID()],
   'catalog.get': [],
+  'instanceSettings.get': ['experimental'],
 });
 
 const probe = async (key: string, member: string, method: string, args: unknown[]) => {

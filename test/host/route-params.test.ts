@@ -37,3 +37,28 @@ describe('database.entities hiddenColumn', () => {
     expect(issuesOf(manifest({ path: '/notes' }, { type: 'note', table: 'notes', hiddenColumn: 'hidden at; drop' })).length).toBeGreaterThan(0);
   });
 });
+
+describe('perCompany routes', () => {
+  it('are accepted for instance admins without a company of their own', () => {
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { sum: ['counts.found'] } }))).toEqual([]);
+  });
+
+  it('need auth instance_admin: no other caller may act in every company at once', () => {
+    for (const auth of ['board', 'any', 'agent']) {
+      expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth, perCompany: {} })))
+        .toContainEqual({ path: 'routes.0.perCompany', message: 'needs auth instance_admin: only an instance admin may act in every company at once' });
+    }
+  });
+
+  it('cannot also name a company, upload or batch', () => {
+    const refused = { path: 'routes.0.perCompany', message: 'cannot be combined with a company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or a stream' };
+    expect(issuesOf(manifest({ path: '/companies/:companyId/sweep', method: 'POST', auth: 'instance_admin', companyParam: 'companyId', perCompany: {} }))).toContainEqual(refused);
+    expect(issuesOf(manifest({ path: '/runs/:runId/sweep', method: 'POST', auth: 'instance_admin', runParam: 'runId', perCompany: {} }))).toContainEqual(refused);
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', batch: {}, perCompany: {} }))).toContainEqual(refused);
+  });
+
+  it('name sums as dotted paths', () => {
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { sum: ['counts..x'] } })).length).toBeGreaterThan(0);
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: true })).length).toBeGreaterThan(0);
+  });
+});

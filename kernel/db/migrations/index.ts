@@ -28,6 +28,7 @@ const files = [
   '0021-issue-numbers.sql',
   '0022-approval-decisions.sql',
   '0023-executions.sql',
+  '0024-database-backups.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

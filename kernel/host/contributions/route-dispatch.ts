@@ -15,6 +15,7 @@ import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
 import { resolveEntity } from './route-entities.ts';
 import { respond } from './route-answer.ts';
+import { invokePerCompany } from './route-per-company.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
@@ -139,8 +140,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   const transactional = !readOnly && (route.transactional ?? true);
   const clientKey = clientKeyOf(host, plugin, ctx.ip);
   const input = upload ? { params, query, body, headers, companyId, clientKey, upload } : { params, query, body, headers, companyId, clientKey };
-  const result = await host.invoke(plugin, 'route', route.key, input, {
-    companyId,
+  const call = (callCompanyId: string | null) => host.invoke(plugin, 'route', route.key, route.perCompany ? { ...input, companyId: callCompanyId } : input, {
+    companyId: callCompanyId,
     actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },
     runId: who.runId,
   }, {
@@ -150,7 +151,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
     // A route may declare a longer deadline than the plugin's default (an import): the request keeps its connection meanwhile.
     deadlineMs: route.timeoutMs,
-  }).catch(async (error: unknown) => {
+  });
+  const invoked = route.perCompany
+    ? invokePerCompany(await activeCompanies(host), route.perCompany.sum ?? [], call)
+    : call(companyId);
+  const result = await invoked.catch(async (error: unknown) => {
     // A plugin that could not be invoked at all (not running, busy) keeps no upload either.
     if (upload) await discardUpload(host, upload);
     throw error;
@@ -161,4 +166,9 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   if (upload && !result.ok) await discardUpload(host, upload);
   if (route.download && await sendDownload(ctx, host, plugin, result, companyId)) return;
   respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
+}
+
+/** The companies a perCompany route serves: every one that is not archived, oldest first. */
+async function activeCompanies(host: ExtensionHost): Promise<string[]> {
+  return (await host.kernel.db.query<{ id: string }>("select id from companies where status <> 'archived' order by created_at, id")).map((row) => row.id);
 }

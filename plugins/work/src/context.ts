@@ -5,7 +5,7 @@ import type { PluginContext } from '@keel/sdk/plugin';
  * if plugin.json stops declaring one): handlers then get `ctx.db`, `ctx.companies`, ... typed.
  */
 export const WORK_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'activity.read', 'agents.read', 'issues.number', 'events.publish', 'runs.read', 'blobs.write',
+  'database.namespace.write', 'activity.write', 'activity.read', 'agents.read', 'issues.number', 'events.publish', 'runs.read', 'blobs.write', 'instance.settings.read',
 ] as const;
 
 export type WorkContext = PluginContext<(typeof WORK_CAPABILITIES)[number]>;

@@ -13,6 +13,7 @@ import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
+import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
@@ -65,6 +66,8 @@ export default definePlugin({
     'vote-feedback': voteFeedback,
     'withdraw-feedback': withdrawFeedback,
     'list-feedback-traces': listFeedbackTraces,
+    'liveness-recovery-preview': previewLivenessRecovery,
+    'liveness-recovery-run': runLivenessRecovery,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
@@ -78,5 +81,8 @@ export default definePlugin({
     project: projectService,
     'project-workspaces': projectWorkspacesService,
     issue: issueService,
+  },
+  jobs: {
+    'liveness-auto-recovery': autoRecoverLiveness,
   },
 });

@@ -102,19 +102,7 @@ export async function createIssue(req: RouteRequest, ctx: WorkContext) {
   await assertProjectTakesWork(ctx, companyId, body.projectId);
   const assigned = Boolean(body.assigneeAgentId || body.assigneeUserId);
   const status = String(body.status ?? (assigned ? 'todo' : 'backlog'));
-  const { agentId, userId } = actorOf(ctx);
-  const number = await ctx.companies.nextIssueNumber();
-  const { rows } = await ctx.db.query(
-    `insert into issues (company_id, issue_number, identifier, title, description, status, priority, project_id, goal_id, parent_id,
-                         assignee_agent_id, assignee_user_id, created_by_agent_id, created_by_user_id, billing_code,
-                         started_at, completed_at, cancelled_at)
-     values ($1, $2, $3, $4, $5, $6, coalesce($7, 'medium'), $8, $9, $10, $11, $12, $13, $14, $15,
-             case when $6 = 'in_progress' then now() end, case when $6 = 'done' then now() end, case when $6 = 'cancelled' then now() end)
-     returning *`,
-    [companyId, number.number, number.identifier, body.title, body.description ?? null, status, body.priority ?? null,
-      body.projectId ?? null, body.goalId ?? null, body.parentId ?? null, body.assigneeAgentId ?? null, body.assigneeUserId ?? null,
-      agentId, userId, body.billingCode ?? null]);
-  const row = rows[0]!;
+  const row = await insertIssueRow(ctx, companyId, { ...body, status });
   if (key) {
     // A concurrent create under the same key loses here (primary key) and its transaction, with its number, rolls back.
     await ctx.db.query(`insert into idempotency_keys (company_id, kind, key, entity_id, fingerprint) values ($1, 'issue', $2, $3, $4)`, [companyId, key, row.id, print]);
@@ -122,13 +110,40 @@ export async function createIssue(req: RouteRequest, ctx: WorkContext) {
   // A new issue has no blockers to remove: only the given ones are stored (the company's counter is held meanwhile).
   if (blockers.length) await replaceBlockers(ctx, companyId, String(row.id), blockers);
   const issue = issueJson(row, blockers);
+  await announceCreated(ctx, issue);
+  return respond(201, issue);
+}
+
+/**
+ * Numbers and inserts an issue (the company's counter is taken in this transaction: the
+ * company row stays locked until the commit). `origin` marks issues the plugin makes itself
+ * (a liveness escalation: kind and the finding's key); never taken from a request body.
+ */
+export async function insertIssueRow(ctx: WorkContext, companyId: string, body: Body, origin?: { kind: string; id: string }): Promise<Row> {
+  const { agentId, userId } = actorOf(ctx);
+  const number = await ctx.companies.nextIssueNumber();
+  const { rows } = await ctx.db.query(
+    `insert into issues (company_id, issue_number, identifier, title, description, status, priority, project_id, goal_id, parent_id,
+                         assignee_agent_id, assignee_user_id, created_by_agent_id, created_by_user_id, billing_code,
+                         started_at, completed_at, cancelled_at, origin_kind, origin_id)
+     values ($1, $2, $3, $4, $5, $6, coalesce($7, 'medium'), $8, $9, $10, $11, $12, $13, $14, $15,
+             case when $6 = 'in_progress' then now() end, case when $6 = 'done' then now() end, case when $6 = 'cancelled' then now() end,
+             coalesce($16, 'manual'), $17)
+     returning *`,
+    [companyId, number.number, number.identifier, body.title, body.description ?? null, body.status, body.priority ?? null,
+      body.projectId ?? null, body.goalId ?? null, body.parentId ?? null, body.assigneeAgentId ?? null, body.assigneeUserId ?? null,
+      agentId, userId, body.billingCode ?? null, origin?.kind ?? null, origin?.id ?? null]);
+  return rows[0]!;
+}
+
+/** The activity entry and events of a new issue (the runtime wakes its assignee on `work.issue.assigned`). */
+export async function announceCreated(ctx: WorkContext, issue: ReturnType<typeof issueJson>, details: Record<string, unknown> = {}): Promise<void> {
   await ctx.activity.record({
     action: 'issue.created', entityType: 'issue', entityId: String(issue.id),
-    details: { identifier: issue.identifier, title: issue.title, status: issue.status, assigneeAgentId: issue.assigneeAgentId, projectId: issue.projectId },
+    details: { identifier: issue.identifier, title: issue.title, status: issue.status, assigneeAgentId: issue.assigneeAgentId, projectId: issue.projectId, ...details },
   });
   await ctx.events.publish('work.issue.created', { issueId: issue.id, identifier: issue.identifier, status: issue.status, assigneeAgentId: issue.assigneeAgentId }, { entityType: 'issue', entityId: String(issue.id) });
   await publishAssigned(ctx, issue, null);
-  return respond(201, issue);
 }
 
 export async function getIssue(req: RouteRequest, ctx: WorkContext) {

@@ -1,0 +1,47 @@
+import { KeelError } from '../../http/errors.ts';
+import type { InvokeResult } from '../plugin-process.ts';
+
+/**
+ * A `perCompany` route (RouteManifest.perCompany) serves an instance admin across every
+ * company without ever handing one call more than one company: the host calls the handler
+ * once per company that is not archived, in order, each its own invocation with that company,
+ * and merges the answers here. A failing call ends the round with its error; the calls before
+ * it have committed (each company's work is its own transaction).
+ */
+export async function invokePerCompany(companies: readonly string[], sum: readonly string[], invoke: (companyId: string | null) => Promise<InvokeResult>): Promise<InvokeResult> {
+  if (companies.length === 0) return invoke(null);
+  let merged: unknown;
+  let activityWritten = false;
+  for (const [index, companyId] of companies.entries()) {
+    const result = await invoke(companyId);
+    if (!result.ok) return result;
+    activityWritten ||= result.activityWritten;
+    const raw = result.value ?? 'null';
+    if (raw.startsWith('{"$response"')) {
+      throw new KeelError(502, 'plugin_invalid_response', 'A perCompany route answers plain JSON: the host merges the answers and sets the status itself', { expose: true });
+    }
+    const value = JSON.parse(raw) as unknown;
+    merged = index === 0 ? value : mergeAnswers(merged, value, new Set(sum));
+  }
+  return { ok: true, value: JSON.stringify(merged), activityWritten };
+}
+
+/**
+ * Arrays concatenated, objects merged key by key, the numbers at the declared `sum` paths
+ * (dotted, `counts.findings`) added up; any other value (a setting echoed, a flag) from the
+ * first answer, since every company's call was given the same request.
+ */
+export function mergeAnswers(a: unknown, b: unknown, sum: ReadonlySet<string>, path = ''): unknown {
+  if (typeof a === 'number' && typeof b === 'number') return sum.has(path) ? a + b : a;
+  if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
+  if (isObject(a) && isObject(b)) {
+    const out: Record<string, unknown> = { ...a };
+    for (const [key, value] of Object.entries(b)) out[key] = key in out ? mergeAnswers(out[key], value, sum, path ? `${path}.${key}` : key) : value;
+    return out;
+  }
+  return a === undefined ? b : a;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
