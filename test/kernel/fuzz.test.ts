@@ -37,6 +37,13 @@ const LENIENT: Record<string, string> = {
   'POST /api/auth/sign-out': 'signing out without a live session is a successful no-op',
 };
 
+/**
+ * Routes that speak JSON-RPC (MCP over Streamable HTTP): their refusals are JSON-RPC error
+ * responses, `{jsonrpc: "2.0", id, error: {code, message}}`, which MCP clients read; every
+ * other check applies.
+ */
+const JSON_RPC = new Set(['POST /mcp', 'POST /api/mcp']);
+
 /** A stack frame, a source path, or PostgreSQL's own wording. */
 const LEAK = /\n\s+at |\bat [\w.<>]+ \(|\.ts:\d+|node_modules|syntax error at|violates|relation "|column "|duplicate key|invalid input syntax|current transaction is aborted|keel_bridge|keel_private|plugin_costs\./i;
 
@@ -90,14 +97,17 @@ function paramValue(f: Fixtures, path: string, name: string, pluginKey: string):
   }
 }
 
-function problemsOf(answer: RawAnswer, successAllowed: boolean): string | undefined {
+function problemsOf(answer: RawAnswer, successAllowed: boolean, jsonRpc = false): string | undefined {
   if (answer.transportError) return `no answer (${answer.transportError})`;
   const success = successAllowed && answer.status >= 200 && answer.status < 300;
   if (!success && (answer.status < 400 || answer.status >= 500)) return `answered ${answer.status}`;
   if (!answer.contentType.includes('application/json')) return `answered ${answer.status} as ${answer.contentType || 'no content type'}`;
-  let body: { error?: unknown; code?: unknown };
+  let body: { error?: unknown; code?: unknown; jsonrpc?: unknown };
   try { body = JSON.parse(answer.text); } catch { return `answered ${answer.status} with a body that is not JSON`; }
-  if (!success && (typeof body?.error !== 'string' || typeof body?.code !== 'string')) return `answered ${answer.status} without {error, code}`;
+  if (!success && jsonRpc && answer.status !== 401 && answer.status !== 403) {
+    const error = body?.error as { code?: unknown; message?: unknown } | undefined;
+    if (body?.jsonrpc !== '2.0' || typeof error?.code !== 'number' || typeof error?.message !== 'string') return `answered ${answer.status} without a JSON-RPC error`;
+  } else if (!success && (typeof body?.error !== 'string' || typeof body?.code !== 'string')) return `answered ${answer.status} without {error, code}`;
   if (LEAK.test(answer.text)) return `answered ${answer.status} with a stack trace or database text`;
   return undefined;
 }
@@ -134,7 +144,7 @@ async function fuzz(t: TestKernel, routes: FuzzRoute[], ctx: FuzzContext, perRou
       const answers = await pool(cases, CONCURRENCY, ({ request }) => client.send(request));
       requests += cases.length;
       answers.forEach((answer, index) => {
-        const problem = problemsOf(answer, lenient);
+        const problem = problemsOf(answer, lenient, JSON_RPC.has(name));
         if (problem) problems.push(`${name} #${index} [${cases[index]!.label}] ${cases[index]!.request.method} ${cases[index]!.request.path.slice(0, 160)}: ${problem}: ${answer.text.slice(0, 300)}`);
       });
       await eventsSettled(t);
