@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,7 +33,7 @@ beforeAll(async () => {
   base = `/api/companies/${company.id}/skills`;
   work = await mkdtemp(join(tmpdir(), 'keel-local-skills-'));
   // A directory outside every root: the checkout's own folder stands in for "elsewhere on the server".
-  outside = join(process.cwd(), 'plugins', 'skills');
+  outside = realpathSync(join(process.cwd(), 'plugins', 'skills'));
   await skillFolder(join(work, 'single'), 'Single', { 'references/guide.md': 'guide', 'assets/logo.png': Buffer.from([137, 80, 78, 71, 0, 1]), 'scripts/bin.sh': Buffer.from([0, 1, 2]) });
   await skillFolder(join(work, 'many', 'alpha'), 'Alpha');
   await skillFolder(join(work, 'many', 'beta'), 'Beta');
@@ -101,7 +102,9 @@ describe('imports from a local path', () => {
       ['/etc/passwd', 'skill_source_not_allowed'],
       ['/proc/self', 'skill_source_not_allowed'],
       ['/proc/self/environ', 'skill_source_not_allowed'],
-      [outside, 'skill_source_not_allowed'],
+      // The checkout's own skills lie outside the roots, unless the checkout itself is in the temporary directory.
+      ...(outside.startsWith(`${realpathSync(tmpdir())}/`) ? [] : [[outside, 'skill_source_not_allowed'] as [string, string]]),
+      ['/usr/share', 'skill_source_not_allowed'],
       [t.dataDir, 'skill_source_not_allowed'],
       [join(t.dataDir, KEYRING_FILE), 'skill_source_not_allowed'],
       [join(work, 'outlink'), 'skill_source_not_allowed'],
