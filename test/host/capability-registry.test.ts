@@ -38,6 +38,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.getConfig': [agent.id],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
+  'agents.setInstructionKeys': [agent.id, { instructionsFilePath: '/srv/agents/AGENTS.md' }],
   'approvals.list': [{ status: 'pending', limit: 10 }],
   'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],

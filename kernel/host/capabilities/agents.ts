@@ -2,6 +2,7 @@ import { toAgentJson, type AgentRow } from '../../tenancy/agents.ts';
 import { maskConfig } from '../../tenancy/agent-config.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
+import { setInstructionKeys } from './agent-instructions.ts';
 
 export const agentsCapability: KernelCapability = {
   methods: {
@@ -32,5 +33,6 @@ export const agentsCapability: KernelCapability = {
         return { agentId: row.id, status: row.status, adapterType: row.adapter_type, adapterConfig: config(row.adapter_config), runtimeConfig: config(row.runtime_config) };
       },
     },
+    setInstructionKeys: { run: setInstructionKeys },
   },
 };

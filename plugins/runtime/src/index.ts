@@ -4,6 +4,7 @@ import { onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
 import { onExecutionFinished, onExecutionOutput } from './execution-events.ts';
+import { deleteFileRoute, getBundleRoute, getFileRoute, instructionsPathRoute, patchBundleRoute, putFileRoute } from './instructions.ts';
 import { heartbeatJob, heartbeatSweepJob, onAgentConfigChanged } from './heartbeats.ts';
 import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute } from './runs.ts';
 import { resetSessionRoute, runtimeStateRoute, taskSessionsRoute } from './sessions.ts';
@@ -24,6 +25,12 @@ export default definePlugin({
     'runtime-state': withActivity(runtimeStateRoute),
     'reset-session': withActivity(resetSessionRoute),
     'task-sessions': withActivity(taskSessionsRoute),
+    'instructions-path': withActivity(instructionsPathRoute),
+    'instructions-bundle': withActivity(getBundleRoute),
+    'instructions-bundle-update': withActivity(patchBundleRoute),
+    'instructions-file': withActivity(getFileRoute),
+    'instructions-file-put': withActivity(putFileRoute),
+    'instructions-file-delete': withActivity(deleteFileRoute),
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),
