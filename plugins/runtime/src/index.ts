@@ -1,6 +1,6 @@
 import { definePlugin } from '@keel/sdk/plugin';
 import { jobWithActivity, withActivity } from './activity.ts';
-import { onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
+import { onApprovalDecided, onBlockersResolved, onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
 import { onExecutionFinished, onExecutionOutput } from './execution-events.ts';
@@ -48,5 +48,7 @@ export default definePlugin({
     'costs.budget.stopped': withActivity(onBudgetStopped),
     'work.issue.assigned': withActivity(onIssueAssigned),
     'work.issue.comment_added': withActivity(onCommentAdded),
+    'work.issue.blockers_resolved': withActivity(onBlockersResolved),
+    'approval.decided': withActivity(onApprovalDecided),
   },
 });
