@@ -10,7 +10,8 @@ import { KeelError } from '../http/errors.ts';
  * - it was written by an agent (a hire) or by no actor, and a board actor approved the agent's
  *   hire after that revision.
  * An agent that changed its own adapter configuration (or another agent's) cannot run until the
- * board writes or approves it again. The agent must be runnable (not paused or held, terminated
+ * board writes or approves it again. Revisions of source `instructions` (agents.instructions) are
+ * passed over: they can only write instruction keys, never what runs. The agent must be runnable (not paused or held, terminated
  * or pending approval) and its company active; both are checked again just before the start.
  */
 const STOPPED_AGENT = new Set(['paused', 'terminated', 'pending_approval']);
@@ -28,7 +29,7 @@ export function assertRunnable(agent: { status: string }, company: { status: str
 export async function unapprovedConfig(db: Queryable, agentId: string): Promise<string | null> {
   const revision = await db.maybeOne<Row>(
     `select revision_number, created_by_user_id, created_by_agent_id, created_at from agent_config_revisions
-      where agent_id = ? and changed_keys && array['adapterType', 'adapterConfig']
+      where agent_id = ? and changed_keys && array['adapterType', 'adapterConfig'] and source <> 'instructions'
       order by revision_number desc limit 1`, [agentId]);
   if (!revision) return 'it has no configuration revision a board actor wrote';
   if (revision.created_by_user_id && !revision.created_by_agent_id) return null;

@@ -15,7 +15,8 @@ export const CONFIG_FIELDS = [
 export type ConfigField = (typeof CONFIG_FIELDS)[number];
 export type ConfigSnapshot = Record<ConfigField, unknown>;
 
-export type RevisionSource = 'create' | 'patch' | 'rollback' | 'approval';
+/** `instructions`: instruction keys only (agents.instructions), never what runs. */
+export type RevisionSource = 'create' | 'patch' | 'rollback' | 'approval' | 'instructions';
 
 export function snapshotOf(row: AgentRow): ConfigSnapshot {
   return {

@@ -200,3 +200,32 @@ export const approvalsRead = defineCapability<{ approvals: ApprovalsReadCapabili
     },
   },
 });
+
+/**
+ * Where an agent's instructions are, recorded in its adapter configuration (a configuration
+ * revision with source `instructions`, the call's actor as its author). Only keys that name
+ * instructions can be written (the standard `instructionsBundleMode`, `instructionsRootPath`,
+ * `instructionsEntryFile`, `instructionsFilePath`, or a key whose name contains `instructions` or
+ * `agentsMd`): nothing that decides what runs (command, args, cwd, env, url, ...), so such a
+ * revision never counts as approving the configuration that runs.
+ */
+export interface AgentsInstructionsCapability {
+  /** Sets each key to its string value, or removes it for null; answers the masked adapter configuration after. 404 `Agent not found` for another company's agent. */
+  setInstructionKeys(agentId: string, values: Record<string, string | null>): Promise<{ adapterConfig: Record<string, unknown>; changed: boolean }>;
+}
+
+/** Adapter configuration keys `agents.instructions` may write. */
+export const INSTRUCTION_KEY = /^(?=[A-Za-z][A-Za-z0-9_]{0,63}$)(?=.*(instructions|agentsMd))/i;
+
+export const agentsInstructions = defineCapability<{ agents: AgentsInstructionsCapability }>()({
+  id: 'agents.instructions',
+  summary: "Record where the agents of the company a call serves find their instructions (instruction keys of their adapter configuration only)",
+  members: {
+    agents: {
+      setInstructionKeys: method('kernel', [id, {
+        type: 'object', minProperties: 1, maxProperties: 8,
+        additionalProperties: { type: ['string', 'null'], maxLength: 4096 },
+      }], { type: 'object', required: ['adapterConfig', 'changed'], properties: { adapterConfig: record, changed: { type: 'boolean' } } }),
+    },
+  },
+});

@@ -20,3 +20,6 @@ export { respondEvents, RAW_CONTENT_TYPES, type ServerSentEvent, type EventsAnsw
 export function respond(status: number, body?: unknown, headers?: Record<string, string>): { $response: { status: number; body?: unknown; headers?: Record<string, string> } } {
   return { $response: { status, body, headers } };
 }
+
+/** The adapter configuration keys `ctx.agents.setInstructionKeys` may write (agents.instructions). */
+export { INSTRUCTION_KEY } from '../capabilities/kernel-data.ts';

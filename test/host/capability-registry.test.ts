@@ -51,6 +51,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.setDesiredSkills': [agent.id, ['probe/skill']],
   'localImport.read': [probeDir],
   'configSecrets.resolve': ['token'],
+  'agents.setInstructionKeys': [agent.id, { instructionsFilePath: '/srv/agents/AGENTS.md' }],
   'approvals.list': [{ status: 'pending', limit: 10 }],
   'approvals.count': [{ status: 'pending' }],
   'companies.pause': ['probe'],

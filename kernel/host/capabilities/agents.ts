@@ -3,6 +3,7 @@ import { isPlainObject, maskConfig, readDesiredSkills, withDesiredSkills } from 
 import { eventAgent, toAgentJson, type AgentRow } from '../../tenancy/agents.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
+import { setInstructionKeys } from './agent-instructions.ts';
 
 export const agentsCapability: KernelCapability = {
   methods: {
@@ -34,6 +35,7 @@ export const agentsCapability: KernelCapability = {
       },
     },
     setDesiredSkills: { run: setDesiredSkills },
+    setInstructionKeys: { run: setInstructionKeys },
   },
 };
 

@@ -39,3 +39,35 @@ export async function onCommentAdded(payload: Record<string, unknown>, ctx: Runt
     });
   }
 }
+
+/** work.issue.blockers_resolved: the assignee of an issue whose last blocker was resolved wakes on it. */
+export async function onBlockersResolved(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
+  const agentId = payload.assigneeAgentId;
+  if (typeof agentId !== 'string') return;
+  await wakeFor(ctx, agentId, {
+    source: 'automation', triggerDetail: 'system', reason: 'issue_blockers_resolved',
+    payload: { issueId: payload.issueId, resolvedBlockerIssueId: payload.resolvedBlockerIssueId }, idempotencyKey: eventKey(ctx, agentId),
+  });
+}
+
+/**
+ * approval.decided to approved: the agent that asked for it wakes (`approval_approved`, with the
+ * approval's id), and for a hire the hired agent wakes too (`hire_approved`), each once.
+ */
+export async function onApprovalDecided(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
+  const approval = (payload.approval ?? {}) as Record<string, unknown>;
+  if (payload.to !== 'approved' || typeof approval.id !== 'string') return;
+  const requester = typeof approval.requestedByAgentId === 'string' ? approval.requestedByAgentId : null;
+  const hired = approval.type === 'hire_agent' && typeof approval.subjectAgentId === 'string' ? approval.subjectAgentId : null;
+  if (requester && requester !== hired) {
+    await wakeFor(ctx, requester, {
+      source: 'automation', triggerDetail: 'system', reason: 'approval_approved',
+      payload: { approvalId: approval.id, approvalStatus: 'approved', ...(hired ? { hiredAgentId: hired } : {}) }, idempotencyKey: eventKey(ctx, requester),
+    });
+  }
+  if (hired) {
+    await wakeFor(ctx, hired, {
+      source: 'automation', triggerDetail: 'system', reason: 'hire_approved', payload: { approvalId: approval.id }, idempotencyKey: eventKey(ctx, hired),
+    });
+  }
+}

@@ -6,7 +6,7 @@ import type { PluginContext } from '@keel/sdk/plugin';
  */
 export const RUNTIME_CAPABILITIES = [
   'database.namespace.write', 'activity.write', 'agents.read', 'companies.read', 'runs.open', 'runs.close', 'executions',
-  'services.consume', 'ui.streams', 'jobs.enqueue',
+  'services.consume', 'ui.streams', 'jobs.enqueue', 'principals.read', 'agents.instructions',
 ] as const;
 
 export type RuntimeContext = PluginContext<(typeof RUNTIME_CAPABILITIES)[number]>;

@@ -1,6 +1,7 @@
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment } from './adapters.ts';
 import { errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
+import { instructionsForRun } from './instructions.ts';
 import { finishRun } from './run-end.ts';
 import { sessionFor } from './sessions.ts';
 import { lockAgentState } from './wakeups.ts';
@@ -59,9 +60,15 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
   }
   let execution;
   try {
-    execution = agent.adapterType === 'process'
-      ? await ctx.executions.start({ kind: 'process', runId, env: processEnvironment(run, wakeup, sessionId) })
-      : await ctx.executions.start(httpRequest(agent, run, wakeup, sessionId));
+    if (agent.adapterType === 'process') {
+      const instructions = await instructionsForRun(ctx, agent);
+      execution = await ctx.executions.start({
+        kind: 'process', runId, env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env },
+        ...(instructions.files.length > 0 ? { files: instructions.files } : {}),
+      });
+    } else {
+      execution = await ctx.executions.start(httpRequest(agent, run, wakeup, sessionId));
+    }
   } catch (error) {
     await failBeforeStart(ctx, run, errorCode(error), error instanceof Error ? error.message : String(error));
     return;

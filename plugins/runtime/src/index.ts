@@ -1,9 +1,10 @@
 import { definePlugin } from '@keel/sdk/plugin';
 import { jobWithActivity, withActivity } from './activity.ts';
-import { onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
+import { onApprovalDecided, onBlockersResolved, onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
 import { onExecutionFinished, onExecutionOutput } from './execution-events.ts';
+import { deleteFileRoute, getBundleRoute, getFileRoute, instructionsPathRoute, patchBundleRoute, putFileRoute } from './instructions.ts';
 import { heartbeatJob, heartbeatSweepJob, onAgentConfigChanged } from './heartbeats.ts';
 import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute } from './runs.ts';
 import { resetSessionRoute, runtimeStateRoute, taskSessionsRoute } from './sessions.ts';
@@ -24,6 +25,12 @@ export default definePlugin({
     'runtime-state': withActivity(runtimeStateRoute),
     'reset-session': withActivity(resetSessionRoute),
     'task-sessions': withActivity(taskSessionsRoute),
+    'instructions-path': withActivity(instructionsPathRoute),
+    'instructions-bundle': withActivity(getBundleRoute),
+    'instructions-bundle-update': withActivity(patchBundleRoute),
+    'instructions-file': withActivity(getFileRoute),
+    'instructions-file-put': withActivity(putFileRoute),
+    'instructions-file-delete': withActivity(deleteFileRoute),
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),
@@ -41,5 +48,7 @@ export default definePlugin({
     'costs.budget.stopped': withActivity(onBudgetStopped),
     'work.issue.assigned': withActivity(onIssueAssigned),
     'work.issue.comment_added': withActivity(onCommentAdded),
+    'work.issue.blockers_resolved': withActivity(onBlockersResolved),
+    'approval.decided': withActivity(onApprovalDecided),
   },
 });

@@ -1,4 +1,5 @@
 import { fingerprint, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { publishBlockersResolved } from './blocker-events.ts';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { assertProjectTakesWork } from './project-holds.ts';
@@ -184,5 +185,6 @@ export async function updateIssue(req: RouteRequest, ctx: WorkContext) {
     await ctx.events.publish('work.issue.updated', { issueId: after.id, identifier: after.identifier, changes }, { entityType: 'issue', entityId: String(after.id) });
   }
   await publishAssigned(ctx, after, before.assigneeAgentId as string | null);
+  await publishBlockersResolved(ctx, String(after.id), String(current.status), String(row.status));
   return after;
 }

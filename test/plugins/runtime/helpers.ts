@@ -17,6 +17,10 @@ const SCRIPTS: Record<string, string> = {
   'hang.cjs': `console.log('working'); process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000);`,
   // Reports usage every 100 ms until it is killed; SPEND_CENTS per report.
   'spender.cjs': `let n = 0; setInterval(() => { n += 1; process.stdout.write(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'spendy', costCents: Number(process.env.SPEND_CENTS || 4), outputTokens: 10 }) + '\\n'); }, 100);`,
+  // Answers what it found of its instructions (SERVICE_INSTRUCTIONS_FILE, relative to its working directory or absolute).
+  'instructions.cjs': `const fs = require('node:fs'); const file = process.env.SERVICE_INSTRUCTIONS_FILE || null; let content = null; let style = null;
+    try { content = fs.readFileSync(file, 'utf8'); } catch {} try { style = fs.readFileSync('.keel/instructions/docs/style.md', 'utf8'); } catch {}
+    console.log(JSON.stringify({ type: 'service.result', result: { file, dir: process.env.SERVICE_INSTRUCTIONS_DIR || null, content, style } }));`,
   // Succeeds at once.
   'quick.cjs': `console.log('tick');`,
   // Exits with code 7 after a plain line and a line that is not the protocol.

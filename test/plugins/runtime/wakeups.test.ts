@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 import { agentScripts, processAgent, runWhen, waitFor, wakeOk } from './helpers.ts';
@@ -141,6 +142,60 @@ describe('wakes from work', () => {
     // The comment also woke the assignee (a comment by someone else on its issue); stop that run too.
     const assignee = await waitFor(async () => (await t.sql.query("select run_id from plugin_runtime.wakeups where agent_id = $1 and source = 'automation'", [agent.id])).rows[0], 'the assignee wake');
     if (assignee.run_id) await cancel(assignee.run_id);
+  });
+});
+
+describe('wakes from blockers and approvals', () => {
+  const wakeupsOf = async (agentId: string, reason: string) =>
+    (await t.sql.query('select * from plugin_runtime.wakeups where agent_id = $1 and reason = $2 order by created_at', [agentId, reason])).rows;
+  const cancelAll = async (agentId: string) => {
+    const { rows } = await t.sql.query(`select id from plugin_runtime.runs where agent_id = $1 and status in ('queued', 'running')`, [agentId]);
+    for (const row of rows) await cancel(row.id);
+  };
+
+  it('wakes the assignee once when the last blocker of its issue is resolved', async () => {
+    const agent = await hanging();
+    const first = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'First blocker' })).body;
+    const second = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Second blocker' })).body;
+    const blocked = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Waits', assigneeAgentId: agent.id, blockedByIssueIds: [first.id, second.id] })).body;
+    await eventsSettled(t);
+    await cancelAll(agent.id);
+    expect((await t.api.patch(`/api/issues/${first.id}`, { status: 'done' })).status).toBe(200);
+    await eventsSettled(t);
+    expect(await wakeupsOf(agent.id, 'issue_blockers_resolved')).toEqual([]);
+    expect((await t.api.patch(`/api/issues/${second.id}`, { status: 'cancelled' })).status).toBe(200);
+    const [wakeup] = await waitFor(async () => { const rows = await wakeupsOf(agent.id, 'issue_blockers_resolved'); return rows.length ? rows : undefined; }, 'the unblocked wake');
+    expect(wakeup).toMatchObject({ source: 'automation', trigger_detail: 'system', issue_id: blocked.id, payload: { issueId: blocked.id, resolvedBlockerIssueId: second.id } });
+    // Done again (from done) and other edits of a resolved blocker wake nobody; once per event.
+    expect((await t.api.patch(`/api/issues/${second.id}`, { title: 'Second blocker, renamed' })).status).toBe(200);
+    await eventsSettled(t);
+    expect(await wakeupsOf(agent.id, 'issue_blockers_resolved')).toHaveLength(1);
+    await cancelAll(agent.id);
+  });
+
+  it("wakes the requester and the hired agent once when the board approves an agent's hire", async () => {
+    const strict = await createCompany(t.api, { name: 'Strict Co', requireBoardApprovalForNewAgents: true });
+    const ceo = await processAgent(t.api, strict.id, join(scripts, 'hang.cjs'), {}, { role: 'ceo' });
+    const ceoApi = t.api.as(await createAgentKey(t.api, ceo.id));
+    const hire = await ceoApi.post(`/api/companies/${strict.id}/agent-hires`, {
+      name: 'New Hire', adapterType: 'process', adapterConfig: { command: process.execPath, args: [join(scripts, 'hang.cjs')], graceSec: 1 },
+    });
+    expect(hire.status, hire.text).toBe(201);
+    expect(hire.body.approval).toMatchObject({ status: 'pending', requestedByAgentId: ceo.id });
+    const approved = await t.api.post(`/api/approvals/${hire.body.approval.id}/approve`, {});
+    expect(approved.status, approved.text).toBe(200);
+    const hiredId = hire.body.agent.id;
+    const [requesterWake] = await waitFor(async () => { const rows = await wakeupsOf(ceo.id, 'approval_approved'); return rows.length ? rows : undefined; }, 'the requester wake');
+    expect(requesterWake).toMatchObject({ source: 'automation', payload: { approvalId: hire.body.approval.id, approvalStatus: 'approved', hiredAgentId: hiredId } });
+    const [hiredWake] = await waitFor(async () => { const rows = await wakeupsOf(hiredId, 'hire_approved'); return rows.length ? rows : undefined; }, 'the hired agent wake');
+    expect(hiredWake).toMatchObject({ source: 'automation', payload: { approvalId: hire.body.approval.id }, status: expect.stringMatching(/queued|claimed/) });
+    // The hired agent's board-approved configuration runs.
+    await runWhen(t, hiredWake.run_id, (run) => run.status === 'running');
+    await eventsSettled(t);
+    expect(await wakeupsOf(ceo.id, 'approval_approved')).toHaveLength(1);
+    expect(await wakeupsOf(hiredId, 'hire_approved')).toHaveLength(1);
+    await cancelAll(ceo.id);
+    await cancelAll(hiredId);
   });
 });
 
