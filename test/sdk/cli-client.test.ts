@@ -173,24 +173,30 @@ describe('agent commands', { timeout: 120_000 }, () => {
     expect(configuration).toBeTypeOf('object');
   });
 
-  it('points the agent at its instructions: process adapters name the key, relative paths need a cwd', async () => {
+  it('keeps the agent\'s instructions through the instruction routes: managed files, or an external path', async () => {
     const writer = await createAgent(t.api, company.id, { name: 'Instructed', adapterType: 'process', adapterConfig: { command: 'node' } });
+    const put = await api(['agent', 'instructions-file:put', writer.id, '--path', 'AGENTS.md', '--content', '# Be brief']);
+    expect(put).toMatchObject({ code: 0, stdout: `Wrote AGENTS.md (10 bytes) to the instructions of ${writer.id}\n` });
+    expect(await api(['agent', 'instructions-file:get', writer.id, '--path', 'AGENTS.md'])).toMatchObject({ code: 0, stdout: '# Be brief\n' });
+    const managed = json(await api(['agent', 'instructions-bundle', writer.id, '--json']));
+    expect(managed).toMatchObject({ agentId: writer.id, mode: 'managed', entryFile: 'AGENTS.md', files: [expect.objectContaining({ path: 'AGENTS.md', size: 10 })] });
+    const both = await api(['agent', 'instructions-file:put', writer.id, '--path', 'AGENTS.md']);
+    expect(both.code).toBe(1);
+    expect(both.stderr).toContain('exactly one of --content');
+
+    // A process adapter names the key that holds an external path; a relative path needs a cwd: the server says so.
     const noKey = await api(['agent', 'instructions-path:update', writer.id, '--path', '/srv/agents/AGENTS.md']);
     expect(noKey.code).toBe(1);
-    expect(noKey.stderr).toContain('--adapter-config-key <key>');
+    expect(noKey.stderr).toContain('adapter_config_key_required');
     const relative = await api(['agent', 'instructions-path:update', writer.id, '--path', 'AGENTS.md', '--adapter-config-key', 'instructionsFilePath']);
     expect(relative.code).toBe(1);
-    expect(relative.stderr).toContain('has no cwd to resolve it against');
+    expect(relative.stderr).toContain('cwd_required');
     const set = await api(['agent', 'instructions-path:update', writer.id, '--path', '/srv/agents/AGENTS.md', '--adapter-config-key', 'instructionsFilePath']);
-    expect(set).toMatchObject({ code: 0, stdout: 'Instructions of Instructed: adapterConfig.instructionsFilePath = /srv/agents/AGENTS.md\n' });
-    json(await api(['agent', 'update', writer.id, '--payload-json', '{"adapterConfig":{"cwd":"/srv/agents"}}', '--json']));
-    json(await api(['agent', 'instructions-bundle:update', writer.id, '--mode', 'managed', '--root-path', 'instructions', '--entry-file', 'AGENTS.md', '--json']));
-    const bundle = json(await api(['agent', 'instructions-bundle', writer.id, '--json']));
-    expect(bundle).toEqual({
-      agentId: writer.id, adapterType: 'process', cwd: '/srv/agents', instructionsFilePath: '/srv/agents/AGENTS.md',
-      instructionsBundleMode: 'managed', instructionsRootPath: 'instructions', instructionsEntryFile: 'AGENTS.md', agentsMdPath: null,
-    });
-    // The command and the other keys were merged, not replaced.
+    expect(set).toMatchObject({ code: 0, stdout: `Instructions of ${writer.id}: external, adapterConfig.instructionsFilePath = /srv/agents/AGENTS.md\n` });
+    const back = json(await api(['agent', 'instructions-bundle:update', writer.id, '--mode', 'managed', '--json']));
+    expect(back).toMatchObject({ mode: 'managed', path: null });
+    expect(await api(['agent', 'instructions-file:delete', writer.id, '--path', 'AGENTS.md'])).toMatchObject({ code: 0 });
+    // The command and the other keys were never touched.
     expect((await t.api.get(`/api/agents/${writer.id}/configuration`)).body.adapterConfig.command).toBe('node');
   });
 

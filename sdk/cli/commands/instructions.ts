@@ -1,62 +1,87 @@
-import { isAbsolute } from 'node:path';
-import type { KeelClient } from '../../client/index.ts';
+import { readFile } from 'node:fs/promises';
+import { withQuery, type KeelClient } from '../../client/index.ts';
 import { CliError, clientFor, emit, emitRecord, type GlobalOptions } from '../output.ts';
 import { agentId, path } from './agent-ref.ts';
 
 /**
- * Where an agent's instructions live: keys of its `adapterConfig` (`instructionsFilePath` and
- * the bundle keys, which a PATCH replacing the adapter configuration keeps; docs/api/agents.md),
- * written through `PATCH /api/agents/{agentId}`, which merges `adapterConfig` per key.
+ * An agent's instructions, through the instruction routes (docs/api/runtime.md "Instructions"):
+ * a managed bundle of files Keel keeps, or an external path recorded in the adapter
+ * configuration. The server checks paths, keys and the cwd rule; the commands only shape input.
  */
-type Options = GlobalOptions & { path?: string; adapterConfigKey?: string; mode?: string; rootPath?: string; entryFile?: string; agentsMdPath?: string };
+type Options = GlobalOptions & {
+  path?: string; adapterConfigKey?: string; mode?: string; entryFile?: string;
+  content?: string; contentFile?: string; clearLegacyPromptTemplate?: boolean;
+};
 
-const BUNDLE_KEYS = ['instructionsFilePath', 'instructionsBundleMode', 'instructionsRootPath', 'instructionsEntryFile', 'agentsMdPath'] as const;
+interface Bundle { agentId: string; mode: string; entryFile: string; adapterConfigKey: string | null; path: string | null; files: Array<{ path: string; size: number }> }
 
-interface Configuration { agentId: string; adapterType: string; adapterConfig: Record<string, unknown> | null }
+const bundlePath = async (client: KeelClient, ref: string, options: Options) => path`/api/agents/${await agentId(client, ref, options)}/instructions-bundle`;
 
-async function configurationOf(client: KeelClient, ref: string, options: Options): Promise<Configuration> {
-  return client.get<Configuration>(path`/api/agents/${await agentId(client, ref, options)}/configuration`);
-}
-
-/** A relative path is relative to the agent's working directory, so it needs one. */
-function checkPath(field: string, value: string, config: Configuration): void {
-  if (!isAbsolute(value) && typeof config.adapterConfig?.cwd !== 'string') {
-    throw new CliError('usage', `${field} ${JSON.stringify(value)} is relative, and the agent's adapterConfig has no cwd to resolve it against: give an absolute path or set adapterConfig.cwd first`);
-  }
+function describe(bundle: Bundle): string {
+  return bundle.mode === 'external'
+    ? `Instructions of ${bundle.agentId}: external, adapterConfig.${bundle.adapterConfigKey} = ${bundle.path}`
+    : `Instructions of ${bundle.agentId}: managed bundle, entry ${bundle.entryFile}, ${bundle.files.length} file${bundle.files.length === 1 ? '' : 's'}`;
 }
 
 export async function instructionsBundleCommand(ref: string, options: Options): Promise<void> {
-  const config = await configurationOf(clientFor(options), ref, options);
-  const adapterConfig = config.adapterConfig ?? {};
-  emitRecord(options, { agentId: config.agentId, adapterType: config.adapterType, cwd: adapterConfig.cwd ?? null, ...Object.fromEntries(BUNDLE_KEYS.map((key) => [key, adapterConfig[key] ?? null])) });
+  const client = clientFor(options);
+  emitRecord(options, await client.get<Record<string, unknown>>(await bundlePath(client, ref, options)));
 }
 
-/**
- * `instructions-path:update --path p`: the instructions file. The key is `instructionsFilePath`;
- * a process adapter has no such convention, so its key must be named (`--adapter-config-key`).
- */
+/** `instructions-path:update --path p [--adapter-config-key k]`: an external instructions file. */
 export async function instructionsPathUpdateCommand(ref: string, options: Options): Promise<void> {
-  if (!options.path) throw new CliError('usage', 'instructions-path:update needs --path <path>');
+  if (options.path === undefined) throw new CliError('usage', 'instructions-path:update needs --path <path>');
   const client = clientFor(options);
-  const config = await configurationOf(client, ref, options);
-  const key = options.adapterConfigKey ?? (config.adapterType === 'process' ? undefined : 'instructionsFilePath');
-  if (!key) throw new CliError('usage', 'A process adapter has no standard instructions key: name the adapterConfig key that holds the path with --adapter-config-key <key>');
-  checkPath('--path', options.path, config);
-  const agent = await client.patch<Record<string, any>>(path`/api/agents/${config.agentId}`, { adapterConfig: { [key]: options.path } });
-  emit(options, `Instructions of ${agent.name}: adapterConfig.${key} = ${options.path}`, agent);
+  const body = { path: options.path, ...(options.adapterConfigKey ? { adapterConfigKey: options.adapterConfigKey } : {}) };
+  const bundle = await client.patch<Bundle>(path`/api/agents/${await agentId(client, ref, options)}/instructions-path`, body);
+  emit(options, describe(bundle), bundle);
 }
 
+/** `instructions-bundle:update [--mode managed|external] [--entry-file f] [--path p] [--adapter-config-key k]`. */
 export async function instructionsBundleUpdateCommand(ref: string, options: Options): Promise<void> {
-  const changes: Record<string, string> = {};
-  if (options.mode !== undefined) changes.instructionsBundleMode = options.mode;
-  if (options.rootPath !== undefined) changes.instructionsRootPath = options.rootPath;
-  if (options.entryFile !== undefined) changes.instructionsEntryFile = options.entryFile;
-  if (options.agentsMdPath !== undefined) changes.agentsMdPath = options.agentsMdPath;
-  if (!Object.keys(changes).length) throw new CliError('usage', 'Nothing to update: pass --mode, --root-path, --entry-file or --agents-md-path');
+  const body: Record<string, string> = {};
+  if (options.mode !== undefined) body.mode = options.mode;
+  if (options.entryFile !== undefined) body.entryFile = options.entryFile;
+  if (options.path !== undefined) body.path = options.path;
+  if (options.adapterConfigKey !== undefined) body.adapterConfigKey = options.adapterConfigKey;
+  if (!Object.keys(body).length) throw new CliError('usage', 'Nothing to update: pass --mode, --entry-file, --path or --adapter-config-key');
   const client = clientFor(options);
-  const config = await configurationOf(client, ref, options);
-  if (changes.instructionsRootPath) checkPath('--root-path', changes.instructionsRootPath, config);
-  if (changes.agentsMdPath) checkPath('--agents-md-path', changes.agentsMdPath, config);
-  const agent = await client.patch<Record<string, any>>(path`/api/agents/${config.agentId}`, { adapterConfig: changes });
-  emit(options, `Instruction bundle of ${agent.name}: ${Object.entries(changes).map(([k, v]) => `${k} = ${v}`).join(', ')}`, agent);
+  const bundle = await client.patch<Bundle>(await bundlePath(client, ref, options), body);
+  emit(options, describe(bundle), bundle);
+}
+
+function filePath(options: Options, command: string): string {
+  if (!options.path) throw new CliError('usage', `${command} needs --path <path of the file in the bundle>`);
+  return options.path;
+}
+
+export async function instructionsFileGetCommand(ref: string, options: Options): Promise<void> {
+  const client = clientFor(options);
+  const file = await client.get<{ content: string }>(`${await bundlePath(client, ref, options)}/file`, { path: filePath(options, 'instructions-file:get') });
+  // Human output is the file itself, so that it can be redirected.
+  emit(options, file.content, file);
+}
+
+/** `instructions-file:put --path p (--content text | --content-file f) [--clear-legacy-prompt-template]`. */
+export async function instructionsFilePutCommand(ref: string, options: Options): Promise<void> {
+  const file = filePath(options, 'instructions-file:put');
+  if ((options.content === undefined) === (options.contentFile === undefined)) {
+    throw new CliError('usage', 'instructions-file:put needs exactly one of --content <text> or --content-file <file>');
+  }
+  const content = options.content ?? await readFile(options.contentFile!, 'utf8');
+  const client = clientFor(options);
+  const agent = await agentId(client, ref, options);
+  const written = await client.put<Record<string, unknown>>(path`/api/agents/${agent}/instructions-bundle/file`, { content, path: file });
+  if (options.clearLegacyPromptTemplate) {
+    // A prompt template kept in the adapter configuration would compete with the bundle's entry file.
+    await client.patch(path`/api/agents/${agent}`, { adapterConfig: { promptTemplate: null } });
+  }
+  emit(options, `Wrote ${file} (${Buffer.byteLength(content)} bytes) to the instructions of ${agent}`, written);
+}
+
+export async function instructionsFileDeleteCommand(ref: string, options: Options): Promise<void> {
+  const file = filePath(options, 'instructions-file:delete');
+  const client = clientFor(options);
+  const answer = await client.delete<Record<string, unknown>>(withQuery(`${await bundlePath(client, ref, options)}/file`, { path: file }));
+  emit(options, `Deleted ${file} from the instructions of ${ref}`, answer);
 }

@@ -46,13 +46,22 @@ export function registerAgent(program: Command): void {
   id('task-sessions', 'adapter sessions per task').action(run(lazy(agent, 'taskSessionsCommand')));
   id('skills', "the agent's skills (desired state)").action(run(lazy(agent, 'skillsCommand')));
   id('skills:sync', 'set the desired skills (required skills stay)').option('--desired-skills <csv>', 'skill keys, slugs or ids, comma-separated').action(run(lazy(agent, 'skillsSyncCommand')));
-  id('instructions-bundle', "where the agent's instructions live (adapterConfig's instruction keys and cwd)").action(run(lazy(instructions, 'instructionsBundleCommand')));
-  id('instructions-path:update', "set the agent's instructions file (relative paths need adapterConfig.cwd)")
-    .option('--path <path>', 'the instructions file').option('--adapter-config-key <key>', 'the adapterConfig key holding it (default instructionsFilePath; required for process adapters)')
+  id('instructions-bundle', "the agent's instructions: a managed bundle of files, or an external path (GET .../instructions-bundle)").action(run(lazy(instructions, 'instructionsBundleCommand')));
+  id('instructions-path:update', "point the agent at an external instructions file (relative paths need adapterConfig.cwd)")
+    .option('--path <path>', 'the instructions file').option('--adapter-config-key <key>', 'the adapterConfig key holding it (default instructionsFilePath; process adapters name it once)')
     .action(run(lazy(instructions, 'instructionsPathUpdateCommand')));
-  id('instructions-bundle:update', "change the agent's instruction bundle keys")
-    .option('--mode <mode>', 'instructionsBundleMode').option('--root-path <path>', 'instructionsRootPath').option('--entry-file <file>', 'instructionsEntryFile').option('--agents-md-path <path>', 'agentsMdPath')
+  id('instructions-bundle:update', "switch the bundle between managed and external, or change its entry file")
+    .option('--mode <mode>', 'managed or external').option('--entry-file <file>', 'the bundle file agents read first (default AGENTS.md)')
+    .option('--path <path>', 'the external path (with --mode external)').option('--adapter-config-key <key>', 'the adapterConfig key holding it')
     .action(run(lazy(instructions, 'instructionsBundleUpdateCommand')));
+  id('instructions-file:get', 'print a file of the managed bundle').option('--path <path>', 'the file in the bundle')
+    .action(run(lazy(instructions, 'instructionsFileGetCommand')));
+  id('instructions-file:put', 'write a file of the managed bundle').option('--path <path>', 'the file in the bundle')
+    .option('--content <text>', 'the content').option('--content-file <file>', 'read the content from a file')
+    .option('--clear-legacy-prompt-template', "remove adapterConfig.promptTemplate, which the bundle replaces")
+    .action(run(lazy(instructions, 'instructionsFilePutCommand')));
+  id('instructions-file:delete', 'delete a file of the managed bundle').option('--path <path>', 'the file in the bundle')
+    .action(run(lazy(instructions, 'instructionsFileDeleteCommand')));
   id('local-cli', 'mint a key, link the bundled skills and print the exports a local coding tool needs to act as the agent')
     .option('--key-name <name>', 'the key\'s name', 'local-cli').option('--no-install-skills', 'do not link the bundled skills')
     .action(run(localCli));
