@@ -13,6 +13,18 @@ interface VoteBody { targetType: TargetType; targetId: string; vote: 'up' | 'dow
  */
 const statusOf = (shareable: boolean): 'local' | 'pending' => (shareable ? 'pending' : 'local');
 
+/**
+ * Whether a trace may be shared: the instance's `feedbackDataSharingPreference` decides for
+ * everyone when an operator set it to `allowed` or `not_allowed`; under `prompt` (the default)
+ * the voter's own `shareable` does.
+ */
+async function sharing(ctx: WorkContext, voterAllows: boolean): Promise<boolean> {
+  const preference = (await ctx.instanceSettings.get('general')).feedbackDataSharingPreference;
+  if (preference === 'not_allowed') return false;
+  if (preference === 'allowed') return true;
+  return voterAllows;
+}
+
 /** A trace as the API shows it; the payload snapshot only when asked for (it may hold 64 KiB of text). */
 export function traceJson(row: Row, includePayload: boolean) {
   return {
@@ -44,10 +56,10 @@ const traceOf = async (ctx: WorkContext, issueId: unknown, targetType: string, t
 export async function voteFeedback(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as VoteBody;
   const voter = voterOf(ctx);
+  const shareable = await sharing(ctx, body.shareable ?? false);
   const issue = await lockIssue(ctx, req.params.issueId!, req.companyId!);
   const targetId = body.targetId.toLowerCase();
   const output = await agentOutput(ctx, issue, body.targetType, targetId);
-  const shareable = body.shareable ?? false;
   const reason = body.reason ?? null;
   const previous = await traceOf(ctx, issue.id, body.targetType, targetId, voter);
   const about = { issueId: issue.id, identifier: issue.identifier, targetType: body.targetType, targetId, authorAgentId: output.authorAgentId };

@@ -162,6 +162,23 @@ describe('voting', () => {
     expect(rows).toEqual([{ actor_id: memberId }]);
   });
 
+  it("follows the instance's feedbackDataSharingPreference over the voter's shareable, and the voter's under prompt", async () => {
+    const issue = await createIssue(t.api, company.id, { title: 'Sharing rules' });
+    const output = await comment(agentApi, issue.id, 'Shareable?');
+    const setPreference = async (value: string) => expect((await t.api.patch('/api/instance/settings/general', { feedbackDataSharingPreference: value })).status).toBe(200);
+    try {
+      await setPreference('not_allowed');
+      expect(await voted(issue.id, { targetType: 'comment', targetId: output.id, vote: 'up', shareable: true })).toMatchObject({ shareable: false, status: 'local' });
+      await setPreference('allowed');
+      expect(await voted(issue.id, { targetType: 'comment', targetId: output.id, vote: 'up', shareable: false }, 200)).toMatchObject({ shareable: true, status: 'pending' });
+      await setPreference('prompt');
+      expect(await voted(issue.id, { targetType: 'comment', targetId: output.id, vote: 'up', shareable: false }, 200)).toMatchObject({ shareable: false, status: 'local' });
+      expect(await voted(issue.id, { targetType: 'comment', targetId: output.id, vote: 'up', shareable: true }, 200)).toMatchObject({ shareable: true, status: 'pending' });
+    } finally {
+      await setPreference('prompt');
+    }
+  });
+
   it('lets exactly one of two concurrent first votes of a user create the trace', async () => {
     const issue = await createIssue(t.api, company.id, { title: 'Double click' });
     const output = await comment(agentApi, issue.id, 'Racy output');
