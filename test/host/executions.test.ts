@@ -255,13 +255,15 @@ describe('process executions', () => {
     expect((await t.sql.query('select status, close_reason from runs where id = $1', [res.body.runId])).rows[0]).toEqual({ status: 'cancelled', close_reason: 'closed by its plugin' });
   });
 
-  it('refuses a start for a paused agent, a closed run, a second execution of a run, and a configuration no board actor wrote', async () => {
+  it('answers a repeated start with the run\'s execution, and refuses a closed run, a configuration no board actor wrote and the wrong kind, leaving no run open', async () => {
     const agent = await processAgent();
     const first = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });
     await finished(first.body.execution.executionId);
-    const closed = await start({ execution: { kind: 'process', runId: first.body.runId } });
-    expect(closed.status).toBe(409);
-    expect(closed.body.code).toBe('run_closed');
+    // A repeated start of a run answers the execution it started (ended here), and starts nothing.
+    const again = await start({ execution: { kind: 'process', runId: first.body.runId } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.execution).toMatchObject({ executionId: first.body.execution.executionId, status: 'failed' });
+    expect((await t.sql.query('select count(*)::int as n from executions where run_id = $1', [first.body.runId])).rows[0].n).toBe(1);
 
     const other = await processAgent();
     const written = await t.sql.query('select created_by_user_id from agent_config_revisions where agent_id = $1', [other.id]);
@@ -287,6 +289,11 @@ describe('process executions', () => {
     // Each refused start opened a run in a call that then failed: none of them stays open.
     const { rows: runs } = await t.sql.query('select status, close_reason from runs where agent_id = any($1) order by created_at', [[other.id, httpAgent.id]]);
     expect(runs).toEqual(Array.from({ length: 3 }, () => ({ status: 'failed', close_reason: 'opening_call_failed' })));
+    // A closed run without an execution cannot be started.
+    const { rows: [closedRun] } = await t.sql.query('select id from runs where agent_id = $1 limit 1', [httpAgent.id]);
+    const closed = await start({ execution: { kind: 'process', runId: closedRun.id } });
+    expect(closed.status).toBe(409);
+    expect(closed.body.code).toBe('run_closed');
   });
 });
 
