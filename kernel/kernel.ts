@@ -90,6 +90,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await services.executions.start(databaseUrl, listener.url);
     started.add('executions', () => services.executions.stop());
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
+    services.executions.streams = host.streams;
     started.add('plugin workers', () => host.stop());
     // MCP's core tools call the kernel's own routes through the address it listens on.
     const self = new SelfRequest();

@@ -13,14 +13,15 @@ export const MAX_LOG_BYTES = 32 * 1024 * 1024;
 const FLUSH_EVERY_MS = 100;
 const FLUSH_AT_BYTES = 256 * 1024;
 
-interface Pending { seq: number; record: string; output: { stream: 'stdout' | 'sse'; data: Record<string, unknown>; seq: number } | null }
+interface Pending { seq: number; record: string; output: { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> } | null }
 
 /**
  * The log of one execution, written as NDJSON records (`{"seq","at","stream","line"}`) into
  * execution_log_chunks, each chunk at its byte offset, so that any Keel process reads it by
  * offset while the execution runs; nothing of it stays in a plugin's isolate. Lines are
  * batched (every 100 ms or 256 KiB) and each batch commits together with the
- * `execution.output` events of its structured lines, in line order, to the starting plugin.
+ * `execution.output` events of its structured lines (up to 50 per event), in line order, to
+ * the starting plugin.
  */
 export class ExecutionLog {
   private readonly db: Database;
@@ -36,11 +37,15 @@ export class ExecutionLog {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
-  constructor(db: Database, events: EventBus, ref: ExecutionRef, log: Logger) {
+  /** Told of each batch once it is stored (the live log of the execution's stream channel). */
+  private readonly onBatch: ((offset: number, content: Buffer) => void) | null;
+
+  constructor(db: Database, events: EventBus, ref: ExecutionRef, log: Logger, onBatch: ((offset: number, content: Buffer) => void) | null = null) {
     this.db = db;
     this.events = events;
     this.ref = ref;
     this.log = log;
+    this.onBatch = onBatch;
   }
 
   /** A line of the process (or a note of the executor); a stdout line that is a JSON object with a string `type` is also an output event. */
@@ -65,7 +70,7 @@ export class ExecutionLog {
       record = this.dropped ? '' : `${JSON.stringify({ seq, at: new Date().toISOString(), stream: 'system', line: `log limit of ${MAX_LOG_BYTES} bytes reached; later lines are not kept` })}\n`;
       this.dropped = true;
     }
-    this.pending.push({ seq, record, output: output && (stream === 'stdout' || stream === 'sse') ? { stream, data: output, seq } : null });
+    this.pending.push({ seq, record, output: output && (stream === 'stdout' || stream === 'sse') ? { seq, stream, data: output } : null });
     this.pendingBytes += Buffer.byteLength(record);
     if (this.pendingBytes >= FLUSH_AT_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => { this.timer = null; void this.flush(); }, FLUSH_EVERY_MS);
@@ -90,16 +95,17 @@ export class ExecutionLog {
         await tx.exec('insert into execution_log_chunks (execution_id, byte_offset, content) values (?, ?, ?)', [this.ref.executionId, this.bytes, content]);
       }
       await tx.exec('update executions set log_bytes = ?, output_seq = ? where id = ?', [this.bytes + content.length, batch.at(-1)!.seq, this.ref.executionId]);
-      for (const item of batch) {
-        if (!item.output) continue;
+      // The batch's structured lines go out together (one event per group, in line order): the
+      // plugin handles a burst of usage reports in one call rather than one call per line.
+      for (const outputs of outputGroups(batch)) {
         await this.events.appendTo(tx, 'execution.output', {
-          executionId: this.ref.executionId, runId: this.ref.runId, companyId: this.ref.companyId, agentId: this.ref.agentId,
-          seq: item.output.seq, stream: item.output.stream, data: item.output.data,
+          executionId: this.ref.executionId, runId: this.ref.runId, companyId: this.ref.companyId, agentId: this.ref.agentId, outputs,
         }, this.ref.plugin);
       }
     });
     this.pending = this.pending.slice(batch.length);
     this.pendingBytes -= content.length;
+    if (content.length > 0) this.onBatch?.(this.bytes, content);
     this.bytes += content.length;
     this.hash.update(content);
   }
@@ -110,6 +116,31 @@ export class ExecutionLog {
     if (this.pending.length > 0) await this.flush();
     return { bytes: this.bytes, sha256: this.hash.copy().digest('hex') };
   }
+}
+
+/** At most this many outputs, and about this many bytes of them, per `execution.output` event. */
+export const MAX_OUTPUTS_PER_EVENT = 50;
+const MAX_EVENT_BYTES = 256 * 1024;
+
+type Output = NonNullable<Pending['output']>;
+
+function outputGroups(batch: Pending[]): Output[][] {
+  const groups: Output[][] = [];
+  let current: Output[] = [];
+  let bytes = 0;
+  for (const item of batch) {
+    if (!item.output) continue;
+    const size = Buffer.byteLength(JSON.stringify(item.output.data));
+    if (current.length > 0 && (current.length >= MAX_OUTPUTS_PER_EVENT || bytes + size > MAX_EVENT_BYTES)) {
+      groups.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(item.output);
+    bytes += size;
+  }
+  if (current.length > 0) groups.push(current);
+  return groups;
 }
 
 /** The JSON object of a stdout line with a string `type` (the agent protocol), else null. */

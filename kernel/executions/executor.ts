@@ -9,6 +9,7 @@ import type { KeelConfig } from '../config/schema.ts';
 import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
+import type { StreamHub } from '../host/stream-hub.ts';
 import { KeelError } from '../http/errors.ts';
 import { privateNetworkHostsFor } from '../host/network-settings.ts';
 import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
@@ -29,6 +30,8 @@ const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
 const DEFAULT_HTTP_TIMEOUT_MS = 120_000;
 const LIVE = "status in ('starting', 'running')";
+/** A live log event is one stream event (MAX_STREAM_EVENT_BYTES, with room for the envelope). */
+const LIVE_LOG_EVENT_BYTES = 6_500;
 /** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
 const MAX_LIVE_PER_COMPANY = 100;
 
@@ -37,6 +40,7 @@ export interface ExecutionCaller { plugin: string; companyId: string }
 
 interface Live {
   ref: ExecutionRef;
+  logChannel: string | null;
   cancelReason: string | null;
   timedOut: boolean;
   graceSec: number;
@@ -67,6 +71,8 @@ export class Executor {
   private listener: NotificationListener | null = null;
   private timers: NodeJS.Timeout[] = [];
   private stopped = false;
+  /** The plugins' stream hub (live logs on an execution's logChannel); known once the extension host exists. */
+  streams: StreamHub | null = null;
   /** The instance URL agents call back (SERVICE_API_URL); known once the server listens. */
   apiUrl = '';
 
@@ -115,6 +121,10 @@ export class Executor {
     const { db } = this.deps;
     const run = await db.maybeOne<Row>('select id, agent_id, company_id, status from runs where id = ? and company_id = ?', [input.runId.toLowerCase(), caller.companyId]);
     if (!run) throw new KeelError(404, 'run_not_found', 'Run not found');
+    // Started once per run: a plugin's repeated start (a retried job whose transaction failed
+    // after its start) answers the execution it started, live or ended, and starts nothing.
+    const already = await db.maybeOne<Row>('select * from executions where run_id = ?', [run.id]);
+    if (already) return this.repeatedStart(caller, already);
     if (!LIVE_STATUSES.has(run.status)) throw new KeelError(409, 'run_closed', `The run is already ${run.status}`, { details: { status: run.status } });
     const agent = (await db.maybeOne<Row>('select id, company_id, status, adapter_type, adapter_config from agents where id = ?', [run.agent_id]))!;
     const company = (await db.maybeOne<Row>('select status from companies where id = ?', [run.company_id]))!;
@@ -123,7 +133,6 @@ export class Executor {
       throw new KeelError(409, 'adapter_mismatch', `The agent's adapter is ${agent.adapter_type}; a ${input.kind} execution runs only agents whose adapterType is ${input.kind}`);
     }
     await assertBoardApprovedConfig(db, agent.id);
-    if (await db.maybeOne('select 1 from executions where run_id = ?', [run.id])) throw new KeelError(409, 'execution_exists', 'The run has an execution already; open a new run');
     const running = await db.maybeOne<Row>(`select count(*)::int as n from executions where company_id = ? and ${LIVE}`, [run.company_id]);
     if (int(running!.n) >= MAX_LIVE_PER_COMPANY) {
       throw new KeelError(429, 'too_many_executions', `A company runs at most ${MAX_LIVE_PER_COMPANY} executions at once; wait for one to end`);
@@ -135,18 +144,25 @@ export class Executor {
         `insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
          values (?, ?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?)) on conflict (run_id) do nothing returning *`,
         [executionId, run.company_id, agent.id, run.id, caller.plugin, input.kind, this.instanceId, this.node, LEASE_SEC]);
-      if (!inserted) throw new KeelError(409, 'execution_exists', 'The run has an execution already; open a new run');
+      if (!inserted) return null;
       await this.deps.activity.record(tx, {
         companyId: run.company_id, actorType: 'system', actorId: `plugin:${caller.plugin}`, agentId: agent.id, runId: run.id,
         action: 'execution.started', entityType: 'execution', entityId: executionId, details: { kind: input.kind, plugin: caller.plugin },
       });
       return inserted;
     });
+    // Another start of the same run won the insert meanwhile.
+    if (!row) return this.repeatedStart(caller, (await db.maybeOne<Row>('select * from executions where run_id = ?', [run.id]))!);
     const ref: ExecutionRef = { executionId, runId: run.id, companyId: run.company_id, agentId: agent.id, plugin: caller.plugin };
-    const entry: Live = { ref, cancelReason: null, timedOut: false, graceSec: prepared.kind === 'process' ? prepared.config.graceSec : 0, process: null, abort: null };
+    const entry: Live = { ref, logChannel: input.logChannel ?? null, cancelReason: null, timedOut: false, graceSec: prepared.kind === 'process' ? prepared.config.graceSec : 0, process: null, abort: null };
     this.live.set(executionId, entry);
     void this.launch(entry, prepared).catch((error: unknown) => this.deps.log.error({ err: error, executionId }, 'execution failed in the executor'));
     return toSummary(row);
+  }
+
+  private repeatedStart(caller: ExecutionCaller, existing: Row): ExecutionSummary {
+    if (existing.plugin !== caller.plugin) throw new KeelError(409, 'execution_exists', 'The run has an execution of another plugin; open a new run');
+    return toSummary(existing);
   }
 
   /** Everything that can be refused is checked before the row exists: configuration, secrets, files, address. */
@@ -185,7 +201,7 @@ export class Executor {
 
   private async launch(entry: Live, prepared: Prepared): Promise<void> {
     const { db } = this.deps;
-    const log = new ExecutionLog(db, this.deps.events, entry.ref, this.deps.log);
+    const log = new ExecutionLog(db, this.deps.events, entry.ref, this.deps.log, entry.logChannel ? (offset, content) => this.publishLive(entry, offset, content) : null);
     let workDir: string | null = null;
     let outcome: Partial<Finish> = {};
     try {
@@ -219,6 +235,20 @@ export class Executor {
       this.live.delete(entry.ref.executionId);
       if (workDir) await this.workDirs?.remove(workDir).catch(() => undefined);
     }
+  }
+
+  /**
+   * A stored log batch, live on the starting plugin's channel (a NOTIFY, not a copy of the log:
+   * the log stays in execution_log_chunks). Too large for a stream event, it is announced with
+   * its offsets only. Best effort: a subscriber that missed one reads the log by offset.
+   */
+  private publishLive(entry: Live, offset: number, content: Buffer): void {
+    if (!this.streams || !entry.logChannel) return;
+    const nextOffset = offset + content.length;
+    const whole = { event: 'log', offset, nextOffset, content: content.toString('utf8') };
+    const data = Buffer.byteLength(JSON.stringify(whole)) <= LIVE_LOG_EVENT_BYTES ? whole : { event: 'log', offset, nextOffset, truncated: true };
+    void this.streams.publish(entry.ref.plugin, { companyId: entry.ref.companyId }, entry.logChannel, data)
+      .catch((error: unknown) => this.deps.log.debug({ err: error, executionId: entry.ref.executionId }, 'could not publish a live log batch'));
   }
 
   private async runProcess(entry: Live, prepared: Extract<Prepared, { kind: 'process' }>, token: string, log: ExecutionLog, created: (dir: string) => void): Promise<Partial<Finish>> {

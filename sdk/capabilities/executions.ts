@@ -18,7 +18,15 @@ export interface ProcessExecutionInput {
   env?: Record<string, string>;
   /** Text files written into the run's working directory before the process starts (instructions bundle, skills); relative paths only. */
   files?: Array<{ path: string; content: string }>;
+  /** A stream channel of the plugin (ctx.streams, the run's company) on which each batch of the log is published live (LiveLogEvent). */
+  logChannel?: string;
 }
+/**
+ * What the executor publishes on an execution's `logChannel` for each batch of its log (every
+ * 100 ms while lines arrive): the NDJSON records from byte `offset` to `nextOffset`, or, when
+ * they do not fit a stream event, `truncated: true` (read them by offset: ctx.executions.log).
+ */
+export interface LiveLogEvent { event: 'log'; offset: number; nextOffset: number; content?: string; truncated?: true }
 export interface HttpExecutionInput {
   kind: 'http';
   runId: string;
@@ -34,6 +42,8 @@ export interface HttpExecutionInput {
   stream?: 'sse';
   /** The header that carries the run token (default `Authorization: Bearer <token>`); the token is never put in the body. */
   tokenHeader?: string;
+  /** As for a process: where each batch of the log is published live. */
+  logChannel?: string;
 }
 export interface ExecutionSummary {
   executionId: string;
@@ -63,10 +73,16 @@ export interface ExecutionsCapability {
   cancel(executionId: string, options?: { reason?: string }): Promise<ExecutionSummary>;
 }
 
-/** Payload of the kernel event `execution.output` (to the starting plugin only, in order per execution). */
+/** One structured output: a stdout line that is a JSON object with a string `type`, or an SSE event (`{event, data}`). */
+export interface ExecutionOutput { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
+/**
+ * Payload of the kernel event `execution.output` (to the starting plugin only, in order per
+ * execution): the structured outputs of one batch of the log (written every 100 ms), in line
+ * order, at most 50 (and about 256 KiB) per event.
+ */
 export interface ExecutionOutputEvent {
   executionId: string; runId: string; companyId: string; agentId: string;
-  seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown>;
+  outputs: ExecutionOutput[];
 }
 /** Payload of the kernel event `execution.finished` (once, at the terminal status). */
 export interface ExecutionFinishedEvent {
@@ -78,11 +94,12 @@ export interface ExecutionFinishedEvent {
 export const MAX_EXECUTION_FILES = 100;
 export const MAX_EXECUTION_LOG_PAGE = 1_048_576;
 
+const logChannel = { type: 'string', pattern: '^[a-z][a-z0-9-]{0,63}$' };
 const stringMap = { type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxLength: 65_536 } };
 const processInput = {
   type: 'object', additionalProperties: false, required: ['kind', 'runId'],
   properties: {
-    kind: { const: 'process' }, runId: uuid, env: stringMap,
+    kind: { const: 'process' }, runId: uuid, env: stringMap, logChannel,
     files: {
       type: 'array', maxItems: MAX_EXECUTION_FILES,
       items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_048_576 } } },
@@ -95,7 +112,7 @@ const httpInput = {
     kind: { const: 'http' }, runId: uuid, url: { type: 'string', minLength: 1, maxLength: 2000 },
     method: { type: 'string', pattern: '^[A-Z]{3,7}$' }, headers: stringMap, body: {},
     timeoutMs: { type: 'integer', minimum: 1, maximum: 86_400_000 }, stream: { const: 'sse' },
-    tokenHeader: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' },
+    tokenHeader: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' }, logChannel,
   },
 };
 const summary = { type: 'object', required: ['executionId', 'runId', 'agentId', 'kind', 'status', 'logBytes', 'createdAt'] };

@@ -77,7 +77,7 @@ describe('a Keel process killed during a run', () => {
     const executionId = started.execution.executionId as string;
     const owned = (await t.sql.query('select owner_instance, owner_node from executions where id = $1', [executionId])).rows[0];
     expect(owned.owner_instance).not.toBe(t.kernel.services.executions.instanceId);
-    const childPid = await waitFor(async () => (await t.sql.query("select payload from plugin_execfx.received where execution_id = $1 and name = 'execution.output'", [executionId])).rows[0]?.payload.data.pid as number, 'the agent to report its child');
+    const childPid = await waitFor(async () => (await t.sql.query("select payload from plugin_execfx.received where execution_id = $1 and name = 'execution.output'", [executionId])).rows[0]?.payload.outputs[0].data.pid as number, 'the agent to report its child');
     const agentPid = (await t.sql.query('select pid from executions where id = $1', [executionId])).rows[0].pid as number;
     const token = await waitFor(async () => (await t.sql.query("select status from executions where id = $1 and status = 'running'", [executionId])).rowCount, 'running');
     expect(token).toBe(1);

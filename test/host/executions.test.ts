@@ -125,8 +125,11 @@ describe('process executions', () => {
     expect(end.logBytes).toBeGreaterThan(0);
 
     const events = await received(execution.executionId);
-    expect(events.map((row) => row.name)).toEqual(['execution.output', 'execution.output', 'execution.finished']);
-    const [envEvent, doneEvent] = events.map((row) => row.payload);
+    expect(events.at(-1)!.name).toBe('execution.finished');
+    // Outputs come in batches (one event per log batch), in line order.
+    const outputs = events.filter((row) => row.name === 'execution.output').flatMap((row) => row.payload.outputs);
+    expect(outputs).toHaveLength(2);
+    const [envEvent, doneEvent] = outputs;
     expect(doneEvent).toMatchObject({ stream: 'stdout', data: { type: 'done', n: 2 } });
     expect(doneEvent.seq).toBeGreaterThan(envEvent.seq);
     const seen = envEvent.data;
@@ -181,7 +184,7 @@ describe('process executions', () => {
     const slow = await processAgent({ timeoutSec: 1, graceSec: 1 });
     const res = await start({ agentId: slow.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.data.pid as number, 'the child pid');
+    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
     const end = await finished(id);
     // It ignores SIGTERM: the group was killed after graceSec.
     expect(end).toMatchObject({ status: 'timed_out', errorCode: 'timeout', signal: 'SIGKILL' });
@@ -193,7 +196,7 @@ describe('process executions', () => {
     const agent = await processAgent({ graceSec: 1 });
     const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.data.pid as number, 'the child pid');
+    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
     const pid = (await t.sql.query('select pid from executions where id = $1', [id])).rows[0].pid;
     const cancel = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/cancel`, { reason: 'test' });
     expect(cancel.status, cancel.text).toBe(200);
@@ -211,7 +214,7 @@ describe('process executions', () => {
     const agent = await processAgent({ graceSec: 0 });
     const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.data.pid as number, 'the child pid');
+    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
     const paused = await t.api.post(`/api/agents/${agent.id}/pause`, { reason: 'stop it' });
     expect(paused.status, paused.text).toBe(200);
     // Marked by the time the pause answered.
@@ -252,13 +255,15 @@ describe('process executions', () => {
     expect((await t.sql.query('select status, close_reason from runs where id = $1', [res.body.runId])).rows[0]).toEqual({ status: 'cancelled', close_reason: 'closed by its plugin' });
   });
 
-  it('refuses a start for a paused agent, a closed run, a second execution of a run, and a configuration no board actor wrote', async () => {
+  it('answers a repeated start with the run\'s execution, and refuses a closed run, a configuration no board actor wrote and the wrong kind, leaving no run open', async () => {
     const agent = await processAgent();
     const first = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });
     await finished(first.body.execution.executionId);
-    const closed = await start({ execution: { kind: 'process', runId: first.body.runId } });
-    expect(closed.status).toBe(409);
-    expect(closed.body.code).toBe('run_closed');
+    // A repeated start of a run answers the execution it started (ended here), and starts nothing.
+    const again = await start({ execution: { kind: 'process', runId: first.body.runId } });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.execution).toMatchObject({ executionId: first.body.execution.executionId, status: 'failed' });
+    expect((await t.sql.query('select count(*)::int as n from executions where run_id = $1', [first.body.runId])).rows[0].n).toBe(1);
 
     const other = await processAgent();
     const written = await t.sql.query('select created_by_user_id from agent_config_revisions where agent_id = $1', [other.id]);
@@ -270,12 +275,25 @@ describe('process executions', () => {
     const unapproved = await start({ agentId: other.id, execution: { kind: 'process' } });
     expect(unapproved.status).toBe(409);
     expect(unapproved.body.code).toBe('adapter_config_unapproved');
+    // A later revision that only records instructions (even a board user's) approves nothing.
+    await t.sql.query(
+      `insert into agent_config_revisions (company_id, agent_id, revision_number, source, snapshot, changed_keys, created_by_user_id)
+       values ($1, $2, 3, 'instructions', '{}'::jsonb, array['adapterConfig'], 'local-board')`, [companyId, other.id]);
+    expect((await start({ agentId: other.id, execution: { kind: 'process' } })).body.code).toBe('adapter_config_unapproved');
 
     const httpAgent = await createAgent(t.api, companyId, { adapterType: 'http', adapterConfig: { url: `${localUrl}/agent` } });
     const mismatch = await start({ agentId: httpAgent.id, execution: { kind: 'process' } });
     expect(mismatch.status).toBe(409);
     expect(mismatch.body.code).toBe('adapter_mismatch');
     expect((await t.sql.query('select count(*)::int as n from executions where agent_id = any($1)', [[other.id, httpAgent.id]])).rows[0].n).toBe(0);
+    // Each refused start opened a run in a call that then failed: none of them stays open.
+    const { rows: runs } = await t.sql.query('select status, close_reason from runs where agent_id = any($1) order by created_at', [[other.id, httpAgent.id]]);
+    expect(runs).toEqual(Array.from({ length: 3 }, () => ({ status: 'failed', close_reason: 'opening_call_failed' })));
+    // A closed run without an execution cannot be started.
+    const { rows: [closedRun] } = await t.sql.query('select id from runs where agent_id = $1 limit 1', [httpAgent.id]);
+    const closed = await start({ execution: { kind: 'process', runId: closedRun.id } });
+    expect(closed.status).toBe(409);
+    expect(closed.body.code).toBe('run_closed');
   });
 });
 
@@ -344,7 +362,7 @@ describe('http executions', () => {
     const res = await start({ agentId: agent.id, execution: { kind: 'http', url: `${localUrl}/agent/stream`, stream: 'sse' } });
     const id = res.body.execution.executionId;
     expect(await finished(id)).toMatchObject({ status: 'succeeded', httpStatus: 200, response: null });
-    const outputs = (await received(id)).filter((row) => row.name === 'execution.output').map((row) => row.payload);
+    const outputs = (await received(id)).filter((row) => row.name === 'execution.output').flatMap((row) => row.payload.outputs);
     expect(outputs.map((o) => ({ stream: o.stream, data: o.data }))).toEqual([
       { stream: 'sse', data: { event: 'progress', data: { type: 'step', n: 1 } } },
       { stream: 'sse', data: { event: 'message', data: 'plain text' } },

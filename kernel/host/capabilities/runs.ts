@@ -3,6 +3,7 @@ import { toRun } from '../../runs/run-ledger.ts';
 import { MAX_RUNS_GET } from '../../../sdk/capabilities/runs.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
+import { rememberOpenedRun } from './runs-of-failed-calls.ts';
 
 const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 
@@ -24,6 +25,7 @@ export const runsCapability: KernelCapability = {
           });
           return result;
         });
+        rememberOpenedRun(call.host, call.info.id, opened.run.runId, call.plugin);
         return { runId: opened.run.runId, token: opened.token, tokenExpiresAt: opened.tokenExpiresAt };
       },
     },

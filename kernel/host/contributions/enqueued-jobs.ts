@@ -121,14 +121,28 @@ export class EnqueuedJobs {
       retryDelayMax: RETRY_DELAY_MAX_SECONDS,
       retentionSeconds: 7 * 86_400,
       deleteAfterSeconds: 7 * 86_400,
+      notify: true,
     });
+    // A queue created before notify existed keeps its old settings through createQueue.
+    await this.boss.updateQueue(queue, { notify: true });
     // The engine skips a job key whose running jobs fill its concurrency; the run lease (acquireSlot)
     // is what guarantees the bound when two processes fetch at the same moment.
     const tiers = Object.fromEntries(declared.map((job) => [job.key, job.concurrency ?? 1]));
-    await this.boss.work<EnqueuedData>(queue, {
-      pollingIntervalSeconds: 1, batchSize: 1, localConcurrency: LOCAL_CONCURRENCY,
+    // NOTIFY wakes the workers when a job is created (any process); a worker that finished a job
+    // looks for the next at once (a burst of jobs drains without waiting for a poll); the 1 s poll
+    // stays as the floor.
+    let workerId: string | null = null;
+    workerId = await this.boss.work<EnqueuedData>(queue, {
+      pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1, batchSize: 1, localConcurrency: LOCAL_CONCURRENCY,
       groupConcurrency: { default: 1, tiers },
-    }, async ([job]) => { if (job) await this.run(plugin.key, job); });
+    }, async ([job]) => {
+      if (!job) return;
+      try {
+        await this.run(plugin.key, job);
+      } finally {
+        if (workerId) this.boss.notifyWorker(workerId);
+      }
+    });
   }
 
   async deactivate(key: string): Promise<void> {

@@ -75,6 +75,10 @@ export class PluginJobs {
       // A pass every 10 s keeps a job within seconds of its minute; the default is 30 s.
       cronMonitorIntervalSeconds: 10,
       cronWorkerIntervalSeconds: 2,
+      // Workers of notify-enabled queues (plugins' enqueued work) are woken by NOTIFY when a job is
+      // created, in every process, instead of waiting out their poll: a queued agent run starts at
+      // once. Polling stays as the floor when the listener is down.
+      useListenNotify: true,
     });
     boss.on('error', (error: Error) => log.warn({ err: error }, 'job engine error'));
     boss.on('warning', (warning: unknown) => log.warn({ warning }, 'job engine warning'));

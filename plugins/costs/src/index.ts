@@ -3,7 +3,7 @@ import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
-import { budgetBlocksService, recordUsageService } from './usage-service.ts';
+import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
@@ -49,6 +49,7 @@ export default definePlugin({
   },
   services: {
     'record-usage': recordUsageService,
+    'record-usages': recordUsagesService,
     'budget-blocks': budgetBlocksService,
   },
 });

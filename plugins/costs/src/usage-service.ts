@@ -37,6 +37,41 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
   return { costEventId: event.id, duplicate: replayed, stopped: await hardStops(ctx, usage.agentId, usage.projectId) };
 }
 
+interface UsageBatch {
+  agentId: string; runId: string; issueId?: string | null; projectId?: string | null;
+  reports: Array<Omit<UsageInput, 'agentId' | 'runId' | 'issueId' | 'projectId'> & { idempotencyKey: string }>;
+}
+
+/**
+ * The `record-usages` service: several reports of one run in one step (the runtime hands over
+ * every report of a batch of agent output at once), stored in order by the same path as
+ * `record-usage`, each under its own idempotency key; budgets are evaluated as each event is
+ * stored. Answers each report's event, then the hard stops now open on the run's scopes.
+ */
+export async function recordUsagesService(input: unknown, ctx: CostsContext) {
+  const batch = input as UsageBatch;
+  const calls = batch.reports.map((report) => ({
+    ctx,
+    request: {
+      params: {}, query: {}, companyId: ctx.invocation.companyId,
+      headers: { 'idempotency-key': `usage:${report.idempotencyKey}`.slice(0, 255) },
+      body: {
+        agentId: batch.agentId, provider: report.provider, model: report.model, biller: report.biller, billingType: report.billingType,
+        costCents: report.costCents, occurredAt: report.occurredAt, issueId: batch.issueId ?? null, projectId: batch.projectId ?? null,
+        heartbeatRunId: batch.runId, inputTokens: report.inputTokens, cachedInputTokens: report.cachedInputTokens, outputTokens: report.outputTokens,
+      },
+    } as RouteRequest,
+  }));
+  const answers = await acceptCostEvents(calls, ctx);
+  const results = answers.map((answer) => {
+    if (answer instanceof Error) throw answer;
+    const replayed = typeof answer === 'object' && answer !== null && '$response' in answer;
+    const event = (replayed ? (answer as { $response: { body: { id: string } } }).$response.body : answer) as { id: string };
+    return { costEventId: event.id, duplicate: replayed };
+  });
+  return { results, stopped: await hardStops(ctx, batch.agentId, batch.projectId ?? null) };
+}
+
 /** The `budget-blocks` service: the open hard stops of the calling company, one of its agents and a project. */
 export async function budgetBlocksService(input: unknown, ctx: CostsContext) {
   const { agentId, projectId } = input as { agentId: string; projectId?: string | null };

@@ -63,11 +63,11 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     if (agent.adapterType === 'process') {
       const instructions = await instructionsForRun(ctx, agent);
       execution = await ctx.executions.start({
-        kind: 'process', runId, env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env },
+        kind: 'process', runId, logChannel: runChannel(runId), env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env },
         ...(instructions.files.length > 0 ? { files: instructions.files } : {}),
       });
     } else {
-      execution = await ctx.executions.start(httpRequest(agent, run, wakeup, sessionId));
+      execution = await ctx.executions.start({ ...httpRequest(agent, run, wakeup, sessionId), logChannel: runChannel(runId) });
     }
   } catch (error) {
     await failBeforeStart(ctx, run, errorCode(error), error instanceof Error ? error.message : String(error));

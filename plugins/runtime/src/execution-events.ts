@@ -5,7 +5,8 @@ import { keepSession } from './sessions.ts';
 import { meterUsage } from './usage.ts';
 import { firstDelivery } from './handled-events.ts';
 
-interface OutputEvent { executionId: string; runId: string; agentId: string; seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
+interface Output { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
+interface OutputEvent { executionId: string; runId: string; agentId: string; outputs: Output[] }
 interface FinishedEvent {
   executionId: string; runId: string; agentId: string; status: string; exitCode: number | null; signal: string | null;
   httpStatus: number | null; errorCode: string | null; logBytes: number; logSha256?: string | null; response: unknown;
@@ -21,26 +22,35 @@ async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefine
 }
 
 /**
- * `execution.output`: a stdout line that is a JSON object with a string `type` (or an SSE event
- * of a streamed http execution). The protocol (docs/api/runtime.md): `service.usage` is metered
- * at once, `service.result` sets the run's resultJson, `service.session` (or a sessionId on the
- * result) keeps the adapter session for the agent's task. Every output goes to the run's stream.
+ * `execution.output`: the structured outputs of one batch of the run's log, in line order (a
+ * stdout line that is a JSON object with a string `type`, or an SSE event of a streamed http
+ * execution). The protocol (docs/api/runtime.md): the batch's `service.usage` reports are
+ * metered at once, together; `service.result` sets the run's resultJson, `service.session` (or a
+ * sessionId on the result) keeps the adapter session for the agent's task. Every output goes to
+ * the run's stream.
  */
 export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
   const event = payload as unknown as OutputEvent;
   const run = await runOf(ctx, event.runId);
-  if (!run || !isObject(event.data)) return;
-  const line = event.stream === 'sse' && isObject(event.data.data) ? event.data.data : event.data;
-  const type = line.type;
-  if (type === 'service.usage') await meterUsage(ctx, run, line, `usage-${event.executionId}-${event.seq}`);
-  if (type === 'service.result') {
-    const result = Object.hasOwn(line, 'result') ? line.result : withoutType(line);
-    await ctx.db.query('update runs set result_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(result ?? null)]);
+  if (!run || !Array.isArray(event.outputs)) return;
+  const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
+    output, line: output.stream === 'sse' && isObject(output.data.data) ? output.data.data : output.data,
+  }));
+  const usage = lines.filter(({ line }) => line.type === 'service.usage');
+  if (usage.length > 0) await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })));
+  for (const { line } of lines) {
+    if (line.type === 'service.result') {
+      const result = Object.hasOwn(line, 'result') ? line.result : withoutType(line);
+      await ctx.db.query('update runs set result_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(result ?? null)]);
+    }
+    if ((line.type === 'service.result' || line.type === 'service.session') && typeof line.sessionId === 'string') await keepSession(ctx, run, line.sessionId);
   }
-  if ((type === 'service.result' || type === 'service.session') && typeof line.sessionId === 'string') await keepSession(ctx, run, line.sessionId);
-  const relayed = { event: 'output', seq: event.seq, stream: event.stream, data: event.data };
-  await ctx.streams.publish(runChannel(String(run.id)), JSON.stringify(relayed).length <= MAX_RELAYED ? relayed : { event: 'output', seq: event.seq, stream: event.stream, truncated: true, type: typeof type === 'string' ? type : null });
+  for (const { output, line } of lines) {
+    const relayed = { event: 'output', seq: output.seq, stream: output.stream, data: output.data };
+    await ctx.streams.publish(runChannel(String(run.id)), JSON.stringify(relayed).length <= MAX_RELAYED ? relayed
+      : { event: 'output', seq: output.seq, stream: output.stream, truncated: true, type: typeof line.type === 'string' ? line.type : null });
+  }
 }
 
 function withoutType(line: Record<string, unknown>): Record<string, unknown> {
@@ -63,7 +73,7 @@ export async function onExecutionFinished(payload: Record<string, unknown>, ctx:
   if (!run) return;
   const response = isObject(event.response) ? event.response : null;
   if (response) {
-    if (isObject(response.usage)) await meterUsage(ctx, run, response.usage, `usage-${event.executionId}-response`);
+    if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }]);
     if (typeof response.sessionId === 'string') await keepSession(ctx, run, response.sessionId);
   }
   const current = (await runOf(ctx, event.runId))!;

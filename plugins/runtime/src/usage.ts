@@ -33,37 +33,53 @@ export function parseUsage(data: Record<string, unknown>): UsageReport | null {
   return { provider, model, biller, billingType, inputTokens, cachedInputTokens, outputTokens, costCents: billingType === 'subscription_included' ? 0 : costCents };
 }
 
-interface Recorded { costEventId: string; duplicate: boolean; stopped: Array<{ scopeType: 'company' | 'agent' | 'project'; scopeId: string }> }
+interface Recorded { results: Array<{ costEventId: string; duplicate: boolean }>; stopped: Array<{ scopeType: 'company' | 'agent' | 'project'; scopeId: string }> }
+
+/** A usage claim as it arrived: the line's object and the key that makes its redelivery count once. */
+export interface UsageClaim { data: Record<string, unknown>; sourceKey: string }
 
 /**
- * Meters one usage report as it streams: a cost event at once, attributed to the run's agent,
- * issue and project and stored with the run as its source, budgets evaluated in the same step
- * (the costs plugin's `record-usage` service). When a hard stop now blocks the run's company,
- * agent or project, the run is ended at once (its process killed) rather than when the holds'
- * events arrive. `sourceKey` makes a redelivered report count once.
+ * Meters the usage reports of one batch of a run's output as they stream: cost events at once,
+ * in order, attributed to the run's agent, issue and project and stored with the run as their
+ * source, budgets evaluated in the same step (the costs plugin's `record-usages` service, one
+ * call for the batch). When a hard stop now blocks the run's company, agent or project, the run
+ * is ended at once (its process killed) rather than when the holds' events arrive. Each claim's
+ * `sourceKey` makes a redelivered report count once. Malformed claims are counted as rejected.
  */
-export async function meterUsage(ctx: RuntimeContext, run: Row, data: Record<string, unknown>, sourceKey: string): Promise<void> {
-  const report = parseUsage(data);
-  const before = (run.usage_json ?? {}) as Record<string, number>;
-  if (!report) {
-    await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1',
-      [run.id, JSON.stringify({ ...emptyTotals(), ...before, rejectedReports: (before.rejectedReports ?? 0) + 1 })]);
-    return;
+export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[]): Promise<void> {
+  const parsed = claims.map((claim) => ({ claim, report: parseUsage(claim.data) }));
+  const valid = parsed.filter((item): item is { claim: UsageClaim; report: UsageReport } => item.report !== null);
+  const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };
+  totals.rejectedReports += parsed.length - valid.length;
+  let recorded: Recorded = { results: [], stopped: [] };
+  if (valid.length > 0) {
+    const occurredAt = new Date().toISOString();
+    recorded = await ctx.services.call<Recorded>('costs', 'record-usages', {
+      agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null,
+      reports: valid.map(({ claim, report }) => ({ ...report, occurredAt, idempotencyKey: claim.sourceKey })),
+    });
   }
-  const recorded = await ctx.services.call<Recorded>('costs', 'record-usage', {
-    agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null, ...report, occurredAt: new Date().toISOString(),
-  }, { idempotencyKey: sourceKey });
-  if (!recorded.duplicate) {
-    const totals = { ...emptyTotals(), ...before };
-    const after = {
-      ...totals, reports: totals.reports + 1, inputTokens: totals.inputTokens + report.inputTokens, cachedInputTokens: totals.cachedInputTokens + report.cachedInputTokens,
-      outputTokens: totals.outputTokens + report.outputTokens, costCents: totals.costCents + report.costCents,
-    };
-    await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(after)]);
+  const added = emptyTotals();
+  valid.forEach(({ report }, index) => {
+    if (recorded.results[index]?.duplicate) return;
+    added.reports += 1;
+    added.inputTokens += report.inputTokens;
+    added.cachedInputTokens += report.cachedInputTokens;
+    added.outputTokens += report.outputTokens;
+    added.costCents += report.costCents;
+  });
+  const after = {
+    ...totals, reports: totals.reports + added.reports, inputTokens: totals.inputTokens + added.inputTokens,
+    cachedInputTokens: totals.cachedInputTokens + added.cachedInputTokens, outputTokens: totals.outputTokens + added.outputTokens,
+    costCents: totals.costCents + added.costCents,
+  };
+  await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(after)]);
+  run.usage_json = after;
+  if (added.reports > 0) {
     await ctx.db.query(
       `update agent_states set input_tokens = input_tokens + $2, cached_input_tokens = cached_input_tokens + $3, output_tokens = output_tokens + $4,
               cost_cents = cost_cents + $5, updated_at = clock_timestamp() where agent_id = $1`,
-      [run.agent_id, report.inputTokens, report.cachedInputTokens, report.outputTokens, report.costCents]);
+      [run.agent_id, added.inputTokens, added.cachedInputTokens, added.outputTokens, added.costCents]);
   }
   const stop = await stoppingScope(ctx, run, recorded.stopped);
   if (stop && (run.status === 'running' || run.status === 'queued')) {

@@ -21,6 +21,12 @@ const SCRIPTS: Record<string, string> = {
   'instructions.cjs': `const fs = require('node:fs'); const file = process.env.SERVICE_INSTRUCTIONS_FILE || null; let content = null; let style = null;
     try { content = fs.readFileSync(file, 'utf8'); } catch {} try { style = fs.readFileSync('.keel/instructions/docs/style.md', 'utf8'); } catch {}
     console.log(JSON.stringify({ type: 'service.result', result: { file, dir: process.env.SERVICE_INSTRUCTIONS_DIR || null, content, style } }));`,
+  // Checks out its issue with the run token, leaves the token where the test can try it after the run, then runs until killed.
+  'checkout-hang.cjs': `const fs = require('node:fs');
+    fetch(process.env.SERVICE_API_URL + '/api/issues/' + process.env.SERVICE_TASK_ID + '/checkout', { method: 'POST',
+      headers: { authorization: 'Bearer ' + process.env.SERVICE_API_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ agentId: process.env.SERVICE_AGENT_ID }) })
+      .then(async (res) => { fs.writeFileSync(process.env.TOKEN_FILE, process.env.SERVICE_API_KEY); console.log('checked out: ' + res.status); });
+    setInterval(() => {}, 1000);`,
   // Succeeds at once.
   'quick.cjs': `console.log('tick');`,
   // Exits with code 7 after a plain line and a line that is not the protocol.

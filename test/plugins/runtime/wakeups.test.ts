@@ -226,7 +226,7 @@ describe('run routes', () => {
     expect(state.lastRunStatus).toBe('cancelled');
   });
 
-  it('streams a run: the run and its log so far, then its status changes', async () => {
+  it('streams a run: the run and its log so far, then its status changes and its log as it is written', async () => {
     const agent = await hanging();
     const { run } = await wakeOk(t.api, agent.id);
     await runWhen(t, run.id, (r) => r.status === 'running' && r.logBytes > 0);
@@ -243,6 +243,9 @@ describe('run routes', () => {
     expect(text).toContain('working');
     await cancel(run.id);
     await readUntil('"status":"cancelled"');
+    // A plain line the process prints now (on SIGTERM) arrives live, as a log batch with its offsets.
+    await readUntil('ignoring SIGTERM');
+    expect(text).toMatch(/"event":"log","offset":\d+,"nextOffset":\d+,"content":".*ignoring SIGTERM/);
     controller.abort();
     const ended = await fetch(`${t.url}/api/heartbeat-runs/${run.id}/stream`);
     const body = await ended.text();
