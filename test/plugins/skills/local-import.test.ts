@@ -1,6 +1,6 @@
-import { realpathSync } from 'node:fs';
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEYRING_FILE } from '../../../kernel/vault/keyring.ts';
@@ -32,8 +32,9 @@ beforeAll(async () => {
   company = await createCompany(t.api, { name: 'Local Imports' });
   base = `/api/companies/${company.id}/skills`;
   work = await mkdtemp(join(tmpdir(), 'keel-local-skills-'));
-  // A directory outside every root: the checkout's own folder stands in for "elsewhere on the server".
-  outside = realpathSync(join(process.cwd(), 'plugins', 'skills'));
+  // A directory with a skill outside every root, standing in for "elsewhere on the server".
+  outside = await mkdtemp(join(outsideTmp(), 'keel-outside-skills-'));
+  await skillFolder(join(outside, 'elsewhere'), 'Elsewhere');
   await skillFolder(join(work, 'single'), 'Single', { 'references/guide.md': 'guide', 'assets/logo.png': Buffer.from([137, 80, 78, 71, 0, 1]), 'scripts/bin.sh': Buffer.from([0, 1, 2]) });
   await skillFolder(join(work, 'many', 'alpha'), 'Alpha');
   await skillFolder(join(work, 'many', 'beta'), 'Beta');
@@ -48,7 +49,21 @@ beforeAll(async () => {
   await symlink('/etc/passwd', join(work, 'leaky', 'references', 'passwd.md'));
   await symlink(outside, join(work, 'outlink'));
 }, 120_000);
-afterAll(async () => { await t?.stop(); await rm(work, { recursive: true, force: true }); });
+afterAll(async () => {
+  await t?.stop();
+  await rm(work, { recursive: true, force: true });
+  if (outside) await rm(outside, { recursive: true, force: true });
+});
+
+/** A writable folder outside the temporary directory (a root by default), wherever the checkout lies. */
+function outsideTmp(): string {
+  const tmp = realpathSync(tmpdir());
+  const candidate = ['/var/tmp', homedir(), '/root'].find((dir) => {
+    try { return !`${realpathSync(dir)}/`.startsWith(`${tmp}/`) && (accessSync(dir, constants.W_OK), true); } catch { return false; }
+  });
+  if (!candidate) throw new Error('no writable folder outside the temporary directory for this test');
+  return candidate;
+}
 
 const count = async () => Number((await t.sql.query('select count(*)::int as n from plugin_skills.company_skills where company_id = $1', [company.id])).rows[0].n);
 
@@ -102,8 +117,7 @@ describe('imports from a local path', () => {
       ['/etc/passwd', 'skill_source_not_allowed'],
       ['/proc/self', 'skill_source_not_allowed'],
       ['/proc/self/environ', 'skill_source_not_allowed'],
-      // The checkout's own skills lie outside the roots, unless the checkout itself is in the temporary directory.
-      ...(outside.startsWith(`${realpathSync(tmpdir())}/`) ? [] : [[outside, 'skill_source_not_allowed'] as [string, string]]),
+      [outside, 'skill_source_not_allowed'],
       ['/usr/share', 'skill_source_not_allowed'],
       [t.dataDir, 'skill_source_not_allowed'],
       [join(t.dataDir, KEYRING_FILE), 'skill_source_not_allowed'],
