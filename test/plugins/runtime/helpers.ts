@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { createAgent } from '../../support/fixtures.ts';
-import type { Api, TestKernel } from '../../support/harness.ts';
+import { createAgent, createCompany } from '../../support/fixtures.ts';
+import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 
 /**
  * Agent scripts for the process adapter. Agents run as the unprivileged agent user, so the
@@ -32,6 +32,13 @@ const SCRIPTS: Record<string, string> = {
   // Exits with code 7 after a plain line and a line that is not the protocol.
   'fail.cjs': `console.log('about to fail'); console.log(JSON.stringify({ type: 'service.usage', costCents: -5 })); process.exit(7);`,
 };
+
+/** A kernel with the first-party plugins, one company of the given name, and the folder of agent scripts. */
+export async function startRuntimeWorld(companyName: string): Promise<{ t: TestKernel; company: any; scripts: string }> {
+  const scripts = await agentScripts();
+  const t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  return { t, company: await createCompany(t.api, { name: companyName }), scripts };
+}
 
 export async function agentScripts(): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'keel-runtime-agents-'));

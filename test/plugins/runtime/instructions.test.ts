@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { agentScripts, processAgent, runWhen, wakeOk } from './helpers.ts';
+import type { TestKernel } from '../../support/harness.ts';
+import { processAgent, runWhen, startRuntimeWorld, wakeOk } from './helpers.ts';
 
 /** Instructions: the managed bundle (files kept by Keel, written into each run) and an external path in the adapter configuration. */
 let t: TestKernel;
@@ -10,9 +10,7 @@ let company: any;
 let scripts: string;
 
 beforeAll(async () => {
-  scripts = await agentScripts();
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Instructions Co' });
+  ({ t, company, scripts } = await startRuntimeWorld('Instructions Co'));
 });
 afterAll(async () => { await t?.stop(); });
 

@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsSettled } from '../../support/events.ts';
-import { createCompany } from '../../support/fixtures.ts';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { agentScripts, alive, processAgent, runWhen, waitFor, wakeOk } from './helpers.ts';
+import type { TestKernel } from '../../support/harness.ts';
+import { alive, processAgent, runWhen, startRuntimeWorld, waitFor, wakeOk } from './helpers.ts';
 
 /** Real agent processes through the runtime: the example agent, failures, timeouts, cancels, pauses and budget stops. */
 let t: TestKernel;
@@ -11,9 +10,7 @@ let company: any;
 let scripts: string;
 
 beforeAll(async () => {
-  scripts = await agentScripts();
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Runtime Co' });
+  ({ t, company, scripts } = await startRuntimeWorld('Runtime Co'));
 });
 afterAll(async () => { await t?.stop(); });
 

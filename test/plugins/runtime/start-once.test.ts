@@ -1,8 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompany } from '../../support/fixtures.ts';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { agentScripts, processAgent, runWhen, waitFor } from './helpers.ts';
+import type { TestKernel } from '../../support/harness.ts';
+import { processAgent, runWhen, startRuntimeWorld, waitFor } from './helpers.ts';
 
 /**
  * What the runtime does when one of its transactions fails after a kernel call committed: the
@@ -15,9 +14,7 @@ let company: any;
 let scripts: string;
 
 beforeAll(async () => {
-  scripts = await agentScripts();
-  t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  company = await createCompany(t.api, { name: 'Start Once Co' });
+  ({ t, company, scripts } = await startRuntimeWorld('Start Once Co'));
 });
 afterAll(async () => { await t?.stop(); });
 
