@@ -1,6 +1,7 @@
 import type { SkillsContext } from '../context.ts';
 import { CATALOG } from './catalog-content.ts';
-import { catalogRecord, saveCatalogSkill, skillsWithHash } from './catalog-store.ts';
+import { saveSkill } from '../skill-store.ts';
+import { catalogRecord, skillsWithHash } from './catalog-store.ts';
 
 /**
  * Bundled skills are re-imported whenever a company's skills are listed: the required ones
@@ -20,7 +21,7 @@ export async function reimportBundledSkills(ctx: SkillsContext, companyId: strin
     if (row && row.source_type !== 'catalog') continue;
     const origin = ((row?.metadata ?? {}) as Record<string, unknown>).originHash;
     if (row && row.installed_hash === entry.skill.contentHash && origin === entry.skill.contentHash) continue;
-    const { row: saved, created } = await saveCatalogSkill(ctx.db, companyId, catalogRecord(entry, row ? String(row.slug) : entry.skill.slug));
+    const { row: saved, created } = await saveSkill(ctx.db, companyId, catalogRecord(entry, row ? String(row.slug) : entry.skill.slug));
     await ctx.activity.record({
       action: 'company.skills_imported', entityType: 'company', entityId: companyId,
       details: { source: entry.skill.id, sourceType: 'catalog', action: created ? 'created' : 'updated', reason: 'bundled_reimport', count: 1, skills: [{ id: saved.id, key: saved.key, name: saved.name }], contentHash: entry.skill.contentHash },

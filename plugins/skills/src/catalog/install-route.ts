@@ -5,7 +5,8 @@ import { fileInventories, skillJson } from '../skill-store.ts';
 import { auditFiles } from './audit.ts';
 import { catalogEntry } from './browse-routes.ts';
 import { type CatalogEntry } from './catalog-content.ts';
-import { catalogRecord, saveCatalogSkill, skillsWithHash } from './catalog-store.ts';
+import { saveSkill } from '../skill-store.ts';
+import { catalogRecord, skillsWithHash } from './catalog-store.ts';
 import { auditInstalled, originHashOf } from './installed-audit.ts';
 
 type Row = Record<string, unknown>;
@@ -67,7 +68,7 @@ export async function installCatalogSkill(req: RouteRequest, ctx: SkillsContext)
     }
   }
   warnings.push(...await slugWarnings(ctx, companyId, entry.skill.key, slug));
-  const { row, created } = await saveCatalogSkill(ctx.db, companyId, catalogRecord(entry, slug));
+  const { row, created } = await saveSkill(ctx.db, companyId, catalogRecord(entry, slug));
   const action = created ? 'created' : 'updated';
   await ctx.activity.record({
     action: 'company.skills_imported', entityType: 'company', entityId: companyId,

@@ -3,7 +3,8 @@ import { authorise } from '../authority.ts';
 import type { SkillsContext } from '../context.ts';
 import { policySourceType } from '../skill-store.ts';
 import { catalogEntryOf, type CatalogEntry } from './catalog-content.ts';
-import { catalogRecord, saveCatalogSkill, skillsWithHash } from './catalog-store.ts';
+import { saveSkill } from '../skill-store.ts';
+import { catalogRecord, skillsWithHash } from './catalog-store.ts';
 import { assertCatalogAuditPasses, catalogPolicyResource, storedSkillJson } from './install-route.ts';
 import { auditInstalled, originHashOf } from './installed-audit.ts';
 import { upstreamStatus } from './upstream-status.ts';
@@ -86,7 +87,7 @@ export async function installSkillUpdate(req: RouteRequest, ctx: SkillsContext):
   if (!status.updateAvailable && !status.locallyModified) {
     return { action: 'unchanged', skill: await storedSkillJson(ctx, req.companyId!, row), catalogSkill: entry.skill, warnings: [] };
   }
-  const { row: saved } = await saveCatalogSkill(ctx.db, req.companyId!, catalogRecord(entry, String(row.slug)));
+  const { row: saved } = await saveSkill(ctx.db, req.companyId!, catalogRecord(entry, String(row.slug)));
   await ctx.activity.record({
     action: 'company.skill_updated', entityType: 'company_skill', entityId: String(row.id),
     details: { key: row.key, catalogSkillId: entry.skill.id, previousOriginHash: status.originHash, originHash: entry.skill.contentHash, forced: force && status.locallyModified },
@@ -109,7 +110,7 @@ export async function resetSkill(req: RouteRequest, ctx: SkillsContext): Promise
   if (row.installed_hash === entry.skill.contentHash && status.originHash === entry.skill.contentHash) {
     return { action: 'unchanged', skill: await storedSkillJson(ctx, req.companyId!, row), catalogSkill: entry.skill, warnings: [] };
   }
-  const { row: saved } = await saveCatalogSkill(ctx.db, req.companyId!, catalogRecord(entry, String(row.slug)));
+  const { row: saved } = await saveSkill(ctx.db, req.companyId!, catalogRecord(entry, String(row.slug)));
   await ctx.activity.record({
     action: 'company.skill_reset', entityType: 'company_skill', entityId: String(row.id),
     details: { key: row.key, catalogSkillId: entry.skill.id, previousInstalledHash: status.installedHash, originHash: entry.skill.contentHash, discardedLocalModifications: status.locallyModified },
