@@ -22,7 +22,7 @@ import { hiddenEntitySources } from './hidden-entities.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { sharesWorker } from './worker-sharing.ts';
-import type { InvokeMessage } from './protocol/messages.ts';
+import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 
@@ -41,7 +41,7 @@ export interface InvokeOptions {
   readOnly?: boolean;
   /** Group this call with concurrent calls of the same route into one commit (manifest `batch`). */
   batch?: { key: string; maxItems: number; maxInFlight: number };
-  defaultActivity?: { action: string; entityType: string; entityId: string } | null;
+  defaultActivity?: DefaultActivity | null;
   deadlineMs?: number;
 }
 

@@ -257,6 +257,23 @@ describe('attacks', () => {
   });
 });
 
+describe('a job whose every slot is taken', () => {
+  it('goes back to the queue without spending an attempt, and runs once a slot frees', async () => {
+    // A run of the same job key holds the only slot (concurrency 1), as another process's would.
+    const holder = (await t.sql.query(
+      "insert into plugin_job_runs (plugin_key, job_key, trigger, status, job_id, company_id, attempt) values ($1, 'record', 'enqueued', 'running', gen_random_uuid(), $2, 1) returning id",
+      [KEY, companyA])).rows[0].id;
+    const id = (await enqueue({ key: 'record', payload: { n: 77 } })).body[0].jobId;
+    const requeued = async () => (await t.sql.query("select (data->>'requeued')::int as n from keel_jobs.job where id = $1", [id])).rows[0]?.n ?? 0;
+    await waitFor(async () => (await requeued()) >= 2, 'the job to go back to the queue twice');
+    expect(await runsOf(id)).toEqual([]);
+    await t.sql.query("update plugin_job_runs set status = 'succeeded', finished_at = now() where id = $1", [holder]);
+    const done = await settled(id);
+    expect(done).toMatchObject({ state: 'succeeded', retries: 0, retryLimit: 2, lastRun: { status: 'succeeded', attempt: 1 } });
+    expect((await runsOf(id)).map((r: any) => r.attempt)).toEqual([1]);
+  });
+});
+
 describe('two Keel processes on one database', () => {
   let peer: PeerKernel;
   beforeAll(async () => { peer = await startPeerKernel(t); });

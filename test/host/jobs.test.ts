@@ -52,7 +52,7 @@ describe('job listing and schedules', () => {
   it('lists jobs with their schedule, next run and last run', async () => {
     const res = await t.api.get(`/api/plugins/${KEY}/jobs`);
     expect(res.status, res.text).toBe(200);
-    expect(res.body.map((j: any) => j.key)).toEqual(['tick', 'manual', 'boom', 'slow', 'nightly']);
+    expect(res.body.map((j: any) => j.key)).toEqual(['tick', 'manual', 'boom', 'slow', 'nightly', 'idle']);
     const tick = res.body.find((j: any) => j.key === 'tick');
     expect(tick).toMatchObject({ pluginKey: KEY, schedule: '* * * * *', scheduled: true, description: 'Records a tick every minute' });
     const next = new Date(tick.nextRunAt).getTime();
@@ -121,6 +121,15 @@ describe('manual runs', () => {
     ]);
   });
 
+  it('writes no activity for a job that changed nothing: its run record is the trace', async () => {
+    const res = await t.api.post(`/api/plugins/${KEY}/jobs/idle/trigger`, {});
+    expect(res.status, res.text).toBe(202);
+    const run = await finishedRun('idle', res.body.id);
+    expect(run.status).toBe('succeeded');
+    const activity = (await t.sql.query("select action, entity_id from activity_log where action in ('plugin.job_triggered', 'plugin.job-fx.job.idle') and (entity_id = $1 or details->>'runId' = $1) order by seq", [run.id])).rows;
+    expect(activity).toEqual([{ action: 'plugin.job_triggered', entity_id: 'job-fx.idle' }]);
+  });
+
   it('records a failing job as failed with its error, rolls back its writes and logs it', async () => {
     const res = await t.api.post(`/api/plugins/${KEY}/jobs/boom/trigger`, {});
     expect(res.status).toBe(202);
@@ -169,7 +178,7 @@ describe('manual runs', () => {
     expect(res.status, res.text).toBe(200);
     expect(res.body.plugin).toMatchObject({ id: KEY, pluginKey: KEY, displayName: 'Job fixture', version: '1.0.0', status: 'enabled' });
     expect(res.body.health).toMatchObject({ status: 'enabled', healthy: true, worker: { status: 'running' }, lastError: null });
-    expect(res.body.counts).toEqual({ routes: 1, tools: 0, jobs: 5, webhooks: 0, events: 0 });
+    expect(res.body.counts).toEqual({ routes: 1, tools: 0, jobs: 6, webhooks: 0, events: 0 });
     expect(res.body.recentJobRuns.length).toBeGreaterThanOrEqual(4);
     expect(res.body.recentJobRuns[0]).toMatchObject({ pluginKey: KEY });
     expect(res.body.recentLogs.some((l: any) => l.message.includes('job boom failed'))).toBe(true);

@@ -29,7 +29,11 @@ const SINGLETON_KEY = /^[\x21-\x7e]{1,255}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** What the kernel stores with a job; the plugin never writes the engine's tables. */
-interface EnqueuedData { jobKey: string; companyId: string | null; payload: unknown; singletonKey: string | null }
+interface EnqueuedData {
+  jobKey: string; companyId: string | null; payload: unknown; singletonKey: string | null;
+  /** How often the job went back to the queue with no slot free (each raised its retry count and limit by one). */
+  requeued?: number;
+}
 /** A checked job, as the kernel signs it for the call's transaction to stage (keel_bridge.stage_job). */
 interface JobTicket { id: string; plugin: string; invocationId: string; data: EnqueuedData; runAt: string | null; singletonKey: string; retryLimit: number; deadlineMs: number }
 /** How often staged jobs are looked for that no call moved to the engine (their process died after the commit). */
@@ -280,7 +284,7 @@ export class EnqueuedJobs {
     // Thrown: the engine retries it later (or another process that runs the plugin takes it).
     if (!plugin?.process) throw new Error(`${pluginKey} is not running in this process`);
     const data = job.data;
-    const attempt = { pluginKey, jobKey: String(data?.jobKey), jobId: job.id, companyId: data?.companyId ?? null, attempt: job.retryCount + 1 };
+    const attempt = { pluginKey, jobKey: String(data?.jobKey), jobId: job.id, companyId: data?.companyId ?? null, attempt: job.retryCount - (data?.requeued ?? 0) + 1 };
     const declared = plugin.manifest.jobs?.find((j) => j.key === data?.jobKey);
     const refusal = declared ? await this.refusal(plugin, declared, data) : `the plugin no longer declares job ${attempt.jobKey}`;
     if (refusal) {
@@ -292,11 +296,17 @@ export class EnqueuedJobs {
     const deadlineMs = jobDeadlineOf(plugin, declared!.key);
     const run = await this.host.kernel.db.transaction((tx) => this.runs.acquireSlot(tx, { ...attempt, concurrency: declared!.concurrency ?? 1, deadlineMs }));
     if (!run) {
-      // Every slot of the job key is taken (another process fetched at the same moment): back to the queue, no attempt spent.
-      // (pg-boss's restore, which its public type does not expose: a restored job's next claim spends no attempt.)
+      // Every slot of the job key is taken (another process fetched at the same moment): back to the
+      // queue, no attempt spent. The engine completes a claim once its handler returns, fenced to the
+      // claim's retry count; were the count left as it was, that completion could land on the next
+      // claim of the same job (another process's, made in between) and settle it unrun. So the count
+      // and the limit both go up by one, and `requeued` keeps the attempt numbers true.
       await this.host.kernel.db.exec(
-        `update ${JOB_ENGINE_SCHEMA}.job set state = 'created', started_on = null, heartbeat_on = null where name = ? and id = ? and state = 'active'`,
-        [enqueuedQueueOf(pluginKey), job.id]);
+        `update ${JOB_ENGINE_SCHEMA}.job set state = 'created', started_on = null, heartbeat_on = null,
+            retry_count = retry_count + 1, retry_limit = retry_limit + 1,
+            data = jsonb_set(data, '{requeued}', to_jsonb(coalesce((data->>'requeued')::int, 0) + 1))
+          where name = ? and id = ? and state = 'active' and retry_count = ?`,
+        [enqueuedQueueOf(pluginKey), job.id, job.retryCount]);
       return;
     }
     let outcome: { ok: boolean; error?: string };
@@ -307,7 +317,7 @@ export class EnqueuedJobs {
       }, {
         transactional: true,
         deadlineMs,
-        defaultActivity: { action: `plugin.${pluginKey}.job.${declared!.key}`, entityType: 'plugin_job_run', entityId: run.id },
+        defaultActivity: { action: `plugin.${pluginKey}.job.${declared!.key}`, entityType: 'plugin_job_run', entityId: run.id, onlyIfWritten: true },
       });
       outcome = result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
     } catch (error) {
@@ -380,8 +390,8 @@ function toEnqueuedJobJson(pluginKey: string, row: Row): Record<string, unknown>
     state: STATE_NAMES[row.state] ?? row.state,
     singletonKey: data.singletonKey ?? null,
     payload: data.payload ?? null,
-    retries: row.retry_count,
-    retryLimit: row.retry_limit,
+    retries: row.retry_count - (data.requeued ?? 0),
+    retryLimit: row.retry_limit - (data.requeued ?? 0),
     runAt: isoOf(row.start_after),
     createdAt: isoOf(row.created_on),
     startedAt: isoOf(row.started_on),

@@ -217,7 +217,7 @@ export class PluginJobs {
       }, {
         transactional: true,
         deadlineMs: jobDeadlineOf(plugin, jobKey),
-        defaultActivity: { action: `plugin.${plugin.key}.job.${jobKey}`, entityType: 'plugin_job_run', entityId: run.id },
+        defaultActivity: { action: `plugin.${plugin.key}.job.${jobKey}`, entityType: 'plugin_job_run', entityId: run.id, onlyIfWritten: true },
       });
       return result.ok ? { ok: true } : { ok: false, error: `${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? 'failed'}` };
     } catch (error) {

@@ -5,6 +5,13 @@
  */
 import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
 
+/**
+ * The host's own activity entry for a call whose plugin wrote none. `onlyIfWritten` (jobs): only
+ * when the call's transaction wrote something, so a clock-driven job that found nothing to do
+ * (a sweep every minute) leaves its run record and no entry in the company's audit trail.
+ */
+export interface DefaultActivity { action: string; entityType: string; entityId: string; onlyIfWritten?: boolean }
+
 export interface WorkerInit {
   pluginKey: string;
   version: string;
@@ -39,8 +46,8 @@ export interface InvokeMessage {
   readOnly?: boolean;
   /** The invocation identity signed by the kernel, for writes to kernel tables from the plugin's transaction. */
   signed: { invocation: string; signature: string } | null;
-  /** Activity entry the host writes when the plugin wrote none (mutating routes). */
-  defaultActivity: { action: string; entityType: string; entityId: string } | null;
+  /** Activity entry the host writes when the plugin wrote none (mutating routes, jobs). */
+  defaultActivity: DefaultActivity | null;
   deadlineMs: number;
   /**
    * Local-folder mounts of the invocation's company (plugins granted local.folders only):

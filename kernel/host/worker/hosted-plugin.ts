@@ -290,6 +290,16 @@ export class HostedPlugin {
    * message. PostgreSQL's own text names the plugin's tables, constraints and values, so it goes
    * to the plugin's log only.
    */
+  /** Whether the host's entry is due: always, or (`onlyIfWritten`) when the call's transaction wrote something. */
+  private async defaultActivityDue(invocation: Invocation): Promise<boolean> {
+    if (!invocation.message.defaultActivity?.onlyIfWritten) return true;
+    const client = await invocation.openedClient();
+    if (!client) return false;
+    // A transaction is given an id on its first write, and only then.
+    const { rows } = await client.query<{ wrote: boolean }>('select pg_current_xact_id_if_assigned() is not null as wrote');
+    return rows[0]!.wrote;
+  }
+
   private transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
     this.log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
     return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
@@ -368,7 +378,9 @@ export class HostedPlugin {
     invocation.settling = true;
     if (ok && invocation.wantsTransaction && !invocation.message.readOnly && invocation.message.defaultActivity && !invocation.activityWritten && database) {
       // The host's own entry joins the call's transaction (opening it if the handler never did).
-      try { await writeActivity(database, invocation, invocation.message.defaultActivity); } catch (activityError) {
+      try {
+        if (await this.defaultActivityDue(invocation)) await writeActivity(database, invocation, invocation.message.defaultActivity);
+      } catch (activityError) {
         ok = false;
         error = this.transactionFailed('activity', invocation.message.target, activityError);
         value = undefined;
