@@ -2,6 +2,7 @@ import { definePlugin } from '@keel/sdk/plugin';
 import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
 import { SKILLS_CAPABILITIES } from './context.ts';
 import { importSkills } from './import-route.ts';
+import { scanProjects } from './scan-projects-route.ts';
 import { getCatalogFile, getCatalogSkill, listCatalog } from './catalog/browse-routes.ts';
 import { installCatalogSkill } from './catalog/install-route.ts';
 import { auditSkill, installSkillUpdate, resetSkill, skillUpdateStatus } from './catalog/update-routes.ts';
@@ -18,6 +19,7 @@ export default definePlugin({
     'list-skills': listSkills,
     'create-skill': createSkill,
     'import-skills': importSkills,
+    'scan-projects': scanProjects,
     'get-skill': getSkill,
     'get-skill-file': getSkillFile,
     'patch-skill-file': patchSkillFile,
