@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ExecutionStatus, ExecutionSummary, HttpExecutionInput, ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
+import { MAX_EXECUTION_FILE_BYTES, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
 import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
@@ -49,7 +49,7 @@ interface Live {
 }
 
 type Prepared =
-  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: string }> }
+  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }> }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string };
 
 /**
@@ -171,7 +171,9 @@ export class Executor {
       const config = processConfig(agent.adapter_config);
       const extras = input.env ?? {};
       assertPluginExtras(extras);
-      const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: file.content }));
+      const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') }));
+      const fileBytes = files.reduce((sum, file) => sum + file.content.length, 0);
+      if (fileBytes > MAX_EXECUTION_FILE_BYTES) throw new KeelError(400, 'invalid_arguments', `files: ${fileBytes} bytes in all; at most ${MAX_EXECUTION_FILE_BYTES}`);
       const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never);
       if (resolved.secrets.length > 0) {
         await this.deps.db.query(

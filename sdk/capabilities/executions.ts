@@ -16,8 +16,8 @@ export interface ProcessExecutionInput {
   runId: string;
   /** Extra non-secret variables the plugin adds (SERVICE_WAKE_REASON, SERVICE_TASK_ID, SERVICE_WAKE_PAYLOAD_JSON, ...). The canonical run values (SERVICE_API_URL, SERVICE_API_KEY = the run token, SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID) always win over these and over configured ones. */
   env?: Record<string, string>;
-  /** Text files written into the run's working directory before the process starts (instructions bundle, skills); relative paths only. */
-  files?: Array<{ path: string; content: string }>;
+  /** Files written into the run's working directory before the process starts (instructions bundle, skills); relative paths only; `content` is text, or base64 with `encoding: 'base64'` (binary assets). */
+  files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
   /** A stream channel of the plugin (ctx.streams, the run's company) on which each batch of the log is published live (LiveLogEvent). */
   logChannel?: string;
 }
@@ -91,7 +91,9 @@ export interface ExecutionFinishedEvent {
   errorCode: string | null; logBytes: number; response: unknown;
 }
 
-export const MAX_EXECUTION_FILES = 100;
+export const MAX_EXECUTION_FILES = 1000;
+/** What all the files of one start may hold together, decoded. */
+export const MAX_EXECUTION_FILE_BYTES = 32 * 1024 * 1024;
 export const MAX_EXECUTION_LOG_PAGE = 1_048_576;
 
 const logChannel = { type: 'string', pattern: '^[a-z][a-z0-9-]{0,63}$' };
@@ -102,7 +104,7 @@ const processInput = {
     kind: { const: 'process' }, runId: uuid, env: stringMap, logChannel,
     files: {
       type: 'array', maxItems: MAX_EXECUTION_FILES,
-      items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_048_576 } } },
+      items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_398_104 }, encoding: { enum: ['utf8', 'base64'] } } },
     },
   },
 };

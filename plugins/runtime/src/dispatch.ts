@@ -2,6 +2,7 @@ import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment } from './adapters.ts';
 import { errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
 import { instructionsForRun } from './instructions.ts';
+import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
 import { sessionFor } from './sessions.ts';
 import { lockAgentState } from './wakeups.ts';
@@ -59,12 +60,15 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     return;
   }
   let execution;
+  let skills: Awaited<ReturnType<typeof skillsForRun>> | null = null;
   try {
     if (agent.adapterType === 'process') {
       const instructions = await instructionsForRun(ctx, agent);
+      skills = await skillsForRun(ctx, String(run.agent_id));
+      const files = [...instructions.files, ...skills.files];
       execution = await ctx.executions.start({
-        kind: 'process', runId, logChannel: runChannel(runId), env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env },
-        ...(instructions.files.length > 0 ? { files: instructions.files } : {}),
+        kind: 'process', runId, logChannel: runChannel(runId), env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env, ...skills.env },
+        ...(files.length > 0 ? { files } : {}),
       });
     } else {
       execution = await ctx.executions.start({ ...httpRequest(agent, run, wakeup, sessionId), logChannel: runChannel(runId) });
@@ -78,7 +82,10 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
             updated_at = clock_timestamp() where id = $1 and status = 'queued' returning *`,
     [runId, execution.executionId, execution.pid, execution.startedAt, sessionId]);
   await ctx.db.query(`update wakeups set status = 'claimed', updated_at = clock_timestamp() where id = $1 and status = 'queued'`, [run.wakeup_id]);
-  recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: { agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType } });
+  recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: {
+    agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType,
+    ...(skills && (skills.materialised.length > 0 || skills.omitted.length > 0) ? { skills: { materialised: skills.materialised, omitted: skills.omitted } } : {}),
+  } });
   if (rows[0]) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
 }
 

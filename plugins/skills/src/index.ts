@@ -8,6 +8,7 @@ import { installCatalogSkill } from './catalog/install-route.ts';
 import { auditSkill, installSkillUpdate, resetSkill, skillUpdateStatus } from './catalog/update-routes.ts';
 import { getAgentSkills, syncAgentSkills } from './agent-skills/agent-skill-routes.ts';
 import { followAgentSkills, resolveDesiredSkillsService } from './agent-skills/kernel-answers.ts';
+import { runSkillsService } from './agent-skills/run-skills.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -35,6 +36,6 @@ export default definePlugin({
     'get-agent-skills': getAgentSkills,
     'sync-agent-skills': syncAgentSkills,
   },
-  services: { 'resolve-desired-skills': resolveDesiredSkillsService },
+  services: { 'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService },
   events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
 });

@@ -27,6 +27,10 @@ const SCRIPTS: Record<string, string> = {
       headers: { authorization: 'Bearer ' + process.env.SERVICE_API_KEY, 'content-type': 'application/json' }, body: JSON.stringify({ agentId: process.env.SERVICE_AGENT_ID }) })
       .then(async (res) => { fs.writeFileSync(process.env.TOKEN_FILE, process.env.SERVICE_API_KEY); console.log('checked out: ' + res.status); });
     setInterval(() => {}, 1000);`,
+  // Answers the files of its materialised skills (SERVICE_SKILLS_DIR), each with its SHA-256.
+  'skills.cjs': `const fs = require('node:fs'); const path = require('node:path'); const crypto = require('node:crypto'); const dir = process.env.SERVICE_SKILLS_DIR || null; const files = {};
+    const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const p = path.join(d, e.name); if (e.isDirectory()) walk(p); else files[path.relative(dir, p)] = crypto.createHash('sha256').update(fs.readFileSync(p)).digest('hex'); } };
+    if (dir) walk(dir); console.log(JSON.stringify({ type: 'service.result', result: { dir, files } }));`,
   // Succeeds at once.
   'quick.cjs': `console.log('tick');`,
   // Exits with code 7 after a plain line and a line that is not the protocol.
