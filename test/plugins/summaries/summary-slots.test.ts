@@ -140,7 +140,7 @@ describe('summary slots', () => {
   it('wakes the summarizer on its task', async () => {
     await waitFor(async () => {
       const runs = (await t.api.get(`/api/companies/${company.id}/heartbeat-runs`)).body;
-      return (runs.items ?? runs).some((run: any) => run.agentId === summarizer.id && (run.issueId ?? run.contextSnapshot?.issueId) === generation.id);
+      return runs.runs.some((run: any) => run.agentId === summarizer.id && (run.issueId ?? run.contextSnapshot?.issueId) === generation.id);
     }, 'a run on the generation task');
   });
 
