@@ -95,4 +95,15 @@ describe('a summarizer run', () => {
     const body = await slotWhen((b) => b.slot.status === 'idle', 'the newer write');
     expect(body.document.latestRevisionNumber).toBe(3);
   });
+
+  it('lists up to 20 revisions, newest first', async () => {
+    const { document } = (await t.api.get(slot())).body;
+    // Older revisions of the same document (the summarizer's own writes made three so far).
+    await t.sql.query(
+      `insert into plugin_summaries.summary_revisions (company_id, document_id, revision_number, body)
+       select $1, $2, n, 'older' from generate_series(-21, 0) n`, [company.id, document.id]);
+    const { revisions } = (await t.api.get(slotUrl(company.id, 'project', `/revisions?scopeId=${project.id}`))).body;
+    expect(revisions).toHaveLength(20);
+    expect(revisions.slice(0, 4).map((r: any) => r.revisionNumber)).toEqual([3, 2, 1, 0]);
+  });
 });
