@@ -16,6 +16,7 @@ import { inboxLite, inboxMine } from './inbox.ts';
 import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
+import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
@@ -81,6 +82,9 @@ export default definePlugin({
     project: projectService,
     'project-workspaces': projectWorkspacesService,
     issue: issueService,
+    'create-hidden-task': createHiddenTaskService,
+    task: taskService,
+    'issue-snapshot': issueSnapshotService,
   },
   jobs: {
     'liveness-auto-recovery': autoRecoverLiveness,

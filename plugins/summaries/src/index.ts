@@ -1,0 +1,23 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { SUMMARIES_CAPABILITIES } from './context.ts';
+import { generate } from './generate.ts';
+import { getSlot, listRevisions } from './reads.ts';
+import { getSummarizer, putSummarizer } from './summarizer.ts';
+import { onCompanyDeleted, onIssueUpdated } from './task-end.ts';
+import { writeSummary } from './write.ts';
+
+export default definePlugin({
+  capabilities: SUMMARIES_CAPABILITIES,
+  routes: {
+    'get-slot': getSlot,
+    'list-revisions': listRevisions,
+    generate,
+    'write-summary': writeSummary,
+    'get-summarizer': getSummarizer,
+    'put-summarizer': putSummarizer,
+  },
+  events: {
+    'work.issue.updated': onIssueUpdated,
+    'company.deleted': onCompanyDeleted,
+  },
+});
