@@ -220,7 +220,7 @@ describe('fuzzing every mutating route', () => {
     expect(run.requests).toBeGreaterThanOrEqual(PER_ROUTE * 50);
     expect(report(run)).toEqual([]);
     await assertHealthy(local, local.api);
-  }, 240_000);
+  }, 480_000);
 
   it('authenticated mode with board and agent keys: the same', async () => {
     const admin = await insertUser(authed, { admin: true });
@@ -250,5 +250,5 @@ describe('fuzzing every mutating route', () => {
     const run = await fuzz(authed, routes, ctx, PER_ROUTE_AUTHENTICATED);
     expect(report(run)).toEqual([]);
     await assertHealthy(authed, api);
-  }, 240_000);
+  }, 480_000);
 });
