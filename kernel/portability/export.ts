@@ -17,7 +17,7 @@ export async function buildPackage(kernel: KernelServices, company: Row, actor: 
   const inputs: PackageInput[] = [];
   files['COMPANY.md'] = company.description ?? '';
   const rows = await kernel.db.query<AgentRow>(
-    "select * from agents where company_id = ? and status <> 'terminated' order by created_at, id", [company.id]);
+    "select * from agents where company_id = ? and status <> 'terminated' order by created_at, url_key, id", [company.id]);
   const exported = new Set(rows.map((row) => row.id));
   const agents: PackageAgent[] = rows.map((row) => {
     const instructionsPath = `agents/${row.url_key}/AGENTS.md`;

@@ -18,6 +18,7 @@ import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
+import { exportCompany, importCompany } from './portability.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
 import { createProjectWorkspace, deleteProjectWorkspace, getProjectWorkspace, listProjectWorkspaces, projectWorkspacesService, updateProjectWorkspace } from './project-workspaces.ts';
 import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
@@ -81,6 +82,8 @@ export default definePlugin({
     project: projectService,
     'project-workspaces': projectWorkspacesService,
     issue: issueService,
+    'export-company': exportCompany,
+    'import-company': importCompany,
   },
   jobs: {
     'liveness-auto-recovery': autoRecoverLiveness,
