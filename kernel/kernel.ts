@@ -17,6 +17,7 @@ import { isDatabaseUnavailable } from './db/connection-errors.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
 import { KernelPoints } from './points/kernel-points.ts';
+import { PortabilityParts } from './portability/parts.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
@@ -202,6 +203,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health, vault, activity, events,
     executions: new Executor({ config, log, db, events, runs, vault, activity }),
     points: new KernelPoints(),
+    portability: new PortabilityParts(),
   };
 }
 

@@ -6,6 +6,7 @@ import { cliAuthRoutes } from './auth/cli-auth-routes.ts';
 import { instanceRoutes } from './tenancy/instance-routes.ts';
 import { llmsRoutes } from './tenancy/llms-routes.ts';
 import { companyRoutes } from './tenancy/company-routes.ts';
+import { portabilityRoutes } from './portability/portability-routes.ts';
 import { assetRoutes } from './tenancy/asset-routes.ts';
 import { uploadLimitRoutes } from './blobs/upload-limit-routes.ts';
 import { agentRoutes } from './tenancy/agent-routes.ts';
@@ -40,6 +41,7 @@ export function routeModules(host: ExtensionHost, self: SelfRequest): RouteModul
     cliAuthRoutes,
     instanceRoutes,
     llmsRoutes,
+    portabilityRoutes,
     companyRoutes,
     assetRoutes,
     uploadLimitRoutes,

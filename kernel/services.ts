@@ -8,6 +8,7 @@ import type { LastUsedRecorder } from './auth/last-used.ts';
 import type { Database, Tx } from './db/database.ts';
 import type { EventBus } from './events/event-bus.ts';
 import type { KernelPoints } from './points/kernel-points.ts';
+import type { PortabilityParts } from './portability/parts.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
 import type { Executor } from './executions/executor.ts';
 import type { Keyring } from './vault/keyring.ts';
@@ -29,6 +30,8 @@ export interface KernelServices {
   events: EventBus;
   /** Questions the kernel asks plugins before a change, answered by the ones that declare them (kernelPoints). */
   points: KernelPoints;
+  /** The plugins' parts of company packages (export and import), registered by the extension host. */
+  portability: PortabilityParts;
   lastUsed: LastUsedRecorder;
   keyring: Keyring;
   vault: Vault;

@@ -45,4 +45,9 @@ export const kernelPoints = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'kernelPoints'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints] as const;
+export const companyPortability = defineCapability()({
+  id: 'company.portability', summary: "Take part in company export and import: hand the kernel this plugin's part of a company package, and import it into a company", members: {},
+  requiredBy: (manifest) => present(manifest, 'portability'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability] as const;

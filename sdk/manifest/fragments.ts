@@ -272,6 +272,16 @@ export const kernelPointsFragment = {
   },
 };
 
+export const portabilityFragment = {
+  type: 'object', additionalProperties: false, required: ['exportService', 'importService'],
+  description: "This plugin's part of a company package (needs company.portability and services.provide): the kernel calls exportService for the part and importService to preview or apply it.",
+  properties: {
+    exportService: { ...identifier, description: 'Key of a service under services.provides that answers the part: {data, files}.' },
+    importService: { ...identifier, description: 'Key of a service under services.provides that previews or applies the part.' },
+    after: { type: 'array', maxItems: 20, items: { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*$', maxLength: 48 }, description: 'Plugin keys whose parts are imported before this one (their id maps reach it).' },
+  },
+};
+
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',
   type: 'object',
@@ -328,6 +338,7 @@ export const manifestSchema = {
     },
     services: servicesFragment,
     kernelPoints: kernelPointsFragment,
+    portability: portabilityFragment,
     limits: {
       type: 'object', additionalProperties: false, description: 'Sandbox limits (the host clamps them).',
       properties: {

@@ -168,6 +168,11 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (answered.has(point.point)) issues.push({ path: `kernelPoints.${index}.point`, message: 'is answered twice' });
     answered.add(point.point);
   }
+  if (typed.portability) {
+    for (const field of ['exportService', 'importService'] as const) {
+      if (!provided.has(typed.portability[field])) issues.push({ path: `portability.${field}`, message: 'names no service under services.provides' });
+    }
+  }
   const published = new Set<string>();
   for (const [index, event] of (typed.publishedEvents ?? []).entries()) {
     if (!event.name.startsWith(`${typed.key}.`)) issues.push({ path: `publishedEvents.${index}.name`, message: `must start with the plugin key: ${typed.key}.<name>` });

@@ -181,6 +181,7 @@ describe('contribution capabilities on the manifest', () => {
     network: { allow: ['example.com'] },
     services: { provides: [{ key: 'svc' }], consumes: [{ plugin: 'other', service: 'svc' }] },
     kernelPoints: [{ point: 'agent.desired-skills', service: 'svc' }],
+    portability: { exportService: 'svc', importService: 'svc' },
   });
 
   it('accepts the manifest with every capability declared', () => {

@@ -44,6 +44,9 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  * - kernel/host/broker.ts: passes on the refusal of the capability registry's one check
  *   (sdk/capabilities/check-call.ts): unknown_capability, capability_denied,
  *   company_scope_required, invalid_arguments.
+ * - kernel/host/contributions/portability-parts.ts: a plugin's refusal of its part of a company
+ *   import or export passes on with the plugin's 4xx status and code (502 `portability_part_failed`
+ *   otherwise); those codes belong to the plugin's documentation.
  * - kernel/host/contributions/route-dispatch.ts: the host's own 401 and other-company 403 of a
  *   plugin route, with the codes the route declares under `authCodes` (the plugin's documentation
  *   lists them); status and message stay the host's.
@@ -61,6 +64,8 @@ const DYNAMIC_SITES = [
   { file: 'kernel/host/contributions/route-dispatch.ts', what: 'status' },
   { file: 'kernel/host/broker.ts', what: 'code' },
   { file: 'kernel/host/broker.ts', what: 'status' },
+  { file: 'kernel/host/contributions/portability-parts.ts', what: 'code' },
+  { file: 'kernel/host/contributions/portability-parts.ts', what: 'status' },
   { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },
   { file: 'kernel/host/contributions/route-dispatch.ts', what: 'status' },
 ];

@@ -29,6 +29,7 @@ const files = [
   '0022-approval-decisions.sql',
   '0023-executions.sql',
   '0024-database-backups.sql',
+  '0025-company-imports.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -4,6 +4,7 @@ import { EnqueuedJobs } from './enqueued-jobs.ts';
 import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 import { PluginKernelPoints } from './kernel-points.ts';
+import { PluginPortabilityParts } from './portability-parts.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
 export interface ContributionPoints {
@@ -32,6 +33,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   host.onActivation(events);
   const kernelPoints = new PluginKernelPoints(host);
   host.onActivation(kernelPoints);
+  host.onActivation(new PluginPortabilityParts(host));
   host.onNotify(EVENTS_CHANNEL, () => events.wake());
   host.kernel.health.register('jobs', () => jobs.health());
   const points: ContributionPoints = {

@@ -1,3 +1,4 @@
+import { exportCompany, importCompany } from './portability.ts';
 import { COSTS_CAPABILITIES, type BatchCall, type CostsContext } from './context.ts';
 import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
@@ -48,6 +49,8 @@ export default definePlugin({
     'company.deleted': onCompanyDeleted,
   },
   services: {
+    'export-company': exportCompany,
+    'import-company': importCompany,
     'record-usage': recordUsageService,
     'record-usages': recordUsagesService,
     'budget-blocks': budgetBlocksService,

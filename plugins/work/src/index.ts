@@ -19,6 +19,7 @@ import { issueService } from './issue-service.ts';
 import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
+import { exportCompany, importCompany } from './portability.ts';
 import { createProject, getProject, listProjects, updateProject } from './projects.ts';
 import { createProjectWorkspace, deleteProjectWorkspace, getProjectWorkspace, listProjectWorkspaces, projectWorkspacesService, updateProjectWorkspace } from './project-workspaces.ts';
 import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
@@ -85,6 +86,8 @@ export default definePlugin({
     'create-hidden-task': createHiddenTaskService,
     task: taskService,
     'issue-snapshot': issueSnapshotService,
+    'export-company': exportCompany,
+    'import-company': importCompany,
   },
   jobs: {
     'liveness-auto-recovery': autoRecoverLiveness,
