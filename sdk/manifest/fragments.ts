@@ -230,6 +230,11 @@ export const foldersFragment = {
       key: { ...identifier, description: 'Mount key.' },
       access: { enum: ['read', 'readWrite'], description: 'What the plugin may do inside the mount.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+      onChange: {
+        type: 'object', additionalProperties: false, required: ['job'],
+        description: "Watch the mount: when files change on disk (an editor, a sync tool), the host runs this job in the mount's company with payload {folderKey, changes: [{path, kind: 'add'|'change'|'unlink'}]}, changes batched.",
+        properties: { job: { ...identifier, description: 'Key of a job declared under jobs (no schedule needed).' } },
+      },
     },
   },
 };
@@ -287,6 +292,7 @@ export const manifestSchema = {
     entry: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+\\.(ts|js|mjs)$', description: 'Entry module, relative to the plugin folder.' },
     tag: { enum: ['first-party', 'example'], description: 'Origin of the plugin.' },
     experimental: { type: 'boolean', description: 'Shown as experimental.' },
+    distribution: { enum: ['bundled', 'package'], description: 'bundled (default): a plugin of the checkout\'s plugins/ folder is installed and enabled at start. package: it ships in the checkout as a package that an operator installs by its package name (package.json name), never at start.' },
     capabilities: capabilitiesFragment,
     database: {
       type: 'object', additionalProperties: false, required: ['namespace'], description: 'The plugin\'s own PostgreSQL schema.',

@@ -161,6 +161,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       issues.push({ path: `events.${index}.event`, message: 'execution events cannot be vetoed; subscribe to them after_commit' });
     }
   }
+  const jobKeys = new Set((typed.jobs ?? []).map((job) => job.key));
+  for (const [index, folder] of (typed.folders ?? []).entries()) {
+    if (folder.onChange && !jobKeys.has(folder.onChange.job)) issues.push({ path: `folders.${index}.onChange.job`, message: 'names no job declared under jobs' });
+  }
   const provided = new Set((typed.services?.provides ?? []).map((service) => service.key));
   const answered = new Set<string>();
   for (const [index, point] of (typed.kernelPoints ?? []).entries()) {
