@@ -109,6 +109,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.agentParam && route.companyParam) {
       issues.push({ path: `routes.${index}.agentParam`, message: 'cannot be combined with companyParam: the agent names the company' });
     }
+    if (route.companyField && [route.companyParam, route.agentParam, route.entityParam, route.runParam, route.perCompany].some(Boolean)) {
+      issues.push({ path: `routes.${index}.companyField`, message: 'names the company itself: use one of companyParam, agentParam, entityParam, runParam and companyField' });
+    }
     if (route.runParam) {
       if (!normalisePath(route.path).split('/').includes(`:${route.runParam}`)) issues.push({ path: `routes.${index}.runParam`, message: 'names a parameter that is not in the path' });
       if ([route.companyParam, route.agentParam, route.entityParam].some(Boolean)) {

@@ -97,6 +97,11 @@ export interface RouteManifest {
   perCompany?: { sum?: string[] };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
+  /**
+   * Query parameter (GET) or top-level body field naming the company, for a route whose path
+   * names none: checked by the host like companyParam; an agent omitting it acts in its own company.
+   */
+  companyField?: string;
   body?: JsonSchema;
   query?: JsonSchema;
   /** Defaults to true for every method but GET. */
