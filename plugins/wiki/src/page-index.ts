@@ -47,13 +47,14 @@ export async function unindexPage(ctx: WikiContext, companyId: string, space: st
 }
 
 /** Search terms as a prefix query: every word must match (a word's start is enough). */
-function tsQueryOf(query: string): string | null {
+function tsQueryOf(query: string, any: boolean): string | null {
   const words = query.toLowerCase().match(/[\p{L}\p{N}_]+/gu)?.slice(0, 16) ?? [];
-  return words.length ? words.map((word) => `${word}:*`).join(' & ') : null;
+  return words.length ? words.map((word) => `${word}:*`).join(any ? ' | ' : ' & ') : null;
 }
 
-export async function searchPages(ctx: WikiContext, companyId: string, space: string, query: string, limit: number): Promise<Array<{ path: string; title: string; hash: string; score: number; snippet: string }>> {
-  const tsquery = tsQueryOf(query);
+/** Pages matching every word of the query (or, with `any`, a question's words: any of them, the most matches first). */
+export async function searchPages(ctx: WikiContext, companyId: string, space: string, query: string, limit: number, options: { any?: boolean } = {}): Promise<Array<{ path: string; title: string; hash: string; score: number; snippet: string }>> {
+  const tsquery = tsQueryOf(query, options.any ?? false);
   if (!tsquery) return [];
   // The best `limit` matches are found through the GIN index first; headlines are built for those only.
   const { rows } = await ctx.db.query<{ path: string; title: string; hash: string; score: number; snippet: string }>(

@@ -18,7 +18,7 @@ export async function startQuery(req: RouteRequest, ctx: WikiContext) {
     [companyId, space.slug, question, ctx.invocation.actor.type, ctx.invocation.actor.id]);
   const session = rows[0]!;
   await recordOperation(ctx, companyId, space.slug, { kind: 'start_query', summary: question.slice(0, 200), details: { sessionId: session.id } });
-  const results = await searchPages(ctx, companyId, space.slug, question, limit);
+  const results = await searchPages(ctx, companyId, space.slug, question, limit, { any: true });
   return respond(201, { session: { id: session.id, spaceSlug: space.slug, question, filedPath: null, createdAt: session.createdAt }, results });
 }
 
