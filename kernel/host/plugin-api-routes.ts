@@ -1,3 +1,4 @@
+import { stat } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { contributionsOf } from './contributions/contribution-points.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
@@ -15,7 +16,7 @@ import { enabledTools } from './plugin-tools.ts';
 import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
 import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
-import { fetchNpmPackage, readPluginFolder, scanExamples } from './plugin-sources.ts';
+import { FIRST_PARTY_DIR, fetchNpmPackage, findPackagedPlugin, readPluginFolder, scanExamples, unpackTarball } from './plugin-sources.ts';
 
 const installBody = bodyValidator<{ localPath?: string; packageName?: string }>({
   type: 'object',
@@ -126,10 +127,14 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     let found;
     if (body.localPath) {
       if (!isAbsolute(body.localPath)) throw badRequest('localPath must be an absolute path');
-      found = await readPluginFolder(resolve(body.localPath), 'local_path');
+      const path = resolve(body.localPath);
+      // A packed package (npm pack) is unpacked into the data directory; a folder is read in place.
+      found = /\.(tgz|tar\.gz)$/.test(path) && (await stat(path).catch(() => null))?.isFile()
+        ? await unpackTarball(kernel.config.dataDir, path)
+        : await readPluginFolder(path, 'local_path');
     } else {
       const example = (await scanExamples()).find((e) => `@keel-examples/${e.manifest.key}` === body.packageName);
-      found = example ?? await fetchNpmPackage(kernel.config.dataDir, body.packageName!);
+      found = example ?? await findPackagedPlugin(FIRST_PARTY_DIR, body.packageName!) ?? await fetchNpmPackage(kernel.config.dataDir, body.packageName!);
     }
     const row = await asOperator(ctx, () => host.install(found));
     audit(ctx);

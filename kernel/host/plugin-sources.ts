@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
@@ -40,7 +40,10 @@ export async function scanFolder(dir: string, sourceKind: FoundPlugin['sourceKin
   const found: FoundPlugin[] = [];
   for (const entry of entries) {
     if (!entry.isDirectory() || !existsSync(join(dir, entry.name, 'plugin.json'))) continue;
-    found.push(await readPluginFolder(join(dir, entry.name), sourceKind));
+    const plugin = await readPluginFolder(join(dir, entry.name), sourceKind);
+    // A packaged plugin ships here but is installed only on request, by its package name.
+    if (plugin.manifest.distribution === 'package') continue;
+    found.push(plugin);
   }
   return found.sort((a, b) => a.manifest.key.localeCompare(b.manifest.key));
 }
@@ -50,6 +53,52 @@ let examplesCache: Promise<FoundPlugin[]> | null = null;
 export function scanExamples(): Promise<FoundPlugin[]> {
   examplesCache ??= scanFolder(EXAMPLES_DIR, 'example');
   return examplesCache;
+}
+
+/**
+ * The plugin a package name names among the packaged plugins of the checkout (`distribution:
+ * package` in plugin.json, the name from its package.json), or null. Installing one needs no
+ * registry: the folder is read where it is.
+ */
+export async function findPackagedPlugin(dir: string, packageName: string): Promise<FoundPlugin | null> {
+  const bare = packageName.replace(/(?!^)@[^/]*$/, '');
+  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    const folder = join(dir, entry.name);
+    if (!entry.isDirectory() || !existsSync(join(folder, 'plugin.json')) || !existsSync(join(folder, 'package.json'))) continue;
+    const name = await readFile(join(folder, 'package.json'), 'utf8').then((text) => (JSON.parse(text) as { name?: unknown }).name, () => null);
+    if (name !== bare) continue;
+    const found = await readPluginFolder(folder, 'npm', bare);
+    if (found.manifest.distribution === 'package') return found;
+  }
+  return null;
+}
+
+/**
+ * Unpacks a plugin package tarball (`npm pack` output: a gzipped tar with its files under
+ * `package/`) into `<dataDir>/plugin-packages/tarballs/<name>` and reads its manifest. No
+ * registry is asked and no script runs.
+ */
+export async function unpackTarball(dataDir: string, tarball: string): Promise<FoundPlugin> {
+  const staging = await mkdtemp(join(dataDir, 'plugin-tarball-'));
+  try {
+    try {
+      await run('tar', ['-xzf', tarball, '-C', staging, '--no-same-owner', '--no-same-permissions'], { timeout: 60_000 });
+    } catch (error) {
+      throw new KeelError(422, 'plugin_package_unavailable', `${tarball} is not a readable package tarball: ${String((error as { stderr?: string }).stderr ?? (error as Error).message).trim().split('\n').slice(-1)[0]}`);
+    }
+    const unpacked = join(staging, 'package');
+    const name = await readFile(join(unpacked, 'package.json'), 'utf8').then((text) => (JSON.parse(text) as { name?: unknown }).name, () => null);
+    if (typeof name !== 'string' || !/^(@[a-z0-9][a-z0-9._-]*\/)?[a-z0-9][a-z0-9._-]*$/.test(name)) {
+      throw new KeelError(422, 'plugin_package_unavailable', `${tarball} has no package.json with a package name under package/`);
+    }
+    const target = join(dataDir, 'plugin-packages', 'tarballs', name);
+    await rm(target, { recursive: true, force: true });
+    await mkdir(dirname(target), { recursive: true });
+    await rename(unpacked, target);
+    return await readPluginFolder(target, 'npm', name);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
 }
 
 /**

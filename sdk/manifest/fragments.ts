@@ -54,6 +54,7 @@ export const routesFragment = {
           otherCompany: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64 },
         },
       },
+      companyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Query parameter (GET) or top-level body field naming the company, for a route whose path names none: the host checks it like companyParam (unknown 404, another company's caller 403); an agent that omits it acts in its own company, a board caller must give it (400 company_required)." },
       agentBodyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Top-level body field naming an agent that must belong to the call's company; the host answers 404 agent_not_found otherwise, before the isolate runs." },
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
@@ -230,6 +231,11 @@ export const foldersFragment = {
       key: { ...identifier, description: 'Mount key.' },
       access: { enum: ['read', 'readWrite'], description: 'What the plugin may do inside the mount.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown to operators.' },
+      onChange: {
+        type: 'object', additionalProperties: false, required: ['job'],
+        description: "Watch the mount: when files change on disk (an editor, a sync tool), the host runs this job in the mount's company with payload {folderKey, changes: [{path, kind: 'add'|'change'|'unlink'}]}, changes batched.",
+        properties: { job: { ...identifier, description: 'Key of a job declared under jobs (no schedule needed).' } },
+      },
     },
   },
 };
@@ -297,6 +303,7 @@ export const manifestSchema = {
     entry: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+\\.(ts|js|mjs)$', description: 'Entry module, relative to the plugin folder.' },
     tag: { enum: ['first-party', 'example'], description: 'Origin of the plugin.' },
     experimental: { type: 'boolean', description: 'Shown as experimental.' },
+    distribution: { enum: ['bundled', 'package'], description: 'bundled (default): a plugin of the checkout\'s plugins/ folder is installed and enabled at start. package: it ships in the checkout as a package that an operator installs by its package name (package.json name), never at start.' },
     capabilities: capabilitiesFragment,
     database: {
       type: 'object', additionalProperties: false, required: ['namespace'], description: 'The plugin\'s own PostgreSQL schema.',

@@ -109,6 +109,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (route.agentParam && route.companyParam) {
       issues.push({ path: `routes.${index}.agentParam`, message: 'cannot be combined with companyParam: the agent names the company' });
     }
+    if (route.companyField && [route.companyParam, route.agentParam, route.entityParam, route.runParam, route.perCompany].some(Boolean)) {
+      issues.push({ path: `routes.${index}.companyField`, message: 'names the company itself: use one of companyParam, agentParam, entityParam, runParam and companyField' });
+    }
     if (route.runParam) {
       if (!normalisePath(route.path).split('/').includes(`:${route.runParam}`)) issues.push({ path: `routes.${index}.runParam`, message: 'names a parameter that is not in the path' });
       if ([route.companyParam, route.agentParam, route.entityParam].some(Boolean)) {
@@ -160,6 +163,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       // Nothing vetoes an execution's output or end: they reach only the starting plugin, after commit.
       issues.push({ path: `events.${index}.event`, message: 'execution events cannot be vetoed; subscribe to them after_commit' });
     }
+  }
+  const jobKeys = new Set((typed.jobs ?? []).map((job) => job.key));
+  for (const [index, folder] of (typed.folders ?? []).entries()) {
+    if (folder.onChange && !jobKeys.has(folder.onChange.job)) issues.push({ path: `folders.${index}.onChange.job`, message: 'names no job declared under jobs' });
   }
   const provided = new Set((typed.services?.provides ?? []).map((service) => service.key));
   const answered = new Set<string>();

@@ -97,6 +97,11 @@ export interface RouteManifest {
   perCompany?: { sum?: string[] };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
+  /**
+   * Query parameter (GET) or top-level body field naming the company, for a route whose path
+   * names none: checked by the host like companyParam; an agent omitting it acts in its own company.
+   */
+  companyField?: string;
   body?: JsonSchema;
   query?: JsonSchema;
   /** Defaults to true for every method but GET. */
@@ -164,7 +169,11 @@ export interface EventManifest { event: string; mode: 'after_commit' | 'in_trans
 export interface PublishedEventManifest { name: string; description?: string; schema: JsonSchema }
 export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }
 export interface UiLauncherManifest { key: string; label: string; placement: string; action?: string }
-export interface FolderManifest { key: string; access: 'read' | 'readWrite'; description?: string }
+export interface FolderManifest {
+  key: string; access: 'read' | 'readWrite'; description?: string;
+  /** Job (declared under `jobs`) the host runs in the mount's company when files change on disk. */
+  onChange?: { job: string };
+}
 export interface ServiceManifest {
   key: string;
   description?: string;
@@ -184,6 +193,8 @@ export interface PluginManifest {
   entry: string;
   tag?: 'first-party' | 'example';
   experimental?: boolean;
+  /** `package`: shipped in the checkout but installed only on request, by its package name. */
+  distribution?: 'bundled' | 'package';
   capabilities: CapabilityRequest[];
   database?: {
     namespace: string;

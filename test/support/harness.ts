@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -49,7 +49,11 @@ export interface Api {
 /** The repository's first-party plugins, installed and enabled on a fresh instance as `npm start` does. */
 export const FIRST_PARTY_PLUGINS = fileURLToPath(new URL('../../plugins', import.meta.url));
 /** Their keys (each folder of plugins/ with a manifest is one, named by its folder), sorted. */
-export const FIRST_PARTY_KEYS: readonly string[] = readdirSync(FIRST_PARTY_PLUGINS).filter((name) => existsSync(join(FIRST_PARTY_PLUGINS, name, 'plugin.json'))).sort();
+export const FIRST_PARTY_KEYS: readonly string[] = readdirSync(FIRST_PARTY_PLUGINS)
+  .filter((name) => existsSync(join(FIRST_PARTY_PLUGINS, name, 'plugin.json')))
+  // Packaged plugins (distribution: package) ship in plugins/ but are installed only on request.
+  .filter((name) => (JSON.parse(readFileSync(join(FIRST_PARTY_PLUGINS, name, 'plugin.json'), 'utf8')) as { distribution?: string }).distribution !== 'package')
+  .sort();
 
 /**
  * Starts a real kernel over HTTP on a fresh database cloned from the run's migrated template.

@@ -9,6 +9,7 @@ import type { KernelServices } from '../../services.ts';
 import { companyForRequest } from '../../tenancy/company-access.ts';
 import { inspectFolder, realLocations, type FolderInspection } from '../folder-inspection.ts';
 import { installFolderMounts } from '../folder-mounts.ts';
+import { installFolderWatches } from '../folder-watch.ts';
 import { REPO_ROOT } from '../plugin-sources.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 
@@ -27,6 +28,7 @@ interface Scope { companyId: string; row: Row; manifest: PluginManifest }
  */
 export const localFolderRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   installFolderMounts(host, kernel.db);
+  const watches = installFolderWatches(host, kernel.db);
   const base = '/api/plugins/:pluginId/companies/:companyId/local-folders';
   const route = declareRoutes(router, kernel, 'Plugin local folders');
 
@@ -96,6 +98,8 @@ export const localFolderRoutes = (host: ExtensionHost): RouteModule => (router, 
       });
       return stored!;
     });
+    // This process watches the new path at once; others within their resync interval.
+    await watches.sync(row.key as string);
     ctx.body = { pluginKey: row.key, companyId, ...describe(folder), configured: true, ...inspection, path: saved.path, updatedAt: iso(saved.updated_at), checkedAt: new Date().toISOString() };
   });
 };

@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
+import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { activityActor, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
@@ -43,6 +44,22 @@ function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: s
  * plugin needs no round trip to the kernel to trust it (its schema has already made it a uuid
  * when it declares one).
  */
+/**
+ * The company a route names in its query (GET) or body (`companyField`), checked like a path's
+ * company: unknown 404, another company's caller 403. Without it an agent acts in its own
+ * company; a board caller must name one.
+ */
+async function companyFromField(ctx: Context, host: ExtensionHost, source: unknown, field: string, current: string | null, authCodes: RouteManifest['authCodes']): Promise<string> {
+  const value = source && typeof source === 'object' ? (source as Record<string, unknown>)[field] : undefined;
+  if (typeof value === 'string' && value) {
+    const { company } = await companyForRequest(ctx, host.kernel.db, value).catch((error: unknown) => { throw withAuthCodes(ctx, authCodes, error); });
+    return company.id as string;
+  }
+  if (value !== undefined && value !== null) throw new KeelError(400, 'validation_failed', `${field} must be a company id`, { details: { field } });
+  if (current) return current;
+  throw new KeelError(400, 'company_required', `Name the company: ${field} is required for a board caller`, { details: { field } });
+}
+
 async function assertAgentOfCompany(host: ExtensionHost, body: unknown, field: string, companyId: string): Promise<void> {
   const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
   if (value === undefined || value === null) return;
@@ -132,8 +149,10 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
     if (body === undefined) body = route.body ? {} : null;
     validate(pluginBodyAjv, route.body, body, 'request body');
-    if (route.agentBodyField && companyId) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   }
+  if (route.companyField) companyId = await companyFromField(ctx, host, route.method === 'GET' ? query : body, route.companyField, companyId, route.authCodes);
+  if (route.agentBodyField && companyId && route.method !== 'GET' && !upload) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
+  ctx.state.companyId = companyId;
   const headers = routeHeaders(ctx);
   const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';

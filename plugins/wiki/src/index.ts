@@ -1,0 +1,40 @@
+import { definePlugin } from '@keel/sdk/plugin';
+import { WIKI_CAPABILITIES } from './context.ts';
+import { wikiAppendLog, wikiUpdateIndex } from './index-log.ts';
+import { wikiListBacklinks, wikiListPages, wikiProposePatch, wikiReadPage, wikiSearch, wikiWritePage } from './pages.ts';
+import { fileAsPage, startQuery } from './queries.ts';
+import { wikiListSources, wikiReadSource } from './sources.ts';
+import { archiveSpace, bootstrapRoute, bootstrapSpaceRoute, captureSourceRoute, createSpace, operationsRoute, overviewRoute, spacesRoute, updateSpace } from './spaces.ts';
+import { onFolderChanged } from './watch.ts';
+
+export default definePlugin({
+  capabilities: WIKI_CAPABILITIES,
+  routes: {
+    overview: overviewRoute,
+    bootstrap: bootstrapRoute,
+    'capture-source': captureSourceRoute,
+    spaces: spacesRoute,
+    'create-space': createSpace,
+    'update-space': updateSpace,
+    'bootstrap-space': bootstrapSpaceRoute,
+    'archive-space': archiveSpace,
+    operations: operationsRoute,
+    'start-query': startQuery,
+    'file-as-page': fileAsPage,
+  },
+  tools: {
+    wiki_search: wikiSearch,
+    wiki_list_pages: wikiListPages,
+    wiki_read_page: wikiReadPage,
+    wiki_write_page: wikiWritePage,
+    wiki_propose_patch: wikiProposePatch,
+    wiki_list_sources: wikiListSources,
+    wiki_read_source: wikiReadSource,
+    wiki_list_backlinks: wikiListBacklinks,
+    wiki_update_index: wikiUpdateIndex,
+    wiki_append_log: wikiAppendLog,
+  },
+  jobs: {
+    'folder-changed': onFolderChanged,
+  },
+});

@@ -1,0 +1,39 @@
+import type { WikiContext } from './context.ts';
+import { readIfExists } from './files.ts';
+import { recordOperation } from './operations.ts';
+import { indexPage, unindexPage } from './page-index.ts';
+import { pageOfRootPath } from './paths.ts';
+import { companyOf } from './scope.ts';
+
+interface FolderChanged { folderKey: string; changes: Array<{ path: string; kind: 'add' | 'change' | 'unlink' }> }
+
+/**
+ * Files changed on disk outside Keel (the host's folder watch): each page of a known space is
+ * read again and indexed, or dropped from the index when it is gone. Content decides: a page
+ * written through the tools and heard again changes nothing and records nothing.
+ */
+export async function onFolderChanged(ctx: WikiContext, payload: unknown): Promise<{ indexed: number; removed: number }> {
+  const companyId = companyOf(ctx);
+  const { changes } = payload as FolderChanged;
+  const { rows } = await ctx.db.query<{ slug: string }>(`select slug from spaces where company_id = $1 and status = 'active'`, [companyId]);
+  const spaces = ['default', ...rows.map((row) => row.slug)];
+  let indexed = 0; let removed = 0;
+  for (const change of changes) {
+    const target = pageOfRootPath(change.path, spaces);
+    if (!target) continue;
+    const content = change.kind === 'unlink' ? null : await readIfExists(ctx, change.path).catch(() => null);
+    if (content === null) {
+      if (await unindexPage(ctx, companyId, target.space, target.page)) {
+        removed += 1;
+        await recordOperation(ctx, companyId, target.space, { kind: 'external_delete', path: target.page });
+      }
+      continue;
+    }
+    const { hash, changed } = await indexPage(ctx, companyId, target.space, target.page, content);
+    if (changed) {
+      indexed += 1;
+      await recordOperation(ctx, companyId, target.space, { kind: 'external_change', path: target.page, details: { hash } });
+    }
+  }
+  return { indexed, removed };
+}
