@@ -47,13 +47,13 @@ export function Form({ onSubmit, children, submit, label }: { onSubmit: (fields:
   );
 }
 
-export function Field({ label, name, type = 'text', required, defaultValue, placeholder, children }: { label: string; name: string; type?: string; required?: boolean; defaultValue?: string; placeholder?: string; children?: ReactNode }) {
+export function Field({ label, name, type = 'text', required, defaultValue, placeholder, step, children }: { label: string; name: string; type?: string; required?: boolean; defaultValue?: string; placeholder?: string; step?: string; children?: ReactNode }) {
   return (
     <label className="field">
       <span>{label}</span>
       {children ?? (type === 'textarea'
         ? <textarea name={name} required={required} defaultValue={defaultValue} placeholder={placeholder} rows={4} />
-        : <input name={name} type={type} required={required} defaultValue={defaultValue} placeholder={placeholder} />)}
+        : <input name={name} type={type} required={required} defaultValue={defaultValue} placeholder={placeholder} step={step} min={type === 'number' ? '0' : undefined} />)}
     </label>
   );
 }

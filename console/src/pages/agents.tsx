@@ -140,7 +140,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
             await api.patch(`/api/agents/${agentId}/budgets`, { budgetMonthlyCents: Math.round(Number(fields.get('dollars')) * 100) });
             await agent.reload();
           }}>
-            <Field label="Monthly budget in dollars (0: none)" name="dollars" type="number" required defaultValue={String((a.budgetMonthlyCents ?? 0) / 100)} />
+            <Field label="Monthly budget in dollars (0: none)" name="dollars" type="number" step="0.01" required defaultValue={String((a.budgetMonthlyCents ?? 0) / 100)} />
           </Form>
         </div>
         <div className="card">

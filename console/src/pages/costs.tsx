@@ -96,7 +96,7 @@ export function CostsPage({ companyId }: { companyId: string }) {
             await api.patch(`${base}/budgets`, { budgetMonthlyCents: Math.round(Number(fields.get('dollars')) * 100) });
             await reload();
           }}>
-            <Field label="Monthly company budget in dollars (0: none)" name="dollars" type="number" required />
+            <Field label="Monthly company budget in dollars (0: none)" name="dollars" type="number" step="0.01" required />
           </Form>
         </div>
         <div className="card">

@@ -130,7 +130,7 @@ export function PluginPage({ pluginKey }: { pluginKey: string }) {
           <h3>Jobs</h3>
           <ul className="rows">{(jobs.data ?? []).map((job) => (
             <li key={job.id} className="row-item"><code>{job.jobKey}</code> <span className="muted">{job.schedule ?? 'manual'} · last {when(job.lastRunAt)}</span>
-              <ActionButton label={`Run job ${job.jobKey}`} action={async () => { await api.post(`/api/plugins/${pluginKey}/jobs/${job.id}/trigger`, {}); await jobs.reload(); }}>Run now</ActionButton>
+              <ActionButton label={`Run now: job ${job.jobKey}`} action={async () => { await api.post(`/api/plugins/${pluginKey}/jobs/${job.id}/trigger`, {}); await jobs.reload(); }}>Run now</ActionButton>
             </li>))}
           </ul>
         </div>

@@ -34,6 +34,7 @@ export function RunsPage({ companyId }: { companyId: string }) {
 
 interface LogLine { seq: number; at: string; stream: string; line: string }
 const MAX_LINES = 5000;
+const ACTIVE = ['queued', 'running'];
 
 function parseLog(content: string): LogLine[] {
   const lines: LogLine[] = [];
@@ -55,39 +56,54 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
   useEffect(() => {
     offset.current = 0;
     setLines([]);
+    let closed = false;
     const source = new EventSource(`/api/heartbeat-runs/${encodeURIComponent(runId)}/stream`);
-    const append = async (batch: { offset: number; nextOffset: number; content?: string; truncated?: boolean }) => {
-      if (batch.nextOffset <= offset.current) return;
-      let content = batch.content;
-      if (batch.truncated || content === undefined || batch.offset > offset.current) {
-        const read = await api.get<{ content: string; nextOffset: number }>(`/api/heartbeat-runs/${runId}/log`, { offset: offset.current });
-        content = read.content;
-        batch = { ...batch, nextOffset: read.nextOffset };
-      } else if (batch.offset < offset.current) {
-        content = new TextDecoder().decode(new TextEncoder().encode(content).slice(offset.current - batch.offset));
+    // Batches are applied one after another, so offsets never race.
+    let queue: Promise<void> = Promise.resolve();
+    const readFrom = async () => {
+      for (let pages = 0; pages < 100; pages++) {
+        const read = await api.get<{ content: string; nextOffset: number; eof: boolean }>(`/api/heartbeat-runs/${runId}/log`, { offset: offset.current });
+        if (read.content) setLines((before) => [...before, ...parseLog(read.content)].slice(-MAX_LINES));
+        offset.current = read.nextOffset;
+        if (read.eof || !read.content) return;
       }
-      offset.current = batch.nextOffset;
-      const parsed = parseLog(content);
-      setLines((before) => [...before, ...parsed].slice(-MAX_LINES));
     };
-    source.addEventListener('run', (event) => { setRun(JSON.parse((event as MessageEvent).data)); setLive('live'); });
-    source.addEventListener('log', (event) => { void append(JSON.parse((event as MessageEvent).data)).catch(setError); });
-    source.addEventListener('end', (event) => {
+    const append = (batch: { offset: number; nextOffset: number; content?: string; truncated?: boolean }) => {
+      queue = queue.then(async () => {
+        if (batch.nextOffset <= offset.current) return;
+        if (batch.truncated || batch.content === undefined || batch.offset !== offset.current) { await readFrom(); return; }
+        offset.current = batch.nextOffset;
+        const parsed = parseLog(batch.content);
+        setLines((before) => [...before, ...parsed].slice(-MAX_LINES));
+      }).catch(setError);
+    };
+    // The run ended: read what the log still holds, close the stream and show the final record.
+    const finish = () => {
+      if (closed) return;
+      closed = true;
       source.close();
-      setLive('ended');
-      try { const data = JSON.parse((event as MessageEvent).data); if (data && data.id) setRun(data); } catch { /* the end event may carry no run */ }
-      void api.get<Run>(`/api/heartbeat-runs/${runId}`).then(setRun).catch(setError);
-    });
-    source.onmessage = (event) => {
-      const data = JSON.parse(event.data) as { event: string; status?: string; offset?: number; nextOffset?: number; content?: string; truncated?: boolean };
-      if (data.event === 'status' && data.status) setRun((before) => (before ? { ...before, status: data.status! } : before));
-      if (data.event === 'log') void append(data as never).catch(setError);
+      queue = queue.then(readFrom).then(() => api.get<Run>(`/api/heartbeat-runs/${runId}`)).then((final) => { setRun(final); setLive('ended'); }).catch(setError);
     };
-    source.onerror = () => { if (source.readyState === EventSource.CLOSED) setLive((state) => (state === 'ended' ? state : 'lost')); };
-    return () => source.close();
+    source.addEventListener('run', (event) => {
+      const current = JSON.parse((event as MessageEvent).data) as Run;
+      setRun(current);
+      setLive('live');
+    });
+    source.addEventListener('log', (event) => append(JSON.parse((event as MessageEvent).data)));
+    source.addEventListener('end', finish);
+    source.onmessage = (event) => {
+      const data = JSON.parse(event.data) as { event: string; status?: string; offset: number; nextOffset: number; content?: string; truncated?: boolean };
+      if (data.event === 'status' && data.status) {
+        setRun((before) => (before ? { ...before, status: data.status! } : before));
+        if (!ACTIVE.includes(data.status)) finish();
+      }
+      if (data.event === 'log') append(data);
+    };
+    source.onerror = () => { if (source.readyState === EventSource.CLOSED && !closed) setLive('lost'); };
+    return () => { closed = true; source.close(); };
   }, [runId]);
   useEffect(() => { logEnd.current?.scrollIntoView({ block: 'nearest' }); }, [lines.length]);
-  const active = run && ['queued', 'running'].includes(run.status);
+  const active = run && ACTIVE.includes(run.status);
   return (
     <section>
       <p><Link to={`/companies/${companyId}/runs`}>Runs</Link> / {runId.slice(0, 8)}</p>

@@ -36,7 +36,7 @@ export function SettingsPage() {
           <h2>Experimental</h2>
           <ul className="rows">{Object.entries(experimental.data).filter(([, value]) => typeof value === 'boolean').map(([name, value]) => (
             <li key={name} className="row-item"><code>{name}</code> {value ? 'on' : 'off'}
-              <ActionButton label={`Turn ${name} ${value ? 'off' : 'on'}`} action={async () => { await api.patch('/api/instance/settings/experimental', { [name]: !value }); await experimental.reload(); }}>{value ? 'Turn off' : 'Turn on'}</ActionButton>
+              <ActionButton label={`${value ? 'Turn off' : 'Turn on'} ${name}`} action={async () => { await api.patch('/api/instance/settings/experimental', { [name]: !value }); await experimental.reload(); }}>{value ? 'Turn off' : 'Turn on'}</ActionButton>
             </li>))}
           </ul>
         </div>
