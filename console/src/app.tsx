@@ -33,7 +33,8 @@ function useSession(): [Session, () => void] {
     })();
     return () => { live = false; };
   }, [tick]);
-  return [session, () => setTick((n) => n + 1)];
+  // Asking again starts from nothing: the old identity must not keep rendering (or redirecting) meanwhile.
+  return [session, () => { setSession({ state: 'loading' }); setTick((n) => n + 1); }];
 }
 
 export function App() {
@@ -59,7 +60,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
   useEffect(() => {
     if (path === '/' && companies.data) navigate(companies.data[0] ? `/companies/${companies.data[0].id}/dashboard` : '/companies', true);
   }, [path, companies.data]);
-  const signOut = async () => { await api.post('/api/auth/sign-out', {}).catch(() => undefined); refresh(); navigate('/', true); };
+  const signOut = async () => { await api.post('/api/auth/sign-out', {}).catch(() => undefined); navigate('/', true); refresh(); };
   return (
     <div className="shell">
       <a className="skip" href="#main">Skip to content</a>

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import axe from 'axe-core';
+import { expect } from 'vitest';
 
 /**
  * Debian's Chromium (`apt-get install chromium`, which .ci/run does when it is missing), driven
@@ -26,4 +27,9 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
   return results.violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => ({ id: violation.id, impact: violation.impact!, help: violation.help, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
+}
+
+/** `expect.poll` with the patience a page on a loaded machine needs (the default is one second). */
+export function poll<T>(read: () => Promise<T> | T, options: { timeout?: number } = {}) {
+  return expect.poll(read, { timeout: options.timeout ?? 20_000, interval: 100 });
 }

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentScripts, waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, seriousViolations } from './browser.ts';
+import { launchChromium, poll, seriousViolations } from './browser.ts';
 
 const SLOT_PROBE = fileURLToPath(new URL('./fixtures/slot-probe', import.meta.url));
 const UI_TIMEOUT = 20_000;
@@ -58,21 +58,21 @@ describe('console: the operator flow in a browser', () => {
     await form.getByLabel('Adapter configuration (JSON)').fill(JSON.stringify({ command: process.execPath, args: [join(scripts, script)], graceSec: 1, ...extra }));
     await form.getByRole('button', { name: 'Create agent' }).click();
     await page.waitForURL(/\/agents\/[0-9a-f-]{36}$/);
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(name);
+    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(name);
     return page.url().split('/').pop()!;
   }
 
   it('opens as the local board and creates a company', async () => {
     await page.goto(t.url + '/');
     await page.waitForURL(/\/companies$/);
-    await expect.poll(() => page.locator('.who').textContent()).toBe('Local board');
+    await poll(() => page.locator('.who').textContent()).toBe('Local board');
     const form = page.getByRole('form', { name: 'New company' });
     await form.getByLabel('Name').fill('Console Works');
     await form.getByLabel('New agents need board approval').check();
     await form.getByRole('button', { name: 'Create company' }).click();
     await page.waitForURL(/\/companies\/[0-9a-f-]{36}\/dashboard$/);
     companyId = page.url().split('/')[4]!;
-    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Console Works');
+    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Console Works');
     const stored = await t.api.get(`/api/companies/${companyId}`);
     expect(stored.body).toMatchObject({ name: 'Console Works', requireBoardApprovalForNewAgents: true });
   }, 60_000);
@@ -84,7 +84,7 @@ describe('console: the operator flow in a browser', () => {
     await form.getByLabel('Name').fill('   ');
     await form.getByRole('button', { name: 'Create company' }).click();
     const alert = form.getByRole('alert');
-    await expect.poll(() => alert.textContent()).toMatch(/name/i);
+    await poll(() => alert.textContent()).toMatch(/name/i);
   }, 60_000);
 
   it('creates an agent, and hires one that waits for approval until the board approves', async () => {
@@ -94,16 +94,16 @@ describe('console: the operator flow in a browser', () => {
     const hire = page.getByRole('form', { name: 'Hire agent' });
     await hire.getByLabel('Name').fill('Recruit');
     await hire.getByRole('button', { name: 'Hire agent' }).click();
-    await expect.poll(() => page.getByRole('status').filter({ hasText: 'Recruit' }).textContent()).toContain('waiting for approval');
+    await poll(() => page.getByRole('status').filter({ hasText: 'Recruit' }).textContent()).toContain('waiting for approval');
     const recruit = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((a: any) => a.name === 'Recruit');
     expect(recruit.status).toBe('pending_approval');
     await page.goto(`${t.url}/companies/${companyId}/approvals`);
     await page.getByRole('button', { name: /^Approve hire agent/ }).click();
     await waitFor(async () => (await t.api.get(`/api/agents/${recruit.id}`)).body.status === 'idle', 'the hire to be approved');
-    await expect.poll(() => page.locator('.badge').first().textContent()).toBe('approved');
+    await poll(() => page.locator('.badge').first().textContent()).toBe('approved');
     // The org chart shows both.
     await page.goto(`${t.url}/companies/${companyId}/agents`);
-    await expect.poll(() => page.locator('.org').textContent()).toMatch(/Worker.*Recruit|Recruit.*Worker/);
+    await poll(() => page.locator('.org').textContent()).toMatch(/Worker.*Recruit|Recruit.*Worker/);
   }, 90_000);
 
   it('creates an issue, assigns it and comments on it', async () => {
@@ -123,11 +123,11 @@ describe('console: the operator flow in a browser', () => {
     const comment = page.getByRole('form', { name: 'Add a comment' });
     await comment.getByLabel('Comment').fill('Looks close; one more pass.');
     await comment.getByRole('button', { name: 'Comment' }).click();
-    await expect.poll(() => page.locator('.comments').textContent()).toContain('one more pass');
+    await poll(() => page.locator('.comments').textContent()).toContain('one more pass');
     // The list view shows it too.
     await page.goto(`${t.url}/companies/${companyId}/issues`);
     await page.getByRole('button', { name: 'List' }).click();
-    await expect.poll(() => page.locator('table').textContent()).toContain('Write the launch note');
+    await poll(() => page.locator('table').textContent()).toContain('Write the launch note');
   }, 90_000);
 
   it("watches a real run's live log to its end, then sees its cost on the chart", async () => {
@@ -135,13 +135,13 @@ describe('console: the operator flow in a browser', () => {
     await page.getByRole('button', { name: 'Run now' }).click();
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
     const log = page.getByTestId('run-log');
-    await expect.poll(() => log.textContent(), { timeout: 30_000 }).toContain('all done');
+    await poll(() => log.textContent(), { timeout: 30_000 }).toContain('all done');
     expect(await log.textContent()).toContain('starting work');
-    await expect.poll(() => page.getByTestId('stream-state').textContent(), { timeout: 30_000 }).toBe('Run ended');
-    await expect.poll(() => page.locator('.title-row .badge').textContent()).toBe('succeeded');
+    await poll(() => page.getByTestId('stream-state').textContent(), { timeout: 30_000 }).toBe('Run ended');
+    await poll(() => page.locator('.title-row .badge').textContent()).toBe('succeeded');
     await page.goto(`${t.url}/companies/${companyId}/costs`);
-    await expect.poll(() => page.getByRole('img', { name: /^By agent:/ }).getAttribute('aria-label')).toContain('Worker $0.07');
-    await expect.poll(() => page.getByRole('img', { name: /^By provider:/ }).getAttribute('aria-label')).toContain('example $0.07');
+    await poll(() => page.getByRole('img', { name: /^By agent:/ }).getAttribute('aria-label')).toContain('Worker $0.07');
+    await poll(() => page.getByRole('img', { name: /^By provider:/ }).getAttribute('aria-label')).toContain('example $0.07');
     expect(await page.getByTestId('month-spend').textContent()).toBe('$0.07');
   }, 90_000);
 
@@ -153,21 +153,21 @@ describe('console: the operator flow in a browser', () => {
     await waitFor(async () => (await t.api.get(`/api/agents/${spender}`)).body.budgetMonthlyCents === 10, 'the budget');
     await page.getByRole('button', { name: 'Run now' }).click();
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
-    await expect.poll(() => page.getByTestId('stream-state').textContent(), { timeout: 30_000 }).toBe('Run ended');
-    await expect.poll(() => page.locator('.title-row .badge').textContent()).toBe('cancelled');
+    await poll(() => page.getByTestId('stream-state').textContent(), { timeout: 30_000 }).toBe('Run ended');
+    await poll(() => page.locator('.title-row .badge').textContent()).toBe('cancelled');
     await page.goto(`${t.url}/companies/${companyId}/agents/${spender}`);
-    await expect.poll(() => page.locator('.title-row .badge').textContent()).toBe('paused');
+    await poll(() => page.locator('.title-row .badge').textContent()).toBe('paused');
     await page.goto(`${t.url}/companies/${companyId}/costs`);
     const incidents = page.getByRole('list', { name: 'Open budget incidents' });
-    await expect.poll(() => incidents.textContent()).toContain('Hard stop');
+    await poll(() => incidents.textContent()).toContain('Hard stop');
     // Each open incident is resolved from the page, until none is left.
     const open = await incidents.getByRole('button', { name: 'Keep paused' }).count();
     expect(open).toBeGreaterThan(0);
     for (let left = open; left > 0; left--) {
       await incidents.getByRole('button', { name: 'Keep paused' }).first().click();
-      await expect.poll(() => page.getByRole('button', { name: 'Keep paused' }).count()).toBe(left - 1);
+      await poll(() => page.getByRole('button', { name: 'Keep paused' }).count()).toBe(left - 1);
     }
-    await expect.poll(() => page.getByText('No open incidents.').count()).toBe(1);
+    await poll(() => page.getByText('No open incidents.').count()).toBe(1);
     expect((await t.api.get(`/api/agents/${spender}`)).body.status).toBe('paused');
   }, 90_000);
 
@@ -181,18 +181,18 @@ describe('console: the operator flow in a browser', () => {
     const enable = page.getByRole('form', { name: 'Grant capabilities and enable' });
     expect(await enable.textContent()).toContain('Shows a panel on the company dashboard');
     await enable.getByRole('button', { name: 'Enable with these grants' }).click();
-    await expect.poll(() => page.locator('.title-row .badge').textContent(), { timeout: 30_000 }).toBe('enabled');
+    await poll(() => page.locator('.title-row .badge').textContent(), { timeout: 30_000 }).toBe('enabled');
 
     await page.goto(`${t.url}/companies/${companyId}/dashboard`);
     const frameElement = page.locator('iframe[data-plugin="slot-probe"]');
     expect(await frameElement.getAttribute('sandbox')).toBe('allow-scripts');
     const frame = page.frameLocator('iframe[data-plugin="slot-probe"]');
-    await expect.poll(() => frame.locator('#parent').textContent()).toBe('parent: blocked SecurityError');
-    await expect.poll(() => frame.locator('#cookie').textContent()).toBe('cookie: blocked SecurityError');
-    await expect.poll(() => frame.locator('#api').textContent()).toBe('api: blocked TypeError');
+    await poll(() => frame.locator('#parent').textContent()).toBe('parent: blocked SecurityError');
+    await poll(() => frame.locator('#cookie').textContent()).toBe('cookie: blocked SecurityError');
+    await poll(() => frame.locator('#api').textContent()).toBe('api: blocked TypeError');
     // The one way out is the console's bridge, to its own plugin, for the company the console shows.
-    await expect.poll(() => frame.locator('#bridge').textContent()).toBe(`bridge: ${JSON.stringify({ params: { hello: 'console' }, company: companyId })}`);
-    await expect.poll(() => frame.locator('#spoof').textContent()).toBe(`spoof: ${JSON.stringify({ params: null, company: companyId })}`);
+    await poll(() => frame.locator('#bridge').textContent()).toBe(`bridge: ${JSON.stringify({ params: { hello: 'console' }, company: companyId })}`);
+    await poll(() => frame.locator('#spoof').textContent()).toBe(`spoof: ${JSON.stringify({ params: null, company: companyId })}`);
     // The frame's own origin is opaque: nothing of the console's is its own.
     const origin = await page.frames().find((f) => f.url().endsWith('/plugin-frame.html'))!.evaluate(() => window.origin);
     expect(origin).toBe('null');
