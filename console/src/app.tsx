@@ -23,10 +23,11 @@ function useSession(): [Session, () => void] {
   useEffect(() => {
     let live = true;
     (async () => {
-      const health = await api.get<{ deploymentMode: string }>('/api/health').catch(() => ({ deploymentMode: 'unknown' }));
+      // Both at once: the first paint waits for the slower of the two, not their sum.
+      const health = api.get<{ deploymentMode: string }>('/api/health').catch(() => ({ deploymentMode: 'unknown' }));
       try {
-        const me = await api.get<Me>('/api/cli-auth/me');
-        if (live) setSession({ state: 'signed-in', me, mode: health.deploymentMode });
+        const [me, { deploymentMode }] = await Promise.all([api.get<Me>('/api/cli-auth/me'), health]);
+        if (live) setSession({ state: 'signed-in', me, mode: deploymentMode });
       } catch (error) {
         if (live) setSession(isStatus(error, 401) || isStatus(error, 403) ? { state: 'signed-out' } : { state: 'failed', error });
       }

@@ -3,6 +3,8 @@ import { api, ISSUE_STATUSES, page, upload, type Agent, type Issue } from '../ap
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Status, useLoad, when } from '../ui.tsx';
 
+// The first page is small so the board paints soon; later pages are larger.
+const FIRST_PAGE = 100;
 const PAGE = 200;
 const CARDS_PER_COLUMN = 50;
 
@@ -15,7 +17,7 @@ function useIssuePages(companyId: string, q: string) {
   const load = useCallback(async (cursor: string | null) => {
     setLoading(true);
     try {
-      const got = await page<Issue>(`/api/companies/${companyId}/issues`, { limit: PAGE, q: q || undefined, cursor: cursor ?? undefined });
+      const got = await page<Issue>(`/api/companies/${companyId}/issues`, { limit: cursor ? PAGE : FIRST_PAGE, q: q || undefined, cursor: cursor ?? undefined });
       setItems((before) => (cursor ? [...before, ...got.items] : got.items));
       setNext(got.next);
       setError(null);
