@@ -1,4 +1,5 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONSOLE_DIST } from '../../kernel/http/console-assets.ts';
@@ -16,6 +17,20 @@ describe('console serving', () => {
   it('was built by npm install', () => {
     expect(existsSync(join(CONSOLE_DIST, 'index.html'))).toBe(true);
     expect(script()).toMatch(/^index-[\w-]+\.js$/);
+  });
+
+  it("imports nothing but React and the SDK's typed client (as an outside developer would)", () => {
+    const source = fileURLToPath(new URL('../../console/src', import.meta.url));
+    const files = readdirSync(source, { recursive: true, encoding: 'utf8' }).filter((name) => /\.tsx?$/.test(name));
+    expect(files.length).toBeGreaterThan(5);
+    const outside: string[] = [];
+    for (const file of files) {
+      for (const [, specifier] of readFileSync(join(source, file), 'utf8').matchAll(/(?:from|import)\s*\(?\s*'([^']+)'/g)) {
+        if (specifier!.startsWith('.')) continue;
+        if (!['react', 'react-dom/client', '@keel/sdk/client'].includes(specifier!)) outside.push(`${file}: ${specifier}`);
+      }
+    }
+    expect(outside).toEqual([]);
   });
 
   it('answers / with the page, a strict CSP and revalidation', async () => {
