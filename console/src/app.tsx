@@ -13,6 +13,7 @@ import { ActivityPage } from './pages/activity.tsx';
 import { PluginPage, PluginsPage } from './pages/plugins.tsx';
 import { SettingsPage } from './pages/settings.tsx';
 import { ApprovalsPage } from './pages/approvals.tsx';
+import { SkillsPage } from './pages/skills.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -49,7 +50,7 @@ export function App() {
 
 const SECTIONS = [
   ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['runs', 'Runs'], ['approvals', 'Approvals'],
-  ['costs', 'Costs'], ['secrets', 'Secrets'], ['activity', 'Activity'],
+  ['costs', 'Costs'], ['secrets', 'Secrets'], ['skills', 'Skills'], ['activity', 'Activity'],
 ] as const;
 
 function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string; refresh: () => void }) {
@@ -111,6 +112,7 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/companies/:companyId/approvals', path))) return <ApprovalsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/costs', path))) return <CostsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/secrets', path))) return <SecretsPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/skills', path))) return <SkillsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/activity', path))) return <ActivityPage companyId={params.companyId!} />;
   if (match('/plugins', path)) return <PluginsPage />;
   if ((params = match('/plugins/:key', path))) return <PluginPage pluginKey={params.key!} />;

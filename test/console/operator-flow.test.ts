@@ -198,10 +198,31 @@ describe('console: the operator flow in a browser', () => {
     expect(origin).toBe('null');
   }, 90_000);
 
+  it('creates a skill and edits the skill policy, showing the API\'s issues for a bad rule', async () => {
+    await page.goto(`${t.url}/companies/${companyId}/skills`);
+    const create = page.getByRole('form', { name: 'New skill' });
+    await create.getByLabel('Name').fill('Release notes');
+    await create.getByRole('button', { name: 'Create skill' }).click();
+    await poll(() => page.getByRole('list', { name: 'Company skills' }).textContent()).toContain('Release notes');
+    await page.getByRole('button', { name: 'Release notes', exact: true }).click();
+    await poll(() => page.getByRole('textbox', { name: 'SKILL.md' }).inputValue()).toContain('Release notes');
+
+    const policy = page.getByRole('form', { name: 'Skill policy' });
+    await policy.getByLabel('Rules (JSON array)').fill('[{"id": 7}]');
+    await policy.getByRole('button', { name: 'Save policy' }).click();
+    await poll(() => page.getByRole('list', { name: 'Policy problems' }).count()).toBe(1);
+    expect(await policy.getByRole('alert').textContent()).toBe('Invalid skill policy document');
+    await policy.getByLabel('Default effect').selectOption('deny');
+    await policy.getByLabel('Rules (JSON array)').fill('[]');
+    await policy.getByRole('button', { name: 'Save policy' }).click();
+    await poll(() => page.getByTestId('policy-revision').textContent()).toBe('Revision 1');
+    expect((await t.api.get(`/api/companies/${companyId}/skill-policy`)).body).toMatchObject({ revision: 1, defaultEffect: 'deny', rules: [] });
+  }, 60_000);
+
   it('passes axe-core with no serious violations on the main pages', async () => {
     const pages = ['/companies', `/companies/${companyId}/dashboard`, `/companies/${companyId}/agents`, `/companies/${companyId}/agents/${agentIds.worker}`,
       `/companies/${companyId}/issues`, `/companies/${companyId}/runs`, `/companies/${companyId}/costs`, `/companies/${companyId}/secrets`,
-      `/companies/${companyId}/activity`, `/companies/${companyId}/approvals`, '/plugins', '/plugins/slot-probe', '/settings'];
+      `/companies/${companyId}/activity`, `/companies/${companyId}/approvals`, `/companies/${companyId}/skills`, '/plugins', '/plugins/slot-probe', '/settings'];
     const found: Record<string, unknown> = {};
     for (const path of pages) {
       await page.goto(t.url + path);

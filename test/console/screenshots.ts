@@ -43,7 +43,7 @@ try {
     ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['agents', `/companies/${company.id}/agents`],
     ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
     ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['runs', `/companies/${company.id}/runs`], ['costs', `/companies/${company.id}/costs`],
-    ['secrets', `/companies/${company.id}/secrets`], ['activity', `/companies/${company.id}/activity`], ['plugins', '/plugins'], ['instance', '/settings'],
+    ['secrets', `/companies/${company.id}/secrets`], ['skills', `/companies/${company.id}/skills`], ['activity', `/companies/${company.id}/activity`], ['plugins', '/plugins'], ['instance', '/settings'],
   ];
   await rm(OUT, { recursive: true, force: true });
   await mkdir(OUT, { recursive: true });

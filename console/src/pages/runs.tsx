@@ -35,6 +35,8 @@ export function RunsPage({ companyId }: { companyId: string }) {
 interface LogLine { seq: number; at: string; stream: string; line: string }
 const MAX_LINES = 5000;
 const ACTIVE = ['queued', 'running'];
+/** The statuses a run ends in; any other status event is progress. */
+const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
 
 function parseLog(content: string): LogLine[] {
   const lines: LogLine[] = [];
@@ -77,12 +79,20 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
         setLines((before) => [...before, ...parsed].slice(-MAX_LINES));
       }).catch(setError);
     };
+    // A status event can arrive before the run's row is committed: ask again until the row agrees.
+    const finalRun = async () => {
+      for (let attempt = 0; ; attempt++) {
+        const current = await api.get<Run>(`/api/heartbeat-runs/${runId}`);
+        if (!ACTIVE.includes(current.status) || attempt >= 40) return current;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
     // The run ended: read what the log still holds, close the stream and show the final record.
     const finish = () => {
       if (closed) return;
       closed = true;
       source.close();
-      queue = queue.then(readFrom).then(() => api.get<Run>(`/api/heartbeat-runs/${runId}`)).then((final) => { setRun(final); setLive('ended'); }).catch(setError);
+      queue = queue.then(readFrom).then(finalRun).then((final) => { setRun(final); setLive('ended'); }).catch(setError);
     };
     source.addEventListener('run', (event) => {
       const current = JSON.parse((event as MessageEvent).data) as Run;
@@ -95,7 +105,7 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
       const data = JSON.parse(event.data) as { event: string; status?: string; offset: number; nextOffset: number; content?: string; truncated?: boolean };
       if (data.event === 'status' && data.status) {
         setRun((before) => (before ? { ...before, status: data.status! } : before));
-        if (!ACTIVE.includes(data.status)) finish();
+        if (ENDED.includes(data.status)) finish();
       }
       if (data.event === 'log') append(data);
     };
