@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import type { UiContributions } from '@keel/sdk/client';
 import { api, errorText } from './api.ts';
-import { useLoad } from './ui.tsx';
+import { ActionButton, useLoad } from './ui.tsx';
 
 const KEY = /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/;
 const MAX_MESSAGE_BYTES = 64 * 1024;
@@ -87,5 +87,28 @@ export function PluginSlots({ slot, companyId }: { slot: string; companyId: stri
     <section className="slots" aria-label="Plugin panels">
       {slots.map((entry) => <SlotFrame key={`${entry.pluginKey}/${entry.key}`} pluginKey={entry.pluginKey} dataKey={entry.dataKey} label={entry.label ?? entry.key} companyId={companyId} />)}
     </section>
+  );
+}
+
+/**
+ * Launchers of enabled plugins for a placement: buttons that run the plugin's action for the
+ * company on screen. The answer's `message` (or the whole answer) is shown as text.
+ */
+export function PluginLaunchers({ placement, companyId }: { placement: string; companyId: string }) {
+  const contributions = useLoad(() => api.uiContributions(), []);
+  const [said, setSaid] = useState<string | null>(null);
+  const launchers = (contributions.data?.launchers ?? []).filter((entry) => entry.placement === placement && entry.action);
+  if (launchers.length === 0) return null;
+  return (
+    <div className="row" role="group" aria-label="Plugin actions">
+      {launchers.map((entry) => (
+        <ActionButton key={`${entry.pluginKey}/${entry.key}`} action={async () => {
+          const answer = await api.post<unknown>(`/api/plugins/${encodeURIComponent(entry.pluginKey)}/actions/${encodeURIComponent(entry.action!)}`, { companyId });
+          const message = (answer as { message?: unknown } | null)?.message;
+          setSaid(typeof message === 'string' ? message : JSON.stringify(answer));
+        }}>{entry.label}</ActionButton>
+      ))}
+      {said !== null ? <p role="status" className="muted">{said}</p> : null}
+    </div>
   );
 }

@@ -198,6 +198,27 @@ describe('console: the operator flow in a browser', () => {
     expect(origin).toBe('null');
   }, 90_000);
 
+  it("installs an example plugin from the list: its text slot renders in a frame and its launcher runs its action", async () => {
+    await page.goto(`${t.url}/plugins`);
+    await page.getByRole('button', { name: 'Install Greeting panel' }).click();
+    await page.getByRole('link', { name: 'Greeting panel' }).click();
+    await page.waitForURL(/\/plugins\/greeting-panel$/);
+    const enable = page.getByRole('form', { name: 'Grant capabilities and enable' });
+    await enable.getByRole('button', { name: 'Enable with these grants' }).click();
+    await poll(() => page.locator('.title-row .badge').textContent(), { timeout: 30_000 }).toBe('enabled');
+    // The config form is generated from the plugin's config schema.
+    const config = page.getByRole('form', { name: 'Plugin configuration' });
+    await config.getByLabel(/^salutation/).fill('Ahoy');
+    await config.getByRole('button', { name: 'Save configuration' }).click();
+    await poll(() => config.getByRole('status').textContent()).toBe('Saved.');
+
+    await page.goto(`${t.url}/companies/${companyId}/dashboard`);
+    const panel = page.frameLocator('iframe[data-plugin="greeting-panel"]');
+    await poll(() => panel.locator('h2').textContent()).toBe('Ahoy, Console Works!');
+    await page.getByRole('group', { name: 'Plugin actions' }).getByRole('button', { name: 'Wave' }).click();
+    await poll(() => page.getByRole('group', { name: 'Plugin actions' }).getByRole('status').textContent()).toBe('👋 from Console Works');
+  }, 60_000);
+
   it('creates a skill and edits the skill policy, showing the API\'s issues for a bad rule', async () => {
     await page.goto(`${t.url}/companies/${companyId}/skills`);
     const create = page.getByRole('form', { name: 'New skill' });

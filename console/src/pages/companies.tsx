@@ -1,6 +1,6 @@
 import { api, upload, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
-import { PluginSlots } from '../slots.tsx';
+import { PluginLaunchers, PluginSlots } from '../slots.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Paged, Status, useLoad } from '../ui.tsx';
 
 export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
@@ -50,6 +50,7 @@ export function CompanyPage({ companyId, onChange }: { companyId: string; onChan
         <Status value={c.status} />
       </div>
       {c.description ? <p>{c.description}</p> : null}
+      <PluginLaunchers placement="company-toolbar" companyId={companyId} />
       <dl className="facts">
         <div><dt>Issue prefix</dt><dd>{c.issuePrefix}</dd></div>
         <div><dt>Monthly budget</dt><dd>{c.budgetMonthlyCents ? money(c.budgetMonthlyCents) : 'none'}</dd></div>
