@@ -43,7 +43,7 @@ describe('keel auth login', { timeout: 120_000 }, () => {
     const login = startCli(['auth', 'login', '--json', '--interval', '0.2', '--api-base', t.url, '--data-dir', join(home, 'keel')], { env: { HOME: home } });
     try {
       const challenge = await login.waitFor((e) => e.event === 'challenge', { timeoutMs: 30_000 });
-      expect(challenge).toEqual({ event: 'challenge', challengeId: expect.any(String), approveUrl: `${t.url}/api/cli-auth/challenges/${challenge.challengeId}/approve`, expiresAt: expect.any(String) });
+      expect(challenge).toEqual({ event: 'challenge', challengeId: expect.any(String), approveUrl: `${t.url}/api/cli-auth/challenges/${challenge.challengeId}/approve`, browserUrl: `${t.url}/cli-auth/${challenge.challengeId}`, expiresAt: expect.any(String) });
       const approved = await t.api.post(`/api/cli-auth/challenges/${challenge.challengeId}/approve`, undefined, { cookie });
       expect(approved.status, approved.text).toBe(200);
       const done = await login.waitFor((e) => e.event === 'logged_in', { timeoutMs: 30_000 });

@@ -22,12 +22,16 @@ export async function loginCommand(options: LoginOptions): Promise<void> {
   const client = new KeelClient({ baseUrl: current.apiBase });
   const challenge = await client.post<Challenge>('/api/cli-auth/challenges', { clientName: options.clientName ?? 'keel', ...(options.keyName ? { keyName: options.keyName } : {}) });
   const approveUrl = `${current.apiBase}${challenge.approvePath}`;
+  // The console's approval page for this challenge (served by the same server).
+  const browserUrl = `${current.apiBase}/cli-auth/${encodeURIComponent(challenge.id)}`;
   if (options.json) {
-    process.stdout.write(`${JSON.stringify({ event: 'challenge', challengeId: challenge.id, approveUrl, expiresAt: challenge.expiresAt })}\n`);
+    process.stdout.write(`${JSON.stringify({ event: 'challenge', challengeId: challenge.id, approveUrl, browserUrl, expiresAt: challenge.expiresAt })}\n`);
   } else {
     process.stderr.write([
       `Challenge ${challenge.id} is waiting for a board user to approve it (until ${challenge.expiresAt}).`,
-      'A board user signed in to this server approves it with their browser session:',
+      'A board user signed in to this server approves it in the console:',
+      `  ${browserUrl}`,
+      'or with their browser session through the API:',
       `  POST ${approveUrl}`,
       'Waiting... (Ctrl-C cancels the challenge)',
       '',

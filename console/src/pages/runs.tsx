@@ -1,0 +1,132 @@
+import { useEffect, useRef, useState } from 'react';
+import { api, type Agent, type Run } from '../api.ts';
+import { Link } from '../router.tsx';
+import { ActionButton, ErrorNote, Loading, Status, useLoad, when } from '../ui.tsx';
+
+export function RunsPage({ companyId }: { companyId: string }) {
+  const [cursors, setCursors] = useState<Array<string | null>>([null]);
+  const cursor = cursors[cursors.length - 1]!;
+  const runs = useLoad(() => api.get<{ runs: Run[]; nextCursor: string | null }>(`/api/companies/${companyId}/heartbeat-runs`, { limit: 50, cursor: cursor ?? undefined }), [companyId, cursor]);
+  const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
+  return (
+    <section>
+      <h1>Runs</h1>
+      {runs.loading && !runs.data ? <Loading what="runs" /> : null}
+      <ErrorNote error={runs.error} />
+      <table className="table">
+        <caption className="sr-only">Runs</caption>
+        <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Source</th><th scope="col">Started</th></tr></thead>
+        <tbody>{(runs.data?.runs ?? []).map((run) => (
+          <tr key={run.id}>
+            <td><Link to={`/companies/${companyId}/runs/${run.id}`}>{run.id.slice(0, 8)}</Link></td>
+            <td>{agents.data?.find((a) => a.id === run.agentId)?.name ?? run.agentId.slice(0, 8)}</td>
+            <td><Status value={run.status} /></td><td>{run.invocationSource}</td><td>{when(run.startedAt ?? run.createdAt)}</td>
+          </tr>))}
+        </tbody>
+      </table>
+      <nav className="pager" aria-label="Run pages">
+        <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Newer</button>
+        <button type="button" disabled={!runs.data?.nextCursor} onClick={() => setCursors([...cursors, runs.data!.nextCursor])}>Older</button>
+      </nav>
+    </section>
+  );
+}
+
+interface LogLine { seq: number; at: string; stream: string; line: string }
+const MAX_LINES = 5000;
+const ACTIVE = ['queued', 'running'];
+/** The statuses a run ends in; any other status event is progress. */
+const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
+
+function parseLog(content: string): LogLine[] {
+  const lines: LogLine[] = [];
+  for (const text of content.split('\n')) {
+    if (!text.trim()) continue;
+    try { lines.push(JSON.parse(text) as LogLine); } catch { lines.push({ seq: -1, at: '', stream: 'stdout', line: text }); }
+  }
+  return lines;
+}
+
+/** A run with its log as it is written (server-sent events), and cancel while it is active. */
+export function RunPage({ companyId, runId }: { companyId: string; runId: string }) {
+  const [run, setRun] = useState<Run | null>(null);
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [live, setLive] = useState<'connecting' | 'live' | 'ended' | 'lost'>('connecting');
+  const [error, setError] = useState<unknown>(null);
+  const offset = useRef(0);
+  const logEnd = useRef<HTMLDivElement>(null);
+  useEffect(() => {
+    offset.current = 0;
+    setLines([]);
+    let closed = false;
+    const source = new EventSource(`/api/heartbeat-runs/${encodeURIComponent(runId)}/stream`);
+    // Batches are applied one after another, so offsets never race.
+    let queue: Promise<void> = Promise.resolve();
+    const readFrom = async () => {
+      for (let pages = 0; pages < 100; pages++) {
+        const read = await api.get<{ content: string; nextOffset: number; eof: boolean }>(`/api/heartbeat-runs/${runId}/log`, { offset: offset.current });
+        if (read.content) setLines((before) => [...before, ...parseLog(read.content)].slice(-MAX_LINES));
+        offset.current = read.nextOffset;
+        if (read.eof || !read.content) return;
+      }
+    };
+    const append = (batch: { offset: number; nextOffset: number; content?: string; truncated?: boolean }) => {
+      queue = queue.then(async () => {
+        if (batch.nextOffset <= offset.current) return;
+        if (batch.truncated || batch.content === undefined || batch.offset !== offset.current) { await readFrom(); return; }
+        offset.current = batch.nextOffset;
+        const parsed = parseLog(batch.content);
+        setLines((before) => [...before, ...parsed].slice(-MAX_LINES));
+      }).catch(setError);
+    };
+    // A status event can arrive before the run's row is committed: ask again until the row agrees.
+    const finalRun = async () => {
+      for (let attempt = 0; ; attempt++) {
+        const current = await api.get<Run>(`/api/heartbeat-runs/${runId}`);
+        if (!ACTIVE.includes(current.status) || attempt >= 40) return current;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    };
+    // The run ended: read what the log still holds, close the stream and show the final record.
+    const finish = () => {
+      if (closed) return;
+      closed = true;
+      source.close();
+      queue = queue.then(readFrom).then(finalRun).then((final) => { setRun(final); setLive('ended'); }).catch(setError);
+    };
+    source.addEventListener('run', (event) => {
+      const current = JSON.parse((event as MessageEvent).data) as Run;
+      setRun(current);
+      setLive('live');
+    });
+    source.addEventListener('log', (event) => append(JSON.parse((event as MessageEvent).data)));
+    source.addEventListener('end', finish);
+    source.onmessage = (event) => {
+      const data = JSON.parse(event.data) as { event: string; status?: string; offset: number; nextOffset: number; content?: string; truncated?: boolean };
+      if (data.event === 'status' && data.status) {
+        setRun((before) => (before ? { ...before, status: data.status! } : before));
+        if (ENDED.includes(data.status)) finish();
+      }
+      if (data.event === 'log') append(data);
+    };
+    source.onerror = () => { if (source.readyState === EventSource.CLOSED && !closed) setLive('lost'); };
+    return () => { closed = true; source.close(); };
+  }, [runId]);
+  useEffect(() => { logEnd.current?.scrollIntoView({ block: 'nearest' }); }, [lines.length]);
+  const active = run && ACTIVE.includes(run.status);
+  return (
+    <section>
+      <p><Link to={`/companies/${companyId}/runs`}>Runs</Link> / {runId.slice(0, 8)}</p>
+      <div className="title-row"><h1>Run {runId.slice(0, 8)}</h1>{run ? <Status value={run.status} /> : null}</div>
+      <p className="muted" role="status" data-testid="stream-state">{live === 'live' ? 'Live' : live === 'ended' ? 'Run ended' : live === 'lost' ? 'Connection lost' : 'Connecting…'}</p>
+      <ErrorNote error={error} />
+      {active ? <ActionButton kind="danger" action={async () => { setRun(await api.post<Run>(`/api/heartbeat-runs/${runId}/cancel`, {})); }}>Cancel run</ActionButton> : null}
+      {run?.error ? <p className="error">{run.error}</p> : null}
+      <div className="log" role="log" aria-label="Run log" tabIndex={0} data-testid="run-log">
+        {lines.map((line, index) => <div key={index} className={`log-${line.stream}`}><span className="muted">{line.stream}</span> {line.line}</div>)}
+        <div ref={logEnd} />
+      </div>
+      {!run && live === 'connecting' ? <Loading what="the run" /> : null}
+    </section>
+  );
+}

@@ -1,0 +1,52 @@
+import { useState } from 'react';
+import { api } from '../api.ts';
+import { ActionButton, ErrorNote, Field, Form, Loading, useLoad } from '../ui.tsx';
+
+interface General { instanceName: string; timezone: string; keyboardShortcuts: boolean; censorUsernameInLogs: boolean }
+
+/** Instance settings and database backups (instance admins write; other boards read). */
+export function SettingsPage() {
+  const general = useLoad(() => api.get<General>('/api/instance/settings/general'), []);
+  const experimental = useLoad(() => api.get<Record<string, boolean | number>>('/api/instance/settings/experimental'), []);
+  const [backup, setBackup] = useState<{ file: string; sizeBytes: number; durationMs: number } | null>(null);
+  return (
+    <section>
+      <h1>Instance</h1>
+      {general.loading && !general.data ? <Loading what="settings" /> : null}
+      <ErrorNote error={general.error} />
+      {general.data ? (
+        <div className="card">
+          <h2>General</h2>
+          <Form label="General settings" submit="Save settings" onSubmit={async (fields) => {
+            await api.patch('/api/instance/settings/general', {
+              instanceName: fields.get('instanceName'), timezone: fields.get('timezone'),
+              keyboardShortcuts: fields.get('keyboardShortcuts') === 'on', censorUsernameInLogs: fields.get('censor') === 'on',
+            });
+            await general.reload();
+          }}>
+            <Field label="Instance name" name="instanceName" required defaultValue={general.data.instanceName} />
+            <Field label="Time zone (IANA)" name="timezone" required defaultValue={general.data.timezone} />
+            <label className="check"><input type="checkbox" name="keyboardShortcuts" defaultChecked={general.data.keyboardShortcuts} /> Keyboard shortcuts</label>
+            <label className="check"><input type="checkbox" name="censor" defaultChecked={general.data.censorUsernameInLogs} /> Hide the host user name in activity details</label>
+          </Form>
+        </div>
+      ) : null}
+      {experimental.data ? (
+        <div className="card">
+          <h2>Experimental</h2>
+          <ul className="rows">{Object.entries(experimental.data).filter(([, value]) => typeof value === 'boolean').map(([name, value]) => (
+            <li key={name} className="row-item"><code>{name}</code> {value ? 'on' : 'off'}
+              <ActionButton label={`${value ? 'Turn off' : 'Turn on'} ${name}`} action={async () => { await api.patch('/api/instance/settings/experimental', { [name]: !value }); await experimental.reload(); }}>{value ? 'Turn off' : 'Turn on'}</ActionButton>
+            </li>))}
+          </ul>
+        </div>
+      ) : null}
+      <div className="card">
+        <h2>Backups</h2>
+        <p>A backup is a compressed copy of the database written on the server; retention follows the general setting.</p>
+        <ActionButton kind="primary" action={async () => setBackup(await api.post('/api/instance/database-backups', {}))}>Back up now</ActionButton>
+        {backup ? <p role="status">Written {backup.file} ({Math.round(backup.sizeBytes / 1024)} KiB in {backup.durationMs} ms).</p> : null}
+      </div>
+    </section>
+  );
+}
