@@ -209,6 +209,6 @@ export interface PluginManifest {
   network?: { allow: string[] };
   services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
   /** Kernel points answered by one of this plugin's services (kernel.points; sdk/manifest/kernel-points.ts). */
-  kernelPoints?: Array<{ point: string; service: string }>;
+  kernelPoints?: Array<{ point: string; service: string; adapterTypes?: string[] }>;
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };
 }
