@@ -53,7 +53,7 @@ interface Live {
 type Prepared =
   | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: string }> }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
-    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null };
+    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[] };
 
 /**
  * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
@@ -214,6 +214,7 @@ export class Executor {
     return {
       kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
       timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader, secretHeaders, remote,
+      notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')),
     };
   }
 
@@ -355,6 +356,7 @@ export class Executor {
     const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token, ...prepared.secretHeaders };
     const timer = setTimeout(() => { entry.timedOut = true; abort.abort(); }, prepared.timeoutMs);
     await this.deps.db.exec(`update executions set status = 'running', started_at = now() where id = ? and ${LIVE}`, [entry.ref.executionId]);
+    for (const note of prepared.notes) log.line('system', `warning: ${note}`);
     if (prepared.remote) {
       try {
         const { 'content-type': _type, 'idempotency-key': _key, ...followHeaders } = headers;
@@ -419,11 +421,11 @@ export class Executor {
   }
 
   async get(caller: ExecutionCaller, executionId: string): Promise<ExecutionSummary> {
-    return toSummary(await this.find(caller, executionId));
+    return toSummary(await this.find(caller, executionId, true));
   }
 
   async readLog(caller: ExecutionCaller, executionId: string, options: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }> {
-    const row = await this.find(caller, executionId);
+    const row = await this.find(caller, executionId, true);
     return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_STATUSES_EXEC.has(row.status));
   }
 
@@ -447,8 +449,15 @@ export class Executor {
     return toSummary(updated);
   }
 
-  private async find(caller: ExecutionCaller, executionId: string): Promise<Row> {
-    const row = await this.deps.db.maybeOne<Row>('select * from executions where id = ? and company_id = ? and plugin = ?', [executionId.toLowerCase(), caller.companyId, caller.plugin]);
+  /**
+   * An execution of the caller's; `read`: or of a run the caller opened (the runtime reads the
+   * log of a run whose adapter type another plugin contributes and runs). Only the starter cancels.
+   */
+  private async find(caller: ExecutionCaller, executionId: string, read = false): Promise<Row> {
+    const row = await this.deps.db.maybeOne<Row>(
+      `select e.* from executions e join runs r on r.id = e.run_id
+        where e.id = ? and e.company_id = ? and (e.plugin = ? or (?::boolean and r.opened_by_plugin = ?))`,
+      [executionId.toLowerCase(), caller.companyId, caller.plugin, read, caller.plugin]);
     if (!row) throw new KeelError(404, 'execution_not_found', 'Execution not found');
     return row;
   }
