@@ -118,21 +118,24 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
   const { follow } = spec;
   let created: Answer | null = null;
   let lastError = 'remote_connection_failed';
+  let lastStatus: number | null = null;
   for (let attempt = 1; attempt <= follow.createAttempts && !signal.aborted; attempt += 1) {
     try {
       const answer = await request(spec, spec.create.url, spec.create.method, spec.create.headers, spec.create.body, signal);
       log.line('system', `create: HTTP ${answer.status}`);
       if (answer.status >= 200 && answer.status < 300) { created = answer; break; }
       lastError = refusal(answer.status, true);
+      lastStatus = answer.status;
       if (!retryable(answer.status)) return { httpStatus: answer.status, response: null, failed: true, errorCode: lastError };
     } catch {
       if (signal.aborted) break;
       log.line('system', 'create: no answer');
       lastError = 'remote_connection_failed';
+      lastStatus = null;
     }
     if (attempt < follow.createAttempts) await sleep(follow.reconnectMs, signal);
   }
-  if (!created) return { httpStatus: null, response: null, failed: true, errorCode: signal.aborted ? null : lastError };
+  if (!created) return { httpStatus: lastStatus, response: null, failed: true, errorCode: signal.aborted ? null : lastError };
   const id = isObject(created.json) ? created.json[follow.idField] : undefined;
   if ((typeof id !== 'string' && typeof id !== 'number') || String(id).length === 0 || String(id).length > 200) {
     log.line('system', `create: the answer names no run (${follow.idField})`);
