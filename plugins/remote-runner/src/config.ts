@@ -19,6 +19,8 @@ export interface RemoteConfig {
   eventReconnectMs: number;
   serviceApiUrl: string | null;
   headers: Record<string, string>;
+  /** Configured headers whose value the plugin sees masked (a sensitive name or value): never sent. */
+  maskedHeaders: string[];
   instructions: string | null;
 }
 
@@ -118,7 +120,13 @@ export function normaliseConfig(config: Record<string, unknown>): Record<string,
 /** The stored configuration as a run reads it (already validated; a value masked in the view is left out). */
 export function runConfig(config: Record<string, unknown>): RemoteConfig {
   const headers: Record<string, string> = {};
-  if (isObject(config.headers)) for (const [name, value] of Object.entries(config.headers)) if (typeof value === 'string' && value !== '[REDACTED]') headers[name] = value;
+  const maskedHeaders: string[] = [];
+  if (isObject(config.headers)) {
+    for (const [name, value] of Object.entries(config.headers)) {
+      if (value === '[REDACTED]') maskedHeaders.push(name);
+      else if (typeof value === 'string') headers[name] = value;
+    }
+  }
   return {
     apiBaseUrl: String(config.apiBaseUrl ?? ''),
     dangerouslyAllowInsecureRemoteHttp: config.dangerouslyAllowInsecureRemoteHttp === true,
@@ -127,6 +135,7 @@ export function runConfig(config: Record<string, unknown>): RemoteConfig {
     eventReconnectMs: typeof config.eventReconnectMs === 'number' ? config.eventReconnectMs : DEFAULTS.eventReconnectMs,
     serviceApiUrl: typeof config.serviceApiUrl === 'string' ? config.serviceApiUrl : null,
     headers,
+    maskedHeaders,
     instructions: typeof config.instructions === 'string' ? config.instructions : null,
   };
 }

@@ -48,9 +48,10 @@ export async function adapterRunService(input: unknown, ctx: RemoteRunnerContext
   const key = sessionKey(config.sessionKeyStrategy, { agentId: start.agentId, runId: start.runId, issueId, taskKey: start.taskKey });
   const headers: Record<string, string> = {};
   const notes: string[] = [];
-  for (const [name, value] of Object.entries(config.headers)) {
+  for (const name of [...Object.keys(config.headers), ...config.maskedHeaders]) {
     if (PROTECTED.has(name.toLowerCase())) notes.push(`adapterConfig.headers.${name} is ignored: authentication, session and protocol headers cannot be overridden`);
-    else headers[name.toLowerCase()] = value;
+    else if (config.maskedHeaders.includes(name)) notes.push(`adapterConfig.headers.${name} is not sent: headers are for non-secret values (the run server's key is apiKey)`);
+    else headers[name.toLowerCase()] = config.headers[name]!;
   }
   headers['idempotency-key'] = start.runId;
   if (key) headers[SESSION_HEADER] = key;
