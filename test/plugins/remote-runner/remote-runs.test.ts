@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestKernel } from '../../support/harness.ts';
 import { RunServer } from '../../fixtures/run-server.ts';
@@ -168,4 +170,25 @@ describe('stopping the run', () => {
     expect(run.cancelReason).toMatch(/budget_hard_stop|agent_paused/);
     await waitFor(async () => server.runFor(run.id)!.stopped, 'the stop call');
   });
+});
+
+it('the example run server an operator can start runs an agent end to end', async () => {
+  const child = spawn(process.execPath, [fileURLToPath(new URL('../../../examples/remote-run-server/server.mjs', import.meta.url))], {
+    env: { ...process.env, RUN_SERVER_KEY: 'example-key-0123456789', PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  try {
+    const url = await new Promise<string>((resolve, reject) => {
+      child.stdout!.on('data', (chunk: Buffer) => { const match = /run server on (\S+)/.exec(chunk.toString()); if (match) resolve(match[1]!); });
+      child.on('exit', () => reject(new Error('the example run server exited')));
+    });
+    const agent = await remoteAgent(t.api, company.id, server, { apiBaseUrl: url, apiKey: 'example-key-0123456789', serviceApiUrl: t.url });
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'try it' })).run.id);
+    expect(run.status).toBe('succeeded');
+    expect(run.resultJson.text).toContain('Woken for: try it.');
+    // It called Keel back with the run token it received out of band.
+    expect(run.resultJson.text).toContain(`Hello from the run server, ${agent.name}.`);
+    expect(run.usageJson.costCents).toBeGreaterThanOrEqual(0);
+  } finally {
+    child.kill();
+  }
 });
