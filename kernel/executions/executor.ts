@@ -19,6 +19,8 @@ import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { ExecutionLog, readExecutionLog, type ExecutionRef } from './execution-log.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
+import { followRemoteRun, type RemoteRunSpec } from './remote-run.ts';
+import { isSecretRef } from '../tenancy/agent-config.ts';
 import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
 import {
   assertBoardApprovedConfig, assertPluginExtras, assertRunnable, processConfig, processEnvironment, safeRelativePath, type ProcessConfig,
@@ -50,7 +52,8 @@ interface Live {
 
 type Prepared =
   | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }> }
-  | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string };
+  | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
+    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[] };
 
 /**
  * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
@@ -129,8 +132,10 @@ export class Executor {
     const agent = (await db.maybeOne<Row>('select id, company_id, status, adapter_type, adapter_config from agents where id = ?', [run.agent_id]))!;
     const company = (await db.maybeOne<Row>('select status from companies where id = ?', [run.company_id]))!;
     assertRunnable(agent as { status: string }, company as { status: string });
-    if (agent.adapter_type !== input.kind) {
-      throw new KeelError(409, 'adapter_mismatch', `The agent's adapter is ${agent.adapter_type}; a ${input.kind} execution runs only agents whose adapterType is ${input.kind}`);
+    // A process runs only process agents; an http exchange runs http agents and the adapter
+    // types plugins contribute (never a process agent: its configuration names a command).
+    if (input.kind === 'process' ? agent.adapter_type !== 'process' : agent.adapter_type === 'process') {
+      throw new KeelError(409, 'adapter_mismatch', `The agent's adapter is ${agent.adapter_type}; a ${input.kind} execution cannot run it`);
     }
     await assertBoardApprovedConfig(db, agent.id);
     const running = await db.maybeOne<Row>(`select count(*)::int as n from executions where company_id = ? and ${LIVE}`, [run.company_id]);
@@ -182,8 +187,21 @@ export class Executor {
       }
       return { kind: 'process', config, env: resolved.env, extras, files };
     }
-    const url = assertUnderConfiguredUrl(input.url, (agent.adapter_config as Record<string, unknown> | null)?.url);
+    const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
+    const configured = config[input.baseUrlKey ?? 'url'];
+    const url = assertUnderConfiguredUrl(input.url, configured);
     const addresses = await checkHttpTarget(url, privateNetworkHostsFor(this.deps.config, caller.plugin));
+    let remote: RemoteRunSpec['follow'] | null = null;
+    if (input.remoteRun) {
+      const follow = input.remoteRun;
+      // Each template must stay under the configured base whatever the run server names its run.
+      for (const template of [follow.eventsUrl, follow.statusUrl, follow.stopUrl]) assertUnderConfiguredUrl(template.replaceAll('{id}', 'run-id'), configured);
+      remote = {
+        eventsUrl: follow.eventsUrl, statusUrl: follow.statusUrl, stopUrl: follow.stopUrl, reconnectMs: follow.reconnectMs,
+        terminalEvents: follow.terminalEvents, idField: follow.idField ?? 'id', createAttempts: follow.createAttempts ?? 3,
+      };
+    }
+    const secretHeaders = await this.secretHeaders(caller, input, agent, config);
     const tokenHeader = (input.tokenHeader ?? 'authorization').toLowerCase();
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(input.headers ?? {})) {
@@ -197,8 +215,45 @@ export class Executor {
     if (input.stream === 'sse') headers.accept = 'text/event-stream';
     return {
       kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
-      timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader,
+      timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader, secretHeaders, remote,
+      notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')),
     };
+  }
+
+  /**
+   * The headers whose values are secrets of the agent's configuration (a secret reference,
+   * revealed here; the isolate never sees the value). A value that cannot be resolved refuses
+   * the start. Which secrets were read is written to the security audit log, never the values.
+   */
+  private async secretHeaders(caller: ExecutionCaller, input: HttpExecutionInput, agent: Row, config: Record<string, unknown>): Promise<Record<string, string>> {
+    const headers: Record<string, string> = {};
+    const used: Array<{ header: string; configKey: string; secretId: string | null; version: number | null }> = [];
+    for (const entry of input.secretHeaders ?? []) {
+      const stored = config[entry.configKey];
+      let value: string;
+      if (isSecretRef(stored)) {
+        const selector = stored.version === undefined || stored.version === 'latest' ? 'latest' : stored.version;
+        let revealed;
+        try { revealed = await this.deps.vault.reveal(this.deps.db, agent.company_id, stored.secretId, selector); } catch (error) {
+          throw new KeelError(422, 'secret_ref_unresolvable', `Cannot resolve adapterConfig.${entry.configKey}: ${error instanceof Error ? error.message : 'unknown secret'}`, { details: { path: `adapterConfig.${entry.configKey}` } });
+        }
+        value = revealed.value;
+        used.push({ header: entry.header.toLowerCase(), configKey: entry.configKey, secretId: stored.secretId, version: revealed.version });
+      } else if (typeof stored === 'string' && stored.length > 0) {
+        value = stored;
+        used.push({ header: entry.header.toLowerCase(), configKey: entry.configKey, secretId: null, version: null });
+      } else {
+        throw new KeelError(409, 'adapter_config_invalid', `The agent's adapterConfig has no ${entry.configKey} for the ${entry.header} header`);
+      }
+      if (/[\r\n\0]/.test(value)) throw new KeelError(409, 'adapter_config_invalid', `adapterConfig.${entry.configKey} cannot be sent in a header`);
+      headers[entry.header.toLowerCase()] = entry.scheme ? `${entry.scheme} ${value}` : value;
+    }
+    if (used.length > 0) {
+      await this.deps.db.query(
+        `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
+        [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, headers: used })]);
+    }
+    return headers;
   }
 
   private async launch(entry: Live, prepared: Prepared): Promise<void> {
@@ -299,9 +354,24 @@ export class Executor {
     const abort = new AbortController();
     entry.abort = abort;
     if (entry.cancelReason) abort.abort();
-    const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token };
+    // The kernel's own headers win over the plugin's: the run token, then the configured secrets.
+    const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token, ...prepared.secretHeaders };
     const timer = setTimeout(() => { entry.timedOut = true; abort.abort(); }, prepared.timeoutMs);
     await this.deps.db.exec(`update executions set status = 'running', started_at = now() where id = ? and ${LIVE}`, [entry.ref.executionId]);
+    for (const note of prepared.notes) log.line('system', `warning: ${note}`);
+    if (prepared.remote) {
+      try {
+        const { 'content-type': _type, 'idempotency-key': _key, ...followHeaders } = headers;
+        const outcome = await followRemoteRun({
+          create: { url: prepared.url, method: prepared.method, headers, body: prepared.body },
+          follow: prepared.remote, headers: followHeaders, addresses: prepared.addresses,
+        }, log, abort.signal);
+        if (abort.signal.aborted) return { failed: true, httpStatus: outcome.httpStatus };
+        return outcome;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
     try {
       const answer = await runHttp({ url: prepared.url, addresses: prepared.addresses, method: prepared.method, headers, body: prepared.body, sse: prepared.sse, signal: abort.signal }, log);
       const ok = answer.status >= 200 && answer.status < 300;
@@ -353,11 +423,11 @@ export class Executor {
   }
 
   async get(caller: ExecutionCaller, executionId: string): Promise<ExecutionSummary> {
-    return toSummary(await this.find(caller, executionId));
+    return toSummary(await this.find(caller, executionId, true));
   }
 
   async readLog(caller: ExecutionCaller, executionId: string, options: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }> {
-    const row = await this.find(caller, executionId);
+    const row = await this.find(caller, executionId, true);
     return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_STATUSES_EXEC.has(row.status));
   }
 
@@ -381,8 +451,15 @@ export class Executor {
     return toSummary(updated);
   }
 
-  private async find(caller: ExecutionCaller, executionId: string): Promise<Row> {
-    const row = await this.deps.db.maybeOne<Row>('select * from executions where id = ? and company_id = ? and plugin = ?', [executionId.toLowerCase(), caller.companyId, caller.plugin]);
+  /**
+   * An execution of the caller's; `read`: or of a run the caller opened (the runtime reads the
+   * log of a run whose adapter type another plugin contributes and runs). Only the starter cancels.
+   */
+  private async find(caller: ExecutionCaller, executionId: string, read = false): Promise<Row> {
+    const row = await this.deps.db.maybeOne<Row>(
+      `select e.* from executions e join runs r on r.id = e.run_id
+        where e.id = ? and e.company_id = ? and (e.plugin = ? or (?::boolean and r.opened_by_plugin = ?))`,
+      [executionId.toLowerCase(), caller.companyId, caller.plugin, read, caller.plugin]);
     if (!row) throw new KeelError(404, 'execution_not_found', 'Execution not found');
     return row;
   }

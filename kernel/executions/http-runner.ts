@@ -110,14 +110,18 @@ export function runHttp(spec: HttpSpec, log: ExecutionLog): Promise<HttpOutcome>
   });
 }
 
-/** Server-Sent Events framing (text/event-stream): `event:` and `data:` fields, dispatched at a blank line. */
+/**
+ * Server-Sent Events framing (text/event-stream): `event:`, `data:` and `id:` fields, dispatched
+ * at a blank line with the last event id seen so far (what a reconnect sends as Last-Event-ID).
+ */
 export class SseParser {
   private buffer = '';
   private event = '';
   private data: string[] = [];
-  private readonly dispatch: (event: string, data: string) => void;
+  private lastId = '';
+  private readonly dispatch: (event: string, data: string, lastEventId: string) => void;
 
-  constructor(dispatch: (event: string, data: string) => void) {
+  constructor(dispatch: (event: string, data: string, lastEventId: string) => void) {
     this.dispatch = dispatch;
   }
 
@@ -140,7 +144,7 @@ export class SseParser {
 
   private field(line: string): void {
     if (line === '') {
-      if (this.data.length > 0) this.dispatch(this.event || 'message', this.data.join('\n'));
+      if (this.data.length > 0) this.dispatch(this.event || 'message', this.data.join('\n'), this.lastId);
       this.event = '';
       this.data = [];
       return;
@@ -152,5 +156,6 @@ export class SseParser {
     if (value.startsWith(' ')) value = value.slice(1);
     if (name === 'event') this.event = value;
     else if (name === 'data') this.data.push(value);
+    else if (name === 'id' && !value.includes('\0')) this.lastId = value;
   }
 }

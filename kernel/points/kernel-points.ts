@@ -16,17 +16,19 @@ export type PointProvider<P extends KernelPointName> = (input: KernelPointShapes
  * answering, `consult` returns null and the kernel keeps what it was given.
  */
 export class KernelPoints {
-  private readonly providers = new Map<KernelPointName, Array<{ owner: string; answer: PointProvider<any> }>>();
+  private readonly providers = new Map<KernelPointName, Array<{ owner: string; answer: PointProvider<any>; adapterTypes: readonly string[] | null }>>();
 
-  provide<P extends KernelPointName>(point: P, owner: string, answer: PointProvider<P>): () => void {
-    const entry = { owner, answer };
+  /** `adapterTypes`: asked only about agents of these types (a point whose input has adapterType). */
+  provide<P extends KernelPointName>(point: P, owner: string, answer: PointProvider<P>, adapterTypes: readonly string[] | null = null): () => void {
+    const entry = { owner, answer, adapterTypes };
     const list = [...(this.providers.get(point) ?? []), entry].sort((a, b) => a.owner.localeCompare(b.owner));
     this.providers.set(point, list);
     return () => this.providers.set(point, (this.providers.get(point) ?? []).filter((other) => other !== entry));
   }
 
   async consult<P extends KernelPointName>(point: P, scope: PointScope, input: KernelPointShapes[P]['input']): Promise<KernelPointShapes[P]['output'] | null> {
-    const list = this.providers.get(point) ?? [];
+    const adapterType = (input as { adapterType?: unknown }).adapterType;
+    const list = (this.providers.get(point) ?? []).filter((provider) => !provider.adapterTypes || provider.adapterTypes.includes(String(adapterType)));
     if (list.length === 0) return null;
     let current = input;
     let answer: KernelPointShapes[P]['output'] | null = null;

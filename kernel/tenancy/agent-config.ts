@@ -113,6 +113,9 @@ const SENSITIVE_VALUE = [
   /^Bearer\s+\S{8,}/i,
 ];
 
+/** Names that contain a sensitive word but name a choice, not a value (`sessionKeyStrategy`). */
+const CHOICE_NAME = /strategy$/i;
+
 function looksSensitive(value: string): boolean {
   return SENSITIVE_VALUE.some((pattern) => pattern.test(value.trim()));
 }
@@ -123,7 +126,7 @@ function looksSensitive(value: string): boolean {
  * shaped like credentials become the redaction marker; everything else is kept.
  */
 export function maskConfig(value: unknown, key = ''): unknown {
-  if (typeof value === 'string') return (key && SENSITIVE_NAME.test(key)) || looksSensitive(value) ? REDACTED : value;
+  if (typeof value === 'string') return (key && SENSITIVE_NAME.test(key) && !CHOICE_NAME.test(key)) || looksSensitive(value) ? REDACTED : value;
   if (Array.isArray(value)) return value.map((item) => maskConfig(item));
   if (isPlainObject(value)) {
     if (isSecretRef(value)) return { ...value };

@@ -9,6 +9,7 @@ import { createHireApproval, toApprovalJson, type ApprovalRow } from './approval
 import { toAgentJson } from './agents.ts';
 import { withDesiredSkills } from './agent-config.ts';
 import { requestedSkills, resolveDesiredSkills } from './desired-skills.ts';
+import { contributedAdapterConfig, storeSecretFields } from './adapter-config-point.ts';
 
 export const agentCreateRoutes: RouteModule = (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Agents');
@@ -23,7 +24,11 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
     // Resolved (or refused) before the transaction: a refusal leaves nothing behind.
     const desiredSkills = await resolveDesiredSkills(ctx, kernel, { companyId: company.id, desiredSkills: requestedSkills(body), adapterType: values.adapterType, agentId: null });
     values.adapterConfig = withDesiredSkills(values.adapterConfig, desiredSkills);
-    const agent = await kernel.db.transaction((tx) => insertAgent(ctx, kernel, tx, company.id, values, 'idle'));
+    const contributed = await contributedAdapterConfig(ctx, kernel, { companyId: company.id, adapterType: values.adapterType, adapterConfig: values.adapterConfig, agentId: null });
+    const agent = await kernel.db.transaction(async (tx) => {
+      values.adapterConfig = await storeSecretFields(ctx, kernel, tx, company.id, contributed);
+      return insertAgent(ctx, kernel, tx, company.id, values, 'idle');
+    });
     ctx.status = 201;
     ctx.body = toAgentJson(agent);
   });
@@ -43,9 +48,11 @@ export const agentCreateRoutes: RouteModule = (router, kernel) => {
     // Resolved (or refused) before the transaction: a refusal leaves nothing behind.
     const desiredSkills = await resolveDesiredSkills(ctx, kernel, { companyId: company.id, desiredSkills: requestedSkills(body), adapterType: values.adapterType, agentId: null });
     values.adapterConfig = withDesiredSkills(values.adapterConfig, desiredSkills);
+    const contributed = await contributedAdapterConfig(ctx, kernel, { companyId: company.id, adapterType: values.adapterType, adapterConfig: values.adapterConfig, agentId: null });
     const issues = sourceIssueIds(body);
     const needsApproval = company.require_board_approval_for_new_agents === true;
     const result = await kernel.db.transaction(async (tx) => {
+      values.adapterConfig = await storeSecretFields(ctx, kernel, tx, company.id, contributed);
       const agent = await insertAgent(ctx, kernel, tx, company.id, values, needsApproval ? 'pending_approval' : 'idle', { hire: true, sourceIssueIds: issues });
       let approval: ApprovalRow | null = null;
       if (needsApproval) {

@@ -103,6 +103,13 @@ export async function applyConfigFields(db: Queryable, before: AgentRow, state: 
   return next;
 }
 
+/** The adapterConfig a patch would store, before the write (what a contributing plugin is asked to validate). */
+export function prospectiveAdapterConfig(stored: unknown, incoming: Record<string, unknown> | undefined, replace: boolean): Record<string, unknown> {
+  const base = isPlainObject(stored) ? stored : {};
+  if (incoming === undefined) return { ...base };
+  return replace ? replaceConfig(base, incoming) : mergeAdapterConfig(base, incoming);
+}
+
 function keepSkillSync(stored: Record<string, unknown>, config: Record<string, unknown>): Record<string, unknown> {
   const { [SKILL_SYNC_KEY]: _dropped, ...rest } = config;
   return stored[SKILL_SYNC_KEY] === undefined ? rest : { ...rest, [SKILL_SYNC_KEY]: stored[SKILL_SYNC_KEY] };

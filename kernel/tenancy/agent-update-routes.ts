@@ -1,4 +1,6 @@
 import { resolveDesiredSkills } from './desired-skills.ts';
+import { contributedAdapterConfig, storeSecretFields } from './adapter-config-point.ts';
+import { prospectiveAdapterConfig } from './agent-patch.ts';
 import type { Context } from 'koa';
 import type { RouteModule } from '../http/app.ts';
 import type { Tx } from '../db/database.ts';
@@ -70,8 +72,17 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
     const desiredSkills = await resolveDesiredSkills(ctx, kernel, {
       companyId: agent.company_id, desiredSkills: requested.desiredSkills, adapterType: requested.adapterType ?? agent.adapter_type, agentId: agent.id,
     });
-    const body = desiredSkills === undefined ? requested : { ...requested, desiredSkills };
+    let body = desiredSkills === undefined ? requested : { ...requested, desiredSkills };
+    // A contributed adapter type validates the configuration the patch leads to (merged as the write will merge it).
+    const contributed = requested.adapterConfig === undefined && requested.adapterType === undefined ? null
+      : await contributedAdapterConfig(ctx, kernel, {
+        companyId: agent.company_id, adapterType: requested.adapterType ?? agent.adapter_type, agentId: agent.id,
+        adapterConfig: prospectiveAdapterConfig(agent.adapter_config, requested.adapterConfig, requested.replaceAdapterConfig === true),
+      });
     const updated = await kernel.db.transaction(async (tx) => {
+      if (contributed?.answered) {
+        body = { ...body, adapterConfig: await storeSecretFields(ctx, kernel, tx, agent.company_id, contributed), replaceAdapterConfig: true };
+      }
       // Terminating a pending agent cancels its hire, as POST .../terminate does; the hire is locked before the agent, as everywhere.
       if (body.status === 'terminated') await lockOpenHires(tx, agent.id);
       const before = await lockAgent(tx, agent.id);

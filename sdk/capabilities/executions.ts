@@ -44,6 +44,46 @@ export interface HttpExecutionInput {
   tokenHeader?: string;
   /** As for a process: where each batch of the log is published live. */
   logChannel?: string;
+  /**
+   * The field of the agent's adapterConfig that holds the URL every request must stay under
+   * (default `url`). An http execution runs agents of adapterType `http`, or of an adapter type
+   * a plugin contributes (anything but `process`), whose board-approved configuration names it.
+   */
+  baseUrlKey?: string;
+  /**
+   * Headers whose value is a secret of the agent's board-approved adapterConfig: the kernel
+   * reads the field (a secret reference, resolved by the vault) and sets the header itself, so
+   * the value never enters the isolate. `scheme` prefixes it (`Bearer`).
+   */
+  secretHeaders?: Array<{ header: string; configKey: string; scheme?: string }>;
+  /** Warnings about the configuration the plugin wants in the execution's log (system lines, before the request). */
+  notes?: string[];
+  /** Follow a run the request creates on a run server (the request's JSON answer names it): see RemoteRunFollow. */
+  remoteRun?: RemoteRunFollow;
+}
+/**
+ * A run created on a run server by the execution's request, then followed until it ends: its
+ * event stream (Server-Sent Events, each an output; reconnected after `reconnectMs` on an
+ * unexpected end, with `Last-Event-ID` when the server gave ids), its status polled while the
+ * stream is unavailable (each answer an output `{event: 'status', data}`) and handed back to the
+ * stream after, its stop asked at the deadline (`timeoutMs`, the execution then `timed_out`) or
+ * on a cancel. A create answered 429, 5xx or not at all is sent again (same headers: carry an
+ * Idempotency-Key) up to `createAttempts` times. URLs are templates with `{id}`, under the
+ * configured base URL. A terminal event, or a status answer, whose data `status` is one of
+ * `succeeded` or `completed` ends the execution succeeded; `failed`, `error`, `cancelled`,
+ * `canceled` or `stopped` end it failed (`remote_run_failed`, `remote_run_cancelled`).
+ */
+export interface RemoteRunFollow {
+  /** The field of the create's JSON answer naming the remote run (default `id`). */
+  idField?: string;
+  eventsUrl: string;
+  statusUrl: string;
+  stopUrl: string;
+  reconnectMs: number;
+  /** SSE event names whose data carries the run's end (`status`, and `result`, `usage`). */
+  terminalEvents: string[];
+  /** Default 3. */
+  createAttempts?: number;
 }
 export interface ExecutionSummary {
   executionId: string;
@@ -115,6 +155,29 @@ const httpInput = {
     method: { type: 'string', pattern: '^[A-Z]{3,7}$' }, headers: stringMap, body: {},
     timeoutMs: { type: 'integer', minimum: 1, maximum: 86_400_000 }, stream: { const: 'sse' },
     tokenHeader: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' }, logChannel,
+    baseUrlKey: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' },
+    notes: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 500 } },
+    secretHeaders: {
+      type: 'array', maxItems: 4,
+      items: {
+        type: 'object', additionalProperties: false, required: ['header', 'configKey'],
+        properties: {
+          header: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' }, configKey: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' },
+          scheme: { type: 'string', pattern: '^[A-Za-z]{1,20}$' },
+        },
+      },
+    },
+    remoteRun: {
+      type: 'object', additionalProperties: false, required: ['eventsUrl', 'statusUrl', 'stopUrl', 'reconnectMs', 'terminalEvents'],
+      properties: {
+        idField: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+        eventsUrl: { type: 'string', minLength: 1, maxLength: 2000 }, statusUrl: { type: 'string', minLength: 1, maxLength: 2000 },
+        stopUrl: { type: 'string', minLength: 1, maxLength: 2000 },
+        reconnectMs: { type: 'integer', minimum: 10, maximum: 600_000 },
+        terminalEvents: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', minLength: 1, maxLength: 100 } },
+        createAttempts: { type: 'integer', minimum: 1, maximum: 10 },
+      },
+    },
   },
 };
 const summary = { type: 'object', required: ['executionId', 'runId', 'agentId', 'kind', 'status', 'logBytes', 'createdAt'] };

@@ -274,6 +274,10 @@ export const kernelPointsFragment = {
     properties: {
       point: { enum: KERNEL_POINT_NAMES, description: 'The kernel point (sdk/manifest/kernel-points.ts).' },
       service: { ...identifier, description: 'Key of a service under services.provides that answers it.' },
+      adapterTypes: {
+        type: 'array', minItems: 1, maxItems: 20, uniqueItems: true, items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,99}$' },
+        description: 'For a point about an agent (its input has adapterType): the adapter types this plugin contributes; it is asked only about agents of these types.',
+      },
     },
   },
 };

@@ -27,6 +27,24 @@ export const KERNEL_POINTS = {
       properties: { desiredSkills: skillReferences },
     },
   },
+  'agent.adapter-config': {
+    summary: "Validate and normalise the adapterConfig of an agent create, hire or update whose adapterType the plugin contributes (declared with adapterTypes); plain values of the fields named in secretFields are stored in the vault and replaced by secret references",
+    input: {
+      type: 'object', additionalProperties: false, required: ['adapterType', 'adapterConfig', 'agentId'],
+      properties: {
+        adapterType: { type: 'string', minLength: 1, maxLength: 100 },
+        adapterConfig: { type: 'object' },
+        agentId: { type: ['string', 'null'] },
+      },
+    },
+    output: {
+      type: 'object', additionalProperties: false, required: ['adapterConfig'],
+      properties: {
+        adapterConfig: { type: 'object' },
+        secretFields: { type: 'array', maxItems: 10, items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' } },
+      },
+    },
+  },
 } as const;
 
 export type KernelPointName = keyof typeof KERNEL_POINTS;
@@ -36,6 +54,10 @@ export interface KernelPointShapes {
   'agent.desired-skills': {
     input: { desiredSkills: string[]; adapterType: string; agentId: string | null };
     output: { desiredSkills: string[] };
+  };
+  'agent.adapter-config': {
+    input: { adapterType: string; adapterConfig: Record<string, unknown>; agentId: string | null };
+    output: { adapterConfig: Record<string, unknown>; secretFields?: string[] };
   };
 }
 

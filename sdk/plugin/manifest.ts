@@ -220,7 +220,7 @@ export interface PluginManifest {
   network?: { allow: string[] };
   services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
   /** Kernel points answered by one of this plugin's services (kernel.points; sdk/manifest/kernel-points.ts). */
-  kernelPoints?: Array<{ point: string; service: string }>;
+  kernelPoints?: Array<{ point: string; service: string; adapterTypes?: string[] }>;
   /** This plugin's part of a company package (company.portability; docs/api/portability.md). */
   portability?: { exportService: string; importService: string; after?: string[] };
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +22,20 @@ let companyId: string;
 let script: string;
 let local: Server;
 let localUrl: string;
+
+const remoteCalls: Array<{ method: string; url: string; headers: IncomingHttpHeaders }> = [];
+/** A run server under /remote: a create, a stream cut after its first event, then a stream from Last-Event-ID to the end. */
+function remoteAnswer(url: string, res: ServerResponse): void {
+  if (url === '/remote/v1/runs') { res.writeHead(201, { 'content-type': 'application/json' }); res.end('{"id":"r 1"}'); return; }
+  if (url === '/remote/v1/runs/r%201/events') {
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    const opens = remoteCalls.filter((call) => call.url === url).length;
+    if (opens === 1) { res.write('id: 1\nevent: run.text\ndata: {"delta":"a"}\n\n'); setTimeout(() => res.socket?.destroy(), 50); return; }
+    res.end('id: 2\nevent: run.text\ndata: {"delta":"b"}\n\nid: 3\nevent: run.completed\ndata: {"status":"succeeded","result":{"ok":true}}\n\n');
+    return;
+  }
+  res.writeHead(404).end();
+}
 
 /** The agent: what it does is chosen by SERVICE_MODE, which the plugin adds to its environment. */
 const AGENT = `
@@ -94,6 +108,7 @@ beforeAll(async () => {
         return;
       }
       if (req.url?.startsWith('/agent/slow')) return; // never answers
+      if (req.url?.startsWith('/remote/')) { remoteCalls.push({ method: req.method!, url: req.url, headers: req.headers }); return remoteAnswer(req.url, res); }
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ got: JSON.parse(body || 'null'), authorization: req.headers.authorization ?? null, usage: { costCents: 1 } }));
     });
@@ -407,5 +422,53 @@ describe('http executions', () => {
     const res = await start({ agentId: metadata.id, execution: { kind: 'http', url: 'http://169.254.169.254/latest' } });
     expect(res.status).toBe(403);
     expect(res.body.code).toBe('address_denied');
+  });
+});
+
+describe('remote runs (http with remoteRun)', () => {
+  const follow = (base: string) => ({ eventsUrl: `${base}/v1/runs/{id}/events`, statusUrl: `${base}/v1/runs/{id}`, stopUrl: `${base}/v1/runs/{id}/stop`, reconnectMs: 20, terminalEvents: ['run.completed'] });
+
+  it('creates the run, follows its stream across a cut with Last-Event-ID, and ends with the terminal event; the configured secret goes in a header the plugin never sees', async () => {
+    const secret = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'runner-key', value: 'runner-secret-value-42' });
+    const base = `${localUrl}/remote`;
+    const agent = await createAgent(t.api, companyId, { adapterType: 'custom_remote', adapterConfig: { apiBaseUrl: base, key: { type: 'secret_ref', secretId: secret.body.id } } });
+    const res = await start({ agentId: agent.id, execution: {
+      kind: 'http', url: `${base}/v1/runs`, baseUrlKey: 'apiBaseUrl', headers: { 'idempotency-key': 'k-1', authorization: 'forged' },
+      secretHeaders: [{ header: 'authorization', configKey: 'key', scheme: 'Bearer' }], tokenHeader: 'x-run-token', notes: ['a note'], remoteRun: follow(base),
+    } });
+    expect(res.status, res.text).toBe(200);
+    const id = res.body.execution.executionId;
+    expect(await finished(id)).toMatchObject({ status: 'succeeded', response: { status: 'succeeded', result: { ok: true } } });
+    const calls = remoteCalls.filter((call) => call.url.startsWith('/remote/v1/runs'));
+    expect(calls.map((call) => [call.method, call.url, call.headers['last-event-id'] ?? null])).toEqual([
+      ['POST', '/remote/v1/runs', null], ['GET', '/remote/v1/runs/r%201/events', null], ['GET', '/remote/v1/runs/r%201/events', '1'],
+    ]);
+    for (const call of calls) expect(call.headers.authorization).toBe('Bearer runner-secret-value-42');
+    expect(calls[0]!.headers['idempotency-key']).toBe('k-1');
+    expect(calls[0]!.headers['x-run-token']).toMatch(/^ey/);
+    const outputs = (await received(id)).filter((row) => row.name === 'execution.output').flatMap((row) => row.payload.outputs.map((o: any) => o.data));
+    expect(outputs).toEqual([
+      { event: 'run.text', data: { delta: 'a' } }, { event: 'run.text', data: { delta: 'b' } },
+      { event: 'run.completed', data: { status: 'succeeded', result: { ok: true } } },
+    ]);
+    const log = await t.api.get(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/log`);
+    expect(log.body.content).toContain('warning: a note');
+    expect(JSON.stringify(await received(id)) + log.body.content).not.toContain('runner-secret-value-42');
+    const audit = await t.sql.query(`select details from security_audit_log where run_id = $1`, [res.body.runId]);
+    expect(audit.rows[0].details.headers).toEqual([{ header: 'authorization', configKey: 'key', secretId: secret.body.id, version: 1 }]);
+  });
+
+  it('refuses follow-up URLs outside the configured base, a missing base field and a process agent', async () => {
+    const base = `${localUrl}/remote`;
+    const agent = await createAgent(t.api, companyId, { adapterType: 'custom_remote', adapterConfig: { apiBaseUrl: base } });
+    const outside = await start({ agentId: agent.id, execution: { kind: 'http', url: `${base}/v1/runs`, baseUrlKey: 'apiBaseUrl', remoteRun: { ...follow(base), stopUrl: `${localUrl}/admin/{id}` } } });
+    expect([outside.status, outside.body.code]).toEqual([403, 'execution_url_denied']);
+    const noBase = await start({ agentId: agent.id, execution: { kind: 'http', url: `${base}/v1/runs` } });
+    expect([noBase.status, noBase.body.code]).toEqual([409, 'adapter_config_invalid']);
+    const noSecret = await start({ agentId: agent.id, execution: { kind: 'http', url: `${base}/v1/runs`, baseUrlKey: 'apiBaseUrl', secretHeaders: [{ header: 'authorization', configKey: 'key' }] } });
+    expect([noSecret.status, noSecret.body.code]).toEqual([409, 'adapter_config_invalid']);
+    const processOne = await processAgent();
+    const mismatch = await start({ agentId: processOne.id, execution: { kind: 'http', url: `${base}/v1/runs` } });
+    expect([mismatch.status, mismatch.body.code]).toEqual([409, 'adapter_mismatch']);
   });
 });

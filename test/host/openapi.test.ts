@@ -64,8 +64,8 @@ describe('GET /api/openapi.json with plugins', () => {
     const host = t.kernel.host;
     expect([...host.plugins.keys()].sort()).toEqual([...FIRST_PARTY_KEYS, 'echo'].sort());
     for (const loaded of host.plugins.values()) {
+      // A plugin may serve no routes at all (remote-runner contributes an adapter type only): it lists none.
       const routes = loaded.manifest.routes ?? [];
-      expect(routes.length, loaded.key).toBeGreaterThan(0);
       for (const route of routes) {
         const operation = document.paths[mountedPath(loaded.key, route)]?.[route.method.toLowerCase()];
         expect(operation, `${loaded.key} ${route.method} ${route.path}`).toBeDefined();

@@ -42,7 +42,7 @@ export class PluginKernelPoints {
     const offs = (plugin.manifest.kernelPoints ?? [])
       .filter((declared) => declared.point in KERNEL_POINTS)
       .map((declared) => this.host.kernel.points.provide(declared.point as KernelPointName, plugin.key,
-        (input, scope) => this.ask(plugin.key, declared.point as KernelPointName, declared.service, input, scope) as never));
+        (input, scope) => this.ask(plugin.key, declared.point as KernelPointName, declared.service, input, scope) as never, declared.adapterTypes ?? null));
     this.registered.set(plugin.key, offs);
   }
 

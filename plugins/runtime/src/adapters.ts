@@ -19,8 +19,8 @@ export function processEnvironment(run: Row, wakeup: Row, sessionId: string | nu
   return env;
 }
 
-/** The wake as the http adapter's body carries it. */
-function wakeOf(run: Row, wakeup: Row, sessionId: string | null) {
+/** The wake as the http adapter's body (and a contributed adapter's start) carries it. */
+export function wakeOf(run: Row, wakeup: Row, sessionId: string | null) {
   return {
     source: run.invocation_source, triggerDetail: run.trigger_detail, reason: run.wake_reason ?? null,
     payload: wakeup.payload ?? {}, issueId: run.issue_id ?? null, taskKey: run.task_key, sessionId,

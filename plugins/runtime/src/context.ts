@@ -17,8 +17,21 @@ export type Row = Record<string, unknown>;
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out', 'lost'] as const;
 export const ACTIVE_RUN = `status in ('queued', 'running')`;
 
+/**
+ * Adapter types other plugins contribute, and the plugin that runs each (its `adapter-run`
+ * service starts a run, under services.consumes; its configuration is validated on agent
+ * create and update through the kernel point `agent.adapter-config`). The plugin drives the
+ * run's execution and hands its outputs and end to this plugin's `adapter-report` service.
+ */
+export const CONTRIBUTED_ADAPTERS: Readonly<Record<string, string>> = { eta_gateway: 'remote-runner' };
+
 /** Adapter types this instance runs; others are accepted in configuration and refused at wake (adapter_unavailable). */
-export const RUNNABLE_ADAPTERS: ReadonlySet<string> = new Set(['process', 'http']);
+export const RUNNABLE_ADAPTERS: ReadonlySet<string> = new Set(['process', 'http', ...Object.keys(CONTRIBUTED_ADAPTERS)]);
+
+/** The plugin that runs a contributed adapter type, or null for the runtime's own (process, http). */
+export function contributorOf(adapterType: unknown): string | null {
+  return typeof adapterType === 'string' && Object.hasOwn(CONTRIBUTED_ADAPTERS, adapterType) ? CONTRIBUTED_ADAPTERS[adapterType]! : null;
+}
 
 /** The stream channel of one run (GET /api/heartbeat-runs/{runId}/stream). */
 export const runChannel = (runId: string) => `run-${runId}`;

@@ -1,6 +1,6 @@
 import { maxConcurrentRuns } from './admission.ts';
-import { httpRequest, processEnvironment } from './adapters.ts';
-import { errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
+import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
+import { contributorOf, errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
 import { instructionsForRun } from './instructions.ts';
 import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
@@ -59,10 +59,16 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
     return;
   }
-  let execution;
+  let execution: { executionId: string; pid?: number | null; startedAt?: string | null };
   let skills: Awaited<ReturnType<typeof skillsForRun>> | null = null;
+  const contributor = contributorOf(agent.adapterType);
   try {
-    if (agent.adapterType === 'process') {
+    if (contributor) {
+      // The contributing plugin starts (and drives) the execution; a repeated start answers the same one.
+      execution = await ctx.services.call<{ executionId: string; startedAt: string | null }>(contributor, 'adapter-run', {
+        runId, agentId: run.agent_id, issueId: run.issue_id ?? null, taskKey: run.task_key, sessionId, wake: wakeOf(run, wakeup, sessionId),
+      });
+    } else if (agent.adapterType === 'process') {
       const instructions = await instructionsForRun(ctx, agent);
       skills = await skillsForRun(ctx, String(run.agent_id));
       const files = [...instructions.files, ...skills.files];
@@ -74,13 +80,13 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
       execution = await ctx.executions.start({ ...httpRequest(agent, run, wakeup, sessionId), logChannel: runChannel(runId) });
     }
   } catch (error) {
-    await failBeforeStart(ctx, run, errorCode(error), error instanceof Error ? error.message : String(error));
+    await failBeforeStart(ctx, run, contributor && errorCode(error) === 'plugin_unavailable' ? 'adapter_unavailable' : errorCode(error), error instanceof Error ? error.message : String(error));
     return;
   }
   const { rows } = await ctx.db.query(
     `update runs set status = 'running', execution_id = $2, pid = $3, started_at = coalesce($4::timestamptz, clock_timestamp()), session_id_before = $5,
             updated_at = clock_timestamp() where id = $1 and status = 'queued' returning *`,
-    [runId, execution.executionId, execution.pid, execution.startedAt, sessionId]);
+    [runId, execution.executionId, execution.pid ?? null, execution.startedAt ?? null, sessionId]);
   await ctx.db.query(`update wakeups set status = 'claimed', updated_at = clock_timestamp() where id = $1 and status = 'queued'`, [run.wakeup_id]);
   recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: {
     agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType,
@@ -99,6 +105,26 @@ async function failBeforeStart(ctx: RuntimeContext, run: Row, code: string, mess
 export async function cancelQueued(ctx: RuntimeContext, run: Row, reason: string): Promise<void> {
   await finishRun(ctx, run, { status: 'cancelled', cancelReason: reason });
   await closeLedgerRun(ctx, String(run.id), 'cancelled', reason);
+}
+
+/**
+ * Stops a running run's execution: the runtime's own by cancelling it, a contributed adapter's
+ * (another plugin's execution) by closing its ledger run, which the kernel answers by cancelling
+ * the execution (its executor then asks the run server to stop, and the plugin reports the end).
+ */
+export async function stopExecution(ctx: RuntimeContext, run: Row, reason: string): Promise<void> {
+  if (!run.execution_id) return;
+  const agent = await ctx.agents.getConfig(String(run.agent_id));
+  if (contributorOf(agent?.adapterType)) {
+    await closeLedgerRun(ctx, String(run.id), 'cancelled', reason);
+    return;
+  }
+  try {
+    await ctx.executions.cancel(String(run.execution_id), { reason });
+  } catch (error) {
+    // An execution already gone (its end is on its way as an event) needs no cancel.
+    if (errorCode(error) !== 'not_found' && errorCode(error) !== 'execution_not_found') throw error;
+  }
 }
 
 /** Closes a run in the ledger; a run the executor or another path already closed is left as it is. */

@@ -1,4 +1,5 @@
-import { runChannel, type Row, type RuntimeContext } from './context.ts';
+import { PluginError } from '@keel/sdk/plugin';
+import { contributorOf, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
 import { keepSession } from './sessions.ts';
@@ -31,7 +32,10 @@ async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefine
  */
 export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  const event = payload as unknown as OutputEvent;
+  await applyOutputs(ctx, payload as unknown as OutputEvent);
+}
+
+async function applyOutputs(ctx: RuntimeContext, event: OutputEvent): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run || !Array.isArray(event.outputs)) return;
   const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
@@ -68,7 +72,10 @@ const RUN_STATUS: Record<string, RunEnd['status']> = { succeeded: 'succeeded', f
  */
 export async function onExecutionFinished(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  const event = payload as unknown as FinishedEvent;
+  await applyFinished(ctx, payload as unknown as FinishedEvent);
+}
+
+async function applyFinished(ctx: RuntimeContext, event: FinishedEvent): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run) return;
   const response = isObject(event.response) ? event.response : null;
@@ -84,4 +91,33 @@ export async function onExecutionFinished(payload: Record<string, unknown>, ctx:
     error: event.errorCode ?? (event.exitCode !== null && event.exitCode !== 0 ? `exit code ${event.exitCode}` : null),
   });
   await dispatch(ctx, String(run.agent_id));
+}
+
+interface AdapterReport { executionId: string; runId: string; outputs?: Output[]; finished?: Partial<FinishedEvent> & { status: string } }
+
+/**
+ * The `adapter-report` service: the plugin that contributes a run's adapter type hands over
+ * its execution's outputs (in the protocol above) and its end, which are handled as this
+ * plugin's own executions' events. Only that plugin, only for the execution the run started
+ * with (else 404, nothing changes); a repeated report changes nothing more (usage is keyed by
+ * execution and sequence, a run ends once).
+ */
+export async function adapterReportService(input: unknown, ctx: RuntimeContext): Promise<{ ok: boolean }> {
+  const report = input as AdapterReport;
+  const run = await runOf(ctx, report.runId);
+  const caller = ctx.invocation.caller?.plugin ?? null;
+  const agent = run ? await ctx.agents.getConfig(String(run.agent_id)) : null;
+  if (!run || !caller || run.execution_id !== report.executionId || contributorOf(agent?.adapterType) !== caller) {
+    throw new PluginError(404, 'run_not_found', 'No run of this plugin has that execution');
+  }
+  const ids = { executionId: report.executionId, runId: String(run.id), agentId: String(run.agent_id) };
+  if (report.outputs && report.outputs.length > 0) await applyOutputs(ctx, { ...ids, outputs: report.outputs });
+  if (report.finished) {
+    const end = report.finished;
+    await applyFinished(ctx, {
+      ...ids, status: end.status, exitCode: null, signal: null, httpStatus: end.httpStatus ?? null, errorCode: end.errorCode ?? null,
+      logBytes: end.logBytes ?? 0, logSha256: null, response: end.response ?? null,
+    });
+  }
+  return { ok: true };
 }

@@ -3,7 +3,7 @@ import { jobWithActivity, withActivity } from './activity.ts';
 import { onApprovalDecided, onBlockersResolved, onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
-import { onExecutionFinished, onExecutionOutput } from './execution-events.ts';
+import { adapterReportService, onExecutionFinished, onExecutionOutput } from './execution-events.ts';
 import { deleteFileRoute, getBundleRoute, getFileRoute, instructionsPathRoute, patchBundleRoute, putFileRoute } from './instructions.ts';
 import { heartbeatJob, heartbeatSweepJob, onAgentConfigChanged } from './heartbeats.ts';
 import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute } from './runs.ts';
@@ -31,6 +31,9 @@ export default definePlugin({
     'instructions-file': withActivity(getFileRoute),
     'instructions-file-put': withActivity(putFileRoute),
     'instructions-file-delete': withActivity(deleteFileRoute),
+  },
+  services: {
+    'adapter-report': withActivity(adapterReportService),
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),

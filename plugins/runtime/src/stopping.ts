@@ -1,5 +1,5 @@
-import { ACTIVE_RUN, errorCode, type Row, type RuntimeContext } from './context.ts';
-import { cancelQueued } from './dispatch.ts';
+import { ACTIVE_RUN, type Row, type RuntimeContext } from './context.ts';
+import { cancelQueued, stopExecution } from './dispatch.ts';
 import { firstDelivery } from './handled-events.ts';
 import { finishRun } from './run-end.ts';
 import { recordActivity } from './activity.ts';
@@ -14,14 +14,7 @@ export async function cancelRun(ctx: RuntimeContext, run: Row, reason: string): 
   if (run.status === 'queued') {
     await cancelQueued(ctx, run, reason);
   } else if (run.status === 'running') {
-    if (run.execution_id) {
-      try {
-        await ctx.executions.cancel(String(run.execution_id), { reason });
-      } catch (error) {
-        // An execution already gone (its end is on its way as an event) needs no cancel.
-        if (errorCode(error) !== 'not_found') throw error;
-      }
-    }
+    await stopExecution(ctx, run, reason);
     await finishRun(ctx, run, { status: 'cancelled', cancelReason: reason });
   }
   recordActivity(ctx, { action: 'run.cancelled', entityType: 'heartbeat_run', entityId: String(run.id), details: { agentId: run.agent_id, reason, previousStatus: run.status } });

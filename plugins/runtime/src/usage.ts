@@ -1,5 +1,6 @@
 import type { Row, RuntimeContext } from './context.ts';
 import { finishRun } from './run-end.ts';
+import { stopExecution } from './dispatch.ts';
 
 const BILLING_TYPES = new Set(['metered_api', 'subscription_included', 'subscription_overage', 'credits', 'fixed', 'unknown']);
 const MAX_TOKENS = 1_000_000_000_000;
@@ -83,7 +84,7 @@ export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageCla
   }
   const stop = await stoppingScope(ctx, run, recorded.stopped);
   if (stop && (run.status === 'running' || run.status === 'queued')) {
-    if (run.execution_id) await ctx.executions.cancel(String(run.execution_id), { reason: `budget_hard_stop_${stop.scopeType}` });
+    await stopExecution(ctx, run, `budget_hard_stop_${stop.scopeType}`);
     await finishRun(ctx, run, { status: 'cancelled', cancelReason: `budget_hard_stop_${stop.scopeType}` });
   }
 }

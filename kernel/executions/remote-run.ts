@@ -1,0 +1,220 @@
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import type { RemoteRunFollow } from '../../sdk/capabilities/executions.ts';
+import { pinnedLookup, type ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import type { ExecutionLog } from './execution-log.ts';
+import { MAX_RESPONSE_BYTES, SseParser } from './http-runner.ts';
+
+/**
+ * The remote-run variant of the `http` kind (HttpExecutionInput.remoteRun): the execution's
+ * request creates a run on a run server, which is then followed to its end here, in the
+ * executor, however long it takes: its event stream, reconnected after `reconnectMs` (with
+ * Last-Event-ID), its status polled while the stream is unavailable, its stop asked when the
+ * deadline passes or the execution is cancelled. Every request goes to the addresses checked at
+ * the start (one origin: every URL is under the configured base).
+ */
+export interface RemoteRunSpec {
+  create: { url: URL; method: string; headers: Record<string, string>; body: Buffer | null };
+  follow: Required<Omit<RemoteRunFollow, 'eventsUrl' | 'statusUrl' | 'stopUrl'>> & { eventsUrl: string; statusUrl: string; stopUrl: string };
+  /** Headers of the follow-up requests (the run server's key, the run token, the session key). */
+  headers: Record<string, string>;
+  addresses: ResolvedAddress[];
+}
+
+export interface RemoteOutcome { httpStatus: number | null; response: unknown; failed: boolean; errorCode: string | null }
+
+const SUCCEEDED = new Set(['succeeded', 'completed']);
+const FAILED = new Set(['failed', 'error']);
+const CANCELLED = new Set(['cancelled', 'canceled', 'stopped']);
+/** How long a request may wait for its answer's headers (the stream's body may then last the run). */
+const ANSWER_WAIT_MS = 15_000;
+/** Stream and status both unreachable this many times in a row: the run server is gone. */
+const MAX_UNREACHABLE = 5;
+const STOP_WAIT_MS = 10_000;
+
+class Unreachable extends Error {}
+
+interface Answer { status: number; json: unknown; streamed: boolean }
+
+/** One request; an event-stream answer is read to its end through `onEvent`, any other answer whole (JSON when it parses). */
+function request(spec: RemoteRunSpec, url: URL, method: string, headers: Record<string, string>, body: Buffer | null, signal: AbortSignal,
+  onEvent?: (event: string, data: string, lastEventId: string) => void): Promise<Answer> {
+  const secure = url.protocol === 'https:';
+  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const options: https.RequestOptions = {
+    protocol: url.protocol, hostname, port: url.port === '' ? (secure ? 443 : 80) : Number(url.port), method, path: `${url.pathname}${url.search}`,
+    headers: { ...headers, ...(body ? { 'content-length': String(body.length) } : {}) },
+    agent: false, lookup: pinnedLookup(spec.addresses), signal, maxHeaderSize: 64 * 1024,
+  };
+  if (secure && isIP(hostname) === 0) options.servername = hostname;
+  return new Promise<Answer>((resolve, reject) => {
+    const wait = setTimeout(() => req.destroy(new Unreachable('no answer')), ANSWER_WAIT_MS);
+    const req = (secure ? https : http).request(options, (res) => {
+      clearTimeout(wait);
+      const status = res.statusCode ?? 0;
+      res.setEncoding('utf8');
+      if (onEvent && status >= 200 && status < 300 && String(res.headers['content-type'] ?? '').includes('text/event-stream')) {
+        const parser = new SseParser(onEvent);
+        res.on('data', (chunk: string) => parser.push(chunk));
+        res.on('end', () => { parser.end(); resolve({ status, json: null, streamed: true }); });
+      } else {
+        let text = '';
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          if (text.length > MAX_RESPONSE_BYTES) res.destroy(new Unreachable('answer too large'));
+        });
+        res.on('end', () => {
+          let json: unknown = null;
+          try { json = text.length > 0 ? JSON.parse(text) : null; } catch { /* not JSON */ }
+          resolve({ status, json, streamed: false });
+        });
+      }
+      res.on('error', reject);
+      // A stream cut mid-run ends like a stream that ended: the caller reconnects.
+      res.on('aborted', () => resolve({ status, json: null, streamed: true }));
+    });
+    req.on('error', (error) => { clearTimeout(wait); reject(error); });
+    req.end(body ?? undefined);
+  });
+}
+
+const sleep = (ms: number, signal: AbortSignal) => new Promise<void>((resolve) => {
+  if (signal.aborted) { resolve(); return; }
+  const timer = setTimeout(done, ms);
+  function done() { clearTimeout(timer); signal.removeEventListener('abort', done); resolve(); }
+  signal.addEventListener('abort', done, { once: true });
+});
+
+const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
+
+/** A status value that ends the run, as the execution's outcome; null while it runs. */
+function ended(data: unknown, httpStatus: number): RemoteOutcome | null {
+  if (!isObject(data) || typeof data.status !== 'string') return null;
+  const status = data.status.toLowerCase();
+  if (SUCCEEDED.has(status)) return { httpStatus, response: data, failed: false, errorCode: null };
+  if (FAILED.has(status)) return { httpStatus, response: data, failed: true, errorCode: 'remote_run_failed' };
+  if (CANCELLED.has(status)) return { httpStatus, response: data, failed: true, errorCode: 'remote_run_cancelled' };
+  return null;
+}
+
+/** What a refused answer means: the run server's error codes for a create or a status read. */
+function refusal(status: number, create: boolean): string {
+  if (status === 401 || status === 403) return 'remote_auth_failed';
+  if (create && (status === 404 || status === 405 || status === 501)) return 'remote_runs_unsupported';
+  if (status === 429) return 'remote_rate_limited';
+  if (status >= 500) return 'remote_upstream_error';
+  return 'remote_protocol_error';
+}
+
+const retryable = (status: number) => status === 429 || status >= 500;
+
+/**
+ * Creates the run (again on 429, 5xx or no answer: the Idempotency-Key makes a repeat the same
+ * run), then follows it until it ends, the deadline passes or the execution is cancelled
+ * (`signal`); in the last two cases the run server is asked to stop the run.
+ */
+export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, signal: AbortSignal): Promise<RemoteOutcome> {
+  const { follow } = spec;
+  let created: Answer | null = null;
+  let lastError = 'remote_connection_failed';
+  let lastStatus: number | null = null;
+  for (let attempt = 1; attempt <= follow.createAttempts && !signal.aborted; attempt += 1) {
+    try {
+      const answer = await request(spec, spec.create.url, spec.create.method, spec.create.headers, spec.create.body, signal);
+      log.line('system', `create: HTTP ${answer.status}`);
+      if (answer.status >= 200 && answer.status < 300) { created = answer; break; }
+      lastError = refusal(answer.status, true);
+      lastStatus = answer.status;
+      if (!retryable(answer.status)) return { httpStatus: answer.status, response: null, failed: true, errorCode: lastError };
+    } catch {
+      if (signal.aborted) break;
+      log.line('system', 'create: no answer');
+      lastError = 'remote_connection_failed';
+      lastStatus = null;
+    }
+    if (attempt < follow.createAttempts) await sleep(follow.reconnectMs, signal);
+  }
+  if (!created) return { httpStatus: lastStatus, response: null, failed: true, errorCode: signal.aborted ? null : lastError };
+  const id = isObject(created.json) ? created.json[follow.idField] : undefined;
+  if ((typeof id !== 'string' && typeof id !== 'number') || String(id).length === 0 || String(id).length > 200) {
+    log.line('system', `create: the answer names no run (${follow.idField})`);
+    return { httpStatus: created.status, response: null, failed: true, errorCode: 'remote_protocol_error' };
+  }
+  const remoteId = encodeURIComponent(String(id));
+  const at = (template: string) => new URL(template.replaceAll('{id}', remoteId));
+  log.line('system', `remote run ${String(id)}`);
+  const immediate = ended(created.json, created.status);
+  if (immediate) return immediate;
+
+  let lastEventId = '';
+  let unreachable = 0;
+  // Set from the stream's callback as well as here.
+  const state: { outcome: RemoteOutcome | null } = { outcome: null };
+  while (!state.outcome && !signal.aborted) {
+    let streamed = false;
+    try {
+      const headers = { ...spec.headers, accept: 'text/event-stream', ...(lastEventId ? { 'last-event-id': lastEventId } : {}) };
+      const answer = await request(spec, at(follow.eventsUrl), 'GET', headers, null, signal, (event, data, eventId) => {
+        if (eventId) lastEventId = eventId;
+        log.sse(event, data);
+        if (!state.outcome && follow.terminalEvents.includes(event)) {
+          let parsed: unknown = null;
+          try { parsed = JSON.parse(data); } catch { /* not JSON: no end */ }
+          state.outcome = ended(parsed, 200);
+        }
+      });
+      streamed = answer.streamed;
+      if (!streamed && (answer.status === 401 || answer.status === 403)) return { httpStatus: answer.status, response: null, failed: true, errorCode: 'remote_auth_failed' };
+      if (streamed) { unreachable = 0; if (!state.outcome) log.line('system', `event stream ended; reconnecting in ${follow.reconnectMs} ms`); }
+      else log.line('system', `event stream unavailable (HTTP ${answer.status}); polling`);
+    } catch (error) {
+      if (signal.aborted) break;
+      log.line('system', `event stream unavailable (${error instanceof Unreachable ? error.message : 'no connection'}); polling`);
+    }
+    if (state.outcome || signal.aborted) break;
+    if (!streamed) {
+      // Polling takes over for one round, then the stream is tried again.
+      try {
+        const answer = await request(spec, at(follow.statusUrl), 'GET', { ...spec.headers, accept: 'application/json' }, null, signal);
+        if (answer.status >= 200 && answer.status < 300) {
+          unreachable = 0;
+          log.sse('status', JSON.stringify(answer.json ?? null));
+          state.outcome = ended(answer.json, answer.status);
+          if (state.outcome) break;
+        } else if (answer.status === 401 || answer.status === 403 || answer.status === 404) {
+          return { httpStatus: answer.status, response: null, failed: true, errorCode: answer.status === 404 ? 'remote_protocol_error' : 'remote_auth_failed' };
+        } else {
+          unreachable += 1;
+          lastError = refusal(answer.status, false);
+        }
+      } catch {
+        if (signal.aborted) break;
+        unreachable += 1;
+        lastError = 'remote_connection_failed';
+      }
+      if (unreachable >= MAX_UNREACHABLE) {
+        log.line('system', `run server unreachable ${unreachable} times in a row`);
+        return { httpStatus: null, response: null, failed: true, errorCode: lastError };
+      }
+    }
+    await sleep(follow.reconnectMs, signal);
+  }
+  if (state.outcome) return state.outcome;
+  await askToStop(spec, at(follow.stopUrl), log);
+  return { httpStatus: null, response: null, failed: true, errorCode: null };
+}
+
+/** The deadline passed or the execution was cancelled: the run server is asked to stop the run (best effort, bounded). */
+async function askToStop(spec: RemoteRunSpec, url: URL, log: ExecutionLog): Promise<void> {
+  const abort = new AbortController();
+  const timer = setTimeout(() => abort.abort(), STOP_WAIT_MS);
+  try {
+    const answer = await request(spec, url, 'POST', { ...spec.headers, 'content-type': 'application/json' }, Buffer.from('{}'), abort.signal);
+    log.line('system', `stop: HTTP ${answer.status}`);
+  } catch {
+    log.line('system', 'stop: no answer');
+  } finally {
+    clearTimeout(timer);
+  }
+}
