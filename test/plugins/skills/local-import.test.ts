@@ -1,10 +1,10 @@
-import { accessSync, constants, realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEYRING_FILE } from '../../../kernel/vault/keyring.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { outsideTmp } from './world.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 
 /**
@@ -55,15 +55,6 @@ afterAll(async () => {
   if (outside) await rm(outside, { recursive: true, force: true });
 });
 
-/** A writable folder outside the temporary directory (a root by default), wherever the checkout lies. */
-function outsideTmp(): string {
-  const tmp = realpathSync(tmpdir());
-  const candidate = ['/var/tmp', homedir(), '/root'].find((dir) => {
-    try { return !`${realpathSync(dir)}/`.startsWith(`${tmp}/`) && (accessSync(dir, constants.W_OK), true); } catch { return false; }
-  });
-  if (!candidate) throw new Error('no writable folder outside the temporary directory for this test');
-  return candidate;
-}
 
 const count = async () => Number((await t.sql.query('select count(*)::int as n from plugin_skills.company_skills where company_id = $1', [company.id])).rows[0].n);
 

@@ -1,9 +1,10 @@
-import { accessSync, constants, realpathSync } from 'node:fs';
+import { realpathSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { homedir, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { outsideTmp } from './world.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 
 /**
@@ -31,15 +32,6 @@ async function workspace(projectId: string, fields: Record<string, unknown>): Pr
   return res.body;
 }
 
-/** A writable folder outside the temporary directory (not an import root), wherever the checkout lies. */
-function outsideTmp(): string {
-  const tmp = realpathSync(tmpdir());
-  const candidate = ['/var/tmp', homedir(), '/root'].find((dir) => {
-    try { return !`${realpathSync(dir)}/`.startsWith(`${tmp}/`) && (accessSync(dir, constants.W_OK), true); } catch { return false; }
-  });
-  if (!candidate) throw new Error('no writable folder outside the temporary directory for this test');
-  return candidate;
-}
 
 const keys = (skills: any[]) => skills.map((s) => s.key).sort();
 

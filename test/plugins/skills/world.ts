@@ -1,5 +1,6 @@
+import { accessSync, constants, realpathSync } from 'node:fs';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 
@@ -20,4 +21,14 @@ export async function startSkillsWorld(port: number): Promise<{ t: TestKernel; c
   const configured = await t.api.post('/api/plugins/skills/config', { config: { githubApiBase: `http://localhost:${port}` } });
   if (configured.status !== 200) throw new Error(`plugin config answered ${configured.status}: ${configured.text}`);
   return { t, cleanup: async () => { await t.stop(); await rm(work, { recursive: true, force: true }); } };
+}
+
+/** A writable folder outside the temporary directory (not an import root by default), wherever the checkout lies. */
+export function outsideTmp(): string {
+  const tmp = realpathSync(tmpdir());
+  const candidate = ['/var/tmp', homedir(), '/root'].find((dir) => {
+    try { return !`${realpathSync(dir)}/`.startsWith(`${tmp}/`) && (accessSync(dir, constants.W_OK), true); } catch { return false; }
+  });
+  if (!candidate) throw new Error('no writable folder outside the temporary directory for this test');
+  return candidate;
 }
