@@ -17,6 +17,7 @@ import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } fro
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
 import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
+import { issueSourceService } from './issue-source.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
 import { exportCompany, importCompany } from './portability.ts';
@@ -86,6 +87,7 @@ export default definePlugin({
     'create-hidden-task': createHiddenTaskService,
     task: taskService,
     'issue-snapshot': issueSnapshotService,
+    'issue-source': issueSourceService,
     'export-company': exportCompany,
     'import-company': importCompany,
   },
