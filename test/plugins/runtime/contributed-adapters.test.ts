@@ -61,6 +61,13 @@ describe('an adapter type a third-party plugin contributes', () => {
     expect(run.errorCode).toBe('service_not_declared');
   });
 
+  it('another plugin declaring a contract of the same name cannot call a provider that implements the runtime\'s', async () => {
+    const agent = await createAgent(t.api, company.id, { adapterType: 'fake_gateway', adapterConfig: { label: 'borrowed' } });
+    const res = await finish('adapter-impostor', 'borrow', { runId: '00000000-0000-4000-8000-000000000000', agentId: agent.id });
+    expect([res.status, res.body.code]).toEqual([403, 'service_not_declared']);
+    expect(res.body.error).toContain('contractOf');
+  });
+
   it('a type nobody contributes is refused at wake (adapter_unavailable)', async () => {
     const agent = await createAgent(t.api, company.id, { adapterType: 'nobody_gateway', adapterConfig: {} });
     const res = await t.api.post(`/api/agents/${agent.id}/wakeup`, {});
