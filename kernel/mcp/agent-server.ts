@@ -5,7 +5,7 @@ import type { Actor } from '../auth/actor.ts';
 import { validationFailed } from '../http/errors.ts';
 import type { ExtensionHost } from '../host/extension-host.ts';
 import { enabledTool, enabledTools } from '../host/plugin-tools.ts';
-import { executeTool } from '../host/tool-execution.ts';
+import { executeTool, toolChangePending } from '../host/tool-execution.ts';
 import { availableCoreTools, type AvailableCoreTool } from './core-tools.ts';
 import type { SelfRequest } from './self-request.ts';
 import { answerResult, toolError, toolResult } from './tool-results.ts';
@@ -38,7 +38,10 @@ export function agentServer(ctx: Context, host: ExtensionHost, self: SelfRequest
     const { name } = request.params;
     const input = request.params.arguments ?? {};
     if (name.includes('.')) {
-      if (!enabledTool(host, name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name} (no enabled plugin offers it)`);
+      const found = enabledTool(host, name);
+      if (!found) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name} (no enabled plugin offers it)`);
+      // Withheld (changed since approved): not listed, and refused with why, as the HTTP route refuses it.
+      if (found.withheld) return toolError(toolChangePending(found.plugin.key, found.tool.key));
       try {
         return toolResult((await executeTool(ctx, host, { tool: name, input, companyId })).result);
       } catch (error) {
