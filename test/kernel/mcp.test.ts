@@ -57,11 +57,11 @@ describe('POST /api/mcp', () => {
     expect(client.getServerVersion()?.name).toBe('keel');
     const { tools } = await client.listTools();
     const names = tools.map((tool) => tool.name);
-    for (const core of ['me', 'inbox', 'issue_get', 'issue_update', 'issue_checkout', 'issue_release', 'comment_add', 'comment_list', 'document_get', 'document_put', 'document_list']) expect(names).toContain(core);
+    for (const core of ['me', 'inbox', 'issue_get', 'issue_update', 'issue_checkout', 'issue_release', 'comment_add', 'comment_list', 'document_get', 'document_put', 'document_list', 'cost_report']) expect(names).toContain(core);
     expect(names).toContain('mcp-tools.whoami');
     expect(names).toContain('echo.shout');
     // Core names have no dot, plugin names always do: no plugin can shadow a core tool.
-    expect(names.filter((name) => !name.includes('.')).every((name) => ['me', 'inbox'].includes(name) || /^(issue|comment|document)_/.test(name))).toBe(true);
+    expect(names.filter((name) => !name.includes('.')).every((name) => ['me', 'inbox', 'cost_report'].includes(name) || /^(issue|comment|document)_/.test(name))).toBe(true);
     expect(new Set(names).size).toBe(names.length);
     const shout = tools.find((tool) => tool.name === 'echo.shout')!;
     expect(shout.description).toBe('Upper-cases text');
@@ -155,6 +155,32 @@ describe('POST /api/mcp', () => {
     expect(json(missing).code).toBe('validation_failed');
   });
 
+  it("reports the caller's company's costs as GET /api/companies/{companyId}/costs/summary answers them", async () => {
+    const reported = await t.api.post(`/api/companies/${company.id}/cost-events`, { agentId: agent.id, provider: 'openai', model: 'gpt', costCents: 1234, occurredAt: new Date().toISOString() }, { token: agentKey });
+    expect(reported.status, reported.text).toBe(201);
+    const client = await connect('/api/mcp', bearer(agentKey));
+    const tool = (await client.listTools()).tools.find((candidate) => candidate.name === 'cost_report')!;
+    expect(tool.inputSchema.required).toBeUndefined();
+    expect(Object.keys(tool.inputSchema.properties!).sort()).toEqual(['companyId', 'from', 'to']);
+    const report = json(await client.callTool({ name: 'cost_report', arguments: {} }));
+    expect(report).toMatchObject({ companyId: company.id, spendCents: 1234 });
+    expect(report).toEqual((await t.api.get(`/api/companies/${company.id}/costs/summary`, { token: agentKey })).body);
+    const ranged = json(await client.callTool({ name: 'cost_report', arguments: { from: '2000-01-01T00:00:00Z', to: '2000-12-31T00:00:00Z' } }));
+    expect(ranged.spendCents).toBe(0);
+    const invalid = await client.callTool({ name: 'cost_report', arguments: { from: 'yesterday' } });
+    expect(invalid.isError).toBe(true);
+    expect(json(invalid)).toMatchObject({ status: 400, code: 'validation_failed' });
+    // Another company's costs: the route's refusal; the outsider's own report is of its own company.
+    const denied = await client.callTool({ name: 'cost_report', arguments: { companyId: other.id } });
+    expect(denied.isError).toBe(true);
+    expect(json(denied).status).toBe(403);
+    const outsider = await connect('/api/mcp', bearer(outsiderKey));
+    expect(json(await outsider.callTool({ name: 'cost_report', arguments: {} }))).toMatchObject({ companyId: other.id, spendCents: 0 });
+    // An agent naming another company on the endpoint still reports its own.
+    const named = await connect(`/api/mcp?companyId=${other.id}`, bearer(agentKey));
+    expect(json(await named.callTool({ name: 'cost_report', arguments: {} })).companyId).toBe(company.id);
+  });
+
   it('serves board keys: agent-only tools are not offered, plugin tools run in the company named', async () => {
     const user = await insertUser(t);
     await addMember(t, company.id, user, 'owner');
@@ -164,6 +190,12 @@ describe('POST /api/mcp', () => {
     expect(names).toContain('issue_get');
     const whoami = json(await client.callTool({ name: 'mcp-tools.whoami', arguments: {} }));
     expect(whoami.invocation).toMatchObject({ companyId: company.id, actor: { type: 'user', id: user } });
+    expect(json(await client.callTool({ name: 'cost_report', arguments: {} })).companyId).toBe(company.id);
+    const unnamed = await connect('/api/mcp', bearer(await boardToken(t, user)));
+    const noCompany = await unnamed.callTool({ name: 'cost_report', arguments: {} });
+    expect(noCompany.isError).toBe(true);
+    expect(json(noCompany)).toMatchObject({ status: 400, code: 'validation_failed' });
+    expect(json(await unnamed.callTool({ name: 'cost_report', arguments: { companyId: company.id } })).companyId).toBe(company.id);
     const elsewhere = await connect(`/api/mcp?companyId=${other.id}`, bearer(await boardToken(t, user)));
     expect(json(await elsewhere.callTool({ name: 'mcp-tools.whoami', arguments: {} })).status).toBe(403);
   });
