@@ -31,6 +31,7 @@ const files = [
   '0024-database-backups.sql',
   '0025-company-imports.sql',
   '0026-plugin-tool-approvals.sql',
+  '0027-issue-number-ranges.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
