@@ -9,7 +9,7 @@ import type { KernelServices } from '../services.ts';
  * they are treated as code: the operator's enable approves the tools a plugin has then, and a
  * tool an upgrade adds or changes (its key, description or input schema) is withheld from
  * agents (not listed, refused when called) until an instance admin approves the change. The
- * approvals live on the plugin's row (`plugins.approved_tools`, migration 0026).
+ * approvals live on the plugin's row (`plugins.approved_tools`, migration 0028).
  */
 export interface ApprovedTool { fingerprint: string; description: string; inputSchema: JsonSchema }
 export type ToolApprovals = Record<string, ApprovedTool>;

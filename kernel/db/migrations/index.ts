@@ -30,8 +30,8 @@ const files = [
   '0023-executions.sql',
   '0024-database-backups.sql',
   '0025-company-imports.sql',
-  '0026-plugin-tool-approvals.sql',
-  '0027-issue-number-ranges.sql',
+  '0028-plugin-tool-approvals.sql',
+  '0029-issue-number-ranges.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
