@@ -25,6 +25,7 @@ import { sharesWorker } from './worker-sharing.ts';
 import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
+import { approvalsOf, pendingToolChanges, recordMissingApprovals, type ToolApprovals } from './tool-approvals.ts';
 
 export interface LoadedPlugin {
   key: string;
@@ -169,6 +170,7 @@ export class ExtensionHost {
     // Listening before reading: a change another process makes meanwhile is either in what is
     // read below or announced after it, never lost in between.
     await this.listen();
+    await recordMissingApprovals(this.kernel);
     if (options.bootstrapFirstParty) await this.exclusive(() => this.bootstrapFirstParty(options.firstPartyDir ?? FIRST_PARTY_DIR));
     await this.reconcileAll();
     this.resyncTimer ??= setInterval(() => void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'periodic plugin reconcile failed')), RESYNC_INTERVAL_MS);
@@ -181,7 +183,8 @@ export class ExtensionHost {
    * new migrations run, and the capabilities it newly declares are granted, since the operator
    * granted them by installing this release. What the operator withheld or disabled stays so:
    * a capability declared before and not granted is not granted now, and such an upgrade is
-   * refused and logged, leaving the plugin as it was.
+   * refused and logged, leaving the plugin as it was. Its changed tools are approved likewise:
+   * they are part of the release the operator installed.
    */
   private async bootstrapFirstParty(dir: string): Promise<void> {
     for (const found of await scanFolder(dir, 'first_party')) {
@@ -197,7 +200,7 @@ export class ExtensionHost {
       const before = new Set(existing.manifest.capabilities.map((c) => c.id as string));
       const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !before.has(id));
       try {
-        await this.upgradeNow(key, { grant: added }, found);
+        await this.upgradeNow(key, { grant: added, approveTools: true }, found);
       } catch (error) {
         this.kernel.log.warn({ err: error, plugin: key }, `first-party plugin ${key} was not upgraded to ${found.manifest.version}: ${(error as Error).message}`);
       }
@@ -259,8 +262,9 @@ export class ExtensionHost {
     const updated = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(
         `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
-           enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
-        [`{${requested.join(',')}}`, key]);
+           enabled_at = now(), last_error = null, approved_tools = coalesce(approved_tools, ?::jsonb), updated_at = now() where key = ? returning *`,
+        // The first enable approves the tools the plugin has; later ones keep what was approved.
+        [`{${requested.join(',')}}`, JSON.stringify(approvalsOf(manifest.tools ?? [])), key]);
       await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
       return result!;
     });
@@ -313,8 +317,12 @@ export class ExtensionHost {
     return this.exclusive(() => this.upgradeNow(key, options));
   }
 
-  /** `found`: the new source when the caller has read it already (the first-party bootstrap), else the plugin's recorded folder. */
-  private async upgradeNow(key: string, options: { grant?: string[] }, source?: FoundPlugin): Promise<Row> {
+  /**
+   * `found`: the new source when the caller has read it already (the first-party bootstrap), else the plugin's recorded folder.
+   * `approveTools`: the new version's tools are approved with it (first-party plugins ship with the release); otherwise
+   * a tool it adds or changes is withheld until an instance admin approves it (approveToolChanges).
+   */
+  private async upgradeNow(key: string, options: { grant?: string[]; approveTools?: boolean }, source?: FoundPlugin): Promise<Row> {
     const row = await this.row(key);
     const found = source ?? await readPluginFolder(row.source_path, row.source_kind, row.package_name);
     if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
@@ -338,10 +346,12 @@ export class ExtensionHost {
     const updated = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(
         `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, source_path = ?,
-           granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end, updated_at = now() where key = ? returning *`,
+           granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end,
+           approved_tools = case when ? then ?::jsonb else approved_tools end, updated_at = now() where key = ? returning *`,
         [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
-          found.folder, `{${granted.join(',')}}`, key]);
-      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}) });
+          found.folder, `{${granted.join(',')}}`, options.approveTools === true, JSON.stringify(approvalsOf(found.manifest.tools ?? [])), key]);
+      const withheld = pendingToolChanges(result!).map((change) => change.key);
+      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}), ...(withheld.length ? { withheldTools: withheld } : {}) });
       return result!;
     });
     if (updated.status === 'enabled') {
@@ -350,6 +360,38 @@ export class ExtensionHost {
     }
     await this.announce(key);
     return updated;
+  }
+
+  /**
+   * Approves tools new or changed since their approval (`tools`: their keys; default every
+   * one pending), so that agents see and call them again. Answers the keys approved.
+   */
+  approveToolChanges(key: string, tools?: string[]): Promise<string[]> {
+    return this.exclusive(async () => {
+      const row = await this.row(key);
+      const pending = pendingToolChanges(row);
+      const unknown = (tools ?? []).filter((name) => !pending.some((change) => change.name === name));
+      if (unknown.length) {
+        throw new KeelError(422, 'tool_change_not_pending', `${key} has no pending change for ${unknown.join(', ')}; GET /api/plugins/${key}/tool-changes lists the pending ones`, { details: { tools: unknown } });
+      }
+      const chosen = tools ? pending.filter((change) => tools.includes(change.name)) : pending;
+      if (!chosen.length) return [];
+      const approvals: ToolApprovals = { ...(row.approved_tools as ToolApprovals | null ?? {}) };
+      for (const change of chosen) approvals[change.name] = { fingerprint: change.fingerprint, description: change.description, inputSchema: change.inputSchema };
+      // Tools the plugin no longer has are no longer approved: one that comes back is reviewed again.
+      const present = new Set(((row.manifest as PluginManifest).tools ?? []).map((tool) => tool.key));
+      for (const name of Object.keys(approvals)) if (!present.has(name)) delete approvals[name];
+      const updated = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne('update plugins set approved_tools = ?::jsonb, updated_at = now() where key = ? returning *', [JSON.stringify(approvals), key]);
+        await this.audit(tx, 'plugin.tool_changes_approved', key, { version: row.version, tools: chosen.map((change) => ({ key: change.key, change: change.change, fingerprint: change.fingerprint })) });
+        return result!;
+      });
+      // This process serves them at once; the others read the row on the announcement.
+      const loaded = this.plugins.get(key);
+      if (loaded) loaded.row = updated;
+      await this.announce(key);
+      return chosen.map((change) => change.key);
+    });
   }
 
   async setConfig(key: string, config: Record<string, unknown>): Promise<Row> {

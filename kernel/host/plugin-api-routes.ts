@@ -13,6 +13,7 @@ import type { KernelServices } from '../services.ts';
 import { respond } from './contributions/route-answer.ts';
 import { executeTool } from './tool-execution.ts';
 import { enabledTools } from './plugin-tools.ts';
+import { pendingToolChanges } from './tool-approvals.ts';
 import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
 import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
@@ -25,6 +26,10 @@ const installBody = bodyValidator<{ localPath?: string; packageName?: string }>(
 /** Enable and upgrade: the capabilities the operator grants (enable: default every declared one; upgrade: the new ones). */
 const grantBody = bodyValidator<{ grant?: string[] }>({
   type: 'object', properties: { grant: { type: 'array', items: { type: 'string', maxLength: 100 }, maxItems: 64, uniqueItems: true } },
+});
+/** Which pending tool changes to approve (tool keys, without the plugin's); default every one. */
+const approveToolsBody = bodyValidator<{ tools?: string[] }>({
+  type: 'object', properties: { tools: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 100 }, minItems: 1, maxItems: 200, uniqueItems: true } },
 });
 const configBody = bodyValidator<{ config: Record<string, unknown> }>({
   type: 'object', required: ['config'], properties: { config: { type: 'object' } },
@@ -180,6 +185,24 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     const row = await asOperator(ctx, () => host.upgrade(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, host.plugins.get(row.key));
+  });
+
+  route({
+    method: 'GET', path: '/api/plugins/:pluginId/tool-changes', auth: 'instance_admin', success: 200,
+    summary: "A plugin's tools that are new or changed since an operator approved them, withheld from agents until approved",
+  }, async (ctx) => {
+    const row = await host.row(ctx.params.pluginId!);
+    ctx.body = { pluginKey: row.key, version: row.version, pending: pendingToolChanges(row) };
+  });
+
+  route({
+    method: 'POST', path: '/api/plugins/:pluginId/tool-changes/approve', auth: 'instance_admin', body: approveToolsBody, success: 200, errors: [422],
+    summary: "Approve a plugin's new or changed tools (all pending, or the ones named) so agents may use them",
+  }, async (ctx, req) => {
+    const body = await req.body();
+    const approved = await asOperator(ctx, () => host.approveToolChanges(ctx.params.pluginId!, body.tools));
+    audit(ctx);
+    ctx.body = { pluginKey: ctx.params.pluginId, approved, pending: pendingToolChanges(await host.row(ctx.params.pluginId!)) };
   });
 
   route({ method: 'GET', path: '/api/plugins/:pluginId/health', auth: 'instance_admin', success: 200, summary: "A plugin's status and its worker's health" }, async (ctx) => {

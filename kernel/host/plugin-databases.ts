@@ -17,6 +17,7 @@ const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
   ['keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'agents.pause'],
   ['keel_bridge.hold_company(text, text, boolean, text)', 'companies.pause'],
   ['keel_bridge.next_issue_number(text, text)', 'issues.number'],
+  ['keel_bridge.next_issue_numbers(text, text, integer)', 'issues.number'],
   ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'events.publish'],
   ['keel_bridge.stage_job(text, text, text, text)', 'jobs.enqueue'],
   ['keel_bridge.unstage_job(text, text, uuid)', 'jobs.enqueue'],

@@ -1,6 +1,7 @@
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { iso, type Row } from '../db/database.ts';
 import type { LoadedPlugin } from './extension-host.ts';
+import { pendingToolChanges } from './tool-approvals.ts';
 
 /** The installed-plugin record as the API shows it. */
 export function toPluginJson(row: Row, loaded?: LoadedPlugin): Record<string, unknown> {
@@ -24,6 +25,8 @@ export function toPluginJson(row: Row, loaded?: LoadedPlugin): Record<string, un
     databaseNamespace: row.db_namespace ?? null,
     routes: (manifest.routes ?? []).map((r) => ({ key: r.key, method: r.method, path: r.absolute ? r.path : `/api/plugins/${row.key}${r.path}`, auth: r.auth })),
     tools: (manifest.tools ?? []).map((t) => ({ key: `${row.key}.${t.key}`, description: t.description })),
+    // New or changed since approved: withheld from agents (GET /api/plugins/{key}/tool-changes).
+    pendingToolChanges: pendingToolChanges(row).map((change) => change.key),
     jobs: (manifest.jobs ?? []).map((j) => ({ key: j.key, schedule: j.schedule ?? null })),
     webhooks: (manifest.webhooks ?? []).map((w) => ({ key: w.key, path: `/api/plugins/${row.key}/webhooks/${w.key}`, signed: Boolean(w.signature) })),
     lastError: row.last_error ?? null,

@@ -5,7 +5,7 @@ import type { Actor } from '../auth/actor.ts';
 import { validationFailed } from '../http/errors.ts';
 import type { ExtensionHost } from '../host/extension-host.ts';
 import { enabledTool, enabledTools } from '../host/plugin-tools.ts';
-import { executeTool } from '../host/tool-execution.ts';
+import { executeTool, toolChangePending } from '../host/tool-execution.ts';
 import { availableCoreTools, type AvailableCoreTool } from './core-tools.ts';
 import type { SelfRequest } from './self-request.ts';
 import { answerResult, toolError, toolResult } from './tool-results.ts';
@@ -25,7 +25,7 @@ export function agentServer(ctx: Context, host: ExtensionHost, self: SelfRequest
   const companyId = typeof ctx.query.companyId === 'string' ? ctx.query.companyId : undefined;
   const server = new Server(SERVER_INFO, {
     capabilities: { tools: { listChanged: false } },
-    instructions: 'Keel: core work tools (me, inbox, issues, comments, documents) and the tools of the enabled plugins, named <plugin>.<tool>. Every call runs as you, in your company, as the HTTP API would.',
+    instructions: 'Keel: core work tools (me, inbox, issues, comments, documents, cost report) and the tools of the enabled plugins, named <plugin>.<tool>. Every call runs as you, in your company, as the HTTP API would.',
   });
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
@@ -38,7 +38,10 @@ export function agentServer(ctx: Context, host: ExtensionHost, self: SelfRequest
     const { name } = request.params;
     const input = request.params.arguments ?? {};
     if (name.includes('.')) {
-      if (!enabledTool(host, name)) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name} (no enabled plugin offers it)`);
+      const found = enabledTool(host, name);
+      if (!found) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name} (no enabled plugin offers it)`);
+      // Withheld (changed since approved): not listed, and refused with why, as the HTTP route refuses it.
+      if (found.withheld) return toolError(toolChangePending(found.plugin.key, found.tool.key));
       try {
         return toolResult((await executeTool(ctx, host, { tool: name, input, companyId })).result);
       } catch (error) {
@@ -48,12 +51,21 @@ export function agentServer(ctx: Context, host: ExtensionHost, self: SelfRequest
     const core = availableCoreTools(host, actor).find((available) => available.tool.name === name);
     if (!core) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
     try {
-      return answerResult(await callCoreTool(ctx, self, core, input));
+      return answerResult(await callCoreTool(ctx, self, core, withCompany(core, input, actor, companyId)));
     } catch (error) {
       return toolError(error);
     }
   });
   return server;
+}
+
+/** A core tool's company parameter, when the input leaves it out: the agent's company, or the one the endpoint names. */
+function withCompany(core: AvailableCoreTool, input: Record<string, unknown>, actor: Actor, companyId: string | undefined): Record<string, unknown> {
+  const param = core.tool.companyParam;
+  if (!param || input[param] !== undefined) return input;
+  const company = actor.kind === 'agent' ? actor.companyId : companyId;
+  if (!company) throw validationFailed(`tool input: ${param} is required for a board caller unless the endpoint names the company (?companyId=)`, [{ path: param, message: 'is required' }]);
+  return { ...input, [param]: company };
 }
 
 /** MCP lists object schemas: a tool schema that leaves out `type` (ajv reads it as any value) is listed as an object. */

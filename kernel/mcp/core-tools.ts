@@ -19,6 +19,12 @@ export interface CoreTool {
   kernelAuth?: 'agent';
   /** Descriptions of the path parameters. */
   params?: Record<string, string>;
+  /**
+   * A path parameter naming the company, optional in the tool's input: left out, it is the
+   * caller's company (an agent's own; for a board caller, the endpoint's `?companyId=`). The
+   * route checks access to the company named either way, as for a direct request.
+   */
+  companyParam?: string;
 }
 
 export const CORE_TOOLS: readonly CoreTool[] = [
@@ -32,6 +38,11 @@ export const CORE_TOOLS: readonly CoreTool[] = [
   { name: 'comment_add', description: 'Add a comment to an issue.', method: 'POST', path: '/api/issues/:issueId/comments', params: { issueId: 'Issue id (uuid) or identifier' } },
   { name: 'document_list', description: 'The documents of an issue (plan and others), without their bodies.', method: 'GET', path: '/api/issues/:issueId/documents', params: { issueId: 'Issue id (uuid) or identifier' } },
   { name: 'document_get', description: 'One document of an issue by key, with its body.', method: 'GET', path: '/api/issues/:issueId/documents/:key', params: { issueId: 'Issue id (uuid) or identifier', key: 'Document key, for example plan' } },
+  {
+    name: 'cost_report', description: "The company's spend: total cost in cents over a range (default: the current month), its monthly budget and how much of it is used.",
+    method: 'GET', path: '/api/companies/:companyId/costs/summary', companyParam: 'companyId',
+    params: { companyId: "Company id; defaults to the caller's company" },
+  },
   { name: 'document_put', description: 'Create or replace a document of an issue (a new revision).', method: 'PUT', path: '/api/issues/:issueId/documents/:key', params: { issueId: 'Issue id (uuid) or identifier', key: 'Document key, for example plan' } },
 ];
 
@@ -65,7 +76,7 @@ export function availableCoreTools(host: ExtensionHost, actor: Actor | null): Av
     for (const name of params) properties[name] = { type: 'string', minLength: 1, description: tool.params![name] };
     const extra = tool.method === 'GET' ? query : body;
     for (const [name, schema] of Object.entries(extra?.properties ?? {})) if (!params.includes(name)) properties[name] = schema;
-    const required = [...params, ...(extra?.required ?? []).filter((name) => !params.includes(name))];
+    const required = [...params.filter((name) => name !== tool.companyParam), ...(extra?.required ?? []).filter((name) => !params.includes(name))];
     available.push({
       tool,
       inputSchema: { type: 'object', properties, ...(required.length ? { required } : {}) },

@@ -124,7 +124,15 @@ export interface IssueNumbersCapability {
    * call that rolls back gives its number back (no gaps).
    */
   nextIssueNumber(): Promise<IssueNumber>;
+  /**
+   * Takes `count` (1-10,000) consecutive numbers at once, the same way: `first`..`last`, each
+   * identifier `<prefix>-<n>`. For bulk creation (a company import): one lock, one update.
+   */
+  nextIssueNumbers(count: number): Promise<IssueNumberRange>;
 }
+
+/** Consecutive issue numbers taken at once: `first` to `last` inclusive. */
+export interface IssueNumberRange { first: number; last: number; prefix: string }
 
 export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability }>()({
   id: 'issues.number',
@@ -134,6 +142,10 @@ export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability
       nextIssueNumber: method('database', [], {
         type: 'object', required: ['number', 'prefix', 'identifier'],
         properties: { number: { type: 'integer', minimum: 1 }, prefix: { type: 'string' }, identifier: { type: 'string' } },
+      }),
+      nextIssueNumbers: method('database', [{ type: 'integer', minimum: 1, maximum: 10000 }], {
+        type: 'object', required: ['first', 'last', 'prefix'],
+        properties: { first: { type: 'integer', minimum: 1 }, last: { type: 'integer', minimum: 1 }, prefix: { type: 'string' } },
       }),
     },
   },

@@ -53,7 +53,7 @@ export type { FetchResponse, HttpCapability } from '../capabilities/http.ts';
 export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
   CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
-  IssueNumber, IssueNumbersCapability, ApprovalsReadCapability, ApprovalFilter, ApprovalStatus, AgentConfigView,
+  IssueNumber, IssueNumberRange, IssueNumbersCapability, ApprovalsReadCapability, ApprovalFilter, ApprovalStatus, AgentConfigView,
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, RunsReadCapability, RunSummary, SecretsCapability } from '../capabilities/runs.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';

@@ -57,6 +57,7 @@ const examples = (): Record<string, unknown[]> => ({
   'companies.pause': ['probe'],
   'companies.resume': ['probe'],
   'companies.nextIssueNumber': [],
+  'companies.nextIssueNumbers': [3],
   'runs.open': [{ agentId: agent.id }],
   'runs.close': [randomUUID(), { status: 'cancelled' }],
   'runs.get': [[randomUUID()]],

@@ -209,6 +209,22 @@ describe('import', () => {
     expect(approvals.map((a: any) => [a.type, a.status])).toEqual([['hire_agent', 'pending'], ['hire_agent', 'pending']]);
   });
 
+  it('numbers imported issues with one consecutive range of the target company, which later issues follow', async () => {
+    const pkg = await exportOf(t.api, source.companyId);
+    const target = await createCompany(t.api);
+    const before = await t.api.post(`/api/companies/${target.id}/issues`, { title: 'Already here' });
+    expect(before.status, before.text).toBe(201);
+    const res = await t.api.post(`/api/companies/${target.id}/imports/apply`, { package: pkg, inputs: inputsFor(pkg) });
+    expect(res.status, res.text).toBe(201);
+    const { rows } = await t.sql.query("select issue_number, identifier from plugin_work.issues where company_id = $1 and origin_kind = 'import' order by issue_number", [target.id]);
+    expect(rows.length).toBe(pkg.manifest.parts.work.data.issues.length);
+    const first = before.body.issueNumber ?? Number(String(before.body.identifier).split('-').pop());
+    expect(rows.map((row: any) => row.issue_number)).toEqual(rows.map((_row: any, index: number) => first + 1 + index));
+    expect(rows.every((row: any) => row.identifier.endsWith(`-${row.issue_number}`))).toBe(true);
+    const after = await t.api.post(`/api/companies/${target.id}/issues`, { title: 'After the import' });
+    expect(after.body.identifier).toBe(`${String(before.body.identifier).split('-').slice(0, -1).join('-')}-${first + rows.length + 1}`);
+  });
+
   it('does an import once per idempotency key: a retry replays, another body with the key is 409', async () => {
     const target = await createCompany(t.api);
     const pkg = await exportOf(t.api, source.companyId);

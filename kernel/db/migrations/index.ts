@@ -32,6 +32,8 @@ const files = [
   '0025-company-imports.sql',
   '0026-run-confirmations.sql',
   '0027-remote-run-stops.sql',
+  '0028-plugin-tool-approvals.sql',
+  '0029-issue-number-ranges.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -167,11 +167,10 @@ export async function importCompany(input: unknown, ctx: WorkContext) {
   });
   const toCreate = issues.filter((i) => issueActions.get(i.id) === 'create');
   for (let start = 0; start < toCreate.length; start += CHUNK) {
-    const chunk = [];
-    for (const i of toCreate.slice(start, start + CHUNK)) {
-      const number = await ctx.companies.nextIssueNumber();
-      chunk.push({ source: i.id, number: number.number, identifier: number.identifier, ...fields(i) });
-    }
+    const slice = toCreate.slice(start, start + CHUNK);
+    // One range of numbers per chunk: the company row is locked and updated once, not per issue.
+    const range = await ctx.companies.nextIssueNumbers(slice.length);
+    const chunk = slice.map((i, offset) => ({ source: i.id, number: range.first + offset, identifier: `${range.prefix}-${range.first + offset}`, ...fields(i) }));
     const { rows } = await ctx.db.query(
       `insert into issues (company_id, issue_number, identifier, title, description, status, priority, project_id, goal_id, assignee_agent_id,
                            billing_code, created_by_agent_id, created_by_user_id, origin_kind, origin_id, started_at, completed_at, cancelled_at)

@@ -75,7 +75,8 @@ function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
  * `ctx.companies.pause/resume` (companies.pause) place or lift this plugin's hold in this
  * call's transaction. keel_bridge writes the hold, the status, the activity entry and the
  * status event together, so they commit or roll back with the plugin's own writes. And
- * `ctx.companies.nextIssueNumber` (issues.number) takes the company's next issue number there.
+ * `ctx.companies.nextIssueNumber` (issues.number) takes the company's next issue number there
+ * (`nextIssueNumbers(count)` a range of them at once).
  */
 export function kernelRowCapabilities(db: PluginDatabase | null): { budgets: WorkerCapability; agents: WorkerCapability; companies: WorkerCapability } {
   const answer = (result: unknown, what: string) => {
@@ -95,6 +96,7 @@ export function kernelRowCapabilities(db: PluginDatabase | null): { budgets: Wor
       pause: company(true),
       resume: company(false),
       nextIssueNumber: (invocation) => bridge(db, invocation, 'select keel_bridge.next_issue_number($1, $2) as result', []),
+      nextIssueNumbers: (invocation, args) => bridge(db, invocation, 'select keel_bridge.next_issue_numbers($1, $2, $3::integer) as result', [args[0]]),
     },
   };
 }
