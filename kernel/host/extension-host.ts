@@ -9,6 +9,7 @@ import { buildPlugin, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 import type { Row } from '../db/database.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
+import { holdManagedAgents, provisionAllCompanies, provisionNewCompany } from './managed-agents.ts';
 import { Broker } from './broker.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
@@ -105,6 +106,8 @@ export class ExtensionHost {
     kernel.health.registerGroup('plugins', () => this.health());
     // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
     kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
+    // A new company gets the managed agents of the enabled plugins in its creating transaction.
+    kernel.events.hook('company.created', (tx, payload) => provisionNewCompany(tx, kernel, payload.companyId));
   }
 
   /**
@@ -261,6 +264,9 @@ export class ExtensionHost {
            enabled_at = now(), last_error = null, updated_at = now() where key = ? returning *`,
         [`{${requested.join(',')}}`, key]);
       await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+      // Its managed agents: made where missing, and what its disable paused resumed (never the board's pauses).
+      await provisionAllCompanies(tx, this.kernel, key, manifest, requested);
+      await holdManagedAgents(tx, this.kernel, key, false);
       return result!;
     });
     await this.deactivate(key);
@@ -283,6 +289,7 @@ export class ExtensionHost {
       const disabled = await this.kernel.db.transaction(async (tx) => {
         const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
         await this.audit(tx, 'plugin.disabled', key, {});
+        await holdManagedAgents(tx, this.kernel, key, true);
         return result!;
       });
       await this.announce(key);
@@ -341,6 +348,8 @@ export class ExtensionHost {
         [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
           found.folder, `{${granted.join(',')}}`, key]);
       await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}) });
+      // A new version may declare managed agents the old one did not.
+      if (result!.status === 'enabled') await provisionAllCompanies(tx, this.kernel, key, found.manifest, granted);
       return result!;
     });
     if (updated.status === 'enabled') {

@@ -292,6 +292,27 @@ export const portabilityFragment = {
   },
 };
 
+export const managedFragment = {
+  type: 'object', additionalProperties: false,
+  description: 'Resources the host makes and keeps for each company while the plugin is enabled (needs agents.managed for agents). Made again if missing on enable and for every new company; paused on disable; left in place on uninstall.',
+  properties: {
+    agents: {
+      type: 'array', maxItems: 10, description: 'Managed agents (needs agents.managed): one per company and key, marked managedBy {plugin, key}; made idle with no adapter configuration, which the board sets before it can run.',
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'name'],
+        properties: {
+          key: { ...identifier, description: 'The agent key: the plugin finds its agent by it (ctx.agents.getManaged).' },
+          name: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S', description: 'Display name; a company agent of that name keeps it and the managed one gets a numbered name.' },
+          role: { type: 'string', minLength: 1, maxLength: 64, pattern: '\\S', description: 'Agent role (default general).' },
+          title: { type: 'string', maxLength: 200, description: 'Agent title.' },
+          capabilities: { type: 'string', maxLength: 2000, description: 'What the agent does, shown to other agents.' },
+          adapterType: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,99}$', description: 'Adapter type (default process); its configuration is the board\'s.' },
+        },
+      },
+    },
+  },
+};
+
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',
   type: 'object',
@@ -350,6 +371,7 @@ export const manifestSchema = {
     services: servicesFragment,
     kernelPoints: kernelPointsFragment,
     portability: portabilityFragment,
+    managed: managedFragment,
     limits: {
       type: 'object', additionalProperties: false, description: 'Sandbox limits (the host clamps them).',
       properties: {

@@ -30,6 +30,7 @@ const files = [
   '0023-executions.sql',
   '0024-database-backups.sql',
   '0025-company-imports.sql',
+  '0026-managed-agents.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
