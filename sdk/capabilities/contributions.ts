@@ -50,4 +50,14 @@ export const companyPortability = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'portability'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability] as const;
+/**
+ * Projects a plugin keeps in each company: it declares them under `managed.projects` and asks the
+ * work plugin's `managed-project` service for each (which requires this capability of its
+ * caller), keyed by the calling plugin and the project key.
+ */
+export const projectsManaged = defineCapability()({
+  id: 'projects.managed', summary: "Keep projects of its own in each company (managed.projects), made and found through the work plugin's managed-project service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.projects'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged] as const;

@@ -310,6 +310,17 @@ export const managedFragment = {
         },
       },
     },
+    projects: {
+      type: 'array', maxItems: 10, description: "Managed projects (needs projects.managed): the plugin asks the work plugin's managed-project service for each, by key, in each company.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'name'],
+        properties: {
+          key: { ...identifier, description: 'The project key, passed to the managed-project service.' },
+          name: { type: 'string', minLength: 1, maxLength: 200, description: 'Name it is made with (the board may rename it).' },
+          description: { type: 'string', maxLength: 10000, description: 'Description it is made with.' },
+        },
+      },
+    },
   },
 };
 

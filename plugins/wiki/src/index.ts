@@ -5,6 +5,7 @@ import { wikiListBacklinks, wikiListPages, wikiProposePatch, wikiReadPage, wikiS
 import { fileAsPage, startQuery } from './queries.ts';
 import { wikiListSources, wikiReadSource } from './sources.ts';
 import { archiveSpace, bootstrapRoute, bootstrapSpaceRoute, captureSourceRoute, createSpace, operationsRoute, overviewRoute, spacesRoute, updateSpace } from './spaces.ts';
+import { onAgentCreated } from './managed.ts';
 import { onFolderChanged } from './watch.ts';
 
 export default definePlugin({
@@ -36,5 +37,8 @@ export default definePlugin({
   },
   jobs: {
     'folder-changed': onFolderChanged,
+  },
+  events: {
+    'agent.created': onAgentCreated,
   },
 });

@@ -16,6 +16,7 @@ import { inboxLite, inboxMine } from './inbox.ts';
 import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
+import { managedProjectService } from './managed-projects.ts';
 import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
@@ -84,6 +85,7 @@ export default definePlugin({
     'project-workspaces': projectWorkspacesService,
     issue: issueService,
     'create-hidden-task': createHiddenTaskService,
+    'managed-project': managedProjectService,
     task: taskService,
     'issue-snapshot': issueSnapshotService,
     'export-company': exportCompany,
