@@ -60,4 +60,14 @@ export const projectsManaged = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'managed.projects'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged] as const;
+/**
+ * Skills a plugin ships and keeps installed in each company: declared under `managed.skills`,
+ * installed through the skills plugin's `managed-skill` service (which requires this capability of
+ * its caller), keyed `plugin/<plugin>/<slug>` and read-only.
+ */
+export const skillsManaged = defineCapability()({
+  id: 'skills.managed', summary: "Keep skills it ships installed in each company (managed.skills), through the skills plugin's managed-skill service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.skills'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged, skillsManaged] as const;

@@ -321,6 +321,17 @@ export const managedFragment = {
         },
       },
     },
+    skills: {
+      type: 'array', maxItems: 20, description: "Managed skills (needs skills.managed): the plugin installs each from the SKILL.md it ships through the skills plugin's managed-skill service, keyed plugin/<pluginKey>/<slug>.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['slug', 'name'],
+        properties: {
+          slug: { type: 'string', pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', maxLength: 128, description: 'The skill slug.' },
+          name: { type: 'string', minLength: 1, maxLength: 200, description: 'Skill name.' },
+          description: { type: 'string', maxLength: 2000, description: 'What the skill is for.' },
+        },
+      },
+    },
   },
 };
 

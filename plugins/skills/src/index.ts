@@ -9,6 +9,7 @@ import { auditSkill, installSkillUpdate, resetSkill, skillUpdateStatus } from '.
 import { getAgentSkills, syncAgentSkills } from './agent-skills/agent-skill-routes.ts';
 import { followAgentSkills, resolveDesiredSkillsService } from './agent-skills/kernel-answers.ts';
 import { runSkillsService } from './agent-skills/run-skills.ts';
+import { managedSkillService } from './managed-skills.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -36,6 +37,6 @@ export default definePlugin({
     'get-agent-skills': getAgentSkills,
     'sync-agent-skills': syncAgentSkills,
   },
-  services: { 'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService },
+  services: { 'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService, 'managed-skill': managedSkillService },
   events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
 });

@@ -1,4 +1,5 @@
 import type { WikiContext } from './context.ts';
+import { installWikiSkills } from './skills.ts';
 
 /** This plugin's key (plugin.json), which the host writes into managedBy. */
 const PLUGIN_KEY = 'llm-wiki';
@@ -9,12 +10,14 @@ export const WIKI_PROJECT = { key: 'llm-wiki', name: 'LLM Wiki', description: "T
 
 /**
  * agent.created: when the host has made this plugin's maintainer in a company (on enable, or for a
- * new company), the company gets the wiki's project too, from the work plugin's managed-project
- * service (once per company and key, so a redelivered event makes nothing twice). Other agents'
+ * new company), the company gets the wiki's project (the work plugin's managed-project service)
+ * and its skills (the skills plugin's managed-skill service), each once per company and key, so
+ * a redelivered event makes nothing twice. Other agents'
  * events are ignored.
  */
 export async function onAgentCreated(payload: Record<string, unknown>, ctx: WikiContext): Promise<void> {
   const managedBy = (payload.agent as { managedBy?: { plugin?: string; key?: string } | null } | undefined)?.managedBy;
   if (managedBy?.plugin !== PLUGIN_KEY || managedBy.key !== MAINTAINER_KEY) return;
   await ctx.services.call('work', 'managed-project', { ...WIKI_PROJECT });
+  await installWikiSkills(ctx);
 }

@@ -11,6 +11,8 @@ import { eventually, installWiki, WIKI } from './helpers.ts';
 let t: TestKernel;
 let before: any;
 let namesake: any;
+let squatted: any;
+const SLUGS = ['index-refresh', 'service-distill', 'wiki-ingest', 'wiki-lint', 'wiki-maintainer', 'wiki-query'];
 
 beforeAll(async () => {
   t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
@@ -19,12 +21,19 @@ beforeAll(async () => {
   const res = await t.api.post(`/api/companies/${before.id}/projects`, { name: 'LLM Wiki' });
   expect(res.status, res.text).toBe(201);
   namesake = res.body;
+  // A company whose skill already holds one of the wiki's keys (as an import could): never overwritten.
+  squatted = await createCompany(t.api);
+  await t.sql.query(
+    `insert into plugin_skills.company_skills (company_id, key, slug, name, markdown, source_type, trust_level, metadata)
+     values ($1, 'plugin/llm-wiki/wiki-query', 'wiki-query', 'Mine', '# Mine', 'url', 'markdown_only', '{}')`, [squatted.id]);
   await installWiki(t);
 }, 120_000);
 afterAll(async () => { await t?.stop(); });
 
 const maintainers = async (companyId: string) => (await t.sql.query(
   'select id, name, role, status from agents where company_id = $1 and managed_by_plugin = $2 and managed_key = $3', [companyId, WIKI, 'wiki-maintainer'])).rows;
+const wikiSkills = async (companyId: string) => (await t.sql.query(
+  "select slug, name, editable, metadata, markdown from plugin_skills.company_skills where company_id = $1 and key like 'plugin/llm-wiki/%' order by slug", [companyId])).rows;
 const wikiProjects = async (companyId: string) => (await t.sql.query(
   'select id, name from plugin_work.projects where company_id = $1 and managed_by_plugin = $2 and managed_key = $3', [companyId, WIKI, 'llm-wiki'])).rows;
 
@@ -37,6 +46,20 @@ describe('the wiki\'s managed resources', () => {
     expect(view.status, view.text).toBe(200);
     expect(view.body).toMatchObject({ name: 'LLM Wiki', companyId: before.id, managedBy: { plugin: WIKI, key: 'llm-wiki' } });
     expect((await t.api.get(`/api/projects/${namesake.id}`)).body.managedBy).toBeNull();
+  });
+
+  it('installs the skills the wiki ships, read-only and marked managedBy, and never one whose key the company holds already', async () => {
+    const skills = await eventually(() => wikiSkills(before.id), (rows) => rows.length === SLUGS.length);
+    expect(skills.map((skill: any) => skill.slug)).toEqual(SLUGS);
+    for (const skill of skills) {
+      expect(skill).toMatchObject({ editable: false, metadata: { sourceKind: 'service_bundled', managedBy: { plugin: WIKI, key: skill.slug } } });
+      expect(skill.markdown).toContain(`slug: ${skill.slug}`);
+    }
+    const listed = await t.api.get(`/api/companies/${before.id}/skills`);
+    expect(listed.status, listed.text).toBe(200);
+    const others = await eventually(() => wikiSkills(squatted.id), (rows) => rows.length === SLUGS.length);
+    expect(others.find((skill: any) => skill.slug === 'wiki-query')).toMatchObject({ name: 'Mine', markdown: '# Mine', metadata: {} });
+    expect(others.filter((skill: any) => skill.metadata.managedBy).map((skill: any) => skill.slug)).toEqual(SLUGS.filter((slug) => slug !== 'wiki-query'));
   });
 
   it('makes both for a company created later, once each, and none in another company', async () => {
@@ -52,6 +75,7 @@ describe('the wiki\'s managed resources', () => {
     expect(await maintainers(later.id)).toHaveLength(1);
     expect(await wikiProjects(later.id)).toHaveLength(1);
     expect(await wikiProjects(before.id)).toHaveLength(1);
+    expect(await eventually(() => wikiSkills(later.id), (rows) => rows.length === SLUGS.length)).toHaveLength(SLUGS.length);
   });
 
   it('leaves the agent and the project in place when the wiki is uninstalled', async () => {
