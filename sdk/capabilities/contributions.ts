@@ -70,4 +70,14 @@ export const skillsManaged = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'managed.skills'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged, skillsManaged] as const;
+/**
+ * Routines a plugin keeps in each company: declared under `managed.routines`, made (paused) through
+ * the runtime plugin's `managed-routine` service, which requires this capability of its caller;
+ * the board resumes them, and while active they wake the plugin's managed agent on their interval.
+ */
+export const routinesManaged = defineCapability()({
+  id: 'routines.managed', summary: "Keep routines that wake its managed agents in each company (managed.routines), through the runtime plugin's managed-routine service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.routines'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged, skillsManaged, routinesManaged] as const;

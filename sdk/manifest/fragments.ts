@@ -332,6 +332,18 @@ export const managedFragment = {
         },
       },
     },
+    routines: {
+      type: 'array', maxItems: 20, description: "Managed routines (needs routines.managed): made paused through the runtime plugin's managed-routine service; while the board has one active it wakes the plugin's managed agent every intervalSec.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'agentKey', 'title', 'intervalSec'],
+        properties: {
+          key: { ...identifier, description: 'The routine key.' },
+          agentKey: { ...identifier, description: 'Key of the managed agent (managed.agents) it wakes.' },
+          title: { type: 'string', minLength: 1, maxLength: 200, description: 'What it does.' },
+          intervalSec: { type: 'integer', minimum: 60, maximum: 2592000, description: 'Seconds between wakes.' },
+        },
+      },
+    },
   },
 };
 

@@ -225,7 +225,8 @@ export interface PluginManifest {
   portability?: { exportService: string; importService: string; after?: string[] };
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };
   /** Resources the host makes for each company while the plugin is enabled (agents.managed). */
-  managed?: { agents?: ManagedAgentManifest[]; projects?: Array<{ key: string; name: string; description?: string }>; skills?: Array<{ slug: string; name: string; description?: string }> };
+  managed?: { agents?: ManagedAgentManifest[]; projects?: Array<{ key: string; name: string; description?: string }>; skills?: Array<{ slug: string; name: string; description?: string }>;
+    routines?: Array<{ key: string; agentKey: string; title: string; intervalSec: number }> };
 }
 /** An agent the host makes and keeps for each company while the plugin is enabled. */
 export interface ManagedAgentManifest { key: string; name: string; role?: string; title?: string; capabilities?: string; adapterType?: string }

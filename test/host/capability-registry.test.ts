@@ -183,7 +183,7 @@ describe('contribution capabilities on the manifest', () => {
     services: { provides: [{ key: 'svc' }], consumes: [{ plugin: 'other', service: 'svc' }] },
     kernelPoints: [{ point: 'agent.desired-skills', service: 'svc' }],
     portability: { exportService: 'svc', importService: 'svc' },
-    managed: { agents: [{ key: 'helper', name: 'Helper' }], projects: [{ key: 'notes', name: 'Notes' }], skills: [{ slug: 'notes', name: 'Notes' }] },
+    managed: { agents: [{ key: 'helper', name: 'Helper' }], projects: [{ key: 'notes', name: 'Notes' }], skills: [{ slug: 'notes', name: 'Notes' }], routines: [{ key: 'tidy', agentKey: 'helper', title: 'Tidy', intervalSec: 3600 }] },
   });
 
   it('accepts the manifest with every capability declared', () => {

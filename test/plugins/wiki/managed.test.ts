@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompany } from '../../support/fixtures.ts';
+import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { eventually, installWiki, WIKI } from './helpers.ts';
 
@@ -62,6 +62,46 @@ describe('the wiki\'s managed resources', () => {
     expect(others.filter((skill: any) => skill.metadata.managedBy).map((skill: any) => skill.slug)).toEqual(SLUGS.filter((slug) => slug !== 'wiki-query'));
   });
 
+  it('makes the three routines of the maintainer, paused; the board resumes and pauses them', async () => {
+    const [maintainer] = await maintainers(before.id);
+    const listed = await eventually(async () => (await t.api.get(`/api/companies/${before.id}/routines`)).body.routines ?? [], (rows: any[]) => rows.length === 3);
+    expect(listed.map((routine: any) => routine.key).sort()).toEqual(['cursor-window-processing', 'index-refresh', 'nightly-wiki-lint']);
+    for (const routine of listed) expect(routine).toMatchObject({ companyId: before.id, agentId: maintainer.id, status: 'paused', managedBy: { plugin: WIKI, key: routine.key } });
+    const lint = listed.find((routine: any) => routine.key === 'nightly-wiki-lint');
+    expect(lint.intervalSec).toBe(86400);
+    const resumed = await t.api.patch(`/api/routines/${lint.id}`, { status: 'active' });
+    expect(resumed.status, resumed.text).toBe(200);
+    expect(resumed.body).toMatchObject({ id: lint.id, status: 'active' });
+    // Its next slot is queued once (a singleton per routine, interval and slot), in the routine's company.
+    const queue = await t.api.get('/api/plugins/runtime/job-queue');
+    expect(queue.status, queue.text).toBe(200);
+    const jobs = (queue.body.jobs ?? queue.body).filter((job: any) => job.jobKey === 'routine' && job.payload?.routineId === lint.id);
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({ companyId: before.id, state: 'queued' });
+    const again = await t.api.patch(`/api/routines/${lint.id}`, { status: 'active' });
+    expect(again.body.status).toBe('active');
+    const paused = await t.api.patch(`/api/routines/${lint.id}`, { status: 'paused' });
+    expect(paused.body.status).toBe('paused');
+  });
+
+  it('refuses routine changes that are not the company board\'s, with the JSON error, and changes nothing', async () => {
+    const [routine] = (await t.api.get(`/api/companies/${before.id}/routines`)).body.routines;
+    const outsider = await createCompany(t.api);
+    const foreignKey = await createAgentKey(t.api, (await createAgent(t.api, outsider.id)).id);
+    const foreign = await t.api.as(foreignKey).patch(`/api/routines/${routine.id}`, { status: 'active' });
+    expect(foreign.status).toBe(403);
+    expect((await t.api.as(foreignKey).get(`/api/companies/${before.id}/routines`)).status).toBe(403);
+    const ownKey = await createAgentKey(t.api, (await createAgent(t.api, before.id)).id);
+    const byAgent = await t.api.as(ownKey).patch(`/api/routines/${routine.id}`, { status: 'active' });
+    expect([byAgent.status, byAgent.body.code]).toEqual([403, 'board_only']);
+    const unknown = await t.api.patch('/api/routines/00000000-0000-4000-8000-000000000000', { status: 'active' });
+    expect(unknown.status).toBe(404);
+    expect((await t.api.patch(`/api/routines/${routine.id}`, { status: 'running' })).status).toBe(400);
+    expect((await t.api.patch(`/api/routines/${routine.id}`, {})).status).toBe(400);
+    const now = (await t.api.get(`/api/companies/${before.id}/routines`)).body.routines.find((r: any) => r.id === routine.id);
+    expect(now.status).toBe('paused');
+  });
+
   it('makes both for a company created later, once each, and none in another company', async () => {
     const later = await createCompany(t.api);
     expect(await maintainers(later.id)).toHaveLength(1);
@@ -76,6 +116,8 @@ describe('the wiki\'s managed resources', () => {
     expect(await wikiProjects(later.id)).toHaveLength(1);
     expect(await wikiProjects(before.id)).toHaveLength(1);
     expect(await eventually(() => wikiSkills(later.id), (rows) => rows.length === SLUGS.length)).toHaveLength(SLUGS.length);
+    const routines = await eventually(async () => (await t.api.get(`/api/companies/${later.id}/routines`)).body.routines ?? [], (rows: any[]) => rows.length === 3);
+    expect(routines.every((routine: any) => routine.companyId === later.id && routine.status === 'paused')).toBe(true);
   });
 
   it('leaves the agent and the project in place when the wiki is uninstalled', async () => {
