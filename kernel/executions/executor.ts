@@ -19,7 +19,7 @@ import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { ExecutionLog, readExecutionLog, type ExecutionRef } from './execution-log.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
-import { followRemoteRun, type RemoteRunSpec } from './remote-run.ts';
+import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
 import { isSecretRef } from '../tenancy/agent-config.ts';
 import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
 import {
@@ -53,7 +53,9 @@ interface Live {
 type Prepared =
   | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }> }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
-    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[] };
+    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
+    /** What the stop of a remote run needs again after this process is gone (never a secret value). */
+    stopRecipe: Omit<RemoteStopRecipe, 'url'> };
 
 /**
  * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
@@ -201,7 +203,7 @@ export class Executor {
         terminalEvents: follow.terminalEvents, idField: follow.idField ?? 'id', createAttempts: follow.createAttempts ?? 3,
       };
     }
-    const secretHeaders = await this.secretHeaders(caller, input, agent, config);
+    const secretHeaders = await this.secretHeadersFor(caller, input.secretHeaders ?? [], input.runId, agent, config);
     const tokenHeader = (input.tokenHeader ?? 'authorization').toLowerCase();
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(input.headers ?? {})) {
@@ -216,6 +218,7 @@ export class Executor {
     return {
       kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
       timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader, secretHeaders, remote,
+      stopRecipe: { headers: Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type' && name !== 'idempotency-key')), secretHeaders: input.secretHeaders ?? [], baseUrlKey: input.baseUrlKey ?? 'url' },
       notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')),
     };
   }
@@ -225,10 +228,10 @@ export class Executor {
    * revealed here; the isolate never sees the value). A value that cannot be resolved refuses
    * the start. Which secrets were read is written to the security audit log, never the values.
    */
-  private async secretHeaders(caller: ExecutionCaller, input: HttpExecutionInput, agent: Row, config: Record<string, unknown>): Promise<Record<string, string>> {
+  async secretHeadersFor(caller: ExecutionCaller, specs: NonNullable<HttpExecutionInput['secretHeaders']>, runId: string, agent: Row, config: Record<string, unknown>): Promise<Record<string, string>> {
     const headers: Record<string, string> = {};
     const used: Array<{ header: string; configKey: string; secretId: string | null; version: number | null }> = [];
-    for (const entry of input.secretHeaders ?? []) {
+    for (const entry of specs) {
       const stored = config[entry.configKey];
       let value: string;
       if (isSecretRef(stored)) {
@@ -251,7 +254,7 @@ export class Executor {
     if (used.length > 0) {
       await this.deps.db.query(
         `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
-        [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, headers: used })]);
+        [agent.company_id, `plugin:${caller.plugin}`, agent.id, runId, JSON.stringify({ plugin: caller.plugin, execution: true, headers: used })]);
     }
     return headers;
   }
@@ -365,7 +368,10 @@ export class Executor {
         const outcome = await followRemoteRun({
           create: { url: prepared.url, method: prepared.method, headers, body: prepared.body },
           follow: prepared.remote, headers: followHeaders, addresses: prepared.addresses,
-        }, log, abort.signal);
+        }, log, abort.signal, async (stopUrl) => {
+          const recipe: RemoteStopRecipe = { ...prepared.stopRecipe, url: stopUrl.href };
+          await this.deps.db.exec(`update executions set remote_stop = ?::jsonb where id = ? and owner_instance = ?`, [JSON.stringify(recipe), entry.ref.executionId, this.instanceId]);
+        });
         if (abort.signal.aborted) return { failed: true, httpStatus: outcome.httpStatus };
         return outcome;
       } finally {
@@ -525,10 +531,34 @@ export class Executor {
     });
     if (!row) return;
     this.deps.log.warn({ executionId, owner: row.owner_instance }, 'execution lost: the process that ran it is gone');
+    if (row.remote_stop) void stopRemoteRun({ secretHeadersFor: (...args) => this.secretHeadersFor(...args), config: this.deps.config, db: this.deps.db, log: this.deps.log }, row);
     if (row.owner_node === this.node && row.pid) {
       const identity = this.agentUser();
       if (identity.separate && killOrphanedGroup(row.pid, identity.uid)) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
     }
+  }
+}
+
+/**
+ * The remote run of an execution marked lost is still running on its run server, which nobody
+ * follows any more: it is asked to stop, as the dead process would have at its deadline. The
+ * secrets are revealed again from the agent's configuration (audited like a start), and only
+ * while the stop URL is still under the configured base URL and its address passes the same
+ * checks (a changed configuration is not sent the key). Best effort, logged.
+ */
+async function stopRemoteRun(executor: { secretHeadersFor: Executor['secretHeadersFor']; config: KeelConfig; db: Database; log: Logger }, row: Row): Promise<void> {
+  const recipe = row.remote_stop as RemoteStopRecipe;
+  try {
+    const agent = await executor.db.maybeOne<Row>('select id, company_id, adapter_config from agents where id = ?', [row.agent_id]);
+    if (!agent) return;
+    const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
+    const url = assertUnderConfiguredUrl(recipe.url, config[recipe.baseUrlKey]);
+    const addresses = await checkHttpTarget(url, privateNetworkHostsFor(executor.config, row.plugin));
+    const secrets = await executor.secretHeadersFor({ plugin: row.plugin, companyId: row.company_id }, recipe.secretHeaders, row.run_id, agent, config);
+    const status = await askToStop({ headers: { ...recipe.headers, ...secrets }, addresses }, url);
+    executor.log.warn({ executionId: row.id, status }, status === null ? 'asked the run server to stop the remote run of a lost execution: no answer' : 'asked the run server to stop the remote run of a lost execution');
+  } catch (error) {
+    executor.log.warn({ err: error, executionId: row.id }, 'could not ask the run server to stop the remote run of a lost execution');
   }
 }
 

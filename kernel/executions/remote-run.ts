@@ -22,6 +22,15 @@ export interface RemoteRunSpec {
   addresses: ResolvedAddress[];
 }
 
+/** How to ask for a remote run's stop, stored on the execution (`remote_stop`) once the run server named the run: no secret values. */
+export interface RemoteStopRecipe {
+  url: string;
+  /** The follow-up headers that are not secrets (the run token is left out: it dies with the run). */
+  headers: Record<string, string>;
+  secretHeaders: Array<{ header: string; configKey: string; scheme?: string }>;
+  baseUrlKey: string;
+}
+
 export interface RemoteOutcome { httpStatus: number | null; response: unknown; failed: boolean; errorCode: string | null }
 
 const SUCCEEDED = new Set(['succeeded', 'completed']);
@@ -32,14 +41,21 @@ const ANSWER_WAIT_MS = 15_000;
 /** Stream and status both unreachable this many times in a row: the run server is gone. */
 const MAX_UNREACHABLE = 5;
 const STOP_WAIT_MS = 10_000;
+/**
+ * An open event stream that carries nothing (not even a comment) for twice the reconnect delay,
+ * and at least this long, is closed and the status polled before it is opened again: a stream
+ * held open by something that no longer delivers must not wait out the deadline.
+ */
+const MIN_STREAM_IDLE_MS = 1_000;
+export const streamIdleMs = (reconnectMs: number) => Math.max(2 * reconnectMs, MIN_STREAM_IDLE_MS);
 
 class Unreachable extends Error {}
 
 interface Answer { status: number; json: unknown; streamed: boolean }
 
 /** One request; an event-stream answer is read to its end through `onEvent`, any other answer whole (JSON when it parses). */
-function request(spec: RemoteRunSpec, url: URL, method: string, headers: Record<string, string>, body: Buffer | null, signal: AbortSignal,
-  onEvent?: (event: string, data: string, lastEventId: string) => void): Promise<Answer> {
+function request(spec: Pick<RemoteRunSpec, 'addresses'>, url: URL, method: string, headers: Record<string, string>, body: Buffer | null, signal: AbortSignal,
+  onEvent?: (event: string, data: string, lastEventId: string) => void, idleMs?: number): Promise<Answer> {
   const secure = url.protocol === 'https:';
   const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
   const options: https.RequestOptions = {
@@ -56,7 +72,15 @@ function request(spec: RemoteRunSpec, url: URL, method: string, headers: Record<
       res.setEncoding('utf8');
       if (onEvent && status >= 200 && status < 300 && String(res.headers['content-type'] ?? '').includes('text/event-stream')) {
         const parser = new SseParser(onEvent);
-        res.on('data', (chunk: string) => parser.push(chunk));
+        let idle: NodeJS.Timeout | null = null;
+        const quiet = () => {
+          if (idle) clearTimeout(idle);
+          // Settled as unavailable first: the destroyed stream's own events then change nothing.
+          if (idleMs !== undefined) idle = setTimeout(() => { reject(new Unreachable('stream idle')); res.destroy(); }, idleMs);
+        };
+        quiet();
+        res.on('data', (chunk: string) => { quiet(); parser.push(chunk); });
+        res.on('close', () => { if (idle) clearTimeout(idle); });
         res.on('end', () => { parser.end(); resolve({ status, json: null, streamed: true }); });
       } else {
         let text = '';
@@ -114,7 +138,7 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * run), then follows it until it ends, the deadline passes or the execution is cancelled
  * (`signal`); in the last two cases the run server is asked to stop the run.
  */
-export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, signal: AbortSignal): Promise<RemoteOutcome> {
+export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, signal: AbortSignal, named?: (stopUrl: URL) => Promise<void>): Promise<RemoteOutcome> {
   const { follow } = spec;
   let created: Answer | null = null;
   let lastError = 'remote_connection_failed';
@@ -146,6 +170,8 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
   log.line('system', `remote run ${String(id)}`);
   const immediate = ended(created.json, created.status);
   if (immediate) return immediate;
+  // Stored so that whoever marks the execution lost can still ask for the stop.
+  await named?.(at(follow.stopUrl)).catch(() => log.line('system', 'could not record how to stop the remote run'));
 
   let lastEventId = '';
   let unreachable = 0;
@@ -163,7 +189,7 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
           try { parsed = JSON.parse(data); } catch { /* not JSON: no end */ }
           state.outcome = ended(parsed, 200);
         }
-      });
+      }, streamIdleMs(follow.reconnectMs));
       streamed = answer.streamed;
       if (!streamed && (answer.status === 401 || answer.status === 403)) return { httpStatus: answer.status, response: null, failed: true, errorCode: 'remote_auth_failed' };
       if (streamed) { unreachable = 0; if (!state.outcome) log.line('system', `event stream ended; reconnecting in ${follow.reconnectMs} ms`); }
@@ -201,19 +227,24 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
     await sleep(follow.reconnectMs, signal);
   }
   if (state.outcome) return state.outcome;
-  await askToStop(spec, at(follow.stopUrl), log);
+  const stop = await askToStop(spec, at(follow.stopUrl));
+  log.line('system', stop === null ? 'stop: no answer' : `stop: HTTP ${stop}`);
   return { httpStatus: null, response: null, failed: true, errorCode: null };
 }
 
-/** The deadline passed or the execution was cancelled: the run server is asked to stop the run (best effort, bounded). */
-async function askToStop(spec: RemoteRunSpec, url: URL, log: ExecutionLog): Promise<void> {
+/**
+ * Asks the run server to stop a run (best effort, bounded): the deadline passed, the execution
+ * was cancelled, or the Keel process that followed it died (executor.ts, when it is marked lost).
+ * Answers the HTTP status, or null without an answer.
+ */
+export async function askToStop(target: Pick<RemoteRunSpec, 'headers' | 'addresses'>, url: URL): Promise<number | null> {
   const abort = new AbortController();
   const timer = setTimeout(() => abort.abort(), STOP_WAIT_MS);
   try {
-    const answer = await request(spec, url, 'POST', { ...spec.headers, 'content-type': 'application/json' }, Buffer.from('{}'), abort.signal);
-    log.line('system', `stop: HTTP ${answer.status}`);
+    const answer = await request(target, url, 'POST', { ...target.headers, 'content-type': 'application/json' }, Buffer.from('{}'), abort.signal);
+    return answer.status;
   } catch {
-    log.line('system', 'stop: no answer');
+    return null;
   } finally {
     clearTimeout(timer);
   }

@@ -69,7 +69,8 @@ export class ExtensionHost {
   readonly plugins = new Map<string, LoadedPlugin>();
   readonly routes = new RouteTable();
   /** Calls in flight, by invocation id: the broker attaches identity from here, never from the worker. */
-  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean }>();
+  /** `signedUntil`: when the call's signed identity expires (epoch seconds; null for a read-only call, which carries none). */
+  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean; signedUntil: number | null }>();
   readonly databases: PluginDatabases;
   private readonly broker: Broker;
   private kernelRouter: Router | null = null;
@@ -462,16 +463,18 @@ export class ExtensionHost {
     const full: InvocationInfo = { ...info, id, kind, target };
     const deadlineMs = options.deadlineMs ?? loaded.manifest.limits?.callTimeoutMs ?? DEFAULT_LIMITS.callTimeoutMs;
     let signed: InvokeMessage['signed'] = null;
+    let signedUntil: number | null = null;
     // A read-only call writes no kernel data, so it carries no signed identity at all.
     if (!options.readOnly) {
+      signedUntil = Math.floor(Date.now() / 1000) + Math.ceil(deadlineMs / 1000) + 60;
       const invocation = JSON.stringify({
         plugin: key, role: this.databases.roles(loaded.manifest).runtime, invocationId: id, companyId: info.companyId, actorType: info.actor.type, actorId: info.actor.id,
-        agentId: info.actor.agentId, runId: info.runId, exp: Math.floor(Date.now() / 1000) + Math.ceil(deadlineMs / 1000) + 60,
+        agentId: info.actor.agentId, runId: info.runId, exp: signedUntil,
       });
       signed = { invocation, signature: this.sign(invocation) };
     }
     const batched = Boolean(options.batch && options.transactional && !options.readOnly);
-    this.invocations.set(id, { plugin: key, info: full, depth, batched });
+    this.invocations.set(id, { plugin: key, info: full, depth, batched, signedUntil });
     let answered = false;
     try {
       const message: InvokeMessage = {

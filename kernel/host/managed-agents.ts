@@ -8,7 +8,7 @@ import { eventAgent, type AgentRow } from '../tenancy/agents.ts';
 /**
  * Managed agents (a manifest's `managed.agents`, capability `agents.managed`): the host, never
  * the plugin's code, makes one agent per company and key while the plugin is enabled, marks it
- * `managed_by_plugin`/`managed_key` (migration 0026), pauses it with a hold of the plugin's own
+ * `managed_by_plugin`/`managed_key` (migration 0028), pauses it with a hold of the plugin's own
  * when the plugin is disabled and lifts only that hold when it is enabled again. Uninstalling
  * leaves the agents (and any hold) as they are: they are the company's now.
  *

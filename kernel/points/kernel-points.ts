@@ -26,6 +26,15 @@ export class KernelPoints {
     return () => this.providers.set(point, (this.providers.get(point) ?? []).filter((other) => other !== entry));
   }
 
+  /**
+   * The owners that declared `adapterType` among the types they answer `point` for: the plugins
+   * contributing that adapter type (a provider without `adapterTypes` answers every type and
+   * contributes none).
+   */
+  contributors(point: KernelPointName, adapterType: string): string[] {
+    return (this.providers.get(point) ?? []).filter((provider) => provider.adapterTypes?.includes(adapterType)).map((provider) => provider.owner);
+  }
+
   async consult<P extends KernelPointName>(point: P, scope: PointScope, input: KernelPointShapes[P]['input']): Promise<KernelPointShapes[P]['output'] | null> {
     const adapterType = (input as { adapterType?: unknown }).adapterType;
     const list = (this.providers.get(point) ?? []).filter((provider) => !provider.adapterTypes || provider.adapterTypes.includes(String(adapterType)));

@@ -48,16 +48,16 @@ export class RunLedger {
     this.events = deps.events;
   }
 
-  async open(tx: Tx, input: { companyId: string; agentId: string; invocationSource?: string; trigger?: string; context?: unknown; openedByPlugin?: string; ttlSeconds?: number }): Promise<OpenedRun> {
+  async open(tx: Tx, input: { companyId: string; agentId: string; invocationSource?: string; trigger?: string; context?: unknown; openedByPlugin?: string; ttlSeconds?: number; confirm?: { call: string; by: Date } }): Promise<OpenedRun> {
     const agent = await tx.maybeOne('select id, company_id, status, adapter_type from agents where id = ? and company_id = ? for share', [input.agentId, input.companyId]);
     if (!agent) throw notFound('Agent not found');
     if (REFUSED_AGENT_STATUSES.has(agent.status)) throw conflict(`Cannot open a run for an agent that is ${agent.status}`, { status: agent.status }, 'agent_not_runnable');
     const ttl = Math.min(input.ttlSeconds ?? this.jwt.ttlSeconds, 24 * 3600);
     const row = await tx.maybeOne(
-      `insert into runs (company_id, agent_id, status, invocation_source, trigger_detail, adapter_type, opened_by_plugin, context, token_expires_at)
-       values (?, ?, 'running', ?, ?, ?, ?, ?::jsonb, now() + make_interval(secs => ?)) returning *`,
+      `insert into runs (company_id, agent_id, status, invocation_source, trigger_detail, adapter_type, opened_by_plugin, context, token_expires_at, opened_by_call, confirm_by)
+       values (?, ?, 'running', ?, ?, ?, ?, ?::jsonb, now() + make_interval(secs => ?), ?, ?) returning *`,
       [input.companyId, input.agentId, input.invocationSource ?? 'on_demand', input.trigger ?? null, agent.adapter_type,
-        input.openedByPlugin ?? null, input.context === undefined ? null : JSON.stringify(input.context), ttl]);
+        input.openedByPlugin ?? null, input.context === undefined ? null : JSON.stringify(input.context), ttl, input.confirm?.call ?? null, input.confirm?.by ?? null]);
     const run = toRun(row!);
     const token = await this.jwt.sign({ agentId: input.agentId, companyId: input.companyId, adapterType: agent.adapter_type, runId: run.runId, ttlSeconds: ttl });
     return { run, token, tokenExpiresAt: iso(row!.token_expires_at)! };

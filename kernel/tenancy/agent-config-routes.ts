@@ -4,6 +4,7 @@ import { forbidden, notFound, unprocessable } from '../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { isUuid } from '../http/validate.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, assertMayManageAgents, callerMayReadConfig, type Caller } from './agent-access.ts';
+import { contributedAdapterConfig, storeSecretFields } from './adapter-config-point.ts';
 import { isPlainObject } from './agent-config.ts';
 import { findRevision, listRevisions, toRevisionJson, type ConfigSnapshot } from './agent-config-revisions.ts';
 import type { AgentFieldsInput } from './agent-input.ts';
@@ -107,14 +108,17 @@ export const agentConfigRoutes: RouteModule = (router, kernel) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageAgents(kernel.db, caller, agent.company_id, 'rolling back agent configuration');
     const revisionId = revisionParam(ctx.params.revisionId);
+    // Revisions never change: read before the transaction, so that a contributed adapter type can
+    // validate the configuration being restored first, as create and update do (a refusal writes nothing).
+    const revision = await findRevision(kernel.db, agent.id, revisionId);
+    if (!revision) throw notFound('Revision not found');
+    const input = snapshotAsInput(revision.snapshot);
+    const contributed = await contributedAdapterConfig(ctx, kernel, { companyId: agent.company_id, adapterType: input.adapterType!, adapterConfig: input.adapterConfig!, agentId: agent.id });
     const updated = await kernel.db.transaction(async (tx) => {
       const before = await lockAgent(tx, agent.id);
-      const revision = await findRevision(tx, before.id, revisionId);
-      if (!revision) throw notFound('Revision not found');
-      const input = snapshotAsInput(revision.snapshot);
       const next = await applyConfigFields(tx, before, stateOf(before), input, { replaceAdapterConfig: true });
-      // The snapshot is restored as it was, including keys a replace would otherwise preserve.
-      next.adapter_config = input.adapterConfig!;
+      // The snapshot is restored as it was (or as its adapter's plugin normalised it), including keys a replace would otherwise preserve.
+      next.adapter_config = contributed.answered ? await storeSecretFields(ctx, kernel, tx, agent.company_id, contributed) : input.adapterConfig!;
       const after = await writeAgent(tx, before.id, next);
       await finishUpdate(ctx, kernel, tx, before, after, 'agent.config_rolled_back', 'rollback', {
         revisionId: revision.id, details: { revisionId: revision.id, revisionNumber: revision.revision_number },

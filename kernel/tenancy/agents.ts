@@ -33,7 +33,7 @@ export interface AgentRow {
   created_by_user_id: string | null;
   created_by_agent_id: string | null;
   terminated_at: string | null;
-  /** Set on an agent a plugin manages (migration 0026): the plugin's key and the agent's key in its manifest. */
+  /** Set on an agent a plugin manages (migration 0028): the plugin's key and the agent's key in its manifest. */
   managed_by_plugin?: string | null;
   managed_key?: string | null;
   created_at: string;

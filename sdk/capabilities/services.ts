@@ -9,12 +9,25 @@ export interface ServicesCapability {
    * may be retried, and a retry gets the first run's result without running it again.
    */
   call<T = unknown>(plugin: string, service: string, input?: unknown, options?: { idempotencyKey?: string }): Promise<T>;
+  /**
+   * The enabled plugin that contributes an adapter type (it declares the type under
+   * `kernelPoints` for `agent.adapter-config` and is granted kernel.points), or null when none
+   * does. Answered by the kernel from what it registered, so a plugin cannot claim to be one;
+   * two plugins contributing the same type answer 409 adapter_type_contested.
+   */
+  adapterContributor(adapterType: string): Promise<{ plugin: string | null }>;
 }
 
 export const servicesConsume = defineCapability<{ services: ServicesCapability }>()({
   id: 'services.consume',
   summary: 'Call the services of other plugins named under services.consumes',
-  members: { services: { call: method('kernel', [{ type: 'string', maxLength: 64 }, { type: 'string', maxLength: 64 }, anything, { type: 'object' }], anything, { required: 2, scope: 'instance' }) } },
+  members: {
+    services: {
+      call: method('kernel', [{ type: 'string', maxLength: 64 }, { type: 'string', maxLength: 64 }, anything, { type: 'object' }], anything, { required: 2, scope: 'instance' }),
+      adapterContributor: method('kernel', [{ type: 'string', minLength: 1, maxLength: 100 }],
+        { type: 'object', required: ['plugin'], properties: { plugin: { type: ['string', 'null'] } } }, { scope: 'instance' }),
+    },
+  },
   requiredBy: (manifest) => present(manifest, 'services.consumes'),
 });
 

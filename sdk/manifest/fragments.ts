@@ -254,14 +254,24 @@ export const servicesFragment = {
           outputSchema: { ...schemaObject, description: 'Schema of the result; a result that does not match reaches the caller as 502 service_output_invalid.' },
           callerRequires: { type: 'array', items: { enum: CAPABILITY_IDS }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
           readOnly: { type: 'boolean', description: 'The service changes nothing: it runs read-only, without a transaction of its own (cheaper for a service asked on every request).' },
+          contractOf: {
+            ...identifier,
+            description: 'The key of a plugin that defines this service as a contract (the agent runtime\'s adapter-run, say): that plugin may call it without naming this plugin in its manifest (its services.consumes {contract}); nobody else gains anything.',
+          },
         },
       },
     },
     consumes: {
-      type: 'array', maxItems: 50, description: 'Services of other plugins this one calls (needs services.consume).',
+      type: 'array', maxItems: 50,
+      description: 'Services of other plugins this one calls (needs services.consume): {plugin, service} names one provider; {contract} calls the service of that key on any provider declaring contractOf this plugin.',
       items: {
-        type: 'object', additionalProperties: false, required: ['plugin', 'service'],
-        properties: { plugin: { ...identifier, description: 'Provider plugin key.' }, service: { ...identifier, description: 'Service key.' } },
+        type: 'object', additionalProperties: false,
+        oneOf: [{ required: ['plugin', 'service'], not: { required: ['contract'] } }, { required: ['contract'], not: { anyOf: [{ required: ['plugin'] }, { required: ['service'] }] } }],
+        properties: {
+          plugin: { ...identifier, description: 'Provider plugin key.' },
+          service: { ...identifier, description: 'Service key.' },
+          contract: { ...identifier, description: 'A service key this plugin defines as a contract: callable on every provider whose service of that key declares contractOf this plugin.' },
+        },
       },
     },
   },

@@ -182,7 +182,12 @@ export interface ServiceManifest {
   callerRequires?: string[];
   /** The service changes nothing: it runs without a transaction of its own, in read-only mode (a decision asked before every write). */
   readOnly?: boolean;
+  /** The plugin whose contract this service implements: it may call it without naming this provider (services.consumes {contract}). */
+  contractOf?: string;
 }
+
+/** One provider's service (`plugin`, `service`), or a contract of this plugin's own that any provider may implement (`contract`). */
+export type ServiceConsumption = { plugin: string; service: string; contract?: undefined } | { contract: string; plugin?: undefined; service?: undefined };
 
 export interface PluginManifest {
   key: string;
@@ -218,7 +223,7 @@ export interface PluginManifest {
   config?: { schema: JsonSchema };
   folders?: FolderManifest[];
   network?: { allow: string[] };
-  services?: { provides?: ServiceManifest[]; consumes?: Array<{ plugin: string; service: string }> };
+  services?: { provides?: ServiceManifest[]; consumes?: ServiceConsumption[] };
   /** Kernel points answered by one of this plugin's services (kernel.points; sdk/manifest/kernel-points.ts). */
   kernelPoints?: Array<{ point: string; service: string; adapterTypes?: string[] }>;
   /** This plugin's part of a company package (company.portability; docs/api/portability.md). */

@@ -63,6 +63,7 @@ const examples = (): Record<string, unknown[]> => ({
   'runs.get': [[randomUUID()]],
   'secrets.resolveEnvironment': [agent.id],
   'services.call': ['nobody', 'nothing', {}],
+  'services.adapterContributor': ['probe_type'],
   'streams.publish': ['probe', { n: 1 }],
   'budgets.reportMonthlySpend': [{ month: new Date().toISOString().slice(0, 7) }],
   'budgets.setMonthlyBudget': [{ scope: 'company', cents: 1000 }],

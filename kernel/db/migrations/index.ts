@@ -30,7 +30,9 @@ const files = [
   '0023-executions.sql',
   '0024-database-backups.sql',
   '0025-company-imports.sql',
-  '0026-managed-agents.sql',
+  '0026-run-confirmations.sql',
+  '0027-remote-run-stops.sql',
+  '0028-managed-agents.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

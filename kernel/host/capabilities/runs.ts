@@ -3,7 +3,7 @@ import { toRun } from '../../runs/run-ledger.ts';
 import { MAX_RUNS_GET } from '../../../sdk/capabilities/runs.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
-import { rememberOpenedRun } from './runs-of-failed-calls.ts';
+import { confirmationOf, rememberOpenedRun } from './runs-of-failed-calls.ts';
 
 const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 
@@ -17,8 +17,11 @@ export const runsCapability: KernelCapability = {
         const agent = await call.kernel.db.maybeOne<{ company_id: string }>(`select company_id from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
         const source = typeof input.invocationSource === 'string' && /^[a-z_]{1,40}$/.test(input.invocationSource) ? input.invocationSource : 'on_demand';
+        const confirm = confirmationOf(call);
         const opened = await call.kernel.db.transaction(async (tx) => {
-          const result = await call.kernel.runs.open(tx, { companyId: agent.company_id, agentId, invocationSource: source, trigger: typeof input.trigger === 'string' ? input.trigger.slice(0, 200) : undefined, openedByPlugin: call.plugin });
+          const result = await call.kernel.runs.open(tx, {
+            companyId: agent.company_id, agentId, invocationSource: source, trigger: typeof input.trigger === 'string' ? input.trigger.slice(0, 200) : undefined, openedByPlugin: call.plugin, confirm,
+          });
           await call.kernel.activity.record(tx, {
             companyId: agent.company_id, actorType: 'system', actorId: `plugin:${call.plugin}`, agentId, runId: result.run.runId,
             action: 'run.opened', entityType: 'run', entityId: result.run.runId, details: { invocationSource: source, plugin: call.plugin },

@@ -43,6 +43,18 @@ export const servicesCapability: KernelCapability = {
         }, run);
       },
     },
+    adapterContributor: {
+      run: async (call: BrokeredCall) => {
+        const [adapterType] = call.args as [string];
+        const owners = call.kernel.points.contributors('agent.adapter-config', adapterType);
+        if (owners.length > 1) {
+          throw new KeelError(409, 'adapter_type_contested', `Several plugins contribute the adapter type ${adapterType} (${owners.join(', ')}); an operator must disable all but one`, {
+            details: { adapterType, plugins: owners }, expose: true,
+          });
+        }
+        return { plugin: owners[0] ?? null };
+      },
+    },
   },
 };
 
@@ -60,12 +72,20 @@ function idempotencyKeyOf(options: unknown): string | null {
 /** The declarations both sides must have made, each denial naming the one that is missing. */
 function resolveService(call: BrokeredCall, provider: string, service: string): { callee: LoadedPlugin; offered: ServiceManifest } {
   const caller = call.host.plugins.get(call.plugin)!;
-  const declared = (caller.manifest.services?.consumes ?? []).some((c) => c.plugin === provider && c.service === service);
-  if (!declared) throw new KeelError(403, 'service_not_declared', `${call.plugin} does not declare services.consumes {plugin: "${provider}", service: "${service}"}`);
+  const consumes = caller.manifest.services?.consumes ?? [];
+  const named = consumes.some((c) => c.plugin === provider && c.service === service);
+  const contract = consumes.some((c) => c.contract === service);
+  if (!named && !contract) {
+    throw new KeelError(403, 'service_not_declared', `${call.plugin} does not declare services.consumes {plugin: "${provider}", service: "${service}"} (nor {contract: "${service}"})`);
+  }
   const callee = call.host.plugins.get(provider);
   if (!callee) throw new KeelError(503, 'service_unavailable', `Plugin ${provider} is not enabled`, { expose: true });
   const offered = (callee.manifest as PluginManifest).services?.provides?.find((s) => s.key === service);
   if (!offered || !(callee.row.granted_capabilities ?? []).includes('services.provide')) throw new KeelError(404, 'service_not_found', `${provider} provides no service "${service}"`);
+  // A contract reaches only a provider that declared it implements this caller's contract.
+  if (!named && offered.contractOf !== call.plugin) {
+    throw new KeelError(403, 'service_not_declared', `${provider}.${service} does not declare contractOf "${call.plugin}", and ${call.plugin} does not name it under services.consumes`);
+  }
   const missing = (offered.callerRequires ?? []).filter((needed) => !call.grants.includes(needed));
   if (missing.length) throw new KeelError(403, 'service_caller_lacks_capability', `${provider}.${service} requires callers to hold ${missing.join(', ')}; ${call.plugin} does not`);
   if (call.depth >= MAX_DEPTH) throw new KeelError(508, 'service_call_depth', `Service calls nested deeper than ${MAX_DEPTH}`, { expose: true });

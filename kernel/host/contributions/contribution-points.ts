@@ -5,6 +5,7 @@ import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 import { PluginKernelPoints } from './kernel-points.ts';
 import { PluginPortabilityParts } from './portability-parts.ts';
+import { UnconfirmedRunSweep } from '../capabilities/runs-of-failed-calls.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
 export interface ContributionPoints {
@@ -12,6 +13,8 @@ export interface ContributionPoints {
   /** Jobs plugins enqueue at run time, on the same engine. */
   enqueued: EnqueuedJobs;
   events: PluginEvents;
+  /** Closes runs whose opening call never committed (a process that died between the two commits). */
+  unconfirmedRuns: UnconfirmedRunSweep;
   stop(): Promise<void>;
 }
 
@@ -30,6 +33,8 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   host.onActivation(jobs);
   host.onActivation(enqueued);
   enqueued.start();
+  const unconfirmedRuns = new UnconfirmedRunSweep(host.kernel);
+  unconfirmedRuns.start();
   host.onActivation(events);
   const kernelPoints = new PluginKernelPoints(host);
   host.onActivation(kernelPoints);
@@ -40,8 +45,10 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
     jobs,
     enqueued,
     events,
+    unconfirmedRuns,
     async stop() {
       enqueued.stop();
+      unconfirmedRuns.stop();
       await Promise.all([jobs.stop(), events.stop()]);
     },
   };

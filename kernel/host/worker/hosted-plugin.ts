@@ -6,6 +6,7 @@ import { PluginDatabase } from './capabilities/database.ts';
 import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
 import { jobsCapability } from './capabilities/jobs.ts';
+import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
@@ -218,7 +219,10 @@ export class HostedPlugin {
       // Work starts after the isolate yields; a call the plugin made just before it returned
       // or failed must not run once the invocation is finished (its transaction is gone).
       if (invocation.finished) throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
-      if (kernelServed) return this.callKernel(invocationId, capability, method, args);
+      if (kernelServed) {
+        if (capability === 'runs' && method === 'open') invocation.openedRuns = true;
+        return this.callKernel(invocationId, capability, method, args);
+      }
       const table = Object.hasOwn(this.capabilities, capability) ? this.capabilities[capability]! : {};
       const handler = Object.hasOwn(table, method) ? table[method] : undefined;
       if (!handler) throw new CapabilityError(400, 'unknown_method', `Unknown method ${capability}.${method}`);
@@ -383,6 +387,15 @@ export class HostedPlugin {
       } catch (activityError) {
         ok = false;
         error = this.transactionFailed('activity', invocation.message.target, activityError);
+        value = undefined;
+      }
+    }
+    if (ok && invocation.openedRuns && database) {
+      try {
+        await confirmOpenedRuns(database, invocation);
+      } catch (confirmError) {
+        ok = false;
+        error = this.transactionFailed('commit', invocation.message.target, confirmError);
         value = undefined;
       }
     }

@@ -14,6 +14,8 @@ export class Invocation {
   client: pg.PoolClient | null = null;
   finished = false;
   activityWritten = false;
+  /** The call asked the kernel to open a ledger run: its transaction confirms it before COMMIT (capabilities/opened-runs.ts). */
+  openedRuns = false;
   /** Async host operations still running for this invocation. */
   readonly ops = new Set<number>();
   /** Pooled connections running a statement of this call outside its transaction. */

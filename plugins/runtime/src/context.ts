@@ -17,20 +17,26 @@ export type Row = Record<string, unknown>;
 export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out', 'lost'] as const;
 export const ACTIVE_RUN = `status in ('queued', 'running')`;
 
+/** The adapter types this plugin runs itself; every other runnable type is contributed by a plugin. */
+export const OWN_ADAPTERS: ReadonlySet<string> = new Set(['process', 'http']);
+
 /**
- * Adapter types other plugins contribute, and the plugin that runs each (its `adapter-run`
- * service starts a run, under services.consumes; its configuration is validated on agent
- * create and update through the kernel point `agent.adapter-config`). The plugin drives the
- * run's execution and hands its outputs and end to this plugin's `adapter-report` service.
+ * The plugin that runs a contributed adapter type, or null for the runtime's own (process,
+ * http) and for a type nobody contributes. The kernel answers from the plugins it registered
+ * for the point `agent.adapter-config` with that type (`adapterTypes`): such a plugin validates
+ * the type's configuration on agent create and update, starts its runs through its
+ * `adapter-run` service (declared `contractOf: "runtime"`), drives their execution and hands
+ * their outputs and end to this plugin's `adapter-report` service. Two plugins contributing one
+ * type answer 409 adapter_type_contested, which the caller passes on.
  */
-export const CONTRIBUTED_ADAPTERS: Readonly<Record<string, string>> = { eta_gateway: 'remote-runner' };
+export async function contributorOf(ctx: RuntimeContext, adapterType: unknown): Promise<string | null> {
+  if (typeof adapterType !== 'string' || OWN_ADAPTERS.has(adapterType)) return null;
+  return (await ctx.services.adapterContributor(adapterType)).plugin;
+}
 
-/** Adapter types this instance runs; others are accepted in configuration and refused at wake (adapter_unavailable). */
-export const RUNNABLE_ADAPTERS: ReadonlySet<string> = new Set(['process', 'http', ...Object.keys(CONTRIBUTED_ADAPTERS)]);
-
-/** The plugin that runs a contributed adapter type, or null for the runtime's own (process, http). */
-export function contributorOf(adapterType: unknown): string | null {
-  return typeof adapterType === 'string' && Object.hasOwn(CONTRIBUTED_ADAPTERS, adapterType) ? CONTRIBUTED_ADAPTERS[adapterType]! : null;
+/** Whether this instance runs the type now: its own, or one an enabled plugin contributes. */
+export async function runnable(ctx: RuntimeContext, adapterType: string): Promise<boolean> {
+  return OWN_ADAPTERS.has(adapterType) || (await contributorOf(ctx, adapterType)) !== null;
 }
 
 /** The stream channel of one run (GET /api/heartbeat-runs/{runId}/stream). */

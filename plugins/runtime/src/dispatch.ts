@@ -1,6 +1,6 @@
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
-import { contributorOf, errorCode, runChannel, RUNNABLE_ADAPTERS, type Row, type RuntimeContext } from './context.ts';
+import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { instructionsForRun } from './instructions.ts';
 import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
@@ -55,14 +55,15 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
   const { rows: wakeups } = await ctx.db.query('select * from wakeups where id = $1', [run.wakeup_id]);
   const wakeup = wakeups[0]!;
   const sessionId = run.force_fresh_session ? null : await sessionFor(ctx, String(run.agent_id), String(run.task_key));
-  if (!RUNNABLE_ADAPTERS.has(agent.adapterType)) {
-    await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
-    return;
-  }
   let execution: { executionId: string; pid?: number | null; startedAt?: string | null };
   let skills: Awaited<ReturnType<typeof skillsForRun>> | null = null;
-  const contributor = contributorOf(agent.adapterType);
+  let contributor: string | null = null;
   try {
+    contributor = await contributorOf(ctx, agent.adapterType);
+    if (!contributor && !OWN_ADAPTERS.has(agent.adapterType)) {
+      await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
+      return;
+    }
     if (contributor) {
       // The contributing plugin starts (and drives) the execution; a repeated start answers the same one.
       execution = await ctx.services.call<{ executionId: string; startedAt: string | null }>(contributor, 'adapter-run', {
@@ -115,7 +116,7 @@ export async function cancelQueued(ctx: RuntimeContext, run: Row, reason: string
 export async function stopExecution(ctx: RuntimeContext, run: Row, reason: string): Promise<void> {
   if (!run.execution_id) return;
   const agent = await ctx.agents.getConfig(String(run.agent_id));
-  if (contributorOf(agent?.adapterType)) {
+  if (await contributorOf(ctx, agent?.adapterType)) {
     await closeLedgerRun(ctx, String(run.id), 'cancelled', reason);
     return;
   }

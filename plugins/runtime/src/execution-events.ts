@@ -107,7 +107,7 @@ export async function adapterReportService(input: unknown, ctx: RuntimeContext):
   const run = await runOf(ctx, report.runId);
   const caller = ctx.invocation.caller?.plugin ?? null;
   const agent = run ? await ctx.agents.getConfig(String(run.agent_id)) : null;
-  if (!run || !caller || run.execution_id !== report.executionId || contributorOf(agent?.adapterType) !== caller) {
+  if (!run || !caller || run.execution_id !== report.executionId || (await contributorOf(ctx, agent?.adapterType)) !== caller) {
     throw new PluginError(404, 'run_not_found', 'No run of this plugin has that execution');
   }
   const ids = { executionId: report.executionId, runId: String(run.id), agentId: String(run.agent_id) };

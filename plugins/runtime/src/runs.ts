@@ -1,5 +1,5 @@
 import { PluginError, respondEvents, type RouteRequest, type ServerSentEvent } from '@keel/sdk/plugin';
-import { runChannel, type Row, type RuntimeContext } from './context.ts';
+import { errorCode, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { runJson } from './json.ts';
 import { cancelRun } from './stopping.ts';
@@ -35,8 +35,13 @@ export async function getRunRoute(req: RouteRequest, ctx: RuntimeContext) {
   const run = await runRow(ctx, req.params.runId!);
   // The process id is known once the executor has spawned it, a moment after the start.
   if (run.status === 'running' && run.execution_id && run.pid === null) {
-    const execution = await ctx.executions.get(String(run.execution_id));
-    return { ...runJson(run), pid: execution.pid, logBytes: execution.logBytes };
+    try {
+      const execution = await ctx.executions.get(String(run.execution_id));
+      return { ...runJson(run), pid: execution.pid, logBytes: execution.logBytes };
+    } catch (error) {
+      // A contributed adapter's plugin may drive its run without an execution of the executor's.
+      if (errorCode(error) !== 'execution_not_found') throw error;
+    }
   }
   return runJson(run);
 }

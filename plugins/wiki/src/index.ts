@@ -1,6 +1,9 @@
 import { definePlugin } from '@keel/sdk/plugin';
 import { WIKI_CAPABILITIES } from './context.ts';
+import { wikiAdvanceCursor, wikiNextCursorWindow } from './cursor.ts';
 import { wikiAppendLog, wikiUpdateIndex } from './index-log.ts';
+import { onIssueEvent } from './ingest-events.ts';
+import { getIngestion, putIngestion } from './ingestion.ts';
 import { wikiListBacklinks, wikiListPages, wikiProposePatch, wikiReadPage, wikiSearch, wikiWritePage } from './pages.ts';
 import { fileAsPage, startQuery } from './queries.ts';
 import { wikiListSources, wikiReadSource } from './sources.ts';
@@ -22,6 +25,8 @@ export default definePlugin({
     operations: operationsRoute,
     'start-query': startQuery,
     'file-as-page': fileAsPage,
+    ingestion: getIngestion,
+    'set-ingestion': putIngestion,
   },
   tools: {
     wiki_search: wikiSearch,
@@ -34,11 +39,17 @@ export default definePlugin({
     wiki_list_backlinks: wikiListBacklinks,
     wiki_update_index: wikiUpdateIndex,
     wiki_append_log: wikiAppendLog,
+    wiki_next_cursor_window: wikiNextCursorWindow,
+    wiki_advance_cursor: wikiAdvanceCursor,
+  },
+  events: {
+    'work.issue.created': onIssueEvent,
+    'work.issue.updated': onIssueEvent,
+    'work.issue.comment_added': onIssueEvent,
+    'work.issue.document_updated': onIssueEvent,
+    'agent.created': onAgentCreated,
   },
   jobs: {
     'folder-changed': onFolderChanged,
-  },
-  events: {
-    'agent.created': onAgentCreated,
   },
 });

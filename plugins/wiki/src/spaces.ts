@@ -2,6 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { ROOT, type WikiContext } from './context.ts';
 import { bootstrapSpace } from './layout.ts';
 import { listOperations, recordOperation } from './operations.ts';
+import { ingestionEnabled } from './ingestion.ts';
 import { DEFAULT_SPACE } from './paths.ts';
 import { captureSource } from './sources.ts';
 import { companyOf, ensureDefaultSpace, listSpaces, SPACE_COLUMNS, spaceOf, type Space } from './scope.ts';
@@ -96,6 +97,7 @@ export async function overviewRoute(_req: RouteRequest, ctx: WikiContext) {
   return {
     companyId, wikiId: 'default', folderKey: ROOT, folder,
     spaces: spaces.map((space) => ({ ...space, pages: pages.get(space.slug) ?? 0 })),
+    ingestion: { enabled: await ingestionEnabled(ctx, companyId) },
     recentOperations: await listOperations(ctx, companyId, DEFAULT_SPACE, 10),
   };
 }

@@ -18,6 +18,7 @@ import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
 import { managedProjectService } from './managed-projects.ts';
 import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
+import { issueSourceService } from './issue-source.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
 import { onRunClosed } from './run-end.ts';
 import { exportCompany, importCompany } from './portability.ts';
@@ -88,6 +89,7 @@ export default definePlugin({
     'managed-project': managedProjectService,
     task: taskService,
     'issue-snapshot': issueSnapshotService,
+    'issue-source': issueSourceService,
     'export-company': exportCompany,
     'import-company': importCompany,
   },

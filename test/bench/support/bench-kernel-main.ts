@@ -5,7 +5,9 @@ import { kernelBenchRoutes } from './kernel-bench-routes.ts';
 
 /** A kernel with the benchmark's baseline routes added; otherwise exactly what `npm start` runs. */
 const config = loadConfig({ flags: { dataDir: process.argv[2], port: '0' } });
-const kernel = await startKernel(config, { log: createLogger(config.logging.level), extraRouteModules: [kernelBenchRoutes] });
+// KEEL_BENCH_FIRST_PARTY_DIR: a copy of plugins/ a benchmark adjusted (a manifest allowing its local fixture server).
+const firstPartyDir = process.env.KEEL_BENCH_FIRST_PARTY_DIR || undefined;
+const kernel = await startKernel(config, { log: createLogger(config.logging.level), extraRouteModules: [kernelBenchRoutes], firstPartyDir });
 await kernel.services.db.query('create table if not exists bench_rows (key text primary key, company_id uuid not null, value text not null, updated_at timestamptz not null default now())');
 await kernel.services.db.query(`create table if not exists bench_issues (id uuid primary key default gen_random_uuid(), company_id uuid not null, issue_number integer not null,
   identifier text not null unique, title text not null, status text not null, created_at timestamptz not null default now(), updated_at timestamptz not null default now())`);

@@ -86,6 +86,31 @@ describe('configuration on create and update', () => {
     expect([switched.status, switched.body.details?.path]).toEqual([422, 'adapterConfig.apiBaseUrl']);
   });
 
+  it('a rollback restores a configuration only as the plugin validates it: an invalid snapshot is refused, a plain key stored as a secret', async () => {
+    const agent = await remoteAgent(t.api, company.id, server);
+    const { rows: [latest] } = await t.sql.query('select snapshot, revision_number from agent_config_revisions where agent_id = $1 order by revision_number desc limit 1', [agent.id]);
+    const revision = async (adapterConfig: Record<string, unknown>, number: number) => (await t.sql.query(
+      `insert into agent_config_revisions (company_id, agent_id, revision_number, source, snapshot, changed_keys, created_by_user_id)
+       values ($1, $2, $3, 'patch', $4::jsonb, array['adapterConfig'], 'local-board') returning id`,
+      [company.id, agent.id, number, JSON.stringify({ ...latest.snapshot, adapterConfig })])).rows[0].id;
+    const storedConfig = async () => (await t.sql.query('select adapter_config from agents where id = $1', [agent.id])).rows[0].adapter_config;
+    const before = await storedConfig();
+    const secretsBefore = Number((await t.sql.query('select count(*)::int as n from secrets where company_id = $1', [company.id])).rows[0].n);
+
+    const invalid = await revision({ ...latest.snapshot.adapterConfig, apiBaseUrl: 'ftp://runner.example.com' }, latest.revision_number + 1);
+    const refused = await t.api.post(`/api/agents/${agent.id}/config-revisions/${invalid}/rollback`);
+    expect([refused.status, refused.body.code, refused.body.details?.path]).toEqual([422, 'invalid_adapter_config', 'adapterConfig.apiBaseUrl']);
+    expect(await storedConfig()).toEqual(before);
+    expect((await t.sql.query(`select count(*)::int as n from agent_config_revisions where agent_id = $1 and source = 'rollback'`, [agent.id])).rows[0].n).toBe(0);
+
+    const plain = await revision({ ...latest.snapshot.adapterConfig, apiKey: 'rk-restored-plain-0000' }, latest.revision_number + 2);
+    const restored = await t.api.post(`/api/agents/${agent.id}/config-revisions/${plain}/rollback`);
+    expect(restored.status, restored.text).toBe(200);
+    expect(restored.body.adapterConfig.apiKey).toMatchObject({ type: 'secret_ref', secretId: expect.any(String) });
+    expect(JSON.stringify(await storedConfig())).not.toContain('rk-restored-plain-0000');
+    expect(Number((await t.sql.query('select count(*)::int as n from secrets where company_id = $1', [company.id])).rows[0].n)).toBe(secretsBefore + 1);
+  });
+
   it("refuses a secret reference to another company's secret", async () => {
     const other = await createCompany(t.api, { name: 'Other Secrets Co' });
     const secret = await t.api.post(`/api/companies/${other.id}/secrets`, { name: 'their-key', value: 'theirs-0123456789' });

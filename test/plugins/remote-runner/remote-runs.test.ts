@@ -129,6 +129,16 @@ describe('following the run', () => {
     expect(await logOf(t, run.id)).toContain('\\"delta\\":\\"f\\"');
   });
 
+  it('a stream that opens but stays silent is left for a status poll after its idle time, then opened again', async () => {
+    server.reset({ streamSilentFirst: 1 }, { steps: ['quiet', ' run'], stepDelayMs: 100 });
+    const agent = await remoteAgent(t.api, company.id, server, { timeoutSec: 25 });
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id)).run.id);
+    expect(run).toMatchObject({ status: 'succeeded', resultJson: { text: 'quiet run' } });
+    const remote = server.runFor(run.id)!;
+    expect(remoteCalls(remote.id, '').length).toBeGreaterThanOrEqual(1);
+    expect(await logOf(t, run.id)).toContain('stream idle');
+  });
+
   it('slow events within the deadline complete the run', async () => {
     server.reset({}, { steps: ['s', 'l', 'o', 'w'], stepDelayMs: 250 });
     const agent = await remoteAgent(t.api, company.id, server, { timeoutSec: 30 });
@@ -160,6 +170,25 @@ describe('stopping the run', () => {
     expect(cancelled.status, cancelled.text).toBe(200);
     await waitFor(async () => server.runFor(queued.id)!.stopped, 'the stop call');
     expect((await runWhen(t, queued.id, (run) => run.status === 'cancelled')).cancelReason).toBe('cancelled_by_request');
+  });
+
+  it('a run whose Keel process died is stopped on the run server by the process that marks its execution lost', async () => {
+    server.reset({}, { end: 'never', steps: ['working'] });
+    const agent = await remoteAgent(t.api, company.id, server);
+    const { run: queued } = await wakeOk(t.api, agent.id);
+    await runWhen(t, queued.id, (run) => run.status === 'running');
+    const recipe = await waitFor(async () => (await t.sql.query('select remote_stop from executions where run_id = $1', [queued.id])).rows[0]?.remote_stop, 'the stored stop');
+    expect(recipe).toMatchObject({ url: expect.stringMatching(/\/v1\/runs\/.+\/stop$/), secretHeaders: [{ header: 'authorization', configKey: 'apiKey', scheme: 'Bearer' }], baseUrlKey: 'apiBaseUrl' });
+    expect(JSON.stringify(recipe)).not.toContain(API_KEY);
+    // The process that follows it is gone: another owner, its lease expired, nobody renewing it.
+    await t.sql.query(`update executions set owner_instance = 'dead', owner_node = 'gone:/nowhere', lease_until = now() - interval '1 second' where run_id = $1`, [queued.id]);
+    await t.kernel.services.executions.sweep();
+    const remote = server.runFor(queued.id)!;
+    await waitFor(async () => remote.stopped, 'the stop call');
+    const [stop] = remoteCalls(remote.id, '/stop', 'POST');
+    expect(stop!.headers.authorization).toBe(`Bearer ${API_KEY}`);
+    expect(stop!.headers['x-service-api-key']).toBeUndefined();
+    expect((await runWhen(t, queued.id)).status).toBe('lost');
   });
 
   it("a hard budget stop crossed by the usage it reports stops the run on the run server", async () => {

@@ -138,8 +138,10 @@ describe('GET /api/agents/{agentId}/skills and POST .../skills/sync', () => {
   });
 
   it('builds the snapshot of an unsupported adapter from the stored preference', async () => {
+    // eta_gateway's configuration is checked by the remote-runner plugin: a run server on this machine.
+    const configs: Record<string, Record<string, unknown>> = { eta_gateway: { apiBaseUrl: 'http://127.0.0.1:9/api', apiKey: 'run-server-key' } };
     for (const adapterType of ['zeta_gateway', 'eta_gateway', 'http']) {
-      const agent = await createAgent(t.api, company.id, { adapterType, desiredSkills: ['release-notes'] });
+      const agent = await createAgent(t.api, company.id, { adapterType, desiredSkills: ['release-notes'], ...(configs[adapterType] ? { adapterConfig: configs[adapterType] } : {}) });
       const res = await t.api.get(`/api/agents/${agent.id}/skills`);
       expect(res.body).toMatchObject({ adapterType, supported: false, mode: 'unsupported', desiredSkills: [release.key, REQUIRED_KEY] });
       expect(res.body.entries.find((entry: any) => entry.key === release.key)).toMatchObject({ desired: true, state: 'configured' });

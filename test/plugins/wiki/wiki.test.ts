@@ -112,7 +112,7 @@ describe('installation', () => {
     expect(enabled.grantedCapabilities.sort()).toEqual(manifest.capabilities.map((c: any) => c.id).sort());
     const tools = await ok(await t.api.get('/api/plugins/tools'));
     const names = tools.map((tl: any) => tl.key).filter((name: string) => name.startsWith(`${WIKI}.`)).sort();
-    expect(names).toEqual(['wiki_append_log', 'wiki_list_backlinks', 'wiki_list_pages', 'wiki_list_sources', 'wiki_propose_patch', 'wiki_read_page', 'wiki_read_source', 'wiki_search', 'wiki_update_index', 'wiki_write_page'].map((n) => `${WIKI}.${n}`));
+    expect(names).toEqual(['wiki_advance_cursor', 'wiki_append_log', 'wiki_list_backlinks', 'wiki_list_pages', 'wiki_list_sources', 'wiki_next_cursor_window', 'wiki_propose_patch', 'wiki_read_page', 'wiki_read_source', 'wiki_search', 'wiki_update_index', 'wiki_write_page'].map((n) => `${WIKI}.${n}`));
   });
 
   it('declares the wiki-root mount readWrite and its UI slots', async () => {

@@ -41,7 +41,7 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
 }
 
 /** Runs a statement on the invocation's transaction, or on a pooled connection when it has none. */
-async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation, run: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
+export async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation, run: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
   const transaction = invocation.transactionClient(db.pool);
   if (transaction) {
     const client = await transaction;

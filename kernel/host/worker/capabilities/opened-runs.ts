@@ -1,0 +1,15 @@
+import type { Invocation } from '../invocation.ts';
+import { onInvocationClient } from './activity.ts';
+import type { PluginDatabase } from './database.ts';
+
+/**
+ * Confirms the ledger runs this call opened (`ctx.runs.open`), inside the call's own
+ * transaction just before its COMMIT: a run is confirmed exactly when the call's writes commit.
+ * A run left unconfirmed (the call failed, or its Keel process died between the kernel's commit
+ * of the open and this one) is closed by the kernel (capabilities/runs-of-failed-calls.ts).
+ */
+export async function confirmOpenedRuns(db: PluginDatabase, invocation: Invocation): Promise<void> {
+  const signed = invocation.message.signed;
+  if (!invocation.openedRuns || !signed) return;
+  await onInvocationClient(db, invocation, (client) => client.query({ text: 'select keel_bridge.confirm_opened_runs($1, $2)', values: [signed.invocation, signed.signature] }));
+}
