@@ -67,10 +67,20 @@ function belongsElsewhere(path: string): boolean {
 }
 
 /**
+ * Whether a request is a browser's navigation to a console page: it names text/html (a bare
+ * wildcard from a script or a plugin's client does not), and its path is no missing file (a name
+ * with an extension, such as a disabled plugin's `/feed.txt`, stays a 404) nor under /assets/.
+ */
+function wantsPage(accept: string, path: string): boolean {
+  if (!/\btext\/html\b/i.test(accept) || path.startsWith('/assets/')) return false;
+  return path === '/index.html' || !/\.[A-Za-z0-9]{1,10}$/.test(path.slice(path.lastIndexOf('/') + 1));
+}
+
+/**
  * Serves the console after every kernel and plugin route had its chance, so it shadows none of
  * them (a plugin's public pages, /llms.txt, /mcp). Hashed files under /assets/ are immutable
  * for a year; the page itself is revalidated on every load. Any other GET that asks for HTML
- * gets the page (the console routes in the browser); anything else falls through to the 404.
+ * by name gets the page (the console routes in the browser); anything else falls through to the 404.
  */
 export function consoleAssets(assets: Map<string, Asset> | null): Middleware {
   return async (ctx, next) => {
@@ -78,7 +88,7 @@ export function consoleAssets(assets: Map<string, Asset> | null): Middleware {
     let asset = assets?.get(ctx.path);
     let path = ctx.path;
     if (!asset || path === '/index.html') {
-      if (!ctx.accepts('html') || ctx.path.startsWith('/assets/')) return next();
+      if (!wantsPage(ctx.get('accept'), path)) return next();
       if (!assets) {
         ctx.status = 503;
         ctx.type = 'text/plain; charset=utf-8';

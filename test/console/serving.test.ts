@@ -96,6 +96,9 @@ describe('console serving', () => {
     const api = await get('/api/nothing-here', { accept: 'text/html' });
     expect(api.status).toBe(404);
     expect((await api.json()).code).toBe('route_not_found');
+    // Only a navigation that names text/html gets the page: not a script's */*, not a missing file.
+    expect((await get('/companies', { accept: '*/*' })).status).toBe(404);
+    expect((await get('/gone/feed.txt', { accept: 'text/html' })).status).toBe(404);
     const json = await get('/not-a-console-path', { accept: 'application/json' });
     expect(json.status).toBe(404);
     await json.arrayBuffer();
