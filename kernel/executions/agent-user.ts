@@ -3,6 +3,7 @@ import { chmod, chown, mkdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { makeTraversable } from '../db/embedded-postgres.ts';
+import { pidNamespacesAvailable } from './pid-namespace.ts';
 
 /**
  * The operating-system user agent processes run as: `keel-agent`, unprivileged and distinct
@@ -14,14 +15,15 @@ import { makeTraversable } from '../db/embedded-postgres.ts';
  */
 export const AGENT_USER = 'keel-agent';
 
-export interface AgentIdentity { uid: number; gid: number; separate: boolean }
+/** `pidNamespaces`: each run starts in a PID namespace of its own (pid-namespace.ts). */
+export interface AgentIdentity { uid: number; gid: number; separate: boolean; pidNamespaces: boolean }
 
 export function agentIdentity(log: Logger): AgentIdentity {
   const uid = process.getuid?.() ?? -1;
   const gid = process.getgid?.() ?? -1;
   if (uid !== 0) {
     log.warn({ user: uid }, `agent processes run as the server's own user: only a server started as root can run them as ${AGENT_USER}`);
-    return { uid, gid, separate: false };
+    return { uid, gid, separate: false, pidNamespaces: false };
   }
   let ids = lookup();
   if (!ids) {
@@ -30,7 +32,7 @@ export function agentIdentity(log: Logger): AgentIdentity {
     ids = lookup();
     if (!ids) throw new Error(`could not create the system user ${AGENT_USER} (useradd)`);
   }
-  return { ...ids, separate: true };
+  return { ...ids, separate: true, pidNamespaces: pidNamespacesAvailable(log, ids.uid, ids.gid) };
 }
 
 function lookup(): { uid: number; gid: number } | null {

@@ -332,6 +332,7 @@ export class Executor {
     const child = new AgentProcess({
       command: prepared.config.command, args: prepared.config.args, cwd, env,
       uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined,
+      pidNamespace: identity.pidNamespaces,
     }, (stream, line) => log.line(stream, line));
     entry.process = child;
     if (child.pid) {
@@ -533,8 +534,7 @@ export class Executor {
     this.deps.log.warn({ executionId, owner: row.owner_instance }, 'execution lost: the process that ran it is gone');
     if (row.remote_stop) void stopRemoteRun({ secretHeadersFor: (...args) => this.secretHeadersFor(...args), config: this.deps.config, db: this.deps.db, log: this.deps.log }, row);
     if (row.owner_node === this.node && row.pid) {
-      const identity = this.agentUser();
-      if (identity.separate && killOrphanedGroup(row.pid, identity.uid)) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
+      if (killOrphanedGroup(row.pid, row.run_id)) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
     }
   }
 }

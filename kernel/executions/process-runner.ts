@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { LogStream } from './execution-log.ts';
+import { namespacedCommand } from './pid-namespace.ts';
 
 export interface ProcessSpec {
   command: string;
@@ -10,6 +13,8 @@ export interface ProcessSpec {
   env: Record<string, string>;
   uid: number | undefined;
   gid: number | undefined;
+  /** Start it in a PID namespace of its own (pid-namespace.ts), as uid/gid. */
+  pidNamespace: boolean;
 }
 
 export interface ProcessOutcome { exitCode: number | null; signal: string | null; spawnError: string | null }
@@ -29,8 +34,17 @@ export class AgentProcess {
   private killTimer: NodeJS.Timeout | null = null;
 
   constructor(spec: ProcessSpec, onLine: (stream: LogStream, line: string) => void) {
-    this.child = spawn(spec.command, spec.args, {
-      cwd: spec.cwd, env: spec.env, detached: true, uid: spec.uid, gid: spec.gid,
+    const namespaced = spec.pidNamespace && spec.uid !== undefined && spec.gid !== undefined;
+    // In a namespace the spawned program is unshare, which would report a missing command as an
+    // exit code: it is looked up first, so that it still fails to start as it would outside.
+    const missing = namespaced ? missingCommand(spec.command, spec.cwd, spec.env.PATH) : null;
+    const inNamespace = namespaced && !missing;
+    // A command found missing is spawned as it is, as the agent user: the kernel's own answer
+    // (ENOENT, EACCES) is the error reported.
+    const { command, args } = inNamespace ? namespacedCommand(spec.command, spec.args, spec.uid!, spec.gid!, spec.env) : spec;
+    this.child = spawn(command, args, {
+      cwd: spec.cwd, env: spec.env, detached: true,
+      ...(inNamespace ? {} : { uid: spec.uid, gid: spec.gid }),
       stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true,
     });
     const drained: Array<Promise<void>> = [];
@@ -51,7 +65,8 @@ export class AgentProcess {
         // Whatever the leader left running in its group goes with it.
         this.signalGroup('SIGKILL');
         if (this.killTimer) clearTimeout(this.killTimer);
-        const settle = () => resolve({ exitCode: code, signal, spawnError: null });
+        const bySignal = inNamespace && signal === null ? signalOfShellStatus(code) : null;
+        const settle = () => resolve(bySignal ? { exitCode: null, signal: bySignal, spawnError: null } : { exitCode: code, signal, spawnError: null });
         void Promise.race([Promise.all(drained), new Promise((r) => setTimeout(r, DRAIN_AFTER_EXIT_MS))]).then(settle);
       });
     });
@@ -76,12 +91,40 @@ export class AgentProcess {
   }
 }
 
-/** Kills a process group a dead Keel process left behind (found by its recorded pid), when it still runs as the agent user. */
-export function killOrphanedGroup(pid: number, agentUid: number): boolean {
+/** The signal a namespace's shell reported as 128 + its number (pid-namespace.ts). */
+function signalOfShellStatus(code: number | null): NodeJS.Signals | null {
+  if (code === null || code <= 128) return null;
+  const found = Object.entries(osConstants.signals).find(([, number]) => number === code - 128);
+  return (found?.[0] as NodeJS.Signals | undefined) ?? null;
+}
+
+/** Why a command cannot start ('ENOENT', 'EACCES'), looked up as spawn would (PATH of the new environment), or null. */
+function missingCommand(command: string, cwd: string, path: string | undefined): string | null {
+  const candidates = command.includes('/')
+    ? [isAbsolute(command) ? command : resolve(cwd, command)]
+    : (path ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, command));
+  let reason = 'ENOENT';
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue;
+      accessSync(candidate, constants.X_OK);
+      return null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'EACCES') reason = 'EACCES';
+    }
+  }
+  return reason;
+}
+
+/**
+ * Kills a process group a dead Keel process left behind, found by its recorded pid and
+ * recognised by its environment, which names the run: a pid reused since by anything else is
+ * never touched.
+ */
+export function killOrphanedGroup(pid: number, runId: string): boolean {
   try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const uid = Number(/^Uid:\s+(\d+)/m.exec(status)?.[1]);
-    if (uid !== agentUid) return false;
+    const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+    if (!environment.includes(`SERVICE_RUN_ID=${runId}`)) return false;
     process.kill(-pid, 'SIGKILL');
     return true;
   } catch {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { chmod, copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { createApi, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
+import { alive, processesOfRun } from '../support/processes.ts';
 import { startServer, stopServer, type ServerProcess } from '../support/server-process.ts';
 
 /**
@@ -20,9 +20,6 @@ let t: TestKernel;
 let home: string;
 const servers: ServerProcess[] = [];
 
-const alive = (pid: number) => {
-  try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
-};
 
 async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
   const until = Date.now() + timeoutMs;
@@ -77,14 +74,18 @@ describe('a Keel process killed during a run', () => {
     const executionId = started.execution.executionId as string;
     const owned = (await t.sql.query('select owner_instance, owner_node from executions where id = $1', [executionId])).rows[0];
     expect(owned.owner_instance).not.toBe(t.kernel.services.executions.instanceId);
-    const childPid = await waitFor(async () => (await t.sql.query("select payload from plugin_execfx.received where execution_id = $1 and name = 'execution.output'", [executionId])).rows[0]?.payload.outputs[0].data.pid as number, 'the agent to report its child');
+    await waitFor(async () => (await t.sql.query("select payload from plugin_execfx.received where execution_id = $1 and name = 'execution.output'", [executionId])).rows[0]?.payload.outputs[0].data.pid as number, 'the agent to report its child');
+    // unshare, the namespace's shell, the agent and its child.
+    const group = processesOfRun(started.runId);
+    expect(group).toHaveLength(4);
     const agentPid = (await t.sql.query('select pid from executions where id = $1', [executionId])).rows[0].pid as number;
+    expect(group).toContain(agentPid);
     const token = await waitFor(async () => (await t.sql.query("select status from executions where id = $1 and status = 'running'", [executionId])).rowCount, 'running');
     expect(token).toBe(1);
 
     await stopServer(first, 'SIGKILL');
     // Detached in its own group, the agent outlives the process that supervised it.
-    expect(alive(agentPid)).toBe(true);
+    expect(group.filter(alive)).toEqual(group);
     expect((await t.sql.query('select status from executions where id = $1', [executionId])).rows[0].status).toBe('running');
 
     const second = startChild();
@@ -96,6 +97,6 @@ describe('a Keel process killed during a run', () => {
     expect((await t.sql.query("select count(*)::int as n from keel_events.outbox where name = 'run.closed' and entity_id = $1", [started.runId])).rows[0].n).toBe(1);
     const finished = await waitFor(async () => (await t.sql.query("select payload from plugin_execfx.received where execution_id = $1 and name = 'execution.finished'", [executionId])).rows[0]?.payload, 'execution.finished');
     expect(finished).toMatchObject({ executionId, runId: started.runId, status: 'lost', errorCode: 'lost' });
-    await waitFor(async () => !alive(agentPid) && !alive(childPid), 'the orphaned group to be killed', 5_000);
+    await waitFor(async () => !group.some(alive), 'the orphaned group to be killed', 5_000);
   }, 120_000);
 });

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
+import { alive, processesOfRun } from '../support/processes.ts';
 
 /**
  * The executor tier through a test plugin (fixtures/exec-fx): real agent processes (a small
@@ -43,6 +43,13 @@ const fs = require('node:fs');
 const { spawn } = require('node:child_process');
 const out = (value) => process.stdout.write(JSON.stringify(value) + '\\n');
 const mode = process.env.SERVICE_MODE;
+/** Every process this agent can see, with the names in its environment and the run it belongs to, where readable. */
+const snoop = () => fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(name)).map((pid) => {
+  try {
+    const entries = fs.readFileSync('/proc/' + pid + '/environ', 'utf8').split('\\0').filter(Boolean);
+    return { pid: Number(pid), keys: entries.map((entry) => entry.split('=')[0]), runId: (entries.find((entry) => entry.startsWith('SERVICE_RUN_ID=')) || '').slice(15) || null };
+  } catch (error) { return { pid: Number(pid), error: error.code }; }
+});
 (async () => {
   if (mode === 'env') {
     console.log('plain line, log only');
@@ -52,13 +59,19 @@ const mode = process.env.SERVICE_MODE;
       const res = await fetch(process.env.SERVICE_API_URL + '/api/agents/me', { headers: { authorization: 'Bearer ' + process.env.SERVICE_API_KEY } });
       me = { status: res.status, body: await res.json() };
     } catch (error) { me = { error: String(error) }; }
-    let serverEnv = null;
-    try { serverEnv = fs.readFileSync('/proc/' + process.ppid + '/environ', 'utf8').length; } catch (error) { serverEnv = error.code; }
-    out({ type: 'env', env: process.env, uid: process.getuid(), cwd: process.cwd(), file: fs.readFileSync('notes/a.txt', 'utf8'), me, serverEnv });
+    out({ type: 'env', env: process.env, uid: process.getuid(), cwd: process.cwd(), file: fs.readFileSync('notes/a.txt', 'utf8'), me, processes: snoop() });
     out({ type: 'done', n: 2 });
     process.exit(0);
   }
   if (mode === 'fail') process.exit(3);
+  if (mode === 'wait') {
+    out({ type: 'child', pid: process.pid });
+    setInterval(() => {}, 1000);
+  }
+  if (mode === 'snoop') {
+    out({ type: 'snoop', processes: snoop(), pid: process.pid });
+    process.exit(0);
+  }
   if (mode === 'hang') {
     const child = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
     out({ type: 'child', pid: child.pid });
@@ -81,10 +94,13 @@ async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, wh
 const received = async (executionId: string) => (await t.sql.query('select name, payload from plugin_execfx.received where execution_id = $1 order by n', [executionId])).rows as Array<{ name: string; payload: any }>;
 const finished = (executionId: string) => waitFor(async () => (await received(executionId)).find((row) => row.name === 'execution.finished')?.payload, 'execution.finished');
 const start = (body: Record<string, unknown>, company = companyId, api = t.api) => api.post(`/api/plugins/${KEY}/companies/${company}/start`, body);
-/** Whether a process still runs (a zombie waiting for a reaper counts as gone). */
-const alive = (pid: number) => {
-  try { return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
-};
+/** Waits for the agent's child to be reported, then finds the run's processes on the host: unshare, the namespace's shell, the agent and its child. */
+async function runProcesses(executionId: string, runId: string): Promise<number[]> {
+  await waitFor(async () => (await received(executionId)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
+  const found = processesOfRun(runId);
+  expect(found.length).toBeGreaterThanOrEqual(2);
+  return found;
+}
 
 async function processAgent(config: Record<string, unknown> = {}, company = companyId): Promise<any> {
   return createAgent(t.api, company, { adapterType: 'process', adapterConfig: { command: process.execPath, args: [script], ...config } });
@@ -157,8 +173,14 @@ describe('process executions', () => {
     expect(seen.me).toMatchObject({ status: 200, body: { id: agent.id } });
     expect(seen.file).toBe('instructions');
     expect(seen.cwd).toBe(seen.env.HOME);
-    // The server's /proc is not the agent's to read.
-    expect(seen.serverEnv).toBe('EACCES');
+    // The agent sees only its own processes (its PID namespace): not the server, whose
+    // environment holds the secret, and nothing of any other run.
+    expect(seen.processes.length).toBeGreaterThan(0);
+    expect(seen.processes.length).toBeLessThanOrEqual(3);
+    for (const seenProcess of seen.processes) {
+      expect(seenProcess.keys ?? []).not.toContain(SERVER_SECRET);
+      expect([runId, undefined]).toContain(seenProcess.runId ?? undefined);
+    }
 
     const summary = await t.api.get(`/api/plugins/${KEY}/companies/${companyId}/executions/${execution.executionId}`);
     expect(summary.body).toMatchObject({ status: 'succeeded', exitCode: 0, logBytes: end.logBytes, logSha256: expect.stringMatching(/^[0-9a-f]{64}$/), pid: expect.any(Number), startedAt: expect.any(String), finishedAt: expect.any(String) });
@@ -199,19 +221,42 @@ describe('process executions', () => {
     const slow = await processAgent({ timeoutSec: 1, graceSec: 1 });
     const res = await start({ agentId: slow.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
+    const group = await runProcesses(id, res.body.runId);
     const end = await finished(id);
     // It ignores SIGTERM: the group was killed after graceSec.
     expect(end).toMatchObject({ status: 'timed_out', errorCode: 'timeout', signal: 'SIGKILL' });
-    expect(alive(child)).toBe(false);
+    expect(group.filter(alive)).toEqual([]);
     expect((await t.sql.query('select status from runs where id = $1', [res.body.runId])).rows[0].status).toBe('timed_out');
+  });
+
+  it('a run cannot see another concurrent run\'s processes, so not its environment or token (a PID namespace each)', async () => {
+    const agent = await processAgent({ graceSec: 0 });
+    const hanging = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
+    const id = hanging.body.execution.executionId;
+    const group = await runProcesses(id, hanging.body.runId);
+    // unshare, the namespace's shell, the agent and its child, all named by the run on the host.
+    expect(group.length).toBe(4);
+
+    const snooper = await processAgent();
+    const snoop = await start({ agentId: snooper.id, execution: { kind: 'process', env: { SERVICE_MODE: 'snoop' } } });
+    expect(snoop.status, snoop.text).toBe(200);
+    expect(await finished(snoop.body.execution.executionId)).toMatchObject({ status: 'succeeded' });
+    const report = (await received(snoop.body.execution.executionId)).filter((row) => row.name === 'execution.output').flatMap((row) => row.payload.outputs)[0].data;
+    // Its own shell (pid 1) and itself; the other run's four processes are not there at all.
+    expect(report.pid).toBe(2);
+    expect(report.processes.map((seen: any) => seen.pid).sort()).toEqual([1, 2]);
+    expect(report.processes.map((seen: any) => seen.runId)).toEqual([snoop.body.runId, snoop.body.runId]);
+
+    await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/cancel`, { reason: 'test' });
+    expect(await finished(id)).toMatchObject({ status: 'cancelled' });
+    expect(group.filter(alive)).toEqual([]);
   });
 
   it('cancels: SIGTERM to the group, SIGKILL after graceSec; the agent\'s child dies too; idempotent', async () => {
     const agent = await processAgent({ graceSec: 1 });
     const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
+    const group = await runProcesses(id, res.body.runId);
     const pid = (await t.sql.query('select pid from executions where id = $1', [id])).rows[0].pid;
     const cancel = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/cancel`, { reason: 'test' });
     expect(cancel.status, cancel.text).toBe(200);
@@ -219,17 +264,27 @@ describe('process executions', () => {
     const end = await finished(id);
     expect(end).toMatchObject({ status: 'cancelled', errorCode: 'cancelled' });
     expect(alive(pid)).toBe(false);
-    expect(alive(child)).toBe(false);
+    expect(group.filter(alive)).toEqual([]);
     const again = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/cancel`, {});
     expect(again.body).toMatchObject({ status: 'cancelled' });
     expect((await t.sql.query('select status from runs where id = $1', [res.body.runId])).rows[0].status).toBe('cancelled');
+  });
+
+  it('reports an agent that SIGTERM ended as ended by SIGTERM, not by the exit status of the namespace\'s shell', async () => {
+    const agent = await processAgent({ graceSec: 30 });
+    const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'wait' } } });
+    const id = res.body.execution.executionId;
+    const group = await runProcesses(id, res.body.runId);
+    await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${id}/cancel`, { reason: 'test' });
+    expect(await finished(id)).toMatchObject({ status: 'cancelled', signal: 'SIGTERM', exitCode: null });
+    expect(group.filter(alive)).toEqual([]);
   });
 
   it('pausing the agent (kernel route) marks its executions for cancel in the same transaction and the process is killed', async () => {
     const agent = await processAgent({ graceSec: 0 });
     const res = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'hang' } } });
     const id = res.body.execution.executionId;
-    const child = await waitFor(async () => (await received(id)).find((row) => row.name === 'execution.output')?.payload.outputs[0].data.pid as number, 'the child pid');
+    const group = await runProcesses(id, res.body.runId);
     const paused = await t.api.post(`/api/agents/${agent.id}/pause`, { reason: 'stop it' });
     expect(paused.status, paused.text).toBe(200);
     // Marked by the time the pause answered.
@@ -237,7 +292,7 @@ describe('process executions', () => {
     expect(marked.cancel_requested_at).not.toBeNull();
     expect(marked.cancel_reason).toBe('agent_paused');
     expect(await finished(id)).toMatchObject({ status: 'cancelled', errorCode: 'agent_paused' });
-    expect(alive(child)).toBe(false);
+    expect(group.filter(alive)).toEqual([]);
     // And a paused agent is not started.
     const refused = await start({ agentId: agent.id, execution: { kind: 'process' } });
     expect(refused.status).toBe(409);
