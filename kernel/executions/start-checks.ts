@@ -7,8 +7,9 @@ import { KeelError } from '../http/errors.ts';
  * configuration, and only when a board actor wrote that configuration or approved it:
  * - the latest configuration revision that changed adapterType or adapterConfig was written
  *   by a user (the board: create, patch, rollback), or
- * - it was written by an agent (a hire) or by no actor, and a board actor approved the agent's
- *   hire after that revision.
+ * - it was written by an agent (a hire) or by no actor (a company import), and a board actor
+ *   approved the agent's hire after that revision, or approved it on the agent (a revision of
+ *   source `approval`, agent-transitions.ts).
  * An agent that changed its own adapter configuration (or another agent's) cannot run until the
  * board writes or approves it again. Revisions of source `instructions` (agents.instructions) are
  * passed over: they can only write instruction keys, never what runs. The agent must be runnable (not paused or held, terminated
@@ -34,8 +35,11 @@ export async function unapprovedConfig(db: Queryable, agentId: string): Promise<
   if (!revision) return 'it has no configuration revision a board actor wrote';
   if (revision.created_by_user_id && !revision.created_by_agent_id) return null;
   const approved = await db.maybeOne(
-    `select 1 from approvals where subject_agent_id = ? and status = 'approved' and decided_by_user_id is not null and decided_at >= ?`,
-    [agentId, revision.created_at]);
+    `select 1 from approvals where subject_agent_id = ? and status = 'approved' and decided_by_user_id is not null and decided_at >= ?
+     union all
+     select 1 from agent_config_revisions where agent_id = ? and source = 'approval' and revision_number > ?
+        and created_by_user_id is not null and created_by_agent_id is null`,
+    [agentId, revision.created_at, agentId, revision.revision_number]);
   return approved ? null : `revision ${revision.revision_number} was not written by a board actor and no board approval followed it`;
 }
 

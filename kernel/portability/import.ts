@@ -5,6 +5,8 @@ import type { KernelServices } from '../services.ts';
 import { isPlainObject, SKILL_SYNC_KEY, validateAdapterEnv } from '../tenancy/agent-config.ts';
 import { callerIds, insertAgent, requestedSnapshot, stateOf, writeAgent, type NewAgentValues } from '../tenancy/agent-service.ts';
 import { finishUpdate } from '../tenancy/agent-update-routes.ts';
+import { holdImportedAgent } from '../tenancy/agent-transitions.ts';
+import { deepEqual } from '../tenancy/agent-config-revisions.ts';
 import { assertValidManager, lockAgent, type AgentRow } from '../tenancy/agents.ts';
 import { announceApproval } from '../tenancy/approval-decisions.ts';
 import { createHireApproval } from '../tenancy/approvals.ts';
@@ -118,7 +120,9 @@ async function targetCompany(ctx: Context, kernel: KernelServices, tx: Tx, reque
 /**
  * The kernel's part, in one transaction: the company, the agents (created, updated or kept),
  * their org chart, and a hire approval for each new agent when the company requires board
- * approval (the agent waits in pending_approval: never silently skipped).
+ * approval (the agent waits in pending_approval: never silently skipped). Otherwise a new agent,
+ * or one whose adapter configuration the package changed, waits paused `imported` until the
+ * board approves that configuration (agent-transitions.ts).
  */
 async function applyKernelPart(ctx: Context, kernel: KernelServices, tx: Tx, request: ImportRequest, plan: KernelPlan): Promise<{ companyId: string; agentIds: Record<string, string>; approvals: string[] }> {
   const company = await targetCompany(ctx, kernel, tx, request);
@@ -130,7 +134,9 @@ async function applyKernelPart(ctx: Context, kernel: KernelServices, tx: Tx, req
     if (item.action === 'skip') { agentIds[item.agent.id] = item.existing!.id; continue; }
     const values = await agentValues(kernel, ctx, tx, request, company.id, item.agent, item.name);
     if (item.action === 'create') {
-      const row = await insertAgent(ctx, kernel, tx, company.id, values, needsApproval ? 'pending_approval' : 'idle', { imported: true });
+      let row = await insertAgent(ctx, kernel, tx, company.id, values, needsApproval ? 'pending_approval' : 'idle', { imported: true }, 'import');
+      // Its configuration came from the package: it waits for the board, as a hire or paused.
+      if (!needsApproval) row = await holdImportedAgent(ctx, kernel, tx, row.id);
       if (needsApproval) {
         const { userId, agentId } = callerIds(ctx);
         const approval = await createHireApproval(tx, {
@@ -150,9 +156,11 @@ async function applyKernelPart(ctx: Context, kernel: KernelServices, tx: Tx, req
         adapter_config: { ...(before.adapter_config ?? {}), ...values.adapterConfig }, runtime_config: { ...(before.runtime_config ?? {}), ...values.runtimeConfig },
         budget_monthly_cents: values.budgetMonthlyCents, metadata: values.metadata ?? before.metadata,
       });
-      await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'patch', { details: { imported: true } });
-      agentIds[item.agent.id] = after.id;
-      written.push({ item, row: after });
+      await finishUpdate(ctx, kernel, tx, before, after, 'agent.updated', 'import', { details: { imported: true } });
+      const reconfigured = before.adapter_type !== after.adapter_type || !deepEqual(before.adapter_config, after.adapter_config);
+      const row = reconfigured ? await holdImportedAgent(ctx, kernel, tx, after.id) : after;
+      agentIds[item.agent.id] = row.id;
+      written.push({ item, row });
     }
   }
   // The org chart, once every agent has its id: a manager outside the package stays unset.

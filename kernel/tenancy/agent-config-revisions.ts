@@ -16,7 +16,11 @@ export type ConfigField = (typeof CONFIG_FIELDS)[number];
 export type ConfigSnapshot = Record<ConfigField, unknown>;
 
 /** `instructions`: instruction keys only (agents.instructions), never what runs. */
-export type RevisionSource = 'create' | 'patch' | 'rollback' | 'approval' | 'instructions';
+/**
+ * `import`: written from a company package, with no author: the package's adapter configuration
+ * is not the importing board's own writing, so it runs only after a board approval (start-checks.ts).
+ */
+export type RevisionSource = 'create' | 'patch' | 'rollback' | 'approval' | 'instructions' | 'import';
 
 export function snapshotOf(row: AgentRow): ConfigSnapshot {
   return {

@@ -5,9 +5,9 @@ import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf, type Caller } from './agent-access.ts';
 import { agentView } from './agent-read-routes.ts';
-import { applyTransition, approvePendingAgent, terminateAgent } from './agent-transitions.ts';
+import { applyTransition, approveImportedAgent, approvePendingAgent, terminateAgent } from './agent-transitions.ts';
 import { lockOpenHires } from './approvals.ts';
-import { lockAgent } from './agents.ts';
+import { awaitsImportApproval, lockAgent } from './agents.ts';
 
 /**
  * Lifecycle actions: pause, resume, approve, terminate and hard delete. Pause and resume are
@@ -59,6 +59,9 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
       if (before.status === 'pending_approval') {
         throw conflict('Pending approval agents cannot be resumed; approve them with POST /api/agents/{agentId}/approve', { status: before.status }, 'invalid_status_transition');
       }
+      if (awaitsImportApproval(before)) {
+        throw conflict('An imported agent\'s configuration must be approved by the board first: POST /api/agents/{agentId}/approve', { status: before.status, pauseReason: before.pause_reason }, 'invalid_status_transition');
+      }
       // Only a paused or failed agent goes back to idle; a working agent keeps its state.
       return before.status === 'paused' || before.status === 'error' ? { status: 'idle' } : null;
     }));
@@ -67,10 +70,12 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
 
   route({
     method: 'POST', path: '/api/agents/:agentId/approve', auth: 'board', parameters, success: 200, errors: [409],
-    summary: 'Approve an agent pending approval',
+    summary: 'Approve an agent pending approval, or the configuration of an agent a company import created or changed (paused `imported`)',
   }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
-    const after = await kernel.db.transaction((tx) => approvePendingAgent(ctx, kernel, tx, agent.id, null));
+    const after = await kernel.db.transaction((tx) => (awaitsImportApproval(agent) && caller.kind === 'board' && caller.userId
+      ? approveImportedAgent(ctx, kernel, tx, agent.id, caller.userId)
+      : approvePendingAgent(ctx, kernel, tx, agent.id, null)));
     ctx.body = await agentView(kernel.db, caller, after);
   });
 

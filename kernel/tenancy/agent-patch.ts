@@ -6,7 +6,7 @@ import { isPlainObject, mergeAdapterConfig, restoreMasked, SKILL_SYNC_KEY, valid
 import { trimmedOrNull, type AgentFieldsInput, type UpdateAgentInput } from './agent-input.ts';
 import { withStatus, stateOf, type AgentState } from './agent-service.ts';
 import { assertShortnameAvailable, deriveShortname, lockCompanyShortnames } from './agent-shortname.ts';
-import { assertSecretRefsBelongToCompany, assertValidManager, type AgentRow } from './agents.ts';
+import { assertSecretRefsBelongToCompany, assertValidManager, awaitsImportApproval, type AgentRow } from './agents.ts';
 
 /**
  * PATCH /api/agents/{agentId}: who may change which fields, and how a patch turns into the
@@ -55,6 +55,9 @@ export async function nextStateForPatch(db: Queryable, before: AgentRow, body: U
   let next = stateOf(before);
   if (body.status !== undefined) {
     assertStatusPatchAllowed(before.status, body.status);
+    if (awaitsImportApproval(before) && body.status !== before.status && body.status !== 'terminated') {
+      throw conflict('An imported agent\'s configuration must be approved by the board first: POST /api/agents/{agentId}/approve', { from: before.status, to: body.status, pauseReason: before.pause_reason }, 'invalid_status_transition');
+    }
     if (body.status !== before.status) next = withStatus(next, body.status);
   }
   next = await applyConfigFields(db, before, next, body, { replaceAdapterConfig: body.replaceAdapterConfig === true });

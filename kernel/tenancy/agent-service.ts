@@ -70,7 +70,7 @@ export function requestedSnapshot(values: NewAgentValues): Record<string, unknow
   return { ...values, adapterConfig: maskConfig(values.adapterConfig), runtimeConfig: maskConfig(values.runtimeConfig) };
 }
 
-export async function insertAgent(ctx: Context, kernel: KernelServices, tx: Tx, companyId: string, values: NewAgentValues, status: 'idle' | 'pending_approval', extraDetails: Record<string, unknown> = {}): Promise<AgentRow> {
+export async function insertAgent(ctx: Context, kernel: KernelServices, tx: Tx, companyId: string, values: NewAgentValues, status: 'idle' | 'pending_approval', extraDetails: Record<string, unknown> = {}, source: 'create' | 'import' = 'create'): Promise<AgentRow> {
   await assertSecretRefsBelongToCompany(tx, companyId, values.adapterConfig);
   if (values.reportsTo) await assertValidManager(tx, companyId, values.reportsTo);
   await lockCompanyShortnames(tx, companyId);
@@ -85,7 +85,9 @@ export async function insertAgent(ctx: Context, kernel: KernelServices, tx: Tx, 
       JSON.stringify(values.permissions), values.metadata === null ? null : JSON.stringify(values.metadata), userId, agentId],
   );
   const agent = rows[0]!;
-  await recordRevision(tx, { agent, source: 'create', changedKeys: CONFIG_FIELDS, userId, agentId });
+  await recordRevision(tx, source === 'import'
+    ? { agent, source, changedKeys: CONFIG_FIELDS, userId: null, agentId: null }
+    : { agent, source, changedKeys: CONFIG_FIELDS, userId, agentId });
   await kernel.activity.recordFor(ctx, tx, {
     companyId, action: 'agent.created', entityType: 'agent', entityId: agent.id,
     details: { name: agent.name, role: agent.role, adapterType: agent.adapter_type, status: agent.status, ...extraDetails },

@@ -5,7 +5,8 @@ import type { KernelServices } from '../services.ts';
 import { afterAgentWrite, stateOf, syncBoardHolds, withStatus, writeAgent } from './agent-service.ts';
 import { decideOpenHires, TERMINATED_BEFORE_APPROVAL } from './approval-decisions.ts';
 import { lockOpenHires } from './approvals.ts';
-import { lockAgent, type AgentRow } from './agents.ts';
+import { awaitsImportApproval, IMPORTED_PAUSE_REASON, lockAgent, type AgentRow } from './agents.ts';
+import { recordRevision } from './agent-config-revisions.ts';
 
 /**
  * Agent status transitions inside a caller's transaction: the lifecycle routes run them on
@@ -42,6 +43,27 @@ export async function applyTransition(ctx: Context, kernel: KernelServices, tx: 
   });
   await afterAgentWrite(ctx, kernel, tx, before, after, decision?.reason ?? null);
   return after;
+}
+
+/** Pauses an agent an import created or reconfigured, until the board approves its configuration. */
+export async function holdImportedAgent(ctx: Context, kernel: KernelServices, tx: Tx, agentId: string): Promise<AgentRow> {
+  return applyTransition(ctx, kernel, tx, agentId, 'agent.paused', (before) => (
+    before.status === 'terminated' || before.status === 'pending_approval' ? null : { status: 'paused', reason: IMPORTED_PAUSE_REASON }
+  ));
+}
+
+/**
+ * The board approves an imported configuration: a revision of source `approval` by the board
+ * user records it (start-checks.ts reads it), and the agent goes to idle.
+ */
+export async function approveImportedAgent(ctx: Context, kernel: KernelServices, tx: Tx, agentId: string, userId: string): Promise<AgentRow> {
+  return applyTransition(ctx, kernel, tx, agentId, 'agent.approved', (before) => {
+    if (!awaitsImportApproval(before)) throw conflict('Agent is not pending approval', { status: before.status }, 'invalid_status_transition');
+    return { status: 'idle' };
+  }, async (inner, _before, approved) => {
+    const revision = await recordRevision(inner, { agent: approved, source: 'approval', changedKeys: [], userId, agentId: null });
+    return { importedConfigApproved: true, configRevision: revision.revision_number };
+  });
 }
 
 /** Activates an agent pending approval; its open hire approvals are approved with the note. */

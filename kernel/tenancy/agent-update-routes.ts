@@ -10,7 +10,7 @@ import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf } from './agent-access.ts';
 import { maskConfig } from './agent-config.ts';
-import { changedConfigKeys, deepEqual, snapshotOf } from './agent-config-revisions.ts';
+import { changedConfigKeys, deepEqual, recordRevision, snapshotOf } from './agent-config-revisions.ts';
 import { refusePermissionsInPatch, updateAgentBody } from './agent-input.ts';
 import { authorizePatch, nextStateForPatch, patchedFields } from './agent-patch.ts';
 import { agentDetail, agentView } from './agent-read-routes.ts';
@@ -43,11 +43,16 @@ export function changesBetween(before: AgentRow, after: AgentRow): Record<string
 }
 
 /** Audit, revision, cache and events after an agent row changed through an update. */
-export async function finishUpdate(ctx: Context, kernel: KernelServices, tx: Tx, before: AgentRow, after: AgentRow, action: string, source: 'patch' | 'rollback', extra: { revisionId?: string; details?: Record<string, unknown> } = {}) {
+export async function finishUpdate(ctx: Context, kernel: KernelServices, tx: Tx, before: AgentRow, after: AgentRow, action: string, source: 'patch' | 'rollback' | 'import', extra: { revisionId?: string; details?: Record<string, unknown> } = {}) {
   const changedKeys = changedConfigKeys(snapshotOf(before), snapshotOf(after));
   const changes = changesBetween(before, after);
   let revision;
-  if (changedKeys.length > 0 || source === 'rollback') revision = await recordConfigRevision(ctx, tx, after, source, changedKeys, extra.revisionId);
+  if (source === 'import') {
+    // A package's configuration has no author here (RevisionSource): it waits for a board approval.
+    if (changedKeys.length > 0) revision = await recordRevision(tx, { agent: after, source, changedKeys, userId: null, agentId: null });
+  } else if (changedKeys.length > 0 || source === 'rollback') {
+    revision = await recordConfigRevision(ctx, tx, after, source, changedKeys, extra.revisionId);
+  }
   await kernel.activity.recordFor(ctx, tx, {
     companyId: after.company_id, action, entityType: 'agent', entityId: after.id,
     details: { changedKeys: Object.keys(changes), configRevision: revision?.revision_number ?? null, ...extra.details },

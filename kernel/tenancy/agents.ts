@@ -145,3 +145,14 @@ export async function assertSecretRefsBelongToCompany(tx: Queryable, companyId: 
 export function eventAgent(row: AgentRow): Record<string, unknown> {
   return toAgentJson(row);
 }
+
+/**
+ * The pause reason of an agent a company import created, or whose adapter configuration it
+ * changed: that configuration came from a package, not from the board, and runs only after a
+ * board actor approves it (approveImportedAgent). Resuming is not approving.
+ */
+export const IMPORTED_PAUSE_REASON = 'imported';
+
+export function awaitsImportApproval(agent: AgentRow): boolean {
+  return agent.status === 'paused' && agent.pause_reason === IMPORTED_PAUSE_REASON;
+}

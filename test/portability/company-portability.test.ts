@@ -172,7 +172,7 @@ describe('import', () => {
     expect(names).toEqual(['Builder', 'Builder 2', 'Chief', 'Chief 2']);
     const copy = (await agentsOf(t.api, target.id)).find((agent) => agent.name === 'Builder 2');
     const chief2 = (await agentsOf(t.api, target.id)).find((agent) => agent.name === 'Chief 2');
-    expect(copy).toMatchObject({ adapterType: 'process', reportsTo: chief2.id, status: 'idle' });
+    expect(copy).toMatchObject({ adapterType: 'process', reportsTo: chief2.id, status: 'paused', pauseReason: 'imported' });
     const { rows } = await t.sql.query('select adapter_config from agents where id = $1', [copy.id]);
     expect(rows[0].adapter_config.env.OPENAI_API_KEY).toMatchObject({ type: 'secret_ref', version: 'latest' });
     expect(rows[0].adapter_config.env.PLAIN).toBe('visible');
@@ -195,6 +195,42 @@ describe('import', () => {
     const { rows } = await t.sql.query('select adapter_type, adapter_config, role from agents where id = $1', [existing.id]);
     expect(rows[0]).toMatchObject({ adapter_type: 'process', role: 'engineer' });
     expect(rows[0].adapter_config).toMatchObject({ command: 'node', keep: 'me', url: 'https://example.com' });
+    // The package changed what the existing agent runs: it waits for the board as a new one does.
+    expect(agents.find((agent) => agent.id === existing.id)).toMatchObject({ status: 'paused', pauseReason: 'imported' });
+  });
+
+  it('starts an imported agent paused: its configuration runs only after the board approves it, resuming is not approving', async () => {
+    const pkg = await exportOf(t.api, source.companyId);
+    const res = await t.api.post('/api/companies/import', { package: pkg, target: { mode: 'new_company', name: 'Approve Me Co' }, inputs: inputsFor(pkg) });
+    expect(res.status, res.text).toBe(201);
+    const builder = (await agentsOf(t.api, res.body.companyId)).find((agent) => agent.name === 'Builder');
+    expect(builder).toMatchObject({ status: 'paused', pauseReason: 'imported' });
+    const revisions = (await t.api.get(`/api/agents/${builder.id}/config-revisions`)).body;
+    expect(revisions[0]).toMatchObject({ source: 'import', createdByUserId: null, createdByAgentId: null });
+
+    for (const attempt of [
+      () => t.api.post(`/api/agents/${builder.id}/resume`, {}),
+      () => t.api.patch(`/api/agents/${builder.id}`, { status: 'idle' }),
+    ]) {
+      const refused = await attempt();
+      expect(refused.status, refused.text).toBe(409);
+      expect(refused.body).toMatchObject({ code: 'invalid_status_transition', error: expect.stringContaining('approved by the board first') });
+    }
+    const wake = await t.api.post(`/api/agents/${builder.id}/wakeup`, { reason: 'too early' });
+    expect(wake.status, wake.text).toBe(409);
+    // An agent, even the company's CEO, cannot approve.
+    const chief = (await agentsOf(t.api, res.body.companyId)).find((agent) => agent.name === 'Chief');
+    const chiefKey = await createAgentKey(t.api, chief.id);
+    expect((await t.api.as(chiefKey).post(`/api/agents/${builder.id}/approve`, {})).status).toBe(403);
+    expect((await agentsOf(t.api, res.body.companyId)).find((agent) => agent.id === builder.id).status).toBe('paused');
+
+    const approved = await t.api.post(`/api/agents/${builder.id}/approve`, {});
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({ status: 'idle', pauseReason: null });
+    const after = (await t.api.get(`/api/agents/${builder.id}/config-revisions`)).body;
+    expect(after[0]).toMatchObject({ source: 'approval', createdByUserId: expect.any(String), createdByAgentId: null });
+    const again = await t.api.post(`/api/agents/${builder.id}/approve`, {});
+    expect(again.status).toBe(409);
   });
 
   it('creates hire approvals for new agents when the company requires board approval', async () => {
