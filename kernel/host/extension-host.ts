@@ -9,6 +9,7 @@ import { buildPlugin, PluginBuildError } from '../../sdk/build/build-plugin.ts';
 import type { Row } from '../db/database.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
+import { holdManagedAgents, provisionAllCompanies, provisionNewCompany } from './managed-agents.ts';
 import { Broker } from './broker.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
@@ -107,6 +108,8 @@ export class ExtensionHost {
     kernel.health.registerGroup('plugins', () => this.health());
     // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
     kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
+    // A new company gets the managed agents of the enabled plugins in its creating transaction.
+    kernel.events.hook('company.created', (tx, payload) => provisionNewCompany(tx, kernel, payload.companyId));
   }
 
   /**
@@ -266,6 +269,9 @@ export class ExtensionHost {
         // The first enable approves the tools the plugin has; later ones keep what was approved.
         [`{${requested.join(',')}}`, JSON.stringify(approvalsOf(manifest.tools ?? [])), key]);
       await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+      // Its managed agents: made where missing, and what its disable paused resumed (never the board's pauses).
+      await provisionAllCompanies(tx, this.kernel, key, manifest, requested);
+      await holdManagedAgents(tx, this.kernel, key, false);
       return result!;
     });
     await this.deactivate(key);
@@ -288,6 +294,7 @@ export class ExtensionHost {
       const disabled = await this.kernel.db.transaction(async (tx) => {
         const result = await tx.maybeOne(`update plugins set status = 'disabled', disabled_at = now(), updated_at = now() where key = ? returning *`, [key]);
         await this.audit(tx, 'plugin.disabled', key, {});
+        await holdManagedAgents(tx, this.kernel, key, true);
         return result!;
       });
       await this.announce(key);
@@ -352,6 +359,8 @@ export class ExtensionHost {
           found.folder, `{${granted.join(',')}}`, options.approveTools === true, JSON.stringify(approvalsOf(found.manifest.tools ?? [])), key]);
       const withheld = pendingToolChanges(result!).map((change) => change.key);
       await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}), ...(withheld.length ? { withheldTools: withheld } : {}) });
+      // A new version may declare managed agents the old one did not.
+      if (result!.status === 'enabled') await provisionAllCompanies(tx, this.kernel, key, found.manifest, granted);
       return result!;
     });
     if (updated.status === 'enabled') {

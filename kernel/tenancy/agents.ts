@@ -33,6 +33,9 @@ export interface AgentRow {
   created_by_user_id: string | null;
   created_by_agent_id: string | null;
   terminated_at: string | null;
+  /** Set on an agent a plugin manages (migration 0028): the plugin's key and the agent's key in its manifest. */
+  managed_by_plugin?: string | null;
+  managed_key?: string | null;
   created_at: string;
   updated_at: string;
 }
@@ -69,6 +72,7 @@ export function toAgentJson(row: AgentRow, options: { redacted?: boolean } = {})
     desiredSkills: readDesiredSkills(adapterConfig),
     metadata: row.metadata ?? null,
     lastHeartbeatAt: iso(row.last_heartbeat_at),
+    managedBy: row.managed_by_plugin ? { plugin: row.managed_by_plugin, key: row.managed_key } : null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };

@@ -50,4 +50,34 @@ export const companyPortability = defineCapability()({
   requiredBy: (manifest) => present(manifest, 'portability'),
 });
 
-export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability] as const;
+/**
+ * Projects a plugin keeps in each company: it declares them under `managed.projects` and asks the
+ * work plugin's `managed-project` service for each (which requires this capability of its
+ * caller), keyed by the calling plugin and the project key.
+ */
+export const projectsManaged = defineCapability()({
+  id: 'projects.managed', summary: "Keep projects of its own in each company (managed.projects), made and found through the work plugin's managed-project service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.projects'),
+});
+
+/**
+ * Skills a plugin ships and keeps installed in each company: declared under `managed.skills`,
+ * installed through the skills plugin's `managed-skill` service (which requires this capability of
+ * its caller), keyed `plugin/<plugin>/<slug>` and read-only.
+ */
+export const skillsManaged = defineCapability()({
+  id: 'skills.managed', summary: "Keep skills it ships installed in each company (managed.skills), through the skills plugin's managed-skill service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.skills'),
+});
+
+/**
+ * Routines a plugin keeps in each company: declared under `managed.routines`, made (paused) through
+ * the runtime plugin's `managed-routine` service, which requires this capability of its caller;
+ * the board resumes them, and while active they wake the plugin's managed agent on their interval.
+ */
+export const routinesManaged = defineCapability()({
+  id: 'routines.managed', summary: "Keep routines that wake its managed agents in each company (managed.routines), through the runtime plugin's managed-routine service", members: {},
+  requiredBy: (manifest) => present(manifest, 'managed.routines'),
+});
+
+export const contributionCapabilities = [toolsRegister, webhooksReceive, eventsSubscribe, eventsHooks, uiSlots, uiPageRegister, servicesProvide, kernelPoints, companyPortability, projectsManaged, skillsManaged, routinesManaged] as const;

@@ -12,7 +12,7 @@ import { localImport } from './local-import.ts';
 import { secretsConfig } from './config-secrets.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
 import { httpFetch, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
-import { agentsInstructions, agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
+import { agentsInstructions, agentsManaged, agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
@@ -29,7 +29,7 @@ export const CAPABILITIES = [
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
-  principalsRead, agentsInstructions,
+  principalsRead, agentsInstructions, agentsManaged,
   executions,
   instanceSettingsRead,
 ] as const;

@@ -1,4 +1,4 @@
-import { defineCapability, method } from './define.ts';
+import { defineCapability, method, present } from './define.ts';
 import { changed, id, nullable, record, text } from './schemas.ts';
 
 export interface CompaniesCapability { get(companyId: string): Promise<Record<string, unknown> | null> }
@@ -40,6 +40,26 @@ export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
   id: 'agents.read',
   summary: 'Read the agents of the company a call serves (no secrets)',
   members: { agents: { get: agentsGet, list: agentsList, getConfig: agentsGetConfig } },
+});
+
+/**
+ * Agents the plugin manages: the host makes one per company and `managed.agents` key while the
+ * plugin is enabled (docs/plugins/managed-resources.md). The plugin finds its own by key and
+ * reads them; it never names an agent it does not manage, and cannot create, rename or
+ * configure agents (the board configures a managed agent like any other).
+ */
+export interface AgentsManagedCapability extends AgentsReadCapability {
+  /** This plugin's managed agent `key` in the company the call serves (redacted view, with `managedBy`); null before the host made it. */
+  getManaged(key: string): Promise<Record<string, unknown> | null>;
+}
+
+export const agentsManaged = defineCapability<{ agents: AgentsManagedCapability }>()({
+  id: 'agents.managed',
+  summary: 'Have the host make and keep agents for each company (managed.agents), and find them by key',
+  members: {
+    agents: { get: agentsGet, list: agentsList, getConfig: agentsGetConfig, getManaged: method('kernel', [{ ...text(64), minLength: 1 }], nullable(record)) },
+  },
+  requiredBy: (manifest) => present(manifest, 'managed.agents'),
 });
 
 /**

@@ -302,6 +302,61 @@ export const portabilityFragment = {
   },
 };
 
+export const managedFragment = {
+  type: 'object', additionalProperties: false,
+  description: 'Resources the host makes and keeps for each company while the plugin is enabled (needs agents.managed for agents). Made again if missing on enable and for every new company; paused on disable; left in place on uninstall.',
+  properties: {
+    agents: {
+      type: 'array', maxItems: 10, description: 'Managed agents (needs agents.managed): one per company and key, marked managedBy {plugin, key}; made idle with no adapter configuration, which the board sets before it can run.',
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'name'],
+        properties: {
+          key: { ...identifier, description: 'The agent key: the plugin finds its agent by it (ctx.agents.getManaged).' },
+          name: { type: 'string', minLength: 1, maxLength: 100, pattern: '\\S', description: 'Display name; a company agent of that name keeps it and the managed one gets a numbered name.' },
+          role: { type: 'string', minLength: 1, maxLength: 64, pattern: '\\S', description: 'Agent role (default general).' },
+          title: { type: 'string', maxLength: 200, description: 'Agent title.' },
+          capabilities: { type: 'string', maxLength: 2000, description: 'What the agent does, shown to other agents.' },
+          adapterType: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,99}$', description: 'Adapter type (default process); its configuration is the board\'s.' },
+        },
+      },
+    },
+    projects: {
+      type: 'array', maxItems: 10, description: "Managed projects (needs projects.managed): the plugin asks the work plugin's managed-project service for each, by key, in each company.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'name'],
+        properties: {
+          key: { ...identifier, description: 'The project key, passed to the managed-project service.' },
+          name: { type: 'string', minLength: 1, maxLength: 200, description: 'Name it is made with (the board may rename it).' },
+          description: { type: 'string', maxLength: 10000, description: 'Description it is made with.' },
+        },
+      },
+    },
+    skills: {
+      type: 'array', maxItems: 20, description: "Managed skills (needs skills.managed): the plugin installs each from the SKILL.md it ships through the skills plugin's managed-skill service, keyed plugin/<pluginKey>/<slug>.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['slug', 'name'],
+        properties: {
+          slug: { type: 'string', pattern: '^[a-z0-9]+(-[a-z0-9]+)*$', maxLength: 128, description: 'The skill slug.' },
+          name: { type: 'string', minLength: 1, maxLength: 200, description: 'Skill name.' },
+          description: { type: 'string', maxLength: 2000, description: 'What the skill is for.' },
+        },
+      },
+    },
+    routines: {
+      type: 'array', maxItems: 20, description: "Managed routines (needs routines.managed): made paused through the runtime plugin's managed-routine service; while the board has one active it wakes the plugin's managed agent every intervalSec.",
+      items: {
+        type: 'object', additionalProperties: false, required: ['key', 'agentKey', 'title', 'intervalSec'],
+        properties: {
+          key: { ...identifier, description: 'The routine key.' },
+          agentKey: { ...identifier, description: 'Key of the managed agent (managed.agents) it wakes.' },
+          title: { type: 'string', minLength: 1, maxLength: 200, description: 'What it does.' },
+          intervalSec: { type: 'integer', minimum: 60, maximum: 2592000, description: 'Seconds between wakes.' },
+        },
+      },
+    },
+  },
+};
+
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',
   type: 'object',
@@ -360,6 +415,7 @@ export const manifestSchema = {
     services: servicesFragment,
     kernelPoints: kernelPointsFragment,
     portability: portabilityFragment,
+    managed: managedFragment,
     limits: {
       type: 'object', additionalProperties: false, description: 'Sandbox limits (the host clamps them).',
       properties: {

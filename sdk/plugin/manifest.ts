@@ -229,4 +229,9 @@ export interface PluginManifest {
   /** This plugin's part of a company package (company.portability; docs/api/portability.md). */
   portability?: { exportService: string; importService: string; after?: string[] };
   limits?: { memoryMb?: number; callTimeoutMs?: number; maxConcurrentCalls?: number };
+  /** Resources the host makes for each company while the plugin is enabled (agents.managed). */
+  managed?: { agents?: ManagedAgentManifest[]; projects?: Array<{ key: string; name: string; description?: string }>; skills?: Array<{ slug: string; name: string; description?: string }>;
+    routines?: Array<{ key: string; agentKey: string; title: string; intervalSec: number }> };
 }
+/** An agent the host makes and keeps for each company while the plugin is enabled. */
+export interface ManagedAgentManifest { key: string; name: string; role?: string; title?: string; capabilities?: string; adapterType?: string }

@@ -46,6 +46,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.get': [agent.id],
   'agents.list': [],
   'agents.getConfig': [agent.id],
+  'agents.getManaged': ['probe'],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
   'agents.setDesiredSkills': [agent.id, ['probe/skill']],
@@ -184,6 +185,7 @@ describe('contribution capabilities on the manifest', () => {
     services: { provides: [{ key: 'svc' }], consumes: [{ plugin: 'other', service: 'svc' }] },
     kernelPoints: [{ point: 'agent.desired-skills', service: 'svc' }],
     portability: { exportService: 'svc', importService: 'svc' },
+    managed: { agents: [{ key: 'helper', name: 'Helper' }], projects: [{ key: 'notes', name: 'Notes' }], skills: [{ slug: 'notes', name: 'Notes' }], routines: [{ key: 'tidy', agentKey: 'helper', title: 'Tidy', intervalSec: 3600 }] },
   });
 
   it('accepts the manifest with every capability declared', () => {

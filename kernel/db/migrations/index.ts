@@ -34,6 +34,7 @@ const files = [
   '0027-remote-run-stops.sql',
   '0028-plugin-tool-approvals.sql',
   '0029-issue-number-ranges.sql',
+  '0030-managed-agents.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -34,6 +34,16 @@ export const agentsCapability: KernelCapability = {
         return { agentId: row.id, status: row.status, adapterType: row.adapter_type, adapterConfig: config(row.adapter_config), runtimeConfig: config(row.runtime_config) };
       },
     },
+    getManaged: {
+      run: async (call) => {
+        const key = call.args[0];
+        if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'key must be a string');
+        // The plugin is the one the kernel started this call for: it reaches its own managed agents only.
+        const row = await call.kernel.db.maybeOne<AgentRow>(
+          `select * from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
+        return row ? toAgentJson(row, { redacted: true }) : null;
+      },
+    },
     setDesiredSkills: { run: setDesiredSkills },
     setInstructionKeys: { run: setInstructionKeys },
   },

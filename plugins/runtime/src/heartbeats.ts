@@ -1,4 +1,5 @@
 import { errorStatus, type RuntimeContext } from './context.ts';
+import { rearmLostRoutines } from './routines.ts';
 import { wake } from './wakeups.ts';
 
 const MAX_INTERVAL_SEC = 30 * 24 * 3600;
@@ -71,8 +72,9 @@ export async function onAgentConfigChanged(payload: Record<string, unknown>, ctx
   if (typeof payload.agentId === 'string') await syncTimer(ctx, payload.agentId);
 }
 
-/** Every minute, per company: timers of agents configured while events were not delivered, or whose chain was lost. */
+/** Every minute, per company: timers of agents configured while events were not delivered, or whose chain was lost; and lost routine chains. */
 export async function heartbeatSweepJob(ctx: RuntimeContext): Promise<void> {
   const agents = await ctx.agents.list();
   for (const agent of agents) await syncTimer(ctx, String(agent.id));
+  await rearmLostRoutines(ctx);
 }

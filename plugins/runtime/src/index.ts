@@ -7,6 +7,7 @@ import { adapterReportService, onExecutionFinished, onExecutionOutput } from './
 import { deleteFileRoute, getBundleRoute, getFileRoute, instructionsPathRoute, patchBundleRoute, putFileRoute } from './instructions.ts';
 import { heartbeatJob, heartbeatSweepJob, onAgentConfigChanged } from './heartbeats.ts';
 import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute } from './runs.ts';
+import { listRoutinesRoute, managedRoutineService, patchRoutineRoute, routineJob } from './routines.ts';
 import { resetSessionRoute, runtimeStateRoute, taskSessionsRoute } from './sessions.ts';
 import { onAgentStatusChanged, onBudgetStopped, onCompanyStatusChanged } from './stopping.ts';
 import { alphaLoginRoute, heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
@@ -31,14 +32,18 @@ export default definePlugin({
     'instructions-file': withActivity(getFileRoute),
     'instructions-file-put': withActivity(putFileRoute),
     'instructions-file-delete': withActivity(deleteFileRoute),
+    'list-routines': withActivity(listRoutinesRoute),
+    'patch-routine': withActivity(patchRoutineRoute),
   },
   services: {
     'adapter-report': withActivity(adapterReportService),
+    'managed-routine': withActivity(managedRoutineService),
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),
     heartbeat: jobWithActivity(heartbeatJob),
     'heartbeat-sweep': jobWithActivity(heartbeatSweepJob),
+    routine: jobWithActivity(routineJob),
   },
   // Durable subscribers: each event arrives at least once, in order per entity (execution, agent, company).
   events: {

@@ -10,6 +10,7 @@ import { getAgentSkills, syncAgentSkills } from './agent-skills/agent-skill-rout
 import { followAgentSkills, resolveDesiredSkillsService } from './agent-skills/kernel-answers.ts';
 import { runSkillsService } from './agent-skills/run-skills.ts';
 import { exportCompany, importCompany } from './portability.ts';
+import { managedSkillService } from './managed-skills.ts';
 
 /**
  * Route handlers by plugin.json route key. Company skill routes and agent skill routes come
@@ -37,6 +38,9 @@ export default definePlugin({
     'get-agent-skills': getAgentSkills,
     'sync-agent-skills': syncAgentSkills,
   },
-  services: { 'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService, 'export-company': exportCompany, 'import-company': importCompany },
+  services: {
+    'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService, 'managed-skill': managedSkillService,
+    'export-company': exportCompany, 'import-company': importCompany,
+  },
   events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
 });

@@ -2,7 +2,7 @@ import type { PluginContext } from '@keel/sdk/plugin';
 
 /** The capabilities of plugin.json this code calls through `ctx`. */
 export const SUMMARIES_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'agents.read', 'principals.read', 'instance.settings.read', 'services.consume',
+  'database.namespace.write', 'activity.write', 'agents.managed', 'principals.read', 'instance.settings.read', 'services.consume',
 ] as const;
 
 export type SummariesContext = PluginContext<(typeof SUMMARIES_CAPABILITIES)[number]>;

@@ -50,7 +50,7 @@ export async function generate(req: RouteRequest, ctx: SummariesContext) {
   await assertMayGenerate(ctx);
   const sel = selectorOf(req);
   const projectId = await targetProject(ctx, sel);
-  const summarizer = await summarizerOf(ctx, sel.companyId);
+  const summarizer = await summarizerOf(ctx);
   if (summarizer.status !== 'ready' || !summarizer.agentId) {
     throw new PluginError(422, 'summarizer_not_configured', 'Summarizer built-in agent is not configured', { code: 'summarizer_not_configured', status: summarizer.status });
   }

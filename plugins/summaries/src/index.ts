@@ -2,7 +2,7 @@ import { definePlugin } from '@keel/sdk/plugin';
 import { SUMMARIES_CAPABILITIES } from './context.ts';
 import { generate } from './generate.ts';
 import { getSlot, listRevisions } from './reads.ts';
-import { getSummarizer, putSummarizer } from './summarizer.ts';
+import { getSummarizer } from './summarizer.ts';
 import { onCompanyDeleted, onIssueUpdated } from './task-end.ts';
 import { writeSummary } from './write.ts';
 
@@ -14,7 +14,6 @@ export default definePlugin({
     generate,
     'write-summary': writeSummary,
     'get-summarizer': getSummarizer,
-    'put-summarizer': putSummarizer,
   },
   events: {
     'work.issue.updated': onIssueUpdated,

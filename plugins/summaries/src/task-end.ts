@@ -27,10 +27,9 @@ export async function onIssueUpdated(payload: Record<string, unknown>, ctx: Summ
   }
 }
 
-/** company.deleted: the company's slots, documents, revisions and its summarizer go with it. */
+/** company.deleted: the company's slots, documents, and revisions go with it (the summarizer agent is the kernel's, removed with the company). */
 export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: SummariesContext): Promise<void> {
   const companyId = String(payload.companyId ?? '');
   if (!companyId) return;
   await ctx.db.query('delete from summary_slots where company_id = $1', [companyId]);
-  await ctx.db.query('delete from summarizers where company_id = $1', [companyId]);
 }

@@ -18,7 +18,7 @@ const forbidden = (message: string, code: string) => new PluginError(403, code, 
  */
 async function checkWriter(ctx: SummariesContext, sel: Selector, slot: Row | null, body: WriteBody): Promise<{ superseded: boolean }> {
   const actor = ctx.invocation.actor;
-  const summarizer = await summarizerOf(ctx, sel.companyId);
+  const summarizer = await summarizerOf(ctx);
   if (actor.type !== 'agent' || !actor.agentId || summarizer.agentId !== actor.agentId) {
     throw forbidden('Only the Summarizer built-in agent may write summaries', 'summarizer_only');
   }

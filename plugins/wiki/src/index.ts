@@ -8,6 +8,7 @@ import { wikiListBacklinks, wikiListPages, wikiProposePatch, wikiReadPage, wikiS
 import { fileAsPage, startQuery } from './queries.ts';
 import { wikiListSources, wikiReadSource } from './sources.ts';
 import { archiveSpace, bootstrapRoute, bootstrapSpaceRoute, captureSourceRoute, createSpace, operationsRoute, overviewRoute, spacesRoute, updateSpace } from './spaces.ts';
+import { onAgentCreated } from './managed.ts';
 import { onFolderChanged } from './watch.ts';
 
 export default definePlugin({
@@ -46,6 +47,7 @@ export default definePlugin({
     'work.issue.updated': onIssueEvent,
     'work.issue.comment_added': onIssueEvent,
     'work.issue.document_updated': onIssueEvent,
+    'agent.created': onAgentCreated,
   },
   jobs: {
     'folder-changed': onFolderChanged,

@@ -16,6 +16,7 @@ import { inboxLite, inboxMine } from './inbox.ts';
 import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
+import { managedProjectService } from './managed-projects.ts';
 import { createHiddenTaskService, issueSnapshotService, taskService } from './task-services.ts';
 import { issueSourceService } from './issue-source.ts';
 import { onBudgetStop, projectService } from './project-holds.ts';
@@ -85,6 +86,7 @@ export default definePlugin({
     'project-workspaces': projectWorkspacesService,
     issue: issueService,
     'create-hidden-task': createHiddenTaskService,
+    'managed-project': managedProjectService,
     task: taskService,
     'issue-snapshot': issueSnapshotService,
     'issue-source': issueSourceService,

@@ -21,6 +21,7 @@ export function projectJson(row: Row) {
     id: row.id, companyId: row.company_id, name: row.name, description: row.description ?? null, status: row.status,
     leadAgentId: row.lead_agent_id ?? null, goalId: row.goal_id ?? null, targetDate: day(row.target_date), color: row.color ?? null,
     pausedAt: time(row.paused_at), pauseReason: row.pause_reason ?? null,
+    managedBy: row.managed_by_plugin ? { plugin: row.managed_by_plugin, key: row.managed_key } : null,
     archivedAt: time(row.archived_at), createdAt: time(row.created_at), updatedAt: time(row.updated_at),
   };
 }

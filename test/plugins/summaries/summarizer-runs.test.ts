@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { TestKernel } from '../../support/harness.ts';
 import { startRuntimeWorld, waitFor } from '../runtime/helpers.ts';
-import { designateSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
+import { configureSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
 
 /**
  * Summaries end to end: a real summarizer process, woken by the generation task, reads its task,
@@ -18,7 +18,7 @@ beforeAll(async () => {
   world = await summarizerWorld();
   await enableSummaries(t);
   project = (await t.api.post(`/api/companies/${company.id}/projects`, { name: 'Gemini' })).body;
-  summarizer = await designateSummarizer(t.api, company.id, world);
+  summarizer = await configureSummarizer(t.api, company.id, world);
 }, 120_000);
 afterAll(async () => { await t?.stop(); });
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, boardToken, createAgent, createAgentKey, createCompany, insertUser } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startRuntimeWorld, waitFor } from '../runtime/helpers.ts';
-import { designateSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
+import { configureSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
 
 let t: TestKernel;
 let company: any;
@@ -99,13 +99,13 @@ describe('summary slots', () => {
     const res = await t.api.post(slotUrl(company.id, 'project', '/generate'), { scopeId: project.id });
     expect(res.status, res.text).toBe(422);
     expect(res.body.error).toBe('Summarizer built-in agent is not configured');
-    expect(res.body.details).toEqual({ code: 'summarizer_not_configured', status: 'not_provisioned' });
+    expect(res.body.details).toEqual({ code: 'summarizer_not_configured', status: 'needs_setup' });
     expect((await t.api.post(slotUrl(company.id, 'project', '/generate'), { scopeId: project.id, extra: 1 })).status).toBe(400);
     expect((await t.sql.query('select count(*)::int as n from plugin_summaries.summary_slots')).rows[0].n).toBe(0);
   });
 
   it('generates: a hidden task for the summarizer with the scope\'s snapshot, 202; a second request joins it, 200', async () => {
-    summarizer = await designateSummarizer(t.api, company.id, world);
+    summarizer = await configureSummarizer(t.api, company.id, world);
     const blocked = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Stuck on review', projectId: project.id, status: 'blocked' })).body;
     const res = await t.api.post(slotUrl(company.id, 'project', '/generate'), { scopeId: project.id });
     expect(res.status, res.text).toBe(202);

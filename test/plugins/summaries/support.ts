@@ -22,13 +22,28 @@ export async function summarizerWorld(): Promise<SummarizerWorld> {
   return { dir, setMode, answers };
 }
 
-/** A process agent running the summarizer script, designated as the company's summarizer. */
-export async function designateSummarizer(api: Api, companyId: string, world: SummarizerWorld) {
-  const agent = await processAgent(api, companyId, join(world.dir, 'summarizer.mjs'), { env: { MODE_FILE: join(world.dir, 'mode'), OUT_DIR: world.dir } }, { name: 'Summarizer' });
-  const res = await api.put(`/api/companies/${companyId}/summarizer`, { agentId: agent.id });
+/** The company's built-in summarizer: the agent the host made for the summaries plugin (managed key summarizer). */
+export async function builtInSummarizer(api: Api, companyId: string) {
+  const res = await api.get(`/api/companies/${companyId}/agents`);
+  expect(res.status, res.text).toBe(200);
+  const list = Array.isArray(res.body) ? res.body : res.body.agents;
+  const found = list.filter((agent: any) => agent.managedBy?.plugin === 'summaries' && agent.managedBy?.key === 'summarizer');
+  expect(found).toHaveLength(1);
+  return found[0];
+}
+
+/** The board points the built-in summarizer at the summarizer script (an ordinary agent PATCH), which makes it ready. */
+export async function configureSummarizer(api: Api, companyId: string, world: SummarizerWorld) {
+  const agent = await builtInSummarizer(api, companyId);
+  const patched = await api.patch(`/api/agents/${agent.id}`, {
+    adapterType: 'process',
+    adapterConfig: { command: process.execPath, args: [join(world.dir, 'summarizer.mjs')], graceSec: 1, env: { MODE_FILE: join(world.dir, 'mode'), OUT_DIR: world.dir } },
+  });
+  expect(patched.status, patched.text).toBe(200);
+  const res = await api.get(`/api/companies/${companyId}/summarizer`);
   expect(res.status, res.text).toBe(200);
   expect(res.body).toEqual({ agentId: agent.id, status: 'ready' });
-  return agent;
+  return patched.body;
 }
 
 export async function enableSummaries(t: TestKernel, on = true) {

@@ -1,0 +1,33 @@
+import type { WikiContext } from './context.ts';
+import { installWikiSkills } from './skills.ts';
+
+/** This plugin's key (plugin.json), which the host writes into managedBy. */
+const PLUGIN_KEY = 'llm-wiki';
+/** The maintainer agent's key under managed.agents in plugin.json (the host makes it). */
+export const MAINTAINER_KEY = 'wiki-maintainer';
+/** The wiki's project, as declared under managed.projects in plugin.json. */
+export const WIKI_PROJECT = { key: 'llm-wiki', name: 'LLM Wiki', description: "The company's knowledge wiki: the maintainer's ingestion, lint and index work." } as const;
+
+/** The maintainer's routines, as declared under managed.routines in plugin.json: made paused, the board resumes them. */
+export const WIKI_ROUTINES = [
+  { key: 'cursor-window-processing', title: "Process the cursor window: ingest new company activity into the wiki", intervalSec: 900 },
+  { key: 'nightly-wiki-lint', title: "Lint the wiki (links, orphans, duplicates, stale pages)", intervalSec: 86400 },
+  { key: 'index-refresh', title: "Refresh the wiki index", intervalSec: 3600 },
+] as const;
+
+/**
+ * agent.created: when the host has made this plugin's maintainer in a company (on enable, or for a
+ * new company), the company gets the wiki's project (the work plugin's managed-project service)
+ * its skills (the skills plugin's managed-skill service) and its routines, paused (the runtime
+ * plugin's managed-routine service), each once per company and key, so
+ * a redelivered event makes nothing twice. Other agents'
+ * events are ignored.
+ */
+export async function onAgentCreated(payload: Record<string, unknown>, ctx: WikiContext): Promise<void> {
+  const managedBy = (payload.agent as { managedBy?: { plugin?: string; key?: string } | null } | undefined)?.managedBy;
+  if (managedBy?.plugin !== PLUGIN_KEY || managedBy.key !== MAINTAINER_KEY) return;
+  await ctx.services.call('work', 'managed-project', { ...WIKI_PROJECT });
+  await installWikiSkills(ctx);
+  const agentId = String(payload.agentId);
+  for (const routine of WIKI_ROUTINES) await ctx.services.call('runtime', 'managed-routine', { ...routine, agentId });
+}
