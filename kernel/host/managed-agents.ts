@@ -1,4 +1,5 @@
 import type { Tx } from '../db/database.ts';
+import { KeelError } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import type { ManagedAgentManifest, PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { CONFIG_FIELDS, recordRevision } from '../tenancy/agent-config-revisions.ts';
@@ -8,9 +9,12 @@ import { eventAgent, type AgentRow } from '../tenancy/agents.ts';
 /**
  * Managed agents (a manifest's `managed.agents`, capability `agents.managed`): the host, never
  * the plugin's code, makes one agent per company and key while the plugin is enabled, marks it
- * `managed_by_plugin`/`managed_key` (migration 0028), pauses it with a hold of the plugin's own
+ * `managed_by_plugin`/`managed_key` (migration 0030), pauses it with a hold of the plugin's own
  * when the plugin is disabled and lifts only that hold when it is enabled again. Uninstalling
  * leaves the agents (and any hold) as they are: they are the company's now.
+ *
+ * An agent declared `provision: "on_demand"` is made only when the plugin asks for it in a
+ * company (provisionOnDemand): a feature a company never uses adds no agent to it.
  *
  * Exactly once across processes: the unique index on (company, plugin, key) makes a second
  * insert do nothing. No company missed: an enable provisions every company under the exclusive
@@ -24,14 +28,48 @@ const LOCK = "hashtext('keel.managed_resources')";
 /** Who the host's writes are recorded as: the plugin the resources belong to. */
 const ACTOR = (plugin: string) => ({ actorType: 'system' as const, actorId: `plugin:${plugin}` });
 
+/** The managed agents the host makes by itself, on enable and at company creation (not those made on demand). */
 export function managedAgentsOf(manifest: PluginManifest): ManagedAgentManifest[] {
-  return manifest.managed?.agents ?? [];
+  return (manifest.managed?.agents ?? []).filter((agent) => agent.provision !== 'on_demand');
 }
 
 /** Whether a plugin's managed agents take effect: declared, and `agents.managed` granted. */
 function provisions(manifest: PluginManifest, granted: readonly string[] | null): boolean {
   return managedAgentsOf(manifest).length > 0 && (granted ?? []).includes('agents.managed');
 }
+
+/**
+ * One managed agent of one company, made now if missing (`ctx.agents.provisionManaged`, the way
+ * to make an agent declared `provision: "on_demand"`), in a transaction of its own: the agent
+ * stays made whatever the plugin's call does next. Any key the manifest declares may be asked
+ * for; the unique index makes concurrent asks one agent.
+ */
+export async function provisionOnDemand(kernel: KernelServices, plugin: string, key: string, companyId: string): Promise<AgentRow> {
+  const row = await kernel.db.maybeOne<{ manifest: PluginManifest }>("select manifest from plugins where key = ? and status = 'enabled'", [plugin]);
+  const spec = row?.manifest.managed?.agents?.find((agent) => agent.key === key);
+  if (!spec) throw new KeelError(404, 'managed_agent_not_declared', `The plugin declares no managed agent "${key}" (managed.agents in plugin.json)`);
+  const existing = await kernel.db.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]);
+  if (existing) return existing;
+  try {
+    return await kernel.db.transaction(async (tx) => {
+      // A call that already wrote the company's activity holds the tail of its chain until it
+      // commits, and would wait for this forever: such a wait ends in a clear refusal instead.
+      await tx.exec(`set local lock_timeout = '${PROVISION_LOCK_TIMEOUT_MS}ms'`);
+      // A company being archived or deleted gets nothing new.
+      const company = await tx.maybeOne<{ status: string }>('select status from companies where id = ? for share', [companyId]);
+      if (!company || company.status === 'archived') throw new KeelError(409, 'company_not_active', 'The company is archived; no agent is made for it');
+      await provisionCompany(tx, kernel, plugin, [spec], companyId);
+      return (await tx.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]))!;
+    });
+  } catch (error) {
+    if ((error as { code?: string }).code !== '55P03') throw error;
+    throw new KeelError(409, 'managed_agent_busy',
+      `The managed agent "${key}" could not be made: the call holds the company's activity log (it recorded activity before asking). Ask for the agent before writing activity, or in a call of its own`);
+  }
+}
+
+/** How long making an on-demand agent waits for a lock before it refuses (see provisionOnDemand). */
+const PROVISION_LOCK_TIMEOUT_MS = 5_000;
 
 /** Makes the plugin's managed agents of one company that do not exist yet; answers how many it made. */
 async function provisionCompany(tx: Tx, kernel: KernelServices, plugin: string, agents: ManagedAgentManifest[], companyId: string): Promise<number> {

@@ -51,13 +51,24 @@ export const agentsRead = defineCapability<{ agents: AgentsReadCapability }>()({
 export interface AgentsManagedCapability extends AgentsReadCapability {
   /** This plugin's managed agent `key` in the company the call serves (redacted view, with `managedBy`); null before the host made it. */
   getManaged(key: string): Promise<Record<string, unknown> | null>;
+  /**
+   * Makes this plugin's managed agent `key` (declared under managed.agents) in the company the
+   * call serves if it is not there yet, and answers it. Committed at once, in a transaction of
+   * its own, so it stays even when the call then fails; any number of calls, from any process,
+   * make one agent. The way to make an agent declared `provision: "on_demand"`.
+   */
+  provisionManaged(key: string): Promise<Record<string, unknown>>;
 }
 
 export const agentsManaged = defineCapability<{ agents: AgentsManagedCapability }>()({
   id: 'agents.managed',
   summary: 'Have the host make and keep agents for each company (managed.agents), and find them by key',
   members: {
-    agents: { get: agentsGet, list: agentsList, getConfig: agentsGetConfig, getManaged: method('kernel', [{ ...text(64), minLength: 1 }], nullable(record)) },
+    agents: {
+      get: agentsGet, list: agentsList, getConfig: agentsGetConfig,
+      getManaged: method('kernel', [{ ...text(64), minLength: 1 }], nullable(record)),
+      provisionManaged: method('kernel', [{ ...text(64), minLength: 1 }], record),
+    },
   },
   requiredBy: (manifest) => present(manifest, 'managed.agents'),
 });

@@ -317,6 +317,7 @@ export const managedFragment = {
           title: { type: 'string', maxLength: 200, description: 'Agent title.' },
           capabilities: { type: 'string', maxLength: 2000, description: 'What the agent does, shown to other agents.' },
           adapterType: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_.:-]{0,99}$', description: 'Adapter type (default process); its configuration is the board\'s.' },
+          provision: { enum: ['on_enable', 'on_demand'], description: 'on_enable (default): the host makes it in every company on enable and at company creation. on_demand: only when the plugin asks, for the company of that call (ctx.agents.provisionManaged), so companies that never use the feature get no agent.' },
         },
       },
     },

@@ -234,4 +234,4 @@ export interface PluginManifest {
     routines?: Array<{ key: string; agentKey: string; title: string; intervalSec: number }> };
 }
 /** An agent the host makes and keeps for each company while the plugin is enabled. */
-export interface ManagedAgentManifest { key: string; name: string; role?: string; title?: string; capabilities?: string; adapterType?: string }
+export interface ManagedAgentManifest { key: string; name: string; role?: string; title?: string; capabilities?: string; adapterType?: string; provision?: 'on_enable' | 'on_demand' }

@@ -47,6 +47,7 @@ const examples = (): Record<string, unknown[]> => ({
   'agents.list': [],
   'agents.getConfig': [agent.id],
   'agents.getManaged': ['probe'],
+  'agents.provisionManaged': ['probe'],
   'agents.pause': [agent.id, 'probe'],
   'agents.resume': [agent.id, 'probe'],
   'agents.setDesiredSkills': [agent.id, ['probe/skill']],

@@ -4,6 +4,7 @@ import { eventAgent, toAgentJson, type AgentRow } from '../../tenancy/agents.ts'
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 import { setInstructionKeys } from './agent-instructions.ts';
+import { provisionOnDemand } from '../managed-agents.ts';
 
 export const agentsCapability: KernelCapability = {
   methods: {
@@ -42,6 +43,15 @@ export const agentsCapability: KernelCapability = {
         const row = await call.kernel.db.maybeOne<AgentRow>(
           `select * from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
         return row ? toAgentJson(row, { redacted: true }) : null;
+      },
+    },
+    provisionManaged: {
+      run: async (call) => {
+        const key = call.args[0];
+        if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'key must be a string');
+        // Made for the plugin the kernel started this call for, in the call's company, and no other.
+        const row = await provisionOnDemand(call.kernel, call.plugin, key, callCompany(call));
+        return toAgentJson(row, { redacted: true });
       },
     },
     setDesiredSkills: { run: setDesiredSkills },

@@ -3,7 +3,7 @@ import type { Row, SummariesContext } from './context.ts';
 import { slotJson, taskRef, type Task } from './json.ts';
 import { assertSummariesEnabled, findSlot, selectorOf, targetProject, type Selector } from './selector.ts';
 import { taskDescription, taskTitle } from './snapshot.ts';
-import { summarizerOf } from './summarizer.ts';
+import { SUMMARIZER_KEY, summarizerOf } from './summarizer.ts';
 
 /** Generation tasks in these statuses are over: the slot can take a new one. */
 export const TASK_ENDED = new Set(['done', 'cancelled']);
@@ -50,6 +50,8 @@ export async function generate(req: RouteRequest, ctx: SummariesContext) {
   await assertMayGenerate(ctx);
   const sel = selectorOf(req);
   const projectId = await targetProject(ctx, sel);
+  // The company's first generate makes its summarizer (it then waits for the board to set it up).
+  await ctx.agents.provisionManaged(SUMMARIZER_KEY);
   const summarizer = await summarizerOf(ctx);
   if (summarizer.status !== 'ready' || !summarizer.agentId) {
     throw new PluginError(422, 'summarizer_not_configured', 'Summarizer built-in agent is not configured', { code: 'summarizer_not_configured', status: summarizer.status });

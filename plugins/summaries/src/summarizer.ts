@@ -17,9 +17,10 @@ function configured(adapterType: string, config: Row): boolean {
 }
 
 /**
- * The company's built-in summarizer (the managed agent the host made for it) and whether it can
- * take a generation now. It is made without adapter configuration: `needs_setup` until the board
- * configures it with the ordinary agent routes (PATCH /api/agents/{id}).
+ * The company's built-in summarizer (the managed agent made for it at its first generate) and
+ * whether it can take a generation now: `not_provisioned` before that, then made without
+ * adapter configuration, `needs_setup` until the board configures it with the ordinary agent
+ * routes (PATCH /api/agents/{id}).
  */
 export async function summarizerOf(ctx: SummariesContext): Promise<{ agentId: string | null; status: SummarizerStatus }> {
   const managed = await ctx.agents.getManaged(SUMMARIZER_KEY);

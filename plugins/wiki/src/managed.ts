@@ -3,7 +3,7 @@ import { installWikiSkills } from './skills.ts';
 
 /** This plugin's key (plugin.json), which the host writes into managedBy. */
 const PLUGIN_KEY = 'llm-wiki';
-/** The maintainer agent's key under managed.agents in plugin.json (the host makes it). */
+/** The maintainer agent's key under managed.agents in plugin.json (made on demand: at the company's first bootstrap, spaces.ts). */
 export const MAINTAINER_KEY = 'wiki-maintainer';
 /** The wiki's project, as declared under managed.projects in plugin.json. */
 export const WIKI_PROJECT = { key: 'llm-wiki', name: 'LLM Wiki', description: "The company's knowledge wiki: the maintainer's ingestion, lint and index work." } as const;
@@ -16,8 +16,8 @@ export const WIKI_ROUTINES = [
 ] as const;
 
 /**
- * agent.created: when the host has made this plugin's maintainer in a company (on enable, or for a
- * new company), the company gets the wiki's project (the work plugin's managed-project service)
+ * agent.created: when the host has made this plugin's maintainer in a company (at the company's
+ * first bootstrap of its wiki), the company gets the wiki's project (the work plugin's managed-project service)
  * its skills (the skills plugin's managed-skill service) and its routines, paused (the runtime
  * plugin's managed-routine service), each once per company and key, so
  * a redelivered event makes nothing twice. Other agents'

@@ -1,6 +1,7 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { ROOT, type WikiContext } from './context.ts';
 import { bootstrapSpace } from './layout.ts';
+import { MAINTAINER_KEY } from './managed.ts';
 import { listOperations, recordOperation } from './operations.ts';
 import { ingestionEnabled } from './ingestion.ts';
 import { DEFAULT_SPACE } from './paths.ts';
@@ -56,8 +57,15 @@ async function bootstrapOf(ctx: WikiContext, slug: string) {
   await ensureDefaultSpace(ctx, companyId);
   const space = await spaceOf(ctx, companyId, slug);
   if (space.status === 'archived') throw new PluginError(409, 'space_archived', `Space ${space.slug} is archived`);
+  // The mount must be there (this throws when it is not) before anything is made for the company.
+  await ctx.folders.exists(ROOT, 'AGENTS.md');
+  // A company that lays out its wiki gets the maintainer (and, following it, the wiki's project,
+  // skills and routines: managed.ts); one that never does gets no agent. Asked before this call
+  // writes any activity: the agent is made in a transaction of its own, which writes the
+  // company's activity too.
+  const maintainer = await ctx.agents.provisionManaged(MAINTAINER_KEY);
   const result = await bootstrapSpace(ctx, companyId, space);
-  return { space: await spaceOf(ctx, companyId, slug), ...result };
+  return { space: await spaceOf(ctx, companyId, slug), ...result, maintainerAgentId: String(maintainer.id) };
 }
 
 export function bootstrapRoute(_req: RouteRequest, ctx: WikiContext) {

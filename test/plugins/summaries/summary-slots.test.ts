@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addMember, boardToken, createAgent, createAgentKey, createCompany, insertUser } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startRuntimeWorld, waitFor } from '../runtime/helpers.ts';
-import { configureSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
+import { builtInSummarizer, builtInSummarizers, configureSummarizer, enableSummaries, slotUrl, summarizerWorld, type SummarizerWorld } from './support.ts';
 
 let t: TestKernel;
 let company: any;
@@ -35,6 +35,8 @@ describe('summary slots while enableSummaries is off', () => {
       expect(res.body.error).toBe('Summaries are not enabled');
     }
     expect((await t.sql.query('select count(*)::int as n from plugin_summaries.summary_slots')).rows[0].n).toBe(0);
+    // Nothing was made: not even the summarizer.
+    expect(await builtInSummarizers(t.api, company.id)).toEqual([]);
   });
 });
 
@@ -95,13 +97,25 @@ describe('summary slots', () => {
     expect(byMember.body.error).toBe('Missing permission: tasks:assign');
   });
 
-  it('answers 422 summarizer_not_configured, with its status, until a summarizer is ready', async () => {
+  it('answers 422 summarizer_not_configured, with its status, until a summarizer is ready; the first generate makes it', async () => {
+    // Enabling summaries made no agent: the company has none until it asks for a summary.
+    expect(await builtInSummarizers(t.api, company.id)).toEqual([]);
+    expect((await t.api.get(`/api/companies/${company.id}/summarizer`)).body).toEqual({ agentId: null, status: 'not_provisioned' });
     const res = await t.api.post(slotUrl(company.id, 'project', '/generate'), { scopeId: project.id });
     expect(res.status, res.text).toBe(422);
     expect(res.body.error).toBe('Summarizer built-in agent is not configured');
     expect(res.body.details).toEqual({ code: 'summarizer_not_configured', status: 'needs_setup' });
     expect((await t.api.post(slotUrl(company.id, 'project', '/generate'), { scopeId: project.id, extra: 1 })).status).toBe(400);
     expect((await t.sql.query('select count(*)::int as n from plugin_summaries.summary_slots')).rows[0].n).toBe(0);
+    // The refused generate still made the summarizer (committed on its own), once whatever the number of asks.
+    const made = await builtInSummarizer(t.api, company.id);
+    expect(made).toMatchObject({ name: 'Summarizer', role: 'summarizer', status: 'idle', managedBy: { plugin: 'summaries', key: 'summarizer' } });
+    await Promise.all([1, 2, 3].map(() => t.api.post(slotUrl(company.id, 'workspaces_overview', '/generate'), {})));
+    expect((await builtInSummarizers(t.api, company.id)).map((agent) => agent.id)).toEqual([made.id]);
+    expect((await t.api.get(`/api/companies/${company.id}/summarizer`)).body).toEqual({ agentId: made.id, status: 'needs_setup' });
+    // Other companies still have none.
+    const bystander = await createCompany(t.api, { name: 'No summaries here' });
+    expect(await builtInSummarizers(t.api, bystander.id)).toEqual([]);
   });
 
   it('generates: a hidden task for the summarizer with the scope\'s snapshot, 202; a second request joins it, 200', async () => {

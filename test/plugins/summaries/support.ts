@@ -22,18 +22,31 @@ export async function summarizerWorld(): Promise<SummarizerWorld> {
   return { dir, setMode, answers };
 }
 
-/** The company's built-in summarizer: the agent the host made for the summaries plugin (managed key summarizer). */
-export async function builtInSummarizer(api: Api, companyId: string) {
+/** The company's built-in summarizers: the agents made for the summaries plugin (managed key summarizer); one at most. */
+export async function builtInSummarizers(api: Api, companyId: string): Promise<any[]> {
   const res = await api.get(`/api/companies/${companyId}/agents`);
   expect(res.status, res.text).toBe(200);
   const list = Array.isArray(res.body) ? res.body : res.body.agents;
-  const found = list.filter((agent: any) => agent.managedBy?.plugin === 'summaries' && agent.managedBy?.key === 'summarizer');
+  return list.filter((agent: any) => agent.managedBy?.plugin === 'summaries' && agent.managedBy?.key === 'summarizer');
+}
+
+export async function builtInSummarizer(api: Api, companyId: string) {
+  const found = await builtInSummarizers(api, companyId);
   expect(found).toHaveLength(1);
   return found[0];
 }
 
-/** The board points the built-in summarizer at the summarizer script (an ordinary agent PATCH), which makes it ready. */
+/**
+ * The board points the built-in summarizer at the summarizer script (an ordinary agent PATCH),
+ * which makes it ready. A company's first generate makes the summarizer: it answers 422
+ * needs_setup, as it does for an operator who has not set it up yet.
+ */
 export async function configureSummarizer(api: Api, companyId: string, world: SummarizerWorld) {
+  if ((await builtInSummarizers(api, companyId)).length === 0) {
+    const first = await api.post(`/api/companies/${companyId}/summary-slots/workspaces_overview/header/generate`, {});
+    expect(first.status, first.text).toBe(422);
+    expect(first.body.details).toEqual({ code: 'summarizer_not_configured', status: 'needs_setup' });
+  }
   const agent = await builtInSummarizer(api, companyId);
   const patched = await api.patch(`/api/agents/${agent.id}`, {
     adapterType: 'process',

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { eventually, installWiki, WIKI } from './helpers.ts';
+import { base, eventually, installWiki, mountWiki, WIKI } from './helpers.ts';
 
 /**
- * The wiki's managed resources: the host makes the maintainer agent (wiki-maintainer, role
- * knowledge-maintainer) in every company when the wiki is enabled and in every company made
- * later, and the wiki then has the work plugin make its llm-wiki project, once per company.
+ * The wiki's managed resources: the maintainer agent (wiki-maintainer, role
+ * knowledge-maintainer) is made in a company when its board bootstraps the wiki, never in one
+ * that does not, and the wiki then has the work plugin make its llm-wiki project, the skills
+ * plugin its skills and the runtime plugin its routines, once per company.
  */
 let t: TestKernel;
 let before: any;
@@ -27,7 +28,15 @@ beforeAll(async () => {
     `insert into plugin_skills.company_skills (company_id, key, slug, name, markdown, source_type, trust_level, metadata)
      values ($1, 'plugin/llm-wiki/wiki-query', 'wiki-query', 'Mine', '# Mine', 'url', 'markdown_only', '{}')`, [squatted.id]);
   await installWiki(t);
+  for (const company of [before, squatted]) await bootstrap(company.id);
 }, 120_000);
+
+async function bootstrap(companyId: string) {
+  await mountWiki(t, companyId);
+  const res = await t.api.post(`${base}/bootstrap`, { companyId });
+  expect(res.status, res.text).toBe(200);
+  return res.body;
+}
 afterAll(async () => { await t?.stop(); });
 
 const maintainers = async (companyId: string) => (await t.sql.query(
@@ -38,7 +47,7 @@ const wikiProjects = async (companyId: string) => (await t.sql.query(
   'select id, name from plugin_work.projects where company_id = $1 and managed_by_plugin = $2 and managed_key = $3', [companyId, WIKI, 'llm-wiki'])).rows;
 
 describe('the wiki\'s managed resources', () => {
-  it('makes the maintainer in a company that existed when the wiki was enabled, and then its project', async () => {
+  it('makes the maintainer in a company when its board bootstraps the wiki, and then its project', async () => {
     expect(await maintainers(before.id)).toEqual([{ id: expect.any(String), name: 'Wiki Maintainer', role: 'knowledge-maintainer', status: 'idle' }]);
     const [project] = await eventually(() => wikiProjects(before.id), (rows) => rows.length > 0);
     expect(project.id).not.toBe(namesake.id);
@@ -102,9 +111,15 @@ describe('the wiki\'s managed resources', () => {
     expect(now.status).toBe('paused');
   });
 
-  it('makes both for a company created later, once each, and none in another company', async () => {
+  it('makes nothing in a company that has not bootstrapped its wiki; its bootstrap makes each once', async () => {
     const later = await createCompany(t.api);
-    expect(await maintainers(later.id)).toHaveLength(1);
+    expect(await maintainers(later.id)).toEqual([]);
+    expect(await wikiProjects(later.id)).toEqual([]);
+    const first = await bootstrap(later.id);
+    const again = await t.api.post(`${base}/bootstrap`, { companyId: later.id });
+    expect(again.status, again.text).toBe(200);
+    expect(again.body.maintainerAgentId).toBe(first.maintainerAgentId);
+    expect((await maintainers(later.id)).map((row) => row.id)).toEqual([first.maintainerAgentId]);
     const [project] = await eventually(() => wikiProjects(later.id), (rows) => rows.length > 0);
     expect((await t.api.get(`/api/projects/${project.id}`)).body.companyId).toBe(later.id);
     // Disabling and enabling again makes nothing twice.
