@@ -41,7 +41,7 @@ describe('malformed manifests', () => {
 
   it('refuses wildcard and unknown capability ids', async () => {
     // Capabilities nothing serves are not grantable either: a grant must mean something.
-    for (const id of ['*', 'database.*', 'database.namespace.*', 'DATABASE.NAMESPACE.WRITE', 'http.routes ', 'admin', 'agents.managed', 'skills.managed', 'instance.settings.write']) {
+    for (const id of ['*', 'database.*', 'database.namespace.*', 'DATABASE.NAMESPACE.WRITE', 'http.routes ', 'admin', 'agents.everything', 'skills.root', 'instance.settings.write']) {
       const body = await refusedAtInstall((m) => { m.capabilities = [{ id, reason: 'Wants everything' }]; }, /capabilities\.0\.id/);
       expect(body.issues).toContainEqual(expect.objectContaining({ path: 'capabilities.0.id' }));
     }
