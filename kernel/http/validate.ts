@@ -1,5 +1,6 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
+import { schemaIssuesOf } from '../../sdk/shared/validation-issues.ts';
 import { validationFailed, type ValidationIssue } from './errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -12,25 +13,6 @@ const queryAjv = addFormats(new Ajv({ allErrors: true, strict: false, useDefault
 export type Schema = Record<string, unknown>;
 export interface Validator<T> { (value: unknown): T; schema: Schema }
 
-function issuesOf(errors: ErrorObject[] | null | undefined): ValidationIssue[] {
-  return (errors ?? []).map((error) => {
-    let path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
-    let message = error.message ?? 'is invalid';
-    if (error.keyword === 'required') {
-      const missing = (error.params as { missingProperty: string }).missingProperty;
-      path = path ? `${path}.${missing}` : missing;
-      message = 'is required';
-    } else if (error.keyword === 'additionalProperties') {
-      const extra = (error.params as { additionalProperty: string }).additionalProperty;
-      path = path ? `${path}.${extra}` : extra;
-      message = 'is not an allowed field';
-    } else if (error.keyword === 'enum') {
-      message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
-    }
-    return { path: path || '(body)', message, keyword: error.keyword };
-  });
-}
-
 function describe(where: string, issues: ValidationIssue[]): string {
   const first = issues[0];
   if (!first) return `Invalid ${where}`;
@@ -42,7 +24,7 @@ function build<T>(ajv: Ajv, schema: Schema, where: string): Validator<T> {
   const check: ValidateFunction = ajv.compile(schema);
   const validator = ((value: unknown) => {
     if (!check(value)) {
-      const issues = issuesOf(check.errors);
+      const issues: ValidationIssue[] = schemaIssuesOf(check.errors);
       throw validationFailed(describe(where, issues), issues);
     }
     return value as T;

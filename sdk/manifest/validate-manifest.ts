@@ -5,6 +5,7 @@ import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 import { isRootPath } from '../capabilities/http.ts';
+import { schemaIssuesOf } from '../shared/validation-issues.ts';
 
 export const MAX_MANIFEST_BYTES = 256 * 1024;
 
@@ -35,18 +36,7 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     throw invalid(source, [{ path: '(manifest)', message: `exceeds ${MAX_MANIFEST_BYTES} bytes` }]);
   }
   if (!check(manifest)) {
-    const issues = (check.errors ?? []).map((error) => {
-      const base = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
-      if (error.keyword === 'additionalProperties') {
-        const field = (error.params as { additionalProperty: string }).additionalProperty;
-        return { path: base ? `${base}.${field}` : field, message: 'is not a known manifest field' };
-      }
-      if (error.keyword === 'required') {
-        const field = (error.params as { missingProperty: string }).missingProperty;
-        return { path: base ? `${base}.${field}` : field, message: 'is required' };
-      }
-      return { path: base || '(manifest)', message: error.message ?? 'is invalid' };
-    });
+    const issues = schemaIssuesOf(check.errors, { root: '(manifest)', unknownField: 'is not a known manifest field' }).map(({ path, message }) => ({ path, message }));
     throw invalid(source, dedupe(issues));
   }
   const typed = manifest as PluginManifest;

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
+import { Ajv } from 'ajv';
+import { schemaIssuesOf } from '../../shared/validation-issues.ts';
 import addFormatsModule from 'ajv-formats';
 import type { KeelClient } from '../../client/index.ts';
 import { CliError } from '../errors.ts';
@@ -37,25 +38,9 @@ export async function validatePayload(client: KeelClient, method: string, templa
   const ajv = addFormats(new Ajv({ allErrors: true, strict: false, validateSchema: false }));
   const check = ajv.compile({ ...schema, components: document.components });
   if (check(structuredClone(payload))) return;
-  const issues = (check.errors ?? []).map(issueOf);
+  const issues = schemaIssuesOf(check.errors).map(({ path, message }) => ({ path, message }));
   const first = issues[0]!;
   const more = issues.length > 1 ? ` (and ${issues.length - 1} more)` : '';
   throw new CliError('payload_invalid', `Invalid payload (checked against ${method} ${template} before sending; nothing was sent): ${first.path === '(body)' ? 'payload' : first.path} ${first.message}${more}`, issues);
 }
 
-function issueOf(error: ErrorObject): { path: string; message: string } {
-  let path = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
-  let message = error.message ?? 'is invalid';
-  if (error.keyword === 'required') {
-    const missing = (error.params as { missingProperty: string }).missingProperty;
-    path = path ? `${path}.${missing}` : missing;
-    message = 'is required';
-  } else if (error.keyword === 'additionalProperties') {
-    const extra = (error.params as { additionalProperty: string }).additionalProperty;
-    path = path ? `${path}.${extra}` : extra;
-    message = 'is not an allowed field';
-  } else if (error.keyword === 'enum') {
-    message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
-  }
-  return { path: path || '(body)', message };
-}
