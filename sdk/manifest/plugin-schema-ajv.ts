@@ -1,6 +1,7 @@
 import { Ajv, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { RE2JS } from 're2js';
+import { schemaIssuesOf, type SchemaIssue } from '../shared/validation-issues.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -36,7 +37,7 @@ export const pluginQueryAjv = pluginSchemaAjv({ allErrors: true, useDefaults: tr
 
 const compiled = new WeakMap<Ajv, WeakMap<object, ValidateFunction>>();
 
-export interface SchemaIssue { path: string; message: string; keyword: string }
+export type { SchemaIssue };
 
 /** Checks `value` against a plugin-declared schema (compiled once per schema object); answers the issues, empty when it conforms. */
 export function schemaIssues(ajv: Ajv, schema: object, value: unknown, root = '(body)'): SchemaIssue[] {
@@ -45,11 +46,7 @@ export function schemaIssues(ajv: Ajv, schema: object, value: unknown, root = '(
   let check = byAjv.get(schema);
   if (!check) { check = ajv.compile(schema); byAjv.set(schema, check); }
   if (check(value)) return [];
-  return (check.errors ?? []).map((e) => {
-    const base = e.instancePath.replace(/^\//, '').replaceAll('/', '.');
-    const missing = e.keyword === 'required' ? (e.params as { missingProperty: string }).missingProperty : '';
-    return { path: [base, missing].filter(Boolean).join('.') || root, message: e.keyword === 'required' ? 'is required' : e.message ?? 'is invalid', keyword: e.keyword };
-  });
+  return schemaIssuesOf(check.errors, { root });
 }
 
 /** "Invalid <where>: <first issue> (and N more)". */
