@@ -1,16 +1,14 @@
 import { KERNEL_POINT_REFUSAL_STATUSES, KERNEL_POINTS, type KernelPointName } from '../../../sdk/manifest/kernel-points.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
-import { activityActor } from '../../auth/actor.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { PointScope } from '../../points/kernel-points.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
-import type { InvokeResult } from '../plugin-process.ts';
+import { askAsKernel, refusalDetails } from './kernel-invoke.ts';
 import { appendPluginLog } from './plugin-log.ts';
 
 /** The code of a refusal must look like the kernel's own codes; anything else is replaced. */
 const REFUSAL_CODE = /^[a-z][a-z0-9_]{2,63}$/;
 /** The kernel calls a point's service as caller `kernel`, a key no plugin can take. */
-const KERNEL_CALLER = { plugin: 'kernel' };
 
 /**
  * Answers to kernel points (sdk/manifest/kernel-points.ts) from the plugins that declare them
@@ -52,27 +50,17 @@ export class PluginKernelPoints {
   }
 
   private async ask(key: string, point: KernelPointName, service: string, input: unknown, scope: PointScope): Promise<unknown> {
-    const who = activityActor(scope.actor);
-    let result: InvokeResult;
-    try {
-      result = await this.host.invoke(key, 'service', service, input, {
-        companyId: scope.companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId, caller: KERNEL_CALLER,
-      }, { transactional: false, readOnly: true });
-    } catch (error) {
-      result = { ok: false, error: { status: 503, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
-    }
+    const result = await askAsKernel(this.host, key, service, input, scope, { transactional: false, readOnly: true }, 503);
     const plugin = this.host.plugins.get(key);
     const name = plugin ? `${plugin.manifest.displayName} (${key})` : key;
     if (result.ok) {
-      const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;
-      const issues = schemaIssues(pluginBodyAjv, KERNEL_POINTS[point].output, value, '(answer)');
-      if (issues.length === 0) return value;
+      const issues = schemaIssues(pluginBodyAjv, KERNEL_POINTS[point].output, result.value, '(answer)');
+      if (issues.length === 0) return result.value;
       return this.fail(plugin, name, point, `${describeIssues(`answer to ${point}`, issues)}`);
     }
-    const error = result.error!;
+    const { error } = result;
     if ((KERNEL_POINT_REFUSAL_STATUSES as readonly number[]).includes(error.status)) {
-      const details = typeof error.details === 'object' && error.details !== null && !Array.isArray(error.details) ? error.details as Record<string, unknown> : {};
-      const refusal = { details: { ...details, plugin: key, point }, expose: true };
+      const refusal = { details: refusalDetails(error.details, { plugin: key, point }), expose: true };
       // A code not shaped like the API's codes is not passed on: the refusal stands, as a 422 of the host's.
       if (!REFUSAL_CODE.test(error.code)) throw new KeelError(422, 'plugin_point_refused', error.message, refusal);
       throw new KeelError(error.status, error.code, error.message, refusal);

@@ -1,12 +1,9 @@
-import { activityActor } from '../../auth/actor.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { PartExport, PartImportInput, PartImportResult, PartScope } from '../../portability/parts.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
-import type { InvokeResult } from '../plugin-process.ts';
+import { askAsKernel, refusalDetails } from './kernel-invoke.ts';
 import { appendPluginLog } from './plugin-log.ts';
 
-/** The kernel calls a part's services as caller `kernel`, a key no plugin can take: the services refuse anyone else. */
-const KERNEL_CALLER = { plugin: 'kernel' };
 /** A package part may take a while to read or write (10^4 issues): two minutes, the longest a call may last. */
 const PART_DEADLINE_MS = 120_000;
 const REFUSAL_STATUSES = [400, 403, 404, 409, 413, 422];
@@ -48,24 +45,16 @@ export class PluginPortabilityParts {
   }
 
   private async call(key: string, service: string, input: unknown, scope: PartScope, writes: boolean): Promise<unknown> {
-    const who = activityActor(scope.actor);
-    let result: InvokeResult;
-    try {
-      result = await this.host.invoke(key, 'service', service, input, {
-        companyId: scope.companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId, caller: KERNEL_CALLER,
-      }, writes ? { transactional: true, deadlineMs: PART_DEADLINE_MS } : { transactional: false, readOnly: true, deadlineMs: PART_DEADLINE_MS });
-    } catch (error) {
-      result = { ok: false, error: { status: 502, code: (error as KeelError).code ?? 'host_error', message: (error as Error).message }, activityWritten: false };
-    }
+    const result = await askAsKernel(this.host, key, service, input, scope,
+      writes ? { transactional: true, deadlineMs: PART_DEADLINE_MS } : { transactional: false, readOnly: true, deadlineMs: PART_DEADLINE_MS }, 502);
     if (result.ok) {
-      const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;
+      const { value } = result;
       if (value !== null && typeof value === 'object' && !Array.isArray(value)) return value;
       return this.fail(key, `${service} answered ${JSON.stringify(value)?.slice(0, 100)}, not an object`);
     }
-    const error = result.error!;
+    const { error } = result;
     if (REFUSAL_STATUSES.includes(error.status) && CODE.test(error.code)) {
-      const details = typeof error.details === 'object' && error.details !== null && !Array.isArray(error.details) ? error.details as Record<string, unknown> : {};
-      throw new KeelError(error.status, error.code, error.message, { details: { ...details, plugin: key }, expose: true });
+      throw new KeelError(error.status, error.code, error.message, { details: refusalDetails(error.details, { plugin: key }), expose: true });
     }
     return this.fail(key, `${service}: ${error.code}: ${error.message}`);
   }
