@@ -8,7 +8,6 @@ import { appendPluginLog } from './plugin-log.ts';
 
 /** The code of a refusal must look like the kernel's own codes; anything else is replaced. */
 const REFUSAL_CODE = /^[a-z][a-z0-9_]{2,63}$/;
-/** The kernel calls a point's service as caller `kernel`, a key no plugin can take. */
 
 /**
  * Answers to kernel points (sdk/manifest/kernel-points.ts) from the plugins that declare them
