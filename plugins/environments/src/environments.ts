@@ -4,6 +4,7 @@ import type { EnvironmentsContext } from './context.ts';
 import { assertDriverConfigured, checkEnvVars, checkLocalConfig, driverCapabilities } from './drivers.ts';
 import { environmentJson } from './json.ts';
 import { probeLocal } from './probe.ts';
+import { updateSets, type ColumnMap } from './update-sets.ts';
 
 type Body = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -58,7 +59,7 @@ export async function createEnvironment(req: RouteRequest, ctx: EnvironmentsCont
   return respond(201, environment);
 }
 
-const COLUMNS: Record<string, { column: string; json?: boolean }> = {
+const COLUMNS: ColumnMap = {
   name: { column: 'name' }, description: { column: 'description' }, status: { column: 'status' }, config: { column: 'config', json: true },
   envVars: { column: 'env_vars', json: true }, maxConcurrentLeases: { column: 'max_concurrent_leases' }, metadata: { column: 'metadata', json: true },
 };
@@ -68,13 +69,7 @@ export async function updateEnvironment(req: RouteRequest, ctx: EnvironmentsCont
   const current = await lockEnvironment(ctx, req.params.id!, req.companyId!);
   const body = checkBody(req.body as Body, String(current.driver));
   const params: unknown[] = [current.id];
-  const sets: string[] = [];
-  for (const [field, { column, json }] of Object.entries(COLUMNS)) {
-    if (!Object.hasOwn(body, field)) continue;
-    const value = body[field];
-    params.push(json && value !== null && value !== undefined ? JSON.stringify(value) : (value ?? null));
-    sets.push(`${column} = $${params.length}${json ? '::jsonb' : ''}`);
-  }
+  const sets = updateSets(body, COLUMNS, params);
   const { rows } = await ctx.db.query(`update environments set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params);
   const environment = environmentJson(rows[0]!);
   // Field names only: values (a root, variables) stay out of the activity log.

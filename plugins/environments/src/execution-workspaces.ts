@@ -3,6 +3,7 @@ import { actorOf, assertMayManage } from './access.ts';
 import type { EnvironmentsContext } from './context.ts';
 import { executionWorkspaceJson, operationJson } from './json.ts';
 import { refusal } from './probe.ts';
+import { updateSets, type ColumnMap } from './update-sets.ts';
 
 type Body = Record<string, unknown>;
 type Row = Record<string, unknown>;
@@ -132,7 +133,7 @@ export async function getCloseReadiness(req: RouteRequest, ctx: EnvironmentsCont
   return closeReadiness(ctx, rows[0]);
 }
 
-const COLUMNS: Record<string, { column: string; json?: boolean }> = {
+const COLUMNS: ColumnMap = {
   name: { column: 'name' }, status: { column: 'status' }, branch: { column: 'branch' }, baseRef: { column: 'base_ref' },
   environmentId: { column: 'environment_id' }, metadata: { column: 'metadata', json: true },
 };
@@ -152,13 +153,7 @@ export async function updateExecutionWorkspace(req: RouteRequest, ctx: Environme
     if (!readiness.ready) throw new PluginError(409, 'workspace_not_ready_to_close', 'The execution workspace is not ready to close', { readiness });
   }
   const params: unknown[] = [current.id];
-  const sets: string[] = [];
-  for (const [field, { column, json }] of Object.entries(COLUMNS)) {
-    if (!Object.hasOwn(body, field)) continue;
-    const value = body[field];
-    params.push(json && value !== null && value !== undefined ? JSON.stringify(value) : (value ?? null));
-    sets.push(`${column} = $${params.length}${json ? '::jsonb' : ''}`);
-  }
+  const sets = updateSets(body, COLUMNS, params);
   if (body.status !== undefined) sets.push(body.status === 'closed' ? 'closed_at = coalesce(closed_at, now())' : 'closed_at = null');
   const { rows } = await ctx.db.query(`update execution_workspaces set ${sets.join(', ')}, updated_at = now() where id = $1 returning *`, params);
   const row = rows[0]!;
