@@ -4,12 +4,14 @@ import type { KernelServices } from '../services.ts';
 import type { ManagedAgentManifest, PluginManifest } from '../../sdk/plugin/manifest.ts';
 import { CONFIG_FIELDS, recordRevision } from '../tenancy/agent-config-revisions.ts';
 import { lockCompanyShortnames, uniqueNameForCreate } from '../tenancy/agent-shortname.ts';
-import { eventAgent, type AgentRow } from '../tenancy/agents.ts';
+import { eventAgent, MANAGED_PAUSE_REASON, type AgentRow } from '../tenancy/agents.ts';
+import { placeOperatorHold } from '../tenancy/scope-holds.ts';
 
 /**
  * Managed agents (a manifest's `managed.agents`, capability `agents.managed`): the host, never
  * the plugin's code, makes one agent per company and key while the plugin is enabled, marks it
- * `managed_by_plugin`/`managed_key` (migration 0030), pauses it with a hold of the plugin's own
+ * `managed_by_plugin`/`managed_key` (migration 0030) and makes it paused (`managed`, with the
+ * board's kind of hold) until the board approves or writes its configuration, pauses it with a hold of the plugin's own
  * when the plugin is disabled and lifts only that hold when it is enabled again. Uninstalling
  * leaves the agents (and any hold) as they are: they are the company's now.
  *
@@ -81,11 +83,14 @@ async function provisionCompany(tx: Tx, kernel: KernelServices, plugin: string, 
     // An agent of the company with the same name is left alone: the managed one gets a numbered name.
     const { name, urlKey } = await uniqueNameForCreate(tx, companyId, spec.name);
     const agent = await tx.maybeOne<AgentRow>(
-      `insert into agents (company_id, name, url_key, role, title, capabilities, adapter_type, status, managed_by_plugin, managed_key)
-       values (?, ?, ?, ?, ?, ?, ?, 'idle', ?, ?)
+      `insert into agents (company_id, name, url_key, role, title, capabilities, adapter_type, status, pause_reason, paused_at, managed_by_plugin, managed_key)
+       values (?, ?, ?, ?, ?, ?, ?, 'paused', '${MANAGED_PAUSE_REASON}', now(), ?, ?)
        on conflict (company_id, managed_by_plugin, managed_key) where managed_by_plugin is not null do nothing returning *`,
       [companyId, name, urlKey, spec.role ?? 'general', spec.title ?? null, spec.capabilities ?? null, spec.adapterType ?? 'process', plugin, spec.key]);
     if (!agent) continue;
+    // Paused by the board's own kind of hold until the board approves or writes its configuration:
+    // a plugin's enable and disable move only their own hold, never this one.
+    await placeOperatorHold(tx, companyId, 'agent', agent.id, MANAGED_PAUSE_REASON);
     // A revision with neither user nor agent: the executor refuses to run it until the board writes its configuration.
     await recordRevision(tx, { agent, source: 'create', changedKeys: CONFIG_FIELDS, userId: null, agentId: null });
     await kernel.activity.record(tx, {

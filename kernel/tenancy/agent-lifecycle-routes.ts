@@ -5,9 +5,10 @@ import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, isCeoAgentOf, type Caller } from './agent-access.ts';
 import { agentView } from './agent-read-routes.ts';
-import { applyTransition, approveImportedAgent, approvePendingAgent, terminateAgent } from './agent-transitions.ts';
+import { applyTransition, approveHeldAgent, approvePendingAgent, terminateAgent } from './agent-transitions.ts';
 import { lockOpenHires } from './approvals.ts';
-import { awaitsImportApproval, lockAgent } from './agents.ts';
+import { awaitingApproval, awaitsBoardApproval, lockAgent } from './agents.ts';
+import { unapprovedConfig } from '../executions/start-checks.ts';
 
 /**
  * Lifecycle actions: pause, resume, approve, terminate and hard delete. Pause and resume are
@@ -54,14 +55,14 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
   }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertBoardOrCeo(kernel, caller, agent.company_id, 'resume');
+    // An imported or managed agent resumes once the board approved or wrote its configuration.
+    const unapproved = awaitsBoardApproval(agent) ? await unapprovedConfig(kernel.db, agent.id) : null;
     const after = await kernel.db.transaction((tx) => applyTransition(ctx, kernel, tx, agent.id, 'agent.resumed', (before) => {
       if (before.status === 'terminated') throw conflict('Cannot resume a terminated agent', { status: before.status }, 'invalid_status_transition');
       if (before.status === 'pending_approval') {
         throw conflict('Pending approval agents cannot be resumed; approve them with POST /api/agents/{agentId}/approve', { status: before.status }, 'invalid_status_transition');
       }
-      if (awaitsImportApproval(before)) {
-        throw conflict('An imported agent\'s configuration must be approved by the board first: POST /api/agents/{agentId}/approve', { status: before.status, pauseReason: before.pause_reason }, 'invalid_status_transition');
-      }
+      if (awaitsBoardApproval(before) && unapproved) throw awaitingApproval(before);
       // Only a paused or failed agent goes back to idle; a working agent keeps its state.
       return before.status === 'paused' || before.status === 'error' ? { status: 'idle' } : null;
     }));
@@ -70,11 +71,11 @@ export const agentLifecycleRoutes: RouteModule = (router, kernel) => {
 
   route({
     method: 'POST', path: '/api/agents/:agentId/approve', auth: 'board', parameters, success: 200, errors: [409],
-    summary: 'Approve an agent pending approval, or the configuration of an agent a company import created or changed (paused `imported`)',
+    summary: 'Approve an agent pending approval, or the configuration of an agent paused `imported` (a company import) or `managed` (made for a plugin)',
   }, async (ctx) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
-    const after = await kernel.db.transaction((tx) => (awaitsImportApproval(agent) && caller.kind === 'board' && caller.userId
-      ? approveImportedAgent(ctx, kernel, tx, agent.id, caller.userId)
+    const after = await kernel.db.transaction((tx) => (awaitsBoardApproval(agent) && caller.kind === 'board' && caller.userId
+      ? approveHeldAgent(ctx, kernel, tx, agent.id, caller.userId)
       : approvePendingAgent(ctx, kernel, tx, agent.id, null)));
     ctx.body = await agentView(kernel.db, caller, after);
   });

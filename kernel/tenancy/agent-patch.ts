@@ -6,7 +6,8 @@ import { isPlainObject, mergeAdapterConfig, restoreMasked, SKILL_SYNC_KEY, valid
 import { trimmedOrNull, type AgentFieldsInput, type UpdateAgentInput } from './agent-input.ts';
 import { withStatus, stateOf, type AgentState } from './agent-service.ts';
 import { assertShortnameAvailable, deriveShortname, lockCompanyShortnames } from './agent-shortname.ts';
-import { assertSecretRefsBelongToCompany, assertValidManager, awaitsImportApproval, type AgentRow } from './agents.ts';
+import { assertSecretRefsBelongToCompany, assertValidManager, awaitingApproval, awaitsBoardApproval, type AgentRow } from './agents.ts';
+import { unapprovedConfig } from '../executions/start-checks.ts';
 
 /**
  * PATCH /api/agents/{agentId}: who may change which fields, and how a patch turns into the
@@ -55,8 +56,8 @@ export async function nextStateForPatch(db: Queryable, before: AgentRow, body: U
   let next = stateOf(before);
   if (body.status !== undefined) {
     assertStatusPatchAllowed(before.status, body.status);
-    if (awaitsImportApproval(before) && body.status !== before.status && body.status !== 'terminated') {
-      throw conflict('An imported agent\'s configuration must be approved by the board first: POST /api/agents/{agentId}/approve', { from: before.status, to: body.status, pauseReason: before.pause_reason }, 'invalid_status_transition');
+    if (awaitsBoardApproval(before) && body.status !== before.status && body.status !== 'terminated' && await unapprovedConfig(db, before.id)) {
+      throw awaitingApproval(before);
     }
     if (body.status !== before.status) next = withStatus(next, body.status);
   }

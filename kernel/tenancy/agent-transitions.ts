@@ -5,7 +5,7 @@ import type { KernelServices } from '../services.ts';
 import { afterAgentWrite, stateOf, syncBoardHolds, withStatus, writeAgent } from './agent-service.ts';
 import { decideOpenHires, TERMINATED_BEFORE_APPROVAL } from './approval-decisions.ts';
 import { lockOpenHires } from './approvals.ts';
-import { awaitsImportApproval, IMPORTED_PAUSE_REASON, lockAgent, type AgentRow } from './agents.ts';
+import { awaitsBoardApproval, IMPORTED_PAUSE_REASON, lockAgent, type AgentRow } from './agents.ts';
 import { recordRevision } from './agent-config-revisions.ts';
 
 /**
@@ -53,12 +53,12 @@ export async function holdImportedAgent(ctx: Context, kernel: KernelServices, tx
 }
 
 /**
- * The board approves an imported configuration: a revision of source `approval` by the board
+ * The board approves a configuration it did not write (an imported or managed agent's): a revision of source `approval` by the board
  * user records it (start-checks.ts reads it), and the agent goes to idle.
  */
-export async function approveImportedAgent(ctx: Context, kernel: KernelServices, tx: Tx, agentId: string, userId: string): Promise<AgentRow> {
+export async function approveHeldAgent(ctx: Context, kernel: KernelServices, tx: Tx, agentId: string, userId: string): Promise<AgentRow> {
   return applyTransition(ctx, kernel, tx, agentId, 'agent.approved', (before) => {
-    if (!awaitsImportApproval(before)) throw conflict('Agent is not pending approval', { status: before.status }, 'invalid_status_transition');
+    if (!awaitsBoardApproval(before)) throw conflict('Agent is not pending approval', { status: before.status }, 'invalid_status_transition');
     return { status: 'idle' };
   }, async (inner, _before, approved) => {
     const revision = await recordRevision(inner, { agent: approved, source: 'approval', changedKeys: [], userId, agentId: null });

@@ -1,6 +1,6 @@
 import { int, iso, type Queryable } from '../db/database.ts';
 import { monthToDateCents } from './month-to-date.ts';
-import { notFound, unprocessable } from '../http/errors.ts';
+import { conflict, notFound, unprocessable, type KeelError } from '../http/errors.ts';
 import { assertSecretRefsBelongToCompany as vaultAssertSecretRefs } from '../vault/secret-refs.ts';
 import { isPlainObject, maskConfig, readDesiredSkills } from './agent-config.ts';
 
@@ -151,12 +151,21 @@ export function eventAgent(row: AgentRow): Record<string, unknown> {
 }
 
 /**
- * The pause reason of an agent a company import created, or whose adapter configuration it
- * changed: that configuration came from a package, not from the board, and runs only after a
- * board actor approves it (approveImportedAgent). Resuming is not approving.
+ * Pause reasons of agents whose adapter configuration the board did not write: `imported` (a
+ * company import created it or changed its configuration: it came from a package) and `managed`
+ * (the host made it for a plugin). Such an agent starts paused; it is resumed only once the
+ * board approved its configuration (approveHeldAgent) or wrote it itself (PATCH): resuming is
+ * not approving.
  */
 export const IMPORTED_PAUSE_REASON = 'imported';
+export const MANAGED_PAUSE_REASON = 'managed';
 
-export function awaitsImportApproval(agent: AgentRow): boolean {
-  return agent.status === 'paused' && agent.pause_reason === IMPORTED_PAUSE_REASON;
+export function awaitsBoardApproval(agent: Pick<AgentRow, 'status' | 'pause_reason'>): boolean {
+  return agent.status === 'paused' && (agent.pause_reason === IMPORTED_PAUSE_REASON || agent.pause_reason === MANAGED_PAUSE_REASON);
+}
+
+/** 409 for a resume of an agent whose configuration still waits for the board (awaitsBoardApproval). */
+export function awaitingApproval(agent: Pick<AgentRow, 'status' | 'pause_reason'>): KeelError {
+  return conflict('The agent\'s configuration must be approved by the board first: POST /api/agents/{agentId}/approve (or configure it with PATCH /api/agents/{agentId})',
+    { status: agent.status, pauseReason: agent.pause_reason }, 'invalid_status_transition');
 }

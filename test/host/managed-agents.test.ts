@@ -37,19 +37,27 @@ const found = async (companyId: string, key = 'helper') => {
 const provision = (companyId: string, key: string, body: Record<string, unknown> = {}, api: Api = t.api) => api.post(`/api/plugins/${KEY}/companies/${companyId}/managed/${key}`, body);
 
 describe('a managed agent', () => {
-  it('is made for a new company, once, marked managedBy, idle and not yet set up', async () => {
+  it('is made for a new company, once, marked managedBy, paused until the board approves, not yet set up', async () => {
     const company = await createCompany(t.api);
     const rows = await managed(company.id);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ name: 'Helper', status: 'idle', role: 'helper' });
+    expect(rows[0]).toMatchObject({ name: 'Helper', status: 'paused', role: 'helper' });
     const view = await agentView(rows[0].id);
-    expect(view).toMatchObject({ companyId: company.id, managedBy: { plugin: KEY, key: 'helper' }, adapterType: 'process', adapterConfig: {} });
+    expect(view).toMatchObject({ companyId: company.id, pauseReason: 'managed', managedBy: { plugin: KEY, key: 'helper' }, adapterType: 'process', adapterConfig: {} });
+    // Its hold is the board's kind: resuming is refused until the board approves (or writes) its configuration.
+    expect((await t.sql.query('select holder, reason from scope_holds where scope_id = $1', [rows[0].id])).rows).toEqual([{ holder: 'operator', reason: 'managed' }]);
+    const early = await t.api.post(`/api/agents/${rows[0].id}/resume`, {});
+    expect(early.status, early.text).toBe(409);
+    expect(early.body.error).toContain('approved by the board first');
+    const approved = await t.api.post(`/api/agents/${rows[0].id}/approve`, {});
+    expect(approved.status, approved.text).toBe(200);
+    expect(approved.body).toMatchObject({ status: 'idle', pauseReason: null });
     expect(await found(company.id)).toMatchObject({ id: rows[0].id, managedBy: { plugin: KEY, key: 'helper' } });
     // Its creation names the plugin, and its first revision no user: the executor will not run it until the board configures it.
     const created = await t.sql.query("select actor_type, actor_id, details from activity_log where action = 'agent.created' and entity_id = $1", [rows[0].id]);
     expect(created.rows).toEqual([{ actor_type: 'system', actor_id: `plugin:${KEY}`, details: expect.objectContaining({ managedBy: { plugin: KEY, key: 'helper' } }) }]);
-    const revisions = await t.sql.query('select created_by_user_id, created_by_agent_id from agent_config_revisions where agent_id = $1', [rows[0].id]);
-    expect(revisions.rows).toEqual([{ created_by_user_id: null, created_by_agent_id: null }]);
+    const revisions = await t.sql.query('select source, created_by_user_id, created_by_agent_id from agent_config_revisions where agent_id = $1 order by revision_number', [rows[0].id]);
+    expect(revisions.rows).toEqual([{ source: 'create', created_by_user_id: null, created_by_agent_id: null }, { source: 'approval', created_by_user_id: expect.any(String), created_by_agent_id: null }]);
   });
 
   it('is each company\'s own: another company\'s agent is never the one answered', async () => {
@@ -76,6 +84,7 @@ describe('a managed agent', () => {
     expect(rows[0].id).not.toBe(namesake.id);
     expect(rows[0].name).toBe('Helper 2');
     expect(await agentView(namesake.id)).toMatchObject({ name: 'Helper', role: 'engineer', status: 'idle', managedBy: null });
+    expect((await t.api.post(`/api/agents/${rows[0].id}/approve`, {})).status).toBe(200);
     await lifecycle('disable');
     expect((await agentView(namesake.id)).status).toBe('idle');
     expect((await agentView(rows[0].id)).status).toBe('paused');
@@ -89,6 +98,7 @@ describe('a managed agent', () => {
     const [boardPaused] = await managed(company.id);
     const other = await createCompany(t.api);
     const [free] = await managed(other.id);
+    for (const agent of [boardPaused, free]) expect((await t.api.post(`/api/agents/${agent.id}/approve`, {})).status).toBe(200);
     const paused = await t.api.post(`/api/agents/${boardPaused.id}/pause`, {});
     expect(paused.status, paused.text).toBe(200);
     await lifecycle('disable');
@@ -150,7 +160,7 @@ describe('a managed agent made on demand', () => {
     expect(await found(company.id, 'assistant')).toBeNull();
     const first = await provision(company.id, 'assistant');
     expect(first.status, first.text).toBe(200);
-    expect(first.body.agent).toMatchObject({ companyId: company.id, name: 'Assistant', role: 'assistant', status: 'idle', managedBy: { plugin: KEY, key: 'assistant' } });
+    expect(first.body.agent).toMatchObject({ companyId: company.id, name: 'Assistant', role: 'assistant', status: 'paused', managedBy: { plugin: KEY, key: 'assistant' } });
     const again = await provision(company.id, 'assistant');
     expect(again.body.agent.id).toBe(first.body.agent.id);
     expect((await managed(company.id, 'assistant')).map((row) => row.id)).toEqual([first.body.agent.id]);

@@ -118,8 +118,8 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
       <div className="row">
         {a.status === 'pending_approval' ? <ActionButton kind="primary" action={act('approve')}>Approve hire</ActionButton> : null}
         {a.status !== 'paused' && a.status !== 'terminated' && a.status !== 'pending_approval' ? <ActionButton action={act('pause')}>Pause</ActionButton> : null}
-        {a.status === 'paused' && a.pauseReason === 'imported' ? <ActionButton kind="primary" action={act('approve')}>Approve imported configuration</ActionButton> : null}
-        {a.status === 'paused' && a.pauseReason !== 'imported' ? <ActionButton action={act('resume')}>Resume</ActionButton> : null}
+        {a.status === 'paused' && (a.pauseReason === 'imported' || a.pauseReason === 'managed') ? <ActionButton kind="primary" action={act('approve')}>Approve configuration</ActionButton> : null}
+        {a.status === 'paused' ? <ActionButton action={act('resume')}>Resume</ActionButton> : null}
         {a.status !== 'terminated' ? <ActionButton kind="danger" action={act('terminate')}>Terminate</ActionButton> : null}
         {a.status !== 'terminated' && a.status !== 'pending_approval' ? (
           <ActionButton kind="primary" action={async () => {

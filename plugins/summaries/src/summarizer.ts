@@ -19,8 +19,8 @@ function configured(adapterType: string, config: Row): boolean {
 /**
  * The company's built-in summarizer (the managed agent made for it at its first generate) and
  * whether it can take a generation now: `not_provisioned` before that, then made without
- * adapter configuration, `needs_setup` until the board configures it with the ordinary agent
- * routes (PATCH /api/agents/{id}).
+ * adapter configuration and paused (`managed`): `needs_setup` until the board configures it with
+ * the ordinary agent routes (PATCH /api/agents/{id}), then `paused` until the board resumes it.
  */
 export async function summarizerOf(ctx: SummariesContext): Promise<{ agentId: string | null; status: SummarizerStatus }> {
   const managed = await ctx.agents.getManaged(SUMMARIZER_KEY);
@@ -28,8 +28,10 @@ export async function summarizerOf(ctx: SummariesContext): Promise<{ agentId: st
   const agentId = String(managed.id);
   const agent = await ctx.agents.getConfig(agentId);
   if (!agent) return { agentId: null, status: 'not_provisioned' };
-  if (agent.status === 'pending_approval' || agent.status === 'paused' || agent.status === 'terminated') return { agentId, status: agent.status };
-  return { agentId, status: configured(agent.adapterType, agent.adapterConfig) ? 'ready' : 'needs_setup' };
+  if (agent.status === 'pending_approval' || agent.status === 'terminated') return { agentId, status: agent.status };
+  // What the board must do first: set it up (it is made paused and unconfigured), then resume it.
+  if (!configured(agent.adapterType, agent.adapterConfig)) return { agentId, status: 'needs_setup' };
+  return { agentId, status: agent.status === 'paused' ? 'paused' : 'ready' };
 }
 
 export async function getSummarizer(_req: RouteRequest, ctx: SummariesContext) {

@@ -109,7 +109,10 @@ describe('summary slots', () => {
     expect((await t.sql.query('select count(*)::int as n from plugin_summaries.summary_slots')).rows[0].n).toBe(0);
     // The refused generate still made the summarizer (committed on its own), once whatever the number of asks.
     const made = await builtInSummarizer(t.api, company.id);
-    expect(made).toMatchObject({ name: 'Summarizer', role: 'summarizer', status: 'idle', managedBy: { plugin: 'summaries', key: 'summarizer' } });
+    expect(made).toMatchObject({ name: 'Summarizer', role: 'summarizer', status: 'paused', pauseReason: 'managed', managedBy: { plugin: 'summaries', key: 'summarizer' } });
+    // Resuming is not approving: it waits for the board to configure it.
+    const early = await t.api.post(`/api/agents/${made.id}/resume`, {});
+    expect([early.status, early.body.code]).toEqual([409, 'invalid_status_transition']);
     await Promise.all([1, 2, 3].map(() => t.api.post(slotUrl(company.id, 'workspaces_overview', '/generate'), {})));
     expect((await builtInSummarizers(t.api, company.id)).map((agent) => agent.id)).toEqual([made.id]);
     expect((await t.api.get(`/api/companies/${company.id}/summarizer`)).body).toEqual({ agentId: made.id, status: 'needs_setup' });

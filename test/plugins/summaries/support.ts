@@ -53,10 +53,14 @@ export async function configureSummarizer(api: Api, companyId: string, world: Su
     adapterConfig: { command: process.execPath, args: [join(world.dir, 'summarizer.mjs')], graceSec: 1, env: { MODE_FILE: join(world.dir, 'mode'), OUT_DIR: world.dir } },
   });
   expect(patched.status, patched.text).toBe(200);
+  // Made paused until the board approves or writes its configuration: written now, it resumes.
+  expect((await api.get(`/api/companies/${companyId}/summarizer`)).body).toEqual({ agentId: agent.id, status: 'paused' });
+  const resumed = await api.post(`/api/agents/${agent.id}/resume`, {});
+  expect(resumed.status, resumed.text).toBe(200);
   const res = await api.get(`/api/companies/${companyId}/summarizer`);
   expect(res.status, res.text).toBe(200);
   expect(res.body).toEqual({ agentId: agent.id, status: 'ready' });
-  return patched.body;
+  return resumed.body;
 }
 
 export async function enableSummaries(t: TestKernel, on = true) {

@@ -48,7 +48,8 @@ const wikiProjects = async (companyId: string) => (await t.sql.query(
 
 describe('the wiki\'s managed resources', () => {
   it('makes the maintainer in a company when its board bootstraps the wiki, and then its project', async () => {
-    expect(await maintainers(before.id)).toEqual([{ id: expect.any(String), name: 'Wiki Maintainer', role: 'knowledge-maintainer', status: 'idle' }]);
+    // Paused until the board approves (or writes) its configuration.
+    expect(await maintainers(before.id)).toEqual([{ id: expect.any(String), name: 'Wiki Maintainer', role: 'knowledge-maintainer', status: 'paused' }]);
     const [project] = await eventually(() => wikiProjects(before.id), (rows) => rows.length > 0);
     expect(project.id).not.toBe(namesake.id);
     const view = await t.api.get(`/api/projects/${project.id}`);
@@ -122,7 +123,9 @@ describe('the wiki\'s managed resources', () => {
     expect((await maintainers(later.id)).map((row) => row.id)).toEqual([first.maintainerAgentId]);
     const [project] = await eventually(() => wikiProjects(later.id), (rows) => rows.length > 0);
     expect((await t.api.get(`/api/projects/${project.id}`)).body.companyId).toBe(later.id);
-    // Disabling and enabling again makes nothing twice.
+    // Disabling and enabling again makes nothing twice, and moves only the plugin's own hold.
+    expect((await t.api.post(`/api/agents/${first.maintainerAgentId}/approve`, {})).status).toBe(200);
+    expect((await maintainers(later.id))[0].status).toBe('idle');
     expect((await t.api.post(`/api/plugins/${WIKI}/disable`, {})).status).toBe(200);
     expect((await maintainers(later.id))[0].status).toBe('paused');
     expect((await t.api.post(`/api/plugins/${WIKI}/enable`, {})).status).toBe(200);
