@@ -40,6 +40,19 @@ export interface AnonymousActor {
 export const LOCAL_BOARD_USER_ID = 'local-board';
 
 /** How the activity log names an actor. */
+/**
+ * Who a plugin invocation is for (InvocationInfo's actor, runId and runVerified): `runVerified`
+ * is true only when the run is the one of the agent's run token, checked live; a run id that
+ * came as the `X-Service-Run-Id` header is the caller's word and nothing more.
+ */
+export function invocationCaller(actor: Actor): { actor: { type: 'agent' | 'user' | 'system'; id: string; agentId: string | null }; runId: string | null; runVerified: boolean } {
+  const who = activityActor(actor);
+  return {
+    actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId,
+    runVerified: actor.kind === 'agent' && actor.runVerified === true && who.runId !== null,
+  };
+}
+
 export function activityActor(actor: Actor): { actorType: 'agent' | 'user' | 'system'; actorId: string; agentId: string | null; runId: string | null } {
   if (actor.kind === 'agent') return { actorType: 'agent', actorId: actor.agentId, agentId: actor.agentId, runId: actor.runId ?? null };
   if (actor.kind === 'board') return { actorType: 'user', actorId: actor.userId, agentId: null, runId: actor.runId ?? null };

@@ -4,7 +4,7 @@ import { contributionsOf } from './contributions/contribution-points.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Context } from 'koa';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
-import { activityActor, type Actor } from '../auth/actor.ts';
+import { activityActor, invocationCaller, type Actor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
 import { badRequest, KeelError } from '../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE, type ParameterDoc } from '../http/route-spec.ts';
@@ -51,8 +51,7 @@ function asOperator<T>(ctx: Context, change: () => Promise<T>): Promise<T> {
 }
 
 function invocationInfo(ctx: Context, companyId: string | null) {
-  const who = activityActor(ctx.state.actor as Actor);
-  return { companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId };
+  return { companyId, ...invocationCaller(ctx.state.actor as Actor) };
 }
 
 function validateConfigShape(manifest: PluginManifest, config: Record<string, unknown>): void {

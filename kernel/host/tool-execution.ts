@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../sdk/manifest/plugin-schema-ajv.ts';
-import { activityActor, type Actor } from '../auth/actor.ts';
+import { invocationCaller, type Actor } from '../auth/actor.ts';
 import { KeelError, notFound, validationFailed } from '../http/errors.ts';
 import { respond } from './contributions/route-answer.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
@@ -30,10 +30,7 @@ export async function executeTool(ctx: Context, host: ExtensionHost, call: ToolC
   const input = call.input ?? {};
   const issues = schemaIssues(pluginBodyAjv, found.tool.inputSchema, input, '(input)');
   if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
-  const who = activityActor(actor);
-  const result = await host.invoke(found.plugin.key, 'tool', found.tool.key, input, {
-    companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId,
-  }, {
+  const result = await host.invoke(found.plugin.key, 'tool', found.tool.key, input, { companyId, ...invocationCaller(actor) }, {
     transactional: true,
     defaultActivity: { action: `plugin.${found.plugin.key}.tool.${found.tool.key}`, entityType: 'plugin_tool', entityId: call.tool },
   });

@@ -13,6 +13,12 @@ export interface InvocationInfo {
   companyId: string | null;
   actor: { type: 'user' | 'agent' | 'system'; id: string; agentId: string | null };
   runId: string | null;
+  /**
+   * True when `runId` is the run of the calling agent's run token (checked live by the kernel);
+   * false when it is only the `X-Service-Run-Id` header a caller sent, which anyone can make up.
+   * A limit kept per run must count only verified runs.
+   */
+  runVerified?: boolean;
   /** For service calls: the plugin that called, and on whose behalf. */
   caller?: { plugin: string } | null;
   /** For service calls: the idempotency key the caller passed, if any (the host runs the service once per key). */

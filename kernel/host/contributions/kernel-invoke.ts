@@ -1,5 +1,4 @@
-import type { Actor } from '../../auth/actor.ts';
-import { activityActor } from '../../auth/actor.ts';
+import { invocationCaller, type Actor } from '../../auth/actor.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost, InvokeOptions } from '../extension-host.ts';
 
@@ -17,11 +16,8 @@ export type KernelAsk =
  * throw, so each asker decides in one place what a failure means to its own caller.
  */
 export async function askAsKernel(host: ExtensionHost, key: string, service: string, input: unknown, scope: { companyId: string; actor: Actor }, options: InvokeOptions, unavailableStatus: number): Promise<KernelAsk> {
-  const who = activityActor(scope.actor);
   try {
-    const result = await host.invoke(key, 'service', service, input, {
-      companyId: scope.companyId, actor: { type: who.actorType, id: who.actorId, agentId: who.agentId }, runId: who.runId, caller: KERNEL_CALLER,
-    }, options);
+    const result = await host.invoke(key, 'service', service, input, { companyId: scope.companyId, ...invocationCaller(scope.actor), caller: KERNEL_CALLER }, options);
     if (result.ok) return { ok: true, value: result.value === undefined ? null : JSON.parse(result.value) as unknown };
     return { ok: false, error: result.error! };
   } catch (error) {

@@ -3,7 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
-import { activityActor, type Actor } from '../../auth/actor.ts';
+import { invocationCaller, type Actor } from '../../auth/actor.ts';
 import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { authorize } from '../../http/route-auth.ts';
@@ -154,15 +154,13 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   if (route.agentBodyField && companyId && route.method !== 'GET' && !upload) await assertAgentOfCompany(host, body, route.agentBodyField, companyId);
   ctx.state.companyId = companyId;
   const headers = routeHeaders(ctx);
-  const who = activityActor(actor);
   const readOnly = route.readOnly ?? route.method === 'GET';
   const transactional = !readOnly && (route.transactional ?? true);
   const clientKey = clientKeyOf(host, plugin, ctx.ip);
   const input = upload ? { params, query, body, headers, companyId, clientKey, upload } : { params, query, body, headers, companyId, clientKey };
   const call = (callCompanyId: string | null) => host.invoke(plugin, 'route', route.key, route.perCompany ? { ...input, companyId: callCompanyId } : input, {
     companyId: callCompanyId,
-    actor: { type: who.actorType, id: who.actorId, agentId: who.agentId },
-    runId: who.runId,
+    ...invocationCaller(actor),
   }, {
     transactional,
     readOnly,

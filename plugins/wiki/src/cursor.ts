@@ -24,14 +24,20 @@ async function cursorPosition(ctx: WikiContext, companyId: string): Promise<stri
 /**
  * The next cursor window: the sources ingested or changed since the cursor, oldest change first,
  * whole, as many as fit in 60,000 characters, and within what is left of the calling run's
- * 120,000 (every window handed to a run counts, whether or not the cursor moved). Reading moves
+ * 120,000 (every window handed to a run counts, whether or not the cursor moved). An agent must
+ * call from a run the kernel verified (its run token); a board user has the window cap only. Reading moves
  * nothing: the maintainer passes `to` to wiki_advance_cursor once it has processed the window.
  * A source changed again after its window was handed out comes again in a later one.
  */
 export async function wikiNextCursorWindow(input: unknown, ctx: WikiContext) {
   const companyId = await ingestionScope(ctx, input as ToolInput);
   const from = await cursorPosition(ctx, companyId);
-  const runId = ctx.invocation.runId;
+  // The per-run cap holds only for runs the kernel vouches for: a run id an agent merely names
+  // (a header) could be a fresh one on every call. An agent reads windows from its run.
+  const runId = ctx.invocation.runVerified ? ctx.invocation.runId : null;
+  if (!runId && ctx.invocation.actor.type === 'agent') {
+    throw new PluginError(403, 'run_required', 'An agent reads cursor windows from a run: call with the run\'s token (SERVICE_API_KEY), which the per-run cap of 120,000 characters counts against');
+  }
   let runUsed = 0;
   if (runId) {
     const { rows } = await ctx.db.query<{ characters: number }>('select characters from cursor_run_usage where company_id = $1 and run_id = $2', [companyId, runId]);

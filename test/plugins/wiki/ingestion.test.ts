@@ -223,15 +223,19 @@ describe('cursor windows', () => {
     expect(cross.status, cross.text).toBe(403);
   });
 
-  it('hands one run at most 120,000 characters in all', async () => {
+  it('hands one run at most 120,000 characters in all; an agent reads only from a run the kernel vouches for', async () => {
     // Windows read again and again without moving the cursor: each counts against the run.
     for (let n = 0; n < 6; n += 1) await createIssue(companyA.id, { title: `More ${n}`, description: `more${n} `.repeat(1_400) });
     await eventsSettled(t);
-    const run = { 'x-service-run-id': randomUUID() };
+    const reader = await createAgent(t.api, companyA.id, { name: 'Cursor reader' });
+    const openRun = async () => (await t.kernel.services.db.transaction((tx) => t.kernel.services.runs.open(tx, { agentId: reader.id, companyId: companyA.id }))).token;
+    const agentWindow = (token: string, headers?: Record<string, string>) =>
+      t.api.as(token).post('/api/plugins/tools/execute', { tool: 'llm-wiki.wiki_next_cursor_window', input: { companyId: companyA.id, wikiId: 'default' } }, { headers });
+    const runToken = await openRun();
     let total = 0;
     let last: any;
     for (let n = 0; n < 5; n += 1) {
-      last = (await ok(await window(companyA.id, run))).result;
+      last = (await ok(await agentWindow(runToken))).result;
       total += last.characters;
       expect(last.characters).toBeLessThanOrEqual(60_000);
       expect(last.run.characters).toBe(total);
@@ -240,8 +244,19 @@ describe('cursor windows', () => {
     expect(total).toBeGreaterThan(100_000);
     expect(last).toMatchObject({ characters: 0, sources: [] });
     expect(last.run.exhausted || 120_000 - total < 12_000).toBe(true);
-    // Another run starts afresh.
-    expect((await ok(await window(companyA.id, { 'x-service-run-id': randomUUID() }))).result.characters).toBeGreaterThan(0);
+    // Naming a run of one's own making does not start afresh: an agent key reads no window at all.
+    const readerKey = await createAgentKey(t.api, reader.id);
+    for (const headers of [{ 'x-service-run-id': randomUUID() }, undefined]) {
+      const refused = await agentWindow(readerKey, headers);
+      expect(refused.status, refused.text).toBe(403);
+      expect(refused.body.code).toBe('run_required');
+    }
+    // Another real run starts afresh.
+    expect((await ok(await agentWindow(await openRun()))).result.characters).toBeGreaterThan(0);
+    // A board user has the window cap only: a header names no run it is counted against.
+    const byBoard = (await ok(await window(companyA.id, { 'x-service-run-id': randomUUID() }))).result;
+    expect(byBoard.run).toBeNull();
+    expect(byBoard.characters).toBeGreaterThan(0);
   });
 });
 
