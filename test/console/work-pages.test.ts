@@ -129,9 +129,46 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
     await poll(() => list.textContent()).toContain('Ship the launch well');
   }, 60_000);
 
-  it('passes axe-core with no serious violations on the projects, project and goals pages', async () => {
+  it("adds a permission grant to an agent and removes it, showing the API's refusal of a scoped grant without a scope", async () => {
+    const grantsOf = async () => (await t.api.get(`/api/companies/${companyId}/permission-grants?principalType=agent&principalId=${lead.id}`)).body;
+    await page.goto(`${t.url}/companies/${companyId}/agents/${lead.id}`);
+    await poll(() => page.getByText('No grants: Lead').count()).toBe(1);
+    const form = page.getByRole('form', { name: 'Add a permission grant' });
+    await form.getByLabel('Permission').selectOption('tasks:assign');
+    await form.getByRole('button', { name: 'Grant' }).click();
+    const list = page.getByRole('list', { name: 'Permission grants' });
+    await poll(() => list.textContent()).toContain('tasks:assign');
+    expect(await grantsOf()).toMatchObject([{ principalType: 'agent', principalId: lead.id, permissionKey: 'tasks:assign', scope: null }]);
+
+    await form.getByLabel('Permission').selectOption('tasks:assign_scope');
+    await form.getByRole('button', { name: 'Grant' }).click();
+    await poll(() => form.getByRole('alert').textContent()).toBe('tasks:assign_scope requires a non-empty scope');
+    expect(await grantsOf()).toHaveLength(1);
+
+    await list.getByRole('button', { name: 'Remove tasks:assign' }).click();
+    await poll(() => page.getByText('No grants: Lead').count()).toBe(1);
+    expect(await grantsOf()).toEqual([]);
+  }, 60_000);
+
+  it('creates a project budget policy on the costs page and lists it by the project\'s name', async () => {
+    await page.goto(`${t.url}/companies/${companyId}/costs`);
+    const form = page.getByRole('form', { name: 'Project budget' });
+    await form.getByLabel(/^Project/).selectOption({ label: 'Launch site' });
+    await form.getByLabel('Budget in dollars').fill('25');
+    await form.getByLabel('Warn at percent').fill('60');
+    await form.getByRole('button', { name: 'Set project budget' }).click();
+    const list = page.getByRole('list', { name: 'Budget policies' });
+    await poll(() => list.textContent()).toContain('Project Launch site');
+    expect(await list.textContent()).toMatch(/Project Launch site\s*\$0\.00 of \$25\.00 \(0%\)lifetime · warn at 60% · hard stop/);
+    const { policies } = (await t.api.get(`/api/companies/${companyId}/budgets/overview`)).body;
+    expect(policies.filter((policy: any) => policy.scopeType === 'project')).toMatchObject([
+      { scopeId: projectId, amount: 2500, windowKind: 'lifetime', warnPercent: 60, hardStopEnabled: true, isActive: true },
+    ]);
+  }, 60_000);
+
+  it('passes axe-core with no serious violations on the projects, project, goals, agent and costs pages', async () => {
     const found: Record<string, unknown> = {};
-    for (const path of [`/companies/${companyId}/projects`, `/companies/${companyId}/projects/${projectId}`, `/companies/${companyId}/goals`]) {
+    for (const path of [`/companies/${companyId}/projects`, `/companies/${companyId}/projects/${projectId}`, `/companies/${companyId}/goals`, `/companies/${companyId}/agents/${lead.id}`, `/companies/${companyId}/costs`]) {
       await page.goto(t.url + path);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       await page.waitForLoadState('networkidle');

@@ -51,7 +51,7 @@ function ProjectFields({ agents, goals, project }: { agents: Agent[]; goals: Goa
 function useCompanyRefs(companyId: string) {
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
   const goals = useLoad(() => api.get<GoalRef[]>(`/api/companies/${companyId}/goals`), [companyId]);
-  return { agents: agents.data ?? [], goals: goals.data ?? [], error: agents.error ?? goals.error };
+  return { agents: agents.data ?? [], goals: goals.data ?? [], loaded: !!agents.data && !!goals.data, error: agents.error ?? goals.error };
 }
 
 function Swatch({ color }: { color: string | null }) {
@@ -142,12 +142,14 @@ export function ProjectPage({ companyId, projectId }: { companyId: string; proje
       <div className="grid2">
         <div className="card">
           <h2>Edit</h2>
-          {/* Keyed by the update time: after a save the fields show what the server kept. */}
-          <Form key={p.updatedAt} label="Edit project" submit="Save project" onSubmit={async (fields) => {
+          <ErrorNote error={refs.error} />
+          {/* A select's first value is its value for good, so the form waits for the agents and goals it offers.
+              Keyed by the update time: after a save the fields show what the server kept. */}
+          {refs.loaded ? <Form key={p.updatedAt} label="Edit project" submit="Save project" onSubmit={async (fields) => {
             setSaved(null);
             await patch(projectBody(fields, true));
             setSaved('Saved.');
-          }}><ProjectFields agents={refs.agents} goals={refs.goals} project={p} /></Form>
+          }}><ProjectFields agents={refs.agents} goals={refs.goals} project={p} /></Form> : <Loading what="the form" />}
           {saved ? <p role="status">{saved}</p> : null}
         </div>
         <div className="card">
