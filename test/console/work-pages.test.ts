@@ -65,8 +65,16 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
     await form.getByLabel('Name').fill('Off colour');
     await form.getByLabel(/^Color/).fill('blue');
     await form.getByRole('button', { name: 'Create project' }).click();
-    await poll(() => form.getByRole('alert').textContent()).toMatch(/color/i);
+    await poll(() => form.getByRole('alert').textContent()).toMatch(/^Invalid request body: color must match pattern/);
+    // A name of spaces only reaches the API empty, and is refused there.
+    await form.getByLabel(/^Color/).fill('');
+    await form.getByLabel('Name').fill('   ');
+    await form.getByRole('button', { name: 'Create project' }).click();
+    await poll(() => form.getByRole('alert').textContent()).toMatch(/^Invalid request body: name must NOT have fewer than 1 characters/);
     expect((await t.api.get(`/api/companies/${companyId}/projects`)).body).toHaveLength(1);
+    // An unknown project shows the API's answer.
+    await page.goto(`${t.url}/companies/${companyId}/projects/00000000-0000-4000-8000-000000000000`);
+    await poll(() => page.getByRole('alert').textContent()).toBe('Project not found');
   }, 60_000);
 
   it("opens the project, changes its status (kept by the API), archives and unarchives it, and lists the project's issues", async () => {

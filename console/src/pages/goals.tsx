@@ -27,7 +27,7 @@ function GoalRow({ goal, goals, agentName, onChange }: { goal: Goal; goals: Goal
       <ErrorNote error={error} />
       <details>
         <summary>Edit {goal.title}</summary>
-        <Form key={goal.updatedAt} label={`Edit goal ${goal.title}`} submit="Save goal" onSubmit={(fields) => patch({ title: fields.get('title'), parentId: fields.get('parentId') || null })}>
+        <Form key={goal.updatedAt} label={`Edit goal ${goal.title}`} submit="Save goal" onSubmit={(fields) => patch({ title: String(fields.get('title') ?? '').trim(), parentId: fields.get('parentId') || null })}>
           <Field label="Title" name="title" required defaultValue={goal.title} />
           <Field label="Parent goal" name="parentId">
             <select name="parentId" defaultValue={goal.parentId ?? ''}><option value="">none</option>{goals.map((g) => <option key={g.id} value={g.id}>{g.title}</option>)}</select>
@@ -52,7 +52,7 @@ export function GoalsPage({ companyId }: { companyId: string }) {
         <summary>New goal</summary>
         <Form label="New goal" submit="Create goal" onSubmit={async (fields) => {
           await api.post(`/api/companies/${companyId}/goals`, {
-            title: fields.get('title'), description: fields.get('description') || undefined, level: fields.get('level') || undefined,
+            title: String(fields.get('title') ?? '').trim(), description: fields.get('description') || undefined, level: fields.get('level') || undefined,
             status: fields.get('status') || undefined, parentId: fields.get('parentId') || undefined, ownerAgentId: fields.get('ownerAgentId') || undefined,
           });
           await goals.reload();

@@ -21,8 +21,9 @@ function projectBody(fields: FormData, editing: boolean): Record<string, unknown
     const value = String(fields.get(name) ?? '').trim();
     return value ? value : editing ? null : undefined;
   };
+  // A name of spaces only is sent empty, for the API to refuse, rather than kept as a blank name.
   return {
-    name: fields.get('name'), description: optional('description'), status: fields.get('status') || undefined,
+    name: String(fields.get('name') ?? '').trim(), description: optional('description'), status: fields.get('status') || undefined,
     leadAgentId: optional('leadAgentId'), goalId: optional('goalId'), targetDate: optional('targetDate'), color: optional('color'),
   };
 }
