@@ -51,7 +51,7 @@ function ColumnChart({ title, bars }: { title: string; bars: Bar[] }) {
 const DAYS = 14;
 
 interface Incident { id: string; scopeType: string; scopeId: string; status: string; thresholdType: string; amountObserved: number; amountLimit: number; createdAt: string }
-interface Overview { policies: PolicyView[]; activeIncidents: Incident[]; pausedAgentCount: number }
+interface Overview { policies: PolicyView[]; activeIncidents: Incident[]; pausedAgentCount: number; pausedProjectCount?: number }
 
 export function CostsPage({ companyId }: { companyId: string }) {
   const base = `/api/companies/${companyId}`;
@@ -113,7 +113,7 @@ export function CostsPage({ companyId }: { companyId: string }) {
           </li>))}
         </ul>
       )}
-      {overview.data ? <p className="muted">{overview.data.pausedAgentCount} agents paused by budgets.</p> : null}
+      {overview.data ? <p className="muted">{overview.data.pausedAgentCount} agents and {overview.data.pausedProjectCount ?? 0} projects paused by budgets.</p> : null}
     </section>
   );
 }

@@ -70,9 +70,8 @@ export function ProjectsPage({ companyId }: { companyId: string }) {
       <details className="card">
         <summary>New project</summary>
         <Form label="New project" submit="Create project" onSubmit={async (fields) => {
-          const project = await api.post<Project>(`/api/companies/${companyId}/projects`, projectBody(fields, false));
+          await api.post(`/api/companies/${companyId}/projects`, projectBody(fields, false));
           await projects.reload();
-          return project;
         }}><ProjectFields agents={refs.agents} goals={refs.goals} /></Form>
       </details>
       <ErrorNote error={refs.error} />
