@@ -14,6 +14,8 @@ import { PluginPage, PluginsPage } from './pages/plugins.tsx';
 import { SettingsPage } from './pages/settings.tsx';
 import { ApprovalsPage } from './pages/approvals.tsx';
 import { SkillsPage } from './pages/skills.tsx';
+import { ProjectPage, ProjectsPage } from './pages/projects.tsx';
+import { GoalsPage } from './pages/goals.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -49,7 +51,7 @@ export function App() {
 }
 
 const SECTIONS = [
-  ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['runs', 'Runs'], ['approvals', 'Approvals'],
+  ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
   ['costs', 'Costs'], ['secrets', 'Secrets'], ['skills', 'Skills'], ['activity', 'Activity'],
 ] as const;
 
@@ -107,6 +109,9 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/companies/:companyId/agents/:agentId', path))) return <AgentPage companyId={params.companyId!} agentId={params.agentId!} />;
   if ((params = match('/companies/:companyId/issues', path))) return <IssuesPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/issues/:issueId', path))) return <IssuePage companyId={params.companyId!} issueId={params.issueId!} />;
+  if ((params = match('/companies/:companyId/projects', path))) return <ProjectsPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/projects/:projectId', path))) return <ProjectPage companyId={params.companyId!} projectId={params.projectId!} />;
+  if ((params = match('/companies/:companyId/goals', path))) return <GoalsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/runs', path))) return <RunsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/runs/:runId', path))) return <RunPage companyId={params.companyId!} runId={params.runId!} />;
   if ((params = match('/companies/:companyId/approvals', path))) return <ApprovalsPage companyId={params.companyId!} />;

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api, type Agent, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
+import { AgentGrants } from './grants.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
 
 /** Reads the agent form: adapter configuration is JSON the operator types. */
@@ -155,6 +156,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
           </ul>
         </div>
       </div>
+      <AgentGrants companyId={companyId} agentId={agentId} agentName={a.name} />
       <div className="card">
         <h2>Configuration</h2>
         <p className="muted">Secret values are masked by the server.</p>

@@ -1,4 +1,5 @@
 import { api } from '../api.ts';
+import { BudgetPolicies, type PolicyView } from './budget-policies.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, useLoad } from '../ui.tsx';
 
 interface Bar { label: string; cents: number }
@@ -50,7 +51,7 @@ function ColumnChart({ title, bars }: { title: string; bars: Bar[] }) {
 const DAYS = 14;
 
 interface Incident { id: string; scopeType: string; scopeId: string; status: string; thresholdType: string; amountObserved: number; amountLimit: number; createdAt: string }
-interface Overview { policies: Array<{ id: string; scopeType: string; scopeId: string; amount: number; observedAmount: number; utilizationPercent: number; hardStopEnabled: boolean }>; activeIncidents: Incident[]; pausedAgentCount: number }
+interface Overview { policies: PolicyView[]; activeIncidents: Incident[]; pausedAgentCount: number; pausedProjectCount?: number }
 
 export function CostsPage({ companyId }: { companyId: string }) {
   const base = `/api/companies/${companyId}`;
@@ -69,6 +70,7 @@ export function CostsPage({ companyId }: { companyId: string }) {
     }));
   }, [companyId]);
   const overview = useLoad(() => api.get<Overview>(`${base}/budgets/overview`), [companyId]);
+  const company = useLoad(() => api.get<{ name: string }>(base), [companyId]);
   const reload = async () => { await Promise.all([summary.reload(), overview.reload()]); };
   return (
     <section>
@@ -99,12 +101,7 @@ export function CostsPage({ companyId }: { companyId: string }) {
             <Field label="Monthly company budget in dollars (0: none)" name="dollars" type="number" step="0.01" required />
           </Form>
         </div>
-        <div className="card">
-          <h3>Policies</h3>
-          <ul className="rows">{(overview.data?.policies ?? []).map((policy) => (
-            <li key={policy.id} className="row-item">{policy.scopeType} {policy.scopeId.slice(0, 8)}: {money(policy.observedAmount)} of {money(policy.amount)} ({policy.utilizationPercent}%){policy.hardStopEnabled ? ' · hard stop' : ''}</li>))}
-          </ul>
-        </div>
+        <BudgetPolicies companyId={companyId} companyName={company.data?.name ?? ''} policies={overview.data?.policies ?? []} onChange={reload} />
       </div>
       <h2>Incidents</h2>
       {(overview.data?.activeIncidents ?? []).length === 0 ? <p className="muted">No open incidents.</p> : (
@@ -116,7 +113,7 @@ export function CostsPage({ companyId }: { companyId: string }) {
           </li>))}
         </ul>
       )}
-      {overview.data ? <p className="muted">{overview.data.pausedAgentCount} agents paused by budgets.</p> : null}
+      {overview.data ? <p className="muted">{overview.data.pausedAgentCount} agents and {overview.data.pausedProjectCount ?? 0} projects paused by budgets.</p> : null}
     </section>
   );
 }
