@@ -28,6 +28,9 @@ export function schemaIssuesOf(errors: readonly ErrorObject[] | null | undefined
       const extra = (error.params as { additionalProperty: string }).additionalProperty;
       path = path ? `${path}.${extra}` : extra;
       message = wording.unknownField ?? 'is not an allowed field';
+    } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === '\\S') {
+      // The schemas' way of saying "not only whitespace".
+      message = 'must not be blank';
     } else if (error.keyword === 'enum') {
       message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
     }

@@ -72,6 +72,9 @@ describe('projects', () => {
       [{ name: 'x', status: 'done' }, 400, 'validation_failed'],
       [{ name: 'x', color: 'red' }, 400, 'validation_failed'],
       [{ name: 'x', targetDate: 'tomorrow' }, 400, 'validation_failed'],
+      // The right shape, but no such day: refused by the schema, never a database error.
+      [{ name: 'x', targetDate: '2026-02-30' }, 400, 'validation_failed'],
+      [{ name: '   ' }, 400, 'validation_failed'],
       [{ name: 'x', leadAgentId: foreignAgent.id }, 422, 'agent_not_found'],
       [{ name: 'x', goalId: '00000000-0000-4000-8000-000000000000' }, 422, 'goal_not_found'],
     ];
@@ -80,6 +83,8 @@ describe('projects', () => {
       expect([res.status, res.body.code], JSON.stringify(body)).toEqual([status, code]);
       expect(typeof res.body.error).toBe('string');
     }
+    const blank = await post(`/api/companies/${company.id}/projects`, { name: ' \t ' });
+    expect(blank.body.error).toBe('Invalid request body: name must not be blank');
     expect(await tableCounts()).toEqual(before);
   });
 
