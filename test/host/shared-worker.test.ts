@@ -20,7 +20,9 @@ const serving = (key: string) => eventually(() => worker(key), (w) => w.status =
 
 beforeAll(async () => {
   t = await startTestKernel({ plugins: { sharedWorker: { plugins: ['echo', 'echo-two'] } } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
-  await installAndEnable(t, ECHO);
+  // Its CPU slice (min of callTimeoutMs and 5 s) is raised so that a loaded machine's slow
+  // collections near the memory limit end in the out-of-memory answer this test is about.
+  await installAndEnable(t, await pluginVariant(ECHO, (m) => { m.limits.callTimeoutMs = 10_000; }));
   await installAndEnable(t, await variant('echo-two'));
   await installAndEnable(t, await variant('echo-own'));
   company = (await t.api.post('/api/companies', { name: 'Shared worker' })).body;
