@@ -29,6 +29,19 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
     .map((violation) => ({ id: violation.id, impact: violation.impact!, help: violation.help, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
 }
 
+/** Opens each page (a path of the console under `baseUrl`) and answers its serious violations, by path; empty when none has any. */
+export async function seriousViolationsOfPages(page: Page, baseUrl: string, paths: readonly string[]): Promise<Record<string, unknown>> {
+  const found: Record<string, unknown> = {};
+  for (const path of paths) {
+    await page.goto(baseUrl + path);
+    await page.getByRole('heading', { level: 1 }).first().waitFor();
+    await page.waitForLoadState('networkidle');
+    const violations = await seriousViolations(page);
+    if (violations.length) found[path] = violations;
+  }
+  return found;
+}
+
 /** `expect.poll` with the patience a page on a loaded machine needs (the default is one second). */
 export function poll<T>(read: () => Promise<T> | T, options: { timeout?: number } = {}) {
   return expect.poll(read, { timeout: options.timeout ?? 20_000, interval: 100 });

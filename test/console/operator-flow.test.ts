@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentScripts, waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolations } from './browser.ts';
+import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
 
 const SLOT_PROBE = fileURLToPath(new URL('./fixtures/slot-probe', import.meta.url));
 const UI_TIMEOUT = 20_000;
@@ -244,15 +244,7 @@ describe('console: the operator flow in a browser', () => {
     const pages = ['/companies', `/companies/${companyId}/dashboard`, `/companies/${companyId}/agents`, `/companies/${companyId}/agents/${agentIds.worker}`,
       `/companies/${companyId}/issues`, `/companies/${companyId}/runs`, `/companies/${companyId}/costs`, `/companies/${companyId}/secrets`,
       `/companies/${companyId}/activity`, `/companies/${companyId}/approvals`, `/companies/${companyId}/skills`, '/plugins', '/plugins/slot-probe', '/settings'];
-    const found: Record<string, unknown> = {};
-    for (const path of pages) {
-      await page.goto(t.url + path);
-      await page.getByRole('heading', { level: 1 }).first().waitFor();
-      await page.waitForLoadState('networkidle');
-      const violations = await seriousViolations(page);
-      if (violations.length) found[path] = violations;
-    }
-    expect(found).toEqual({});
+    expect(await seriousViolationsOfPages(page, t.url, pages)).toEqual({});
   }, 120_000);
 
   it('logged no errors in the browser console', () => {

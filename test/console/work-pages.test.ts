@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolations } from './browser.ts';
+import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -175,15 +175,8 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
   }, 60_000);
 
   it('passes axe-core with no serious violations on the projects, project, goals, agent and costs pages', async () => {
-    const found: Record<string, unknown> = {};
-    for (const path of [`/companies/${companyId}/projects`, `/companies/${companyId}/projects/${projectId}`, `/companies/${companyId}/goals`, `/companies/${companyId}/agents/${lead.id}`, `/companies/${companyId}/costs`]) {
-      await page.goto(t.url + path);
-      await page.getByRole('heading', { level: 1 }).first().waitFor();
-      await page.waitForLoadState('networkidle');
-      const violations = await seriousViolations(page);
-      if (violations.length) found[path] = violations;
-    }
-    expect(found).toEqual({});
+    const paths = [`/companies/${companyId}/projects`, `/companies/${companyId}/projects/${projectId}`, `/companies/${companyId}/goals`, `/companies/${companyId}/agents/${lead.id}`, `/companies/${companyId}/costs`];
+    expect(await seriousViolationsOfPages(page, t.url, paths)).toEqual({});
   }, 60_000);
 
   it('logged no errors in the browser console', () => {

@@ -8,21 +8,27 @@ const FIRST_PAGE = 100;
 const PAGE = 200;
 const CARDS_PER_COLUMN = 50;
 
-/** The company's issues, read from the server a page at a time (newest first). */
-function useIssuePages(companyId: string, q: string) {
+/**
+ * The company's issues, read from the server a page at a time (newest first), optionally
+ * searched (`q`) or of one project; the issues board and a project's page read them alike.
+ */
+export function useIssuePages(companyId: string, filter: { q?: string; projectId?: string }, sizes = { first: FIRST_PAGE, rest: PAGE }) {
   const [items, setItems] = useState<Issue[]>([]);
   const [next, setNext] = useState<string | null>(null);
   const [loading, setLoading] = useState(true);
   const [error, setError] = useState<unknown>(null);
+  const { q, projectId } = filter;
   const load = useCallback(async (cursor: string | null) => {
     setLoading(true);
     try {
-      const got = await page<Issue>(`/api/companies/${companyId}/issues`, { limit: cursor ? PAGE : FIRST_PAGE, q: q || undefined, cursor: cursor ?? undefined });
+      const got = await page<Issue>(`/api/companies/${companyId}/issues`, {
+        limit: cursor ? sizes.rest : sizes.first, q: q || undefined, projectId, cursor: cursor ?? undefined,
+      });
       setItems((before) => (cursor ? [...before, ...got.items] : got.items));
       setNext(got.next);
       setError(null);
     } catch (caught) { setError(caught); } finally { setLoading(false); }
-  }, [companyId, q]);
+  }, [companyId, q, projectId, sizes.first, sizes.rest]);
   useEffect(() => { void load(null); }, [load]);
   return { items, next, loading, error, more: () => load(next), reload: () => load(null) };
 }
@@ -30,7 +36,7 @@ function useIssuePages(companyId: string, q: string) {
 export function IssuesPage({ companyId }: { companyId: string }) {
   const [view, setView] = useState<'board' | 'list'>('board');
   const [q, setQ] = useState('');
-  const issues = useIssuePages(companyId, q);
+  const issues = useIssuePages(companyId, { q });
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
   const agentName = (id: string | null) => agents.data?.find((a) => a.id === id)?.name ?? '—';
   return (

@@ -1,5 +1,6 @@
-import { useCallback, useEffect, useState } from 'react';
-import { api, page, type Agent, type Issue } from '../api.ts';
+import { useState } from 'react';
+import { api, type Agent } from '../api.ts';
+import { useIssuePages } from './issues.tsx';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
 
@@ -11,6 +12,7 @@ interface GoalRef { id: string; title: string }
 
 export const PROJECT_STATUSES = ['backlog', 'planned', 'in_progress', 'completed', 'cancelled'] as const;
 const ISSUES_PAGE = 100;
+const PROJECT_ISSUE_PAGES = { first: ISSUES_PAGE, rest: ISSUES_PAGE };
 
 /**
  * Reads the project form. An empty optional field is null on an edit (it clears the value) and
@@ -93,29 +95,10 @@ export function ProjectsPage({ companyId }: { companyId: string }) {
   );
 }
 
-/** The project's issues, read a page at a time from the issues list filtered by project. */
-function useProjectIssues(companyId: string, projectId: string) {
-  const [items, setItems] = useState<Issue[]>([]);
-  const [next, setNext] = useState<string | null>(null);
-  const [loading, setLoading] = useState(true);
-  const [error, setError] = useState<unknown>(null);
-  const load = useCallback(async (cursor: string | null) => {
-    setLoading(true);
-    try {
-      const got = await page<Issue>(`/api/companies/${companyId}/issues`, { projectId, limit: ISSUES_PAGE, cursor: cursor ?? undefined });
-      setItems((before) => (cursor ? [...before, ...got.items] : got.items));
-      setNext(got.next);
-      setError(null);
-    } catch (caught) { setError(caught); } finally { setLoading(false); }
-  }, [companyId, projectId]);
-  useEffect(() => { void load(null); }, [load]);
-  return { items, next, loading, error, more: () => load(next) };
-}
-
 export function ProjectPage({ companyId, projectId }: { companyId: string; projectId: string }) {
   const project = useLoad(() => api.get<Project>(`/api/projects/${projectId}`), [projectId]);
   const refs = useCompanyRefs(companyId);
-  const issues = useProjectIssues(companyId, projectId);
+  const issues = useIssuePages(companyId, { projectId }, PROJECT_ISSUE_PAGES);
   const [saved, setSaved] = useState<string | null>(null);
   if (project.loading && !project.data) return <Loading what="the project" />;
   if (project.error) return <ErrorNote error={project.error} />;
