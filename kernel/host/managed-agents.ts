@@ -47,11 +47,12 @@ function provisions(manifest: PluginManifest, granted: readonly string[] | null)
  * for; the unique index makes concurrent asks one agent.
  */
 export async function provisionOnDemand(kernel: KernelServices, plugin: string, key: string, companyId: string): Promise<AgentRow> {
+  // The common answer (every later ask) is one indexed read: the agent is there already.
+  const existing = await kernel.db.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]);
+  if (existing) return existing;
   const row = await kernel.db.maybeOne<{ manifest: PluginManifest }>("select manifest from plugins where key = ? and status = 'enabled'", [plugin]);
   const spec = row?.manifest.managed?.agents?.find((agent) => agent.key === key);
   if (!spec) throw new KeelError(404, 'managed_agent_not_declared', `The plugin declares no managed agent "${key}" (managed.agents in plugin.json)`);
-  const existing = await kernel.db.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]);
-  if (existing) return existing;
   try {
     return await kernel.db.transaction(async (tx) => {
       // A call that already wrote the company's activity holds the tail of its chain until it

@@ -304,10 +304,10 @@ export const portabilityFragment = {
 
 export const managedFragment = {
   type: 'object', additionalProperties: false,
-  description: 'Resources the host makes and keeps for each company while the plugin is enabled (needs agents.managed for agents). Made again if missing on enable and for every new company; paused on disable; left in place on uninstall.',
+  description: 'Resources the host makes and keeps for each company while the plugin is enabled (needs agents.managed for agents). Agents are made on enable and for every new company, or only when the plugin asks (provision on_demand); paused on disable; left in place on uninstall.',
   properties: {
     agents: {
-      type: 'array', maxItems: 10, description: 'Managed agents (needs agents.managed): one per company and key, marked managedBy {plugin, key}; made idle with no adapter configuration, which the board sets before it can run.',
+      type: 'array', maxItems: 10, description: 'Managed agents (needs agents.managed): one per company and key, marked managedBy {plugin, key}; made paused (managed) with no adapter configuration, until the board configures and resumes it or approves it.',
       items: {
         type: 'object', additionalProperties: false, required: ['key', 'name'],
         properties: {

@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
+import { seedIssues } from './support/seed-issues.ts';
 
 const COST_EVENTS = Number(process.env.BACKUP_BENCH_COST_EVENTS ?? 100_000);
 const ISSUES = Number(process.env.BACKUP_BENCH_ISSUES ?? 10_000);
@@ -72,15 +73,10 @@ async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: s
      select gen_random_uuid(), $1::uuid, ($2::uuid[])[1 + (i % $3::int)], 'alpha', 'alpha', 'large', 'metered_api',
             1 + (i % 20), 1200, 0, 300, now() - random() * interval '30 days'
        from generate_series(1, $4::int) as i`, [company.id, agents, agents.length, COST_EVENTS]);
-  await sql.query(
-    `insert into plugin_work.issues (company_id, issue_number, identifier, title, description, status, priority)
-     select $1::uuid, i, $2 || '-' || i, 'Seeded issue ' || i, 'Body of issue ' || i || E'\\nwith a second line',
-            (array['backlog', 'todo', 'in_progress', 'done'])[1 + i % 4], (array['low', 'medium', 'high'])[1 + i % 3]
-       from generate_series(1, $3::int) as i`, [company.id, company.issuePrefix, ISSUES]);
+  await seedIssues(sql, company, ISSUES);
   await sql.query(
     `insert into plugin_work.issue_blockers (company_id, issue_id, blocker_id)
      select $1::uuid, a.id, b.id from plugin_work.issues a join plugin_work.issues b on b.company_id = a.company_id and b.issue_number = a.issue_number - 1
       where a.company_id = $1 and a.issue_number % 10 = 0`, [company.id]);
-  await sql.query('update companies set issue_counter = $2 where id = $1', [company.id, ISSUES]);
   await sql.query('checkpoint');
 }

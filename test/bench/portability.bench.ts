@@ -1,5 +1,6 @@
 import { startKernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
+import { seedIssues } from './support/seed-issues.ts';
 
 const ISSUES = Number(process.env.PORTABILITY_BENCH_ISSUES ?? 10_000);
 
@@ -14,15 +15,10 @@ export async function run(): Promise<void> {
   try {
     const company = await kernel.call('POST', '/api/companies', { name: 'Portable Bench' });
     const sql = await kernel.sql();
-    await sql.query(
-      `insert into plugin_work.issues (company_id, issue_number, identifier, title, description, status, priority)
-       select $1::uuid, i, $2 || '-' || i, 'Seeded issue ' || i, 'Body of issue ' || i || E'\\nwith a second line',
-              (array['backlog', 'todo', 'in_progress', 'done'])[1 + i % 4], (array['low', 'medium', 'high'])[1 + i % 3]
-         from generate_series(1, $3::int) as i`, [company.id, company.issuePrefix, ISSUES]);
+    await seedIssues(sql, company, ISSUES);
     await sql.query(
       `update plugin_work.issues a set parent_id = b.id from plugin_work.issues b
         where a.company_id = $1 and b.company_id = $1 and b.issue_number = a.issue_number - 1 and a.issue_number % 10 = 0`, [company.id]);
-    await sql.query('update companies set issue_counter = $2 where id = $1', [company.id, ISSUES]);
 
     const exportStarted = performance.now();
     const res = await fetch(`${kernel.url}/api/companies/${company.id}/exports`, { method: 'POST' });
