@@ -1,6 +1,7 @@
 import { isAbsolute, normalize, sep } from 'node:path';
-import type { Queryable, Row } from '../db/database.ts';
+import type { Queryable } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
+import { unapprovedConfig } from '../tenancy/agent-config-revisions.ts';
 
 /**
  * Who may start what. A plugin names a run; what runs comes from the run's agent's adapter
@@ -24,23 +25,6 @@ export function assertRunnable(agent: { status: string }, company: { status: str
   if (company.status !== 'active') {
     throw new KeelError(409, 'company_not_active', `The agent's company is ${company.status}; its agents cannot be run`, { details: { status: company.status } });
   }
-}
-
-/** Why the agent's current adapter configuration may not run, or null when a board actor wrote or approved it. */
-export async function unapprovedConfig(db: Queryable, agentId: string): Promise<string | null> {
-  const revision = await db.maybeOne<Row>(
-    `select revision_number, created_by_user_id, created_by_agent_id, created_at from agent_config_revisions
-      where agent_id = ? and changed_keys && array['adapterType', 'adapterConfig'] and source <> 'instructions'
-      order by revision_number desc limit 1`, [agentId]);
-  if (!revision) return 'it has no configuration revision a board actor wrote';
-  if (revision.created_by_user_id && !revision.created_by_agent_id) return null;
-  const approved = await db.maybeOne(
-    `select 1 from approvals where subject_agent_id = ? and status = 'approved' and decided_by_user_id is not null and decided_at >= ?
-     union all
-     select 1 from agent_config_revisions where agent_id = ? and source = 'approval' and revision_number > ?
-        and created_by_user_id is not null and created_by_agent_id is null`,
-    [agentId, revision.created_at, agentId, revision.revision_number]);
-  return approved ? null : `revision ${revision.revision_number} was not written by a board actor and no board approval followed it`;
 }
 
 export async function assertBoardApprovedConfig(db: Queryable, agentId: string): Promise<void> {

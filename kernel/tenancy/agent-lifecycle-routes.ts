@@ -8,7 +8,7 @@ import { agentView } from './agent-read-routes.ts';
 import { applyTransition, approveHeldAgent, approvePendingAgent, terminateAgent } from './agent-transitions.ts';
 import { lockOpenHires } from './approvals.ts';
 import { awaitingApproval, awaitsBoardApproval, lockAgent } from './agents.ts';
-import { unapprovedConfig } from '../executions/start-checks.ts';
+import { unapprovedConfig } from './agent-config-revisions.ts';
 
 /**
  * Lifecycle actions: pause, resume, approve, terminate and hard delete. Pause and resume are

@@ -7,7 +7,7 @@ import { trimmedOrNull, type AgentFieldsInput, type UpdateAgentInput } from './a
 import { withStatus, stateOf, type AgentState } from './agent-service.ts';
 import { assertShortnameAvailable, deriveShortname, lockCompanyShortnames } from './agent-shortname.ts';
 import { assertSecretRefsBelongToCompany, assertValidManager, awaitingApproval, awaitsBoardApproval, type AgentRow } from './agents.ts';
-import { unapprovedConfig } from '../executions/start-checks.ts';
+import { unapprovedConfig } from './agent-config-revisions.ts';
 
 /**
  * PATCH /api/agents/{agentId}: who may change which fields, and how a patch turns into the
