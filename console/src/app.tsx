@@ -16,6 +16,7 @@ import { ApprovalsPage } from './pages/approvals.tsx';
 import { SkillsPage } from './pages/skills.tsx';
 import { ProjectPage, ProjectsPage } from './pages/projects.tsx';
 import { GoalsPage } from './pages/goals.tsx';
+import { matchPluginPage, PluginPageLinks, PluginPageView } from './pages/plugin-pages.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -88,6 +89,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
             const to = `/companies/${company.id}/${section}`;
             return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}</Link></li>;
           }) : null}
+          {company ? <PluginPageLinks companyId={company.id} path={path} /> : null}
           <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}>Plugins</Link></li>
           <li><Link to="/settings" aria-current={path.startsWith('/settings') ? 'page' : undefined}>Instance</Link></li>
         </ul>
@@ -119,6 +121,8 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/companies/:companyId/secrets', path))) return <SecretsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/skills', path))) return <SkillsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/activity', path))) return <ActivityPage companyId={params.companyId!} />;
+  const pluginPage = matchPluginPage(path);
+  if (pluginPage) return <PluginPageView {...pluginPage} />;
   if (match('/plugins', path)) return <PluginsPage />;
   if ((params = match('/plugins/:key', path))) return <PluginPage pluginKey={params.key!} />;
   if (match('/settings', path)) return <SettingsPage />;
