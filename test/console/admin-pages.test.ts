@@ -156,6 +156,17 @@ describe('console: plugin pages, past backups, company deletion and policy deact
     await row.getByRole('button', { name: 'Activate the policy of Project Dockside' }).click();
     await poll(() => row.textContent()).not.toContain('inactive');
     expect(await stored()).toMatchObject({ isActive: true, amount: 5000 });
+
+    // A refusal is shown in the API's words under the button: here the company went meanwhile.
+    const brief = await createCompany(admin, { name: 'Brief Co' });
+    const briefProject = await admin.post(`/api/companies/${brief.id}/projects`, { name: 'Pier' });
+    expect((await admin.post(`/api/companies/${brief.id}/budgets/policies`, { scopeType: 'project', scopeId: briefProject.body.id, amount: 100 })).status).toBe(201);
+    await page.goto(`${t.url}/companies/${brief.id}/costs`);
+    const briefRow = page.getByRole('list', { name: 'Budget policies' }).getByRole('listitem').filter({ hasText: 'Project Pier' });
+    await briefRow.getByRole('button', { name: 'Deactivate the policy of Project Pier' }).waitFor();
+    expect((await admin.delete(`/api/companies/${brief.id}`)).status).toBe(200);
+    await briefRow.getByRole('button', { name: 'Deactivate the policy of Project Pier' }).click();
+    await poll(() => briefRow.getByRole('alert').textContent()).toBe('Company not found');
   }, 60_000);
 
   it('passes axe-core with no serious violations on the new pages and fits a 390-wide screen', async () => {
