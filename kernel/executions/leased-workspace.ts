@@ -1,7 +1,7 @@
 import { chmod, chown, lstat, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { LeasedWorkspace } from '../../sdk/capabilities/executions.ts';
-import { refusedRunVariable } from '../../sdk/shared/run-variable-names.ts';
+import { refusedRunVariable } from '../../sdk/capabilities/run-variable-names.ts';
 import type { Database, Queryable } from '../db/database.ts';
 import { isInside, mountRoot, resolveExisting } from '../host/worker/capabilities/folder-paths.ts';
 import { KeelError } from '../http/errors.ts';
