@@ -23,25 +23,23 @@ import type { AgentIdentity } from './agent-user.ts';
  */
 export interface PreparedWorkspace { environmentId: string; leaseId: string; dir: string; env: Record<string, string>; secrets: Array<{ envName: string; secretId: string; version: number }> }
 
-const refuse = (status: number, code: string, message: string, details?: Record<string, unknown>) => new KeelError(status, code, message, details ? { details } : undefined);
-
 /** The environment the agent's configuration names, checked against what the plugin passed. */
 export function assertWorkspaceMatchesConfig(adapterConfig: unknown, workspace: LeasedWorkspace | undefined): string | null {
   const config = (adapterConfig && typeof adapterConfig === 'object' ? adapterConfig : {}) as Record<string, unknown>;
   const named = config.environmentId;
   if (named !== undefined && named !== null && (typeof named !== 'string' || !/^[0-9a-f-]{36}$/i.test(named))) {
-    throw refuse(409, 'adapter_config_invalid', 'adapterConfig.environmentId must be the id of an environment', { field: 'environmentId' });
+    throw new KeelError(409, 'adapter_config_invalid', 'adapterConfig.environmentId must be the id of an environment', { details: { field: 'environmentId' } });
   }
   const environmentId = typeof named === 'string' ? named.toLowerCase() : null;
   if (environmentId && config.cwd !== undefined && config.cwd !== null) {
-    throw refuse(409, 'adapter_config_invalid', 'adapterConfig.cwd and adapterConfig.environmentId exclude each other: a run in an environment works in its lease directory', { field: 'cwd' });
+    throw new KeelError(409, 'adapter_config_invalid', 'adapterConfig.cwd and adapterConfig.environmentId exclude each other: a run in an environment works in its lease directory', { details: { field: 'cwd' } });
   }
   if (!workspace) {
-    if (environmentId) throw refuse(409, 'environment_lease_required', 'The agent runs in an environment (adapterConfig.environmentId); the start must name the run\'s lease');
+    if (environmentId) throw new KeelError(409, 'environment_lease_required', 'The agent runs in an environment (adapterConfig.environmentId); the start must name the run\'s lease');
     return null;
   }
   if (workspace.environmentId.toLowerCase() !== environmentId) {
-    throw refuse(409, 'environment_not_approved', 'The agent\'s board-approved adapterConfig does not name this environment; it cannot run in its leases');
+    throw new KeelError(409, 'environment_not_approved', 'The agent\'s board-approved adapterConfig does not name this environment; it cannot run in its leases');
   }
   return environmentId;
 }
@@ -52,9 +50,9 @@ export async function resolveWorkspaceEnv(db: Queryable, vault: Vault, companyId
   const refs: Array<{ envName: string; secretId: string; selector: 'latest' | number }> = [];
   for (const [name, value] of Object.entries(env ?? {})) {
     const why = refusedRunVariable(name);
-    if (why) throw refuse(409, 'environment_variable_refused', `The environment's variable ${name.slice(0, 128)} ${why}`, { name: name.slice(0, 128) });
+    if (why) throw new KeelError(409, 'environment_variable_refused', `The environment's variable ${name.slice(0, 128)} ${why}`, { details: { name: name.slice(0, 128) } });
     if (typeof value === 'string') {
-      if (value.includes('\0')) throw refuse(409, 'environment_variable_refused', `The environment's variable ${name} holds a NUL character`, { name });
+      if (value.includes('\0')) throw new KeelError(409, 'environment_variable_refused', `The environment's variable ${name} holds a NUL character`, { details: { name } });
       plain[name] = value;
     } else if (isSecretRefShape(value)) {
       refs.push({ envName: name, secretId: String(value.secretId).toLowerCase(), selector: value.version === undefined || value.version === 'latest' ? 'latest' : Number(value.version) });
@@ -65,7 +63,7 @@ export async function resolveWorkspaceEnv(db: Queryable, vault: Vault, companyId
   for (const [index, ref] of refs.entries()) {
     const outcome = outcomes[index]!;
     if (!outcome.ok) {
-      throw refuse(422, 'secret_ref_unresolvable', `Cannot resolve the environment's variable ${ref.envName}: ${outcome.error.message}`, { envName: ref.envName, secretId: ref.secretId });
+      throw new KeelError(422, 'secret_ref_unresolvable', `Cannot resolve the environment's variable ${ref.envName}: ${outcome.error.message}`, { details: { envName: ref.envName, secretId: ref.secretId } });
     }
     plain[ref.envName] = outcome.value;
     secrets.push({ envName: ref.envName, secretId: ref.secretId, version: outcome.version });
@@ -79,29 +77,29 @@ export async function resolveWorkspaceEnv(db: Queryable, vault: Vault, companyId
  */
 export async function confineLeaseDirectory(db: Database, companyId: string, cwd: string, leaseId: string): Promise<string> {
   const parts = cwd.split('/').filter((part) => part !== '');
-  if (parts.some((part) => part === '.' || part === '..')) throw refuse(400, 'invalid_arguments', 'workspace.cwd may not contain "." or ".." segments');
+  if (parts.some((part) => part === '.' || part === '..')) throw new KeelError(400, 'invalid_arguments', 'workspace.cwd may not contain "." or ".." segments');
   const shown = `/${parts.join('/')}`;
   if (parts[parts.length - 1]?.toLowerCase() !== leaseId.toLowerCase()) {
-    throw refuse(403, 'workspace_outside_mount', 'workspace.cwd must be the lease\'s own directory (named by its id)');
+    throw new KeelError(403, 'workspace_outside_mount', 'workspace.cwd must be the lease\'s own directory (named by its id)');
   }
   const mounts = await db.query<{ folder_key: string; path: string }>(
     `select m.folder_key, m.path from plugin_folder_mounts m join plugins p on p.key = m.plugin_key
       where m.company_id = ? and exists (select 1 from jsonb_array_elements(coalesce(p.manifest->'folders', '[]'::jsonb)) f
                                           where f->>'key' = m.folder_key and f->>'access' = 'readWrite')`, [companyId]);
   const mount = mounts.filter((row) => isInside(row.path, shown)).sort((a, b) => b.path.length - a.path.length)[0];
-  if (!mount) throw refuse(403, 'workspace_outside_mount', `"${shown}" lies outside every read-write folder an operator mounted for the run's company`);
+  if (!mount) throw new KeelError(403, 'workspace_outside_mount', `"${shown}" lies outside every read-write folder an operator mounted for the run's company`);
   let real: string | null;
   try {
     const root = await mountRoot(mount.folder_key, mount.path);
     real = await resolveExisting(root, parts.slice(mount.path.split('/').filter((part) => part !== '').length), shown);
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === 'path_outside_folder') throw refuse(403, 'workspace_outside_mount', `"${shown}" leads outside the company's mounted folder (through a symbolic link)`);
-    throw refuse(409, 'workspace_unavailable', `"${shown}" cannot be reached: ${(error as Error).message}`);
+    if (code === 'path_outside_folder') throw new KeelError(403, 'workspace_outside_mount', `"${shown}" leads outside the company's mounted folder (through a symbolic link)`);
+    throw new KeelError(409, 'workspace_unavailable', `"${shown}" cannot be reached: ${(error as Error).message}`);
   }
-  if (!real) throw refuse(409, 'workspace_unavailable', `"${shown}" does not exist`);
+  if (!real) throw new KeelError(409, 'workspace_unavailable', `"${shown}" does not exist`);
   const info = await lstat(real);
-  if (!info.isDirectory()) throw refuse(409, 'workspace_unavailable', `"${shown}" is not a directory`);
+  if (!info.isDirectory()) throw new KeelError(409, 'workspace_unavailable', `"${shown}" is not a directory`);
   return real;
 }
 
@@ -114,7 +112,7 @@ export async function assertAgentCanReach(dir: string, identity: AgentIdentity):
   for (let parent = dirname(dir); ; parent = dirname(parent)) {
     const info = await stat(parent);
     const searchable = (info.mode & 0o001) !== 0 || (info.uid === identity.uid && (info.mode & 0o100) !== 0) || (info.gid === identity.gid && (info.mode & 0o010) !== 0);
-    if (!searchable) throw refuse(409, 'workspace_not_accessible', `The agent user cannot reach the lease directory: ${parent} is not searchable by it; an operator should allow it (chmod o+x)`);
+    if (!searchable) throw new KeelError(409, 'workspace_not_accessible', `The agent user cannot reach the lease directory: ${parent} is not searchable by it; an operator should allow it (chmod o+x)`);
     if (parent === dirname(parent)) break;
   }
 }
