@@ -84,7 +84,7 @@ export async function confineLeaseDirectory(db: Database, companyId: string, cwd
   }
   const mounts = await db.query<{ folder_key: string; path: string }>(
     `select m.folder_key, m.path from plugin_folder_mounts m join plugins p on p.key = m.plugin_key
-      where m.company_id = ? and exists (select 1 from jsonb_array_elements(coalesce(p.manifest->'folders', '[]'::jsonb)) f
+      where m.company_id = ? and p.status = 'enabled' and exists (select 1 from jsonb_array_elements(coalesce(p.manifest->'folders', '[]'::jsonb)) f
                                           where f->>'key' = m.folder_key and f->>'access' = 'readWrite')`, [companyId]);
   const mount = mounts.filter((row) => isInside(row.path, shown)).sort((a, b) => b.path.length - a.path.length)[0];
   if (!mount) throw new KeelError(403, 'workspace_outside_mount', `"${shown}" lies outside every read-write folder an operator mounted for the run's company`);
