@@ -109,6 +109,11 @@ export async function confineLeaseDirectory(db: Database, companyId: string, cwd
  */
 export async function assertAgentCanReach(dir: string, identity: AgentIdentity): Promise<void> {
   if (!identity.separate) return;
+  // The kernel writes the run's files into the directory as itself before handing it over: an
+  // agent that could write in its parent could swap it for a link in between.
+  const holder = await stat(dirname(dir));
+  const agentWrites = (holder.mode & 0o002) !== 0 || (holder.uid === identity.uid && (holder.mode & 0o200) !== 0) || (holder.gid === identity.gid && (holder.mode & 0o020) !== 0);
+  if (agentWrites) throw new KeelError(409, 'workspace_not_accessible', `The lease directory's parent ${dirname(dir)} is writable by the agent user; it must be the server's alone`);
   for (let parent = dirname(dir); ; parent = dirname(parent)) {
     const info = await stat(parent);
     const searchable = (info.mode & 0o001) !== 0 || (info.uid === identity.uid && (info.mode & 0o100) !== 0) || (info.gid === identity.gid && (info.mode & 0o010) !== 0);

@@ -172,12 +172,16 @@ describe('refusals before anything starts', () => {
     await refused(await start(foreignAgent.id, { environmentId, leaseId, cwd }, otherId), 403, 'workspace_outside_mount');
   });
 
-  it.runIf(process.getuid?.() === 0)('refuses a directory the agent user cannot reach', async () => {
+  it.runIf(process.getuid?.() === 0)('refuses a directory the agent user cannot reach, or whose parent it could write in', async () => {
     const environmentId = randomUUID();
     const agent = await agentIn(environmentId);
     const root = join(mount, 'closed');
     const { leaseId, cwd } = await leaseDir(root);
     await chmod(root, 0o700);
     await refused(await start(agent.id, { environmentId, leaseId, cwd }), 409, 'workspace_not_accessible');
+    // A parent the agent user could write in (it could swap the directory for a link while the kernel writes the run's files).
+    const open = await leaseDir(join(mount, 'open'));
+    await chmod(join(mount, 'open', 'leases'), 0o777);
+    await refused(await start(agent.id, { environmentId, leaseId: open.leaseId, cwd: open.cwd }), 409, 'workspace_not_accessible');
   });
 });
