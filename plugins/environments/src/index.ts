@@ -4,7 +4,7 @@ import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvir
 import {
   createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
 } from './execution-workspaces.ts';
-import { acquireLease, getLease, listLeases, onRunClosed, releaseLease } from './leases.ts';
+import { acquireLease, getLease, listLeases, onRunClosed, releaseLease, runLeaseService } from './leases.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 
 export default definePlugin({
@@ -30,6 +30,9 @@ export default definePlugin({
     'execution-workspace-operations': listWorkspaceOperations,
     'execution-workspace-runtime-services': runtimeAction('runtime_service'),
     'execution-workspace-runtime-commands': runtimeAction('runtime_command'),
+  },
+  services: {
+    'run-lease': runLeaseService,
   },
   events: {
     'company.deleted': onCompanyDeleted,
