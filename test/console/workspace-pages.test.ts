@@ -288,6 +288,31 @@ describe('console: workspaces, agent skills, work products, feedback and member 
     expect(await tracesOf('&targetType=comment')).toEqual([]);
   }, 120_000);
 
+  it('pages the feedback traces 100 at a time from the server', async () => {
+    const busy = (await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Many opinions' })).body.id;
+    for (let index = 0; index < 105; index++) {
+      const written = await agentApi.post(`/api/issues/${busy}/comments`, { body: `Update ${index}` });
+      expect(written.status, written.text).toBe(201);
+      const voted = await t.api.post(`/api/issues/${busy}/feedback`, { targetType: 'comment', targetId: written.body.id, vote: index % 2 ? 'up' : 'down' });
+      expect(voted.status, voted.text).toBe(201);
+    }
+    let total = 0;
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const got: any = (await t.api.get(`/api/companies/${companyId}/feedback-traces?limit=200${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)).body;
+      total += got.traces.length;
+      cursor = got.nextCursor;
+    }
+    expect(total).toBeGreaterThan(105);
+    await page.goto(`${t.url}/companies/${companyId}/feedback`);
+    const list = page.getByRole('list', { name: 'Feedback traces' });
+    await poll(() => list.locator(':scope > li').count()).toBe(100);
+    // Newest first: the last vote cast heads the list.
+    expect(await list.locator(':scope > li').first().textContent()).toContain('Update 104');
+    await page.getByRole('button', { name: 'Load 100 more' }).click();
+    await poll(() => list.locator(':scope > li').count()).toBe(total);
+    expect(await page.getByRole('button', { name: 'Load 100 more' }).count()).toBe(0);
+  }, 120_000);
+
   it("grants a member permissions and revokes them, showing the API's refusal of a user who is not a member", async () => {
     const memberId = await insertUser(t);
     await addMember(t, companyId, memberId);

@@ -109,7 +109,7 @@ export function FeedbackPage({ companyId }: { companyId: string }) {
           const text = (name: string) => String(fields.get(name) ?? '').trim() || undefined;
           setFilters({
             targetType: text('targetType'), vote: text('vote'), status: text('status'), issueId: text('issueId'), projectId: text('projectId'),
-            from: dayStart(fields.get('from')), to: dayStart(fields.get('to')), sharedOnly: fields.get('sharedOnly') ? 'true' : undefined,
+            from: dayStart(fields.get('fromDay')), to: dayStart(fields.get('toDay')), sharedOnly: fields.get('sharedOnly') ? 'true' : undefined,
           });
         }}>
           {choice('targetType', 'Target', ['comment', 'document_revision'])}
@@ -117,8 +117,8 @@ export function FeedbackPage({ companyId }: { companyId: string }) {
           {choice('status', 'Status', ['local', 'pending'])}
           <Field label="Issue (identifier or id)" name="issueId" placeholder="ACME-12" />
           <Field label="Project" name="projectId"><select name="projectId" defaultValue=""><option value="">any</option>{(projects.data ?? []).map((p) => <option key={p.id} value={p.id}>{p.name}</option>)}</select></Field>
-          <Field label="From (day, UTC)" name="from" type="date" />
-          <Field label="Before (day, UTC)" name="to" type="date" />
+          <Field label="From (day, UTC)" name="fromDay" type="date" />
+          <Field label="Before (day, UTC)" name="toDay" type="date" />
           <label className="check"><input type="checkbox" name="sharedOnly" /> Shareable only</label>
         </Form>
       </details>
