@@ -313,36 +313,45 @@ describe('console: workspaces, agent skills, work products, feedback and member 
     expect(await page.getByRole('button', { name: 'Load 100 more' }).count()).toBe(0);
   }, 120_000);
 
-  it("grants a member permissions and revokes them, showing the API's refusal of a user who is not a member", async () => {
+  it("lists the company's members, grants one a permission and revokes it, showing the API's refusal once a member is gone", async () => {
     const memberId = await insertUser(t);
-    await addMember(t, companyId, memberId);
+    await addMember(t, companyId, memberId, 'owner');
+    const leaverId = await insertUser(t);
+    await addMember(t, companyId, leaverId);
+    const emailOf = async (id: string) => (await t.sql.query('select email from users where id = $1', [id])).rows[0].email;
+    const member = `Test User <${await emailOf(memberId)}>`;
+    const leaver = `Test User <${await emailOf(leaverId)}>`;
     const grantsOf = async () => (await t.api.get(`/api/companies/${companyId}/permission-grants?principalType=user`)).body;
     await page.goto(`${t.url}/companies/${companyId}/members`);
-    await poll(() => page.getByText('No member holds a grant yet.').count()).toBe(1);
-    const open = page.getByRole('form', { name: 'Open a member' });
-    await open.getByLabel('Member user id').fill(memberId);
-    await open.getByRole('button', { name: 'Open member' }).click();
-    await poll(() => page.getByText(`No grants: ${memberId}`).count()).toBe(1);
+    const members = page.getByRole('list', { name: 'Members' });
+    await poll(() => members.locator(':scope > li').count()).toBe(2);
+    const first = await members.locator(':scope > li').first().textContent();
+    expect(first).toContain(member);
+    expect(first).toMatch(/owner\s*active\s*no grants/);
+
+    await members.getByRole('button', { name: `Permissions of ${member}` }).click();
+    await poll(() => page.getByText(`No grants: ${member}`).count()).toBe(1);
     const form = page.getByRole('form', { name: 'Add a permission grant' });
     await form.getByLabel('Permission').selectOption('users:invite');
     await form.getByRole('button', { name: 'Grant' }).click();
     const grants = page.getByRole('list', { name: 'Permission grants' });
     await poll(() => grants.textContent()).toContain('users:invite');
     expect(await grantsOf()).toMatchObject([{ principalType: 'user', principalId: memberId, permissionKey: 'users:invite', scope: null }]);
-    await poll(() => page.getByRole('list', { name: 'Members with grants' }).textContent()).toBe(`${memberId}users:invite`);
+    await poll(() => members.locator(':scope > li').first().textContent()).toContain('users:invite · since');
 
-    const stranger = await insertUser(t);
-    await open.getByLabel('Member user id').fill(stranger);
-    await open.getByRole('button', { name: 'Open member' }).click();
-    await poll(() => page.getByText(`No grants: ${stranger}`).count()).toBe(1);
+    // The second member leaves the company (their membership is removed) while the page still shows them.
+    await members.getByRole('button', { name: `Permissions of ${leaver}` }).click();
+    await poll(() => page.getByText(`No grants: ${leaver}`).count()).toBe(1);
+    await t.sql.query("delete from company_memberships where company_id = $1 and principal_type = 'user' and principal_id = $2", [companyId, leaverId]);
     await form.getByRole('button', { name: 'Grant' }).click();
     await poll(() => form.getByRole('alert').textContent()).toBe('principalId does not name a member of this company');
     expect(await grantsOf()).toHaveLength(1);
 
-    await page.getByRole('list', { name: 'Members with grants' }).getByRole('button', { name: memberId }).click();
+    await members.getByRole('button', { name: `Permissions of ${member}` }).click();
     await grants.getByRole('button', { name: 'Remove users:invite' }).click();
-    await poll(() => page.getByText('No member holds a grant yet.').count()).toBe(1);
+    await poll(() => page.getByText(`No grants: ${member}`).count()).toBe(1);
     expect(await grantsOf()).toEqual([]);
+    await poll(() => members.locator(':scope > li').first().textContent()).toContain('no grants');
   }, 90_000);
 
   const newPages = () => [

@@ -1,44 +1,37 @@
 import { useState } from 'react';
 import { api } from '../api.ts';
 import { type Grant, PrincipalGrants } from './grants.tsx';
-import { ErrorNote, Field, Form, Loading, Paged, useLoad } from '../ui.tsx';
+import { ErrorNote, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
 
-interface MemberGrants { userId: string; keys: string[] }
+interface Member { userId: string; email: string | null; name: string | null; role: string; status: string; createdAt: string }
 
-/** The company's user grants gathered per member, in the order the API lists them. */
-function byMember(grants: Grant[]): MemberGrants[] {
-  const members = new Map<string, string[]>();
-  for (const grant of grants) members.set(grant.principalId, [...(members.get(grant.principalId) ?? []), grant.permissionKey]);
-  return [...members].map(([userId, keys]) => ({ userId, keys }));
+function memberName(member: Member): string {
+  return member.name && member.email ? `${member.name} <${member.email}>` : member.email ?? member.name ?? member.userId;
 }
 
 /**
- * Board members' permission grants. The kernel lists grants, not members, so a member shows
- * here once they hold a grant; any other member is opened by their user id (the API refuses a
- * user who is not a member of the company). Their grants use the agent page's component.
+ * The company's member users with the permissions granted to each; a member's grants are
+ * listed, granted and removed with the agent page's component.
  */
 export function MembersPage({ companyId }: { companyId: string }) {
+  const members = useLoad(() => api.get<Member[]>(`/api/companies/${companyId}/members`), [companyId]);
   const grants = useLoad(() => api.get<Grant[]>(`/api/companies/${companyId}/permission-grants`, { principalType: 'user' }), [companyId]);
-  const [open, setOpen] = useState<string | null>(null);
+  const [open, setOpen] = useState<Member | null>(null);
+  const keysOf = (userId: string) => (grants.data ?? []).filter((grant) => grant.principalId === userId).map((grant) => grant.permissionKey);
   return (
     <section>
       <h1>Members</h1>
-      <p className="muted">Board members holding permission grants in this company. A member without grants has a member's default permissions; open them by user id to grant some.</p>
-      {grants.loading && !grants.data ? <Loading what="member grants" /> : null}
+      <p className="muted">The company's board members. A member without grants has a member's default permissions.</p>
+      {members.loading && !members.data ? <Loading what="members" /> : null}
+      <ErrorNote error={members.error} />
       <ErrorNote error={grants.error} />
-      {grants.data ? <Paged label="Members with grants" items={byMember(grants.data)} empty="No member holds a grant yet." render={(member) => (
+      {members.data ? <Paged label="Members" items={members.data} empty="No members yet." render={(member) => (
         <li key={member.userId} className="row-item">
-          <button type="button" className="link wrap-anywhere" aria-pressed={open === member.userId} onClick={() => setOpen(member.userId)}>{member.userId}</button>
-          <span className="muted">{member.keys.join(', ')}</span>
+          <span className="wrap-anywhere">{memberName(member)}</span> <span className="muted">{member.role}</span> <Status value={member.status} />
+          <span className="muted">{keysOf(member.userId).join(', ') || 'no grants'} · since {when(member.createdAt)}</span>
+          <button type="button" aria-pressed={open?.userId === member.userId} onClick={() => setOpen(member)}>Permissions<span className="sr-only"> of {memberName(member)}</span></button>
         </li>)} /> : null}
-      <Form label="Open a member" submit="Open member" onSubmit={async (fields) => {
-        const userId = String(fields.get('userId') ?? '').trim();
-        if (!userId) throw new Error('Type a member\'s user id');
-        setOpen(userId);
-      }}>
-        <Field label="Member user id" name="userId" required />
-      </Form>
-      {open ? <PrincipalGrants key={open} companyId={companyId} principalType="user" principalId={open} principalName={open} onChange={grants.reload} /> : null}
+      {open ? <PrincipalGrants key={open.userId} companyId={companyId} principalType="user" principalId={open.userId} principalName={memberName(open)} onChange={grants.reload} /> : null}
     </section>
   );
 }
