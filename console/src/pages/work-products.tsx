@@ -1,3 +1,4 @@
+import { useState, type ReactNode } from 'react';
 import { api } from '../api.ts';
 import { ErrorNote, Field, Form, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
 
@@ -40,6 +41,15 @@ function ProductFields({ product }: { product?: WorkProduct }) {
   );
 }
 
+/**
+ * A disclosure whose content is built only while it is open: the issue page already has a
+ * status and other fields of its own, and a work product's closed forms should not add more.
+ */
+function Disclosure({ summary, children }: { summary: string; children: ReactNode }) {
+  const [open, setOpen] = useState(false);
+  return <details onToggle={(event) => setOpen(event.currentTarget.open)}><summary>{summary}</summary>{open ? children : null}</details>;
+}
+
 /** What work on an issue produced (previews, pull requests, branches, files): listed, recorded, edited. */
 export function WorkProducts({ issueId }: { issueId: string }) {
   const products = useLoad(() => api.get<WorkProduct[]>(`/api/issues/${issueId}/work-products`), [issueId]);
@@ -56,21 +66,19 @@ export function WorkProducts({ issueId }: { issueId: string }) {
             <span className="muted">review: {product.reviewState.replace(/_/g, ' ')}{product.isPrimary ? ' · primary' : ''} · updated {when(product.updatedAt)}</span>
             {product.contentPath ? <a href={product.contentPath}>file</a> : null}
           </div>
-          <details>
-            <summary>Edit {product.title}</summary>
+          <Disclosure summary={`Edit ${product.title}`}>
             <Form key={product.updatedAt} label={`Edit work product ${product.title}`} submit="Save work product" onSubmit={async (fields) => {
               await api.patch(`/api/work-products/${product.id}`, productBody(fields, true));
               await products.reload();
             }}><ProductFields product={product} /></Form>
-          </details>
+          </Disclosure>
         </li>)} /> : null}
-      <details>
-        <summary>New work product</summary>
+      <Disclosure summary="New work product">
         <Form label="New work product" submit="Record work product" onSubmit={async (fields) => {
           await api.post(`/api/issues/${issueId}/work-products`, productBody(fields, false));
           await products.reload();
         }}><ProductFields /></Form>
-      </details>
+      </Disclosure>
     </div>
   );
 }
