@@ -69,7 +69,8 @@ describe('voting', () => {
     expect(first).toEqual({
       id: expect.any(String), companyId: company.id, issueId: issue.id, issueIdentifier: issue.identifier, projectId: project.id,
       targetType: 'comment', targetId: output.id, authorAgentId: agent.id, runId: run.runId, voterUserId: 'local-board',
-      vote: 'up', reason: 'Spot on', shareable: false, status: 'local', createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
+      vote: 'up', reason: 'Spot on', shareable: false, status: 'local', deliveryAttempts: 0, lastDeliveryError: null, sentAt: null,
+      createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
       payload: {
         targetType: 'comment', targetId: output.id, issueId: issue.id, issueIdentifier: issue.identifier, issueTitle: 'Investigate churn',
         projectId: project.id, authorAgentId: agent.id, runId: run.runId, body: 'Churn comes from the pricing page.', bodyBytes: 34,
