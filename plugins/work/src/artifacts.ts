@@ -129,6 +129,8 @@ async function groupObjects(ctx: WorkContext, companyId: string, query: Query, g
 
 /** Artifacts read per step of the group walk through the artifacts. */
 const WALK_STEP = 200;
+/** Issues read per step of the rollup walk by parent task. */
+const PARENT_WALK_STEP = 50;
 /** Sorts after every issue id in a walk of the rollups: a walk from a cursor starts at its time itself. */
 const LAST_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
 
@@ -164,7 +166,8 @@ function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy
  * at its member issue with the newest artifact, one row per issue instead of one per artifact.
  */
 function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
-  const step = query.limit + 1;
+  // By task each issue is a group: a page is its first limit + 1. By parent task one group may have many member issues.
+  const step = groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP);
   return {
     start: LAST_UUID, step,
     read: async (position) => {
