@@ -97,11 +97,11 @@ async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: s
   // Written around the plugin, so their per-issue rollups are brought up to date as the migration's backfill does.
   await sql.query(
     `insert into plugin_work.artifact_rollups (issue_id, company_id, artifact_count, latest_at)
-     select issue_id, $1::uuid, count(*)::int, max(updated_at)
+     select a.issue_id, $1::uuid, count(*)::int, max(a.updated_at)
        from (select issue_id, updated_at from plugin_work.issue_documents where company_id = $1
-             union all select issue_id, updated_at from plugin_work.work_products where company_id = $1) artifacts
-       join plugin_work.issues i on i.id = artifacts.issue_id and i.issue_number > $2 and i.issue_number <= $3
-      group by issue_id`, [company.id, from, to]);
+             union all select issue_id, updated_at from plugin_work.work_products where company_id = $1) a
+       join plugin_work.issues i on i.id = a.issue_id and i.issue_number > $2 and i.issue_number <= $3
+      group by a.issue_id`, [company.id, from, to]);
   for (const table of ['issues', 'issue_documents', 'work_products', 'artifact_rollups']) await sql.query(`analyze plugin_work.${table}`);
 }
 
