@@ -77,6 +77,11 @@ export const configSchema = {
           items: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*@[^@\\s/]+$' },
           description: 'Entries "<pluginKey>@<host>": lets ctx.http.fetch of that plugin reach private, loopback or link-local addresses of that host, when the plugin names the host exactly (no wildcard) in network.allow. Off by default; cloud metadata addresses stay refused. Env: KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS (comma-separated).',
         },
+        networkHosts: {
+          type: 'array', maxItems: 200,
+          items: { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*@[^@\\s/]+$' },
+          description: 'Entries "<pluginKey>@<host>[:<port>]": adds the host to that plugin\'s network allow-list, as if its manifest named it (for a destination the operator chooses, such as the feedback-sharing endpoint of the work plugin). Every other check of ctx.http.fetch applies. Default: no entries. Env: KEEL_PLUGIN_NETWORK_HOSTS (comma-separated).',
+        },
         sharedWorker: {
           type: 'object', additionalProperties: false,
           description: 'Which plugins share one extension-host worker process (kernel/host/worker-sharing.ts). Each keeps its own isolate, database role and deadlines; a fatal error restarts the process with every plugin in it.',
@@ -130,5 +135,5 @@ export interface KeelConfig {
   backups?: { directory?: string; intervalSeconds?: number };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
-  plugins?: { privateNetworkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
+  plugins?: { privateNetworkHosts?: string[]; networkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

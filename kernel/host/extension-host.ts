@@ -14,7 +14,7 @@ import { Broker } from './broker.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
 import { RouteBatcher } from './contributions/route-batcher.ts';
-import { privateNetworkHostsFor } from './network-settings.ts';
+import { operatorNetworkHostsFor, privateNetworkHostsFor } from './network-settings.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
 import { EVENTS_CHANNEL } from './contributions/events.ts';
 import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
@@ -441,7 +441,7 @@ export class ExtensionHost {
         grants,
         config: row.config ?? {},
         database: { url: this.databases.url(roles.runtime), schema: roles.schema ?? 'pg_catalog', resetSessions: !this.databases.hardened },
-        network: manifest.network?.allow ?? [],
+        network: [...(manifest.network?.allow ?? []), ...operatorNetworkHostsFor(this.kernel.config, row.key)],
         privateNetworkHosts: privateNetworkHostsFor(this.kernel.config, row.key),
         folders: {},
         limits: { memoryMb: limits.memoryMb, callTimeoutMs: limits.callTimeoutMs, cpuSliceMs: Math.min(limits.callTimeoutMs, 5000), maxResponseBytes: 5 * 1024 * 1024, maxLogLinesPerMinute: 600 },

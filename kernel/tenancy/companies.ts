@@ -18,6 +18,18 @@ export type Company = {
   logoUrl: string | null;
   createdAt: string;
   updatedAt: string;
+} & Partial<FeedbackSharingConsent>;
+
+/**
+ * A company's decision on sharing its feedback traces beyond the instance, present on the
+ * company only once a board user has made one: whether it consents, when and by whom that was
+ * decided (stamped by the kernel), and the version of the sharing terms agreed to.
+ */
+export type FeedbackSharingConsent = {
+  feedbackDataSharingEnabled: boolean;
+  feedbackDataSharingConsentAt: string;
+  feedbackDataSharingConsentByUserId: string;
+  feedbackDataSharingTermsVersion: string | null;
 };
 
 export const COMPANY_STATUSES = ['active', 'paused', 'archived'] as const;
@@ -43,6 +55,12 @@ export function toCompany(row: Row): Company {
     logoUrl: row.logo_asset_id ? assetContentPath(row.logo_asset_id) : null,
     createdAt: iso(row.created_at)!,
     updatedAt: iso(row.updated_at)!,
+    ...(typeof row.feedback_data_sharing_enabled === 'boolean' ? {
+      feedbackDataSharingEnabled: row.feedback_data_sharing_enabled,
+      feedbackDataSharingConsentAt: iso(row.feedback_data_sharing_consent_at)!,
+      feedbackDataSharingConsentByUserId: row.feedback_data_sharing_consent_by_user_id,
+      feedbackDataSharingTermsVersion: row.feedback_data_sharing_terms_version ?? null,
+    } : {}),
   };
 }
 
@@ -55,6 +73,8 @@ export const COMPANY_COLUMNS = {
   brandColor: 'brand_color',
   logoAssetId: 'logo_asset_id',
   requireBoardApprovalForNewAgents: 'require_board_approval_for_new_agents',
+  feedbackDataSharingEnabled: 'feedback_data_sharing_enabled',
+  feedbackDataSharingTermsVersion: 'feedback_data_sharing_terms_version',
 } as const;
 export type CompanyField = keyof typeof COMPANY_COLUMNS;
 

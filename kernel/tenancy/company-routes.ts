@@ -22,6 +22,8 @@ const fields: Record<string, Schema> = {
   brandColor: { type: ['string', 'null'], pattern: '^#[0-9a-fA-F]{6}$' },
   logoAssetId: { type: ['string', 'null'], pattern: uuidPattern },
   requireBoardApprovalForNewAgents: { type: 'boolean' },
+  feedbackDataSharingEnabled: { type: 'boolean' },
+  feedbackDataSharingTermsVersion: { type: 'string', minLength: 1, maxLength: 64, pattern: '^\\S+$' },
 };
 const pick = (...names: string[]) => Object.fromEntries(names.map((name) => [name, fields[name]]));
 

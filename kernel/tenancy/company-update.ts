@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { activityActor, type Actor } from '../auth/actor.ts';
+import { activityActor, type Actor, type BoardActor } from '../auth/actor.ts';
 import type { Queryable } from '../db/database.ts';
 import type { EventActor } from '../events/event-bus.ts';
 import { notFound, unprocessable } from '../http/errors.ts';
@@ -16,6 +16,8 @@ export type CompanyPatch = Partial<{
   brandColor: string | null;
   logoAssetId: string | null;
   requireBoardApprovalForNewAgents: boolean;
+  feedbackDataSharingEnabled: boolean;
+  feedbackDataSharingTermsVersion: string;
 }>;
 
 /** What a CEO agent, and the branding route, may change. */
@@ -27,7 +29,8 @@ export const BRANDING_FIELDS = ['name', 'description', 'brandColor', 'logoAssetI
  * half-applied; names that are not company fields at all are ignored like anywhere else.
  */
 export const NON_BRANDING_FIELDS = [
-  'budgetMonthlyCents', 'status', 'requireBoardApprovalForNewAgents',
+  'budgetMonthlyCents', 'status', 'requireBoardApprovalForNewAgents', 'feedbackDataSharingEnabled', 'feedbackDataSharingTermsVersion',
+  'feedbackDataSharingConsentAt', 'feedbackDataSharingConsentByUserId',
   'id', 'issuePrefix', 'issueCounter', 'spentMonthlyCents', 'logoUrl', 'createdAt', 'updatedAt',
 ] as const;
 
@@ -46,6 +49,23 @@ async function assertLogoAsset(db: Queryable, companyId: string, assetId: string
   if (!asset) throw unprocessable('Logo asset not found', { logoAssetId: assetId }, 'logo_asset_not_found');
   if (asset.company_id !== companyId) throw unprocessable('Logo asset must belong to the same company', { logoAssetId: assetId }, 'logo_asset_company_mismatch');
   if (asset.kind !== 'logo') throw unprocessable('Asset is not a logo upload; upload it through POST /api/companies/{companyId}/logo', { logoAssetId: assetId }, 'logo_asset_kind_mismatch');
+}
+
+/**
+ * A board user's decision on feedback sharing is stamped by the kernel: when, and by whom. Consent
+ * names the version of the sharing terms agreed to (in the patch, or kept from an earlier one).
+ * Only a board user reaches here with these fields: agents are refused them (NON_BRANDING_FIELDS).
+ */
+function consentStamp(ctx: Context, before: Company, changes: Record<string, unknown>): Record<string, Assignment> {
+  const enabled = (changes.feedbackDataSharingEnabled ?? before.feedbackDataSharingEnabled) === true;
+  const terms = changes.feedbackDataSharingTermsVersion ?? before.feedbackDataSharingTermsVersion ?? null;
+  if (enabled && terms === null) {
+    throw unprocessable('Consent to feedback sharing names the version of the sharing terms agreed to: send feedbackDataSharingTermsVersion', { field: 'feedbackDataSharingTermsVersion' }, 'feedback_terms_version_required');
+  }
+  if (changes.feedbackDataSharingEnabled === undefined && before.feedbackDataSharingEnabled === undefined) {
+    throw unprocessable('feedbackDataSharingTermsVersion goes with a decision: send feedbackDataSharingEnabled too', { field: 'feedbackDataSharingEnabled' }, 'feedback_sharing_decision_required');
+  }
+  return { feedback_data_sharing_consent_at: { sql: 'now()' }, feedback_data_sharing_consent_by_user_id: { value: (ctx.state.actor as BoardActor).userId } };
 }
 
 /**
@@ -72,6 +92,9 @@ export async function applyCompanyPatch(ctx: Context, kernel: KernelServices, co
     const columns: Record<string, Assignment> = {};
     for (const [field, value] of Object.entries(changes)) {
       if (field !== 'status') columns[COMPANY_COLUMNS[field as CompanyField]] = { value };
+    }
+    if ('feedbackDataSharingEnabled' in changes || 'feedbackDataSharingTermsVersion' in changes) {
+      Object.assign(columns, consentStamp(ctx, before, changes));
     }
     const actor = eventActor(ctx);
     let effects: StatusSideEffects = { pausedAgentIds: [], resumedAgentIds: [], liftedHolds: [] };

@@ -22,6 +22,12 @@ export interface GeneralSettings {
    * each voter (their `shareable` flag decides), `allowed` and `not_allowed` decide for all.
    */
   feedbackDataSharingPreference: FeedbackSharingPreference;
+  /**
+   * Where shareable feedback traces of consenting companies are delivered (an HTTPS URL; plain
+   * HTTP only to a loopback address), or null: then no trace leaves the instance. The operator
+   * also opens its host to the work plugin (configuration `plugins.networkHosts`).
+   */
+  feedbackDataSharingEndpoint: string | null;
   /** How many daily, weekly and monthly database backups are kept. */
   backupRetention: BackupRetention;
 }
@@ -58,6 +64,7 @@ export const SETTINGS_DEFAULTS: InstanceSettings = {
   general: {
     instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC',
     feedbackDataSharingPreference: 'prompt',
+    feedbackDataSharingEndpoint: null,
     backupRetention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
   },
   experimental: {
@@ -79,6 +86,7 @@ const PATCH_SCHEMAS: Record<SettingsSection, Schema> = {
       keyboardShortcuts: { type: 'boolean' },
       timezone: { type: 'string', minLength: 1, maxLength: 100 },
       feedbackDataSharingPreference: { type: 'string', enum: ['prompt', 'allowed', 'not_allowed'] },
+      feedbackDataSharingEndpoint: { type: ['string', 'null'], minLength: 1, maxLength: 2048 },
       // A patch may name some of the three; the others keep their values.
       backupRetention: {
         type: 'object',
@@ -122,7 +130,23 @@ export function validateSettingsPatch<S extends SettingsSection>(section: S, pat
     throw validationFailed('Invalid request body: timezone must be an IANA time zone such as "UTC" or "Europe/Berlin"',
       [{ path: 'timezone', message: 'must be an IANA time zone', keyword: 'format' }]);
   }
+  if (section === 'general' && typeof patch.feedbackDataSharingEndpoint === 'string') {
+    const refusal = endpointRefusal(patch.feedbackDataSharingEndpoint);
+    if (refusal) throw validationFailed(`Invalid request body: feedbackDataSharingEndpoint ${refusal}`, [{ path: 'feedbackDataSharingEndpoint', message: refusal, keyword: 'format' }]);
+  }
   return value;
+}
+
+const LOOPBACK_HOSTS = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+
+/** Why a feedback-sharing endpoint is refused: HTTPS, or HTTP to a loopback address only; no credentials in the URL. */
+function endpointRefusal(text: string): string | null {
+  let url: URL;
+  try { url = new URL(text); } catch { return 'must be an absolute URL'; }
+  if (url.username || url.password) return 'must not carry credentials';
+  if (url.protocol === 'https:') return null;
+  if (url.protocol === 'http:' && LOOPBACK_HOSTS.test(url.hostname)) return null;
+  return 'must be an https URL (http only to a loopback address)';
 }
 
 /** validateSettingsPatch in the shape parseBody expects. */
@@ -178,7 +202,7 @@ function merge<S extends SettingsSection>(section: S, stored: Record<string, unk
     const value = stored[key];
     // A nested section (backupRetention) is merged field by field, so a field added later gets its default.
     if (isObject(defaults[key]) && isObject(value)) out[key] = { ...defaults[key], ...value };
-    else if (value !== undefined && typeof value === typeof defaults[key]) out[key] = value;
+    else if (value !== undefined && (typeof value === typeof defaults[key] || (defaults[key] === null && typeof value === 'string'))) out[key] = value;
   }
   return out as unknown as InstanceSettings[S];
 }

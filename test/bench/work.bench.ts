@@ -12,8 +12,9 @@ const READS = 200;
  * insert under the company's counter lock, blockers, an activity entry and two events) against
  * a bare kernel route making the same numbered insert and activity entry in a kernel
  * transaction; then the latency (p50/p99 of sequential reads) of the issue list, a filtered
- * list, a page deep behind a cursor, one issue by identifier and the artifact list (flat and
- * grouped by task), at 10^3 and 10^5 issues in one company (with a document on every second
+ * list, a page deep behind a cursor, one issue by identifier and the artifact list (flat,
+ * grouped by task or parent task through the issues' rollups, and grouped with a filter, which
+ * walks the matching artifacts), at 10^3 and 10^5 issues in one company (with a document on every second
  * issue and a work product on every fifth). Creates in one company serialise on its counter, so the create figures are the
  * rate of one company; reads are what a board or an agent sees.
  */
@@ -39,6 +40,8 @@ export async function run(): Promise<void> {
         'get by identifier': await latency(`${kernel.url}/api/issues/${company.issuePrefix}-${Math.ceil(size / 2)}`),
         'artifacts (30)': await latency(`${kernel.url}/api/companies/${company.id}/artifacts`),
         'artifacts grouped by task': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task`),
+        'by parent task': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=parent_task`),
+        'by task, kind=document': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task&kind=document`),
       });
     }
     printTable(`issue reads: p50 / p99 ms of ${READS} sequential requests`, rows);
@@ -91,7 +94,15 @@ async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: s
     `insert into plugin_work.work_products (company_id, issue_id, type, title, url, updated_at)
      select company_id, id, 'pull_request', 'PR for ' || identifier, 'https://example.com/pr/' || issue_number, created_at
        from plugin_work.issues where company_id = $1 and issue_number > $2 and issue_number <= $3 and issue_number % 5 = 0`, [company.id, from, to]);
-  await sql.query('analyze plugin_work.issues');
+  // Written around the plugin, so their per-issue rollups are brought up to date as the migration's backfill does.
+  await sql.query(
+    `insert into plugin_work.artifact_rollups (issue_id, company_id, artifact_count, latest_at)
+     select a.issue_id, $1::uuid, count(*)::int, max(a.updated_at)
+       from (select issue_id, updated_at from plugin_work.issue_documents where company_id = $1
+             union all select issue_id, updated_at from plugin_work.work_products where company_id = $1) a
+       join plugin_work.issues i on i.id = a.issue_id and i.issue_number > $2 and i.issue_number <= $3
+      group by a.issue_id`, [company.id, from, to]);
+  for (const table of ['issues', 'issue_documents', 'work_products', 'artifact_rollups']) await sql.query(`analyze plugin_work.${table}`);
 }
 
 async function cursorAfter(url: string, pages: number): Promise<string> {

@@ -151,7 +151,8 @@ const LOCAL_ROUTES: JsonRoute[] = [
       feedbackDataSharingPreference: { kind: 'enum' } },
     extra: [{ label: 'an unknown field', body: { bogus: 1 } }, { label: 'an unknown time zone', body: { timezone: 'Mars/Olympus' } },
       { label: 'a retention outside its choices', body: { backupRetention: { dailyDays: 5 } } },
-      { label: 'an unknown retention field', body: { backupRetention: { hourlyHours: 1 } } }] },
+      { label: 'an unknown retention field', body: { backupRetention: { hourlyHours: 1 } } },
+      { label: 'a plain-http feedback endpoint that is not loopback', body: { feedbackDataSharingEndpoint: 'http://feedback.example.com/' } }] },
   { method: 'PATCH', path: '/api/instance/settings/experimental', valid: () => ({ enableSummaries: true }), needsFields: false,
     fields: { enableSummaries: { kind: 'bool' }, enableEnvironments: { kind: 'bool' }, issueGraphLivenessAutoRecoveryLookbackHours: { kind: 'int', min: 1, max: 720 } } },
 ];

@@ -13,7 +13,7 @@ afterAll(async () => { await Promise.all([local?.stop(), authed?.stop()]); });
 
 const GENERAL_DEFAULTS = {
   instanceName: 'Keel', censorUsernameInLogs: false, keyboardShortcuts: false, timezone: 'UTC',
-  feedbackDataSharingPreference: 'prompt', backupRetention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
+  feedbackDataSharingPreference: 'prompt', feedbackDataSharingEndpoint: null, backupRetention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
 };
 const EXPERIMENTAL_DEFAULTS = {
   enableSummaries: false, enableEnvironments: false, enableIsolatedWorkspaces: false,
@@ -74,6 +74,16 @@ describe('instance settings (local board)', () => {
     expect(await activityCount(local)).toBe(log);
   });
 
+  it('names a feedback-sharing endpoint (https, or http to loopback only) and clears it with null', async () => {
+    for (const endpoint of ['https://feedback.example.com/traces', 'http://127.0.0.1:9000/in', 'http://localhost/in']) {
+      const res = await local.api.patch('/api/instance/settings/general', { feedbackDataSharingEndpoint: endpoint });
+      expect([res.status, res.body.feedbackDataSharingEndpoint]).toEqual([200, endpoint]);
+      expect((await local.api.get('/api/instance/settings/general')).body.feedbackDataSharingEndpoint).toBe(endpoint);
+    }
+    const cleared = await local.api.patch('/api/instance/settings/general', { feedbackDataSharingEndpoint: null });
+    expect(cleared.body.feedbackDataSharingEndpoint).toBeNull();
+  });
+
   it('patches experimental settings including enableSummaries', async () => {
     const res = await local.api.patch('/api/instance/settings/experimental', { enableSummaries: true, issueGraphLivenessAutoRecoveryLookbackHours: 48 });
     expect(res.status).toBe(200);
@@ -97,6 +107,12 @@ describe('instance settings (local board)', () => {
       ['general', { censorUsernameInLogs: 'yes' }],
       ['general', { timezone: 'Mars/Olympus' }],
       ['general', { feedbackDataSharingPreference: 'sometimes' }],
+      ['general', { feedbackDataSharingEndpoint: 'http://feedback.example.com/traces' }],
+      ['general', { feedbackDataSharingEndpoint: 'ftp://127.0.0.1/traces' }],
+      ['general', { feedbackDataSharingEndpoint: 'https://user:pass@feedback.example.com/' }],
+      ['general', { feedbackDataSharingEndpoint: 'not a url' }],
+      ['general', { feedbackDataSharingEndpoint: '' }],
+      ['general', { feedbackDataSharingEndpoint: 7 }],
       ['general', { backupRetention: { dailyDays: 5 } }],
       ['general', { backupRetention: { weeklyWeeks: 3 } }],
       ['general', { backupRetention: { monthlyMonths: 12 } }],

@@ -44,7 +44,7 @@ const workProducts = (scope: IssueScope) => `
 const BRANCHES = [documents, attachments, workProducts];
 
 /** Which issue an artifact's group is: its own (task), or its parent where it has a visible one (parent_task). */
-function groupIssue(groupBy: GroupBy): string {
+export function groupIssue(groupBy: GroupBy): string {
   return groupBy === 'parent_task' ? 'coalesce(parent.id, i.id)' : 'i.id';
 }
 
@@ -112,8 +112,8 @@ export function filterConditions(filter: ArtifactFilter, params: unknown[]): str
   return where;
 }
 
-/** A keyset condition: rows sorting after (`time`, `id`) in descending order. */
-export function after(timeColumn: string, idColumn: string, key: { createdAt: string; id: string }, params: unknown[]): string {
+/** A keyset condition: rows sorting after (`time`, `id`) in descending order; `idType` casts the id where the column needs it. */
+export function after(timeColumn: string, idColumn: string, key: { createdAt: string; id: string }, params: unknown[], idType?: 'uuid'): string {
   params.push(key.createdAt, key.id);
-  return `(${timeColumn}, ${idColumn}) < ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length})`;
+  return `(${timeColumn}, ${idColumn}) < ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}${idType ? `::${idType}` : ''})`;
 }

@@ -1,5 +1,5 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
-import { after, filterConditions, groupArtifacts, visibleArtifactCandidates, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
+import { after, filterConditions, groupArtifacts, groupIssue, visibleArtifactCandidates, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
 import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
@@ -127,8 +127,12 @@ async function groupObjects(ctx: WorkContext, companyId: string, query: Query, g
   });
 }
 
-/** Artifacts read per step of the group walk. */
+/** Artifacts read per step of the group walk through the artifacts. */
 const WALK_STEP = 200;
+/** Issues read per step of the rollup walk by parent task. */
+const PARENT_WALK_STEP = 50;
+/** Sorts after every issue id in a walk of the rollups: a walk from a cursor starts at its time itself. */
+const LAST_UUID = 'ffffffff-ffff-ffff-ffff-ffffffffffff';
 
 /** (newest artifact, group id) descending: the order of group pages. */
 function newerGroupFirst(a: { micros: bigint; id: string }, b: { micros: bigint; id: string }): number {
@@ -136,14 +140,66 @@ function newerGroupFirst(a: { micros: bigint; id: string }, b: { micros: bigint;
   return a.id > b.id ? -1 : a.id < b.id ? 1 : 0;
 }
 
+/** One step of a group walk: rows newest first after `position`, each with its group and its time. */
+interface WalkRow { position_id: string; group_issue_id: string; cursor_micros: string }
+interface Walk { start: string; step: number; read: (position: { createdAt: string; id: string } | null) => Promise<WalkRow[]> }
+
+/** A walk over the artifacts that match the query's filters (a group first appears at its newest matching artifact). */
+function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
+  return {
+    start: '~', step: WALK_STEP,
+    read: async (position) => {
+      const params: unknown[] = [companyId];
+      const where = filterConditions(query.filter, params);
+      if (position) where.push(after('updated_at', 'artifact_id', position, params));
+      params.push(WALK_STEP);
+      const { rows } = await ctx.db.query(
+        `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)}
+         select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit $${params.length}`, params);
+      return rows as unknown as WalkRow[];
+    },
+  };
+}
+
+/**
+ * A walk over the issues' artifact rollups, newest first: without filters a group first appears
+ * at its member issue with the newest artifact, one row per issue instead of one per artifact.
+ */
+function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
+  // By task each issue is a group: a page is its first limit + 1. By parent task one group may have many member issues.
+  const step = groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP);
+  return {
+    start: LAST_UUID, step,
+    read: async (position) => {
+      const params: unknown[] = [companyId];
+      const where = ['r.company_id = $1'];
+      if (position) where.push(after('r.latest_at', 'r.issue_id', position, params, 'uuid'));
+      params.push(step);
+      const { rows } = await ctx.db.query(
+        `select r.issue_id::text as position_id, ${groupIssue(groupBy)} as group_issue_id,
+                (extract(epoch from r.latest_at) * 1000000)::bigint::text as cursor_micros
+           from artifact_rollups r
+           join issues i on i.id = r.issue_id and i.hidden_at is null
+           left join issues parent on parent.id = i.parent_id and parent.hidden_at is null
+          where ${where.join(' and ')} order by r.latest_at desc, r.issue_id desc limit $${params.length}`, params);
+      return rows as unknown as WalkRow[];
+    },
+  };
+}
+
+/** Whether the query narrows the artifacts (then groups are found through the matching artifacts themselves). */
+function filtered(filter: ArtifactFilter): boolean {
+  return Boolean((filter.kind && filter.kind !== 'all') || filter.projectId || (filter.q && filter.q.trim()));
+}
+
 /**
  * One page of groups, the group with the newest artifact first; the cursor is the last
- * group's sort key. Groups are found by walking the artifacts newest first from the cursor: a
- * group first appears in the walk at its newest artifact, so the walk can stop once it has
- * passed the newest artifact of the group after the page's last. A group first met in the
- * walk whose newest artifact lies before the cursor was on an earlier page and is left out.
- * The walk and the groups' figures read only the groups' own artifacts, so a page costs the
- * same however many artifacts the company has.
+ * group's sort key. Groups are found by walking newest first from the cursor (the issues'
+ * artifact rollups, or with filters the matching artifacts): a group first appears in the walk
+ * at its newest member, so the walk can stop once it has passed the newest artifact of the
+ * group after the page's last. A group first met in the walk whose newest artifact lies before
+ * the cursor was on an earlier page and is left out. The walk and the groups' figures read only
+ * the groups' own rows, so a page costs the same however many artifacts the company has.
  */
 async function groupPage(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy) {
   let bound: { micros: bigint; id: string } | null = null;
@@ -151,18 +207,14 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
     const key = decodeCursor(query.cursor, new RegExp(`^${groupBy}:${UUID_PATTERN}$`));
     bound = { micros: BigInt(key.createdAt), id: key.id.slice(groupBy.length + 1) };
   }
+  const byRollup = !filtered(query.filter);
+  const walk = byRollup ? rollupWalk(ctx, companyId, query, groupBy) : artifactWalk(ctx, companyId, query, groupBy);
   const seen = new Set<string>();
   const found: Array<GroupAggregate & { micros: bigint; id: string }> = [];
   // The walk starts at the cursor's time itself: groups sharing it with the page's last one may follow it.
-  let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: '~' } : null;
+  let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: walk.start } : null;
   for (;;) {
-    const params: unknown[] = [companyId];
-    const where = filterConditions(query.filter, params);
-    if (position) where.push(after('updated_at', 'artifact_id', position, params));
-    params.push(WALK_STEP);
-    const { rows } = await ctx.db.query(
-      `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)}
-       select artifact_id, group_issue_id, cursor_micros from visible ${ORDER} limit $${params.length}`, params);
+    const rows = await walk.read(position);
     const fresh = [...new Set(rows.map((row) => String(row.group_issue_id)))].filter((id) => !seen.has(id));
     fresh.forEach((id) => seen.add(id));
     for (const aggregate of await aggregatesOf(ctx, companyId, query, groupBy, fresh)) {
@@ -171,9 +223,11 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
     }
     found.sort(newerGroupFirst);
     const last = rows[rows.length - 1];
-    if (!last || rows.length < WALK_STEP) break;
+    if (!last || rows.length < walk.step) break;
+    // Walking rollups by task, the walk's order is the groups' order: every group not yet met sorts after the last one met.
+    if (found.length > query.limit && byRollup && groupBy === 'task') break;
     if (found.length > query.limit && BigInt(String(last.cursor_micros)) < found[query.limit]!.micros) break;
-    position = { createdAt: String(last.cursor_micros), id: String(last.artifact_id) };
+    position = { createdAt: String(last.cursor_micros), id: String(last.position_id) };
   }
   const page = found.slice(0, query.limit);
   const end = page[page.length - 1];

@@ -10,7 +10,7 @@ const UUID = new RegExp(`^${UUID_PATTERN}$`, 'i');
 const FILTERS = { targetType: 'target_type', vote: 'vote', status: 'status' } as const;
 /** Every column but the payload, which a page of 200 traces would carry 13 MB of: selected only when asked for. */
 const COLUMNS = `id, company_id, issue_id, issue_identifier, project_id, target_type, target_id, author_agent_id, run_id, voter_user_id,
-  vote, reason, shareable, status, created_at, updated_at, (extract(epoch from created_at) * 1000000)::bigint::text as cursor_micros`;
+  vote, reason, shareable, status, delivery_attempts, last_delivery_error, sent_at, created_at, updated_at, (extract(epoch from created_at) * 1000000)::bigint::text as cursor_micros`;
 
 /** A `from`/`to` bound in milliseconds since the epoch (the schema checked the date-time's form), bound as a number so that any year the form allows is a time PostgreSQL can compare. */
 function instant(value: unknown, field: string): number | null {

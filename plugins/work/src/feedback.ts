@@ -8,8 +8,8 @@ type Row = Record<string, unknown>;
 interface VoteBody { targetType: TargetType; targetId: string; vote: 'up' | 'down'; reason?: string | null; shareable?: boolean }
 
 /**
- * A trace's status: `local` unless the voter allowed sharing, then `pending`. The instance has
- * no destination to send traces to, so nothing moves a trace past `pending`.
+ * A trace's status when voted: `local` unless the voter allowed sharing, then `pending`; the
+ * delivery (feedback-delivery.ts) moves a pending trace of a consenting company to `sent` or `failed`.
  */
 const statusOf = (shareable: boolean): 'local' | 'pending' => (shareable ? 'pending' : 'local');
 
@@ -31,6 +31,7 @@ export function traceJson(row: Row, includePayload: boolean) {
     id: row.id, companyId: row.company_id, issueId: row.issue_id, issueIdentifier: row.issue_identifier, projectId: row.project_id ?? null,
     targetType: row.target_type, targetId: row.target_id, authorAgentId: row.author_agent_id, runId: row.run_id ?? null,
     voterUserId: row.voter_user_id, vote: row.vote, reason: row.reason ?? null, shareable: row.shareable, status: row.status,
+    deliveryAttempts: Number(row.delivery_attempts), lastDeliveryError: row.last_delivery_error ?? null, sentAt: time(row.sent_at),
     createdAt: time(row.created_at), updatedAt: time(row.updated_at),
     ...(includePayload ? { payload: row.payload } : {}),
   };
@@ -64,9 +65,15 @@ export async function voteFeedback(req: RouteRequest, ctx: WorkContext) {
   const previous = await traceOf(ctx, issue.id, body.targetType, targetId, voter);
   const about = { issueId: issue.id, identifier: issue.identifier, targetType: body.targetType, targetId, authorAgentId: output.authorAgentId };
   if (previous) {
-    const { rows } = await ctx.db.query(
-      'update feedback_traces set vote = $2, reason = $3, shareable = $4, status = $5, updated_at = now() where id = $1 returning *',
-      [previous.id, body.vote, reason, shareable, statusOf(shareable)]);
+    // The same vote again keeps where its delivery stands; a changed one is a new trace to deliver.
+    const unchanged = previous.vote === body.vote && (previous.reason ?? null) === reason && previous.shareable === shareable;
+    const { rows } = unchanged
+      ? await ctx.db.query('update feedback_traces set updated_at = now() where id = $1 returning *', [previous.id])
+      : await ctx.db.query(
+        `update feedback_traces set vote = $2, reason = $3, shareable = $4, status = $5, updated_at = now(),
+                delivery_attempts = 0, last_delivery_error = null, next_delivery_at = null, sent_at = null
+          where id = $1 returning *`,
+        [previous.id, body.vote, reason, shareable, statusOf(shareable)]);
     const trace = rows[0]!;
     // The reason is the voter's free text: it stays in the trace (which a withdrawal deletes), not in the append-only log.
     await ctx.activity.record({

@@ -13,6 +13,7 @@ import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
+import { deliverFeedback } from './feedback-delivery.ts';
 import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
@@ -95,5 +96,6 @@ export default definePlugin({
   },
   jobs: {
     'liveness-auto-recovery': autoRecoverLiveness,
+    'deliver-feedback': deliverFeedback,
   },
 });

@@ -19,8 +19,10 @@ export async function listIssues(req: RouteRequest, ctx: WorkContext) {
   const params: unknown[] = [req.companyId];
   const where = ['company_id = $1', 'hidden_at is null'];
   if (typeof query.status === 'string') {
-    params.push(query.status.split(',').map((s) => s.trim()).filter(Boolean));
-    where.push(`status = any(${list(params.length, 'text')})`);
+    const statuses = query.status.split(',').map((s) => s.trim()).filter(Boolean);
+    // One status is an equality, which the (…, status, created_at desc, id desc) indexes answer in page order.
+    params.push(statuses.length === 1 ? statuses[0] : statuses);
+    where.push(statuses.length === 1 ? `status = $${params.length}` : `status = any(${list(params.length, 'text')})`);
   }
   for (const [field, column] of Object.entries(FILTERS)) {
     if (query[field] === undefined) continue;

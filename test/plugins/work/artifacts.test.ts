@@ -286,3 +286,46 @@ describe('artifact groups in a company with many artifacts', () => {
     expect(grouped.some((g: any) => g.issue.id === small[0].id)).toBe(false);
   });
 });
+
+describe('artifact groups follow every artifact write', () => {
+  /** The rollups as the artifacts themselves compute them (count and newest change per issue). */
+  async function rollupsMatchArtifacts(companyId: string) {
+    const { rows } = await t.sql.query(
+      `select (select coalesce(jsonb_agg(jsonb_build_array(issue_id, artifact_count, latest_at) order by issue_id), '[]') from plugin_work.artifact_rollups where company_id = $1) as kept,
+              (select coalesce(jsonb_agg(jsonb_build_array(issue_id, n, latest) order by issue_id), '[]') from (
+                 select issue_id, count(*)::int as n, max(updated_at) as latest from (
+                   select issue_id, updated_at from plugin_work.issue_documents where company_id = $1
+                   union all select issue_id, updated_at from plugin_work.issue_attachments where company_id = $1
+                   union all select issue_id, updated_at from plugin_work.work_products where company_id = $1) a group by issue_id) c) as counted`, [companyId]);
+    expect(rows[0].kept).toEqual(rows[0].counted);
+  }
+  const groupIds = async (companyId: string) => (await artifacts('groupBy=task', t.api, companyId)).body.groups.map((g: any) => [g.issue.id, g.count]);
+
+  it('orders groups by the newest change after creates, updates and deletes, also of concurrent writers', async () => {
+    const shop = await createCompany(t.api, { name: 'Rollup Gallery' });
+    const [x, y, z] = [await createIssue(t.api, shop.id, { title: 'X' }), await createIssue(t.api, shop.id, { title: 'Y' }), await createIssue(t.api, shop.id, { title: 'Z' })];
+    const old = await t.api.post(`/api/issues/${x.id}/work-products`, { type: 'pull_request', title: 'Old PR', url: 'https://git.example.com/pr/1' });
+    await putDocument(t.api, y.id, 'plan', { body: 'y plan' });
+    const file = await attach(t.api, shop.id, z.id, 'z', 'text/plain', 'z.txt');
+    expect(await groupIds(shop.id)).toEqual([[z.id, 1], [y.id, 1], [x.id, 1]]);
+    // An update moves its group first; deleting a group's only artifact removes the group.
+    expect((await t.api.patch(`/api/work-products/${old.body.id}`, { status: 'merged' })).status).toBe(200);
+    expect(await groupIds(shop.id)).toEqual([[x.id, 1], [z.id, 1], [y.id, 1]]);
+    expect((await t.api.delete(`/api/attachments/${file.id}`)).status).toBe(200);
+    expect(await groupIds(shop.id)).toEqual([[x.id, 1], [y.id, 1]]);
+    // Writers of one issue and of several at once: every artifact counted, the newest change kept.
+    await Promise.all([
+      ...Array.from({ length: 6 }, (_, n) => attach(t.api, shop.id, z.id, `z${n}`, 'text/plain', `z${n}.txt`)),
+      ...Array.from({ length: 6 }, (_, n) => putDocument(t.api, y.id, `note-${n}`, { body: `note ${n}` })),
+    ]);
+    await rollupsMatchArtifacts(shop.id);
+    const groups = await groupIds(shop.id);
+    expect(groups.map((g: any) => g[1]).sort()).toEqual([1, 6, 7]);
+    expect(groups[2]).toEqual([x.id, 1]);
+    // A hidden issue's group is gone; visible again, it is back.
+    await t.sql.query('update plugin_work.issues set hidden_at = now() where id = $1', [x.id]);
+    expect((await groupIds(shop.id)).map((g: any) => g[0])).not.toContain(x.id);
+    await t.sql.query('update plugin_work.issues set hidden_at = null where id = $1', [x.id]);
+    expect((await groupIds(shop.id)).map((g: any) => g[0])).toContain(x.id);
+  });
+});

@@ -69,7 +69,8 @@ describe('voting', () => {
     expect(first).toEqual({
       id: expect.any(String), companyId: company.id, issueId: issue.id, issueIdentifier: issue.identifier, projectId: project.id,
       targetType: 'comment', targetId: output.id, authorAgentId: agent.id, runId: run.runId, voterUserId: 'local-board',
-      vote: 'up', reason: 'Spot on', shareable: false, status: 'local', createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
+      vote: 'up', reason: 'Spot on', shareable: false, status: 'local', deliveryAttempts: 0, lastDeliveryError: null, sentAt: null,
+      createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
       payload: {
         targetType: 'comment', targetId: output.id, issueId: issue.id, issueIdentifier: issue.identifier, issueTitle: 'Investigate churn',
         projectId: project.id, authorAgentId: agent.id, runId: run.runId, body: 'Churn comes from the pricing page.', bodyBytes: 34,
@@ -363,7 +364,7 @@ describe('the trace list', () => {
   it('refuses bad queries with 400', async () => {
     for (const [query, code] of [
       ['limit=0', 'validation_failed'], ['limit=201', 'validation_failed'], ['limit=ten', 'validation_failed'], ['targetType=issue', 'validation_failed'],
-      ['vote=sideways', 'validation_failed'], ['status=sent', 'validation_failed'], ['projectId=alpha', 'validation_failed'], [`projectId=urn:uuid:${UNKNOWN_ID}`, 'validation_failed'],
+      ['vote=sideways', 'validation_failed'], ['status=delivered', 'validation_failed'], ['projectId=alpha', 'validation_failed'], [`projectId=urn:uuid:${UNKNOWN_ID}`, 'validation_failed'],
       [`issueId=${'X'.repeat(65)}`, 'validation_failed'], ['from=yesterday', 'validation_failed'], ['to=2024-13-01T00:00:00Z', 'validation_failed'],
       ['from=2024-01-01', 'validation_failed'], ['sharedOnly=maybe', 'validation_failed'], ['includePayload=please', 'validation_failed'],
       ['other=1', 'validation_failed'], ['cursor=zz', 'invalid_cursor'], [`cursor=${Buffer.from(`1|comment:${UNKNOWN_ID}`).toString('hex')}`, 'invalid_cursor'],
