@@ -2,8 +2,9 @@ import { chmod, mkdir, readFile, symlink } from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, boardToken, insertUser } from '../../support/fixtures.ts';
+import { addMember, boardToken, createAgent, createAgentKey, insertUser } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startPeerKernel, type Api, type PeerKernel, type TestKernel } from '../../support/harness.ts';
+import { installAndEnable, pluginVariant } from '../../support/plugins.ts';
 import { alive } from '../../support/processes.ts';
 import { count, ISO, startEnvironmentsWorld } from './helpers.ts';
 
@@ -195,6 +196,26 @@ describe('runtime services and workspace commands', () => {
     const ran = await memberBoard.post(`/api/execution-workspaces/${ws.id}/runtime-commands/run`, { workspaceCommandId: 'build' });
     expect(ran.status, ran.text).toBe(202);
     expect(ran.body.operation).toMatchObject({ actorType: 'user', actorId: member });
+  });
+
+  it('has the kernel refuse an agent\'s invocation, and another plugin the environments plugin\'s mounts', async () => {
+    // A plugin granted executions.workspace that asks on an agent's behalf: the kernel itself refuses.
+    const folder = await pluginVariant(join(import.meta.dirname, '../../host/fixtures/cap-probe'), (manifest) => {
+      manifest.key = 'ws-probe';
+      manifest.capabilities.push({ id: 'executions.workspace', reason: 'Asks the kernel directly' });
+      manifest.routes[0].auth = 'any';
+    });
+    const key = await installAndEnable(t, folder);
+    await mkdir(join(mountA, 'probe'), { recursive: true });
+    const input = { purpose: 'command', workspaceRef: 'probe', label: 'Probe', cwd: join(mountA, 'probe'), command: '/bin/true' };
+    const agentApi = t.api.as(await createAgentKey(t.api, (await createAgent(t.api, company.id, { name: 'Prober' })).id));
+    const probe = async (api: Api) => (await api.post(`/api/plugins/${key}/companies/${company.id}/probe`, { member: 'workspaceProcesses', method: 'start', args: [input] })).body;
+    expect(await probe(agentApi)).toMatchObject({ ok: false, error: { status: 403, code: 'board_user_required' } });
+    expect(await probe(managerApi)).toMatchObject({ ok: false, error: { status: 403, code: 'board_user_required' } });
+    // A board user, but the folder is mounted for the environments plugin, not for this one.
+    expect(await probe(t.api)).toMatchObject({ ok: false, error: { status: 403, code: 'workspace_cwd_not_mounted' } });
+    const { rows } = await t.sql.query("select count(*)::int as n from executions where plugin = 'ws-probe'");
+    expect(rows[0].n).toBe(0);
   });
 
   it('refuses a cwd outside the mounted folder, a link out of it, and one that does not exist', async () => {
