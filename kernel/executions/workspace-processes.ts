@@ -180,7 +180,7 @@ export class WorkspaceProcesses {
   private async confinedCwd(caller: WorkspaceCaller, raw: string): Promise<string> {
     // eslint-disable-next-line no-control-regex
     if (!raw.startsWith('/') || /[\u0000-\u001f\u007f]/.test(raw) || raw.split('/').some((part) => part === '.' || part === '..')) {
-      throw new KeelError(400, 'invalid_path', 'cwd must be an absolute path without "." or ".." segments or control characters');
+      throw new KeelError(400, 'invalid_arguments', 'cwd must be an absolute path without "." or ".." segments or control characters');
     }
     const mounts = await this.executor.deps.db.query<{ path: string }>(
       'select path from plugin_folder_mounts where plugin_key = ? and company_id = ?', [caller.plugin, caller.companyId]);
