@@ -22,12 +22,15 @@ let managerApi: Api;
 let project: any;
 
 beforeAll(async () => {
+  // Something only the server's environment holds: a workspace process must not see it.
+  process.env.KEEL_TEST_SERVER_ONLY = 'server-only';
   world = await startEnvironmentsWorld();
   ({ t, company, mountA, managerApi } = world);
   peer = await startPeerKernel(t, {}, { firstPartyDir: FIRST_PARTY_PLUGINS });
   project = (await t.api.post(`/api/companies/${company.id}/projects`, { name: 'Runner' })).body;
 });
 afterAll(async () => {
+  delete process.env.KEEL_TEST_SERVER_ONLY;
   await peer?.stop();
   await world?.stop();
 });
@@ -35,7 +38,7 @@ afterAll(async () => {
 const SERVICE = { id: 'web', name: 'Web', command: '/bin/sh', args: ['-c', 'echo "listening as $(id -u)"; exec sleep 300'], env: { GREETING: 'hi' }, port: 8080, url: 'http://localhost:8080', graceSec: 2 };
 const COMMAND = {
   id: 'build', name: 'Build', command: '/bin/sh',
-  args: ['-c', 'echo built > out.txt; echo "db=${DATABASE_URL:-absent} greeting=$GREETING home=$HOME"; echo warn >&2; exit 3'],
+  args: ['-c', 'echo built > out.txt; echo "db=${DATABASE_URL:-absent} server=${KEEL_TEST_SERVER_ONLY:-absent} greeting=$GREETING home=$HOME"; echo "names=$(env | cut -d= -f1 | sort | tr \'\\n\' \' \')"; echo warn >&2; exit 3'],
   env: { GREETING: 'hello' },
 };
 
@@ -114,8 +117,11 @@ describe('runtime services and workspace commands', () => {
     expect(log.body).toMatchObject({ operationId, eof: true, offset: 0 });
     const lines = log.body.lines.map((line: any) => [line.stream, line.line]);
     // Nothing of the server's environment: the database URL is absent, the definition's variable is there.
-    expect(lines).toContainEqual(['stdout', expect.stringMatching(/^db=absent greeting=hello home=\//)]);
+    expect(lines).toContainEqual(['stdout', expect.stringMatching(/^db=absent server=absent greeting=hello home=\//)]);
     expect(lines).toContainEqual(['stderr', 'warn']);
+    const names = lines.find(([, line]: [string, string]) => line.startsWith('names='))[1].slice('names='.length).trim().split(' ');
+    // The kernel's few variables and the definition's; the shell adds its own PWD (and perhaps SHLVL).
+    expect(names.filter((name: string) => !['PWD', 'SHLVL', 'OLDPWD', '_'].includes(name))).toEqual(['GREETING', 'HOME', 'KEEL_EXECUTION_ID', 'LANG', 'PATH', 'TMPDIR']);
     expect(lines).toContainEqual(['system', 'exited with code 3']);
     const paged = await t.api.get(`/api/execution-workspaces/${ws.id}/workspace-operations/${operationId}/log?offset=0&limitBytes=10`);
     expect(paged.body).toMatchObject({ eof: false, nextOffset: expect.any(Number) });
