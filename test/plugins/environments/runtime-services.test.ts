@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { chmod, mkdir, readFile, symlink } from 'node:fs/promises';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -180,6 +181,30 @@ describe('runtime services and workspace commands', () => {
     expect(ended).toMatchObject({ id: 'once', status: 'exited', exitCode: 7, signal: null });
   });
 
+  it('hands a secret reference to the process as its value, never writing the value anywhere the board reads', async () => {
+    const secret = await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'deploy-token', value: 'tok-3141592653' });
+    expect(secret.status, secret.text).toBe(201);
+    const ws = await workspace('secrets');
+    const command = { id: 'deploy', name: 'Deploy', command: '/bin/sh', args: ['-c', `test "$(printf %s "$TOKEN" | sha256sum | cut -d' ' -f1)" = ${createHash('sha256').update('tok-3141592653').digest('hex')} && echo token-ok`], env: { TOKEN: { type: 'secret_ref', secretId: secret.body.id } } };
+    const patched = await t.api.patch(`/api/execution-workspaces/${ws.id}`, { workspaceCommands: [command] });
+    expect(patched.status, patched.text).toBe(200);
+    expect(JSON.stringify(patched.body)).not.toContain('tok-3141592653');
+    const ran = await t.api.post(`/api/execution-workspaces/${ws.id}/runtime-commands/run`, { workspaceCommandId: 'deploy' });
+    expect(ran.status, ran.text).toBe(202);
+    const [done] = await until('the command ends', async () => (await operations(ws.id)).filter((op) => op.id === ran.body.operation.id), ([op]) => op.status !== 'running');
+    expect(done).toMatchObject({ status: 'succeeded', details: { exitCode: 0 } });
+    const log = (await t.api.get(`/api/execution-workspaces/${ws.id}/workspace-operations/${done.id}/log`)).body;
+    expect(log.lines.map((line: any) => line.line)).toContain('token-ok');
+    const audit = await t.sql.query("select details from security_audit_log where company_id = $1 and event = 'secret.environment_resolved' and details->>'workspaceProcess' = 'true'", [company.id]);
+    expect(audit.rows).toHaveLength(1);
+    expect(JSON.stringify(audit.rows)).not.toContain('tok-3141592653');
+    const missing = await t.api.patch(`/api/execution-workspaces/${ws.id}`, { workspaceCommands: [{ ...command, env: { TOKEN: { type: 'secret_ref', secretId: '00000000-0000-4000-8000-000000000000' } } }] });
+    expect(missing.status).toBe(200);
+    const refused = await t.api.post(`/api/execution-workspaces/${ws.id}/runtime-commands/run`, { workspaceCommandId: 'deploy' });
+    expect(refused.status, refused.text).toBe(422);
+    expect(refused.body).toMatchObject({ code: 'secret_ref_unresolvable' });
+  });
+
   it('lets only a board user with access to the company run anything', async () => {
     const ws = await workspace('access');
     const outsiderUser = await insertUser(t);
@@ -274,5 +299,18 @@ describe('runtime services and workspace commands', () => {
     expect(stopped.body.runtimeService).toMatchObject({ status: 'stopped', executionId });
     expect(pids.filter(alive)).toEqual([]);
     expect((await services(ws.id, peer.api))[0]).toMatchObject({ status: 'stopped' });
+  });
+
+  it('records a service as failed when the Keel process that ran it stops, and kills its processes', async () => {
+    const ws = await workspace('peer-dies');
+    const started = await peer.api.post(`/api/execution-workspaces/${ws.id}/runtime-services/start`, { runtimeServiceId: 'web' });
+    expect(started.status, started.text).toBe(202);
+    const executionId = started.body.runtimeService.executionId;
+    const pids = await until('its processes appear', async () => processesOf(executionId), (found) => found.length > 0);
+    await peer.stop();
+    expect(pids.filter(alive)).toEqual([]);
+    const [ended] = await until('the service is recorded ended', () => services(ws.id), ([service]) => service.status !== 'running' && service.status !== 'starting');
+    expect(ended).toMatchObject({ status: 'failed', executionId, errorCode: 'server_stopped' });
+    expect((await t.api.get(`/api/execution-workspaces/${ws.id}/close-readiness`)).body.ready).toBe(true);
   });
 });
