@@ -137,9 +137,11 @@ export async function runtimeActionOn(ctx: EnvironmentsContext, workspace: Row, 
       purpose: 'command', workspaceRef: String(workspace.id), label: command.name, cwd: String(workspace.cwd), command: command.command,
       args: command.args ?? [], env: (command.env ?? {}) as Record<string, string>, ...(command.timeoutSec ? { timeoutSec: command.timeoutSec } : {}),
     }).catch(kernelRefusal);
-    const operation = await record('running', `Running ${command.name}`, { workspaceCommandId: command.id, executionId: summary.executionId }, action, summary.executionId);
-    await ctx.activity.record({ action: 'execution_workspace.command_started', entityType: 'execution_workspace', entityId: String(workspace.id), details: { workspaceCommandId: command.id, executionId: summary.executionId } });
-    return respond(202, { operation: operationJson(operation) });
+    return recordedOrStopped(ctx, summary, async () => {
+      const operation = await record('running', `Running ${command.name}`, { workspaceCommandId: command.id, executionId: summary.executionId }, action, summary.executionId);
+      await ctx.activity.record({ action: 'execution_workspace.command_started', entityType: 'execution_workspace', entityId: String(workspace.id), details: { workspaceCommandId: command.id, executionId: summary.executionId } });
+      return respond(202, { operation: operationJson(operation) });
+    });
   }
   if (!SERVICE_ACTIONS.has(action)) throw new PluginError(404, 'not_found', 'Workspace command action not found');
   const service = pickService(workspace, body);
@@ -169,16 +171,31 @@ export async function runtimeActionOn(ctx: EnvironmentsContext, workspace: Row, 
     purpose: 'service', workspaceRef: String(workspace.id), label: service.name, cwd: String(workspace.cwd), command: service.command,
     args: service.args ?? [], env: (service.env ?? {}) as Record<string, string>, ...(service.graceSec !== undefined ? { graceSec: service.graceSec } : {}),
   }).catch(kernelRefusal);
-  const operation = await record('running', `${action === 'restart' ? 'Restarted' : 'Started'} ${service.name}`, { runtimeServiceId: service.id, executionId: summary.executionId }, action, summary.executionId);
-  await ctx.db.query(
-    `insert into workspace_runtime_services (company_id, execution_workspace_id, service_id, execution_id, operation_id, status)
-     values ($1, $2, $3, $4, $5, $6)
-     on conflict (execution_workspace_id, service_id) do update set execution_id = excluded.execution_id, operation_id = excluded.operation_id,
-       status = excluded.status, exit_code = null, signal = null, error_code = null, started_at = now(), stopped_at = null`,
-    [workspace.company_id, workspace.id, service.id, summary.executionId, operation.id, summary.status]);
-  await ctx.activity.record({ action: `execution_workspace.service_${action === 'restart' ? 'restarted' : 'started'}`, entityType: 'execution_workspace', entityId: String(workspace.id), details: { runtimeServiceId: service.id, executionId: summary.executionId } });
-  const after = (await states(ctx, workspace.id)).get(service.id);
-  return respond(202, { operation: operationJson(operation), runtimeService: runtimeServiceJson(service, after) });
+  return recordedOrStopped(ctx, summary, async () => {
+    const operation = await record('running', `${action === 'restart' ? 'Restarted' : 'Started'} ${service.name}`, { runtimeServiceId: service.id, executionId: summary.executionId }, action, summary.executionId);
+    await ctx.db.query(
+      `insert into workspace_runtime_services (company_id, execution_workspace_id, service_id, execution_id, operation_id, status)
+       values ($1, $2, $3, $4, $5, $6)
+       on conflict (execution_workspace_id, service_id) do update set execution_id = excluded.execution_id, operation_id = excluded.operation_id,
+         status = excluded.status, exit_code = null, signal = null, error_code = null, started_at = now(), stopped_at = null`,
+      [workspace.company_id, workspace.id, service.id, summary.executionId, operation.id, summary.status]);
+    await ctx.activity.record({ action: `execution_workspace.service_${action === 'restart' ? 'restarted' : 'started'}`, entityType: 'execution_workspace', entityId: String(workspace.id), details: { runtimeServiceId: service.id, executionId: summary.executionId } });
+    const after = (await states(ctx, workspace.id)).get(service.id);
+    return respond(202, { operation: operationJson(operation), runtimeService: runtimeServiceJson(service, after) });
+  });
+}
+
+/**
+ * The kernel starts a process outside this call's transaction: when recording it fails, the
+ * process is stopped again rather than left running where the workspace does not list it.
+ */
+async function recordedOrStopped<T>(ctx: EnvironmentsContext, started: WorkspaceProcessSummary, write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    await ctx.workspaceProcesses.stop(started.executionId, { reason: 'its start could not be recorded', waitMs: 0 }).catch(() => undefined);
+    throw error;
+  }
 }
 
 /**
