@@ -139,7 +139,6 @@ export class WorkspaceProcesses {
 
   /** Everything that can be refused, before the row exists: the cwd, the variables, the secrets. */
   private async prepare(caller: WorkspaceCaller, input: WorkspaceProcessInput): Promise<Prepared> {
-    const cwd = await this.confinedCwd(caller, input.cwd);
     const env: Record<string, string> = {};
     const refs: Array<{ name: string; secretId: string; selector: 'latest' | number }> = [];
     for (const [name, value] of Object.entries(input.env ?? {})) {
@@ -152,6 +151,7 @@ export class WorkspaceProcesses {
         refs.push({ name, secretId: value.secretId, selector: value.version === undefined || value.version === 'latest' ? 'latest' : value.version });
       }
     }
+    const cwd = await this.confinedCwd(caller, input.cwd);
     if (refs.length > 0) {
       const { db, vault } = this.executor.deps;
       const outcomes = await vault.revealMany(db, caller.companyId, refs.map((ref) => ({ secretId: ref.secretId, selector: ref.selector })));

@@ -245,6 +245,11 @@ describe('runtime services and workspace commands', () => {
     expect(await probe(managerApi)).toMatchObject({ ok: false, error: { status: 403, code: 'board_user_required' } });
     // A board user, but the folder is mounted for the environments plugin, not for this one.
     expect(await probe(t.api)).toMatchObject({ ok: false, error: { status: 403, code: 'workspace_cwd_not_mounted' } });
+    // Variables the loader or an interpreter reads are refused by the kernel too, whatever the plugin let through.
+    for (const name of ['LD_PRELOAD', 'NODE_OPTIONS', 'PATH']) {
+      const answer = (await t.api.post(`/api/plugins/${key}/companies/${company.id}/probe`, { member: 'workspaceProcesses', method: 'start', args: [{ ...input, env: { [name]: '/tmp/x' } }] })).body;
+      expect(answer, name).toMatchObject({ ok: false, error: { status: 422, code: 'workspace_env_refused' } });
+    }
     const { rows } = await t.sql.query("select count(*)::int as n from executions where plugin = 'ws-probe'");
     expect(rows[0].n).toBe(0);
   });
