@@ -16,6 +16,10 @@ import { ApprovalsPage } from './pages/approvals.tsx';
 import { SkillsPage } from './pages/skills.tsx';
 import { ProjectPage, ProjectsPage } from './pages/projects.tsx';
 import { GoalsPage } from './pages/goals.tsx';
+import { matchPluginPage, PluginPageLinks, PluginPageView } from './pages/plugin-pages.tsx';
+import { WorkspacesPage } from './pages/workspaces.tsx';
+import { FeedbackPage } from './pages/feedback.tsx';
+import { MembersPage } from './pages/members.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -53,6 +57,7 @@ export function App() {
 const SECTIONS = [
   ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
   ['costs', 'Costs'], ['secrets', 'Secrets'], ['skills', 'Skills'], ['activity', 'Activity'],
+  ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'],
 ] as const;
 
 function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string; refresh: () => void }) {
@@ -88,6 +93,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
             const to = `/companies/${company.id}/${section}`;
             return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}</Link></li>;
           }) : null}
+          {company ? <PluginPageLinks companyId={company.id} path={path} /> : null}
           <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}>Plugins</Link></li>
           <li><Link to="/settings" aria-current={path.startsWith('/settings') ? 'page' : undefined}>Instance</Link></li>
         </ul>
@@ -119,6 +125,11 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/companies/:companyId/secrets', path))) return <SecretsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/skills', path))) return <SkillsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/activity', path))) return <ActivityPage companyId={params.companyId!} />;
+  const pluginPage = matchPluginPage(path);
+  if (pluginPage) return <PluginPageView {...pluginPage} />;
+  if ((params = match('/companies/:companyId/workspaces', path))) return <WorkspacesPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/feedback', path))) return <FeedbackPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/members', path))) return <MembersPage companyId={params.companyId!} />;
   if (match('/plugins', path)) return <PluginsPage />;
   if ((params = match('/plugins/:key', path))) return <PluginPage pluginKey={params.key!} />;
   if (match('/settings', path)) return <SettingsPage />;

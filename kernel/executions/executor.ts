@@ -18,6 +18,7 @@ import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
+import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
 import { isSecretRef } from '../tenancy/agent-config.ts';
@@ -52,7 +53,7 @@ export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
 }
 
 type Prepared =
-  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }> }
+  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }>; workspace: PreparedWorkspace | null }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
     secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
     /** What the stop of a remote run needs again after this process is gone (never a secret value). */
@@ -194,13 +195,15 @@ export class Executor {
       const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') }));
       const fileBytes = files.reduce((sum, file) => sum + file.content.length, 0);
       if (fileBytes > MAX_EXECUTION_FILE_BYTES) throw new KeelError(400, 'invalid_arguments', `files: ${fileBytes} bytes in all; at most ${MAX_EXECUTION_FILE_BYTES}`);
+      const workspace = await prepareLeasedWorkspace({ db: this.deps.db, vault: this.deps.vault, identity: () => this.agentUser() },
+        { plugin: caller.plugin, runId: input.runId, agentId: agent.id, companyId: agent.company_id }, agent.adapter_config, input.workspace);
       const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never);
       if (resolved.secrets.length > 0) {
         await this.deps.db.query(
           `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
           [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, secrets: resolved.secrets })]);
       }
-      return { kind: 'process', config, env: resolved.env, extras, files };
+      return { kind: 'process', config, env: resolved.env, extras, files, workspace };
     }
     const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
     const configured = config[input.baseUrlKey ?? 'url'];
@@ -328,15 +331,19 @@ export class Executor {
     const identity = this.agentUser();
     const runDir = await this.workDirs!.create(entry.ref.executionId);
     created(runDir);
-    const cwd = prepared.config.cwd ?? runDir;
+    // A leased directory (leased-workspace.ts) before the configured cwd; else the run's own.
+    const cwd = prepared.workspace?.dir ?? prepared.config.cwd ?? runDir;
     for (const file of prepared.files) {
       const target = join(cwd, file.path);
       await mkdir(dirname(target), { recursive: true });
       await writeFile(target, file.content, { mode: 0o600 });
       await this.workDirs!.own(target);
     }
+    // Handed over only now: nothing of the agent user's can be in it while the kernel writes there.
+    if (prepared.workspace) await handToAgentUser(prepared.workspace.dir, identity);
     const env = processEnvironment({
-      home: runDir, resolved: prepared.env, extras: prepared.extras,
+      // The agent's own (board-approved) variables win over its environment's.
+      home: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,
       canonical: {
         SERVICE_API_URL: this.apiUrl, SERVICE_API_KEY: token, SERVICE_COMPANY_ID: entry.ref.companyId,
         SERVICE_AGENT_ID: entry.ref.agentId, SERVICE_RUN_ID: entry.ref.runId,

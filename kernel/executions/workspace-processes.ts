@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { realpath, stat } from 'node:fs/promises';
 import { sep } from 'node:path';
-import {
-  refusedEnvironmentName, type WorkspaceProcessInput, type WorkspaceProcessPurpose, type WorkspaceProcessSummary,
-} from '../../sdk/capabilities/workspace-processes.ts';
+import { refusedRunVariable } from '../../sdk/capabilities/run-variable-names.ts';
+import type { WorkspaceProcessInput, WorkspaceProcessPurpose, WorkspaceProcessSummary } from '../../sdk/capabilities/workspace-processes.ts';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
 import { LOCAL_BOARD_USER_ID } from '../auth/actor.ts';
 import type { ActorResolver } from '../auth/resolve-actor.ts';
@@ -142,7 +141,7 @@ export class WorkspaceProcesses {
     const env: Record<string, string> = {};
     const refs: Array<{ name: string; secretId: string; selector: 'latest' | number }> = [];
     for (const [name, value] of Object.entries(input.env ?? {})) {
-      const why = refusedEnvironmentName(name);
+      const why = refusedRunVariable(name);
       if (why) throw new KeelError(422, 'workspace_env_refused', `env: ${JSON.stringify(name.slice(0, 100))} ${why}`, { details: { name: name.slice(0, 100) } });
       if (typeof value === 'string') {
         if (value.includes('\0')) throw new KeelError(400, 'invalid_arguments', `env.${name} contains a NUL character`);

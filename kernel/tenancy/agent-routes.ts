@@ -6,10 +6,12 @@ import { agentLifecycleRoutes } from './agent-lifecycle-routes.ts';
 import { agentReadRoutes } from './agent-read-routes.ts';
 import { agentUpdateRoutes } from './agent-update-routes.ts';
 import { grantRoutes } from './grant-routes.ts';
+import { memberRoutes } from './member-routes.ts';
 
 /**
  * Agents as principals: create and hire, read (me, one, list), update and permissions,
- * lifecycle, API keys, configuration history, and the company's permission grants.
+ * lifecycle, API keys, configuration history, and the company's permission grants and the
+ * member users they may name.
  * agentReadRoutes goes first so that GET /api/agents/me precedes /api/agents/:agentId.
  */
 export const agentRoutes: RouteModule = (router, kernel) => {
@@ -20,4 +22,5 @@ export const agentRoutes: RouteModule = (router, kernel) => {
   agentKeyRoutes(router, kernel);
   agentConfigRoutes(router, kernel);
   grantRoutes(router, kernel);
+  memberRoutes(router, kernel);
 };

@@ -1,9 +1,10 @@
 import { basename } from 'node:path';
-import { takeDatabaseBackup } from '../backup/database-backup.ts';
+import { backupDirectory, takeDatabaseBackup } from '../backup/database-backup.ts';
+import { listBackups, MAX_LISTED_BACKUPS } from '../backup/list-backups.ts';
 import type { RouteModule } from '../http/app.ts';
 import { conflict, KeelError } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
-import { declareRoutes } from '../http/route-spec.ts';
+import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { readSettings, settingsPatchValidator, writeSettings, type SettingsSection } from './instance-settings.ts';
 
@@ -44,6 +45,14 @@ export const instanceRoutes: RouteModule = (router, kernel) => {
       ctx.body = settings;
     });
   }
+
+  route({
+    method: 'GET', path: '/api/instance/database-backups', auth: 'instance_admin', success: 200, response: LIST_RESPONSE,
+    summary: 'The database backups in the backup directory, newest first',
+    description: `Each backup file of the backup directory as \`{file, sizeBytes, takenAt}\`: the file's name (never a path), its size and the time in its name; regular files named like backups only, at most ${MAX_LISTED_BACKUPS}. Instance admins only.`,
+  }, async (ctx) => {
+    ctx.body = await listBackups(backupDirectory(kernel.config));
+  });
 
   route({
     method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', body: NO_FIELDS, success: 201,

@@ -20,6 +20,25 @@ export interface ProcessExecutionInput {
   files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
   /** A stream channel of the plugin (ctx.streams, the run's company) on which each batch of the log is published live (LiveLogEvent). */
   logChannel?: string;
+  /** The environment lease the run works in (LeasedWorkspace): required exactly when the agent's adapterConfig names an environmentId. */
+  workspace?: LeasedWorkspace;
+}
+/**
+ * The directory of an environment lease as a process's working directory, with the
+ * environment's variables. The kernel checks it itself before anything starts: `environmentId`
+ * must be the agent's board-approved adapterConfig.environmentId; `cwd` must be an existing
+ * directory named by `leaseId` (its last segment) inside a folder an operator mounted for the
+ * run's company, links resolved (a link leading out is refused); every variable name must pass
+ * the run-variable rule (no PATH, LD_*, NODE_OPTIONS, BASH_ENV, SERVICE_*, ...). Secret references
+ * are resolved by the kernel's vault for the run's company (audited, never shown to the plugin).
+ * The agent's own adapterConfig.env wins over these; the plugin's SERVICE_* extras and the
+ * canonical run values over both. The directory is given to the agent user (mode 0700).
+ */
+export interface LeasedWorkspace {
+  environmentId: string;
+  leaseId: string;
+  cwd: string;
+  env?: Record<string, string | { type: 'secret_ref'; secretId: string; version?: 'latest' | number }>;
 }
 /**
  * What the executor publishes on an execution's `logChannel` for each batch of its log (every
@@ -142,6 +161,24 @@ const processInput = {
   type: 'object', additionalProperties: false, required: ['kind', 'runId'],
   properties: {
     kind: { const: 'process' }, runId: uuid, env: stringMap, logChannel,
+    workspace: {
+      type: 'object', additionalProperties: false, required: ['environmentId', 'leaseId', 'cwd'],
+      properties: {
+        environmentId: uuid, leaseId: uuid, cwd: { type: 'string', minLength: 2, maxLength: 4096, pattern: '^/[^\\x00-\\x1f\\x7f]*$' },
+        env: {
+          type: 'object', maxProperties: 100,
+          additionalProperties: {
+            anyOf: [
+              { type: 'string', maxLength: 65_536 },
+              {
+                type: 'object', additionalProperties: false, required: ['type', 'secretId'],
+                properties: { type: { const: 'secret_ref' }, secretId: uuid, version: { anyOf: [{ const: 'latest' }, { type: 'integer', minimum: 1 }] } },
+              },
+            ],
+          },
+        },
+      },
+    },
     files: {
       type: 'array', maxItems: MAX_EXECUTION_FILES,
       items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_398_104 }, encoding: { enum: ['utf8', 'base64'] } } },

@@ -26,7 +26,7 @@ export interface WorkspaceProcessInput {
   cwd: string;
   command: string;
   args?: string[];
-  /** Added to PATH, HOME, LANG and TMPDIR (the kernel's). Names the loader or an interpreter reads at start (LD_*, NODE_OPTIONS, ...) are refused: see refusedEnvironmentName. */
+  /** Added to PATH, HOME, LANG and TMPDIR (the kernel's). Names refused by the one rule for run variables (refusedRunVariable: PATH, LD_*, NODE_OPTIONS, BASH_ENV, SERVICE_*, KEEL_*, ...) are refused. */
   env?: Record<string, string | WorkspaceSecretRef>;
   /** A command's deadline (default none); the process group is stopped when it passes (`timed_out`). */
   timeoutSec?: number;
@@ -57,25 +57,6 @@ export interface WorkspaceProcessesCapability {
   log(executionId: string, options?: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }>;
   /** SIGTERM to the process group (SIGKILL after graceSec), by whichever Keel process runs it; answers once it ended (or after `waitMs`, default 10 000, still live). Idempotent. */
   stop(executionId: string, options?: { reason?: string; waitMs?: number }): Promise<WorkspaceProcessSummary>;
-}
-
-/**
- * Variable names a workspace process may not be given: what the dynamic loader, a shell or an
- * interpreter reads before the command's own code runs (a definition must say what it runs, in
- * its command and args), the kernel's own PATH, HOME and TMPDIR, and the SERVICE_ namespace of
- * agent runs.
- */
-const REFUSED_NAMES = new Set(['PATH', 'HOME', 'TMPDIR', 'NODE_OPTIONS', 'NODE_PATH', 'BASH_ENV', 'ENV', 'SHELLOPTS', 'BASHOPTS', 'IFS', 'PS4',
-  'PYTHONSTARTUP', 'PYTHONPATH', 'PYTHONHOME', 'PERL5OPT', 'PERL5LIB', 'PERLLIB', 'RUBYOPT', 'RUBYLIB', 'GCONV_PATH', 'LOCPATH', 'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS',
-  'GIT_EXEC_PATH', 'GIT_SSH', 'GIT_SSH_COMMAND', 'GIT_CONFIG_GLOBAL', 'GIT_CONFIG_SYSTEM']);
-const REFUSED_PREFIXES = ['LD_', 'DYLD_', 'SERVICE_', 'KEEL_'];
-
-/** Why the name cannot be a workspace process's variable, or null when it can. */
-export function refusedEnvironmentName(name: string): string | null {
-  if (!/^[A-Za-z_][A-Za-z0-9_]{0,127}$/.test(name)) return 'is not a valid variable name';
-  const upper = name.toUpperCase();
-  if (REFUSED_NAMES.has(upper) || REFUSED_PREFIXES.some((prefix) => upper.startsWith(prefix))) return 'is read by the loader, a shell or an interpreter, or set by the kernel';
-  return null;
 }
 
 export const MAX_WORKSPACE_PROCESS_ARGS = 100;

@@ -23,6 +23,7 @@ export function respond(status: number, body?: unknown, headers?: Record<string,
 
 /** The adapter configuration keys `ctx.agents.setInstructionKeys` may write (agents.instructions). */
 export { INSTRUCTION_KEY } from '../capabilities/kernel-data.ts';
+/** Which variable names an environment may give its runs (applied again by the kernel at start). */
+export { refusedRunVariable } from '../capabilities/run-variable-names.ts';
 export type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } from '../capabilities/executions.ts';
-export { refusedEnvironmentName } from '../capabilities/workspace-processes.ts';
 export type { WorkspaceProcessSummary, WorkspaceSecretRef } from '../capabilities/workspace-processes.ts';

@@ -3,11 +3,15 @@ import { fileURLToPath } from 'node:url';
 import { startKernelProcess } from '../bench/support/kernel-process.ts';
 import { launchChromium } from './browser.ts';
 
+/** A test plugin with a console page; its page shows, in its own sandboxed frame, that it cannot reach the console. */
+const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.url));
+
 /**
  * `npm run console:screenshots`: starts Keel as operators do (embedded PostgreSQL, the
- * first-party plugins), fills one company with agents, issues, costs and a secret, and writes
- * a PNG of each main page of the console at 1280×800 (laptop) and 390×844 (phone) into
- * docs/console/screenshots/.
+ * first-party plugins), fills one company with agents, issues, projects, goals, costs, budget
+ * policies, a secret, a backup and a plugin page, and writes a PNG of each main page of the
+ * console at 1280×800 (laptop) and 390×844 (phone) into docs/console/screenshots/. A page
+ * whose subject is below the fold (the budget policies, the danger zone) is scrolled to it.
  */
 const OUT = fileURLToPath(new URL('../../docs/console/screenshots/', import.meta.url));
 const SIZES = [{ name: 'laptop', width: 1280, height: 800 }, { name: 'phone', width: 390, height: 844 }] as const;
@@ -36,24 +40,43 @@ try {
   }
   await kernel.call('PATCH', `/api/companies/${company.id}/budgets`, { budgetMonthlyCents: 20_000 });
   await kernel.call('POST', `/api/companies/${company.id}/secrets`, { name: 'SEARCH_API_KEY', value: 'not-a-real-key', description: 'Search provider key for the researcher' });
+  const goal = await kernel.call('POST', `/api/companies/${company.id}/goals`, { title: 'Publish the yearly research digest', level: 'company', status: 'active', ownerAgentId: ceo.id });
+  const teamGoal = await kernel.call('POST', `/api/companies/${company.id}/goals`, { title: 'Interview forty customers', level: 'team', status: 'active', parentId: goal.id, ownerAgentId: agents[4].id });
+  await kernel.call('POST', `/api/companies/${company.id}/goals`, { title: 'Draft the interview guide', level: 'task', status: 'achieved', parentId: teamGoal.id, ownerAgentId: agents[4].id });
+  await kernel.call('POST', `/api/companies/${company.id}/goals`, { title: 'Move the archive to the new store', level: 'team', status: 'planned', ownerAgentId: agents[1].id });
+  const projects = [];
+  for (const [name, status, lead, targetDate, color] of [['Research digest', 'in_progress', 4, '2027-01-31', '#3366cc'], ['Website refresh', 'planned', 2, '2027-03-15', '#2e8b57'], ['Data migration', 'backlog', 1, null, '#b8860b']] as const) {
+    projects.push(await kernel.call('POST', `/api/companies/${company.id}/projects`, { name, status, leadAgentId: agents[lead].id, targetDate, color, goalId: goal.id, description: `${name}: planned and tracked by the agents.` }));
+  }
+  await kernel.call('POST', `/api/companies/${company.id}/budgets/policies`, { scopeType: 'project', scopeId: projects[0].id, amount: 50_000, warnPercent: 75 });
+  await kernel.call('POST', `/api/companies/${company.id}/budgets/policies`, { scopeType: 'project', scopeId: projects[1].id, amount: 12_000, windowKind: 'calendar_month_utc', isActive: false });
+  await kernel.call('PATCH', `/api/agents/${agents[1].id}/budgets`, { budgetMonthlyCents: 5_000 });
+  await kernel.call('POST', '/api/instance/database-backups', {});
+  await kernel.call('POST', '/api/plugins/install', { localPath: PAGE_PROBE });
+  await kernel.call('POST', '/api/plugins/page-probe/enable', {});
   const issues = await kernel.call('GET', `/api/companies/${company.id}/issues`);
   await kernel.call('POST', `/api/issues/${issues[0].id}/comments`, { body: 'First pass is done; the figures need a second look.' });
 
-  const pages: Array<[string, string]> = [
-    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['agents', `/companies/${company.id}/agents`],
-    ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
-    ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['runs', `/companies/${company.id}/runs`], ['costs', `/companies/${company.id}/costs`],
-    ['secrets', `/companies/${company.id}/secrets`], ['skills', `/companies/${company.id}/skills`], ['activity', `/companies/${company.id}/activity`], ['plugins', '/plugins'], ['instance', '/settings'],
+  // [file name, console path, heading to scroll to (for a subject below the fold)]
+  const pages: Array<[string, string, string?]> = [
+    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['company-danger-zone', `/companies/${company.id}/dashboard`, 'Danger zone'],
+    ['agents', `/companies/${company.id}/agents`], ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
+    ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['projects', `/companies/${company.id}/projects`], ['project', `/companies/${company.id}/projects/${projects[0].id}`],
+    ['goals', `/companies/${company.id}/goals`], ['runs', `/companies/${company.id}/runs`], ['approvals', `/companies/${company.id}/approvals`],
+    ['costs', `/companies/${company.id}/costs`], ['budget-policies', `/companies/${company.id}/costs`, 'Policies'],
+    ['secrets', `/companies/${company.id}/secrets`], ['skills', `/companies/${company.id}/skills`], ['activity', `/companies/${company.id}/activity`],
+    ['plugin-page', `/companies/${company.id}/pages/page-probe/report`], ['plugins', '/plugins'], ['instance', '/settings'], ['instance-backups', '/settings', 'Backups'],
   ];
   await rm(OUT, { recursive: true, force: true });
   await mkdir(OUT, { recursive: true });
   for (const size of SIZES) {
     const context = await browser.newContext({ viewport: { width: size.width, height: size.height }, deviceScaleFactor: 1 });
     const page = await context.newPage();
-    for (const [name, path] of pages) {
+    for (const [name, path, scrollTo] of pages) {
       await page.goto(kernel.url + path);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       await page.waitForLoadState('networkidle');
+      if (scrollTo) await page.getByRole('heading', { name: scrollTo, exact: true }).first().evaluate((heading) => heading.scrollIntoView({ block: 'start' }));
       await page.screenshot({ path: `${OUT}${name}-${size.name}.png` });
       console.log(`${name}-${size.name}.png`);
     }

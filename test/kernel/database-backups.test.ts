@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -118,6 +118,75 @@ describe('POST /api/instance/database-backups', () => {
     const ok = await authed.api.post('/api/instance/database-backups', undefined, { cookie: adminUser.cookie });
     expect(ok.status, ok.text).toBe(201);
     expect(ok.body.directory).toBe(join(authed.dataDir, 'backups'));
+  });
+});
+
+describe('GET /api/instance/database-backups', () => {
+  it('lists the backup files of the directory newest first, by name and size, and nothing else', async () => {
+    const parent = await mkdtemp(join(tmpdir(), 'keel-backup-list-'));
+    const dir = join(parent, 'backups');
+    const k = await startPeerKernel(local, { backups: { directory: dir } });
+    try {
+      // No directory yet: no backups, and reading creates nothing.
+      const none = await k.api.get('/api/instance/database-backups');
+      expect(none.status, none.text).toBe(200);
+      expect(none.body).toEqual([]);
+      expect(existsSync(dir)).toBe(false);
+
+      await mkdir(dir);
+      const now = Date.now();
+      const [newest, middle, oldest] = [1, 5, 40].map((days) => new Date(now - days * DAY));
+      await writeFile(join(dir, backupFileName(middle!)), 'x'.repeat(200));
+      await writeFile(join(dir, backupFileName(oldest!)), 'x'.repeat(30));
+      await writeFile(join(dir, backupFileName(newest!)), 'x'.repeat(1000));
+      // Not backups: another file, an unfinished backup, a directory and a link named like one (pointing outside).
+      await writeFile(join(dir, 'notes.txt'), 'keep me');
+      await writeFile(join(dir, `${backupFileName(new Date(now))}.partial`), 'half');
+      await mkdir(join(dir, backupFileName(new Date(now - 2 * DAY))));
+      await symlink('/etc/hostname', join(dir, backupFileName(new Date(now - 3 * DAY))));
+
+      const res = await k.api.get('/api/instance/database-backups');
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual([
+        { file: backupFileName(newest!), sizeBytes: 1000, takenAt: newest!.toISOString() },
+        { file: backupFileName(middle!), sizeBytes: 200, takenAt: middle!.toISOString() },
+        { file: backupFileName(oldest!), sizeBytes: 30, takenAt: oldest!.toISOString() },
+      ]);
+      // Names only: the directory's path is not in the answer.
+      expect(res.text).not.toContain(parent);
+
+      // A backup taken now is listed first.
+      const taken = await k.api.post('/api/instance/database-backups');
+      expect(taken.status, taken.text).toBe(201);
+      const after = await k.api.get('/api/instance/database-backups');
+      expect(after.body[0]).toEqual({ file: taken.body.file.split('/').at(-1), sizeBytes: taken.body.sizeBytes, takenAt: taken.body.startedAt });
+    } finally {
+      await k.stop();
+      await rm(parent, { recursive: true, force: true });
+    }
+  });
+
+  it('is for instance admins only: 403 for agents and other boards, 401 anonymous', async () => {
+    const company = await createCompany(local.api);
+    const agent = await createAgent(local.api, company.id, { permissions: { canCreateAgents: true } });
+    const key = await createAgentKey(local.api, agent.id);
+    const byAgent = await local.api.get('/api/instance/database-backups', { token: key });
+    expect(byAgent.status).toBe(403);
+    expect(byAgent.body).toMatchObject({ code: 'board_required' });
+
+    const member = await signUp(authed, 'list-member@example.com');
+    const adminUser = await signUp(authed, 'list-admin@example.com');
+    await authed.sql.query('update users set is_instance_admin = true where id = $1', [adminUser.userId]);
+    authed.kernel.services.authCache.apply({ type: 'user', id: adminUser.userId });
+    const anonymous = await authed.api.get('/api/instance/database-backups');
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.body.error).toEqual(expect.any(String));
+    const denied = await authed.api.get('/api/instance/database-backups', { cookie: member.cookie });
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ error: 'Instance admin access required', code: 'instance_admin_required' });
+    const ok = await authed.api.get('/api/instance/database-backups', { cookie: adminUser.cookie });
+    expect(ok.status, ok.text).toBe(200);
+    expect(Array.isArray(ok.body)).toBe(true);
   });
 });
 

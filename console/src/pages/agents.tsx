@@ -2,6 +2,7 @@ import { useState } from 'react';
 import { api, type Agent, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import { AgentGrants } from './grants.tsx';
+import { AgentSkills } from './agent-skills.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
 
 /** Reads the agent form: adapter configuration is JSON the operator types. */
@@ -157,6 +158,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
         </div>
       </div>
       <AgentGrants companyId={companyId} agentId={agentId} agentName={a.name} />
+      <AgentSkills agentId={agentId} />
       <div className="card">
         <h2>Configuration</h2>
         <p className="muted">Secret values are masked by the server.</p>

@@ -1,8 +1,8 @@
 import { api, type Agent } from '../api.ts';
-import { Field, Form, money, Paged, useLoad } from '../ui.tsx';
+import { ActionButton, Field, Form, money, Paged, useLoad } from '../ui.tsx';
 
 export interface PolicyView {
-  id: string; scopeType: string; scopeId: string; windowKind: string; amount: number; warnPercent: number; hardStopEnabled: boolean; notifyEnabled: boolean;
+  id: string; scopeType: string; scopeId: string; metric: string; windowKind: string; amount: number; warnPercent: number; hardStopEnabled: boolean; notifyEnabled: boolean;
   isActive: boolean; observedAmount: number; utilizationPercent: number;
 }
 interface ProjectRef { id: string; name: string }
@@ -18,6 +18,13 @@ export function BudgetPolicies({ companyId, companyName, policies, onChange }: {
     if (policy.scopeType === 'agent') return `Agent ${agents.data?.find((a) => a.id === policy.scopeId)?.name ?? policy.scopeId.slice(0, 8)}`;
     return `Project ${projects.data?.find((p) => p.id === policy.scopeId)?.name ?? policy.scopeId.slice(0, 8)}`;
   };
+  // A policy is keyed by scope, metric and window: posting it again with `isActive` changes only that (omitted fields keep their values).
+  const setActive = async (policy: PolicyView, isActive: boolean) => {
+    await api.post(`/api/companies/${companyId}/budgets/policies`, {
+      scopeType: policy.scopeType, scopeId: policy.scopeId, metric: policy.metric, windowKind: policy.windowKind, amount: policy.amount, isActive,
+    });
+    await onChange();
+  };
   return (
     <>
       <div className="card">
@@ -26,6 +33,9 @@ export function BudgetPolicies({ companyId, companyName, policies, onChange }: {
           <li key={policy.id} className="row-item">
             <strong>{scopeName(policy)}</strong> {money(policy.observedAmount)} of {money(policy.amount)} ({policy.utilizationPercent}%)
             <span className="muted">{policy.windowKind === 'lifetime' ? 'lifetime' : 'monthly'} · warn at {policy.warnPercent}%{policy.hardStopEnabled ? ' · hard stop' : ''}{policy.isActive ? '' : ' · inactive'}</span>
+            <ActionButton label={`${policy.isActive ? 'Deactivate' : 'Activate'} the policy of ${scopeName(policy)}`} action={() => setActive(policy, !policy.isActive)}>
+              {policy.isActive ? 'Deactivate' : 'Activate'}
+            </ActionButton>
           </li>
         )} />
       </div>

@@ -1,6 +1,7 @@
 import { api, upload, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import { PluginLaunchers, PluginSlots } from '../slots.tsx';
+import { CompanyDangerZone } from './company-delete.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Paged, Status, useLoad } from '../ui.tsx';
 
 export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
@@ -85,6 +86,7 @@ export function CompanyPage({ companyId, onChange }: { companyId: string; onChan
           </Form>
         </div>
       </div>
+      <CompanyDangerZone company={c} onDeleted={onChange} />
     </section>
   );
 }

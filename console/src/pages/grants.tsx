@@ -1,7 +1,7 @@
 import { api } from '../api.ts';
-import { ActionButton, ErrorNote, Field, Form, Loading, useLoad, when } from '../ui.tsx';
+import { ActionButton, ErrorNote, Field, Form, Loading, Paged, useLoad, when } from '../ui.tsx';
 
-interface Grant { id: string; principalType: string; principalId: string; permissionKey: string; scope: Record<string, unknown> | null; createdAt: string }
+export interface Grant { id: string; principalType: 'agent' | 'user'; principalId: string; permissionKey: string; scope: Record<string, unknown> | null; createdAt: string }
 
 // The kernel's permission keys (kernel/tenancy/permission-grants.ts); the API refuses any other.
 const PERMISSION_KEYS = [
@@ -16,26 +16,31 @@ function scopeOf(fields: FormData): unknown {
   try { return JSON.parse(text); } catch { throw new Error('Scope must be JSON, e.g. {"projectIds": ["…"]}'); }
 }
 
-/** The permission grants of one agent: listed, added (PUT replaces the grant of the same key) and removed. */
-export function AgentGrants({ companyId, agentId, agentName }: { companyId: string; agentId: string; agentName: string }) {
+/**
+ * The permission grants of one principal (an agent or a member user): listed, added (PUT
+ * replaces the grant of the same key) and removed. `onChange` runs after every change.
+ */
+export function PrincipalGrants({ companyId, principalType, principalId, principalName, onChange }: {
+  companyId: string; principalType: 'agent' | 'user'; principalId: string; principalName: string; onChange?: () => Promise<void>;
+}) {
   const base = `/api/companies/${companyId}/permission-grants`;
-  const grants = useLoad(() => api.get<Grant[]>(base, { principalType: 'agent', principalId: agentId }), [companyId, agentId]);
+  const grants = useLoad(() => api.get<Grant[]>(base, { principalType, principalId }), [companyId, principalType, principalId]);
+  const changed = async () => { await grants.reload(); await onChange?.(); };
+  const defaults = principalType === 'agent' ? "an agent's default permissions" : "a member's default permissions";
   return (
     <div className="card">
-      <h2>Permission grants</h2>
+      <h2>Permission grants{principalType === 'user' ? ` of ${principalName}` : ''}</h2>
       {grants.loading && !grants.data ? <Loading what="grants" /> : null}
       <ErrorNote error={grants.error} />
-      {grants.data && grants.data.length === 0 ? <p className="muted">No grants: {agentName} has an agent's default permissions only.</p> : null}
-      <ul className="rows" aria-label="Permission grants">{(grants.data ?? []).map((grant) => (
+      {grants.data ? <Paged label="Permission grants" items={grants.data} empty={`No grants: ${principalName} has ${defaults} only.`} render={(grant) => (
         <li key={grant.id} className="row-item">
           <code>{grant.permissionKey}</code>
-          <span className="muted">{grant.scope ? `scope ${JSON.stringify(grant.scope)}` : 'company-wide'} · since {when(grant.createdAt)}</span>
-          <ActionButton kind="danger" label={`Remove ${grant.permissionKey}`} action={async () => { await api.delete(`${base}/${grant.id}`); await grants.reload(); }}>Remove</ActionButton>
-        </li>))}
-      </ul>
+          <span className="muted wrap-anywhere">{grant.scope ? `scope ${JSON.stringify(grant.scope)}` : 'company-wide'} · since {when(grant.createdAt)}</span>
+          <ActionButton kind="danger" label={`Remove ${grant.permissionKey}`} action={async () => { await api.delete(`${base}/${grant.id}`); await changed(); }}>Remove</ActionButton>
+        </li>)} /> : null}
       <Form label="Add a permission grant" submit="Grant" onSubmit={async (fields) => {
-        await api.put(base, { principalType: 'agent', principalId: agentId, permissionKey: fields.get('permissionKey'), scope: scopeOf(fields) });
-        await grants.reload();
+        await api.put(base, { principalType, principalId, permissionKey: fields.get('permissionKey'), scope: scopeOf(fields) });
+        await changed();
       }}>
         <Field label="Permission" name="permissionKey">
           <select name="permissionKey" defaultValue="tasks:assign">{PERMISSION_KEYS.map((key) => <option key={key}>{key}</option>)}</select>
@@ -44,4 +49,9 @@ export function AgentGrants({ companyId, agentId, agentName }: { companyId: stri
       </Form>
     </div>
   );
+}
+
+/** An agent's grants, shown on its page. */
+export function AgentGrants({ companyId, agentId, agentName }: { companyId: string; agentId: string; agentName: string }) {
+  return <PrincipalGrants companyId={companyId} principalType="agent" principalId={agentId} principalName={agentName} />;
 }

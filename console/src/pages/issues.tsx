@@ -2,6 +2,8 @@ import { useCallback, useEffect, useState } from 'react';
 import { api, ISSUE_STATUSES, page, upload, type Agent, type Issue } from '../api.ts';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Status, useLoad, when } from '../ui.tsx';
+import { WorkProducts } from './work-products.tsx';
+import { FeedbackVote, useMyVotes } from './feedback.tsx';
 
 // The first page is small so the board paints soon; later pages are larger.
 const FIRST_PAGE = 100;
@@ -103,6 +105,7 @@ export function IssuesPage({ companyId }: { companyId: string }) {
 
 interface Comment { id: string; body: string; authorAgentId: string | null; authorUserId: string | null; createdAt: string }
 interface Doc { id: string; key: string; title: string | null; latestRevisionNumber: number; updatedAt: string }
+interface Revision { id: string; revisionNumber: number; body: string; createdAt: string; createdByAgentId: string | null }
 interface Attachment { id: string; originalFilename: string | null; contentType: string; byteSize: number }
 
 export function IssuePage({ companyId, issueId }: { companyId: string; issueId: string }) {
@@ -111,7 +114,8 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
   const documents = useLoad(() => api.get<Doc[]>(`/api/issues/${issueId}/documents`), [issueId]);
   const attachments = useLoad(() => api.get<Attachment[]>(`/api/issues/${issueId}/attachments`), [issueId]);
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
-  const [openDoc, setOpenDoc] = useState<{ key: string; body: string; revisions: Array<{ id: string; revisionNumber: number; body: string; createdAt: string }> } | null>(null);
+  const [openDoc, setOpenDoc] = useState<{ key: string; body: string; revisions: Revision[] } | null>(null);
+  const votes = useMyVotes(companyId, issueId);
   if (issue.loading && !issue.data) return <Loading what="the issue" />;
   if (issue.error) return <ErrorNote error={issue.error} />;
   const i = issue.data!;
@@ -145,8 +149,12 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
       <div className="card">
         <h2>Comments</h2>
         <ErrorNote error={comments.error} />
+        <ErrorNote error={votes.error} />
         <ul className="comments">{(comments.data ?? []).map((comment) => (
-          <li key={comment.id}><p className="muted">{comment.authorAgentId ? agents.data?.find((a) => a.id === comment.authorAgentId)?.name ?? 'agent' : 'board'} · {when(comment.createdAt)}</p><p className="prewrap">{comment.body}</p></li>))}
+          <li key={comment.id}><p className="muted">{comment.authorAgentId ? agents.data?.find((a) => a.id === comment.authorAgentId)?.name ?? 'agent' : 'board'} · {when(comment.createdAt)}</p><p className="prewrap">{comment.body}</p>
+            {/* Votes judge agent output only: the API refuses a vote on a board comment. */}
+            {comment.authorAgentId ? <FeedbackVote issueId={issueId} targetType="comment" targetId={comment.id} label={`comment of ${when(comment.createdAt)}`} mine={votes.mine('comment', comment.id)} onChange={votes.reload} /> : null}
+          </li>))}
         </ul>
         <Form label="Add a comment" submit="Comment" onSubmit={async (fields) => { await api.post(`/api/issues/${issueId}/comments`, { body: fields.get('body') }); await comments.reload(); }}>
           <Field label="Comment" name="body" type="textarea" required />
@@ -158,7 +166,7 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
           <ul className="rows">{(documents.data ?? []).map((doc) => (
             <li key={doc.id} className="row-item">
               <button type="button" className="link" onClick={async () => {
-                const [full, revisions] = await Promise.all([api.get<{ body: string }>(`/api/issues/${issueId}/documents/${doc.key}`), api.get<Array<{ id: string; revisionNumber: number; body: string; createdAt: string }>>(`/api/issues/${issueId}/documents/${doc.key}/revisions`)]);
+                const [full, revisions] = await Promise.all([api.get<{ body: string }>(`/api/issues/${issueId}/documents/${doc.key}`), api.get<Revision[]>(`/api/issues/${issueId}/documents/${doc.key}/revisions`)]);
                 setOpenDoc({ key: doc.key, body: full.body, revisions });
               }}>{doc.title ?? doc.key}</button> <span className="muted">revision {doc.latestRevisionNumber}</span>
             </li>))}
@@ -168,7 +176,11 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
               <h3>{openDoc.key}</h3>
               <pre className="code" tabIndex={0}>{openDoc.body}</pre>
               <details><summary>{openDoc.revisions.length} revisions</summary>
-                <ul>{openDoc.revisions.map((r) => <li key={r.id}>#{r.revisionNumber} {when(r.createdAt)}</li>)}</ul>
+                <ul>{openDoc.revisions.map((r) => (
+                  <li key={r.id}>#{r.revisionNumber} {when(r.createdAt)}
+                    {r.createdByAgentId ? <FeedbackVote issueId={issueId} targetType="document_revision" targetId={r.id} label={`${openDoc.key} revision ${r.revisionNumber}`} mine={votes.mine('document_revision', r.id)} onChange={votes.reload} /> : null}
+                  </li>))}
+                </ul>
               </details>
             </div>
           ) : null}
@@ -198,6 +210,7 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
           </Form>
         </div>
       </div>
+      <WorkProducts issueId={issueId} />
     </section>
   );
 }

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api, type Agent } from '../api.ts';
 import { useIssuePages } from './issues.tsx';
+import { ProjectWorkspaces } from './project-workspaces.tsx';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
 
@@ -148,6 +149,7 @@ export function ProjectPage({ companyId, projectId }: { companyId: string; proje
           {issues.next && !issues.loading ? <button type="button" onClick={() => void issues.more()}>Load {ISSUES_PAGE} more</button> : null}
         </div>
       </div>
+      <ProjectWorkspaces projectId={projectId} />
     </section>
   );
 }

@@ -1,7 +1,8 @@
 import { useState } from 'react';
 import { api } from '../api.ts';
-import { ActionButton, ErrorNote, Field, Form, Loading, useLoad } from '../ui.tsx';
+import { ActionButton, ErrorNote, Field, Form, Loading, Paged, useLoad, when } from '../ui.tsx';
 
+interface Backup { file: string; sizeBytes: number; takenAt: string }
 interface General { instanceName: string; timezone: string; keyboardShortcuts: boolean; censorUsernameInLogs: boolean }
 
 /** Instance settings and database backups (instance admins write; other boards read). */
@@ -9,6 +10,7 @@ export function SettingsPage() {
   const general = useLoad(() => api.get<General>('/api/instance/settings/general'), []);
   const experimental = useLoad(() => api.get<Record<string, boolean | number>>('/api/instance/settings/experimental'), []);
   const [backup, setBackup] = useState<{ file: string; sizeBytes: number; durationMs: number } | null>(null);
+  const backups = useLoad(() => api.get<Backup[]>('/api/instance/database-backups'), []);
   return (
     <section>
       <h1>Instance</h1>
@@ -44,9 +46,19 @@ export function SettingsPage() {
       <div className="card">
         <h2>Backups</h2>
         <p>A backup is a compressed copy of the database written on the server; retention follows the general setting.</p>
-        <ActionButton kind="primary" action={async () => setBackup(await api.post('/api/instance/database-backups', {}))}>Back up now</ActionButton>
+        <ActionButton kind="primary" action={async () => { setBackup(await api.post('/api/instance/database-backups', {})); await backups.reload(); }}>Back up now</ActionButton>
         {backup ? <p role="status">Written {backup.file} ({Math.round(backup.sizeBytes / 1024)} KiB in {backup.durationMs} ms).</p> : null}
+        <h3>Past backups</h3>
+        {backups.loading && !backups.data ? <Loading what="backups" /> : null}
+        <ErrorNote error={backups.error} />
+        {backups.data ? <Paged label="Past backups" items={backups.data} empty="No backups yet." render={(entry) => (
+          <li key={entry.file} className="row-item"><code>{entry.file}</code> <span>{kib(entry.sizeBytes)}</span> <span className="muted">{when(entry.takenAt)}</span></li>
+        )} /> : null}
       </div>
     </section>
   );
+}
+
+function kib(bytes: number): string {
+  return bytes < 1024 * 1024 ? `${Math.max(1, Math.round(bytes / 1024))} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
 }

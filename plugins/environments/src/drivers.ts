@@ -1,4 +1,4 @@
-import { PluginError } from '@keel/sdk/plugin';
+import { PluginError, refusedRunVariable } from '@keel/sdk/plugin';
 
 /**
  * Environment drivers. `local` runs on this machine: its root is a directory inside a folder an
@@ -65,6 +65,11 @@ export function checkLocalConfig(config: Record<string, unknown>): { root: strin
 const SECRET_LIKE = /(SECRET|TOKEN|PASSWORD|PASSWD|API_?KEY|PRIVATE_?KEY|CREDENTIAL|AUTH)/i;
 
 export function checkEnvVars(envVars: Record<string, unknown>): void {
+  // Names that could change what an agent's approved command runs (PATH, LD_*, NODE_OPTIONS, SERVICE_*, ...): the kernel refuses them again at start.
+  const refused = Object.keys(envVars).map((name) => [name, refusedRunVariable(name)] as const).filter(([, why]) => why !== null);
+  if (refused.length) {
+    throw new PluginError(422, 'environment_variable_refused', `envVars: ${refused.map(([name, why]) => `${name} ${why}`).join('; ')}`, { fields: refused.map(([name]) => name) });
+  }
   const plain = Object.entries(envVars).filter(([name, value]) => typeof value === 'string' && SECRET_LIKE.test(name)).map(([name]) => name);
   if (plain.length) {
     throw new PluginError(422, 'secret_value_in_plain_text', `envVars: ${plain.join(', ')} look${plain.length === 1 ? 's' : ''} like secrets; store the value with POST /api/companies/{companyId}/secrets and reference it as {"type": "secret_ref", "secretId": "<uuid>"}`, { fields: plain });

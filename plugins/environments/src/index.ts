@@ -4,8 +4,8 @@ import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvir
 import {
   createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, getRuntimeServices, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
 } from './execution-workspaces.ts';
+import { acquireLease, getLease, listLeases, onRunClosed, releaseLease, runLeaseService } from './leases.ts';
 import { onExecutionFinished, operationLog } from './runtime-services.ts';
-import { acquireLease, getLease, listLeases, onRunClosed, releaseLease } from './leases.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 
 export default definePlugin({
@@ -33,6 +33,9 @@ export default definePlugin({
     'execution-workspace-runtime-commands': runtimeAction('runtime_command'),
     'execution-workspace-runtime-service-list': getRuntimeServices,
     'execution-workspace-operation-log': operationLog,
+  },
+  services: {
+    'run-lease': runLeaseService,
   },
   events: {
     'company.deleted': onCompanyDeleted,

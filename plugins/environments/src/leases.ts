@@ -19,18 +19,29 @@ const LEASE_PAGE = 100;
 export async function acquireLease(req: RouteRequest, ctx: EnvironmentsContext) {
   await assertMayManage(ctx);
   const body = (req.body ?? {}) as Body;
-  const policy = (body.policy as string | undefined) ?? 'ephemeral';
-  const reuseKey = (body.reuseKey as string | undefined) ?? null;
+  const lease = await takeLease(ctx, req.companyId!, req.params.id!, {
+    policy: (body.policy as string | undefined) ?? 'ephemeral', reuseKey: (body.reuseKey as string | undefined) ?? null,
+    runId: (body.runId as string | undefined) ?? null, issueId: (body.issueId as string | undefined) ?? null,
+    executionWorkspaceId: (body.executionWorkspaceId as string | undefined) ?? null,
+  });
+  return respond(201, lease);
+}
+
+interface LeaseRequest { policy: string; reuseKey: string | null; runId: string | null; issueId: string | null; executionWorkspaceId: string | null }
+
+/** One lease of a company's environment, under the environment row's lock (the route's and the runtime's way). */
+async function takeLease(ctx: EnvironmentsContext, companyId: string, environmentId: string, request: LeaseRequest) {
+  const { policy, reuseKey } = request;
   if (policy === 'reusable' && !reuseKey) throw new PluginError(422, 'reuse_key_required', 'A reusable lease needs a reuseKey', { field: 'reuseKey' });
   if (policy === 'ephemeral' && reuseKey) throw new PluginError(422, 'reuse_key_not_allowed', 'An ephemeral lease takes no reuseKey', { field: 'reuseKey' });
-  const { rows: found } = await ctx.db.query('select * from environments where id = $1 and company_id = $2 for update', [req.params.id, req.companyId]);
+  const { rows: found } = await ctx.db.query('select * from environments where id = $1 and company_id = $2 for update', [environmentId, companyId]);
   const environment = found[0];
-  if (!environment) throw new PluginError(404, 'not_found', 'Environment not found');
+  if (!environment) throw new PluginError(404, 'environment_not_found', 'Environment not found');
   if (environment.status !== 'active') throw new PluginError(409, 'environment_archived', 'The environment is archived and hands out no leases');
   assertDriverConfigured(String(environment.driver));
   const { root } = checkLocalConfig(environment.config as Record<string, unknown>);
-  if (body.executionWorkspaceId) {
-    const { rows } = await ctx.db.query('select 1 from execution_workspaces where id = $1 and company_id = $2', [body.executionWorkspaceId, req.companyId]);
+  if (request.executionWorkspaceId) {
+    const { rows } = await ctx.db.query('select 1 from execution_workspaces where id = $1 and company_id = $2', [request.executionWorkspaceId, companyId]);
     if (!rows.length) throw new PluginError(422, 'execution_workspace_not_found', 'executionWorkspaceId: no execution workspace with this id belongs to the company', { field: 'executionWorkspaceId' });
   }
   const { rows: counted } = await ctx.db.query("select count(*)::int as n from environment_leases where environment_id = $1 and status = 'active'", [environment.id]);
@@ -48,7 +59,7 @@ export async function acquireLease(req: RouteRequest, ctx: EnvironmentsContext) 
   const { rows } = await ctx.db.query(
     `insert into environment_leases (id, company_id, environment_id, policy, reuse_key, path, run_id, issue_id, execution_workspace_id)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9) returning *`,
-    [leaseId, req.companyId, environment.id, policy, reuseKey, path, body.runId ?? null, body.issueId ?? null, body.executionWorkspaceId ?? null]);
+    [leaseId, companyId, environment.id, policy, reuseKey, path, request.runId, request.issueId, request.executionWorkspaceId]);
   try {
     // Outside the isolate; a failure rolls the lease row back with the call.
     await ctx.workspaces.makeDirectory(path);
@@ -58,7 +69,28 @@ export async function acquireLease(req: RouteRequest, ctx: EnvironmentsContext) 
   }
   const lease = leaseJson(rows[0]!);
   await ctx.activity.record({ action: 'environment.lease_acquired', entityType: 'environment', entityId: String(environment.id), details: { leaseId, policy, reuseKey, runId: lease.runId } });
-  return respond(201, lease);
+  return lease;
+}
+
+/**
+ * The `run-lease` service: the runtime's lease for one run of an agent whose configuration
+ * names an environment of the calling company (another company's id is not found). An
+ * ephemeral lease, recorded with the run: released (and its directory removed) when the run
+ * closes, however it ends (run.closed). Asking again for the same run answers its active lease
+ * (a retried start). Answers the environment's variables as stored (secret references stay
+ * references: the kernel resolves them when the process starts).
+ */
+export async function runLeaseService(input: unknown, ctx: EnvironmentsContext) {
+  const { environmentId, runId, issueId } = input as { environmentId: string; runId: string; issueId?: string | null };
+  const companyId = ctx.invocation.companyId;
+  if (!companyId) throw new PluginError(403, 'company_scope_required', 'A run lease belongs to a company');
+  const { rows: environments } = await ctx.db.query('select env_vars from environments where id = $1 and company_id = $2', [environmentId, companyId]);
+  if (!environments[0]) throw new PluginError(404, 'environment_not_found', 'The agent\'s environment does not exist in its company', { environmentId });
+  const { rows: held } = await ctx.db.query(
+    "select * from environment_leases where company_id = $1 and environment_id = $2 and run_id = $3 and status = 'active' order by acquired_at limit 1",
+    [companyId, environmentId, runId]);
+  const lease = held[0] ? leaseJson(held[0]) : await takeLease(ctx, companyId, environmentId, { policy: 'ephemeral', reuseKey: null, runId, issueId: issueId ?? null, executionWorkspaceId: null });
+  return { lease, envVars: environments[0].env_vars ?? {} };
 }
 
 /** Ends a locked active lease: an ephemeral lease's directory is removed (best effort), the row marked released, activity written. */

@@ -1,4 +1,4 @@
-import { PluginError, refusedEnvironmentName, respond, type RouteRequest, type WorkspaceProcessSummary } from '@keel/sdk/plugin';
+import { PluginError, refusedRunVariable, respond, type RouteRequest, type WorkspaceProcessSummary } from '@keel/sdk/plugin';
 import type { EnvironmentsContext } from './context.ts';
 import { operationJson, time } from './json.ts';
 
@@ -37,7 +37,7 @@ export function checkDefinitions(ctx: EnvironmentsContext, body: Body): void {
       if (seen.has(definition.id)) throw new PluginError(422, 'duplicate_definition_id', `${field}[${index}].id: "${definition.id}" is used twice`, { field: `${field}[${index}].id` });
       seen.add(definition.id);
       for (const name of Object.keys(definition.env ?? {})) {
-        const why = refusedEnvironmentName(name);
+        const why = refusedRunVariable(name);
         if (why) throw new PluginError(422, 'workspace_env_refused', `${field}[${index}].env: "${name}" ${why}`, { field: `${field}[${index}].env`, name });
       }
     }

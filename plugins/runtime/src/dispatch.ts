@@ -7,6 +7,7 @@ import { finishRun } from './run-end.ts';
 import { sessionFor } from './sessions.ts';
 import { lockAgentState } from './wakeups.ts';
 import { recordActivity } from './activity.ts';
+import { LeaseLimitReached, leaseForRun, waitForLease } from './run-environment.ts';
 
 const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
 
@@ -33,8 +34,8 @@ export async function dispatch(ctx: RuntimeContext, agentId: string): Promise<vo
   for (const run of queued) {
     if (free <= 0) break;
     if (await blockedNow(ctx, run)) continue;
-    await start(ctx, agent, run);
-    free -= 1;
+    // A run waiting for its environment's lease takes no slot of the agent's.
+    if (await start(ctx, agent, run)) free -= 1;
   }
 }
 
@@ -50,7 +51,8 @@ async function blockedNow(ctx: RuntimeContext, run: Row): Promise<boolean> {
   return true;
 }
 
-async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<RuntimeContext['agents']['getConfig']>>>, run: Row): Promise<void> {
+/** Answers false when the run stays queued, waiting for a lease of its environment. */
+async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<RuntimeContext['agents']['getConfig']>>>, run: Row): Promise<boolean> {
   const runId = String(run.id);
   const { rows: wakeups } = await ctx.db.query('select * from wakeups where id = $1', [run.wakeup_id]);
   const wakeup = wakeups[0]!;
@@ -62,7 +64,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     contributor = await contributorOf(ctx, agent.adapterType);
     if (!contributor && !OWN_ADAPTERS.has(agent.adapterType)) {
       await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
-      return;
+      return true;
     }
     if (contributor) {
       // The contributing plugin starts (and drives) the execution; a repeated start answers the same one.
@@ -70,19 +72,25 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
         runId, agentId: run.agent_id, issueId: run.issue_id ?? null, taskKey: run.task_key, sessionId, wake: wakeOf(run, wakeup, sessionId),
       });
     } else if (agent.adapterType === 'process') {
+      // An agent whose configuration names an environment works in a lease of it (run-environment.ts).
+      const workspace = await leaseForRun(ctx, agent, run);
       const instructions = await instructionsForRun(ctx, agent);
       skills = await skillsForRun(ctx, String(run.agent_id));
       const files = [...instructions.files, ...skills.files];
       execution = await ctx.executions.start({
         kind: 'process', runId, logChannel: runChannel(runId), env: { ...processEnvironment(run, wakeup, sessionId), ...instructions.env, ...skills.env },
-        ...(files.length > 0 ? { files } : {}),
+        ...(files.length > 0 ? { files } : {}), ...(workspace ? { workspace } : {}),
       });
     } else {
       execution = await ctx.executions.start({ ...httpRequest(agent, run, wakeup, sessionId), logChannel: runChannel(runId) });
     }
   } catch (error) {
+    if (error instanceof LeaseLimitReached) {
+      await waitForLease(ctx, run, error.environmentId);
+      return false;
+    }
     await failBeforeStart(ctx, run, contributor && errorCode(error) === 'plugin_unavailable' ? 'adapter_unavailable' : errorCode(error), error instanceof Error ? error.message : String(error));
-    return;
+    return true;
   }
   const { rows } = await ctx.db.query(
     `update runs set status = 'running', execution_id = $2, pid = $3, started_at = coalesce($4::timestamptz, clock_timestamp()), session_id_before = $5,
@@ -94,6 +102,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     ...(skills && (skills.materialised.length > 0 || skills.omitted.length > 0) ? { skills: { materialised: skills.materialised, omitted: skills.omitted } } : {}),
   } });
   if (rows[0]) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
+  return true;
 }
 
 /** The executor refused the start (or the adapter cannot run): the run fails, its ledger run is closed. */
