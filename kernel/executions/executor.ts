@@ -67,6 +67,8 @@ type Prepared =
  * the same node (at once) or any process's sweeper (after expiry) marks `lost`. Ending an
  * execution by any path closes its run in the run ledger in the same transaction (the token is
  * revoked, `run.closed` is written) and writes `execution.finished` for the starting plugin.
+ * A workspace's services and commands (workspace-processes.ts) are executions without a run,
+ * under the same lease, sweeper and cancel.
  */
 export class Executor {
   readonly instanceId = randomUUID();
