@@ -6,6 +6,9 @@ import type { EventBus } from '../events/event-bus.ts';
 export type LogStream = 'stdout' | 'stderr' | 'system' | 'sse';
 
 export interface ExecutionRef { executionId: string; runId: string; companyId: string; agentId: string; plugin: string }
+/** A workspace process (workspace-processes.ts): no run and no agent; its structured lines are not output events (nothing follows them). */
+export interface WorkspaceExecutionRef { executionId: string; runId: null; companyId: string; agentId: null; plugin: string }
+export type AnyExecutionRef = ExecutionRef | WorkspaceExecutionRef;
 
 /** A line longer than this is cut (the record says so); a log longer than MAX_LOG_BYTES keeps its first part. */
 export const MAX_LINE_CHARS = 64 * 1024;
@@ -26,7 +29,7 @@ interface Pending { seq: number; record: string; output: { seq: number; stream: 
 export class ExecutionLog {
   private readonly db: Database;
   private readonly events: EventBus;
-  private readonly ref: ExecutionRef;
+  private readonly ref: AnyExecutionRef;
   private readonly log: Logger;
   private readonly hash: Hash = createHash('sha256');
   private pending: Pending[] = [];
@@ -40,7 +43,7 @@ export class ExecutionLog {
   /** Told of each batch once it is stored (the live log of the execution's stream channel). */
   private readonly onBatch: ((offset: number, content: Buffer) => void) | null;
 
-  constructor(db: Database, events: EventBus, ref: ExecutionRef, log: Logger, onBatch: ((offset: number, content: Buffer) => void) | null = null) {
+  constructor(db: Database, events: EventBus, ref: AnyExecutionRef, log: Logger, onBatch: ((offset: number, content: Buffer) => void) | null = null) {
     this.db = db;
     this.events = events;
     this.ref = ref;
@@ -97,10 +100,13 @@ export class ExecutionLog {
       await tx.exec('update executions set log_bytes = ?, output_seq = ? where id = ?', [this.bytes + content.length, batch.at(-1)!.seq, this.ref.executionId]);
       // The batch's structured lines go out together (one event per group, in line order): the
       // plugin handles a burst of usage reports in one call rather than one call per line.
-      for (const outputs of outputGroups(batch)) {
-        await this.events.appendTo(tx, 'execution.output', {
-          executionId: this.ref.executionId, runId: this.ref.runId, companyId: this.ref.companyId, agentId: this.ref.agentId, outputs,
-        }, this.ref.plugin);
+      const { ref } = this;
+      if (ref.runId !== null) {
+        for (const outputs of outputGroups(batch)) {
+          await this.events.appendTo(tx, 'execution.output', {
+            executionId: ref.executionId, runId: ref.runId, companyId: ref.companyId, agentId: ref.agentId, outputs,
+          }, ref.plugin);
+        }
       }
     });
     this.pending = this.pending.slice(batch.length);

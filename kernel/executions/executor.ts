@@ -17,7 +17,7 @@ import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
-import { ExecutionLog, readExecutionLog, type ExecutionRef } from './execution-log.ts';
+import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
@@ -28,21 +28,22 @@ import {
 } from './start-checks.ts';
 
 export const EXECUTIONS_CHANNEL = 'keel_executions';
-const LEASE_SEC = 30;
+export const LEASE_SEC = 30;
 const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
 const DEFAULT_HTTP_TIMEOUT_MS = 120_000;
-const LIVE = "status in ('starting', 'running')";
+export const LIVE = "status in ('starting', 'running')";
 /** A live log event is one stream event (MAX_STREAM_EVENT_BYTES, with room for the envelope). */
 const LIVE_LOG_EVENT_BYTES = 6_500;
 /** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
-const MAX_LIVE_PER_COMPANY = 100;
+export const MAX_LIVE_PER_COMPANY = 100;
 
 /** Who asks: the plugin and the company the brokered call serves. */
 export interface ExecutionCaller { plugin: string; companyId: string }
 
-interface Live {
-  ref: ExecutionRef;
+/** An execution this process supervises (agent runs here, workspace processes in workspace-processes.ts). */
+export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
+  ref: Ref;
   logChannel: string | null;
   cancelReason: string | null;
   timedOut: boolean;
@@ -66,12 +67,15 @@ type Prepared =
  * the same node (at once) or any process's sweeper (after expiry) marks `lost`. Ending an
  * execution by any path closes its run in the run ledger in the same transaction (the token is
  * revoked, `run.closed` is written) and writes `execution.finished` for the starting plugin.
+ * A workspace's services and commands (workspace-processes.ts) are executions without a run,
+ * under the same lease, sweeper and cancel.
  */
 export class Executor {
   readonly instanceId = randomUUID();
   readonly node: string;
-  private readonly live = new Map<string, Live>();
-  private readonly deps: { config: KeelConfig; log: Logger; db: Database; events: EventBus; runs: RunLedger; vault: Vault; activity: ActivityLog };
+  /** What this process supervises: the heartbeat, the sweeper and cancels act on every entry, whatever started it. */
+  readonly live = new Map<string, Live<AnyExecutionRef>>();
+  readonly deps: { config: KeelConfig; log: Logger; db: Database; events: EventBus; runs: RunLedger; vault: Vault; activity: ActivityLog };
   private identity: AgentIdentity | null = null;
   private workDirs: WorkDirectories | null = null;
   private listener: NotificationListener | null = null;
@@ -114,10 +118,21 @@ export class Executor {
     await this.listener?.close();
   }
 
-  private agentUser(): AgentIdentity {
+  agentUser(): AgentIdentity {
     this.identity ??= agentIdentity(this.deps.log);
     this.workDirs ??= new WorkDirectories(this.deps.config.dataDir, this.identity, this.deps.log);
     return this.identity;
+  }
+
+  /** The per-execution home directories (created with the agent user). */
+  workDirectories(): WorkDirectories {
+    this.agentUser();
+    return this.workDirs!;
+  }
+
+  /** Refuses a start while this process stops (its executions would be lost at once). */
+  assertAccepting(): void {
+    if (this.stopped) throw new KeelError(503, 'executor_stopping', 'This Keel process is stopping; start the execution again');
   }
 
   // ---- the capability ----
@@ -401,7 +416,7 @@ export class Executor {
   }
 
   /** The terminal row, the run's close and execution.finished, in one transaction; only while this process still owns it. */
-  private async finish(entry: Live, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
+  async finish(entry: Live<AnyExecutionRef>, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
     const written = await log.close();
     const status: ExecutionStatus = entry.cancelReason === 'server_stopped' ? 'lost'
       : entry.cancelReason ? 'cancelled'
@@ -421,7 +436,8 @@ export class Executor {
   }
 
   private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null): Promise<void> {
-    const live = await tx.maybeOne<Row>(`select status from runs where id = ? for update`, [row.run_id]);
+    // A workspace process has no run to close; the rest (event, activity) is the same.
+    const live = row.run_id ? await tx.maybeOne<Row>(`select status from runs where id = ? for update`, [row.run_id]) : null;
     if (live && LIVE_STATUSES.has(live.status)) {
       await this.deps.runs.close(tx, row.run_id, { status: runStatus, reason: reason ?? `execution ${row.status}` });
     }
@@ -489,7 +505,8 @@ export class Executor {
     this.stopLive(entry, row.cancel_reason ?? 'cancelled');
   }
 
-  private stopLive(entry: Live, reason: string): void {
+  /** Stops an execution this process runs (any path: a cancel, a stop, a NOTIFY seen by the heartbeat). */
+  stopLive(entry: Live<AnyExecutionRef>, reason: string): void {
     if (entry.cancelReason) return;
     entry.cancelReason = reason;
     entry.process?.stop(entry.graceSec);
@@ -541,7 +558,7 @@ export class Executor {
     this.deps.log.warn({ executionId, owner: row.owner_instance }, 'execution lost: the process that ran it is gone');
     if (row.remote_stop) void stopRemoteRun({ secretHeadersFor: (...args) => this.secretHeadersFor(...args), config: this.deps.config, db: this.deps.db, log: this.deps.log }, row);
     if (row.owner_node === this.node && row.pid) {
-      if (killOrphanedGroup(row.pid, row.run_id)) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
+      if (killOrphanedGroup(row.pid, orphanMarker(row))) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
     }
   }
 }
@@ -567,6 +584,11 @@ async function stopRemoteRun(executor: { secretHeadersFor: Executor['secretHeade
   } catch (error) {
     executor.log.warn({ err: error, executionId: row.id }, 'could not ask the run server to stop the remote run of a lost execution');
   }
+}
+
+/** The variable that recognises an execution's process group in /proc (the run's, or a workspace process's own id). */
+export function orphanMarker(row: Row): string {
+  return row.run_id ? `SERVICE_RUN_ID=${row.run_id}` : `KEEL_EXECUTION_ID=${row.id}`;
 }
 
 interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }

@@ -118,13 +118,13 @@ function missingCommand(command: string, cwd: string, path: string | undefined):
 
 /**
  * Kills a process group a dead Keel process left behind, found by its recorded pid and
- * recognised by its environment, which names the run: a pid reused since by anything else is
+ * recognised by its environment, which names the run (or the workspace process): a pid reused since by anything else is
  * never touched.
  */
-export function killOrphanedGroup(pid: number, runId: string): boolean {
+export function killOrphanedGroup(pid: number, marker: string): boolean {
   try {
     const environment = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
-    if (!environment.includes(`SERVICE_RUN_ID=${runId}`)) return false;
+    if (!environment.includes(marker)) return false;
     process.kill(-pid, 'SIGKILL');
     return true;
   } catch {

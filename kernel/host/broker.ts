@@ -11,6 +11,7 @@ import { instanceSettingsCapability } from './capabilities/instance-settings.ts'
 import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { executionsCapability } from './capabilities/executions.ts';
+import { workspaceProcessesCapability } from './capabilities/workspace-processes.ts';
 import { runsCapability } from './capabilities/runs.ts';
 import { secretsCapability } from './capabilities/secrets.ts';
 import { servicesCapability } from './capabilities/services.ts';
@@ -37,6 +38,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   blobs: blobsCapability,
   principals: principalsCapability,
   executions: executionsCapability,
+  workspaceProcesses: workspaceProcessesCapability,
   catalog: catalogCapability,
   localImport: localImportCapability,
   configSecrets: configSecretsCapability,

@@ -143,9 +143,9 @@ export interface ExecutionOutputEvent {
   executionId: string; runId: string; companyId: string; agentId: string;
   outputs: ExecutionOutput[];
 }
-/** Payload of the kernel event `execution.finished` (once, at the terminal status). */
+/** Payload of the kernel event `execution.finished` (once, at the terminal status). `runId` and `agentId` are null for a workspace process (executions.workspace), which has neither. */
 export interface ExecutionFinishedEvent {
-  executionId: string; runId: string; companyId: string; agentId: string;
+  executionId: string; runId: string | null; companyId: string; agentId: string | null;
   status: ExecutionStatus; exitCode: number | null; signal: string | null; httpStatus: number | null;
   errorCode: string | null; logBytes: number; response: unknown;
 }

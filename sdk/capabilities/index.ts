@@ -17,6 +17,7 @@ import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
 import { servicesConsume, uiStreams } from './services.ts';
 import { localWorkspaces } from './workspaces.ts';
+import { executionsWorkspace } from './workspace-processes.ts';
 
 /**
  * The capability registry: every capability a plugin can ask for, declared once (one module
@@ -30,7 +31,7 @@ export const CAPABILITIES = [
   uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,
   principalsRead, agentsInstructions, agentsManaged,
-  executions,
+  executions, executionsWorkspace,
   instanceSettingsRead,
 ] as const;
 

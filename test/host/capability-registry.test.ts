@@ -84,6 +84,10 @@ const examples = (): Record<string, unknown[]> => ({
   'executions.get': [randomUUID()],
   'executions.log': [randomUUID(), { offset: 0 }],
   'executions.cancel': [randomUUID()],
+  'workspaceProcesses.start': [{ purpose: 'command', workspaceRef: 'probe', label: 'Probe', cwd: '/srv/work', command: '/bin/true' }],
+  'workspaceProcesses.get': [randomUUID()],
+  'workspaceProcesses.log': [randomUUID(), { offset: 0 }],
+  'workspaceProcesses.stop': [randomUUID()],
   'catalog.get': [],
   'instanceSettings.get': ['experimental'],
 });

@@ -35,6 +35,7 @@ const files = [
   '0028-plugin-tool-approvals.sql',
   '0029-issue-number-ranges.sql',
   '0030-managed-agents.sql',
+  '0031-workspace-executions.sql',
   '0032-company-feedback-consent.sql',
 ];
 

@@ -3,6 +3,7 @@ import { actorOf, assertMayManage } from './access.ts';
 import type { EnvironmentsContext } from './context.ts';
 import { executionWorkspaceJson, operationJson } from './json.ts';
 import { refusal } from './probe.ts';
+import { assertBoardUser, checkDefinitions, listRuntimeServices, runningServices, runtimeActionOn } from './runtime-services.ts';
 import { updateSets, type ColumnMap } from './update-sets.ts';
 
 type Body = Record<string, unknown>;
@@ -19,12 +20,14 @@ function checkMetadata(body: Body): void {
 }
 
 /** Appends to the workspace's recorded operations, in the call's transaction. */
-export async function recordOperation(ctx: EnvironmentsContext, workspace: Row, kind: string, status: string, message: string | null, details: Record<string, unknown> | null, action: string | null = null) {
+export async function recordOperation(ctx: EnvironmentsContext, workspace: Row, kind: string, status: string, message: string | null, details: Record<string, unknown> | null,
+  action: string | null = null, executionId: string | null = null): Promise<Row> {
   const actor = actorOf(ctx);
-  await ctx.db.query(
-    `insert into workspace_operations (company_id, execution_workspace_id, kind, action, status, message, details, actor_type, actor_id)
-     values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9)`,
-    [workspace.company_id, workspace.id, kind, action, status, message, details === null ? null : JSON.stringify(details), actor.type, actor.id]);
+  const { rows } = await ctx.db.query(
+    `insert into workspace_operations (company_id, execution_workspace_id, kind, action, status, message, details, actor_type, actor_id, execution_id)
+     values ($1, $2, $3, $4, $5, $6, $7::jsonb, $8, $9, $10) returning *`,
+    [workspace.company_id, workspace.id, kind, action, status, message, details === null ? null : JSON.stringify(details), actor.type, actor.id, executionId]);
+  return rows[0]!;
 }
 
 async function lockWorkspace(ctx: EnvironmentsContext, id: string, companyId: string): Promise<Row> {
@@ -107,6 +110,10 @@ export async function closeReadiness(ctx: EnvironmentsContext, workspace: Row) {
   checks.push(leases === 0
     ? { key: 'no_active_leases', status: 'passed', message: 'No run holds a lease in this workspace' }
     : { key: 'no_active_leases', status: 'failed', message: `${leases} active lease(s) work in this workspace`, details: { activeLeases: leases } });
+  const services = await runningServices(ctx, workspace.id);
+  checks.push(services === 0
+    ? { key: 'no_running_services', status: 'passed', message: 'No runtime service of this workspace runs' }
+    : { key: 'no_running_services', status: 'failed', message: `${services} runtime service(s) of this workspace run; stop them first`, details: { runningServices: services } });
   let git: Record<string, unknown> | null = null;
   if (workspace.mode !== 'git_worktree') {
     checks.push({ key: 'git_clean', status: 'skipped', message: 'The project primary working copy is not removed when its execution workspace closes' });
@@ -136,12 +143,14 @@ export async function getCloseReadiness(req: RouteRequest, ctx: EnvironmentsCont
 const COLUMNS: ColumnMap = {
   name: { column: 'name' }, status: { column: 'status' }, branch: { column: 'branch' }, baseRef: { column: 'base_ref' },
   environmentId: { column: 'environment_id' }, metadata: { column: 'metadata', json: true },
+  runtimeServices: { column: 'runtime_services', json: true }, workspaceCommands: { column: 'workspace_commands', json: true },
 };
 
 export async function updateExecutionWorkspace(req: RouteRequest, ctx: EnvironmentsContext) {
   await assertMayManage(ctx);
   const body = req.body as Body;
   checkMetadata(body);
+  checkDefinitions(ctx, body);
   const current = await lockWorkspace(ctx, req.params.id!, req.companyId!);
   if (body.environmentId) {
     const { rows } = await ctx.db.query('select 1 from environments where id = $1 and company_id = $2', [body.environmentId, req.companyId]);
@@ -171,25 +180,27 @@ export async function listWorkspaceOperations(req: RouteRequest, ctx: Environmen
   return rows.map(operationJson);
 }
 
-const RUNTIME_ACTIONS = ['start', 'stop', 'restart', 'repair', 'run'];
+export async function getRuntimeServices(req: RouteRequest, ctx: EnvironmentsContext) {
+  const { rows } = await ctx.db.query('select * from execution_workspaces where id = $1 and company_id = $2', [req.params.id, req.companyId]);
+  if (!rows[0]) throw new PluginError(404, 'not_found', 'Execution workspace not found');
+  return listRuntimeServices(ctx, rows[0]);
+}
+
+const RUNTIME_ACTIONS = ['start', 'stop', 'restart', 'run'];
 
 /**
  * Runtime services and workspace commands (`runtime-services/{action}`, `runtime-commands/{action}`,
- * one handler). Keel's executor runs only agents' board-approved adapter configuration: it has
- * no way to run a workspace's own service or job commands, so every valid request is refused
- * with 422 `workspace_commands_unavailable` and recorded as a refused operation (the refusal is
- * committed; nothing else changes).
+ * one handler): `start`, `stop`, `restart` act on a service (runtimeServiceId or serviceIndex),
+ * `run` runs a command (workspaceCommandId); runtime-services.ts does the work. Board users
+ * only; the workspace must be open and have a cwd.
  */
 export const runtimeAction = (kind: 'runtime_service' | 'runtime_command') => async (req: RouteRequest, ctx: EnvironmentsContext) => {
   const action = String(req.params.action ?? '').toLowerCase();
   if (!RUNTIME_ACTIONS.includes(action)) throw new PluginError(404, 'not_found', 'Workspace command action not found');
-  await assertMayManage(ctx);
+  assertBoardUser(ctx, 'Workspace services and commands run');
   const current = await lockWorkspace(ctx, req.params.id!, req.companyId!);
   if (current.status === 'closed' || current.status === 'archived') throw new PluginError(409, 'workspace_closed', `The execution workspace is ${current.status}`);
   if (!current.cwd) throw new PluginError(422, 'workspace_path_required', 'Execution workspace needs a local path before workspace commands can run');
-  const target = (req.body ?? {}) as Body;
-  const message = 'This instance runs no workspace commands or runtime services: its executor runs only agents\' board-approved adapter configuration';
-  await recordOperation(ctx, current, kind, 'refused', message, { target }, action);
-  await ctx.activity.record({ action: 'execution_workspace.runtime_action_refused', entityType: 'execution_workspace', entityId: String(current.id), details: { kind, action } });
-  return respond(422, { error: message, code: 'workspace_commands_unavailable', details: { action, kind } });
+  return runtimeActionOn(ctx, current, action, (req.body ?? {}) as Body,
+    (status, message, details, operationAction, executionId = null) => recordOperation(ctx, current, kind, status, message, details, operationAction, executionId));
 };

@@ -2,9 +2,10 @@ import { definePlugin } from '@keel/sdk/plugin';
 import { ENVIRONMENTS_CAPABILITIES } from './context.ts';
 import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvironment, listEnvironments, probeConfig, probeEnvironment, updateEnvironment } from './environments.ts';
 import {
-  createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
+  createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, getRuntimeServices, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
 } from './execution-workspaces.ts';
 import { acquireLease, getLease, listLeases, onRunClosed, releaseLease, runLeaseService } from './leases.ts';
+import { onExecutionFinished, operationLog } from './runtime-services.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 
 export default definePlugin({
@@ -30,6 +31,8 @@ export default definePlugin({
     'execution-workspace-operations': listWorkspaceOperations,
     'execution-workspace-runtime-services': runtimeAction('runtime_service'),
     'execution-workspace-runtime-commands': runtimeAction('runtime_command'),
+    'execution-workspace-runtime-service-list': getRuntimeServices,
+    'execution-workspace-operation-log': operationLog,
   },
   services: {
     'run-lease': runLeaseService,
@@ -37,5 +40,6 @@ export default definePlugin({
   events: {
     'company.deleted': onCompanyDeleted,
     'run.closed': onRunClosed,
+    'execution.finished': onExecutionFinished,
   },
 });

@@ -25,7 +25,8 @@ export function executionWorkspaceJson(row: Row) {
     id: row.id, companyId: row.company_id, projectId: row.project_id, projectWorkspaceId: row.project_workspace_id,
     environmentId: row.environment_id ?? null, sourceIssueId: row.source_issue_id ?? null, name: row.name, mode: row.mode,
     status: row.status, cwd: row.cwd ?? null, repoUrl: row.repo_url ?? null, baseRef: row.base_ref ?? null, branch: row.branch ?? null,
-    metadata: row.metadata ?? null, closedAt: time(row.closed_at), createdAt: time(row.created_at), updatedAt: time(row.updated_at),
+    metadata: row.metadata ?? null, runtimeServices: row.runtime_services ?? [], workspaceCommands: row.workspace_commands ?? [],
+    closedAt: time(row.closed_at), createdAt: time(row.created_at), updatedAt: time(row.updated_at),
   };
 }
 
@@ -33,6 +34,6 @@ export function operationJson(row: Row) {
   return {
     id: row.id, companyId: row.company_id, executionWorkspaceId: row.execution_workspace_id, kind: row.kind, action: row.action ?? null,
     status: row.status, message: row.message ?? null, details: row.details ?? null, actorType: row.actor_type ?? null,
-    actorId: row.actor_id ?? null, createdAt: time(row.created_at),
+    actorId: row.actor_id ?? null, executionId: row.execution_id ?? null, createdAt: time(row.created_at), finishedAt: time(row.finished_at),
   };
 }

@@ -48,7 +48,7 @@ describe('execution workspaces', () => {
     expect(ws).toEqual({
       id: expect.any(String), companyId: company.id, projectId: project.id, projectWorkspaceId: primary.id, environmentId: null, sourceIssueId: null,
       name: 'main', mode: 'project_primary', status: 'active', cwd: join(mountA, 'app'), repoUrl: 'https://git.example.com/acme/app', baseRef: 'main',
-      branch: null, metadata: null, closedAt: null, createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
+      branch: null, metadata: null, runtimeServices: [], workspaceCommands: [], closedAt: null, createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
     });
     expect((await t.api.get(`/api/execution-workspaces/${ws.id}`)).body).toEqual(ws);
     expect((await plainApi.get(wsPath(company.id))).body.map((w: any) => w.id)).toContain(ws.id);
@@ -59,10 +59,10 @@ describe('execution workspaces', () => {
     expect(ops.body).toEqual([{
       id: expect.any(String), companyId: company.id, executionWorkspaceId: ws.id, kind: 'create', action: null, status: 'succeeded',
       message: 'Created (project_primary)', details: { mode: 'project_primary', projectWorkspaceId: primary.id }, actorType: 'agent',
-      actorId: expect.any(String), createdAt: expect.stringMatching(ISO),
+      actorId: expect.any(String), executionId: null, createdAt: expect.stringMatching(ISO), finishedAt: null,
     }]);
     const readiness = await t.api.get(`/api/execution-workspaces/${ws.id}/close-readiness`);
-    expect(readiness.body).toMatchObject({ executionWorkspaceId: ws.id, ready: true, git: null, checks: [{ key: 'no_active_leases', status: 'passed' }, { key: 'git_clean', status: 'skipped' }] });
+    expect(readiness.body).toMatchObject({ executionWorkspaceId: ws.id, ready: true, git: null, checks: [{ key: 'no_active_leases', status: 'passed' }, { key: 'no_running_services', status: 'passed' }, { key: 'git_clean', status: 'skipped' }] });
   });
 
   it('refuses to close a git worktree over uncommitted changes, and closes it once clean', async () => {
@@ -77,7 +77,7 @@ describe('execution workspaces', () => {
     await writeFile(join(dir, 'README.md'), 'changed');
     const dirty = await t.api.get(`/api/execution-workspaces/${ws.id}/close-readiness`);
     expect(dirty.body).toMatchObject({ ready: false, git: { clean: false, changedFiles: 2 } });
-    expect(dirty.body.checks[1]).toMatchObject({ key: 'git_clean', status: 'failed', message: '2 path(s) have uncommitted changes', details: { sample: [' M README.md', '?? notes.txt'] } });
+    expect(dirty.body.checks[2]).toMatchObject({ key: 'git_clean', status: 'failed', message: '2 path(s) have uncommitted changes', details: { sample: [' M README.md', '?? notes.txt'] } });
     const refused = await t.api.patch(`/api/execution-workspaces/${ws.id}`, { status: 'closed' });
     expect(refused.status).toBe(409);
     expect(refused.body).toMatchObject({ code: 'workspace_not_ready_to_close', details: { readiness: { ready: false } } });
@@ -105,9 +105,9 @@ describe('execution workspaces', () => {
 
     const outside = await create({ projectWorkspaceId: primary.id, mode: 'git_worktree', cwd: '/srv/not-mounted', branch: 'b' });
     const unread = await t.api.get(`/api/execution-workspaces/${outside.id}/close-readiness`);
-    expect(unread.body).toMatchObject({ ready: false, checks: [{ status: 'passed' }, { key: 'git_clean', status: 'failed', details: { code: 'path_not_approved' } }] });
+    expect(unread.body).toMatchObject({ ready: false, checks: [{ status: 'passed' }, { status: 'passed' }, { key: 'git_clean', status: 'failed', details: { code: 'path_not_approved' } }] });
     const notRepo = await create({ projectWorkspaceId: primary.id, mode: 'git_worktree', cwd: mountA, branch: 'b' });
-    expect((await t.api.get(`/api/execution-workspaces/${notRepo.id}/close-readiness`)).body).toMatchObject({ ready: false, checks: [{}, { message: 'The cwd is not a git working tree' }] });
+    expect((await t.api.get(`/api/execution-workspaces/${notRepo.id}/close-readiness`)).body).toMatchObject({ ready: false, checks: [{}, {}, { message: 'The cwd is not a git working tree' }] });
   });
 
   it('patches with the strict update schema and records the operation', async () => {
@@ -154,18 +154,27 @@ describe('execution workspaces', () => {
     expect(await count(t, 'execution_workspaces')).toBe(before);
   });
 
-  it('refuses runtime service and command actions plainly, recording the refusal; one body schema and handler', async () => {
+  it('refuses runtime service and command actions it cannot take, writing nothing; one body schema and handler', async () => {
     const ws = await create({ projectWorkspaceId: primary.id });
+    const noPath = (await t.api.post(`/api/projects/${project.id}/workspaces`, { name: 'remote only', repoUrl: 'https://git.example.com/acme/remote' })).body;
+    const pathless = await create({ projectWorkspaceId: noPath.id });
+    const closed = await create({ projectWorkspaceId: primary.id });
+    expect((await t.api.patch(`/api/execution-workspaces/${closed.id}`, { status: 'closed' })).status).toBe(200);
     for (const kind of ['runtime-services', 'runtime-commands']) {
-      const res = await managerApi.post(`/api/execution-workspaces/${ws.id}/${kind}/start`, { runtimeServiceId: null });
-      expect(res.status, res.text).toBe(422);
-      expect(res.body).toMatchObject({ code: 'workspace_commands_unavailable', error: expect.stringMatching(/runs no workspace commands/), details: { action: 'start' } });
+      // No service is defined: there is nothing to start (runtime-services.test.ts runs them).
+      expect((await t.api.post(`/api/execution-workspaces/${ws.id}/${kind}/start`, { runtimeServiceId: null })).body).toMatchObject({ code: 'runtime_service_required' });
       expect((await t.api.post(`/api/execution-workspaces/${ws.id}/${kind}/explode`, {})).body).toMatchObject({ error: 'Workspace command action not found' });
+      expect((await t.api.post(`/api/execution-workspaces/${ws.id}/${kind}/repair`, {})).status).toBe(404);
       expect((await t.api.post(`/api/execution-workspaces/${ws.id}/${kind}/run`, { command: 'rm -rf /' })).status).toBe(400);
-      expect((await plainApi.post(`/api/execution-workspaces/${ws.id}/${kind}/stop`, {})).body).toMatchObject({ code: 'permission_denied' });
+      expect((await plainApi.post(`/api/execution-workspaces/${ws.id}/${kind}/stop`, {})).body).toMatchObject({ code: 'board_user_required' });
+      expect((await managerApi.post(`/api/execution-workspaces/${ws.id}/${kind}/start`, {})).body).toMatchObject({ code: 'board_user_required' });
+      expect((await t.api.post(`/api/execution-workspaces/${closed.id}/${kind}/start`, {})).body).toMatchObject({ code: 'workspace_closed' });
+      const unplaced = await t.api.post(`/api/execution-workspaces/${pathless.id}/${kind}/run`, { workspaceCommandId: 'build' });
+      expect(unplaced.status).toBe(422);
+      expect(unplaced.body).toMatchObject({ code: 'workspace_path_required' });
     }
     const ops = (await t.api.get(`/api/execution-workspaces/${ws.id}/workspace-operations`)).body;
-    expect(ops.map((op: any) => [op.kind, op.action, op.status])).toEqual([['runtime_command', 'start', 'refused'], ['runtime_service', 'start', 'refused'], ['create', null, 'succeeded']]);
+    expect(ops.map((op: any) => [op.kind, op.action, op.status])).toEqual([['create', null, 'succeeded']]);
   });
 
   it('answers 403 to another company on every route and 404 for unknown ids', async () => {
@@ -179,6 +188,8 @@ describe('execution workspaces', () => {
       await outsiderApi.get(`/api/execution-workspaces/${ws.id}/workspace-operations`),
       await outsiderApi.post(`/api/execution-workspaces/${ws.id}/runtime-services/start`, {}),
       await outsiderApi.post(`/api/execution-workspaces/${ws.id}/runtime-commands/run`, {}),
+      await outsiderApi.get(`/api/execution-workspaces/${ws.id}/runtime-services`),
+      await outsiderApi.get(`/api/execution-workspaces/${ws.id}/workspace-operations/${UNKNOWN_ID}/log`),
     ]) {
       expect(res.status).toBe(403);
     }
