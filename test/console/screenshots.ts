@@ -54,6 +54,7 @@ try {
   await kernel.call('POST', '/api/instance/database-backups', {});
   await kernel.call('POST', '/api/plugins/install', { localPath: PAGE_PROBE });
   await kernel.call('POST', '/api/plugins/page-probe/enable', {});
+  await kernel.call('POST', `/api/projects/${projects[0].id}/workspaces`, { name: 'digest repository', cwd: '/srv/northwind/digest', repoUrl: 'https://git.example.com/northwind/digest.git', repoRef: 'main' });
   const issues = await kernel.call('GET', `/api/companies/${company.id}/issues`);
   await kernel.call('POST', `/api/issues/${issues[0].id}/comments`, { body: 'First pass is done; the figures need a second look.' });
 
@@ -62,7 +63,9 @@ try {
     ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['company-danger-zone', `/companies/${company.id}/dashboard`, 'Danger zone'],
     ['agents', `/companies/${company.id}/agents`], ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
     ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['projects', `/companies/${company.id}/projects`], ['project', `/companies/${company.id}/projects/${projects[0].id}`],
-    ['goals', `/companies/${company.id}/goals`], ['runs', `/companies/${company.id}/runs`], ['approvals', `/companies/${company.id}/approvals`],
+    ['project-workspaces', `/companies/${company.id}/projects/${projects[0].id}`, 'Workspaces'],
+    ['goals', `/companies/${company.id}/goals`], ['workspaces', `/companies/${company.id}/workspaces`], ['members', `/companies/${company.id}/members`],
+    ['feedback', `/companies/${company.id}/feedback`], ['runs', `/companies/${company.id}/runs`], ['approvals', `/companies/${company.id}/approvals`],
     ['costs', `/companies/${company.id}/costs`], ['budget-policies', `/companies/${company.id}/costs`, 'Policies'],
     ['secrets', `/companies/${company.id}/secrets`], ['skills', `/companies/${company.id}/skills`], ['activity', `/companies/${company.id}/activity`],
     ['plugin-page', `/companies/${company.id}/pages/page-probe/report`], ['plugins', '/plugins'], ['instance', '/settings'], ['instance-backups', '/settings', 'Backups'],
