@@ -18,6 +18,7 @@ import { ProjectPage, ProjectsPage } from './pages/projects.tsx';
 import { GoalsPage } from './pages/goals.tsx';
 import { matchPluginPage, PluginPageLinks, PluginPageView } from './pages/plugin-pages.tsx';
 import { WorkspacesPage } from './pages/workspaces.tsx';
+import { ExecutionWorkspacePage } from './pages/execution-workspace.tsx';
 import { FeedbackPage } from './pages/feedback.tsx';
 import { MembersPage } from './pages/members.tsx';
 
@@ -128,6 +129,7 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   const pluginPage = matchPluginPage(path);
   if (pluginPage) return <PluginPageView {...pluginPage} />;
   if ((params = match('/companies/:companyId/workspaces', path))) return <WorkspacesPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/workspaces/:workspaceId', path))) return <ExecutionWorkspacePage companyId={params.companyId!} workspaceId={params.workspaceId!} />;
   if ((params = match('/companies/:companyId/feedback', path))) return <FeedbackPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/members', path))) return <MembersPage companyId={params.companyId!} />;
   if (match('/plugins', path)) return <PluginsPage />;

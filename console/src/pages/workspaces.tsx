@@ -1,9 +1,11 @@
 import { useState } from 'react';
 import { KeelApiError } from '@keel/sdk/client';
 import { api } from '../api.ts';
+import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
+import { Environments } from './environments.tsx';
+import { NewExecutionWorkspace } from './new-execution-workspace.tsx';
 
-interface Environment { id: string; name: string; description: string | null; driver: string; status: string; config: { root?: string }; maxConcurrentLeases: number; updatedAt: string }
 interface ExecutionWorkspace {
   id: string; projectId: string; projectWorkspaceId: string; environmentId: string | null; name: string; mode: string; status: string;
   cwd: string | null; repoUrl: string | null; baseRef: string | null; branch: string | null; closedAt: string | null; createdAt: string;
@@ -33,14 +35,14 @@ function ReadinessChecks({ readiness, label }: { readiness: Readiness; label: st
 }
 
 /** One execution workspace: its facts, its close readiness on request, and the close action with the API's refusal. */
-function WorkspaceRow({ ws, project, onChange }: { ws: ExecutionWorkspace; project: string; onChange: () => Promise<void> }) {
+function WorkspaceRow({ companyId, ws, project, onChange }: { companyId: string; ws: ExecutionWorkspace; project: string; onChange: () => Promise<void> }) {
   const [readiness, setReadiness] = useState<Readiness | null>(null);
   const [refusal, setRefusal] = useState<{ message: string; readiness: Readiness } | null>(null);
   const open = ws.status === 'active' || ws.status === 'idle';
   return (
     <li className="row-item stack">
       <div className="row">
-        <strong>{ws.name}</strong> <Status value={ws.status} /> <span className="muted">{ws.mode.replace('_', ' ')} · project {project}{ws.branch ? ` · branch ${ws.branch}` : ''}</span>
+        <strong><Link to={`/companies/${companyId}/workspaces/${ws.id}`}>{ws.name}</Link></strong> <Status value={ws.status} /> <span className="muted">{ws.mode.replace('_', ' ')} · project {project}{ws.branch ? ` · branch ${ws.branch}` : ''}</span>
       </div>
       <p className="muted wrap-anywhere">{ws.cwd ?? 'no directory'}{ws.closedAt ? ` · closed ${when(ws.closedAt)}` : ` · since ${when(ws.createdAt)}`}</p>
       <div className="row">
@@ -70,7 +72,6 @@ function WorkspaceRow({ ws, project, onChange }: { ws: ExecutionWorkspace; proje
 export function WorkspacesPage({ companyId }: { companyId: string }) {
   const [status, setStatus] = useState('');
   const workspaces = useLoad(() => api.get<ExecutionWorkspace[]>(`/api/companies/${companyId}/execution-workspaces`, status ? { status } : undefined), [companyId, status]);
-  const environments = useLoad(() => api.get<Environment[]>(`/api/companies/${companyId}/environments`), [companyId]);
   const projects = useLoad(() => api.get<ProjectRef[]>(`/api/companies/${companyId}/projects`, { includeArchived: 'true' }), [companyId]);
   const projectName = (id: string) => projects.data?.find((p) => p.id === id)?.name ?? '—';
   return (
@@ -88,16 +89,14 @@ export function WorkspacesPage({ companyId }: { companyId: string }) {
       {workspaces.loading && !workspaces.data ? <Loading what="execution workspaces" /> : null}
       <ErrorNote error={workspaces.error} />
       {workspaces.data ? <Paged label="Execution workspaces" items={workspaces.data} empty="No execution workspaces." render={(ws) => (
-        <WorkspaceRow key={ws.id} ws={ws} project={projectName(ws.projectId)} onChange={workspaces.reload} />
+        <WorkspaceRow key={ws.id} companyId={companyId} ws={ws} project={projectName(ws.projectId)} onChange={workspaces.reload} />
       )} /> : null}
+      <details className="card">
+        <summary>New execution workspace</summary>
+        <NewExecutionWorkspace companyId={companyId} projects={projects.data ?? []} />
+      </details>
       <h2>Environments</h2>
-      {environments.loading && !environments.data ? <Loading what="environments" /> : null}
-      <ErrorNote error={environments.error} />
-      {environments.data ? <Paged label="Environments" items={environments.data} empty="No environments." render={(env) => (
-        <li key={env.id} className="row-item">
-          <strong>{env.name}</strong> <Status value={env.status} />
-          <span className="muted wrap-anywhere">{env.driver}{env.config?.root ? ` · ${env.config.root}` : ''} · at most {env.maxConcurrentLeases} leases · updated {when(env.updatedAt)}</span>
-        </li>)} /> : null}
+      <Environments companyId={companyId} />
     </section>
   );
 }
