@@ -54,7 +54,13 @@ try {
   await kernel.call('POST', '/api/instance/database-backups', {});
   await kernel.call('POST', '/api/plugins/install', { localPath: PAGE_PROBE });
   await kernel.call('POST', '/api/plugins/page-probe/enable', {});
-  await kernel.call('POST', `/api/projects/${projects[0].id}/workspaces`, { name: 'digest repository', cwd: '/srv/northwind/digest', repoUrl: 'https://git.example.com/northwind/digest.git', repoRef: 'main' });
+  const digest = await kernel.call('POST', `/api/projects/${projects[0].id}/workspaces`, { name: 'digest repository', cwd: '/srv/northwind/digest', repoUrl: 'https://git.example.com/northwind/digest.git', repoRef: 'main' });
+  // An execution workspace with its definitions (not started: the photographs show the page, not a running process).
+  const runner = await kernel.call('POST', `/api/companies/${company.id}/execution-workspaces`, { projectWorkspaceId: digest.id, name: 'digest runner' });
+  await kernel.call('PATCH', `/api/execution-workspaces/${runner.id}`, {
+    runtimeServices: [{ id: 'preview', name: 'Preview server', command: '/usr/bin/npm', args: ['run', 'preview'], port: 4173, url: 'http://localhost:4173' }],
+    workspaceCommands: [{ id: 'build', name: 'Build the digest', command: '/usr/bin/npm', args: ['run', 'build'], timeoutSec: 600 }],
+  });
   const issues = await kernel.call('GET', `/api/companies/${company.id}/issues`);
   await kernel.call('POST', `/api/issues/${issues[0].id}/comments`, { body: 'First pass is done; the figures need a second look.' });
 
@@ -64,7 +70,7 @@ try {
     ['agents', `/companies/${company.id}/agents`], ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
     ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['projects', `/companies/${company.id}/projects`], ['project', `/companies/${company.id}/projects/${projects[0].id}`],
     ['project-workspaces', `/companies/${company.id}/projects/${projects[0].id}`, 'Workspaces'],
-    ['goals', `/companies/${company.id}/goals`], ['workspaces', `/companies/${company.id}/workspaces`], ['members', `/companies/${company.id}/members`],
+    ['goals', `/companies/${company.id}/goals`], ['workspaces', `/companies/${company.id}/workspaces`], ['execution-workspace', `/companies/${company.id}/workspaces/${runner.id}`], ['members', `/companies/${company.id}/members`],
     ['feedback', `/companies/${company.id}/feedback`], ['runs', `/companies/${company.id}/runs`], ['approvals', `/companies/${company.id}/approvals`],
     ['costs', `/companies/${company.id}/costs`], ['budget-policies', `/companies/${company.id}/costs`, 'Policies'],
     ['secrets', `/companies/${company.id}/secrets`], ['skills', `/companies/${company.id}/skills`], ['activity', `/companies/${company.id}/activity`],

@@ -54,7 +54,7 @@ function OperationLog({ workspaceId, op }: { workspaceId: string; op: Operation 
   return (
     <div>
       <ErrorNote error={error} />
-      <pre className="log" aria-label={`Output of ${operationSummary(op)}`} tabIndex={0}>
+      <pre className="log" role="log" aria-label={`Output of ${operationSummary(op)}`} tabIndex={0}>
         {lines.length === 0 ? <span className="muted">{running ? 'Waiting for output…' : 'No output.'}</span> : null}
         {lines.map((line) => <div key={line.seq} className={line.stream === 'stderr' ? 'log-stderr' : line.stream === 'system' ? 'muted' : undefined}>{line.line}</div>)}
       </pre>
