@@ -171,6 +171,8 @@ describe('console: runtime services, workspace commands and environments in a br
     await services.getByRole('button', { name: 'Stop Web' }).click();
     await poll(() => services.textContent()).toMatch(/Web\s*stopped/);
     expect(await state()).toMatchObject({ status: 'stopped', stoppedAt: expect.any(String) });
+    expect(await services.getByRole('button', { name: 'Stop Web' }).isDisabled()).toBe(true);
+    expect(await services.getByRole('button', { name: 'Start Web', exact: true }).isDisabled()).toBe(false);
     await page.getByRole('button', { name: 'Refresh operations' }).click();
     await poll(() => page.getByRole('list', { name: 'Operations' }).textContent()).toMatch(/runtime service stop web/);
   }, 90_000);

@@ -63,7 +63,7 @@ export function ExecutionWorkspacePage({ companyId, workspaceId }: { companyId: 
               {open ? <>
                 <ActionButton label={`Start ${service.name}`} disabled={service.status === 'running' || service.status === 'starting'} action={act('runtime-services/start', { runtimeServiceId: service.id })}>Start</ActionButton>
                 <ActionButton label={`Restart ${service.name}`} action={act('runtime-services/restart', { runtimeServiceId: service.id })}>Restart</ActionButton>
-                <ActionButton label={`Stop ${service.name}`} kind="danger" action={act('runtime-services/stop', { runtimeServiceId: service.id })}>Stop</ActionButton>
+                <ActionButton label={`Stop ${service.name}`} kind="danger" disabled={service.status !== 'running' && service.status !== 'starting'} action={act('runtime-services/stop', { runtimeServiceId: service.id })}>Stop</ActionButton>
               </> : null}
             </li>))}
           </ul>
