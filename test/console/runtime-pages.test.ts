@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -153,6 +153,26 @@ describe('console: runtime services, workspace commands and environments in a br
     expect(text).toContain('token not-for-the-page');
     expect(text).toContain('oops');
     expect(await log.locator('.log-stderr').first().textContent()).toBe('oops');
+  }, 90_000);
+
+  it("reads a running command's output as it grows, until the process ends", async () => {
+    // The command waits for a file the test writes, so its first line is shown while it still runs.
+    const current = await workspace();
+    const slow = { id: 'wait', name: 'Wait for go', command: '/bin/sh', args: ['-c', 'echo first; while [ ! -f go ]; do sleep 0.1; done; echo second'] };
+    const patched = await t.api.patch(`/api/execution-workspaces/${workspaceId}`, { workspaceCommands: [...current.workspaceCommands, slow] });
+    expect(patched.status, patched.text).toBe(200);
+    await page.reload();
+    await page.getByRole('button', { name: 'Run Wait for go' }).click();
+    const operations = page.getByRole('list', { name: 'Operations' });
+    await poll(() => operations.textContent()).toMatch(/running\s*runtime command run wait/);
+    await operations.getByRole('button', { name: /^Output of runtime command run wait/ }).click();
+    const log = page.getByRole('log', { name: /^Output of runtime command run wait/ });
+    await poll(() => log.textContent()).toContain('first');
+    expect(await log.textContent()).not.toContain('second');
+    await writeFile(join(mount, 'app', 'go'), '');
+    await poll(() => log.textContent()).toContain('second');
+    await poll(() => operations.textContent()).toMatch(/succeeded\s*runtime command run wait · exit code 0/);
+    await poll(() => log.textContent()).toMatch(/first\s*second\s*exited with code 0/);
   }, 90_000);
 
   it('starts, restarts and stops a service, showing its state', async () => {
