@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupFileName } from '../../kernel/backup/retention.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { boardToken, createCompany } from '../support/fixtures.ts';
-import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
+import { launchChromium, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.url));
 const UI_TIMEOUT = 20_000;
@@ -217,6 +217,6 @@ describe('console: plugin pages, past backups, company deletion and policy deact
     // A refused request is an error answer the page shows; the browser logs the failed request itself.
     // The probe page's fetch is refused by its frame's CSP on purpose, and the browser says so.
     const probeRefused = (text: string) => /\/api\/companies/.test(text) && /Content Security Policy/.test(text);
-    expect(consoleErrors.filter((text) => !/status of 4\d\d/.test(text) && !probeRefused(text))).toEqual([]);
+    expect(unexpectedErrors(consoleErrors).filter((text) => !probeRefused(text))).toEqual([]);
   });
 });

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import axe from 'axe-core';
 import { expect } from 'vitest';
 
@@ -46,3 +46,23 @@ export async function seriousViolationsOfPages(page: Page, baseUrl: string, path
 export function poll<T>(read: () => Promise<T> | T, options: { timeout?: number } = {}) {
   return expect.poll(read, { timeout: options.timeout ?? 20_000, interval: 100 });
 }
+
+/**
+ * A browser context with the patience a loaded machine needs and one page that records the
+ * console's errors and uncaught exceptions (`errors`), which a test expects to be empty at the
+ * end; `keep` leaves out messages the test provokes on purpose.
+ */
+export async function openConsolePage(browser: Browser, options: { viewport?: { width: number; height: number }; timeout?: number; keep?: (text: string) => boolean } = {}):
+Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
+  const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 } });
+  context.setDefaultTimeout(options.timeout ?? 20_000);
+  const page = await context.newPage();
+  const errors: string[] = [];
+  const keep = options.keep ?? (() => true);
+  page.on('console', (message) => { if (message.type() === 'error' && keep(message.text())) errors.push(message.text()); });
+  page.on('pageerror', (error) => errors.push(error.message));
+  return { context, page, errors };
+}
+
+/** The recorded errors other than the browser's report of a 4xx answer (the console shows those to the operator). */
+export const unexpectedErrors = (errors: readonly string[]) => errors.filter((text) => !/status of 4\d\d/.test(text));

@@ -5,7 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentScripts, waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
+import { launchChromium, poll, seriousViolationsOfPages, openConsolePage, unexpectedErrors } from './browser.ts';
 
 const SLOT_PROBE = fileURLToPath(new URL('./fixtures/slot-probe', import.meta.url));
 const UI_TIMEOUT = 20_000;
@@ -26,21 +26,17 @@ describe('console: the operator flow in a browser', () => {
   let context: BrowserContext;
   let page: Page;
   let scripts: string;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
 
   beforeAll(async () => {
     scripts = await agentScripts();
     await writeFile(join(scripts, 'worker.cjs'), WORKER, { mode: 0o644 });
     t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(UI_TIMEOUT);
-    page = await context.newPage();
     // The probe plugin's frame logs the refusals of its own attempts under the frame's policy
     // (default-src 'none'), which the console's own policy does not have; those are its test's point.
     const fromProbeFrame = (text: string) => text.includes("\"default-src 'none'\"") || /^Fetch API cannot load \S+\/api\/companies\. Refused to connect/.test(text);
-    page.on('console', (message) => { if (message.type() === 'error' && !fromProbeFrame(message.text())) consoleErrors.push(message.text()); });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT, keep: (text) => !fromProbeFrame(text) }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -249,6 +245,6 @@ describe('console: the operator flow in a browser', () => {
 
   it('logged no errors in the browser console', () => {
     // A refused form is an error answer the page shows; the browser logs the failed request itself.
-    expect(consoleErrors.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
   });
 });

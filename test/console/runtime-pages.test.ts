@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
+import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -23,7 +23,7 @@ describe('console: runtime services, workspace commands and environments in a br
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
   let mount = '';
   let companyId = '';
   let projectId = '';
@@ -50,11 +50,7 @@ describe('console: runtime services, workspace commands and environments in a br
     expect(secret.status, secret.text).toBe(201);
     secretId = secret.body.id;
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(UI_TIMEOUT);
-    page = await context.newPage();
-    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()); });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -302,6 +298,6 @@ describe('console: runtime services, workspace commands and environments in a br
 
   it('logged no errors in the browser console', () => {
     // A refused form is an error answer the page shows; the browser logs the failed request itself.
-    expect(consoleErrors.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
   });
 });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
+import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -16,7 +16,7 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
   let t: TestKernel;
   let browser: Browser;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
   let companyId = '';
   let lead: { id: string; name: string };
   let projectId = '';
@@ -26,11 +26,7 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
     companyId = (await createCompany(t.api, { name: 'Project Works' })).id;
     lead = await createAgent(t.api, companyId, { name: 'Lead' });
     browser = await launchChromium();
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(UI_TIMEOUT);
-    page = await context.newPage();
-    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()); });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    ({ page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -181,6 +177,6 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
 
   it('logged no errors in the browser console', () => {
     // A refused form is an error answer the page shows; the browser logs the failed request itself.
-    expect(consoleErrors.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
   });
 });

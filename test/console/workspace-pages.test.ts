@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { addMember, createAgent, createAgentKey, createCompany, insertUser } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolationsOfPages } from './browser.ts';
+import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -21,7 +21,7 @@ describe('console: workspaces, agent skills, work products, feedback and member 
   let browser: Browser;
   let context: BrowserContext;
   let page: Page;
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[] = [];
   let mount = '';
   let companyId = '';
   let agent: { id: string; name: string };
@@ -42,11 +42,7 @@ describe('console: workspaces, agent skills, work products, feedback and member 
     const mounted = await t.api.put(`/api/plugins/environments/companies/${companyId}/local-folders/workspaces`, { path: mount });
     expect(mounted.status, mounted.text).toBeLessThan(300);
     browser = await launchChromium();
-    context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    context.setDefaultTimeout(UI_TIMEOUT);
-    page = await context.newPage();
-    page.on('console', (message) => { if (message.type() === 'error') consoleErrors.push(message.text()); });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
     await browser?.close();
@@ -379,6 +375,6 @@ describe('console: workspaces, agent skills, work products, feedback and member 
 
   it('logged no errors in the browser console', () => {
     // A refused form is an error answer the page shows; the browser logs the failed request itself.
-    expect(consoleErrors.filter((text) => !/status of 4\d\d/.test(text))).toEqual([]);
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
   });
 });
