@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import type { Ajv } from 'ajv';
@@ -20,17 +20,28 @@ import { invokePerCompany } from './route-per-company.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
-const clientKeySecrets = new WeakMap<ExtensionHost, Buffer>();
+/** Client keys remembered per process; beyond it the oldest are computed again. */
+const CLIENT_KEYS_KEPT = 4096;
+const clientKeys = new WeakMap<ExtensionHost, { secret: KeyObject; known: Map<string, string> }>();
 
 /**
  * The caller's address as a plugin sees it: an HMAC under a secret every process of the
  * instance derives alike, bound to the plugin, so limits count one client across processes
- * without handing plugins addresses (or keys another plugin could correlate).
+ * without handing plugins addresses (or keys another plugin could correlate). The same pair
+ * always gives the same key, so recent ones are kept: computing an HMAC was a measurable
+ * part of every plugin route's cost in the kernel.
  */
 function clientKeyOf(host: ExtensionHost, plugin: string, address: string): string {
-  let secret = clientKeySecrets.get(host);
-  if (!secret) clientKeySecrets.set(host, secret = host.kernel.jwt.derive('route-client-key'));
-  return createHmac('sha256', secret).update(`${plugin}\0${address}`).digest('base64url');
+  let keys = clientKeys.get(host);
+  if (!keys) clientKeys.set(host, keys = { secret: createSecretKey(host.kernel.jwt.derive('route-client-key')), known: new Map() });
+  const input = `${plugin}\0${address}`;
+  let key = keys.known.get(input);
+  if (key === undefined) {
+    key = createHmac('sha256', keys.secret).update(input).digest('base64url');
+    if (keys.known.size >= CLIENT_KEYS_KEPT) keys.known.delete(keys.known.keys().next().value!);
+    keys.known.set(input, key);
+  }
+  return key;
 }
 
 function validate(ajv: Ajv, schema: object | undefined, value: unknown, where: string): void {

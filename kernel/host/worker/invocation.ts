@@ -35,8 +35,9 @@ export class Invocation {
 
   /**
    * The client holding this call's transaction, opened on first use: a call that never touches
-   * the database never pays for BEGIN and COMMIT. BEGIN is queued on the client, so the first
-   * statement follows it without a round trip of its own.
+   * the database never pays for BEGIN and COMMIT. BEGIN is queued on the client, whose
+   * connection pipelines (capabilities/database.ts), so the first statement is sent right
+   * behind it and the two share one round trip.
    */
   transactionClient(pool: pg.Pool): Promise<pg.PoolClient> | null {
     if (!this.wantsTransaction) return null;

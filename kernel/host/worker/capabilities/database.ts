@@ -45,6 +45,11 @@ export class PluginDatabase {
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
+      // Statements queued on a connection go out at once instead of each waiting for the one
+      // before it to answer: a call's BEGIN travels with its first statement (one round trip,
+      // not two). Each statement keeps its own Sync, so one that fails aborts the transaction
+      // exactly as it would sent alone, and the ones after it fail as they would after it.
+      pipeline: true,
     } as pg.PoolConfig);
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
   }
