@@ -70,12 +70,12 @@ export async function waitFor<T>(probe: () => Promise<T | undefined | null | fal
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
 
 /** The run once its status satisfies `accept` (by default: once it ended and its process's end was recorded). */
-export async function runWhen(t: TestKernel, runId: string, accept: (run: any) => boolean = (run) => ENDED.has(run.status) && run.finishedAt !== null && (run.exitCode !== null || run.signal !== null || run.httpStatus !== null || run.errorCode !== null || run.executionId === null)) {
+export async function runWhen(t: TestKernel, runId: string, accept: (run: any) => boolean = (run) => ENDED.has(run.status) && run.finishedAt !== null && (run.exitCode !== null || run.signal !== null || run.httpStatus !== null || run.errorCode !== null || run.executionId === null), timeoutMs?: number) {
   return waitFor(async () => {
     const res = await t.api.get(`/api/heartbeat-runs/${runId}`);
     expect(res.status, res.text).toBe(200);
     return accept(res.body) ? res.body : undefined;
-  }, `run ${runId}`);
+  }, `run ${runId}`, timeoutMs);
 }
 
 export async function wakeOk(api: Api, agentId: string, body: Record<string, unknown> = {}) {

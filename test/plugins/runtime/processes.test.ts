@@ -132,12 +132,17 @@ describe('ends of a run', () => {
   });
 });
 
+// A hard stop crosses several asynchronous steps (usage lines read from the log, the costs
+// service, the stop, the process's end reported back); on a loaded machine they take longer
+// than one test's default 30 s, so these two wait up to 90 s for the run's end.
+const HARD_STOP_MS = 90_000;
+
 describe('budget hard stops mid-run', () => {
   it("an agent's hard stop crossed by a usage report ends the run at once and blocks new wakes naming the agent", async () => {
     const agent = await processAgent(t.api, company.id, join(scripts, 'spender.cjs'), { env: { SPEND_CENTS: '4' } });
     expect((await t.api.patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 10 })).status).toBe(200);
     const { run: queued } = await wakeOk(t.api, agent.id);
-    const run = await runWhen(t, queued.id);
+    const run = await runWhen(t, queued.id, undefined, HARD_STOP_MS);
     expect(run).toMatchObject({ status: 'cancelled' });
     expect(run.cancelReason).toMatch(/budget_hard_stop|agent_paused/);
     // The report that crossed the budget was recorded; the process did not keep spending.
@@ -149,7 +154,7 @@ describe('budget hard stops mid-run', () => {
     expect((await costEventsOf(run.id)).length).toBe(settledCount);
     const refused = await t.api.post(`/api/agents/${agent.id}/wakeup`, {});
     expect([refused.status, refused.body.code, refused.body.details]).toEqual([409, 'budget_blocked', { scopeType: 'agent', scopeId: agent.id }]);
-  });
+  }, HARD_STOP_MS + 10_000);
 
   it("a project's hard stop ends the runs bound to it and refuses wakes on its issues, naming the project", async () => {
     const agent = await processAgent(t.api, company.id, join(scripts, 'spender.cjs'), { env: { SPEND_CENTS: '5' } });
@@ -158,7 +163,7 @@ describe('budget hard stops mid-run', () => {
     expect(policy.status, policy.text).toBeLessThan(300);
     const issue = await createIssue({ title: 'Spend here', projectId: project.id });
     const { run: queued } = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
-    const run = await runWhen(t, queued.id);
+    const run = await runWhen(t, queued.id, undefined, HARD_STOP_MS);
     expect(run).toMatchObject({ status: 'cancelled', cancelReason: 'budget_hard_stop_project', projectId: project.id });
     expect(alive(run.pid ?? 0)).toBe(false);
     await eventsSettled(t);
@@ -168,5 +173,5 @@ describe('budget hard stops mid-run', () => {
     const other = await wakeOk(t.api, agent.id, { reason: 'elsewhere' });
     expect(other.status).toBe('queued');
     await t.api.post(`/api/heartbeat-runs/${other.run.id}/cancel`);
-  });
+  }, HARD_STOP_MS + 10_000);
 });
