@@ -3,7 +3,7 @@ import { api } from '../api.ts';
 import { ErrorNote, Status, when } from '../ui.tsx';
 
 export interface Operation {
-  id: string; kind: string; action: string; status: string; message: string | null; executionId: string | null;
+  id: string; kind: string; action: string | null; status: string; message: string | null; executionId: string | null;
   details: { workspaceCommandId?: string; runtimeServiceId?: string; exitCode?: number | null; signal?: string | null; errorCode?: string | null; durationMs?: number } | null;
   createdAt: string; finishedAt: string | null;
 }
@@ -13,7 +13,8 @@ interface LogPage { lines: LogLine[]; nextOffset: number; eof: boolean }
 /** What an operation did, in words: the command or service, and how it ended. */
 export function operationSummary(op: Operation): string {
   const subject = op.details?.workspaceCommandId ?? op.details?.runtimeServiceId;
-  const parts = [`${op.kind.replace(/_/g, ' ')} ${op.action}${subject ? ` ${subject}` : ''}`];
+  // create, update and close operations have no action.
+  const parts = [[op.kind.replace(/_/g, ' '), op.action, subject].filter(Boolean).join(' ')];
   if (op.details?.exitCode !== undefined && op.details.exitCode !== null) parts.push(`exit code ${op.details.exitCode}`);
   if (op.details?.signal) parts.push(`signal ${op.details.signal}`);
   if (op.details?.durationMs !== undefined) parts.push(`${(op.details.durationMs / 1000).toFixed(1)} s`);
