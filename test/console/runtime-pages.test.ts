@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
+import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
 import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
@@ -38,9 +39,7 @@ describe('console: runtime services, workspace commands and environments in a br
     // The folder an operator mounted for the company: traversable, and the workspace's directory
     // inside it writable by the agent user that runs the commands.
     mount = await realpath(await mkdtemp(join(tmpdir(), 'keel-console-runtime-')));
-    await chmod(mount, 0o755);
-    const mounted = await t.api.put(`/api/plugins/environments/companies/${companyId}/local-folders/workspaces`, { path: mount });
-    expect(mounted.status, mounted.text).toBeLessThan(300);
+    await mountWorkspacesFolder(t, companyId, mount);
     await mkdir(join(mount, 'app'));
     await chmod(join(mount, 'app'), 0o777);
     const source = await t.api.post(`/api/projects/${projectId}/workspaces`, { name: 'main', cwd: join(mount, 'app') });

@@ -1,10 +1,11 @@
-import { chmod, mkdtemp, realpath, rm } from 'node:fs/promises';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { addMember, createAgent, createAgentKey, createCompany, insertUser } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
+import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
 import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
@@ -38,9 +39,7 @@ describe('console: workspaces, agent skills, work products, feedback and member 
     issueId = (await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Ship the app', projectId })).body.id;
     // A folder the operator mounted for the company, where a local environment may have its root.
     mount = await realpath(await mkdtemp(`${tmpdir()}/keel-console-envs-`));
-    await chmod(mount, 0o755);
-    const mounted = await t.api.put(`/api/plugins/environments/companies/${companyId}/local-folders/workspaces`, { path: mount });
-    expect(mounted.status, mounted.text).toBeLessThan(300);
+    await mountWorkspacesFolder(t, companyId, mount);
     browser = await launchChromium();
     ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
   });

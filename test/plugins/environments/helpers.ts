@@ -42,10 +42,15 @@ export async function startEnvironmentsWorld() {
 async function mount(t: TestKernel, base: string, companyId: string, name: string): Promise<string> {
   const dir = join(base, name);
   await mkdir(dir, { mode: 0o755 });
+  await mountWorkspacesFolder(t, companyId, dir);
+  return dir;
+}
+
+/** Mounts `dir` (made traversable) as the company's `workspaces` folder of the environments plugin, as an operator would. */
+export async function mountWorkspacesFolder(t: TestKernel, companyId: string, dir: string): Promise<void> {
   await chmod(dir, 0o755);
   const res = await t.api.put(`/api/plugins/environments/companies/${companyId}/local-folders/workspaces`, { path: dir });
   expect(res.status, res.text).toBeLessThan(300);
-  return dir;
 }
 
 export async function createEnvironment(api: Api, companyId: string, body: Record<string, unknown>) {
