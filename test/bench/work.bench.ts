@@ -94,15 +94,25 @@ async function seed(kernel: KernelProcess, company: { id: string; issuePrefix: s
     `insert into plugin_work.work_products (company_id, issue_id, type, title, url, updated_at)
      select company_id, id, 'pull_request', 'PR for ' || identifier, 'https://example.com/pr/' || issue_number, created_at
        from plugin_work.issues where company_id = $1 and issue_number > $2 and issue_number <= $3 and issue_number % 5 = 0`, [company.id, from, to]);
-  // Written around the plugin, so their per-issue rollups are brought up to date as the migration's backfill does.
+  // Written around the plugin, so their projection rows and per-issue rollups are built as the migrations' backfills build them.
   await sql.query(
-    `insert into plugin_work.artifact_rollups (issue_id, company_id, artifact_count, latest_at)
-     select a.issue_id, $1::uuid, count(*)::int, max(a.updated_at)
-       from (select issue_id, updated_at from plugin_work.issue_documents where company_id = $1
-             union all select issue_id, updated_at from plugin_work.work_products where company_id = $1) a
-       join plugin_work.issues i on i.id = a.issue_id and i.issue_number > $2 and i.issue_number <= $3
-      group by a.issue_id`, [company.id, from, to]);
-  for (const table of ['issues', 'issue_documents', 'work_products', 'artifact_rollups']) await sql.query(`analyze plugin_work.${table}`);
+    `insert into plugin_work.artifacts (artifact_id, company_id, issue_id, source, source_id, title, preview_text, content_type, media_kind,
+                                        document_key, attachment_id, url, created_by_agent_id, updated_at, search_text)
+     select 'document:' || d.id::text, d.company_id, d.issue_id, 'document', d.id, coalesce(d.title, d.key), left(d.latest_body, 280),
+            'text/markdown', 'document', d.key, null::uuid, null, d.created_by_agent_id, d.updated_at, d.key || ' ' || d.latest_body
+       from plugin_work.issue_documents d join plugin_work.issues i on i.id = d.issue_id and i.issue_number > $2 and i.issue_number <= $3
+      where d.company_id = $1
+     union all
+     select 'work_product:' || w.id::text, w.company_id, w.issue_id, 'work_product', w.id, w.title, null, null, '',
+            null, null, w.url, w.created_by_agent_id, w.updated_at, concat_ws(' ', w.type, w.url, w.external_id)
+       from plugin_work.work_products w join plugin_work.issues i on i.id = w.issue_id and i.issue_number > $2 and i.issue_number <= $3
+      where w.company_id = $1`, [company.id, from, to]);
+  await sql.query(
+    `insert into plugin_work.artifact_rollups (issue_id, company_id, artifact_count, latest_at, media_kinds)
+     select a.issue_id, $1::uuid, count(*)::int, max(a.updated_at), array_agg(distinct a.media_kind order by a.media_kind)
+       from plugin_work.artifacts a join plugin_work.issues i on i.id = a.issue_id and i.issue_number > $2 and i.issue_number <= $3
+      where a.company_id = $1 group by a.issue_id`, [company.id, from, to]);
+  for (const table of ['issues', 'issue_documents', 'work_products', 'artifacts', 'artifact_rollups']) await sql.query(`analyze plugin_work.${table}`);
 }
 
 async function cursorAfter(url: string, pages: number): Promise<string> {

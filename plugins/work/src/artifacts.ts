@@ -4,7 +4,6 @@ import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
 import { time } from './json.ts';
-import { list } from './sql.ts';
 
 type Row = Record<string, unknown>;
 
@@ -86,49 +85,64 @@ async function artifactPage(ctx: WorkContext, companyId: string, query: Query, g
   return { page, nextCursor };
 }
 
-/** A group's figures over the artifacts that match the query's filters. */
-interface GroupAggregate { group_issue_id: string; count: number; updated_at: unknown; cursor_micros: string; media_kinds: string[] }
+/** Where a group's newest matching artifact sorts: its time (microseconds) and the group's issue id. */
+interface GroupKey { group_issue_id: string; cursor_micros: string }
 
-async function aggregatesOf(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]): Promise<GroupAggregate[]> {
+/** The groups' newest matching artifact each (for groups a walk met after its start, which may have newer ones). */
+async function newestOf(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]): Promise<GroupKey[]> {
   if (!ids.length) return [];
   const params: unknown[] = [companyId];
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   params.push(ids);
   const { rows } = await ctx.db.query(
     `${groupArtifacts(groupBy, `$${params.length}`)}
-     select group_issue_id, count(*)::int as count, max(updated_at) as updated_at,
-            (extract(epoch from max(updated_at)) * 1000000)::bigint::text as cursor_micros,
-            array_agg(distinct media_kind order by media_kind) as media_kinds
+     select group_issue_id, (extract(epoch from max(updated_at)) * 1000000)::bigint::text as cursor_micros
        from visible ${where.length ? `where ${where.join(' and ')}` : ''} group by group_issue_id`, params);
-  return rows as unknown as GroupAggregate[];
+  return rows as unknown as GroupKey[];
 }
 
-/** The groups' issues and first artifacts, as group objects in the order of `groups`. */
-async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, groups: GroupAggregate[]) {
-  if (!groups.length) return [];
-  const ids = groups.map((group) => group.group_issue_id);
+/**
+ * The groups' figures (count, media kinds, newest change of the artifacts that match the
+ * query's filters) and first artifacts, as group objects in the order of `ids`, in one query.
+ * A group without a matching artifact has none.
+ */
+async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]) {
+  if (!ids.length) return [];
   const params: unknown[] = [companyId];
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   params.push(ids);
   const { rows: previews } = await ctx.db.query(
-    `${groupArtifacts(groupBy, `$${params.length}`)} select * from (
-       select visible.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from visible ${where.length ? `where ${where.join(' and ')}` : ''}
-     ) ranked where rank <= ${PREVIEWS_PER_GROUP} ${ORDER}`, params);
-  const { rows: issues } = await ctx.db.query(`select id, identifier, title from issues where id = any(${list(1, 'uuid')})`, [ids]);
+    `${groupArtifacts(groupBy, `$${params.length}`)},
+     matching as (select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}),
+     figures as (
+       select group_issue_id, count(*)::int as group_count, max(updated_at) as group_updated_at,
+              array_agg(distinct media_kind order by media_kind) as group_media_kinds
+         from matching group by group_issue_id)
+     select ranked.*, figures.group_count, figures.group_updated_at, figures.group_media_kinds from (
+       select matching.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from matching
+     ) ranked join figures using (group_issue_id) where rank <= ${PREVIEWS_PER_GROUP} ${ORDER}`, params);
   const names = await agentNamesOf(ctx, previews);
-  return groups.map((group) => {
-    const issue = issues.find((row) => row.id === group.group_issue_id)!;
-    return {
-      id: `${groupBy}:${String(issue.id)}`, groupBy, issue: { id: issue.id, identifier: issue.identifier, title: issue.title }, title: issue.title,
-      count: Number(group.count), mediaKinds: group.media_kinds.filter(Boolean),
-      previewArtifacts: previews.filter((row) => row.group_issue_id === issue.id).map((row) => artifactJson(row, names)),
-      updatedAt: time(group.updated_at), href: `/issues/${String(issue.identifier)}`,
-    };
+  return ids.flatMap((id) => {
+    // A group's previews carry its figures and name its issue.
+    const members = previews.filter((row) => row.group_issue_id === id);
+    const first = members[0];
+    if (!first) return [];
+    const issue = { id: first.group_issue_id, identifier: first.group_identifier, title: first.group_title };
+    return [{
+      id: `${groupBy}:${String(issue.id)}`, groupBy, issue, title: issue.title,
+      count: Number(first.group_count), mediaKinds: (first.group_media_kinds as string[]).filter(Boolean),
+      previewArtifacts: members.map((row) => artifactJson(row, names)),
+      updatedAt: time(first.group_updated_at), href: `/issues/${String(issue.identifier)}`,
+    }];
   });
 }
 
-/** Artifacts read per step of the group walk through the artifacts. */
-const WALK_STEP = 200;
+/**
+ * Artifacts read per step of the group walk through the artifacts, at most: a walk starts with
+ * a page's worth (where each artifact is a group of its own, one step finds the page) and
+ * doubles its step while groups repeat.
+ */
+const MAX_WALK_STEP = 200;
 /** Issues read per step of the rollup walk by parent task. */
 const PARENT_WALK_STEP = 50;
 /** Sorts after every issue id in a walk of the rollups: a walk from a cursor starts at its time itself. */
@@ -142,17 +156,25 @@ function newerGroupFirst(a: { micros: bigint; id: string }, b: { micros: bigint;
 
 /** One step of a group walk: rows newest first after `position`, each with its group and its time. */
 interface WalkRow { position_id: string; group_issue_id: string; cursor_micros: string }
-interface Walk { start: string; step: number; read: (position: { createdAt: string; id: string } | null) => Promise<WalkRow[]> }
+interface Walk {
+  start: string;
+  /** Rows of the first step, and of any step at most. */
+  step: number;
+  maxStep: number;
+  read: (position: { createdAt: string; id: string } | null, step: number) => Promise<WalkRow[]>;
+  /** Whether a row's time is always its group's newest (one row per group), also in a walk from a cursor. */
+  oneRowPerGroup: boolean;
+}
 
 /** A walk over the artifacts that match the query's filters (a group first appears at its newest matching artifact). */
 function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
   return {
-    start: '~', step: WALK_STEP,
-    read: async (position) => {
+    start: '~', step: query.limit + 1, maxStep: Math.max(query.limit + 1, MAX_WALK_STEP), oneRowPerGroup: false,
+    read: async (position, step) => {
       const params: unknown[] = [companyId];
       const where = filterConditions(query.filter, params);
       if (position) where.push(after('updated_at', 'artifact_id', position, params));
-      params.push(WALK_STEP);
+      params.push(step);
       const { rows } = await ctx.db.query(
         `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)}
          select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit $${params.length}`, params);
@@ -169,7 +191,7 @@ function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: 
   // By task each issue is a group: a page is its first limit + 1. By parent task one group may have many member issues.
   const step = groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP);
   return {
-    start: LAST_UUID, step,
+    start: LAST_UUID, step, maxStep: step, oneRowPerGroup: groupBy === 'task',
     read: async (position) => {
       const params: unknown[] = [companyId];
       const where = ['r.company_id = $1'];
@@ -197,9 +219,10 @@ function filtered(filter: ArtifactFilter): boolean {
  * group's sort key. Groups are found by walking newest first from the cursor (the issues'
  * artifact rollups, or with filters the matching artifacts): a group first appears in the walk
  * at its newest member, so the walk can stop once it has passed the newest artifact of the
- * group after the page's last. A group first met in the walk whose newest artifact lies before
- * the cursor was on an earlier page and is left out. The walk and the groups' figures read only
- * the groups' own rows, so a page costs the same however many artifacts the company has.
+ * group after the page's last. A walk from the top meets every group first at its newest
+ * member; a walk from a cursor may meet a group whose newest member lies before the cursor: it
+ * was on an earlier page and is left out. The walk and the groups' figures read only the
+ * groups' own rows, so a page costs the same however many artifacts the company has.
  */
 async function groupPage(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy) {
   let bound: { micros: bigint; id: string } | null = null;
@@ -210,20 +233,22 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
   const byRollup = !filtered(query.filter);
   const walk = byRollup ? rollupWalk(ctx, companyId, query, groupBy) : artifactWalk(ctx, companyId, query, groupBy);
   const seen = new Set<string>();
-  const found: Array<GroupAggregate & { micros: bigint; id: string }> = [];
+  const found: Array<GroupKey & { micros: bigint; id: string }> = [];
   // The walk starts at the cursor's time itself: groups sharing it with the page's last one may follow it.
   let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: walk.start } : null;
-  for (;;) {
-    const rows = await walk.read(position);
-    const fresh = [...new Set(rows.map((row) => String(row.group_issue_id)))].filter((id) => !seen.has(id));
-    fresh.forEach((id) => seen.add(id));
-    for (const aggregate of await aggregatesOf(ctx, companyId, query, groupBy, fresh)) {
-      const group = { ...aggregate, micros: BigInt(aggregate.cursor_micros), id: aggregate.group_issue_id };
+  for (let step = walk.step; ; step = Math.min(step * 2, walk.maxStep)) {
+    const rows = await walk.read(position, step);
+    const firstMet = new Map<string, WalkRow>();
+    for (const row of rows) if (!seen.has(row.group_issue_id) && !firstMet.has(row.group_issue_id)) firstMet.set(row.group_issue_id, row);
+    for (const id of firstMet.keys()) seen.add(id);
+    const keys = !bound || walk.oneRowPerGroup ? [...firstMet.values()] : await newestOf(ctx, companyId, query, groupBy, [...firstMet.keys()]);
+    for (const key of keys) {
+      const group = { group_issue_id: key.group_issue_id, cursor_micros: key.cursor_micros, micros: BigInt(key.cursor_micros), id: key.group_issue_id };
       if (!bound || newerGroupFirst(bound, group) < 0) found.push(group);
     }
     found.sort(newerGroupFirst);
     const last = rows[rows.length - 1];
-    if (!last || rows.length < walk.step) break;
+    if (!last || rows.length < step) break;
     // Walking rollups by task, the walk's order is the groups' order: every group not yet met sorts after the last one met.
     if (found.length > query.limit && byRollup && groupBy === 'task') break;
     if (found.length > query.limit && BigInt(String(last.cursor_micros)) < found[query.limit]!.micros) break;
@@ -232,7 +257,7 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
   const page = found.slice(0, query.limit);
   const end = page[page.length - 1];
   const nextCursor = found.length > query.limit && end ? encodeCursor({ createdAt: end.cursor_micros, id: `${groupBy}:${end.id}` }) : null;
-  return { groups: await groupObjects(ctx, companyId, query, groupBy, page), nextCursor };
+  return { groups: await groupObjects(ctx, companyId, query, groupBy, page.map((group) => group.id)), nextCursor };
 }
 
 /** One group opened: its artifacts page by page, and the group itself (count 0 when nothing matches). */
@@ -241,7 +266,7 @@ async function selectedGroup(ctx: WorkContext, companyId: string, query: Query, 
   const { rows: issues } = await ctx.db.query('select id, identifier, title from issues where id = $1 and company_id = $2 and hidden_at is null', [groupIssueId, companyId]);
   const issue = issues[0];
   if (!issue) throw new PluginError(404, 'not_found', 'Issue not found');
-  const [group] = await groupObjects(ctx, companyId, query, groupBy, await aggregatesOf(ctx, companyId, query, groupBy, [groupIssueId]));
+  const [group] = await groupObjects(ctx, companyId, query, groupBy, [groupIssueId]);
   const { page, nextCursor } = await artifactPage(ctx, companyId, query, groupBy);
   const names = await agentNamesOf(ctx, page);
   return {

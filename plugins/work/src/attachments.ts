@@ -1,6 +1,6 @@
 import { PluginError, respond, type BlobDownload, type RouteRequest } from '@keel/sdk/plugin';
 import { attachmentJson } from './artifact-json.ts';
-import { refreshArtifactRollup } from './artifact-rollups.ts';
+import { refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { UUID_PATTERN } from './cursor.ts';
 import { actorOf, lockIssue } from './issues.ts';
@@ -32,7 +32,7 @@ export async function uploadAttachment(req: RouteRequest, ctx: WorkContext) {
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) returning *`,
     [companyId, issue.id, file.id, file.filename, file.contentType, file.byteSize, file.sha256, agentId, userId, ctx.invocation.runId]);
   const attachment = attachmentJson(rows[0]!);
-  await refreshArtifactRollup(ctx, issue.id, companyId);
+  await refreshIssueArtifacts(ctx, issue.id, companyId);
   await ctx.activity.record({
     action: 'issue.attachment_added', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, attachmentId: attachment.id, filename: attachment.filename, contentType: attachment.contentType, byteSize: attachment.byteSize },
@@ -73,7 +73,7 @@ export async function deleteAttachment(req: RouteRequest, ctx: WorkContext) {
   const { rows: products } = await ctx.db.query('select id from work_products where attachment_id = $1 order by created_at, id', [found.id]);
   const { rows } = await ctx.db.query('delete from issue_attachments where id = $1 returning *', [found.id]);
   if (!rows[0]) throw new PluginError(404, 'not_found', 'Attachment not found');
-  await refreshArtifactRollup(ctx, issue.id, issue.company_id);
+  await refreshIssueArtifacts(ctx, issue.id, issue.company_id);
   await ctx.activity.record({
     action: 'issue.attachment_removed', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, attachmentId: found.id, filename: found.filename ?? null, detachedWorkProductIds: products.map((row) => String(row.id)) },

@@ -1,6 +1,6 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { documentJson, documentSummaryJson, revisionJson } from './artifact-json.ts';
-import { refreshArtifactRollup } from './artifact-rollups.ts';
+import { refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { actorOf, lockIssue } from './issues.ts';
 
@@ -77,7 +77,7 @@ export async function putDocument(req: RouteRequest, ctx: WorkContext) {
        values ($1, $2, $3, $4, $5, gen_random_uuid(), 1, $6, $7, $6, $7) returning *`,
       [issue.company_id, issue.id, key, title, body.body, agentId, userId]);
   const document = rows[0]!;
-  await refreshArtifactRollup(ctx, issue.id, issue.company_id);
+  await refreshIssueArtifacts(ctx, issue.id, issue.company_id);
   await ctx.db.query(
     `insert into issue_document_revisions (id, company_id, document_id, revision_number, title, body, change_summary, created_by_agent_id, created_by_user_id, run_id)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,

@@ -1,6 +1,6 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { workProductJson } from './artifact-json.ts';
-import { refreshArtifactRollup } from './artifact-rollups.ts';
+import { refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { actorOf, lockIssue } from './issues.ts';
 import { assignments, changedFields, updateRow } from './sql.ts';
@@ -55,7 +55,7 @@ export async function createWorkProduct(req: RouteRequest, ctx: WorkContext) {
       body.isPrimary ?? null, body.metadata === undefined || body.metadata === null ? null : JSON.stringify(body.metadata), body.attachmentId ?? null,
       agentId, userId, ctx.invocation.runId]);
   const product = workProductJson(rows[0]!);
-  await refreshArtifactRollup(ctx, issue.id, issue.company_id);
+  await refreshIssueArtifacts(ctx, issue.id, issue.company_id);
   await ctx.activity.record({
     action: 'issue.work_product_created', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, workProductId: product.id, type: product.type, title: product.title, status: product.status, isPrimary: product.isPrimary },
@@ -86,7 +86,7 @@ export async function updateWorkProduct(req: RouteRequest, ctx: WorkContext) {
   const sets = assignments(patch, COLUMNS, params);
   const before = workProductJson(current);
   const after = workProductJson(await updateRow(ctx.db, 'work_products', current, sets, params));
-  await refreshArtifactRollup(ctx, issue.id, issue.company_id);
+  await refreshIssueArtifacts(ctx, issue.id, issue.company_id);
   const { changes, previous } = changedFields(before, after, FIELDS);
   await ctx.activity.record({
     action: 'issue.work_product_updated', entityType: 'issue', entityId: String(issue.id),

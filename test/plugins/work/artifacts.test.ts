@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
@@ -244,11 +245,11 @@ describe('artifact groups in a company with many artifacts', () => {
     return rows.map((row: any) => [`${groupBy}:${row.id}`, row.n]);
   }
 
-  async function allGroupPages(companyId: string, groupBy: string, limit: number): Promise<Array<[string, number]>> {
+  async function allGroupPages(companyId: string, groupBy: string, limit: number, filter = ''): Promise<Array<[string, number]>> {
     const out: Array<[string, number]> = [];
     let cursor: string | null = null;
     do {
-      const res: any = await artifacts(`groupBy=${groupBy}&limit=${limit}${cursor ? `&cursor=${cursor}` : ''}`, t.api, companyId);
+      const res: any = await artifacts(`groupBy=${groupBy}&limit=${limit}${filter}${cursor ? `&cursor=${cursor}` : ''}`, t.api, companyId);
       expect(res.status, res.text).toBe(200);
       out.push(...res.body.groups.map((g: any) => [g.id, g.count] as [string, number]));
       cursor = res.body.nextCursor;
@@ -272,14 +273,19 @@ describe('artifact groups in a company with many artifacts', () => {
       for (let n = worker; n < 230; n += 10) await putDocument(t.api, big.id, `doc-${n}`, { body: `document ${n}` });
     }));
     // Three groups share their newest artifact's time: their order is their issue id.
+    // Set around the plugin, in the documents and in what the list reads (their projection rows and their issues' rollups).
+    const tied = [small[1].id, small[2].id, small[4].id];
+    await t.sql.query(`update plugin_work.issue_documents set updated_at = '2026-01-01T00:00:00Z' where issue_id = any($1::uuid[]) and key = 'two'`, [tied]);
+    await t.sql.query(`update plugin_work.artifacts set updated_at = '2026-01-01T00:00:00Z' where issue_id = any($1::uuid[]) and document_key = 'two'`, [tied]);
     await t.sql.query(
-      `update plugin_work.issue_documents set updated_at = '2026-01-01T00:00:00Z' where issue_id = any($1::uuid[]) and key = 'two'`,
-      [[small[1].id, small[2].id, small[4].id]]);
+      `update plugin_work.artifact_rollups r set latest_at = (select max(updated_at) from plugin_work.artifacts a where a.issue_id = r.issue_id) where issue_id = any($1::uuid[])`, [tied]);
 
     for (const groupBy of ['task', 'parent_task'] as const) {
       const expected = await expectedGroups(busy.id, groupBy);
       expect(expected.length).toBeGreaterThan(5);
       for (const limit of [1, 3, 100]) expect(await allGroupPages(busy.id, groupBy, limit), `${groupBy} limit ${limit}`).toEqual(expected);
+      // With a filter the walk goes through the matching artifacts themselves, its step growing past the big group (every artifact here is a document).
+      for (const limit of [1, 3]) expect(await allGroupPages(busy.id, groupBy, limit, '&kind=document'), `${groupBy} kind=document limit ${limit}`).toEqual(expected);
     }
     const grouped = (await artifacts('groupBy=parent_task', t.api, busy.id)).body.groups;
     expect(grouped.find((g: any) => g.issue.id === parent.id).count).toBe(6);
@@ -287,9 +293,43 @@ describe('artifact groups in a company with many artifacts', () => {
   });
 });
 
+describe('the artifact projection', () => {
+  it("is what migration 0013's backfill builds from the artifacts themselves, row for row", async () => {
+    const migration = await readFile(new URL('../../../plugins/work/migrations/0013-artifact-projection.sql', import.meta.url), 'utf8');
+    // Its statements that fill the projection and the rollups' media kinds.
+    const backfill = migration.split('\n').filter((line) => !line.startsWith('--')).join('\n').split(';')
+      .map((statement) => statement.trim()).filter((statement) => /^(insert into artifacts|update artifact_rollups)/.test(statement));
+    expect(backfill).toHaveLength(2);
+    const client = await t.sql.connect();
+    try {
+      const rows = `select (select coalesce(jsonb_agg(to_jsonb(a) order by artifact_id), '[]') from plugin_work.artifacts a) as artifacts,
+                           (select coalesce(jsonb_agg(to_jsonb(r) order by issue_id), '[]') from plugin_work.artifact_rollups r) as rollups`;
+      const kept = (await client.query(rows)).rows[0];
+      expect(kept.artifacts.length).toBeGreaterThan(5);
+      expect(kept.rollups.some((rollup: any) => rollup.media_kinds.length > 1)).toBe(true);
+      await client.query('begin');
+      await client.query('set local search_path = plugin_work');
+      await client.query(`delete from artifacts`);
+      await client.query(`update artifact_rollups set media_kinds = '{}'`);
+      for (const statement of backfill) await client.query(statement);
+      expect((await client.query(rows)).rows[0]).toEqual(kept);
+    } finally {
+      await client.query('rollback');
+      client.release();
+    }
+  });
+});
+
 describe('artifact groups follow every artifact write', () => {
-  /** The rollups as the artifacts themselves compute them (count and newest change per issue). */
+  /** The projection's rows and the rollups as the artifacts themselves compute them (count and newest change per issue). */
   async function rollupsMatchArtifacts(companyId: string) {
+    const projection = await t.sql.query(
+      `select (select coalesce(jsonb_agg(jsonb_build_array(artifact_id, issue_id, updated_at, media_kind) order by artifact_id), '[]') from plugin_work.artifacts where company_id = $1) as kept,
+              (select coalesce(jsonb_agg(jsonb_build_array(artifact_id, issue_id, updated_at, media_kind) order by artifact_id), '[]') from (
+                 select 'document:' || id as artifact_id, issue_id, updated_at, 'document' as media_kind from plugin_work.issue_documents where company_id = $1
+                 union all select 'attachment:' || id, issue_id, updated_at, case when content_type like 'image/%' then 'image' else 'text' end from plugin_work.issue_attachments where company_id = $1
+                 union all select 'work_product:' || id, issue_id, updated_at, '' from plugin_work.work_products where company_id = $1) a) as counted`, [companyId]);
+    expect(projection.rows[0].kept).toEqual(projection.rows[0].counted);
     const { rows } = await t.sql.query(
       `select (select coalesce(jsonb_agg(jsonb_build_array(issue_id, artifact_count, latest_at) order by issue_id), '[]') from plugin_work.artifact_rollups where company_id = $1) as kept,
               (select coalesce(jsonb_agg(jsonb_build_array(issue_id, n, latest) order by issue_id), '[]') from (
@@ -327,5 +367,14 @@ describe('artifact groups follow every artifact write', () => {
     expect((await groupIds(shop.id)).map((g: any) => g[0])).not.toContain(x.id);
     await t.sql.query('update plugin_work.issues set hidden_at = null where id = $1', [x.id]);
     expect((await groupIds(shop.id)).map((g: any) => g[0])).toContain(x.id);
+    // A work product's row follows its file: an image while it has one, a plain link once the file is deleted.
+    const picture = await attach(t.api, shop.id, z.id, PNG_1X1, 'image/png', 'shot.png');
+    const shot = await t.api.post(`/api/issues/${z.id}/work-products`, { type: 'artifact', title: 'Screenshot', attachmentId: picture.id });
+    expect(shot.status, shot.text).toBe(201);
+    const kindOf = async () => (await artifacts(`q=Screenshot`, t.api, shop.id)).body.artifacts.find((a: any) => a.id === `work_product:${shot.body.id}`);
+    expect(await kindOf()).toMatchObject({ mediaKind: 'image', contentType: 'image/png' });
+    expect((await t.api.delete(`/api/attachments/${picture.id}`)).status).toBe(200);
+    expect(await kindOf()).toMatchObject({ mediaKind: '', contentType: null, contentPath: null });
+    await rollupsMatchArtifacts(shop.id);
   });
 });
