@@ -1,6 +1,6 @@
 import autocannon from 'autocannon';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
-import { printTable } from './support/load.ts';
+import { printTable, sequentialLatency } from './support/load.ts';
 
 const CONNECTIONS = Number(process.env.WORK_BENCH_CONNECTIONS ?? 10);
 const SECONDS = Number(process.env.WORK_BENCH_SECONDS ?? 6);
@@ -34,14 +34,14 @@ export async function run(): Promise<void> {
       const deep = await cursorAfter(`${base}?limit=50`, 20);
       rows.push({
         'issues in company': size.toLocaleString('en'),
-        'list (50, newest)': await latency(base),
-        'list by project + status': await latency(`${base}?projectId=${project.id}&status=todo`),
-        'list page 21 (cursor)': await latency(`${base}?limit=50&cursor=${deep}`),
-        'get by identifier': await latency(`${kernel.url}/api/issues/${company.issuePrefix}-${Math.ceil(size / 2)}`),
-        'artifacts (30)': await latency(`${kernel.url}/api/companies/${company.id}/artifacts`),
-        'artifacts grouped by task': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task`),
-        'by parent task': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=parent_task`),
-        'by task, kind=document': await latency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task&kind=document`),
+        'list (50, newest)': await sequentialLatency(base, READS),
+        'list by project + status': await sequentialLatency(`${base}?projectId=${project.id}&status=todo`, READS),
+        'list page 21 (cursor)': await sequentialLatency(`${base}?limit=50&cursor=${deep}`, READS),
+        'get by identifier': await sequentialLatency(`${kernel.url}/api/issues/${company.issuePrefix}-${Math.ceil(size / 2)}`, READS),
+        'artifacts (30)': await sequentialLatency(`${kernel.url}/api/companies/${company.id}/artifacts`, READS),
+        'artifacts grouped by task': await sequentialLatency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task`, READS),
+        'by parent task': await sequentialLatency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=parent_task`, READS),
+        'by task, kind=document': await sequentialLatency(`${kernel.url}/api/companies/${company.id}/artifacts?groupBy=task&kind=document`, READS),
       });
     }
     printTable(`issue reads: p50 / p99 ms of ${READS} sequential requests`, rows);
@@ -123,19 +123,4 @@ async function cursorAfter(url: string, pages: number): Promise<string> {
     cursor = res.headers.get('x-next-cursor') ?? cursor;
   }
   return cursor;
-}
-
-async function latency(url: string): Promise<string> {
-  for (let i = 0; i < 10; i++) await (await fetch(url)).text();
-  const samples: number[] = [];
-  for (let i = 0; i < READS; i++) {
-    const started = performance.now();
-    const res = await fetch(url);
-    await res.text();
-    if (!res.ok) throw new Error(`${url}: ${res.status}`);
-    samples.push(performance.now() - started);
-  }
-  samples.sort((a, b) => a - b);
-  const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!.toFixed(1);
-  return `${at(0.5)} / ${at(0.99)}`;
 }
