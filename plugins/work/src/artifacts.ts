@@ -4,6 +4,7 @@ import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
 import { time } from './json.ts';
+import { readLimit } from './sql.ts';
 
 type Row = Record<string, unknown>;
 
@@ -68,8 +69,7 @@ async function artifactPage(ctx: WorkContext, companyId: string, query: Query, g
   const groupIssueId = query.filter.groupIssueId;
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   if (query.cursor) where.push(after('updated_at', 'artifact_id', decodeCursor(query.cursor, ARTIFACT_CURSOR), params));
-  params.push(query.limit + 1);
-  const limit = `$${params.length}`;
+  const limit = String(readLimit(query.limit + 1));
   let sql: string;
   if (groupIssueId) {
     params.push([groupIssueId]);
@@ -169,15 +169,14 @@ interface Walk {
 /** A walk over the artifacts that match the query's filters (a group first appears at its newest matching artifact). */
 function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
   return {
-    start: '~', step: query.limit + 1, maxStep: Math.max(query.limit + 1, MAX_WALK_STEP), oneRowPerGroup: false,
+    start: '~', step: readLimit(query.limit + 1), maxStep: readLimit(Math.max(query.limit + 1, MAX_WALK_STEP)), oneRowPerGroup: false,
     read: async (position, step) => {
       const params: unknown[] = [companyId];
       const where = filterConditions(query.filter, params);
       if (position) where.push(after('updated_at', 'artifact_id', position, params));
-      params.push(step);
       const { rows } = await ctx.db.query(
-        `${visibleArtifactCandidates(groupBy, where, `$${params.length}`)}
-         select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit $${params.length}`, params);
+        `${visibleArtifactCandidates(groupBy, where, String(step))}
+         select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit ${step}`, params);
       return rows as unknown as WalkRow[];
     },
   };
@@ -189,21 +188,20 @@ function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy
  */
 function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
   // By task each issue is a group: a page is its first limit + 1. By parent task one group may have many member issues.
-  const step = groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP);
+  const step = readLimit(groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP));
   return {
     start: LAST_UUID, step, maxStep: step, oneRowPerGroup: groupBy === 'task',
     read: async (position) => {
       const params: unknown[] = [companyId];
       const where = ['r.company_id = $1'];
       if (position) where.push(after('r.latest_at', 'r.issue_id', position, params, 'uuid'));
-      params.push(step);
       const { rows } = await ctx.db.query(
         `select r.issue_id::text as position_id, ${groupIssue(groupBy)} as group_issue_id,
                 (extract(epoch from r.latest_at) * 1000000)::bigint::text as cursor_micros
            from artifact_rollups r
            join issues i on i.id = r.issue_id and i.hidden_at is null
            left join issues parent on parent.id = i.parent_id and parent.hidden_at is null
-          where ${where.join(' and ')} order by r.latest_at desc, r.issue_id desc limit $${params.length}`, params);
+          where ${where.join(' and ')} order by r.latest_at desc, r.issue_id desc limit ${step}`, params);
       return rows as unknown as WalkRow[];
     },
   };
@@ -236,7 +234,7 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
   const found: Array<GroupKey & { micros: bigint; id: string }> = [];
   // The walk starts at the cursor's time itself: groups sharing it with the page's last one may follow it.
   let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: walk.start } : null;
-  for (let step = walk.step; ; step = Math.min(step * 2, walk.maxStep)) {
+  for (let step = walk.step; ; step = readLimit(Math.min(step * 2, walk.maxStep))) {
     const rows = await walk.read(position, step);
     const firstMet = new Map<string, WalkRow>();
     for (const row of rows) if (!seen.has(row.group_issue_id) && !firstMet.has(row.group_issue_id)) firstMet.set(row.group_issue_id, row);

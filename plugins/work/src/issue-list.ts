@@ -2,7 +2,7 @@ import { respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { issueJson } from './json.ts';
-import { list } from './sql.ts';
+import { list, readLimit } from './sql.ts';
 
 const DEFAULT_LIMIT = 50;
 /** Exact-match filters: query parameter -> column. */
@@ -39,11 +39,10 @@ export async function listIssues(req: RouteRequest, ctx: WorkContext) {
     where.push(`(created_at, id) < ('epoch'::timestamptz + $${params.length - 1}::bigint * interval '1 microsecond', $${params.length}::uuid)`);
   }
   const limit = typeof query.limit === 'number' ? query.limit : DEFAULT_LIMIT;
-  params.push(limit + 1);
   const { rows } = await ctx.db.query(
     `select i.*, (extract(epoch from created_at) * 1000000)::bigint::text as cursor_micros,
             coalesce((select array_agg(b.blocker_id::text order by b.created_at, b.blocker_id) from issue_blockers b where b.issue_id = i.id), '{}') as blockers
-       from issues i where ${where.join(' and ')} order by created_at desc, id desc limit $${params.length}`, params);
+       from issues i where ${where.join(' and ')} order by created_at desc, id desc limit ${readLimit(limit + 1)}`, params);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
   const headers: Record<string, string> = rows.length > limit && last ? { 'x-next-cursor': encodeCursor({ createdAt: String(last.cursor_micros), id: String(last.id) }) } : {};

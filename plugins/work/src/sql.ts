@@ -52,3 +52,18 @@ export function changedFields(before: Record<string, unknown>, after: Record<str
   }
   return { changes, previous };
 }
+
+/** The row counts a page may read (see readLimit). */
+const READ_LIMITS = [11, 31, 51, 101, 201, 501, 1001];
+
+/**
+ * How many rows a statement reads for a page that needs `rows` (its size, and one more to
+ * know whether another page follows): the next of a few fixed counts, written into the SQL as
+ * a literal. A bound LIMIT made PostgreSQL plan the statement anew on every call (its generic
+ * plan assumes a tenth of the table), and planning cost more than running the page; a few
+ * fixed texts are prepared and planned once per connection. The default page sizes (30 and 50)
+ * read exactly their rows; the caller keeps the first it needs.
+ */
+export function readLimit(rows: number): number {
+  return READ_LIMITS.find((count) => count >= rows) ?? Math.ceil(rows);
+}
