@@ -127,9 +127,11 @@ export class PluginProcess {
         break;
       case 'call':
         this.onCall(message).then(
+          // JSON text, so that the worker sees exactly what JSON makes of a kernel row (a Date
+          // as its ISO string, undefined properties gone), whatever the channel could copy.
           (value) => this.send(value instanceof DeliversSecrets
-            ? { t: 'reply', id: message.id, ok: true, value: value.value, secrets: value.secrets }
-            : { t: 'reply', id: message.id, ok: true, value }),
+            ? { t: 'reply', id: message.id, ok: true, json: JSON.stringify(value.value), secrets: value.secrets }
+            : { t: 'reply', id: message.id, ok: true, json: JSON.stringify(value) }),
           (failure: { status?: number; code?: string; message?: string; expose?: boolean } | undefined) => {
             const error = failure ?? {};
             // Only the kernel's own errors (status and code) say why; any other failure is internal and its text stays here.

@@ -123,7 +123,7 @@ export class HostedPlugin {
         if (!waiter) return;
         this.kernelCalls.delete(message.id);
         if (message.secrets?.length) this.delivered.add(message.secrets);
-        if (message.ok) waiter.resolve(message.value);
+        if (message.ok) waiter.resolve(message.json === undefined ? undefined : JSON.parse(message.json));
         else waiter.reject(new CapabilityError(message.error?.status ?? 500, message.error?.code ?? 'kernel_error', message.error?.message ?? 'kernel call failed'));
         break;
       }
