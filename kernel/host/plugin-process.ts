@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CallResult, InvokeMessage, KernelToWorker, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+import type { CallResult, InvokeMessage, KernelToWorker, RouteEnvelope, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
 import { WorkerHost } from './worker-host.ts';
 
-export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+/** A call's outcome: see CallResult (`envelope` only for routes and webhooks). */
+export interface InvokeResult { ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
 export type KernelCallHandler = (call: Extract<SlotReport, { t: 'call' }>) => Promise<unknown>;
 
 export interface PluginHealth {
@@ -203,7 +204,7 @@ export class PluginProcess {
     this.pending.delete(message.id);
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
-    waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
+    waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten });
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */

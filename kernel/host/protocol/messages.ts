@@ -96,7 +96,18 @@ export interface WireError {
   issues?: Array<{ path: string | Array<string | number>; message: string }>;
 }
 
-export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+/**
+ * A route's `respond()` envelope, taken apart by the worker, which has parsed the answer
+ * anyway: the kernel writes `body` (the envelope's body as JSON text; absent when it has none)
+ * as it is and checks the other parts as it checks any envelope (contributions/route-answer.ts).
+ */
+export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: unknown; stream?: unknown; body?: string }
+
+/**
+ * A call's outcome. A successful answer is `value` (JSON text), or `envelope` for a route's or
+ * webhook's answer that is a `respond()` envelope and nothing else.
+ */
+export interface CallResult { id: string; ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
 
 /** What one plugin of a worker process says to the kernel. */
 export type SlotReport =
