@@ -1,10 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CallResult, InvokeMessage, KernelToWorker, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+import type { CallResult, InvokeMessage, KernelToWorker, RouteEnvelope, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
 import { WorkerHost } from './worker-host.ts';
 
-export interface InvokeResult { ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+/** A call's outcome: see CallResult (`envelope` only for routes and webhooks). */
+export interface InvokeResult { ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
 export type KernelCallHandler = (call: Extract<SlotReport, { t: 'call' }>) => Promise<unknown>;
 
 export interface PluginHealth {
@@ -127,9 +128,11 @@ export class PluginProcess {
         break;
       case 'call':
         this.onCall(message).then(
+          // JSON text, so that the worker sees exactly what JSON makes of a kernel row (a Date
+          // as its ISO string, undefined properties gone), whatever the channel could copy.
           (value) => this.send(value instanceof DeliversSecrets
-            ? { t: 'reply', id: message.id, ok: true, value: value.value, secrets: value.secrets }
-            : { t: 'reply', id: message.id, ok: true, value }),
+            ? { t: 'reply', id: message.id, ok: true, json: JSON.stringify(value.value), secrets: value.secrets }
+            : { t: 'reply', id: message.id, ok: true, json: JSON.stringify(value) }),
           (failure: { status?: number; code?: string; message?: string; expose?: boolean } | undefined) => {
             const error = failure ?? {};
             // Only the kernel's own errors (status and code) say why; any other failure is internal and its text stays here.
@@ -201,7 +204,7 @@ export class PluginProcess {
     this.pending.delete(message.id);
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
-    waiter.resolve({ ok: message.ok, value: message.value, error: message.error, activityWritten: message.activityWritten });
+    waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten });
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */

@@ -83,7 +83,10 @@ export class WorkerHost {
   private async spawn(): Promise<ChildProcess> {
     const child = fork(await workerEntry(), [], {
       execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
-      serialization: 'json',
+      // V8's serialization copies the long JSON texts messages carry (answers, inputs) as
+      // they are; the JSON channel escaped and unescaped them again on every hop. Messages
+      // stay plain data (protocol/messages.ts).
+      serialization: 'advanced',
       // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
       // which stops workers in order, not every worker at once mid-request.
       detached: true,

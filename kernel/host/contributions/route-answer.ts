@@ -3,6 +3,7 @@ import type { Actor } from '../../auth/actor.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { RouteResponseManifest } from '../../../sdk/plugin/manifest.ts';
 import type { InvokeResult } from '../plugin-process.ts';
+import type { RouteEnvelope } from '../protocol/messages.ts';
 import { heldKey, type StreamHub, type StreamScope } from '../stream-hub.ts';
 import { answerSse, DEFAULT_MAX_STREAMS, sseFrames } from '../sse-connection.ts';
 
@@ -16,13 +17,8 @@ const KERNEL_OWNED = new Set(['x-request-id', 'x-content-type-options', 'x-frame
 /** `inline` or `attachment`, with an optional plain quoted file name: nothing a browser could misread. */
 const CONTENT_DISPOSITION = /^(inline|attachment)(; ?filename="[\x20-\x21\x23-\x5b\x5d-\x7e]{1,200}")?$/;
 
-interface Envelope {
-  status?: number;
-  body?: unknown;
-  headers?: Record<string, unknown>;
-  events?: unknown;
-  stream?: { channel?: unknown };
-}
+/** A respond() envelope, with its body as JSON text (absent when the envelope has none). */
+type Envelope = RouteEnvelope & { status?: number; headers?: Record<string, unknown>; stream?: { channel?: unknown } };
 
 /** What a route's answer may be, and where a held stream of it belongs. */
 export interface AnswerOptions {
@@ -43,10 +39,12 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
     const status = error.status >= 400 && error.status <= 599 ? error.status : 500;
     throw new KeelError(status, error.code, error.message, { details: error.details, issues: error.issues, expose: true });
   }
+  // The worker took a respond() envelope apart already (worker/wired-answer.ts).
+  if (result.envelope) return answerEnvelope(ctx, result.envelope as Envelope, successStatus, options);
   const raw = result.value ?? 'null';
   const rawTypes = options.response?.contentTypes;
   // The worker already parsed and bounded this JSON; a plain answer goes out as the same text,
-  // and only an explicit respond() envelope (or a string on a raw route) is parsed here.
+  // and only what starts like a respond() envelope (or a string on a raw route) is parsed here.
   if (!raw.startsWith('{"$response"')) {
     if (rawTypes && raw.startsWith('"')) return sendRaw(ctx, successStatus, JSON.parse(raw) as string, rawTypes[0]!);
     ctx.status = successStatus;
@@ -55,13 +53,20 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
     return;
   }
   const value = JSON.parse(raw) as { $response?: unknown };
-  const envelope = value.$response && typeof value.$response === 'object' && !Array.isArray(value.$response) ? value.$response as Envelope : null;
-  if (!envelope) {
+  const parts = value.$response && typeof value.$response === 'object' && !Array.isArray(value.$response) ? value.$response as Record<string, unknown> : null;
+  if (!parts) {
     ctx.status = successStatus;
     ctx.type = 'application/json';
     ctx.body = raw;
     return;
   }
+  const { body, ...rest } = parts;
+  answerEnvelope(ctx, { ...rest, ...(body === undefined ? {} : { body: JSON.stringify(body) }) } as Envelope, successStatus, options);
+}
+
+/** A respond() envelope: its headers, status and content type checked, its body written as the JSON text it is (or as raw text where the route allows). */
+function answerEnvelope(ctx: Context, envelope: Envelope, successStatus: number, options: AnswerOptions): void {
+  const rawTypes = options.response?.contentTypes;
   const headers = answerHeaders(envelope.headers, Boolean(rawTypes));
   if (envelope.events !== undefined || envelope.stream !== undefined) return sendEvents(ctx, envelope, headers, options);
   const status = Number.isInteger(envelope.status) && envelope.status! >= 200 && envelope.status! <= 599 ? envelope.status! : successStatus;
@@ -70,16 +75,20 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
     throw invalid(`The plugin answered with content type ${chosen}, which the route does not declare under response.contentTypes`);
   }
   for (const [name, text] of headers.rest) ctx.set(name, text);
-  if (typeof envelope.body === 'string' && rawTypes && chosen !== 'application/json') return sendRaw(ctx, status, envelope.body, chosen ?? rawTypes[0]!);
+  const bodyText = envelope.body;
+  // JSON text that starts with a quote is a string.
+  const text = bodyText !== undefined && bodyText.startsWith('"') ? JSON.parse(bodyText) as string : undefined;
+  if (text !== undefined && rawTypes && chosen !== 'application/json') return sendRaw(ctx, status, text, chosen ?? rawTypes[0]!);
   if (chosen !== undefined && chosen !== 'application/json') throw invalid(`The plugin answered a ${chosen} body that is not a string`);
   ctx.status = status;
   // MCP and others answer 202 Accepted with no body at all.
-  if (envelope.body === undefined && (status === 202 || status === 204)) {
+  if (bodyText === undefined && (status === 202 || status === 204)) {
     ctx.body = '';
     ctx.remove('Content-Type');
     return;
   }
-  ctx.body = envelope.body === undefined || envelope.body === null ? 'null' : envelope.body;
+  // A string body goes out as its characters, unquoted, as it always has; any other is its JSON text.
+  ctx.body = bodyText === undefined ? 'null' : text ?? bodyText;
   ctx.type = 'application/json';
 }
 

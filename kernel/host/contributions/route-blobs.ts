@@ -50,7 +50,8 @@ export async function sendDownload(ctx: Context, host: ExtensionHost, plugin: st
   if (!result.ok) return false;
   assertGranted(host, plugin, 'a download route', ['blobs.read', 'blobs.write']);
   let answer: { blob?: unknown; disposition?: unknown; filename?: unknown };
-  try { answer = JSON.parse(result.value ?? 'null') ?? {}; } catch { answer = {}; }
+  // A respond() envelope (result.envelope) names no blob either.
+  try { answer = result.envelope ? {} : JSON.parse(result.value ?? 'null') ?? {}; } catch { answer = {}; }
   if (typeof answer !== 'object' || typeof answer.blob !== 'string') {
     throw new KeelError(502, 'plugin_invalid_response', `${plugin}: a download route answers { blob, disposition?, filename? }`, { expose: true });
   }

@@ -17,7 +17,7 @@ export async function invokePerCompany(companies: readonly string[], sum: readon
     if (!result.ok) return result;
     activityWritten ||= result.activityWritten;
     const raw = result.value ?? 'null';
-    if (raw.startsWith('{"$response"')) {
+    if (result.envelope || raw.startsWith('{"$response"')) {
       throw new KeelError(502, 'plugin_invalid_response', 'A perCompany route answers plain JSON: the host merges the answers and sets the status itself', { expose: true });
     }
     const value = JSON.parse(raw) as unknown;

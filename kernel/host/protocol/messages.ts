@@ -1,6 +1,10 @@
 /**
- * The contract between the kernel and a plugin's extension-host worker process. Only JSON
- * crosses; payloads that plugins produce travel as strings and are parsed on the far side.
+ * The contract between the kernel and a plugin's extension-host worker process. The channel
+ * uses V8's structured serialization (worker-host.ts), which copies a long string without
+ * escaping it; every message is still plain data (strings, numbers, booleans, null, arrays
+ * and plain objects), and values whose meaning is JSON's (a plugin's answer, a kernel
+ * capability's result) travel as JSON text, produced by JSON.stringify on the sending side and
+ * parsed on the far side, so nothing depends on how the channel would copy a Date or a class.
  * Identity (company, actor, run) always comes from the kernel, never from the worker.
  */
 import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
@@ -64,8 +68,12 @@ export type SlotMessage =
   | InvokeMessage
   /** Calls of one batched route, run in one transaction with a savepoint per item; each answered after the commit. */
   | { t: 'invoke_batch'; items: InvokeMessage[] }
-  /** secrets: values the answer delivers (secrets.resolveEnvironment), which the worker keeps out of every output. */
-  | { t: 'reply'; id: number; ok: boolean; value?: unknown; error?: WireError; secrets?: string[] }
+  /**
+   * The answer to a kernel capability call: `json` is its value as JSON text (absent for
+   * undefined). secrets: values the answer delivers (secrets.resolveEnvironment), which the
+   * worker keeps out of every output.
+   */
+  | { t: 'reply'; id: number; ok: boolean; json?: string; error?: WireError; secrets?: string[] }
   | { t: 'config'; config: Record<string, unknown> };
 
 /**
@@ -88,7 +96,18 @@ export interface WireError {
   issues?: Array<{ path: string | Array<string | number>; message: string }>;
 }
 
-export interface CallResult { id: string; ok: boolean; value?: string; error?: WireError; activityWritten: boolean }
+/**
+ * A route's `respond()` envelope, taken apart by the worker, which has parsed the answer
+ * anyway: the kernel writes `body` (the envelope's body as JSON text; absent when it has none)
+ * as it is and checks the other parts as it checks any envelope (contributions/route-answer.ts).
+ */
+export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: unknown; stream?: unknown; body?: string }
+
+/**
+ * A call's outcome. A successful answer is `value` (JSON text), or `envelope` for a route's or
+ * webhook's answer that is a `respond()` envelope and nothing else.
+ */
+export interface CallResult { id: string; ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
 
 /** What one plugin of a worker process says to the kernel. */
 export type SlotReport =

@@ -3,6 +3,7 @@ import type { CallResult, InvokeMessage, SlotReport, WireError } from '../protoc
 import { flushBatchActivity } from './capabilities/activity.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
 import { Invocation } from './invocation.ts';
+import type { WiredAnswer } from './wired-answer.ts';
 
 /** What the batch runner needs of the worker (worker-main.ts). */
 export interface BatchHost {
@@ -16,8 +17,8 @@ export interface BatchHost {
   wireFromPlugin(raw: unknown, target: string): WireError;
   /** A transaction that could not be opened, written or committed: a fixed message (PostgreSQL's text goes to the plugin's log). */
   transactionFailed(stage: 'open' | 'activity' | 'commit', target: string, error: unknown): WireError;
-  /** A plugin's answer (JSON text), rid of delivered secrets. */
-  output(json: string): string;
+  /** A plugin's answer as it goes to the kernel (wired-answer.ts), rid of delivered secrets. */
+  answer(kind: InvokeMessage['kind'], value: unknown): WiredAnswer;
 }
 
 /**
@@ -104,7 +105,8 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
       const entry = item.defaultActivity;
       activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
     }
-    results.push({ id: item.id, ok: true, value: host.output(JSON.stringify(answer.v ?? null)), activityWritten: true });
+    const { value, envelope } = host.answer(item.kind, answer.v ?? null);
+    results.push({ id: item.id, ok: true, value, envelope, activityWritten: true });
   });
   const failure = await db.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity));
   if (failure) {
@@ -138,7 +140,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<{ ok: boolean; value?: string; error?: WireError; activityWritten: boolean; activity: unknown[][] }>((resolve) => {
+      const { activity: entries, ...outcome } = await new Promise<Omit<CallResult, 'id'> & { activity: unknown[][] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };

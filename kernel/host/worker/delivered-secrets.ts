@@ -35,9 +35,4 @@ export class DeliveredSecrets {
   value<T>(value: T): T {
     return this.active ? this.active.redactValue(value) as T : value;
   }
-
-  /** JSON text with every string and key redacted. */
-  json(text: string): string {
-    return this.active ? JSON.stringify(this.active.redactValue(JSON.parse(text))) : text;
-  }
 }

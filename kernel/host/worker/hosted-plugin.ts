@@ -12,6 +12,7 @@ import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
+import { wiredAnswer } from './wired-answer.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -88,8 +89,8 @@ export class HostedPlugin {
       send: (report) => this.host.send(report),
       log: (level, message) => this.log(level, message),
       wireFromPlugin: (raw, target) => this.wireFromPlugin(raw, target),
+      answer: (kind, value) => wiredAnswer(kind, this.delivered.value(value)),
       transactionFailed: (stage, target, error) => this.transactionFailed(stage, target, error),
-      output: (json) => this.delivered.json(json),
     });
   }
 
@@ -123,7 +124,7 @@ export class HostedPlugin {
         if (!waiter) return;
         this.kernelCalls.delete(message.id);
         if (message.secrets?.length) this.delivered.add(message.secrets);
-        if (message.ok) waiter.resolve(message.value);
+        if (message.ok) waiter.resolve(message.json === undefined ? undefined : JSON.parse(message.json));
         else waiter.reject(new CapabilityError(message.error?.status ?? 500, message.error?.code ?? 'kernel_error', message.error?.message ?? 'kernel call failed'));
         break;
       }
@@ -368,16 +369,16 @@ export class HostedPlugin {
     }
     let ok = parsed?.ok === true;
     let error = ok ? undefined : this.wireFromPlugin(parsed?.e, invocation.message.target);
-    let value = ok ? this.delivered.json(JSON.stringify(parsed.v ?? null)) : undefined;
-    if (ok && value !== undefined && Buffer.byteLength(value) > this.init.limits.maxResponseBytes) {
+    let answer = ok ? wiredAnswer(invocation.message.kind, this.delivered.value(parsed.v ?? null)) : undefined;
+    if (ok && answer && answer.bytes > this.init.limits.maxResponseBytes) {
       ok = false;
       error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${this.init.limits.maxResponseBytes} bytes` };
-      value = undefined;
+      answer = undefined;
     }
     if (await this.cancelStatements(invocation) && ok) {
       ok = false;
       error = { status: 500, code: 'plugin_transaction_failed', message: `${this.init.pluginKey} answered while a statement of its transaction was still running; the statement was cancelled and the transaction rolled back` };
-      value = undefined;
+      answer = undefined;
     }
     invocation.settling = true;
     if (ok && invocation.wantsTransaction && !invocation.message.readOnly && invocation.message.defaultActivity && !invocation.activityWritten && database) {
@@ -387,7 +388,7 @@ export class HostedPlugin {
       } catch (activityError) {
         ok = false;
         error = this.transactionFailed('activity', invocation.message.target, activityError);
-        value = undefined;
+        answer = undefined;
       }
     }
     if (ok && invocation.openedRuns && database) {
@@ -396,19 +397,19 @@ export class HostedPlugin {
       } catch (confirmError) {
         ok = false;
         error = this.transactionFailed('commit', invocation.message.target, confirmError);
-        value = undefined;
+        answer = undefined;
       }
     }
     if (invocation.batchLead) {
       // The batch handler's answers go to the batch, which owns the transaction.
       this.invocations.delete(invocation.id);
-      invocation.batchLead.resolve({ ok, value, error });
+      invocation.batchLead.resolve({ ok, value: answer?.value, error });
       return;
     }
     if (invocation.batch) {
       // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
       this.invocations.delete(invocation.id);
-      invocation.batch.resolve({ ok, value, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
+      invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
       return;
     }
     const client = await invocation.openedClient();
@@ -418,14 +419,14 @@ export class HostedPlugin {
       if (failure && ok) {
         ok = false;
         error = this.transactionFailed('commit', invocation.message.target, failure);
-        value = undefined;
+        answer = undefined;
       }
     } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
       await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
     }
     this.invocations.delete(invocation.id);
     // Status changes are reported only when the transaction that made them committed.
-    this.host.send({ t: 'result', id: invocation.id, ok, value, error, activityWritten: invocation.activityWritten });
+    this.host.send({ t: 'result', id: invocation.id, ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten });
   }
 
   /**

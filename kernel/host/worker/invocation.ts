@@ -58,7 +58,7 @@ export class Invocation {
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.
    */
-  batch?: { resolve(outcome: { ok: boolean; value?: string; error?: import('../protocol/messages.ts').WireError; activityWritten: boolean; activity: unknown[][]; }): void };
+  batch?: { resolve(outcome: Omit<import('../protocol/messages.ts').CallResult, 'id'> & { activity: unknown[][] }): void };
 
   /**
    * Set on the one call that runs a plugin's batch handler: it receives the handler's answers.

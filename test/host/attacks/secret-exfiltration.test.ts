@@ -120,6 +120,18 @@ describe('secret values the host delivered to a plugin', () => {
     await expectKernelAlive(t);
   });
 
+  it('are kept out of an answer made with respond(), its headers included, which keeps its status and headers', async () => {
+    const res = await t.api.post(`${GRANTED}/companies/${company.id}/exfiltrate-respond`, body());
+    expect(res.status, res.text).toBe(201);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(res.headers.get('cache-control')).toBe('no-store');
+    expect(res.headers.get('x-leak')).toBe('token=[REDACTED];');
+    expect(res.body.leaked).toHaveLength(2);
+    expect(res.body.leaked[0].raw).toBe('token=[REDACTED];');
+    expectNoSecret(res.text, 'the answer');
+    expectNoSecret(JSON.stringify([...res.headers]), 'the answer\'s headers');
+  });
+
   it('are kept out of the errors a plugin throws', async () => {
     const res = await t.api.post(`${GRANTED}/companies/${company.id}/exfiltrate-error`, body());
     expect(res.status, res.text).toBe(400);

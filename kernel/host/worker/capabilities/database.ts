@@ -3,6 +3,7 @@ import type { Invocation } from '../invocation.ts';
 import { refusedStatement } from '../../../../sdk/shared/sql-guard.ts';
 import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
+import { isolateJsonTypes } from './timestamp-text.ts';
 
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
@@ -45,6 +46,8 @@ export class PluginDatabase {
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
+      // Date and time columns reach the isolate as JSON: read straight into that text (timestamp-text.ts).
+      types: isolateJsonTypes(),
       // Statements queued on a connection go out at once instead of each waiting for the one
       // before it to answer: a call's BEGIN travels with its first statement (one round trip,
       // not two). Each statement keeps its own Sync, so one that fails aborts the transaction
