@@ -169,7 +169,8 @@ interface Walk {
 /** A walk over the artifacts that match the query's filters (a group first appears at its newest matching artifact). */
 function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
   return {
-    start: '~', step: readLimit(query.limit + 1), maxStep: readLimit(Math.max(query.limit + 1, MAX_WALK_STEP)), oneRowPerGroup: false,
+    // A page's groups and one more, and a row past the last of them (the walk stops only once past its time).
+    start: '~', step: readLimit(query.limit + 2), maxStep: readLimit(Math.max(query.limit + 2, MAX_WALK_STEP)), oneRowPerGroup: false,
     read: async (position, step) => {
       const params: unknown[] = [companyId];
       const where = filterConditions(query.filter, params);
