@@ -32,18 +32,21 @@ export function visibleArtifactCandidates(groupBy: GroupBy, where: string[], lim
   return `with visible as (select * from (${withIssues(groupBy)}) v ${filter} order by updated_at desc, artifact_id desc limit ${limit})`;
 }
 
+/** The issue ids of a jsonb list parameter (`$n`), as an SQL uuid array. */
+export function idsOf(param: string): string {
+  return `array(select jsonb_array_elements_text(${param}::jsonb)::uuid)`;
+}
+
 /**
- * `with visible as (...)` holding only the artifacts of the groups in `groups` (a parameter
- * holding a jsonb list of issue ids): read through the projection's issue index for the
- * groups' own issues (and, grouped by parent task, their children), so its cost follows the
- * groups' sizes, not the company's.
+ * `visible as (...)`, a CTE holding only the artifacts of the groups in `ids` (an SQL uuid
+ * array): read through the projection's issue index for the groups' own issues (and, grouped
+ * by parent task, their children), so its cost follows the groups' sizes, not the company's.
  */
-export function groupArtifacts(groupBy: GroupBy, groups: string): string {
-  const ids = `array(select jsonb_array_elements_text(${groups}::jsonb)::uuid)`;
+export function groupArtifacts(groupBy: GroupBy, ids: string): string {
   // By task a group is its issue; by parent task, the issue and those of its children that it groups.
-  if (groupBy !== 'parent_task') return `with visible as (${withIssues(groupBy, ` and a.issue_id = any(${ids})`)})`;
+  if (groupBy !== 'parent_task') return `visible as (${withIssues(groupBy, ` and a.issue_id = any(${ids})`)})`;
   const members = `(select id from issues where id = any(${ids}) union all select id from issues where parent_id = any(${ids}))`;
-  return `with visible as (select * from (${withIssues(groupBy, ` and a.issue_id in ${members}`)}) scoped where group_issue_id = any(${ids}))`;
+  return `visible as (select * from (${withIssues(groupBy, ` and a.issue_id in ${members}`)}) scoped where group_issue_id = any(${ids}))`;
 }
 
 export interface ArtifactFilter { kind?: string; projectId?: string; q?: string; groupIssueId?: string }

@@ -1,5 +1,5 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
-import { after, filterConditions, groupArtifacts, groupIssue, visibleArtifactCandidates, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
+import { after, filterConditions, groupArtifacts, groupIssue, idsOf, visibleArtifactCandidates, type ArtifactFilter, type GroupBy } from './artifact-query.ts';
 import { attachmentContentPath } from './artifact-json.ts';
 import type { WorkContext } from './context.ts';
 import { decodeCursor, encodeCursor, UUID_PATTERN } from './cursor.ts';
@@ -73,7 +73,7 @@ async function artifactPage(ctx: WorkContext, companyId: string, query: Query, g
   let sql: string;
   if (groupIssueId) {
     params.push([groupIssueId]);
-    sql = `${groupArtifacts(groupBy, `$${params.length}`)} select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}`;
+    sql = `with ${groupArtifacts(groupBy, idsOf(`$${params.length}`))} select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}`;
   } else {
     // The candidates already hold only matching rows.
     sql = `${visibleArtifactCandidates(groupBy, where, limit)} select * from visible`;
@@ -95,32 +95,33 @@ async function newestOf(ctx: WorkContext, companyId: string, query: Query, group
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   params.push(ids);
   const { rows } = await ctx.db.query(
-    `${groupArtifacts(groupBy, `$${params.length}`)}
+    `with ${groupArtifacts(groupBy, idsOf(`$${params.length}`))}
      select group_issue_id, (extract(epoch from max(updated_at)) * 1000000)::bigint::text as cursor_micros
        from visible ${where.length ? `where ${where.join(' and ')}` : ''} group by group_issue_id`, params);
   return rows as unknown as GroupKey[];
 }
 
 /**
- * The groups' figures (count, media kinds, newest change of the artifacts that match the
- * query's filters) and first artifacts, as group objects in the order of `ids`, in one query.
- * A group without a matching artifact has none.
+ * CTEs after `visible` (groupArtifacts) for group objects: `ranked`, the groups' artifacts that
+ * match `where` numbered newest first within each group, and `figures`, each group's count,
+ * media kinds and newest change over them.
  */
-async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]) {
-  if (!ids.length) return [];
-  const params: unknown[] = [companyId];
-  const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
-  params.push(ids);
-  const { rows: previews } = await ctx.db.query(
-    `${groupArtifacts(groupBy, `$${params.length}`)},
-     matching as (select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}),
+function groupFigures(where: string[]): string {
+  return `matching as (select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}),
      figures as (
        select group_issue_id, count(*)::int as group_count, max(updated_at) as group_updated_at,
               array_agg(distinct media_kind order by media_kind) as group_media_kinds
-         from matching group by group_issue_id)
-     select ranked.*, figures.group_count, figures.group_updated_at, figures.group_media_kinds from (
-       select matching.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from matching
-     ) ranked join figures using (group_issue_id) where rank <= ${PREVIEWS_PER_GROUP} ${ORDER}`, params);
+         from matching group by group_issue_id),
+     ranked as (select matching.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from matching)`;
+}
+
+/** The columns and join that give each preview row (ranked) its group's figures, and the condition keeping the previews. */
+const PREVIEW_COLUMNS = 'ranked.*, figures.group_count, figures.group_updated_at, figures.group_media_kinds';
+const PREVIEWS = `ranked join figures using (group_issue_id)`;
+const PREVIEW_RANK = `rank <= ${PREVIEWS_PER_GROUP}`;
+
+/** Group objects in the order of `ids` from their previews (rows of ranked with their figures); a group without previews has none. */
+async function toGroupObjects(ctx: WorkContext, groupBy: GroupBy, ids: string[], previews: Row[]) {
   const names = await agentNamesOf(ctx, previews);
   return ids.flatMap((id) => {
     // A group's previews carry its figures and name its issue.
@@ -135,6 +136,22 @@ async function groupObjects(ctx: WorkContext, companyId: string, query: Query, g
       updatedAt: time(first.group_updated_at), href: `/issues/${String(issue.identifier)}`,
     }];
   });
+}
+
+/**
+ * The groups' figures (count, media kinds, newest change of the artifacts that match the
+ * query's filters) and first artifacts, as group objects in the order of `ids`, in one query.
+ * A group without a matching artifact has none.
+ */
+async function groupObjects(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, ids: string[]) {
+  if (!ids.length) return [];
+  const params: unknown[] = [companyId];
+  const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
+  params.push(ids);
+  const { rows } = await ctx.db.query(
+    `with ${groupArtifacts(groupBy, idsOf(`$${params.length}`))}, ${groupFigures(where)}
+     select ${PREVIEW_COLUMNS} from ${PREVIEWS} where ${PREVIEW_RANK} ${ORDER}`, params);
+  return toGroupObjects(ctx, groupBy, ids, rows);
 }
 
 /**
@@ -161,24 +178,28 @@ interface Walk {
   /** Rows of the first step, and of any step at most. */
   step: number;
   maxStep: number;
-  read: (position: { createdAt: string; id: string } | null, step: number) => Promise<WalkRow[]>;
+  /** A step's statement: `step` rows after `position`; `params` holds the company as $1 and takes the statement's own. */
+  sql: (position: { createdAt: string; id: string } | null, step: number, params: unknown[]) => string;
   /** Whether a row's time is always its group's newest (one row per group), also in a walk from a cursor. */
   oneRowPerGroup: boolean;
 }
 
+async function readWalk(ctx: WorkContext, companyId: string, walk: Walk, position: { createdAt: string; id: string } | null, step: number): Promise<WalkRow[]> {
+  const params: unknown[] = [companyId];
+  const { rows } = await ctx.db.query(walk.sql(position, step, params), params);
+  return rows as unknown as WalkRow[];
+}
+
 /** A walk over the artifacts that match the query's filters (a group first appears at its newest matching artifact). */
-function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
+function artifactWalk(query: Query, groupBy: GroupBy): Walk {
   return {
     // A page's groups and one more, and a row past the last of them (the walk stops only once past its time).
     start: '~', step: readLimit(query.limit + 2), maxStep: readLimit(Math.max(query.limit + 2, MAX_WALK_STEP)), oneRowPerGroup: false,
-    read: async (position, step) => {
-      const params: unknown[] = [companyId];
+    sql: (position, step, params) => {
       const where = filterConditions(query.filter, params);
       if (position) where.push(after('updated_at', 'artifact_id', position, params));
-      const { rows } = await ctx.db.query(
-        `${visibleArtifactCandidates(groupBy, where, String(step))}
-         select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit ${step}`, params);
-      return rows as unknown as WalkRow[];
+      return `${visibleArtifactCandidates(groupBy, where, String(step))}
+         select artifact_id as position_id, group_issue_id, cursor_micros from visible ${ORDER} limit ${step}`;
     },
   };
 }
@@ -187,23 +208,20 @@ function artifactWalk(ctx: WorkContext, companyId: string, query: Query, groupBy
  * A walk over the issues' artifact rollups, newest first: without filters a group first appears
  * at its member issue with the newest artifact, one row per issue instead of one per artifact.
  */
-function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy): Walk {
+function rollupWalk(query: Query, groupBy: GroupBy): Walk {
   // By task each issue is a group: a page is its first limit + 1. By parent task one group may have many member issues.
   const step = readLimit(groupBy === 'task' ? query.limit + 1 : Math.max(query.limit + 1, PARENT_WALK_STEP));
   return {
     start: LAST_UUID, step, maxStep: step, oneRowPerGroup: groupBy === 'task',
-    read: async (position) => {
-      const params: unknown[] = [companyId];
+    sql: (position, _step, params) => {
       const where = ['r.company_id = $1'];
       if (position) where.push(after('r.latest_at', 'r.issue_id', position, params, 'uuid'));
-      const { rows } = await ctx.db.query(
-        `select r.issue_id::text as position_id, ${groupIssue(groupBy)} as group_issue_id,
+      return `select r.issue_id::text as position_id, ${groupIssue(groupBy)} as group_issue_id,
                 (extract(epoch from r.latest_at) * 1000000)::bigint::text as cursor_micros
            from artifact_rollups r
            join issues i on i.id = r.issue_id and i.hidden_at is null
            left join issues parent on parent.id = i.parent_id and parent.hidden_at is null
-          where ${where.join(' and ')} order by r.latest_at desc, r.issue_id desc limit ${step}`, params);
-      return rows as unknown as WalkRow[];
+          where ${where.join(' and ')} order by r.latest_at desc, r.issue_id desc limit ${step}`;
     },
   };
 }
@@ -211,6 +229,61 @@ function rollupWalk(ctx: WorkContext, companyId: string, query: Query, groupBy: 
 /** Whether the query narrows the artifacts (then groups are found through the matching artifacts themselves). */
 function filtered(filter: ArtifactFilter): boolean {
   return Boolean((filter.kind && filter.kind !== 'all') || filter.projectId || (filter.q && filter.q.trim()));
+}
+
+/** A found group: its issue id and where its newest matching artifact sorts. */
+type FoundGroup = GroupKey & { micros: bigint; id: string };
+
+/**
+ * Whether a walk that read `rowCount` rows in a step of `step`, the last at `lastMicros`, has
+ * found the page: it ended, or it has passed the time of the group after the page's last (a
+ * group not yet met sorts after every group met before it). Walking rollups by task, the walk's
+ * order is the groups' order: once the page and one more are met, the page is found.
+ */
+function walkDone(rowCount: number, step: number, lastMicros: bigint | null, found: FoundGroup[], limit: number, rollupsByTask: boolean): boolean {
+  if (rowCount < step || lastMicros === null) return true;
+  if (found.length <= limit) return false;
+  return rollupsByTask || lastMicros < found[limit]!.micros;
+}
+
+/** The page's groups (the first `limit` found) and the cursor after its last. */
+function pageOf(found: FoundGroup[], limit: number, groupBy: GroupBy): { ids: string[]; nextCursor: string | null } {
+  const page = found.slice(0, limit);
+  const end = page[page.length - 1];
+  const nextCursor = found.length > limit && end ? encodeCursor({ createdAt: end.cursor_micros, id: `${groupBy}:${end.id}` }) : null;
+  return { ids: page.map((group) => group.id), nextCursor };
+}
+
+/**
+ * The first page of groups in one statement, for a walk's first step finds most first pages:
+ * the step, its first groups in page order (a walk from the top meets each group first at its
+ * newest member), and their figures and previews. Null when the step did not find the page
+ * (its groups repeat): the page is then walked step by step.
+ */
+async function firstGroupPage(ctx: WorkContext, companyId: string, query: Query, groupBy: GroupBy, walk: Walk, rollupsByTask: boolean) {
+  const params: unknown[] = [companyId];
+  const steps = walk.sql(null, walk.step, params);
+  const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
+  const { rows } = await ctx.db.query(
+    `with walk as (${steps}),
+     page_groups as (
+       select group_issue_id, max(cursor_micros::bigint) as micros from walk
+        group by group_issue_id order by micros desc, group_issue_id desc limit ${readLimit(query.limit + 1)}),
+     ${groupArtifacts(groupBy, 'array(select group_issue_id from page_groups)')}, ${groupFigures(where)}
+     select ${PREVIEW_COLUMNS}, page_groups.micros::text as group_micros,
+            (select count(*) from walk)::int as walk_rows, (select min(cursor_micros::bigint) from walk)::text as walk_last_micros
+       from ${PREVIEWS} join page_groups using (group_issue_id) where ${PREVIEW_RANK} ${ORDER}`, params);
+  // Every group the walk meets has a matching artifact: no previews, no groups.
+  if (!rows.length) return { groups: [], nextCursor: null };
+  const found = new Map<string, FoundGroup>();
+  for (const row of rows) {
+    const id = String(row.group_issue_id);
+    if (!found.has(id)) found.set(id, { group_issue_id: id, cursor_micros: String(row.group_micros), micros: BigInt(String(row.group_micros)), id });
+  }
+  const ordered = [...found.values()].sort(newerGroupFirst);
+  if (!walkDone(Number(rows[0]!.walk_rows), walk.step, BigInt(String(rows[0]!.walk_last_micros)), ordered, query.limit, rollupsByTask)) return null;
+  const { ids, nextCursor } = pageOf(ordered, query.limit, groupBy);
+  return { groups: await toGroupObjects(ctx, groupBy, ids, rows.filter((row) => ids.includes(String(row.group_issue_id)))), nextCursor };
 }
 
 /**
@@ -230,13 +303,18 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
     bound = { micros: BigInt(key.createdAt), id: key.id.slice(groupBy.length + 1) };
   }
   const byRollup = !filtered(query.filter);
-  const walk = byRollup ? rollupWalk(ctx, companyId, query, groupBy) : artifactWalk(ctx, companyId, query, groupBy);
+  const rollupsByTask = byRollup && groupBy === 'task';
+  const walk = byRollup ? rollupWalk(query, groupBy) : artifactWalk(query, groupBy);
+  if (!bound) {
+    const first = await firstGroupPage(ctx, companyId, query, groupBy, walk, rollupsByTask);
+    if (first) return first;
+  }
   const seen = new Set<string>();
-  const found: Array<GroupKey & { micros: bigint; id: string }> = [];
+  const found: FoundGroup[] = [];
   // The walk starts at the cursor's time itself: groups sharing it with the page's last one may follow it.
   let position: { createdAt: string; id: string } | null = bound ? { createdAt: String(bound.micros), id: walk.start } : null;
   for (let step = walk.step; ; step = readLimit(Math.min(step * 2, walk.maxStep))) {
-    const rows = await walk.read(position, step);
+    const rows = await readWalk(ctx, companyId, walk, position, step);
     const firstMet = new Map<string, WalkRow>();
     for (const row of rows) if (!seen.has(row.group_issue_id) && !firstMet.has(row.group_issue_id)) firstMet.set(row.group_issue_id, row);
     for (const id of firstMet.keys()) seen.add(id);
@@ -247,16 +325,11 @@ async function groupPage(ctx: WorkContext, companyId: string, query: Query, grou
     }
     found.sort(newerGroupFirst);
     const last = rows[rows.length - 1];
-    if (!last || rows.length < step) break;
-    // Walking rollups by task, the walk's order is the groups' order: every group not yet met sorts after the last one met.
-    if (found.length > query.limit && byRollup && groupBy === 'task') break;
-    if (found.length > query.limit && BigInt(String(last.cursor_micros)) < found[query.limit]!.micros) break;
-    position = { createdAt: String(last.cursor_micros), id: String(last.position_id) };
+    if (walkDone(rows.length, step, last ? BigInt(String(last.cursor_micros)) : null, found, query.limit, rollupsByTask)) break;
+    position = { createdAt: String(last!.cursor_micros), id: String(last!.position_id) };
   }
-  const page = found.slice(0, query.limit);
-  const end = page[page.length - 1];
-  const nextCursor = found.length > query.limit && end ? encodeCursor({ createdAt: end.cursor_micros, id: `${groupBy}:${end.id}` }) : null;
-  return { groups: await groupObjects(ctx, companyId, query, groupBy, page.map((group) => group.id)), nextCursor };
+  const { ids, nextCursor } = pageOf(found, query.limit, groupBy);
+  return { groups: await groupObjects(ctx, companyId, query, groupBy, ids), nextCursor };
 }
 
 /** One group opened: its artifacts page by page, and the group itself (count 0 when nothing matches). */
