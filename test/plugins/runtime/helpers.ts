@@ -71,11 +71,31 @@ const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'])
 
 /** The run once its status satisfies `accept` (by default: once it ended and its process's end was recorded). */
 export async function runWhen(t: TestKernel, runId: string, accept: (run: any) => boolean = (run) => ENDED.has(run.status) && run.finishedAt !== null && (run.exitCode !== null || run.signal !== null || run.httpStatus !== null || run.errorCode !== null || run.executionId === null), timeoutMs?: number) {
-  return waitFor(async () => {
-    const res = await t.api.get(`/api/heartbeat-runs/${runId}`);
-    expect(res.status, res.text).toBe(200);
-    return accept(res.body) ? res.body : undefined;
-  }, `run ${runId}`, timeoutMs);
+  let last: unknown;
+  try {
+    return await waitFor(async () => {
+      const res = await t.api.get(`/api/heartbeat-runs/${runId}`);
+      expect(res.status, res.text).toBe(200);
+      last = res.body;
+      return accept(res.body) ? res.body : undefined;
+    }, `run ${runId}`, timeoutMs);
+  } catch (error) {
+    // A run that never gets where it was expected: what it is, and what the event chain behind it is doing.
+    throw new Error(`${(error as Error).message}\nrun: ${JSON.stringify(last)}\n${await eventChainState(t)}`);
+  }
+}
+
+/** Event deliveries not yet delivered, and the runtime's and costs plugin's last log lines: where a run's chain of events stands. */
+async function eventChainState(t: TestKernel): Promise<string> {
+  const open = await t.sql.query(
+    `select d.subscriber, o.name, d.state, d.attempts, d.available_at, d.lease_until, d.last_error
+       from keel_events.deliveries d join keel_events.outbox o on o.seq = d.event_seq where d.state <> 'delivered' order by d.event_seq`).catch((error: Error) => ({ rows: [{ error: error.message }] }));
+  const logs: string[] = [];
+  for (const plugin of ['runtime', 'costs']) {
+    const res = await t.api.get(`/api/plugins/${plugin}/logs?limit=20`);
+    logs.push(`${plugin} log: ${res.status === 200 ? JSON.stringify(res.body.logs) : res.status}`);
+  }
+  return [`open deliveries: ${JSON.stringify(open.rows)}`, ...logs].join('\n');
 }
 
 export async function wakeOk(api: Api, agentId: string, body: Record<string, unknown> = {}) {
