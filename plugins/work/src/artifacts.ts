@@ -102,23 +102,20 @@ async function newestOf(ctx: WorkContext, companyId: string, query: Query, group
 }
 
 /**
- * CTEs after `visible` (groupArtifacts) for group objects: `ranked`, the groups' artifacts that
- * match `where` numbered newest first within each group, and `figures`, each group's count,
- * media kinds and newest change over them.
+ * CTEs after `visible` (groupArtifacts) for group objects, ending in `previews`: each group's
+ * first artifacts that match `where`, newest first, each row with its group's figures (count,
+ * media kinds and newest change over the matching artifacts).
  */
-function groupFigures(where: string[]): string {
+function groupPreviews(where: string[]): string {
   return `matching as (select * from visible ${where.length ? `where ${where.join(' and ')}` : ''}),
      figures as (
        select group_issue_id, count(*)::int as group_count, max(updated_at) as group_updated_at,
               array_agg(distinct media_kind order by media_kind) as group_media_kinds
          from matching group by group_issue_id),
-     ranked as (select matching.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from matching)`;
+     ranked as (select matching.*, row_number() over (partition by group_issue_id ${ORDER}) as rank from matching),
+     previews as (select ranked.*, figures.group_count, figures.group_updated_at, figures.group_media_kinds
+                    from ranked join figures using (group_issue_id) where rank <= ${PREVIEWS_PER_GROUP})`;
 }
-
-/** The columns and join that give each preview row (ranked) its group's figures, and the condition keeping the previews. */
-const PREVIEW_COLUMNS = 'ranked.*, figures.group_count, figures.group_updated_at, figures.group_media_kinds';
-const PREVIEWS = `ranked join figures using (group_issue_id)`;
-const PREVIEW_RANK = `rank <= ${PREVIEWS_PER_GROUP}`;
 
 /** Group objects in the order of `ids` from their previews (rows of ranked with their figures); a group without previews has none. */
 async function toGroupObjects(ctx: WorkContext, groupBy: GroupBy, ids: string[], previews: Row[]) {
@@ -149,8 +146,8 @@ async function groupObjects(ctx: WorkContext, companyId: string, query: Query, g
   const where = filterConditions({ ...query.filter, groupIssueId: undefined }, params);
   params.push(ids);
   const { rows } = await ctx.db.query(
-    `with ${groupArtifacts(groupBy, idsOf(`$${params.length}`))}, ${groupFigures(where)}
-     select ${PREVIEW_COLUMNS} from ${PREVIEWS} where ${PREVIEW_RANK} ${ORDER}`, params);
+    `with ${groupArtifacts(groupBy, idsOf(`$${params.length}`))}, ${groupPreviews(where)}
+     select * from previews ${ORDER}`, params);
   return toGroupObjects(ctx, groupBy, ids, rows);
 }
 
@@ -269,10 +266,10 @@ async function firstGroupPage(ctx: WorkContext, companyId: string, query: Query,
      page_groups as (
        select group_issue_id, max(cursor_micros::bigint) as micros from walk
         group by group_issue_id order by micros desc, group_issue_id desc limit ${readLimit(query.limit + 1)}),
-     ${groupArtifacts(groupBy, 'array(select group_issue_id from page_groups)')}, ${groupFigures(where)}
-     select ${PREVIEW_COLUMNS}, page_groups.micros::text as group_micros,
+     ${groupArtifacts(groupBy, 'array(select group_issue_id from page_groups)')}, ${groupPreviews(where)}
+     select previews.*, page_groups.micros::text as group_micros,
             (select count(*) from walk)::int as walk_rows, (select min(cursor_micros::bigint) from walk)::text as walk_last_micros
-       from ${PREVIEWS} join page_groups using (group_issue_id) where ${PREVIEW_RANK} ${ORDER}`, params);
+       from previews join page_groups using (group_issue_id) ${ORDER}`, params);
   // Every group the walk meets has a matching artifact: no previews, no groups.
   if (!rows.length) return { groups: [], nextCursor: null };
   const found = new Map<string, FoundGroup>();
