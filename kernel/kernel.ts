@@ -19,6 +19,7 @@ import { EventBus } from './events/event-bus.ts';
 import { KernelPoints } from './points/kernel-points.ts';
 import { PortabilityParts } from './portability/parts.ts';
 import { buildKernelRouter, createApp } from './http/app.ts';
+import { ServedHosts } from './http/served-hosts.ts';
 import { consoleAssets, loadConsoleAssets } from './http/console-assets.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
@@ -104,7 +105,11 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     const backupSchedule = startBackupSchedule({ db, config, log });
     started.add('backup schedule', () => backupSchedule.stop());
-    const app = createApp(services, router, { after: [pluginRouteDispatch(host), consoleAssets(loadConsoleAssets())] });
+    const served = new ServedHosts({
+      bindHost: config.server.host, port: Number(new URL(listener.url).port),
+      publicBaseUrl: config.auth.publicBaseUrl, allowedHostnames: config.server.allowedHostnames,
+    });
+    const app = createApp(services, router, { served, after: [pluginRouteDispatch(host), consoleAssets(loadConsoleAssets())] });
     const http = listener;
     http.serve(app.callback());
     await lock.listening(http.url);

@@ -65,6 +65,7 @@ export function loadConfig(sources: ConfigSources = {}): KeelConfig {
   if (env.HOST) fromEnv.server.host = env.HOST;
   if (env.PORT) fromEnv.server.port = parsePort('PORT', env.PORT);
   if (env.KEEL_EXPOSURE) fromEnv.server.exposure = env.KEEL_EXPOSURE;
+  if (env.KEEL_ALLOWED_HOSTNAMES) fromEnv.server.allowedHostnames = env.KEEL_ALLOWED_HOSTNAMES.split(/[\s,]+/).filter(Boolean);
   if (env.KEEL_BASE_URL_MODE) fromEnv.auth.baseUrlMode = env.KEEL_BASE_URL_MODE;
   if (env.KEEL_PUBLIC_BASE_URL) fromEnv.auth.publicBaseUrl = env.KEEL_PUBLIC_BASE_URL;
   if (env.KEEL_AGENT_JWT_SECRET) fromEnv.auth.agentJwtSecret = env.KEEL_AGENT_JWT_SECRET;

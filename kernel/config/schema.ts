@@ -19,6 +19,11 @@ export const configSchema = {
         host: { type: 'string', minLength: 1, description: 'Interface the HTTP server binds to.' },
         port: { type: 'integer', minimum: 0, maximum: 65535, description: 'TCP port; 0 picks a free port.' },
         exposure: { enum: ['private', 'public'], description: 'Whether the instance is reachable beyond the operator.' },
+        allowedHostnames: {
+          type: 'array', maxItems: 100, uniqueItems: true,
+          items: { type: 'string', minLength: 1, maxLength: 253, pattern: '^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\\.?$|^\\[[0-9A-Fa-f:.]+\\]$' },
+          description: 'Further names (host names or IP addresses, no port; IPv6 in brackets) that requests may carry in Host and Origin, on any port. Always served: localhost, 127.0.0.1 and [::1] and the bound address (each on the listening port; every interface address when bound to 0.0.0.0 or ::), and the host of auth.publicBaseUrl. Env: KEEL_ALLOWED_HOSTNAMES (comma-separated).',
+        },
       },
     },
     auth: {
@@ -122,7 +127,7 @@ export type DeploymentMode = 'local_trusted' | 'authenticated';
 
 export interface KeelConfig {
   deploymentMode: DeploymentMode;
-  server: { host: string; port: number; exposure: 'private' | 'public' };
+  server: { host: string; port: number; exposure: 'private' | 'public'; allowedHostnames?: string[] };
   auth: {
     baseUrlMode: 'auto' | 'explicit';
     publicBaseUrl?: string;

@@ -9,6 +9,8 @@ import { isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { pathGuard } from './path-guard.ts';
 import { assertEveryRouteDeclared } from './route-spec.ts';
 import { discardUnreadBody } from './unread-body.ts';
+import { hostGuard } from './host-guard.ts';
+import type { ServedHosts } from './served-hosts.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -35,14 +37,14 @@ export function kernelRouterOf(kernel: KernelServices): Router | undefined {
  * The Koa application: error model, actor resolution, the audit safety net and the routers.
  * Route modules are registered in order; the first matching route answers.
  */
-export function createApp(kernel: KernelServices, router: Router, extra: { before?: Koa.Middleware[]; after?: Koa.Middleware[] } = {}): Koa {
+export function createApp(kernel: KernelServices, router: Router, extra: { served: ServedHosts; after?: Koa.Middleware[] }): Koa {
   kernelRouters.set(kernel, router);
   const app = new Koa({ proxy: false });
   app.silent = true;
   app.use(requestLog(kernel.log));
   app.use(errorHandler(kernel));
+  app.use(hostGuard(extra.served));
   app.use(pathGuard);
-  for (const middleware of extra.before ?? []) app.use(middleware);
   app.use(async (ctx, next) => {
     ctx.state.actor = await kernel.resolver.resolve(ctx);
     await next();
