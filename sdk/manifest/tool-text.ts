@@ -24,10 +24,20 @@ export function toolTextIssues(tools: readonly ToolManifest[] | undefined): Tool
   return issues;
 }
 
-/** The first issue of one tool, or null: for a host that refuses to offer a tool stored before the check existed. */
+const refusals = new WeakMap<ToolManifest, string | null>();
+
+/**
+ * The first issue of one tool, or null: for a host that refuses to offer a tool stored before
+ * the check existed. Remembered per manifest object, since a host asks on every listing.
+ */
 export function toolTextRefusal(tool: ToolManifest): string | null {
-  const [first] = toolTextIssues([tool]);
-  return first ? `${first.path.replace(/^tools\.0/, tool.key)} ${first.message}` : null;
+  let refusal = refusals.get(tool);
+  if (refusal === undefined) {
+    const [first] = toolTextIssues([tool]);
+    refusal = first ? `${first.path.replace(/^tools\.0/, tool.key)} ${first.message}` : null;
+    refusals.set(tool, refusal);
+  }
+  return refusal;
 }
 
 // The manifest's size bounds a schema's width; this bounds how deep the walk goes.

@@ -3,7 +3,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { startPeerKernel, startTestKernel, type TestKernel } from '../../support/harness.ts';
+import { approvalsOf } from '../../../kernel/host/tool-approvals.ts';
 import { installPlugin, pluginVariant } from '../../support/plugins.ts';
 
 /**
@@ -38,12 +39,13 @@ async function toolsVariant(change: (tool: any) => void): Promise<{ folder: stri
   return { folder, key };
 }
 
-async function listedTools(): Promise<Array<{ name: string; description?: string }>> {
+async function mcpClient(url = t.url): Promise<Client> {
   const client = new Client({ name: 'keel-test', version: '1.0.0' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(`${t.url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/api/mcp`), { requestInit: { headers: { authorization: `Bearer ${agentKey}` } } }));
   clients.push(client);
-  return (await client.listTools()).tools;
+  return client;
 }
+const listedTools = async (url = t.url): Promise<Array<{ name: string; description?: string }>> => (await (await mcpClient(url)).listTools()).tools;
 
 async function refusedAtInstall(change: (tool: any) => void, field: string, character: string): Promise<void> {
   const { folder, key } = await toolsVariant(change);
@@ -96,6 +98,27 @@ describe('a tool whose listed text hides characters', () => {
     expect(res.body.error).toContain('tools.0.description contains U+202E (RIGHT-TO-LEFT OVERRIDE)');
     expect((await t.sql.query('select status from plugins where key = $1', [key])).rows[0].status).not.toBe('enabled');
     expect((await listedTools()).map((tool) => tool.name)).not.toContain(`${key}.whoami`);
+  });
+
+  it('is never offered from a manifest stored (and approved) before this check, by a process that starts on it', async () => {
+    const { folder, key } = await toolsVariant(() => undefined);
+    await installPlugin(t, folder);
+    expect((await t.api.post(`/api/plugins/${key}/enable`, {})).status).toBe(200);
+    expect((await listedTools()).map((tool) => tool.name)).toContain(`${key}.whoami`);
+    // As an install and enable from before this check would have stored it, approvals included.
+    const manifest = (await t.sql.query('select manifest from plugins where key = $1', [key])).rows[0].manifest;
+    manifest.tools[0].description = `Answers who called it.${TAGGED}`;
+    await t.sql.query('update plugins set manifest = $1, approved_tools = $2 where key = $3', [manifest, approvalsOf(manifest.tools), key]);
+    const peer = await startPeerKernel(t);
+    try {
+      expect((await listedTools(peer.url)).map((tool) => tool.name)).not.toContain(`${key}.whoami`);
+      await expect((await mcpClient(peer.url)).callTool({ name: `${key}.whoami`, arguments: {} })).rejects.toThrow(/Unknown tool/);
+      const listed = await peer.api.get('/api/plugins/tools');
+      expect(listed.status, listed.text).toBe(200);
+      expect(JSON.stringify(listed.body)).not.toContain(`${key}.whoami`);
+    } finally {
+      await peer.stop();
+    }
   });
 
   it('a clean tool, line breaks and non-Latin text included, still installs and is listed to agents as written', async () => {

@@ -44,13 +44,20 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall):
   };
 }
 
-/** The database's refusals (keel_bridge.publish_event), told apart by their hint, as the plugin sees them. */
+/**
+ * The database's refusals (keel_bridge.publish_event, migration 0033) by their hint, as the
+ * plugin sees them: the API's error shape, so that the error catalog (docs/errors.md) and its
+ * test know these codes.
+ */
+const REFUSALS: Readonly<Record<string, (message: string) => { status: number; code: string; message: string }>> = {
+  keel_activity_entity: (message) => ({ status: 403, code: 'event_entity_denied', message }),
+  keel_event_count: (message) => ({ status: 429, code: 'too_many_events', message }),
+  keel_event_bytes: (message) => ({ status: 413, code: 'event_bytes_exceeded', message }),
+};
+
 function refusal(error: unknown): CapabilityError | null {
   const pgError = error as { code?: string; hint?: string; message?: string };
-  switch (pgError?.hint) {
-    case 'keel_activity_entity': return new CapabilityError(403, 'event_entity_denied', `ctx.events.publish refused: ${pgError.message}`);
-    case 'keel_event_count': return new CapabilityError(429, 'too_many_events', `ctx.events.publish refused: ${pgError.message}`);
-    case 'keel_event_bytes': return new CapabilityError(413, 'event_bytes_exceeded', `ctx.events.publish refused: ${pgError.message}`);
-  }
+  const refused = pgError?.hint && Object.hasOwn(REFUSALS, pgError.hint) ? REFUSALS[pgError.hint]!(`ctx.events.publish refused: ${pgError.message}`) : undefined;
+  if (refused) return new CapabilityError(refused.status, refused.code, refused.message);
   return pgError?.code === '42501' ? new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`) : null;
 }
