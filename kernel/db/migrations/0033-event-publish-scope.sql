@@ -1,7 +1,8 @@
 -- Events published by plugins, third pass (issue 25, point 5).
 --
 -- 1. An event's entity is checked against the company it is published in, exactly as an
---    activity entry's is (keel_private.activity_entity_refusal, migration 0012): a plugin
+--    activity entry's is (keel_private.activity_entity_refusal, migration 0012, plus the
+--    kernel's executions, which only the outbox names): a plugin
 --    serving company A could otherwise publish an event about company B's agent, which B's
 --    subscribers would then act on in A's name.
 -- 2. One call publishes at most MAX_EVENTS events and MAX_BYTES bytes of payload (the payloads'
@@ -110,6 +111,14 @@ begin
     raise exception 'event % is not declared under publishedEvents of plugin %', event_name, plugin using errcode = 'insufficient_privilege';
   end if;
   perform keel_private.assert_activity_entity(claims, entity_type, entity_id);
+  -- Executions are kernel entities of the outbox (execution.output, execution.finished) that the
+  -- activity check does not list: checked here the same way, in the same words.
+  if lower(btrim(entity_type)) = 'execution'
+     and not (entity_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+              and exists (select 1 from executions x where x.id = entity_id::uuid and x.company_id = company)) then
+    raise exception 'no execution % in the company this call serves', left(entity_id, 100)
+      using errcode = 'insufficient_privilege', hint = 'keel_activity_entity';
+  end if;
   if call_id is null then
     raise exception 'invocation has no id' using errcode = 'insufficient_privilege';
   end if;

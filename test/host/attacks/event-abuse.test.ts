@@ -55,8 +55,8 @@ describe('an event about another company\'s entity', () => {
     expect(await itemRows(agentB.id)).toBe(0);
   });
 
-  it('is refused for company B itself, a run of B and an id that names nothing, in the same words as an unknown id', async () => {
-    for (const [entityType, entityId] of [['company', companyB.id], ['run', '00000000-0000-4000-8000-000000000000'], ['agent', 'not-a-uuid']]) {
+  it('is refused for company B itself, an unknown run or execution and an id that names nothing, in the same words', async () => {
+    for (const [entityType, entityId] of [['company', companyB.id], ['run', '00000000-0000-4000-8000-000000000000'], ['agent', 'not-a-uuid'], ['execution', '00000000-0000-4000-8000-000000000001']]) {
       const res = await publish(companyA.id, { name: NAME, payload: { seq: 1 }, entityType, entityId });
       expect(res.status, res.text).toBe(403);
       expect(res.body.code).toBe('event_entity_denied');
