@@ -84,6 +84,14 @@ describe('the per-call bounds of publishing', () => {
     expect(await itemRows('flood')).toBe(0);
   });
 
+  it('commits nothing when the plugin catches the refusal and answers as if it had published', async () => {
+    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'swallowed', count: 101, swallowRefusal: true });
+    expect(res.status, res.text).toBe(500);
+    expect(res.body.code).toBe('plugin_transaction_failed');
+    expect(await outboxRows('swallowed')).toBe(0);
+    expect(await itemRows('swallowed')).toBe(0);
+  });
+
   it('publishes 100 events in one call (the bound itself is allowed)', async () => {
     const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'hundred', count: 100 });
     expect(res.status, res.text).toBe(200);
