@@ -29,7 +29,7 @@ export type EventName = keyof KernelEvents;
 type Hook<E extends EventName> = (tx: Tx, payload: KernelEvents[E]) => Promise<void> | void;
 type Observer<E extends EventName> = (payload: KernelEvents[E]) => Promise<void> | void;
 
-/** The entity an event is about: events of one entity reach each subscriber in commit order. */
+/** The entity an event is about: one publisher's events of one entity reach each subscriber in commit order. */
 export function entityOf(event: EventName, payload: KernelEvents[EventName]): { type: string; id: string } {
   if (event.startsWith('agent.')) return { type: 'agent', id: (payload as { agentId: string }).agentId };
   if (event.startsWith('approval.')) return { type: 'approval', id: (payload as { approvalId: string }).approvalId };
@@ -43,7 +43,7 @@ export function entityOf(event: EventName, payload: KernelEvents[EventName]): { 
  * by throwing while its transaction is still open, and then appends the event to the outbox
  * (keel_events, migration 0014) in that same transaction: the event exists exactly when the
  * change committed. Delivery to plugins is the extension host's (contributions/events.ts): at
- * least once, in order per entity, from whichever Keel process leases it.
+ * least once, in order per publisher and entity, from whichever Keel process leases it.
  */
 export class EventBus {
   private readonly hooks = new Map<EventName, Array<Hook<any>>>();

@@ -27,6 +27,7 @@ import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 import { approvalsOf, pendingToolChanges, recordMissingApprovals, type ToolApprovals } from './tool-approvals.ts';
+import { assertToolTextsShown } from './plugin-tools.ts';
 
 export interface LoadedPlugin {
   key: string;
@@ -258,6 +259,7 @@ export class ExtensionHost {
       // Enable grants from the manifest installed last; a capability its source declares since is loaded and granted by the upgrade.
       throw new KeelError(422, 'capability_not_declared', `${key} ${manifest.version} does not declare ${unknown.join(', ')}; only declared capabilities can be granted. If its source declares them now, grant them with the upgrade that loads it: keel plugin upgrade ${key} --grant ${unknown.join(' ')}`);
     }
+    assertToolTextsShown(key, manifest);
     const claimed = this.claimedRoutes(manifest, requested);
     // Before anything is stored: a refused enable must not leave the plugin enabled with its
     // grants (the next start would activate it, and the first to start would win the route).

@@ -3,6 +3,7 @@ import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../plugin/manifest.ts';
 import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { reservedKeyReason } from './reserved-keys.ts';
+import { toolTextIssues } from './tool-text.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 import { isRootPath } from '../capabilities/http.ts';
 import { schemaIssuesOf } from '../shared/validation-issues.ts';
@@ -140,6 +141,8 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   for (const [index, tool] of (typed.tools ?? []).entries()) {
     try { schemaAjv.compile(tool.inputSchema); } catch (error) { issues.push({ path: `tools.${index}.inputSchema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
   }
+  // What agents are shown of a tool carries no hidden text (tag characters, bidi overrides, ...).
+  issues.push(...toolTextIssues(typed.tools));
   for (const [index, service] of (typed.services?.provides ?? []).entries()) {
     for (const key of ['inputSchema', 'outputSchema'] as const) {
       if (!service[key]) continue;

@@ -212,6 +212,49 @@ describe('two Keel processes on one database', () => {
   });
 });
 
+describe('two publishers of one entity on two Keel processes', () => {
+  let peer: PeerKernel;
+  beforeAll(async () => {
+    peer = await startPeerKernel(t, EVENTS_CONFIG);
+    await waitFor(async () => (await peer.api.get(`/api/plugins/${KEY}/health`)).body.worker?.status === 'running', 'the peer\'s worker');
+  });
+  afterAll(async () => { await peer?.stop(); });
+
+  it('deliver each event once, in commit order per publisher, while the kernel\'s and the plugin\'s queues of the entity run side by side', async () => {
+    const company = await createCompany(t.api, { name: 'Two Publishers Co' });
+    const rounds = 6;
+    // The kernel (company.updated) and the plugin (its own event about the company) publish about one entity, from both processes.
+    await Promise.all([
+      (async () => {
+        for (let i = 0; i < rounds; i++) {
+          const res = await (i % 2 ? peer.api : t.api).patch(`/api/companies/${company.id}`, { description: `round ${i}` });
+          expect(res.status, res.text).toBe(200);
+        }
+      })(),
+      (async () => {
+        for (let i = 0; i < rounds; i++) {
+          const res = await (i % 2 ? t.api : peer.api).post(`/api/plugins/${KEY}/companies/${company.id}/publish`, { name: NAME, payload: { seq: i }, entityType: 'company', entityId: company.id });
+          expect(res.status, res.text).toBe(200);
+        }
+      })(),
+    ]);
+    const published = (await t.sql.query("select id, publisher from keel_events.outbox where entity_id = $1 and name <> 'company.created' order by seq", [company.id])).rows;
+    expect(published).toHaveLength(2 * rounds);
+    const all = await waitFor(async () => {
+      const rows = (await t.sql.query("select * from plugin_outboxfx.deliveries where entity_id = $1 and name <> 'company.created' order by n", [company.id])).rows as Delivery[];
+      const settled = (await t.sql.query(`select count(*)::int as n from keel_events.deliveries d join keel_events.outbox o on o.id = d.event_id
+                                           where d.subscriber = $2 and o.entity_id = $1 and o.name <> 'company.created' and d.state = 'delivered'`, [company.id, KEY])).rows[0].n;
+      return rows.length >= 2 * rounds && settled === 2 * rounds ? rows : undefined;
+    }, 'every delivery');
+    expect(all).toHaveLength(2 * rounds);
+    expect(new Set(all.map((r) => r.event_id)).size).toBe(2 * rounds);
+    for (const publisher of ['kernel', KEY]) {
+      const mine = published.filter((p) => p.publisher === publisher).map((p) => p.id);
+      expect(all.map((r) => r.event_id).filter((id) => mine.includes(id))).toEqual(mine);
+    }
+  });
+});
+
 describe('a process that stops between commit and delivery', () => {
   it('leaves the event to the next process, which delivers it once its lease expires', async () => {
     await behave('hang', 'crash');

@@ -37,6 +37,7 @@ const files = [
   '0030-managed-agents.sql',
   '0031-workspace-executions.sql',
   '0032-company-feedback-consent.sql',
+  '0033-event-publish-scope.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -14,8 +14,9 @@ const RESOLVED = { type: 'object', required: ['pluginKey', 'eventId', 'state'], 
 
 /**
  * Dead letters of a plugin (instance admin): events whose delivery to the plugin failed the
- * configured number of times. Each holds back the later events of its entity for that plugin
- * until the operator retries it (delivered again, attempts counted afresh) or discards it.
+ * configured number of times. Each holds back the later events of its publisher about its
+ * entity for that plugin until the operator retries it (delivered again, attempts counted
+ * afresh) or discards it.
  */
 export const pluginEventRoutes = (host: ExtensionHost): RouteModule => (router, kernel) => {
   const route = declareRoutes(router, kernel, 'Plugin events');

@@ -21,11 +21,14 @@ export interface DeliveryHealth { pending: number; leased: number; dead: number;
 export interface DeadLetter { eventId: string; name: string; publisher: string; companyId: string | null; entityType: string; entityId: string; attempts: number; lastError: string | null; occurredAt: string; failedAt: string | null }
 
 /**
- * The delivery rows of keel_events (migration 0014), as the delivering processes use them. A
- * claim leases the head of each entity's queue for each subscriber: a delivery is due when it
- * is pending and available, or leased with an expired lease (its process died), and no earlier
- * event of the same entity is still open for that subscriber (pending, leased or dead), so one
- * subscriber never sees an entity's events out of order or two of them at once. FOR UPDATE SKIP
+ * The delivery rows of keel_events (migrations 0014, 0033), as the delivering processes use
+ * them. A claim leases the head of each (publisher, entity) queue for each subscriber: a
+ * delivery is due when it is pending and available, or leased with an expired lease (its
+ * process died), and no earlier event of the same publisher and entity is still open for that
+ * subscriber (pending, leased or dead), so one subscriber never sees one publisher's events of
+ * an entity out of order or two of them at once. The queue is per publisher so that a dead
+ * letter of one plugin's event cannot hold back the kernel's (or another plugin's) events of
+ * the same entity at that subscriber. FOR UPDATE SKIP
  * LOCKED lets processes claim side by side without waiting for or taking each other's rows.
  * Every write after the claim names the lease (process and attempt): a process whose lease
  * expired and was taken over changes nothing.
@@ -45,7 +48,8 @@ export class EventOutbox {
           where d.subscriber in (select jsonb_array_elements_text(?::jsonb))
             and ((d.state = 'pending' and d.available_at <= now()) or (d.state = 'leased' and d.lease_until <= now()))
             and not exists (select 1 from keel_events.deliveries e
-                             where e.subscriber = d.subscriber and e.entity_type = d.entity_type and e.entity_id = d.entity_id
+                             where e.subscriber = d.subscriber and e.publisher = d.publisher
+                               and e.entity_type = d.entity_type and e.entity_id = d.entity_id
                                and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead'))
           order by d.event_seq
           limit ?

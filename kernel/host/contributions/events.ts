@@ -8,7 +8,7 @@ import { EventOutbox, type LeasedDelivery } from './event-outbox.ts';
 import { appendPluginLog } from './plugin-log.ts';
 
 export const EVENTS_CHANNEL = 'keel_events';
-/** Deliveries one process has in flight at once (each is the head of one entity's queue for one subscriber). */
+/** Deliveries one process has in flight at once (each is the head of one (publisher, entity) queue for one subscriber). */
 const MAX_IN_FLIGHT = 32;
 /** A lease outlives the call's own deadline by this much, so that only a dead process loses it. */
 const LEASE_MARGIN_MS = 5_000;
@@ -23,12 +23,12 @@ const DEFAULTS = { maxAttempts: 8, firstRetryMs: 1_000, maxRetryMs: 300_000 };
  *
  * after_commit (events.subscribe): every Keel process delivers, to the plugins it runs, the
  * deliveries it leases from the database (event-outbox.ts): at least once per subscriber, in
- * commit order per entity, one process per delivery at a time. A process is woken by NOTIFY on
+ * commit order per publisher and entity, one process per delivery at a time. A process is woken by NOTIFY on
  * `keel_events` (sent when an event commits, or an operator retries a dead letter), by its own
  * timer when a retry falls due, and by a sweep every 30 s. A failed call is retried with
  * exponential backoff; after `maxAttempts` failures the delivery is a dead letter, shown in the
- * plugin's health, and holds back the later events of its entity until an operator retries or
- * discards it (/api/plugins/{key}/events/dead-letters). The handler runs in the event's company
+ * plugin's health, and holds back the later events of its publisher about its entity (never
+ * another publisher's) until an operator retries or discards it (/api/plugins/{key}/events/dead-letters). The handler runs in the event's company
  * and in its own transaction; it receives the event id (ctx.invocation.event.id) and must be
  * idempotent by it.
  *

@@ -14,7 +14,9 @@ interface CheckedPublication { name: string; entityType: string; entityId: strin
  * transaction through `keel_bridge.publish_event`, which verifies the kernel-signed identity,
  * takes the company from it and checks the name and the declaration again. The event therefore
  * exists exactly when the plugin's writes commit, and a plugin can never publish under another
- * key or as the kernel.
+ * key or as the kernel. The database also refuses an entity of another company (as it refuses
+ * such an activity entry) and a call's events beyond the per-call bounds (migration 0033);
+ * each refusal raises there, so the call's transaction, with its earlier events, rolls back.
  */
 export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall): WorkerCapability {
   return {
@@ -36,10 +38,26 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall):
         }));
         return { eventId: (result.rows[0] as { id: string }).id };
       } catch (error) {
-        const pgError = error as { code?: string; message?: string };
-        if (pgError.code === '42501') throw new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`);
-        throw error;
+        throw refusal(error) ?? error;
       }
     },
   };
+}
+
+/**
+ * The database's refusals (keel_bridge.publish_event, migration 0033) by their hint, as the
+ * plugin sees them: the API's error shape, so that the error catalog (docs/errors.md) and its
+ * test know these codes.
+ */
+const REFUSALS: Readonly<Record<string, (message: string) => { status: number; code: string; message: string }>> = {
+  keel_activity_entity: (message) => ({ status: 403, code: 'event_entity_denied', message }),
+  keel_event_count: (message) => ({ status: 429, code: 'too_many_events', message }),
+  keel_event_bytes: (message) => ({ status: 413, code: 'event_bytes_exceeded', message }),
+};
+
+function refusal(error: unknown): CapabilityError | null {
+  const pgError = error as { code?: string; hint?: string; message?: string };
+  const refused = pgError?.hint && Object.hasOwn(REFUSALS, pgError.hint) ? REFUSALS[pgError.hint]!(`ctx.events.publish refused: ${pgError.message}`) : undefined;
+  if (refused) return new CapabilityError(refused.status, refused.code, refused.message);
+  return pgError?.code === '42501' ? new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`) : null;
 }
