@@ -92,8 +92,8 @@ create or replace function keel_bridge.publish_event(invocation text, signature 
   returns uuid language plpgsql security definer set search_path = public, pg_temp as $$
 declare
   -- The per-call bounds (docs/plugins/events.md); a call that needs more publishes a summary event.
-  max_events constant integer := 100;
-  max_bytes constant integer := 1048576;
+  max_events constant integer := 1000;
+  max_bytes constant integer := 8388608;
   claims jsonb := keel_private.verified_invocation(invocation, signature);
   company uuid := keel_private.company_of(claims);
   plugin text := claims ->> 'plugin';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
-import { expectKernelAlive, installAndEnable } from './support.ts';
+import { installAndEnable as enableFolder } from '../../support/plugins.ts';
+import { expectKernelAlive, variant } from './support.ts';
 
 /**
  * Durable events as an attacker uses them (issue 25, point 5): an event about another
@@ -20,7 +21,12 @@ let agentB: any;
 
 beforeAll(async () => {
   t = await startTestKernel(EVENTS_CONFIG);
-  await installAndEnable(t, KEY);
+  // Publishing a thousand events, or 8 MiB of them, takes longer than the fixture's short deadline
+  // on a loaded machine: this copy waits, and takes counts past the bound.
+  await enableFolder(t, await variant(KEY, (manifest) => {
+    manifest.limits.callTimeoutMs = 30_000;
+    manifest.routes.find((route: any) => route.body?.properties?.count).body.properties.count.maximum = 2000;
+  }));
   companyA = await createCompany(t.api, { name: 'Events A' });
   companyB = await createCompany(t.api, { name: 'Events B' });
   agentA = await createAgent(t.api, companyA.id);
@@ -75,41 +81,41 @@ describe('an event about another company\'s entity', () => {
 });
 
 describe('the per-call bounds of publishing', () => {
-  it('refuses the 101st event of one call with 429 too_many_events, and the call writes none of them', async () => {
-    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'flood', count: 101 });
+  it('refuses the 1,001st event of one call with 429 too_many_events, and the call writes none of them', async () => {
+    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'flood', count: 1001 });
     expect(res.status, res.text).toBe(429);
     expect(res.body).toMatchObject({ code: 'too_many_events' });
-    expect(res.body.error).toContain('one call may publish at most 100 events');
+    expect(res.body.error).toContain('one call may publish at most 1000 events');
     expect(await outboxRows('flood')).toBe(0);
     expect(await itemRows('flood')).toBe(0);
   });
 
   it('commits nothing when the plugin catches the refusal and answers as if it had published', async () => {
-    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'swallowed', count: 101, swallowRefusal: true });
+    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'swallowed', count: 1001, swallowRefusal: true });
     expect(res.status, res.text).toBe(500);
     expect(res.body.code).toBe('plugin_transaction_failed');
     expect(await outboxRows('swallowed')).toBe(0);
     expect(await itemRows('swallowed')).toBe(0);
   });
 
-  it('publishes 100 events in one call (the bound itself is allowed)', async () => {
-    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'hundred', count: 100 });
+  it('publishes 1,000 events in one call (the bound itself is allowed)', async () => {
+    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0 }, entityId: 'thousand', count: 1000 });
     expect(res.status, res.text).toBe(200);
-    expect(res.body.eventIds).toHaveLength(100);
-    expect(await outboxRows('hundred')).toBe(100);
+    expect(res.body.eventIds).toHaveLength(1000);
+    expect(await outboxRows('thousand')).toBe(1000);
   });
 
-  it('refuses events past 1 MiB of payloads in one call with 413 event_bytes_exceeded, and the call writes none of them', async () => {
-    // 18 payloads of 60,000 characters: each allowed on its own (64 KiB), together over 1 MiB.
-    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0, padding: 'x'.repeat(60_000) }, entityId: 'heavy', count: 18 });
+  it('refuses events past 8 MiB of payloads in one call with 413 event_bytes_exceeded, and the call writes none of them', async () => {
+    // 140 payloads of 60,000 characters: each allowed on its own (64 KiB), together over 8 MiB.
+    const res = await publish(companyA.id, { name: NAME, payload: { seq: 0, padding: 'x'.repeat(60_000) }, entityId: 'heavy', count: 140 });
     expect(res.status, res.text).toBe(413);
     expect(res.body).toMatchObject({ code: 'event_bytes_exceeded' });
-    expect(res.body.error).toContain('one call may publish at most 1048576 bytes of event payloads');
+    expect(res.body.error).toContain('one call may publish at most 8388608 bytes of event payloads');
     expect(await outboxRows('heavy')).toBe(0);
     expect(await itemRows('heavy')).toBe(0);
-    const under = await publish(companyA.id, { name: NAME, payload: { seq: 0, padding: 'x'.repeat(60_000) }, entityId: 'heavy', count: 17 });
+    const under = await publish(companyA.id, { name: NAME, payload: { seq: 0, padding: 'x'.repeat(60_000) }, entityId: 'heavy', count: 139 });
     expect(under.status, under.text).toBe(200);
-    expect(await outboxRows('heavy')).toBe(17);
+    expect(await outboxRows('heavy')).toBe(139);
   });
 
   it('counts per call: the next call may publish again', async () => {
