@@ -101,7 +101,7 @@ export class ExtensionHost {
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
     this.databaseUrl = options.databaseUrl;
-    this.streams = new StreamHub(kernel.db);
+    this.streams = new StreamHub(kernel.db, (key) => this.plugins.has(key));
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.broker = new Broker(this);
     this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
@@ -471,10 +471,15 @@ export class ExtensionHost {
     const loaded = this.plugins.get(key);
     this.routes.remove(key);
     for (const hook of this.activationHooks) await hook.deactivate(key);
-    if (!loaded) return;
-    // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
-    await loaded.process?.stop();
-    if (this.plugins.get(key) === loaded) this.plugins.delete(key);
+    if (loaded) {
+      // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
+      await loaded.process?.stop();
+      if (this.plugins.get(key) === loaded) this.plugins.delete(key);
+    }
+    // Its open streams (plugin routes' held streams, the UI bridge's) end with it, here and, as
+    // each process follows the change (bringInLine), on every other: a client of a disabled
+    // plugin must not go on hearing what the plugin publishes once it is enabled again.
+    this.streams.endPlugin(key);
   }
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
