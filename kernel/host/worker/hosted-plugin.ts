@@ -509,6 +509,7 @@ export class HostedPlugin {
   private start(invocation: Invocation): void {
     if (this.unloaded) return;
     const message = invocation.message;
+    invocation.enclosing = (message.enclosing ?? []).flatMap((id) => this.invocations.get(id) ?? []);
     this.invocations.set(message.id, invocation);
     invocation.timer = setTimeout(() => {
       if (invocation.finished) return;

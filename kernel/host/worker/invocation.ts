@@ -62,6 +62,14 @@ export class Invocation {
     return this.client !== null || this.opening !== null;
   }
 
+  /** Calls of this plugin that wait for this one through service calls (InvokeMessage.enclosing), resolved when it starts. */
+  enclosing: readonly Invocation[] = [];
+
+  /** The enclosing call that holds a connection of the pool, if one does: this call must not wait for another. */
+  get enclosingHolder(): Invocation | undefined {
+    return this.enclosing.find((outer) => !outer.finished && outer.holdsConnection);
+  }
+
   /**
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { PLUGIN_POOL_CONNECTIONS } from '../../../kernel/host/worker/capabilities/database.ts';
+import { installAndEnable } from './support.ts';
 
 /**
  * SANDBOX.md class 2, through the first-party plugins' shared worker: a burst of writes larger
@@ -24,7 +25,8 @@ beforeAll(async () => {
 });
 afterAll(async () => { await t?.stop(); });
 
-const workWorker = async () => (await t.api.get('/api/plugins/work/health')).body.worker as { restarts: number; status: string; pid: number | null };
+const workerOf = async (key: string) => (await t.api.get(`/api/plugins/${key}/health`)).body.worker as { restarts: number; status: string; pid: number | null };
+const workWorker = () => workerOf('work');
 
 async function burst(label: string): Promise<void> {
   const before = await workWorker();
@@ -45,5 +47,34 @@ describe('a burst of writes larger than a plugin pool', () => {
 
   it('and again on the warm worker', async () => {
     await burst('Warm');
+  });
+});
+
+/**
+ * The same wait by another road: a call holding its transaction (and a row lock) calls a service
+ * of its own plugin, whose call needs a connection of the same pool and that row. The outer call
+ * waits for the inner one, which would wait on the outer one until the deadline killed both.
+ */
+describe('a call that re-enters its own plugin through a service call', () => {
+  const counter = async () => (await t.sql.query('select n from plugin_attreentry.counter where id = 1')).rows[0].n as number;
+  const outer = (lockFirst: boolean) => t.api.post(`/api/plugins/attack-reentry/companies/${company.id}/outer`, { lockFirst });
+
+  beforeAll(async () => { await installAndEnable(t, 'attack-reentry'); });
+
+  it('is refused at once while the outer call holds its transaction: the inner call writes nothing', async () => {
+    const before = { worker: await workerOf('attack-reentry'), n: await counter() };
+    const answers = await Promise.all(Array.from({ length: BURST }, () => outer(true)));
+    expect(answers.map((res) => res.status)).toEqual(answers.map(() => 200));
+    expect(answers.map((res) => res.body.refused)).toEqual(answers.map(() => ({ code: 'reentrant_transaction', status: 409 })));
+    // Each outer call bumped the counter once; no inner call did.
+    expect(await counter()).toBe(before.n + BURST);
+    expect(await workerOf('attack-reentry')).toMatchObject({ restarts: before.worker.restarts, pid: before.worker.pid, status: 'running' });
+  });
+
+  it('runs when the outer call holds no transaction yet', async () => {
+    const before = await counter();
+    const res = await outer(false);
+    expect([res.status, res.body]).toEqual([200, { inner: { bumped: true } }]);
+    expect(await counter()).toBe(before + 1);
   });
 });

@@ -177,7 +177,22 @@ export class PluginDatabase {
 
   /** The connection holding the call's transaction (opened on first use), or null for a call that runs without one. */
   transactionOf(invocation: Invocation): Promise<pg.PoolClient> | null {
-    return invocation.transactionClient(() => this.pool.connect());
+    return invocation.transactionClient(() => this.connectUnlessEnclosed(invocation));
+  }
+
+  /**
+   * A call nested through a service call in a call of the same plugin that holds a connection
+   * (and maybe the row locks its work needs) is refused rather than given a second one: the
+   * outer call waits for it, so as many such pairs as the pool has connections would wait on
+   * each other for good.
+   */
+  private connectUnlessEnclosed(invocation: Invocation): Promise<pg.PoolClient> {
+    const holder = invocation.enclosingHolder;
+    if (holder) {
+      return Promise.reject(new CapabilityError(409, 'reentrant_transaction',
+        `This ${invocation.message.kind} call is nested (through service calls) in a ${holder.message.kind} call of the same plugin that holds its database transaction; it cannot use the database while that call waits for it: do this work in the outer call, or call before the outer call opens its transaction`));
+    }
+    return this.pool.connect();
   }
 
   /** A connection for a batch's shared transaction, taken before any of its calls starts (batches.ts). */
@@ -198,7 +213,7 @@ export class PluginDatabase {
     // Only the host's own writes while it finishes the call may connect after the call ended;
     // a plugin statement whose connection arrives late (the pool was opening one) may not.
     const byHost = invocation.settling;
-    const client = await this.pool.connect();
+    const client = await this.connectUnlessEnclosed(invocation);
     if (invocation.finished && !byHost) {
       this.releaseAfterStatement(client);
       throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
