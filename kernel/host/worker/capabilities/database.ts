@@ -189,8 +189,11 @@ export class PluginDatabase {
   private connectUnlessEnclosed(invocation: Invocation): Promise<pg.PoolClient> {
     const holder = invocation.enclosingHolder;
     if (holder) {
-      return Promise.reject(new CapabilityError(409, 'reentrant_transaction',
-        `This ${invocation.message.kind} call is nested (through service calls) in a ${holder.message.kind} call of the same plugin that holds its database transaction; it cannot use the database while that call waits for it: do this work in the outer call, or call before the outer call opens its transaction`));
+      const refusal = {
+        status: 409, code: 'reentrant_transaction',
+        message: `This ${invocation.message.kind} call is nested (through service calls) in a ${holder.message.kind} call of the same plugin that holds its database transaction; it cannot use the database while that call waits for it: do this work in the outer call, or call before the outer call opens its transaction`,
+      };
+      return Promise.reject(new CapabilityError(refusal.status, refusal.code, refusal.message));
     }
     return this.pool.connect();
   }
@@ -208,7 +211,8 @@ export class PluginDatabase {
    */
   async connectFor(invocation: Invocation): Promise<pg.PoolClient> {
     if (invocation.holdsConnection) {
-      throw new CapabilityError(500, 'pool_reentry', 'A call holding a database connection asked for a second one of the same pool; it must use its own');
+      const refusal = { status: 500, code: 'pool_reentry', message: 'A call holding a database connection asked for a second one of the same pool; it must use its own' };
+      throw new CapabilityError(refusal.status, refusal.code, refusal.message);
     }
     // Only the host's own writes while it finishes the call may connect after the call ended;
     // a plugin statement whose connection arrives late (the pool was opening one) may not.
