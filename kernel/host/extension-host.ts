@@ -72,7 +72,7 @@ export class ExtensionHost {
   readonly routes = new RouteTable();
   /** Calls in flight, by invocation id: the broker attaches identity from here, never from the worker. */
   /** `signedUntil`: when the call's signed identity expires (epoch seconds; null for a read-only call, which carries none). */
-  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean; signedUntil: number | null }>();
+  readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean; signedUntil: number | null; chain: ReadonlyArray<{ id: string; plugin: string }> }>();
   readonly databases: PluginDatabases;
   private readonly broker: Broker;
   private kernelRouter: Router | null = null;
@@ -102,7 +102,7 @@ export class ExtensionHost {
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
     this.databaseUrl = options.databaseUrl;
-    this.streams = new StreamHub(kernel.db);
+    this.streams = new StreamHub(kernel.db, (key) => this.plugins.has(key));
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.broker = new Broker(this);
     this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
@@ -473,10 +473,15 @@ export class ExtensionHost {
     const loaded = this.plugins.get(key);
     this.routes.remove(key);
     for (const hook of this.activationHooks) await hook.deactivate(key);
-    if (!loaded) return;
-    // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
-    await loaded.process?.stop();
-    if (this.plugins.get(key) === loaded) this.plugins.delete(key);
+    if (loaded) {
+      // Stopped before it is forgotten: calls in flight drain with their grants (the broker reads them here).
+      await loaded.process?.stop();
+      if (this.plugins.get(key) === loaded) this.plugins.delete(key);
+    }
+    // Its open streams (plugin routes' held streams, the UI bridge's) end with it, here and, as
+    // each process follows the change (bringInLine), on every other: a client of a disabled
+    // plugin must not go on hearing what the plugin publishes once it is enabled again.
+    this.streams.endPlugin(key);
   }
 
   private claimedRoutes(manifest: PluginManifest, grants: readonly string[]): PluginRoute[] {
@@ -499,8 +504,11 @@ export class ExtensionHost {
     }
   }
 
-  /** Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it. */
-  async invoke(key: string, kind: InvocationInfo['kind'], target: string, input: unknown, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, options: InvokeOptions, depth = 0): Promise<InvokeResult> {
+  /**
+   * Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it.
+   * `callerId`: the invocation this one is nested in (a service call), whose chain it extends.
+   */
+  async invoke(key: string, kind: InvocationInfo['kind'], target: string, input: unknown, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, options: InvokeOptions, depth = 0, callerId?: string): Promise<InvokeResult> {
     const loaded = this.plugins.get(key);
     if (!loaded?.process) throw new KeelError(404, 'plugin_not_enabled', `Plugin ${key} is not enabled`);
     const id = randomUUID();
@@ -518,12 +526,15 @@ export class ExtensionHost {
       signed = { invocation, signature: this.sign(invocation) };
     }
     const batched = Boolean(options.batch && options.transactional && !options.readOnly);
-    this.invocations.set(id, { plugin: key, info: full, depth, batched, signedUntil });
+    const caller = callerId === undefined ? undefined : this.invocations.get(callerId);
+    const chain = caller ? [...caller.chain, { id: callerId!, plugin: caller.plugin }] : [];
+    const enclosing = chain.filter((link) => link.plugin === key).map((link) => link.id);
+    this.invocations.set(id, { plugin: key, info: full, depth, batched, signedUntil, chain });
     let answered = false;
     try {
       const message: InvokeMessage = {
         t: 'invoke', id, kind, target, input: JSON.stringify(input ?? null), info: full, transactional: options.transactional, readOnly: options.readOnly,
-        signed, defaultActivity: options.defaultActivity ?? null, deadlineMs,
+        signed, defaultActivity: options.defaultActivity ?? null, deadlineMs, ...(enclosing.length ? { enclosing } : {}),
       };
       for (const decorate of this.invokeDecorators) await decorate(loaded, message);
       let result = batched

@@ -46,8 +46,8 @@ export interface SseHold {
   counts: HeldStreams;
   key: string;
   limit: number;
-  /** Starts relaying; returns what stops it. Called once the head is written. */
-  subscribe: (write: (frame: string) => void) => () => void;
+  /** Starts relaying; returns what stops it. Called once the head is written; `end` closes the stream (its plugin stopped). */
+  subscribe: (write: (frame: string) => void, end: () => void) => () => void;
 }
 
 /**
@@ -80,11 +80,13 @@ export function answerSse(ctx: Context, frames: string, hold?: SseHold): void {
   counts.set(key, (counts.get(key) ?? 0) + 1);
   let closed = false;
   const write = (frame: string) => {
-    if (closed) return;
+    if (closed || res.writableEnded) return;
     if (res.writableLength > SSE_MAX_QUEUED_BYTES) { res.destroy(); return; }
     res.write(frame);
   };
-  const unsubscribe = hold.subscribe(write);
+  // Ended by the server: what was written still reaches the client, then the response ends.
+  const end = () => { if (!closed && !res.writableEnded) res.end(); };
+  const unsubscribe = hold.subscribe(write, end);
   if (frames) write(frames);
   const heartbeat = setInterval(() => write(': keep-alive\n\n'), SSE_HEARTBEAT_MS);
   heartbeat.unref();

@@ -8,6 +8,8 @@ export const STREAM_CHANNEL = 'keel_streams';
 const CHANNEL_NAME = /^[a-z][a-z0-9-]{0,63}$/;
 
 type Listener = (data: string) => void;
+/** One open stream: what relays an event to it, and what ends it (the connection closes). */
+interface Subscriber { listener: Listener; end: () => void }
 
 /** Where a stream event belongs: one company, or the instance (calls that serve no company). */
 export type StreamScope = { companyId: string } | { instance: true };
@@ -21,27 +23,52 @@ interface Envelope { p: string; s: string; c: string; d: string }
  * instance's channel, which instance admins alone may read. Every publish goes through
  * PostgreSQL NOTIFY, including to subscribers of the publishing process, so subscribers
  * connected to any Keel process sharing the database hear it, each exactly once.
+ *
+ * A plugin's streams live as long as its worker in this process: when the extension host stops
+ * serving it (disable, uninstall, upgrade, or the change made by another process followed here),
+ * every stream of the plugin is ended, and one opened after that (an answer of a call that was
+ * draining) is ended at once. A client that wants the events of the plugin enabled again opens
+ * a new stream, under the checks of that moment.
  */
 export class StreamHub {
-  private readonly listeners = new Map<string, Set<Listener>>();
+  private readonly listeners = new Map<string, Set<Subscriber>>();
   private readonly db: Database;
+  private readonly serves: (plugin: string) => boolean;
   /** Streams this process holds open per `plugin/scope` (sse-connection.ts counts and bounds them). */
   readonly held: HeldStreams = new Map();
 
-  constructor(db: Database) {
+  /** `serves`: whether this process runs the plugin now (a stream is held only while it does). */
+  constructor(db: Database, serves: (plugin: string) => boolean) {
     this.db = db;
+    this.serves = serves;
   }
 
   static assertChannel(channel: unknown): asserts channel is string {
     if (typeof channel !== 'string' || !CHANNEL_NAME.test(channel)) throw new KeelError(400, 'invalid_channel', 'Channel names are lower-case letters, digits and dashes');
   }
 
-  subscribe(plugin: string, scope: StreamScope, channel: string, listener: Listener): () => void {
+  /** Relays the channel's events to `listener` until the returned function is called, or `end` is (the plugin stopped). */
+  subscribe(plugin: string, scope: StreamScope, channel: string, listener: Listener, end: () => void): () => void {
+    if (!this.serves(plugin)) {
+      end();
+      return () => undefined;
+    }
     const key = keyOf(plugin, scopeKey(scope), channel);
-    const set = this.listeners.get(key) ?? new Set<Listener>();
-    set.add(listener);
+    const set = this.listeners.get(key) ?? new Set<Subscriber>();
+    const subscriber = { listener, end };
+    set.add(subscriber);
     this.listeners.set(key, set);
-    return () => { set.delete(listener); if (set.size === 0) this.listeners.delete(key); };
+    return () => { set.delete(subscriber); if (set.size === 0 && this.listeners.get(key) === set) this.listeners.delete(key); };
+  }
+
+  /** Ends every stream of a plugin this process holds: it is no longer served here. */
+  endPlugin(plugin: string): void {
+    const prefix = `${plugin}/`;
+    for (const [key, set] of [...this.listeners]) {
+      if (!key.startsWith(prefix)) continue;
+      this.listeners.delete(key);
+      for (const subscriber of set) subscriber.end();
+    }
   }
 
   async publish(plugin: string, scope: StreamScope, channel: string, data: unknown): Promise<void> {
@@ -61,7 +88,7 @@ export class StreamHub {
     try { envelope = JSON.parse(payload) as Envelope; } catch { return; }
     const set = this.listeners.get(keyOf(envelope.p, envelope.s, envelope.c));
     if (!set) return;
-    for (const listener of set) listener(envelope.d);
+    for (const subscriber of set) subscriber.listener(envelope.d);
   }
 }
 

@@ -49,6 +49,9 @@ async function open(path: string, token: string | null, url = t.url, headers: Re
   const response = await fetch(`${url}${base}${path}`, { headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), accept: 'text/event-stream', ...headers }, signal: controller.signal });
   const frames: Array<{ event?: string; id?: string; data: any }> = [];
   const waiters: Array<() => void> = [];
+  let closed!: () => void;
+  /** Resolves when the server ends the stream (or it is stopped). */
+  const ended = new Promise<void>((resolve) => { closed = resolve; });
   if (response.status === 200) {
     void (async () => {
       const reader = response.body!.getReader();
@@ -74,10 +77,11 @@ async function open(path: string, token: string | null, url = t.url, headers: Re
           for (const wake of waiters.splice(0)) wake();
         }
       } catch { /* aborted */ }
+      closed();
     })();
   }
   const until = async (count: number) => { while (frames.length < count) await new Promise<void>((resolve) => waiters.push(resolve)); };
-  return { response, frames, until, stop: () => controller.abort(), body: response.status === 200 ? null : await response.json() };
+  return { response, frames, until, ended, stop: () => controller.abort(), body: response.status === 200 ? null : await response.json() };
 }
 
 const publish = (companyId: string, n: number) => t.api.as(admin).post(`${base}/companies/${companyId}/publish`, { n });
@@ -229,6 +233,31 @@ describe('held streams', () => {
     await there.until(3);
     expect(there.frames.slice(1).map((f) => f.data.n)).toEqual([2, 3]);
     there.stop();
+  });
+
+  it('end when the plugin is disabled or upgraded, on every process; one from before hears nothing after', async () => {
+    const api = t.api.as(admin);
+    const secondServes = () => expect.poll(async () => (await second.api.as(admin).get('/api/plugins/answers-fx/health')).body.worker?.status, { timeout: 15_000 }).toBe('running');
+    await secondServes();
+    const here = await open(`/companies/${companyA}/live`, memberOfA);
+    const there = await open(`/companies/${companyA}/live`, memberOfA, second.url);
+    await Promise.all([here.until(1), there.until(1)]);
+    expect((await api.post(`${base}/disable`, {})).status).toBe(200);
+    await Promise.all([here.ended, there.ended]);
+    expect((await api.post(`${base}/enable`, {})).status).toBe(200);
+    await secondServes();
+    // An upgrade restarts the plugin: its streams end as well.
+    const beforeUpgrade = await open(`/companies/${companyA}/live`, memberOfA);
+    await beforeUpgrade.until(1);
+    expect((await api.post(`${base}/upgrade`, {})).status).toBe(200);
+    await beforeUpgrade.ended;
+    const fresh = await open(`/companies/${companyA}/live`, memberOfA);
+    await fresh.until(1);
+    await publish(companyA, 9);
+    await fresh.until(2);
+    expect(fresh.frames.slice(1).map((f) => f.data.n)).toEqual([9]);
+    for (const old of [here, there, beforeUpgrade]) expect(old.frames.slice(1)).toEqual([]);
+    fresh.stop();
   });
 });
 

@@ -44,6 +44,8 @@ async function subscribe(base: string, token: string, query = '') {
   let opened!: () => void;
   const open = new Promise<void>((resolve) => { opened = resolve; });
   const waiters: Array<() => void> = [];
+  let closed!: () => void;
+  const ended = new Promise<void>((resolve) => { closed = resolve; });
   if (response.status === 200) {
     void (async () => {
       const reader = response.body!.getReader();
@@ -60,6 +62,7 @@ async function subscribe(base: string, token: string, query = '') {
           for (const wake of waiters.splice(0)) wake();
         }
       } catch { /* aborted */ }
+      closed();
     })();
     await open;
   }
@@ -68,6 +71,8 @@ async function subscribe(base: string, token: string, query = '') {
     body: response.status === 200 ? null : await response.json(),
     events,
     next: () => new Promise<void>((resolve) => waiters.push(resolve)),
+    /** Resolves when the server ends the stream (or it is stopped). */
+    ended,
     stop: () => controller.abort(),
   };
 }
@@ -115,5 +120,29 @@ describe('plugin streams', () => {
     while (there.events.length < 2) await there.next();
     expect(there.events.map((e) => e.input.params.n)).toEqual([4, 5]);
     there.stop();
+  });
+
+  it('end when the plugin is disabled, on every process; a stream from before hears nothing once it is enabled again', async () => {
+    const api = t.api.as(admin);
+    const secondServes = () => expect.poll(async () => (await second.api.as(admin).get('/api/plugins/ui-bridge/health')).body.worker?.status, { timeout: 15_000 }).toBe('running');
+    await secondServes();
+    const here = await subscribe(t.url, memberOfA, `?companyId=${companyA}`);
+    const there = await subscribe(second.url, memberOfA, `?companyId=${companyA}`);
+    expect([here.status, there.status]).toEqual([200, 200]);
+    expect((await api.post('/api/plugins/ui-bridge/disable', {})).status).toBe(200);
+    // The server ends both: this process when it disables, the other as it follows the change.
+    await Promise.all([here.ended, there.ended]);
+    expect((await api.post('/api/plugins/ui-bridge/enable', {})).status).toBe(200);
+    await secondServes();
+    // New streams hear the plugin enabled again; the old ones were closed and hear nothing.
+    const freshHere = await subscribe(t.url, memberOfA, `?companyId=${companyA}`);
+    const freshThere = await subscribe(second.url, memberOfA, `?companyId=${companyA}`);
+    const arrived = Promise.all([freshHere.next(), freshThere.next()]);
+    expect((await ping(companyA, 6)).body).toEqual({ published: true });
+    await arrived;
+    expect([freshHere.events.map((e) => e.input.params.n), freshThere.events.map((e) => e.input.params.n)]).toEqual([[6], [6]]);
+    expect([here.events.map((e) => e.input.params.n), there.events.map((e) => e.input.params.n)]).toEqual([[], []]);
+    freshHere.stop();
+    freshThere.stop();
   });
 });

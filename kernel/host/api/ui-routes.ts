@@ -87,7 +87,7 @@ export const pluginUiRoutes = (host: ExtensionHost): RouteModule => (router, ker
     // The same connection handling as plugin routes' held streams, counted against the same bound.
     answerSse(ctx, open, {
       counts: host.streams.held, key: heldKey(pluginKey, scope), limit: DEFAULT_MAX_STREAMS,
-      subscribe: (write) => host.streams.subscribe(pluginKey, scope, channel, (data) => write(`data: ${data}\n\n`)),
+      subscribe: (write, end) => host.streams.subscribe(pluginKey, scope, channel, (data) => write(`data: ${data}\n\n`), end),
     });
   });
 };

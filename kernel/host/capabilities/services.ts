@@ -94,7 +94,7 @@ function resolveService(call: BrokeredCall, provider: string, service: string): 
 
 async function invokeService(call: BrokeredCall, callee: LoadedPlugin, offered: ServiceManifest, input: unknown, idempotencyKey: string | null): Promise<unknown> {
   const { id: _id, kind: _kind, target: _target, ...rest } = call.info;
-  const result = await call.host.invoke(callee.key, 'service', offered.key, input, { ...rest, caller: { plugin: call.plugin }, idempotencyKey }, offered.readOnly ? { transactional: false, readOnly: true } : { transactional: true }, call.depth + 1);
+  const result = await call.host.invoke(callee.key, 'service', offered.key, input, { ...rest, caller: { plugin: call.plugin }, idempotencyKey }, offered.readOnly ? { transactional: false, readOnly: true } : { transactional: true }, call.depth + 1, call.info.id);
   // The provider's own error, as it chose to expose it; the caller may pass it on.
   if (!result.ok) throw new KeelError(result.error?.status ?? 502, result.error?.code ?? 'service_failed', result.error?.message ?? 'service failed', { expose: true });
   const value = result.value === undefined ? null : JSON.parse(result.value) as unknown;

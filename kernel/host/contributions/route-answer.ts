@@ -147,7 +147,7 @@ function sendEvents(ctx: Context, envelope: Envelope, headers: { contentType?: s
     }
     hold = {
       counts: stream.hub.held, key: heldKey(stream.plugin, scope), limit: options.response.maxStreams ?? DEFAULT_MAX_STREAMS,
-      subscribe: (write: (frame: string) => void) => stream.hub.subscribe(stream.plugin, scope, channel, (data) => write(`data: ${data}\n\n`)),
+      subscribe: (write: (frame: string) => void, end: () => void) => stream.hub.subscribe(stream.plugin, scope, channel, (data) => write(`data: ${data}\n\n`), end),
     };
   }
   for (const [name, text] of headers.rest) ctx.set(name, text);

@@ -59,6 +59,12 @@ export interface InvokeMessage {
    * Absent when the invocation has no company.
    */
   folders?: Record<string, FolderMount>;
+  /**
+   * Calls of the same plugin this one is nested in through service calls (their ids, outermost
+   * first), each waiting for this one to answer. While one of them holds a connection of the
+   * plugin's pool, this call may not wait for another (PluginDatabase.transactionOf).
+   */
+  enclosing?: string[];
 }
 
 export interface FolderMount { path: string | null; access: 'read' | 'readWrite' }

@@ -53,7 +53,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   const first = items[0]!;
   let client: pg.PoolClient;
   try {
-    client = await db.pool.connect();
+    client = await db.connectForBatch();
     await client.query('BEGIN');
   } catch {
     return false;
@@ -128,7 +128,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   const fail = (error: WireError) => { for (const item of items) host.send({ t: 'result', id: item.id, ok: false, error, activityWritten: false }); };
   let client: pg.PoolClient;
   try {
-    client = await database.pool.connect();
+    client = await database.connectForBatch();
     await client.query('BEGIN');
   } catch (error) {
     fail(host.transactionFailed('open', items[0]!.target, error));

@@ -2,7 +2,7 @@ import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } fr
 import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
 import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
-import { PluginDatabase } from './capabilities/database.ts';
+import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
 import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
 import { jobsCapability } from './capabilities/jobs.ts';
@@ -99,7 +99,7 @@ export class HostedPlugin {
   /** Connects the plugin's database, builds its capabilities and loads its code. */
   boot(): void {
     const init = this.init;
-    if (init.database) this.database = new PluginDatabase(init.database.url, init.database.schema, 16, init.database.resetSessions ?? true, init.database.applicationName);
+    if (init.database) this.database = new PluginDatabase(init.database.url, init.database.schema, PLUGIN_POOL_CONNECTIONS, init.database.resetSessions ?? true, init.database.applicationName);
     this.activityKinds = new ActivityEntityKinds(this.database);
     const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
     this.capabilities = {
@@ -509,6 +509,7 @@ export class HostedPlugin {
   private start(invocation: Invocation): void {
     if (this.unloaded) return;
     const message = invocation.message;
+    invocation.enclosing = (message.enclosing ?? []).flatMap((id) => this.invocations.get(id) ?? []);
     this.invocations.set(message.id, invocation);
     invocation.timer = setTimeout(() => {
       if (invocation.finished) return;

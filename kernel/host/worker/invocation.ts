@@ -37,12 +37,15 @@ export class Invocation {
    * The client holding this call's transaction, opened on first use: a call that never touches
    * the database never pays for BEGIN and COMMIT. BEGIN is queued on the client, whose
    * connection pipelines (capabilities/database.ts), so the first statement is sent right
-   * behind it and the two share one round trip.
+   * behind it and the two share one round trip. A call that already holds a connection (its
+   * own transaction, or the batch's it is an item of) always gets that one: it must never wait
+   * for a second connection of the pool it holds one of (PluginDatabase.transactionOf).
    */
-  transactionClient(pool: pg.Pool): Promise<pg.PoolClient> | null {
-    if (!this.wantsTransaction) return null;
+  transactionClient(connect: () => Promise<pg.PoolClient>): Promise<pg.PoolClient> | null {
     if (this.client) return Promise.resolve(this.client);
-    this.opening ??= pool.connect().then((client) => {
+    if (this.opening) return this.opening;
+    if (!this.wantsTransaction) return null;
+    this.opening = connect().then((client) => {
       if (this.finished && !this.settling) {
         client.release();
         throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
@@ -52,6 +55,19 @@ export class Invocation {
       return client;
     });
     return this.opening;
+  }
+
+  /** Whether the call holds (or is being given) a connection of its plugin's pool. */
+  get holdsConnection(): boolean {
+    return this.client !== null || this.opening !== null;
+  }
+
+  /** Calls of this plugin that wait for this one through service calls (InvokeMessage.enclosing), resolved when it starts. */
+  enclosing: readonly Invocation[] = [];
+
+  /** The enclosing call that holds a connection of the pool, if one does: this call must not wait for another. */
+  get enclosingHolder(): Invocation | undefined {
+    return this.enclosing.find((outer) => !outer.finished && outer.holdsConnection);
   }
 
   /**

@@ -42,7 +42,7 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
 
 /** Runs a statement on the invocation's transaction, or on a pooled connection when it has none. */
 export async function onInvocationClient<T>(db: PluginDatabase, invocation: Invocation, run: (client: import('pg').PoolClient) => Promise<T>): Promise<T> {
-  const transaction = invocation.transactionClient(db.pool);
+  const transaction = db.transactionOf(invocation);
   if (transaction) {
     const client = await transaction;
     return db.statement(client, () => run(client));
@@ -55,12 +55,16 @@ export async function onInvocationClient<T>(db: PluginDatabase, invocation: Invo
  * Entity types the database checks against the invocation's company (or the plugin itself):
  * the kernel's own (company, agent, run, ...). Read from keel_bridge.activity_entity_kinds,
  * which holds the one list, when an entry is first recorded (not at boot, which stays free of
- * database work); compared in lower case without surrounding blanks, as there.
+ * database work); compared in lower case without surrounding blanks, as there. The list is read
+ * on the recording call's own connection (inside its transaction), never on another one of the
+ * pool: a call holding its transaction (and the company row an issue number comes from) that
+ * waited for a second connection would wait forever once a burst of calls held all the others
+ * while waiting on its lock. Calls that record before the list arrives each read it themselves,
+ * so that none waits on a statement queued behind another call's locks.
  */
 export class ActivityEntityKinds {
   private readonly db: PluginDatabase | null;
   private loaded: ReadonlySet<string> | null = null;
-  private loading: Promise<ReadonlySet<string>> | null = null;
 
   constructor(db: PluginDatabase | null) {
     this.db = db;
@@ -71,13 +75,11 @@ export class ActivityEntityKinds {
     return this.loaded;
   }
 
-  async get(): Promise<ReadonlySet<string>> {
+  async get(invocation: Invocation): Promise<ReadonlySet<string>> {
     if (this.loaded) return this.loaded;
     if (!this.db) return (this.loaded = new Set());
-    this.loading ??= this.db.pool.query<{ kinds: string[] }>('select keel_bridge.activity_entity_kinds() as kinds')
-      .then((result) => (this.loaded = new Set(result.rows[0]?.kinds ?? [])))
-      .finally(() => { this.loading = null; });
-    return this.loading;
+    const result = await onInvocationClient(this.db, invocation, (client) => client.query<{ kinds: string[] }>('select keel_bridge.activity_entity_kinds() as kinds'));
+    return (this.loaded ??= new Set(result.rows[0]?.kinds ?? []));
   }
 }
 
@@ -126,10 +128,9 @@ export function activityCapability(db: PluginDatabase | null, kinds: ActivityEnt
     record: async (invocation: Invocation, args: unknown[]) => {
       const entry = checkedActivityEntry(args);
       if (!db) throw new CapabilityError(403, 'activity_unavailable', 'activity needs the plugin database connection');
-      if ((await kinds.get()).has(kindOf(entry.entityType))) {
-        activityValues(invocation, entry, secrets);
-        await assertEntityInScope(db, invocation, entry);
-      }
+      // Refused calls (read-only, unsigned, a secret in the action) are refused before any database work.
+      activityValues(invocation, entry, secrets);
+      if ((await kinds.get(invocation)).has(kindOf(entry.entityType))) await assertEntityInScope(db, invocation, entry);
       await writeActivity(db, invocation, entry, secrets);
       return null;
     },

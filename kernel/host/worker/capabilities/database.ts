@@ -9,6 +9,8 @@ const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
 const MAX_ROWS = 10_000;
 const MAX_NAMED_STATEMENTS = 200;
+/** Connections each plugin's pool holds in a worker (one pool per plugin, shared by its concurrent calls). */
+export const PLUGIN_POOL_CONNECTIONS = 16;
 /**
  * What DISCARD ALL would reset that a plugin can still set on a hardened database: the values
  * lastval() and currval() answer (any insert with a serial sets them), and settings, listeners
@@ -24,9 +26,14 @@ const CANCEL_RETRY_MS = 100;
  * database (not string checks) confines it. One statement per call over the extended
  * protocol; results are bounded. Transactional invocations use the client that holds their
  * transaction; others take a pooled client and give it back with its session state reset.
+ *
+ * The pool is reached only through the methods below, each of which knows the call it serves:
+ * a call holding a connection (its transaction) never waits for a second one. Were it to, a
+ * burst of calls as large as the pool could each hold a connection (and row locks the others
+ * wait on) while waiting for one more, and the worker would hang until the kernel killed it.
  */
 export class PluginDatabase {
-  readonly pool: pg.Pool;
+  private readonly pool: pg.Pool;
   private readonly resetSessions: boolean;
 
   /**
@@ -168,16 +175,49 @@ export class PluginDatabase {
     client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
   }
 
+  /** The connection holding the call's transaction (opened on first use), or null for a call that runs without one. */
+  transactionOf(invocation: Invocation): Promise<pg.PoolClient> | null {
+    return invocation.transactionClient(() => this.connectUnlessEnclosed(invocation));
+  }
+
+  /**
+   * A call nested through a service call in a call of the same plugin that holds a connection
+   * (and maybe the row locks its work needs) is refused rather than given a second one: the
+   * outer call waits for it, so as many such pairs as the pool has connections would wait on
+   * each other for good.
+   */
+  private connectUnlessEnclosed(invocation: Invocation): Promise<pg.PoolClient> {
+    const holder = invocation.enclosingHolder;
+    if (holder) {
+      const refusal = {
+        status: 409, code: 'reentrant_transaction',
+        message: `This ${invocation.message.kind} call is nested (through service calls) in a ${holder.message.kind} call of the same plugin that holds its database transaction; it cannot use the database while that call waits for it: do this work in the outer call, or call before the outer call opens its transaction`,
+      };
+      return Promise.reject(new CapabilityError(refusal.status, refusal.code, refusal.message));
+    }
+    return this.pool.connect();
+  }
+
+  /** A connection for a batch's shared transaction, taken before any of its calls starts (batches.ts). */
+  connectForBatch(): Promise<pg.PoolClient> {
+    return this.pool.connect();
+  }
+
   /**
    * A pooled connection for one statement of a call outside its transaction. A call that ended
    * while the connection was being made gets none: its statement would start after the call
-   * cancelled what it had running, and run on unwatched.
+   * cancelled what it had running, and run on unwatched. A call that holds a connection is
+   * refused at once (a fault of the host, never of the plugin): it must use the one it holds.
    */
   async connectFor(invocation: Invocation): Promise<pg.PoolClient> {
+    if (invocation.holdsConnection) {
+      const refusal = { status: 500, code: 'pool_reentry', message: 'A call holding a database connection asked for a second one of the same pool; it must use its own' };
+      throw new CapabilityError(refusal.status, refusal.code, refusal.message);
+    }
     // Only the host's own writes while it finishes the call may connect after the call ended;
     // a plugin statement whose connection arrives late (the pool was opening one) may not.
     const byHost = invocation.settling;
-    const client = await this.pool.connect();
+    const client = await this.connectUnlessEnclosed(invocation);
     if (invocation.finished && !byHost) {
       this.releaseAfterStatement(client);
       throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
@@ -200,7 +240,7 @@ export class PluginDatabase {
         const config = { text: sql, values, queryMode: 'extended', name: this.statementName(sql) } as pg.QueryConfig;
         try {
           let result: pg.QueryResult;
-          const transaction = invocation.transactionClient(this.pool);
+          const transaction = this.transactionOf(invocation);
           if (transaction) {
             const client = await transaction;
             result = await this.statement(client, () => client.query(config));

@@ -30,7 +30,7 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall):
         throw new CapabilityError(403, 'company_scope_required', 'events belong to a company, and this call serves none; publish from a route under a company, or from a job declared perCompany: true');
       }
       const checked = await kernel(invocation, 'eventChecks', 'check', args) as CheckedPublication;
-      const client = await invocation.transactionClient(db.pool)!;
+      const client = await db.transactionOf(invocation)!;
       try {
         const result = await db.statement(client, () => client.query({
           text: 'select keel_bridge.publish_event($1, $2, $3, $4, $5, $6::jsonb) as id',

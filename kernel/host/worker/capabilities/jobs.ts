@@ -22,7 +22,7 @@ export function jobsCapability(db: PluginDatabase | null, kernel: KernelCall): W
       }
       const checked = await kernel(invocation, 'jobChecks', 'enqueue', args) as CheckedEnqueue;
       if (checked.duplicate) return { jobId: checked.jobId, duplicate: true };
-      const client = await invocation.transactionClient(db.pool)!;
+      const client = await db.transactionOf(invocation)!;
       await db.statement(client, () => client.query({
         text: 'select keel_bridge.stage_job($1, $2, $3, $4)',
         values: [signed.invocation, signed.signature, checked.ticket, checked.signature],
@@ -33,7 +33,7 @@ export function jobsCapability(db: PluginDatabase | null, kernel: KernelCall): W
       const jobId = args[0];
       const signed = invocation.message.signed;
       if (db && signed && typeof jobId === 'string' && /^[0-9a-f-]{36}$/i.test(jobId) && invocation.message.transactional && !invocation.message.readOnly) {
-        const client = await invocation.transactionClient(db.pool)!;
+        const client = await db.transactionOf(invocation)!;
         const result = await db.statement(client, () => client.query({ text: 'select keel_bridge.unstage_job($1, $2, $3::uuid) as unstaged', values: [signed.invocation, signed.signature, jobId] }));
         if ((result.rows[0] as { unstaged: boolean }).unstaged) return { cancelled: true, state: 'cancelled' };
       }

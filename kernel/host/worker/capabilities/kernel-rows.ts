@@ -19,7 +19,7 @@ async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: st
   if (invocation.message.readOnly || !invocation.message.transactional) throw new CapabilityError(403, 'kernel_rows_read_only', 'kernel rows can be changed only from a mutating, transactional call');
   const signed = invocation.message.signed;
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
-  const client = await invocation.transactionClient(db.pool)!;
+  const client = await db.transactionOf(invocation)!;
   try {
     const result = await db.statement(client, () => client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] }));
     return (result.rows[0] as { result?: unknown } | undefined)?.result ?? null;
