@@ -81,6 +81,27 @@ export class CredentialMask {
   }
 }
 
+/** Header names that carry a credential whatever sets them (`idempotency-key` names a request, not a secret). */
+const CREDENTIAL_HEADER = /^(authorization|proxy-authorization|cookie)$|(^|-)(api-?key|key|token|secret|password|passwd|auth|session)($|-)/;
+const NOT_A_CREDENTIAL = new Set(['idempotency-key']);
+
+/**
+ * The credentials among headers a run's request carries besides the kernel's own (the plugin's
+ * and the agent's configured headers): values of headers named like credentials, and the part
+ * after a scheme ("Bearer <value>").
+ */
+export function credentialHeaderValues(headers: Record<string, string>): string[] {
+  const values: string[] = [];
+  for (const [name, value] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (NOT_A_CREDENTIAL.has(lower) || !CREDENTIAL_HEADER.test(lower)) continue;
+    values.push(value);
+    const scheme = /^[A-Za-z][A-Za-z0-9-]*\s+(.+)$/.exec(value);
+    if (scheme) values.push(scheme[1]!);
+  }
+  return values;
+}
+
 /**
  * Masks a text that arrives in chunks (a process's raw output on its way to disk): the last
  * `longest - 1` characters are held back until the next chunk shows whether a credential

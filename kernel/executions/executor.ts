@@ -17,7 +17,7 @@ import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
-import { CredentialMask } from './credential-mask.ts';
+import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
 import { ExecutionLog, MAX_HELD_LINE_BYTES, MAX_LINE_BYTES, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
@@ -238,6 +238,7 @@ export class Executor {
       if (['host', 'content-length', 'transfer-encoding', 'connection', tokenHeader].includes(lower)) continue;
       headers[lower] = value;
     }
+    secretValues.push(...credentialHeaderValues(headers));
     const body = input.body === undefined ? null : Buffer.from(JSON.stringify(input.body));
     if (body) headers['content-type'] = 'application/json';
     if (input.stream === 'sse') headers.accept = 'text/event-stream';

@@ -49,7 +49,13 @@ export class OutputSpool {
   /** A promise while a file has more queued than its stream buffers (the reader pauses until it drains). */
   ready(): Promise<void> | null {
     for (const file of this.files.values()) {
-      if (file.out.writableNeedDrain && !file.out.destroyed) return new Promise((resolve) => { file.out.once('drain', resolve); file.out.once('close', resolve); });
+      if (!file.out.writableNeedDrain || file.out.destroyed) continue;
+      const { out } = file;
+      return new Promise((resolve) => {
+        const done = () => { out.off('drain', done); out.off('close', done); resolve(); };
+        out.on('drain', done);
+        out.on('close', done);
+      });
     }
     return null;
   }
