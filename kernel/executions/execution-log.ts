@@ -84,8 +84,9 @@ export class ExecutionLog {
    * string `type` is also an output event.
    */
   line(stream: LogStream, text: string, omittedBytes = 0): void {
-    // Masked as text (JSON-escaped forms included), then as the parsed value (a value spelt with \u escapes).
-    const whole = stream === 'stdout' && omittedBytes === 0 ? structured(this.mask.text(text)) : null;
+    // Parsed, then masked as a value (every string and key, however the JSON spelt it): masking
+    // the text first could break the JSON of a line whose credential is also an ordinary word.
+    const whole = stream === 'stdout' && omittedBytes === 0 ? structured(text) : null;
     this.add(stream, text, omittedBytes, whole && this.mask.value(whole));
   }
 
@@ -102,10 +103,9 @@ export class ExecutionLog {
 
   /** A Server-Sent Event: logged as its data, and always an output event. */
   sse(event: string, data: string): void {
-    const masked = this.mask.text(data);
-    let parsed: unknown = masked;
-    try { parsed = this.mask.value(JSON.parse(masked) as unknown); } catch { /* plain text data stays text */ }
-    this.add('sse', masked, 0, { event, data: parsed });
+    let parsed: unknown;
+    try { parsed = this.mask.value(JSON.parse(data) as unknown); } catch { parsed = this.mask.text(data); /* plain text data stays text */ }
+    this.add('sse', data, 0, { event, data: parsed });
   }
 
   private add(stream: LogStream, text: string, omittedBytes: number, output: Record<string, unknown> | null, always = false): void {
@@ -212,6 +212,11 @@ function outputGroups(batch: Pending[]): Output[][] {
   }
   if (current.length > 0) groups.push(current);
   return groups;
+}
+
+/** What a process's line reader holds: a structured line up to MAX_HELD_LINE_BYTES, and room to mask a credential that straddles the cut. */
+export function heldLineChars(mask: CredentialMask): number {
+  return MAX_HELD_LINE_BYTES + Math.min(mask.longest, MAX_LINE_BYTES);
 }
 
 /** The JSON object of a stdout line with a string `type` (the agent protocol), else null. */

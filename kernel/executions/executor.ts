@@ -18,7 +18,7 @@ import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
-import { ExecutionLog, MAX_HELD_LINE_BYTES, MAX_LINE_BYTES, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
+import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
@@ -601,11 +601,6 @@ async function stopRemoteRun(executor: { secretHeadersFor: Executor['secretHeade
   } catch (error) {
     executor.log.warn({ err: error, executionId: row.id }, 'could not ask the run server to stop the remote run of a lost execution');
   }
-}
-
-/** What a process's line reader holds: a structured line up to MAX_HELD_LINE_BYTES, and room to mask a credential that straddles the cut. */
-export function heldLineChars(mask: CredentialMask): number {
-  return MAX_HELD_LINE_BYTES + Math.min(mask.longest, MAX_LINE_BYTES);
 }
 
 /** The variable that recognises an execution's process group in /proc (the run's, or a workspace process's own id). */

@@ -9,9 +9,9 @@ import type { ActorResolver } from '../auth/resolve-actor.ts';
 import { iso, int, type Row } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
-import { ExecutionLog, readExecutionLog, type WorkspaceExecutionRef } from './execution-log.ts';
+import { ExecutionLog, heldLineChars, readExecutionLog, type WorkspaceExecutionRef } from './execution-log.ts';
 import { CredentialMask } from './credential-mask.ts';
-import { EXECUTIONS_CHANNEL, heldLineChars, LEASE_SEC, LIVE, MAX_LIVE_PER_COMPANY, type Executor, type Live } from './executor.ts';
+import { EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, MAX_LIVE_PER_COMPANY, type Executor, type Live } from './executor.ts';
 import { AgentProcess } from './process-runner.ts';
 
 /**
