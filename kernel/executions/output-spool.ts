@@ -63,6 +63,7 @@ export class OutputSpool {
   /** Ends the files; removes them unless `keep`. Answers whether a complete copy is on disk. */
   async close(keep: boolean): Promise<boolean> {
     const closing = [...this.files.values()].map((file) => new Promise<void>((resolve) => {
+      if (file.out.destroyed) { resolve(); return; }
       if (!file.full) file.out.write(file.masker.end());
       file.out.end(() => resolve());
       file.out.once('error', () => resolve());
