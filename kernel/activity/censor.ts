@@ -22,11 +22,18 @@ function censorUsername(entry: ActivityRecord): ActivityRecord {
   if (hostUser.length < 2 || entry.details === null) return entry;
   const masked = hostUser[0] + '*'.repeat(hostUser.length - 1);
   const pattern = new RegExp(`\\b${hostUser.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\b`, 'g');
-  const walk = (value: unknown): unknown => {
-    if (typeof value === 'string') return value.replace(pattern, masked);
-    if (Array.isArray(value)) return value.map(walk);
-    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v)]));
-    return value;
-  };
-  return { ...entry, details: walk(entry.details) };
+  return { ...entry, details: mapStrings(entry.details, (text) => text.replace(pattern, masked)) };
+}
+
+/**
+ * A JSON value with every string replaced by `censor` (object keys too, when `keys`): the one
+ * walk that masks what readers see, here and for run output (executions/credential-mask.ts).
+ */
+export function mapStrings(value: unknown, censor: (text: string) => string, keys = false): unknown {
+  if (typeof value === 'string') return censor(value);
+  if (Array.isArray(value)) return value.map((item) => mapStrings(item, censor, keys));
+  if (value && typeof value === 'object') {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [keys ? censor(k) : k, mapStrings(v, censor, keys)]));
+  }
+  return value;
 }

@@ -1,7 +1,11 @@
 import { createHash, type Hash } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { Database, Queryable } from '../db/database.ts';
 import type { EventBus } from '../events/event-bus.ts';
+import { CredentialMask } from './credential-mask.ts';
+import { storedLine } from './line-reader.ts';
+import { SPOOL_FOLDER, type OutputSpool } from './output-spool.ts';
 
 export type LogStream = 'stdout' | 'stderr' | 'system' | 'sse';
 
@@ -10,13 +14,25 @@ export interface ExecutionRef { executionId: string; runId: string; companyId: s
 export interface WorkspaceExecutionRef { executionId: string; runId: null; companyId: string; agentId: null; plugin: string }
 export type AnyExecutionRef = ExecutionRef | WorkspaceExecutionRef;
 
-/** A line longer than this is cut (the record says so); a log longer than MAX_LOG_BYTES keeps its first part. */
-export const MAX_LINE_CHARS = 64 * 1024;
+/**
+ * The bounds on what one execution's output costs the kernel (docs/api/executions.md, "Output"):
+ * - a stored log line keeps its first MAX_LINE_BYTES (the record says how many bytes were cut);
+ * - a line is read (held in memory) up to MAX_HELD_LINE_BYTES, so that a structured line (an
+ *   agent's result) up to that size is still an output event; of a longer line only the count of
+ *   its bytes is kept;
+ * - a stored log keeps its first MAX_LOG_BYTES (a note says where it stopped);
+ * - at most MAX_PENDING_BYTES wait in memory to be written: past it the process's pipes are
+ *   paused (the process waits on its writes) until the batch is stored, so nothing read is lost.
+ * A process's complete output is also copied to disk (output-spool.ts), kept when anything was cut.
+ */
+export const MAX_LINE_BYTES = 64 * 1024;
+export const MAX_HELD_LINE_BYTES = 1024 * 1024;
 export const MAX_LOG_BYTES = 32 * 1024 * 1024;
+export const MAX_PENDING_BYTES = 4 * 1024 * 1024;
 const FLUSH_EVERY_MS = 100;
 const FLUSH_AT_BYTES = 256 * 1024;
 
-interface Pending { seq: number; record: string; output: { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> } | null }
+interface Pending { seq: number; record: string; held: number; output: { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> } | null }
 
 /**
  * The log of one execution, written as NDJSON records (`{"seq","at","stream","line"}`) into
@@ -37,45 +53,79 @@ export class ExecutionLog {
   private seq = 0;
   private bytes = 0;
   private dropped = false;
+  /** What was cut from the stored log: lines shortened (and their bytes), lines not kept past MAX_LOG_BYTES. */
+  readonly cuts = { lines: 0, bytes: 0, droppedLines: 0 };
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> = Promise.resolve();
 
   /** Told of each batch once it is stored (the live log of the execution's stream channel). */
   private readonly onBatch: ((offset: number, content: Buffer) => void) | null;
+  /** The live credentials of the execution, masked in every line and output (credential-mask.ts). */
+  readonly mask: CredentialMask;
+  /** The copy of a process's complete output on disk, if it has one. */
+  private readonly spool: OutputSpool | null;
+  /** Bytes waiting in memory (records and the outputs of their events). */
+  private held = 0;
 
-  constructor(db: Database, events: EventBus, ref: AnyExecutionRef, log: Logger, onBatch: ((offset: number, content: Buffer) => void) | null = null) {
+  constructor(db: Database, events: EventBus, ref: AnyExecutionRef, log: Logger,
+    options: { onBatch?: ((offset: number, content: Buffer) => void) | null; mask?: CredentialMask; spool?: OutputSpool | null } = {}) {
     this.db = db;
     this.events = events;
     this.ref = ref;
     this.log = log;
-    this.onBatch = onBatch;
+    this.onBatch = options.onBatch ?? null;
+    this.mask = options.mask ?? new CredentialMask();
+    this.spool = options.spool ?? null;
   }
 
-  /** A line of the process (or a note of the executor); a stdout line that is a JSON object with a string `type` is also an output event. */
-  line(stream: LogStream, text: string): void {
-    this.add(stream, text, stream === 'stdout' ? structured(text) : null);
+  /**
+   * A line of the process (or a note of the executor); `omittedBytes`: how much of it the
+   * reader did not hold (line-reader.ts). A whole stdout line that is a JSON object with a
+   * string `type` is also an output event.
+   */
+  line(stream: LogStream, text: string, omittedBytes = 0): void {
+    // Parsed, then masked as a value (every string and key, however the JSON spelt it): masking
+    // the text first could break the JSON of a line whose credential is also an ordinary word.
+    const whole = stream === 'stdout' && omittedBytes === 0 ? structured(text) : null;
+    this.add(stream, text, omittedBytes, whole && this.mask.value(whole));
+  }
+
+  /** Raw output on its way to the copy on disk. */
+  raw(stream: 'stdout' | 'stderr', text: string): void {
+    this.spool?.write(stream, text);
+  }
+
+  /** A promise while too much waits to be written (the reader pauses its pipe until it settles). */
+  ready(): Promise<void> | null {
+    if (this.held >= MAX_PENDING_BYTES) return this.flush();
+    return this.spool?.ready() ?? null;
   }
 
   /** A Server-Sent Event: logged as its data, and always an output event. */
   sse(event: string, data: string): void {
-    let parsed: unknown = data;
-    try { parsed = JSON.parse(data); } catch { /* plain text data stays text */ }
-    this.add('sse', data, { event, data: parsed });
+    let parsed: unknown;
+    try { parsed = this.mask.value(JSON.parse(data) as unknown); } catch { parsed = this.mask.text(data); /* plain text data stays text */ }
+    this.add('sse', data, 0, { event, data: parsed });
   }
 
-  private add(stream: LogStream, text: string, output: Record<string, unknown> | null): void {
+  private add(stream: LogStream, text: string, omittedBytes: number, output: Record<string, unknown> | null, always = false): void {
     const seq = ++this.seq;
-    const line = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}…[cut at ${MAX_LINE_CHARS} characters]` : text;
-    let record = `${JSON.stringify({ seq, at: new Date().toISOString(), stream, line })}\n`;
-    if (this.bytes + this.pendingBytes + Buffer.byteLength(record) > MAX_LOG_BYTES) {
+    const stored = storedLine(text, omittedBytes, MAX_LINE_BYTES, this.mask);
+    if (stored.omittedBytes > 0) { this.cuts.lines += 1; this.cuts.bytes += stored.omittedBytes; }
+    let record = `${JSON.stringify({ seq, at: new Date().toISOString(), stream, line: stored.line })}\n`;
+    if (!always && this.bytes + this.pendingBytes + Buffer.byteLength(record) > MAX_LOG_BYTES) {
       // Past the limit only structured output still goes on (as events); the log notes the cut once.
+      this.cuts.droppedLines += 1;
       if (this.dropped && !output) return;
-      record = this.dropped ? '' : `${JSON.stringify({ seq, at: new Date().toISOString(), stream: 'system', line: `log limit of ${MAX_LOG_BYTES} bytes reached; later lines are not kept` })}\n`;
+      record = this.dropped ? '' : `${JSON.stringify({ seq, at: new Date().toISOString(), stream: 'system', line: `log limit of ${MAX_LOG_BYTES} bytes reached; later lines are not kept here` })}\n`;
       this.dropped = true;
     }
-    this.pending.push({ seq, record, output: output && (stream === 'stdout' || stream === 'sse') ? { seq, stream, data: output } : null });
+    const kept = output && (stream === 'stdout' || stream === 'sse') ? { seq, stream, data: output } : null;
+    const held = Buffer.byteLength(record) + (kept ? Buffer.byteLength(text) : 0);
+    this.pending.push({ seq, record, held, output: kept });
     this.pendingBytes += Buffer.byteLength(record);
-    if (this.pendingBytes >= FLUSH_AT_BYTES) void this.flush();
+    this.held += held;
+    if (this.pendingBytes >= FLUSH_AT_BYTES || this.held >= MAX_PENDING_BYTES) void this.flush();
     else this.timer ??= setTimeout(() => { this.timer = null; void this.flush(); }, FLUSH_EVERY_MS);
   }
 
@@ -111,13 +161,28 @@ export class ExecutionLog {
     });
     this.pending = this.pending.slice(batch.length);
     this.pendingBytes -= content.length;
+    this.held -= batch.reduce((sum, item) => sum + item.held, 0);
     if (content.length > 0) this.onBatch?.(this.bytes, content);
     this.bytes += content.length;
     this.hash.update(content);
   }
 
-  /** Flushes everything and answers the log's size and digest (for the finished row). */
+  /**
+   * Says what was cut (in the log and the kernel's log), keeps or removes the copy on disk,
+   * flushes everything and answers the log's size and digest (for the finished row).
+   */
   async close(): Promise<{ bytes: number; sha256: string }> {
+    const { lines, bytes, droppedLines } = this.cuts;
+    const cut = lines > 0 || droppedLines > 0;
+    const kept = this.spool ? await this.spool.close(cut) : false;
+    if (cut) {
+      const where = kept ? `; the complete output is kept on ${hostname()} in ${SPOOL_FOLDER}/${this.ref.executionId}/ under the data directory` : '';
+      const what = [lines > 0 ? `${lines} line(s) cut to ${MAX_LINE_BYTES} bytes (${bytes} bytes omitted)` : null,
+        droppedLines > 0 ? `${droppedLines} line(s) past the log limit of ${MAX_LOG_BYTES} bytes not kept here` : null].filter(Boolean).join(', ');
+      this.add('system', `output cut: ${what}${where}`, 0, null, true);
+      this.log.warn({ executionId: this.ref.executionId, cutLines: lines, omittedBytes: bytes, droppedLines, spool: kept ? this.spool!.dir : null, spoolError: this.spool?.error?.message },
+        'execution output cut to its limits');
+    }
     await this.flush();
     if (this.pending.length > 0) await this.flush();
     return { bytes: this.bytes, sha256: this.hash.copy().digest('hex') };
@@ -147,6 +212,11 @@ function outputGroups(batch: Pending[]): Output[][] {
   }
   if (current.length > 0) groups.push(current);
   return groups;
+}
+
+/** What a process's line reader holds: a structured line up to MAX_HELD_LINE_BYTES, and room to mask a credential that straddles the cut. */
+export function heldLineChars(mask: CredentialMask): number {
+  return MAX_HELD_LINE_BYTES + Math.min(mask.longest, MAX_LINE_BYTES);
 }
 
 /** The JSON object of a stdout line with a string `type` (the agent protocol), else null. */

@@ -17,7 +17,9 @@ import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
-import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
+import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
+import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
+import { OutputSpool } from './output-spool.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
@@ -52,12 +54,13 @@ export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
   abort: AbortController | null;
 }
 
-type Prepared =
+/** `secretValues`: the credentials the start hands to the run besides its token (masked in its output). */
+type Prepared = { secretValues: string[] } & (
   | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }>; workspace: PreparedWorkspace | null }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
     secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
     /** What the stop of a remote run needs again after this process is gone (never a secret value). */
-    stopRecipe: Omit<RemoteStopRecipe, 'url'> };
+    stopRecipe: Omit<RemoteStopRecipe, 'url'> });
 
 /**
  * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
@@ -205,7 +208,11 @@ export class Executor {
           `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
           [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, secrets: resolved.secrets })]);
       }
-      return { kind: 'process', config, env: resolved.env, extras, files, workspace };
+      const secretValues = [
+        ...resolved.secrets.map((secret) => resolved.env[secret.envName]!),
+        ...(workspace?.secrets ?? []).map((secret) => workspace!.env[secret.envName]!),
+      ];
+      return { kind: 'process', config, env: resolved.env, extras, files, workspace, secretValues };
     }
     const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
     const configured = config[input.baseUrlKey ?? 'url'];
@@ -221,7 +228,8 @@ export class Executor {
         terminalEvents: follow.terminalEvents, idField: follow.idField ?? 'id', createAttempts: follow.createAttempts ?? 3,
       };
     }
-    const secretHeaders = await this.secretHeadersFor(caller, input.secretHeaders ?? [], input.runId, agent, config);
+    const secretValues: string[] = [];
+    const secretHeaders = await this.secretHeadersFor(caller, input.secretHeaders ?? [], input.runId, agent, config, secretValues);
     const tokenHeader = (input.tokenHeader ?? 'authorization').toLowerCase();
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(input.headers ?? {})) {
@@ -230,6 +238,7 @@ export class Executor {
       if (['host', 'content-length', 'transfer-encoding', 'connection', tokenHeader].includes(lower)) continue;
       headers[lower] = value;
     }
+    secretValues.push(...credentialHeaderValues(headers));
     const body = input.body === undefined ? null : Buffer.from(JSON.stringify(input.body));
     if (body) headers['content-type'] = 'application/json';
     if (input.stream === 'sse') headers.accept = 'text/event-stream';
@@ -237,16 +246,17 @@ export class Executor {
       kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
       timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader, secretHeaders, remote,
       stopRecipe: { headers: Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type' && name !== 'idempotency-key')), secretHeaders: input.secretHeaders ?? [], baseUrlKey: input.baseUrlKey ?? 'url' },
-      notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')),
+      notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')), secretValues,
     };
   }
 
   /**
    * The headers whose values are secrets of the agent's configuration (a secret reference,
    * revealed here; the isolate never sees the value). A value that cannot be resolved refuses
-   * the start. Which secrets were read is written to the security audit log, never the values.
+   * the start. Which secrets were read is written to the security audit log, never the values;
+   * the values themselves are added to `revealed` (to be masked in the run's output).
    */
-  async secretHeadersFor(caller: ExecutionCaller, specs: NonNullable<HttpExecutionInput['secretHeaders']>, runId: string, agent: Row, config: Record<string, unknown>): Promise<Record<string, string>> {
+  async secretHeadersFor(caller: ExecutionCaller, specs: NonNullable<HttpExecutionInput['secretHeaders']>, runId: string, agent: Row, config: Record<string, unknown>, revealed: string[] = []): Promise<Record<string, string>> {
     const headers: Record<string, string> = {};
     const used: Array<{ header: string; configKey: string; secretId: string | null; version: number | null }> = [];
     for (const entry of specs) {
@@ -268,6 +278,7 @@ export class Executor {
       }
       if (/[\r\n\0]/.test(value)) throw new KeelError(409, 'adapter_config_invalid', `adapterConfig.${entry.configKey} cannot be sent in a header`);
       headers[entry.header.toLowerCase()] = entry.scheme ? `${entry.scheme} ${value}` : value;
+      revealed.push(value);
     }
     if (used.length > 0) {
       await this.deps.db.query(
@@ -279,11 +290,17 @@ export class Executor {
 
   private async launch(entry: Live, prepared: Prepared): Promise<void> {
     const { db } = this.deps;
-    const log = new ExecutionLog(db, this.deps.events, entry.ref, this.deps.log, entry.logChannel ? (offset, content) => this.publishLive(entry, offset, content) : null);
+    // Every credential handed to the run is masked in all its output becomes (the token once read).
+    const mask = new CredentialMask(prepared.secretValues);
+    const log = new ExecutionLog(db, this.deps.events, entry.ref, this.deps.log, {
+      onBatch: entry.logChannel ? (offset, content) => this.publishLive(entry, offset, content) : null, mask,
+      spool: prepared.kind === 'process' ? new OutputSpool(this.deps.config.dataDir, entry.ref.executionId, mask) : null,
+    });
     let workDir: string | null = null;
     let outcome: Partial<Finish> = {};
     try {
       const token = await this.deps.runs.tokenFor(db, entry.ref.runId);
+      mask.add(token);
       // The scope is checked again just before anything starts: a pause since `begin` wins.
       const now = await db.maybeOne<Row>(
         `select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
@@ -355,7 +372,7 @@ export class Executor {
       command: prepared.config.command, args: prepared.config.args, cwd, env,
       uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined,
       pidNamespace: identity.pidNamespaces,
-    }, (stream, line) => log.line(stream, line));
+    }, log, { holdChars: heldLineChars(log.mask) });
     entry.process = child;
     if (child.pid) {
       await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now() where id = ? and ${LIVE}`, [child.pid, entry.ref.executionId]);
@@ -429,7 +446,7 @@ export class Executor {
                 log_bytes = ?, log_sha256 = ?, finished_at = now()
           where id = ? and ${LIVE} and owner_instance = ? returning *`,
         [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
-          outcome.response === undefined || outcome.response === null ? null : JSON.stringify(outcome.response),
+          outcome.response === undefined || outcome.response === null ? null : JSON.stringify(log.mask.value(outcome.response)),
           written.bytes, written.sha256, entry.ref.executionId, this.instanceId]);
       if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode);
     });

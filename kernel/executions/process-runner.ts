@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, readFileSync, statSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
-import { createInterface } from 'node:readline';
-import type { LogStream } from './execution-log.ts';
+import type { Readable } from 'node:stream';
+import { LineReader } from './line-reader.ts';
 import { namespacedCommand } from './pid-namespace.ts';
 
 export interface ProcessSpec {
@@ -19,13 +19,27 @@ export interface ProcessSpec {
 
 export interface ProcessOutcome { exitCode: number | null; signal: string | null; spawnError: string | null }
 
+/** Where a process's output goes (an ExecutionLog): its lines, its decoded text, and whether to wait before reading on. */
+export interface ProcessOutput {
+  line(stream: 'stdout' | 'stderr', text: string, omittedBytes: number): void;
+  raw(stream: 'stdout' | 'stderr', text: string): void;
+  /** A promise while the output is behind: the pipe is paused (the process waits on its writes) until it settles. */
+  ready(): Promise<void> | null;
+}
+
+/** How much of one line is held in memory (execution-log.ts: MAX_HELD_LINE_BYTES, plus room to mask a credential at the cut). */
+export interface ReadLimits { holdChars: number }
+
 /** How long the executor waits for the pipes to drain after the process exited (a grandchild may hold them open). */
 const DRAIN_AFTER_EXIT_MS = 1_000;
+/** How many more such waits a pipe paused for the log gets (the log being slow, not the process). */
+const MAX_DRAIN_WAITS = 30;
 
 /**
  * One agent process: spawned detached, so it leads a process group of its own, and every
  * signal goes to the whole group (the agent's children too). stdout and stderr are read as
- * lines. When the leader exits, whatever it left behind in its group is killed.
+ * lines of bounded length (line-reader.ts), the pipe paused while the output is behind. When
+ * the leader exits, whatever it left behind in its group is killed.
  */
 export class AgentProcess {
   readonly child: ChildProcess;
@@ -33,7 +47,7 @@ export class AgentProcess {
   private exited = false;
   private killTimer: NodeJS.Timeout | null = null;
 
-  constructor(spec: ProcessSpec, onLine: (stream: LogStream, line: string) => void) {
+  constructor(spec: ProcessSpec, output: ProcessOutput, limits: ReadLimits) {
     const namespaced = spec.pidNamespace && spec.uid !== undefined && spec.gid !== undefined;
     // In a namespace the spawned program is unshare, which would report a missing command as an
     // exit code: it is looked up first, so that it still fails to start as it would outside.
@@ -48,12 +62,12 @@ export class AgentProcess {
       stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true,
     });
     const drained: Array<Promise<void>> = [];
+    const pipes: Readable[] = [];
     for (const stream of ['stdout', 'stderr'] as const) {
       const pipe = this.child[stream];
       if (!pipe) continue;
-      const lines = createInterface({ input: pipe, crlfDelay: Infinity });
-      lines.on('line', (line) => onLine(stream, line));
-      drained.push(new Promise((resolve) => lines.once('close', () => resolve())));
+      pipes.push(pipe);
+      drained.push(readLines(pipe, stream, output, limits));
     }
     this.done = new Promise<ProcessOutcome>((resolve) => {
       this.child.once('error', (error) => {
@@ -67,7 +81,16 @@ export class AgentProcess {
         if (this.killTimer) clearTimeout(this.killTimer);
         const bySignal = inNamespace && signal === null ? signalOfShellStatus(code) : null;
         const settle = () => resolve(bySignal ? { exitCode: null, signal: bySignal, spawnError: null } : { exitCode: code, signal, spawnError: null });
-        void Promise.race([Promise.all(drained), new Promise((r) => setTimeout(r, DRAIN_AFTER_EXIT_MS))]).then(settle);
+        // Pipes still open then (held by something outside the group) are closed: nothing is read
+        // after the end. A pipe paused because the log is behind is waited for: what it holds was written.
+        let late: NodeJS.Timeout;
+        let waits = 0;
+        const closeLate = () => {
+          if (waits++ < MAX_DRAIN_WAITS && pipes.some((pipe) => pipe.isPaused() && !pipe.destroyed)) { late = setTimeout(closeLate, DRAIN_AFTER_EXIT_MS); return; }
+          for (const pipe of pipes) pipe.destroy();
+        };
+        late = setTimeout(closeLate, DRAIN_AFTER_EXIT_MS);
+        void Promise.all(drained).then(() => { clearTimeout(late); settle(); });
       });
     });
   }
@@ -89,6 +112,28 @@ export class AgentProcess {
     if (!pid) return;
     try { process.kill(-pid, signal); } catch { /* the group is gone */ }
   }
+}
+
+/** Reads one pipe to its end (or its destruction) through a LineReader; every line is handed on before this settles. */
+function readLines(pipe: Readable, stream: 'stdout' | 'stderr', output: ProcessOutput, limits: ReadLimits): Promise<void> {
+  const reader = new LineReader(limits.holdChars, (text, omitted) => output.line(stream, text, omitted));
+  return new Promise<void>((resolve) => {
+    let ended = false;
+    const finish = () => {
+      if (ended) return;
+      ended = true;
+      output.raw(stream, reader.end());
+      resolve();
+    };
+    pipe.on('data', (chunk: Buffer) => {
+      output.raw(stream, reader.push(chunk));
+      const wait = output.ready();
+      if (wait) { pipe.pause(); void wait.then(() => { if (!pipe.destroyed) pipe.resume(); }); }
+    });
+    pipe.once('end', finish);
+    pipe.once('close', finish);
+    pipe.once('error', finish);
+  });
 }
 
 /** The signal a namespace's shell reported as 128 + its number (pid-namespace.ts). */

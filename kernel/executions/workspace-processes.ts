@@ -9,7 +9,8 @@ import type { ActorResolver } from '../auth/resolve-actor.ts';
 import { iso, int, type Row } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
-import { ExecutionLog, readExecutionLog, type WorkspaceExecutionRef } from './execution-log.ts';
+import { ExecutionLog, heldLineChars, readExecutionLog, type WorkspaceExecutionRef } from './execution-log.ts';
+import { CredentialMask } from './credential-mask.ts';
 import { EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, MAX_LIVE_PER_COMPANY, type Executor, type Live } from './executor.ts';
 import { AgentProcess } from './process-runner.ts';
 
@@ -30,7 +31,8 @@ const DEFAULT_STOP_WAIT_MS = 10_000;
 const LIVE_STATUSES: ReadonlySet<string> = new Set(['starting', 'running']);
 const TARGET: Record<WorkspaceProcessPurpose, string> = { service: 'workspace_service', command: 'workspace_command' };
 
-interface Prepared { input: WorkspaceProcessInput; cwd: string; env: Record<string, string>; graceSec: number }
+/** `secretValues`: the vault secrets revealed into its environment (masked in its log). */
+interface Prepared { input: WorkspaceProcessInput; cwd: string; env: Record<string, string>; graceSec: number; secretValues: string[] }
 
 const made = new WeakMap<Executor, WorkspaceProcesses>();
 
@@ -167,7 +169,7 @@ export class WorkspaceProcesses {
         `insert into security_audit_log (company_id, actor_type, actor_id, event, details) values (?, 'user', ?, 'secret.environment_resolved', ?::jsonb)`,
         [caller.companyId, caller.actor.id, JSON.stringify({ plugin: caller.plugin, workspaceProcess: true, label: input.label, secrets: used })]);
     }
-    return { input, cwd, env, graceSec: input.graceSec ?? DEFAULT_GRACE_SEC };
+    return { input, cwd, env, graceSec: input.graceSec ?? DEFAULT_GRACE_SEC, secretValues: refs.map((ref) => env[ref.name]!) };
   }
 
   /**
@@ -196,7 +198,7 @@ export class WorkspaceProcesses {
     const { executor } = this;
     const { db, events, log: logger } = executor.deps;
     const { executionId } = entry.ref;
-    const log = new ExecutionLog(db, events, entry.ref, logger);
+    const log = new ExecutionLog(db, events, entry.ref, logger, { mask: new CredentialMask(prepared.secretValues) });
     let home: string | null = null;
     let outcome: { exitCode?: number | null; signal?: string | null; errorCode?: string | null; failed?: boolean } = {};
     try {
@@ -215,7 +217,7 @@ export class WorkspaceProcesses {
       const child = new AgentProcess({
         command: input.command, args: input.args ?? [], cwd: prepared.cwd, env,
         uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined, pidNamespace: identity.pidNamespaces,
-      }, (stream, line) => log.line(stream, line));
+      }, log, { holdChars: heldLineChars(log.mask) });
       entry.process = child;
       if (child.pid) await db.exec(`update executions set status = 'running', pid = ?, started_at = now() where id = ? and ${LIVE}`, [child.pid, executionId]);
       if (entry.cancelReason) child.stop(entry.graceSec);

@@ -19,7 +19,7 @@ import { installAndEnable } from '../support/plugins.ts';
 const FIXTURE = fileURLToPath(new URL('./fixtures/exec-fx', import.meta.url));
 const KEY = 'exec-fx';
 const AGENT = `const fs = require('node:fs');
-console.log(JSON.stringify({ type: 'seen', cwd: process.cwd(), region: process.env.REGION ?? null, token: process.env.DEPLOY_TOKEN ?? null,
+console.log(JSON.stringify({ type: 'seen', cwd: process.cwd(), region: process.env.REGION ?? null, token: process.env.DEPLOY_TOKEN ?? null, tokenBackwards: [...(process.env.DEPLOY_TOKEN ?? '')].reverse().join(''),
   own: process.env.OWN ?? null, file: fs.readFileSync('notes/a.txt', 'utf8'), wrote: (fs.writeFileSync('out.txt', 'ok'), true) }));`;
 let t: TestKernel;
 let base: string;
@@ -98,7 +98,8 @@ describe('a process in a leased directory', () => {
     expect(res.status, res.text).toBe(200);
     const { finished, outputs } = await seen(res.body.execution.executionId);
     expect(finished.status).toBe('succeeded');
-    expect(outputs[0]).toMatchObject({ type: 'seen', cwd, region: 'the agent wins', token: 'the-deploy-token', own: 'the agent', file: 'instructions', wrote: true });
+    // The secret reached the process; printed as it is, it is masked in everything the output becomes.
+    expect(outputs[0]).toMatchObject({ type: 'seen', cwd, region: 'the agent wins', token: '***', tokenBackwards: 'nekot-yolped-eht', own: 'the agent', file: 'instructions', wrote: true });
     if (process.getuid?.() === 0) {
       const info = await stat(cwd);
       expect(info.uid).not.toBe(0);

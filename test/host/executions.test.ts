@@ -24,6 +24,8 @@ let local: Server;
 let localUrl: string;
 
 const remoteCalls: Array<{ method: string; url: string; headers: IncomingHttpHeaders }> = [];
+/** The authorization header of each JSON exchange the local server answered. */
+const authorizations: Array<string | null> = [];
 /** A run server under /remote: a create, a stream cut after its first event, then a stream from Last-Event-ID to the end. */
 function remoteAnswer(url: string, res: ServerResponse): void {
   if (url === '/remote/v1/runs') { res.writeHead(201, { 'content-type': 'application/json' }); res.end('{"id":"r 1"}'); return; }
@@ -59,7 +61,9 @@ const snoop = () => fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(nam
       const res = await fetch(process.env.SERVICE_API_URL + '/api/agents/me', { headers: { authorization: 'Bearer ' + process.env.SERVICE_API_KEY } });
       me = { status: res.status, body: await res.json() };
     } catch (error) { me = { error: String(error) }; }
-    out({ type: 'env', env: process.env, uid: process.getuid(), cwd: process.cwd(), file: fs.readFileSync('notes/a.txt', 'utf8'), me, processes: snoop() });
+    // The token itself is masked in everything output becomes; spelt backwards it is not (the test revokes it).
+    const tokenBackwards = [...process.env.SERVICE_API_KEY].reverse().join('');
+    out({ type: 'env', env: process.env, tokenBackwards, uid: process.getuid(), cwd: process.cwd(), file: fs.readFileSync('notes/a.txt', 'utf8'), me, processes: snoop() });
     out({ type: 'done', n: 2 });
     process.exit(0);
   }
@@ -125,6 +129,7 @@ beforeAll(async () => {
       }
       if (req.url?.startsWith('/agent/slow')) return; // never answers
       if (req.url?.startsWith('/remote/')) { remoteCalls.push({ method: req.method!, url: req.url, headers: req.headers }); return remoteAnswer(req.url, res); }
+      authorizations.push(req.headers.authorization ?? null);
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ got: JSON.parse(body || 'null'), authorization: req.headers.authorization ?? null, usage: { costCents: 1 } }));
     });
@@ -168,7 +173,10 @@ describe('process executions', () => {
     expect(seen.env[SERVER_SECRET]).toBeUndefined();
     expect(Object.keys(seen.env).sort()).toEqual(['CONFIGURED', 'HOME', 'LANG', 'PATH', 'SERVICE_AGENT_ID', 'SERVICE_API_KEY', 'SERVICE_API_URL', 'SERVICE_COMPANY_ID', 'SERVICE_MODE', 'SERVICE_RUN_ID', 'TMPDIR']);
     expect(seen.env).toMatchObject({ CONFIGURED: 'from config', SERVICE_RUN_ID: runId, SERVICE_AGENT_ID: agent.id, SERVICE_COMPANY_ID: companyId, SERVICE_API_URL: t.url });
-    expect(seen.env.SERVICE_API_KEY).not.toBe('forged by the plugin');
+    // The run token is masked in the run's output (credentials Keel handed the run never are stored).
+    expect(seen.env.SERVICE_API_KEY).toBe('***');
+    const token = [...seen.tokenBackwards].reverse().join('');
+    expect(token).toMatch(/^ey/);
     // The run token works while the run is live: the agent reached the API as itself.
     expect(seen.me).toMatchObject({ status: 200, body: { id: agent.id } });
     expect(seen.file).toBe('instructions');
@@ -187,7 +195,7 @@ describe('process executions', () => {
     const run = (await t.sql.query('select status, close_reason from runs where id = $1', [runId])).rows[0];
     expect(run.status).toBe('succeeded');
     // Closing the run revoked its token.
-    const after = await t.api.get('/api/agents/me', { token: seen.env.SERVICE_API_KEY });
+    const after = await t.api.get('/api/agents/me', { token });
     expect(after.status).toBe(401);
   });
 
@@ -423,7 +431,9 @@ describe('http executions', () => {
     expect(res.status, res.text).toBe(200);
     const end = await finished(res.body.execution.executionId);
     expect(end).toMatchObject({ status: 'succeeded', httpStatus: 200, response: { got: { wake: 'now' }, usage: { costCents: 1 } } });
-    expect(end.response.authorization).toMatch(/^Bearer ey/);
+    // The server got the run token; its echo of it is masked in the stored answer.
+    expect(authorizations.at(-1)).toMatch(/^Bearer ey/);
+    expect(end.response.authorization).toBe('Bearer ***');
     expect((await t.sql.query('select status from runs where id = $1', [res.body.runId])).rows[0].status).toBe('succeeded');
   });
 
