@@ -76,6 +76,8 @@ export class HostedPlugin {
   private logBudget = { windowStart: Date.now(), lines: 0, dropped: 0 };
   /** Set when the isolate was disposed because code kept running after its call answered. */
   private strayReason: string | null = null;
+  /** Answers given during the current entry into the isolate, held until it ends (see enter). */
+  private answeredInEntry: Array<{ invocation: Invocation; resultJson: string }> = [];
   private unloaded = false;
   private readonly invokeBatch: (items: InvokeMessage[]) => Promise<void>;
 
@@ -250,21 +252,69 @@ export class HostedPlugin {
     if (invocation.finished || this.sandbox.disposed) return;
     let json: string;
     try { json = value === undefined ? '' : JSON.stringify(value); } catch { json = JSON.stringify({ status: 500, code: 'host_error', message: 'unserializable host result' }); ok = false; }
+    this.enter(invocation, invocation.scopeId, () => this.sandbox.settle(op, ok, json));
+  }
+
+  /**
+   * One entry into the isolate. An answer the plugin gives during the entry is reported only
+   * when the entry has ended normally: isolated-vm returns from an entry once the isolate's
+   * microtask queue is empty, so nothing the answering code scheduled is still running. An
+   * entry that ends in an error withdraws the answers given in it (a microtask chain left
+   * spinning ran the CPU slice out, or stray host calls got the isolate disposed): those calls
+   * fail and the isolate is replaced, as for any code that kept running after its call answered.
+   */
+  private enter(invocation: Invocation, scope: string, run: () => void): void {
+    let failure: { error: unknown } | null = null;
+    this.entered = scope;
     try {
-      this.entered = invocation.scopeId;
-      this.sandbox.settle(op, ok, json);
+      run();
     } catch (error) {
-      this.failFromIsolate(invocation, error);
+      failure = { error };
     } finally {
       this.entered = null;
     }
+    const answered = this.answeredInEntry;
+    this.answeredInEntry = [];
+    if (failure === null) {
+      for (const { invocation: done, resultJson } of answered) void this.finishTracked(done, resultJson);
+      return;
+    }
+    if (answered.length > 0) this.withdrawAnswers(answered, failure.error);
+    this.failFromIsolate(invocation, failure.error);
+  }
+
+  /**
+   * Fails the calls whose answer was given in an entry that did not end cleanly. Code that made
+   * host calls after answering had the isolate disposed already (interruptIfStray); code that
+   * only computed ran the CPU slice out, and its isolate is replaced the same way; an isolate
+   * that ran out of memory restarts the plugin (failFromIsolate).
+   */
+  private withdrawAnswers(answered: Array<{ invocation: Invocation }>, error: unknown): void {
+    const key = this.init.pluginKey;
+    const message = String((error as Error)?.message ?? error);
+    const withdrawn = 'the answer was withdrawn';
+    let wireError: WireError;
+    if (this.strayReason !== null) {
+      wireError = { status: 503, code: 'plugin_crashed', message: `${key} answered, but code it left running kept calling the host; its isolate was replaced and ${withdrawn}` };
+    } else if (/timed out/i.test(message)) {
+      wireError = { status: 504, code: 'plugin_timeout', message: `${key} answered, but code it left running (a promise chain) exceeded its CPU time limit; ${withdrawn}` };
+      this.strayReason = `code of a ${answered[0]!.invocation.message.kind} call kept running after its call answered, until its CPU slice ran out`;
+      this.sandbox.dispose();
+    } else if (this.sandbox.disposed || /memory limit/i.test(message)) {
+      wireError = { status: 503, code: 'plugin_out_of_memory', message: `${key} answered, but code it left running ran out of memory; it is being restarted and ${withdrawn}` };
+    } else {
+      wireError = { status: 500, code: 'plugin_error', message: `${key} answered, but code it left running failed; ${withdrawn}` };
+    }
+    for (const { invocation } of answered) void this.finishTracked(invocation, JSON.stringify({ ok: false, e: wireError }));
   }
 
   private hostDone(invocationId: string, resultJson: string): void {
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.finished) return;
+    // Finished at once: whatever the plugin's code does from here on is stray work (interruptIfStray).
     invocation.finished = true;
-    this.finishTracked(invocation, resultJson);
+    if (this.entered !== null) this.answeredInEntry.push({ invocation, resultJson });
+    else this.finishTracked(invocation, resultJson);
   }
 
   private log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>, invocationId?: string): void {
@@ -519,14 +569,7 @@ export class HostedPlugin {
     }, message.deadlineMs);
     // The input is JSON text the kernel produced; it is spliced in rather than parsed and re-serialised.
     const json = `{"id":${JSON.stringify(message.id)},"kind":${JSON.stringify(message.kind)},"target":${JSON.stringify(message.target)},"info":${JSON.stringify(message.info)},"input":${message.input}}`;
-    try {
-      this.entered = invocation.id;
-      this.sandbox.dispatch(json);
-    } catch (error) {
-      this.failFromIsolate(invocation, error);
-    } finally {
-      this.entered = null;
-    }
+    this.enter(invocation, invocation.id, () => this.sandbox.dispatch(json));
   }
 
   /** A new isolate with the plugin's code, its grants and its current configuration. */
