@@ -16,7 +16,8 @@ export const RESERVED_RELATIVE_PREFIXES = [
 ];
 const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+// verbose: errors carry the failing value and schema, which the wording of a refused key uses.
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
 const check = ajv.compile(manifestSchema);
 const schemaAjv = pluginSchemaAjv();
 
