@@ -13,6 +13,7 @@ import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { wiredAnswer } from './wired-answer.ts';
+import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -36,9 +37,6 @@ const TRANSACTION_FAILURES = {
   activity: 'The activity entry could not be written',
   commit: "The plugin's transaction could not commit",
 } as const;
-
-/** Codes of the database errors ctx.db.query rejects with (kernel/host/worker/capabilities/database.ts). */
-const DATABASE_ERROR = /^sql_(?:[0-9A-Z]{5}|error)$/;
 
 export interface PluginSlotHost {
   /** Sends a report of this plugin to the kernel (the process stamps it with the slot). */
@@ -360,31 +358,8 @@ export class HostedPlugin {
     return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
   }
 
-  /**
-   * A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects.
-   * A database error the plugin let through keeps its code and status, but PostgreSQL's text
-   * (which names tables, constraints and the values sent) goes to the plugin's log instead of
-   * the caller.
-   */
   private wireFromPlugin(raw: unknown, target: string): WireError {
-    const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-    const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
-    const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) && this.delivered.text(e.code) === e.code ? e.code : 'plugin_error';
-    let message = typeof e.message === 'string' && e.message.length > 0 ? this.delivered.text(e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
-    if (DATABASE_ERROR.test(code)) {
-      this.log('warn', `${target} failed with ${code}: ${message}`);
-      message = code === 'sql_error' ? "The plugin's database query failed" : `The plugin's database query failed (SQLSTATE ${code.slice(4)})`;
-    }
-    const wired: WireError = { status, code, message };
-    if (e.details !== undefined && e.details !== null) {
-      const text = JSON.stringify(e.details);
-      if (text.length <= 16_000) wired.details = this.delivered.value(e.details);
-    }
-    // Only a list of {path, message} objects is an issues list; anything else is dropped.
-    if (Array.isArray(e.issues) && e.issues.every(isIssue)) {
-      if (JSON.stringify(e.issues).length <= 16_000) wired.issues = this.delivered.value(e.issues) as WireError['issues'];
-    }
-    return wired;
+    return wireFromPlugin(raw, target, this.delivered, (message) => this.log('warn', message));
   }
 
   /** Finishes a call and keeps track of it until its result has gone to the kernel. */
@@ -585,12 +560,4 @@ export class HostedPlugin {
       log: this.shielded('log', (...args: [string, string, string, string]) => this.hostLog(...args), undefined),
     }, { grants: this.init.grants, config: this.init.config });
   }
-}
-
-/** `{path, message}`: path a dotted string or a list of keys and indexes. */
-function isIssue(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  const { path, message } = value as Record<string, unknown>;
-  const pathOk = typeof path === 'string' || (Array.isArray(path) && path.every((part) => typeof part === 'string' || typeof part === 'number'));
-  return pathOk && typeof message === 'string';
 }
