@@ -27,6 +27,11 @@ const REASONS = new Map(RESERVED);
 export const PROTOTYPE_MEMBER_NAMES: readonly string[] = [...new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype'])].sort();
 const PROTOTYPE_MEMBERS = new Set(PROTOTYPE_MEMBER_NAMES);
 
+/** Whether `name` is one of PROTOTYPE_MEMBER_NAMES. */
+export function isPrototypeMemberName(name: string): boolean {
+  return PROTOTYPE_MEMBERS.has(name);
+}
+
 /** Why `key` is reserved, or null when a plugin may use it. */
 export function reservedKeyReason(key: string): string | null {
   if (PROTOTYPE_MEMBERS.has(key)) return 'it names a member every JavaScript object inherits';

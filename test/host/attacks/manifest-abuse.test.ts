@@ -82,6 +82,9 @@ describe('malformed manifests', () => {
       m.tools = [{ key: 'constructor', description: 'Names an inherited member', inputSchema: { type: 'object' } }];
     }, /tools\.0\.key must not be "constructor"/);
     await refusedAtInstall((m) => { m.routes[0].key = 'prototype'; }, /routes\.0\.key must not be "prototype"/);
+    // Path parameters become keys of the request's params.
+    await refusedAtInstall((m) => { m.routes[0].path = '/ping/:__proto__'; }, /routes\.0\.path parameter :__proto__ names a member every JavaScript object inherits/);
+    await refusedAtInstall((m) => { m.routes[0].path = '/ping/{constructor}'; }, /routes\.0\.path parameter :constructor names a member/);
     await expectKernelAlive(t);
   });
 
