@@ -281,7 +281,7 @@ describe('the sandbox', () => {
     const restarts = host.restarts;
     const answer = await host.callRoute('answer-then-requeue');
     expect(answer).toMatchObject({ status: 504, body: { code: 'plugin_timeout' } });
-    expect(answer.body.error).toMatch(/answer was withdrawn/);
+    expect((answer.body as { error: string }).error).toMatch(/answer was withdrawn/);
     expect(host.restarts).toBe(restarts + 1);
     expect((await host.callTool('sum', { numbers: [3] }))).toEqual({ total: 3 });
   });
