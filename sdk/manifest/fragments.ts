@@ -6,8 +6,11 @@ import { CAPABILITY_IDS } from '../capabilities/index.ts';
  * description: the same schema is published for plugin authors and drives validation.
  */
 import { RAW_CONTENT_TYPES } from '../plugin/answers.ts';
+import { PROTOTYPE_MEMBER_NAMES } from './reserved-keys.ts';
 
-const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64 };
+/** Keys become property names (handler tables, per-plugin maps): none may name an inherited member. */
+const notPrototypeMember = { not: { enum: PROTOTYPE_MEMBER_NAMES, description: 'it names a member every JavaScript object inherits; choose another name' } };
+const identifier = { type: 'string', pattern: '^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$', maxLength: 64, ...notPrototypeMember };
 const schemaObject = { type: 'object', description: 'A JSON schema (draft 2020-12 subset understood by ajv).' };
 
 export { CAPABILITY_IDS };
@@ -43,7 +46,7 @@ export const routesFragment = {
         description: "Path parameter naming a row of one of the plugin's database.entities: the host answers 404 for an unknown id, checks access to the row's company, which becomes the call's company, and hands the handler the row's id.",
         properties: {
           param: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: 'The path parameter.' },
-          entity: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, description: 'The entity type, as declared under database.entities.' },
+          entity: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, ...notPrototypeMember, description: 'The entity type, as declared under database.entities.' },
         },
       },
       authCodes: {
@@ -386,7 +389,7 @@ export const manifestSchema = {
           items: {
             type: 'object', additionalProperties: false, required: ['type', 'table'],
             properties: {
-              type: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, description: 'Entity name, used by entityParam and in the 404 text.' },
+              type: { type: 'string', pattern: '^[a-z][a-z0-9_]*$', maxLength: 64, ...notPrototypeMember, description: 'Entity name, used by entityParam and in the 404 text.' },
               table: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: "Table of the plugin's schema; its primary key is a uuid column id." },
               companyColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: "Column holding the row's company id (default company_id)." },
               aliasColumn: { type: 'string', pattern: '^[a-z_][a-z0-9_]{0,62}$', description: 'Unique text column a path may give instead of the id.' },

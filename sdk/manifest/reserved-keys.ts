@@ -18,8 +18,23 @@ const RESERVED: ReadonlyArray<[string, string]> = [
 
 const REASONS = new Map(RESERVED);
 
+/**
+ * Names of the members every JavaScript object inherits (`constructor`, `__proto__`,
+ * `hasOwnProperty`, …), taken from the runtime rather than listed by hand, plus `prototype`.
+ * A key read from a manifest is used as a property name (handler tables, per-plugin maps): one
+ * of these would find the inherited member instead of nothing, or set an object's prototype.
+ */
+export const PROTOTYPE_MEMBER_NAMES: readonly string[] = [...new Set([...Object.getOwnPropertyNames(Object.prototype), 'prototype'])].sort();
+const PROTOTYPE_MEMBERS = new Set(PROTOTYPE_MEMBER_NAMES);
+
+/** Whether `name` is one of PROTOTYPE_MEMBER_NAMES. */
+export function isPrototypeMemberName(name: string): boolean {
+  return PROTOTYPE_MEMBERS.has(name);
+}
+
 /** Why `key` is reserved, or null when a plugin may use it. */
 export function reservedKeyReason(key: string): string | null {
+  if (PROTOTYPE_MEMBERS.has(key)) return 'it names a member every JavaScript object inherits';
   return REASONS.get(key) ?? null;
 }
 

@@ -2,7 +2,7 @@ import { Ajv } from 'ajv';
 import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../plugin/manifest.ts';
 import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
-import { reservedKeyReason } from './reserved-keys.ts';
+import { isPrototypeMemberName, reservedKeyReason } from './reserved-keys.ts';
 import { toolTextIssues } from './tool-text.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 import { isRootPath } from '../capabilities/http.ts';
@@ -17,7 +17,8 @@ export const RESERVED_RELATIVE_PREFIXES = [
 ];
 const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
 
-const ajv = new Ajv({ allErrors: true, strict: false });
+// verbose: errors carry the failing value and schema, which the wording of a refused key uses.
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
 const check = ajv.compile(manifestSchema);
 const schemaAjv = pluginSchemaAjv();
 
@@ -64,6 +65,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (seen.has(signature)) issues.push({ path: `routes.${index}`, message: `duplicates ${route.method} ${route.path}` });
     seen.add(signature);
     if (/(^|\/)\.{1,2}(\/|$)|\/\//.test(route.path)) issues.push({ path: `routes.${index}.path`, message: 'must not contain . or .. segments or empty segments' });
+    for (const segment of normalisePath(route.path).split('/')) {
+      // Parameters become property names of the request's params.
+      if (segment.startsWith(':') && isPrototypeMemberName(segment.slice(1))) issues.push({ path: `routes.${index}.path`, message: `parameter ${segment} names a member every JavaScript object inherits; choose another name` });
+    }
     if (route.absolute && isRootPath(route.path)) {
       // A public root route: the website's pages, never the API's namespace, never behind a credential.
       if (/^\/api(\/|$)/i.test(normalisePath(route.path))) issues.push({ path: `routes.${index}.path`, message: 'absolute paths under /api must start with /api/ and stay outside /api/plugins/' });

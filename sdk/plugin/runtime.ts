@@ -2,7 +2,7 @@ import { grantedMembers } from '../capabilities/index.ts';
 import type { InvocationInfo, PluginContext, FetchResponse, RouteRequest } from './context.ts';
 import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
 import { PluginError } from './errors.ts';
-import { wireJson } from './wire-json.ts';
+import { plainDataCopy, wireJson } from './wire-json.ts';
 
 /**
  * The isolate side of the host/plugin protocol. It is bundled into every plugin and talks
@@ -90,7 +90,12 @@ function buildContext(info: InvocationInfo): PluginContext {
   if (members.http) {
     // A fetched body is text; json() parses it in the isolate.
     members.http.fetch = async (url: unknown, init?: unknown) => {
-      const response = await call(info.id, 'http', 'fetch', [url, init ?? {}]) as { status: number; headers: Record<string, string>; body: string };
+      // The options are copied as plain data: a getter or setter on them is refused, never run.
+      let options: unknown;
+      try { options = init === undefined || init === null ? {} : plainDataCopy(init, 'options'); } catch (error) {
+        throw new PluginError(400, 'invalid_arguments', `ctx.http.fetch: ${String((error as Error)?.message ?? error)}`);
+      }
+      const response = await call(info.id, 'http', 'fetch', [url, options]) as { status: number; headers: Record<string, string>; body: string };
       return { ...response, json: () => JSON.parse(response.body) } as FetchResponse;
     };
   }
@@ -102,18 +107,20 @@ function handlerFor(definition: PluginDefinition, kind: InvocationInfo['kind'], 
     route: definition.routes, tool: definition.tools, webhook: definition.webhooks, event: definition.events,
     hook: definition.hooks, data: definition.data, action: definition.actions, service: definition.services,
   };
+  // Own properties only: a target named like an inherited member (constructor, toString) finds nothing.
+  const own = <T>(table: Record<string, T> | undefined): T | undefined => (table && Object.hasOwn(table, target) ? table[target] : undefined);
   if (kind === 'job') {
-    const job = definition.jobs?.[target];
+    const job = own(definition.jobs);
     return job ? (payload, ctx) => job(ctx, payload) : undefined;
   }
   if (kind === 'route_batch') {
-    const batch = definition.batches?.[target];
+    const batch = own(definition.batches);
     return typeof batch === 'function' ? (input, ctx) => runBatch(batch, input as { calls: Array<{ info: InvocationInfo; input: RouteRequest }> }, ctx) : undefined;
   }
   if (kind === 'validate_config') {
     return definition.validateConfig ? (input, ctx) => definition.validateConfig!(input as Record<string, unknown>, ctx) : () => ({ ok: true });
   }
-  const handler = table[kind]?.[target];
+  const handler = Object.hasOwn(table, kind) ? own(table[kind]) : undefined;
   return typeof handler === 'function' ? handler as (input: unknown, ctx: PluginContext) => unknown : undefined;
 }
 

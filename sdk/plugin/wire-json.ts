@@ -101,3 +101,49 @@ export function wireJson(value: unknown, root: string): string {
   assertPlainJson(value, root);
   return quote(value);
 }
+
+const { getOwnPropertyDescriptor, defineProperty } = Object;
+const ownKeys = Reflect.ownKeys;
+
+/**
+ * A copy of `value` made of its own data properties only, for options the host acts on
+ * (`ctx.http.fetch`'s): an accessor (getter or setter) is refused without being called, and so
+ * are symbol keys and everything assertPlainJson refuses (functions, class instances, Dates).
+ * Each property is read once, from its descriptor, and the copy is what is sent: a getter never
+ * runs, and a Proxy cannot answer the check one thing and the send another. (A Proxy cannot be
+ * told from a plain object here; its traps run in the plugin's own isolate, never on the host.)
+ */
+export function plainDataCopy(value: unknown, root: string): unknown {
+  const path: Array<string | number> = [];
+  const where = () => root + path.map((step) => (typeof step === 'number' ? `[${step}]` : /^[A-Za-z_$][\w$]*$/.test(step) ? `.${step}` : `[${quote(step)}]`)).join('');
+  const seen: object[] = [];
+  const copy = (item: unknown): unknown => {
+    if (typeof item === 'function') throw new NotPlainJson(`a function at ${where()}`);
+    if (item === null || typeof item !== 'object') return item;
+    if (seen.length >= MAX_WIRE_DEPTH) throw new NotPlainJson(`nested deeper than ${MAX_WIRE_DEPTH} levels at ${where()}`);
+    if (seen.includes(item)) throw new NotPlainJson(`a circular reference at ${where()}`);
+    const array = isArray(item);
+    const proto = getPrototypeOf(item);
+    if (array ? proto !== ArrayPrototype : proto !== ObjectPrototype && proto !== null) throw nonPlain(item, where());
+    seen.push(item);
+    const out: Record<string | number, unknown> | unknown[] = array ? [] : {};
+    for (const key of ownKeys(item)) {
+      if (typeof key === 'symbol') throw new NotPlainJson(`a symbol-keyed property at ${where()}; only plain data crosses to the host`);
+      const descriptor = getOwnPropertyDescriptor(item, key);
+      if (!descriptor) continue;
+      if (!('value' in descriptor)) throw new NotPlainJson(`an accessor (get ${key} or set ${key}) at ${where()}; pass plain data, not getters or setters`);
+      if (!descriptor.enumerable) continue;
+      if (descriptor.value === undefined && !array) continue;
+      path.push(array ? Number(key) : key);
+      // Defined as own data properties: a key named __proto__ stays a plain key of the copy.
+      defineProperty(out, key, { value: copy(descriptor.value), enumerable: true, writable: true, configurable: true });
+      path.pop();
+    }
+    seen.pop();
+    return out;
+  };
+  const result = copy(value);
+  // The copy holds plain data only; the usual check names what else JSON would convert (holes, NaN).
+  assertPlainJson(result, root);
+  return result;
+}

@@ -31,6 +31,9 @@ export function schemaIssuesOf(errors: readonly ErrorObject[] | null | undefined
     } else if (error.keyword === 'pattern' && (error.params as { pattern: string }).pattern === '\\S') {
       // The schemas' way of saying "not only whitespace".
       message = 'must not be blank';
+    } else if (error.keyword === 'not' && typeof (error.schema as { description?: unknown } | undefined)?.description === 'string' && error.data !== undefined) {
+      // A value a schema names as refused (with verbose errors, which carry the schema and the value).
+      message = `must not be ${JSON.stringify(error.data)}: ${(error.schema as { description: string }).description}`;
     } else if (error.keyword === 'enum') {
       message = `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
     }

@@ -54,6 +54,8 @@ export class IsolateRunner {
   private config: Record<string, unknown>;
   private readonly running = new Map<string, Running>();
   private nextOp = 1;
+  /** Answers given during the current entry into the isolate (null outside one), see enter. */
+  private answered: Array<{ running: Running; result: { ok: boolean; v?: unknown; e?: WireFailure } }> | null = null;
 
   constructor(options: RunnerOptions) {
     this.options = options;
@@ -90,12 +92,33 @@ export class IsolateRunner {
       const running: Running = { info, transactional, finished: false, activity: [], timer, resolve };
       this.running.set(info.id, running);
       const json = JSON.stringify({ id: info.id, kind: info.kind, target: info.target, input: JSON.parse(JSON.stringify(input ?? null)), info });
-      try {
-        this.sandbox.dispatch(json);
-      } catch (error) {
-        this.failFromIsolate(running, error);
-      }
+      this.enter(running, () => this.sandbox.dispatch(json));
     });
+  }
+
+  /**
+   * One entry into the isolate, as the real host makes it: an answer given during the entry
+   * counts only once the entry has returned (with the isolate's microtask queue empty); an entry
+   * that fails withdraws it (a promise chain left spinning after the answer ran the CPU slice out).
+   */
+  private enter(running: Running, run: () => void): void {
+    this.answered = [];
+    let failure: { error: unknown } | null = null;
+    try { run(); } catch (error) { failure = { error }; }
+    const answered = this.answered;
+    this.answered = null;
+    if (failure === null) {
+      for (const { running: done, result } of answered) this.deliver(done, result);
+      return;
+    }
+    const key = this.options.pluginKey;
+    const timedOut = /timed out/i.test(String((failure.error as Error)?.message ?? failure.error));
+    const withdrawn = timedOut
+      ? { status: 504, code: 'plugin_timeout', message: `${key} answered, but code it left running (a promise chain) exceeded its CPU time limit; the answer was withdrawn` }
+      : { status: 503, code: 'plugin_crashed', message: `${key} answered, but code it left running failed; the answer was withdrawn` };
+    for (const { running: done } of answered) this.deliver(done, { ok: false, e: withdrawn });
+    this.failFromIsolate(running, failure.error);
+    if (answered.length > 0 && timedOut && !this.sandbox.disposed) this.restart('code of a call kept running after its call answered, until its CPU slice ran out');
   }
 
   /**
@@ -140,11 +163,7 @@ export class IsolateRunner {
     if (running.finished || sandbox !== this.sandbox || sandbox.disposed) return;
     let json: string;
     try { json = value === undefined ? '' : JSON.stringify(value); } catch { json = JSON.stringify({ status: 500, code: 'host_error', message: 'unserializable host result' }); ok = false; }
-    try {
-      sandbox.settle(op, ok, json);
-    } catch (error) {
-      this.failFromIsolate(running, error);
-    }
+    this.enter(running, () => sandbox.settle(op, ok, json));
   }
 
   private hostDone(invocationId: string, resultJson: string): void {
@@ -152,7 +171,15 @@ export class IsolateRunner {
     if (!running || running.finished) return;
     let parsed: { ok: boolean; v?: unknown; e?: WireFailure };
     try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
-    this.finish(running, parsed);
+    if (this.answered === null) {
+      this.finish(running, parsed);
+      return;
+    }
+    // Held until the entry ends (enter); the call is closed to further ctx calls at once.
+    running.finished = true;
+    clearTimeout(running.timer);
+    this.running.delete(running.info.id);
+    this.answered.push({ running, result: parsed });
   }
 
   private hostLog(invocationId: string, level: string, message: string, fieldsJson: string): void {
@@ -167,6 +194,10 @@ export class IsolateRunner {
     running.finished = true;
     clearTimeout(running.timer);
     this.running.delete(running.info.id);
+    this.deliver(running, result);
+  }
+
+  private deliver(running: Running, result: { ok: boolean; v?: unknown; e?: WireFailure }): void {
     if (result.ok) {
       running.resolve({ ok: true, value: result.v ?? null, activity: running.activity });
       return;

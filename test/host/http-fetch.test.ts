@@ -146,9 +146,11 @@ describe('legitimate fetches (allow-listed host, operator allowance for loopback
   it('turns a 303 into a GET and drops the plugin\'s own headers (Authorization or any other) on a cross-origin redirect', async () => {
     const seeOther = await probe('http-probe', `http://localhost:${portA}/see-other`, { method: 'POST', body: 'x' });
     expect(JSON.parse(seeOther.body)).toMatchObject({ method: 'GET', body: '' });
-    const cross = await probe('http-probe', `http://localhost:${portA}/to-b`, { method: 'PUT', body: 'kept', headers: { Authorization: 'Bearer secret', 'X-Dropped': '1', Accept: 'text/plain' } });
+    const cross = await probe('http-probe', `http://localhost:${portA}/to-b`, { method: 'PUT', body: 'meant-for-a', headers: { Authorization: 'Bearer secret', 'X-Dropped': '1', Accept: 'text/plain', 'Content-Type': 'text/plain' } });
     const echoed = JSON.parse(cross.body);
-    expect(echoed).toMatchObject({ server: 'B', method: 'PUT', body: 'kept' });
+    // The 307 keeps the method; the body, written for A, does not go on to B (nor its Content-Type).
+    expect(echoed).toMatchObject({ server: 'B', method: 'PUT', body: '' });
+    expect(echoed.headers['content-type']).toBeUndefined();
     expect(echoed.headers.authorization).toBeUndefined();
     expect(echoed.headers['x-dropped']).toBeUndefined();
     expect(echoed.headers.accept).toBe('text/plain');
@@ -200,6 +202,30 @@ describe('bounds', () => {
       expect(out.error.message).toContain(text);
     }
     expect(hits.length).toBe(before);
+  });
+
+  it('accepts plain data only as fetch options: getters and setters are refused without running, nothing is sent', async () => {
+    const before = hits.length;
+    for (const [shape, text] of [
+      ['getter', 'an accessor (get method or set method) at options'],
+      ['setter', 'an accessor (get method or set method) at options'],
+      ['nested-getter', 'an accessor (get authorization or set authorization) at options.headers'],
+      ['function', 'a function at options.headers'],
+      ['instance', 'a Map at options.headers'],
+      ['symbol', 'a symbol-keyed property at options'],
+    ] as const) {
+      const res = await t.api.post('/api/plugins/http-probe/fetch', { url: `http://localhost:${portA}/echo`, shape });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body, shape).toMatchObject({ ok: false, error: { status: 400, code: 'invalid_arguments' }, touched: [] });
+      expect(res.body.error.message, shape).toContain(`ctx.http.fetch: ${text}`);
+    }
+    expect(hits.length, 'nothing reached the server').toBe(before);
+    // A Proxy passes as its target's plain data: what is sent is a copy, and its get trap never runs.
+    const proxied = await t.api.post('/api/plugins/http-probe/fetch', { url: `http://localhost:${portA}/echo`, shape: 'proxy' });
+    expect(proxied.body).toMatchObject({ ok: true, touched: [] });
+    expect(JSON.parse(proxied.body.body)).toMatchObject({ method: 'POST', body: 'from-the-target' });
+    const logs = (await t.api.get('/api/plugins/http-probe/logs?limit=200')).body.logs as Array<{ message: string }>;
+    expect(logs.filter((line) => line.message.startsWith('getter ran'))).toEqual([]);
   });
 });
 

@@ -276,4 +276,13 @@ describe('the sandbox', () => {
     expect(answer).toMatchObject({ status: 504, body: { code: 'plugin_timeout', error: 'sdk-harness exceeded its CPU time limit' } });
     expect((await host.callTool('sum', { numbers: [2] }))).toEqual({ total: 2 });
   });
+
+  it('withdraws an answer given while a microtask it left keeps re-queuing itself, as the host does', async () => {
+    const restarts = host.restarts;
+    const answer = await host.callRoute('answer-then-requeue');
+    expect(answer).toMatchObject({ status: 504, body: { code: 'plugin_timeout' } });
+    expect((answer.body as { error: string }).error).toMatch(/answer was withdrawn/);
+    expect(host.restarts).toBe(restarts + 1);
+    expect((await host.callTool('sum', { numbers: [3] }))).toEqual({ total: 3 });
+  });
 });

@@ -35,8 +35,9 @@ export function mergeAnswers(a: unknown, b: unknown, sum: ReadonlySet<string>, p
   if (typeof a === 'number' && typeof b === 'number') return sum.has(path) ? a + b : a;
   if (Array.isArray(a) && Array.isArray(b)) return [...a, ...b];
   if (isObject(a) && isObject(b)) {
-    const out: Record<string, unknown> = { ...a };
-    for (const [key, value] of Object.entries(b)) out[key] = key in out ? mergeAnswers(out[key], value, sum, path ? `${path}.${key}` : key) : value;
+    // No prototype, own keys only: a plugin's key named __proto__ or constructor stays a plain key.
+    const out: Record<string, unknown> = Object.assign(Object.create(null), a);
+    for (const [key, value] of Object.entries(b)) out[key] = Object.hasOwn(out, key) ? mergeAnswers(out[key], value, sum, path ? `${path}.${key}` : key) : value;
     return out;
   }
   return a === undefined ? b : a;

@@ -86,7 +86,8 @@ export class RouteTable {
 
 /** The route's parameters, percent-decoded; undefined when one does not decode. */
 function decodedParams(names: string[], match: RegExpExecArray): Record<string, string> | undefined {
-  const params: Record<string, string> = {};
+  // No prototype: a parameter's name is only ever its own key.
+  const params: Record<string, string> = Object.create(null);
   try {
     names.forEach((name, index) => { params[name] = decodeURIComponent(match[index + 1]!); });
   } catch {

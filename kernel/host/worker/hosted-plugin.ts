@@ -13,6 +13,7 @@ import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { wiredAnswer } from './wired-answer.ts';
+import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -36,9 +37,6 @@ const TRANSACTION_FAILURES = {
   activity: 'The activity entry could not be written',
   commit: "The plugin's transaction could not commit",
 } as const;
-
-/** Codes of the database errors ctx.db.query rejects with (kernel/host/worker/capabilities/database.ts). */
-const DATABASE_ERROR = /^sql_(?:[0-9A-Z]{5}|error)$/;
 
 export interface PluginSlotHost {
   /** Sends a report of this plugin to the kernel (the process stamps it with the slot). */
@@ -76,6 +74,8 @@ export class HostedPlugin {
   private logBudget = { windowStart: Date.now(), lines: 0, dropped: 0 };
   /** Set when the isolate was disposed because code kept running after its call answered. */
   private strayReason: string | null = null;
+  /** Answers given during the current entry into the isolate, held until it ends (see enter). */
+  private answeredInEntry: Array<{ invocation: Invocation; resultJson: string }> = [];
   private unloaded = false;
   private readonly invokeBatch: (items: InvokeMessage[]) => Promise<void>;
 
@@ -250,21 +250,69 @@ export class HostedPlugin {
     if (invocation.finished || this.sandbox.disposed) return;
     let json: string;
     try { json = value === undefined ? '' : JSON.stringify(value); } catch { json = JSON.stringify({ status: 500, code: 'host_error', message: 'unserializable host result' }); ok = false; }
+    this.enter(invocation, invocation.scopeId, () => this.sandbox.settle(op, ok, json));
+  }
+
+  /**
+   * One entry into the isolate. An answer the plugin gives during the entry is reported only
+   * when the entry has ended normally: isolated-vm returns from an entry once the isolate's
+   * microtask queue is empty, so nothing the answering code scheduled is still running. An
+   * entry that ends in an error withdraws the answers given in it (a microtask chain left
+   * spinning ran the CPU slice out, or stray host calls got the isolate disposed): those calls
+   * fail and the isolate is replaced, as for any code that kept running after its call answered.
+   */
+  private enter(invocation: Invocation, scope: string, run: () => void): void {
+    let failure: { error: unknown } | null = null;
+    this.entered = scope;
     try {
-      this.entered = invocation.scopeId;
-      this.sandbox.settle(op, ok, json);
+      run();
     } catch (error) {
-      this.failFromIsolate(invocation, error);
+      failure = { error };
     } finally {
       this.entered = null;
     }
+    const answered = this.answeredInEntry;
+    this.answeredInEntry = [];
+    if (failure === null) {
+      for (const { invocation: done, resultJson } of answered) void this.finishTracked(done, resultJson);
+      return;
+    }
+    if (answered.length > 0) this.withdrawAnswers(answered, failure.error);
+    this.failFromIsolate(invocation, failure.error);
+  }
+
+  /**
+   * Fails the calls whose answer was given in an entry that did not end cleanly. Code that made
+   * host calls after answering had the isolate disposed already (interruptIfStray); code that
+   * only computed ran the CPU slice out, and its isolate is replaced the same way; an isolate
+   * that ran out of memory restarts the plugin (failFromIsolate).
+   */
+  private withdrawAnswers(answered: Array<{ invocation: Invocation }>, error: unknown): void {
+    const key = this.init.pluginKey;
+    const message = String((error as Error)?.message ?? error);
+    const withdrawn = 'the answer was withdrawn';
+    let wireError: WireError;
+    if (this.strayReason !== null) {
+      wireError = { status: 503, code: 'plugin_crashed', message: `${key} answered, but code it left running kept calling the host; its isolate was replaced and ${withdrawn}` };
+    } else if (/timed out/i.test(message)) {
+      wireError = { status: 504, code: 'plugin_timeout', message: `${key} answered, but code it left running (a promise chain) exceeded its CPU time limit; ${withdrawn}` };
+      this.strayReason = `code of a ${answered[0]!.invocation.message.kind} call kept running after its call answered, until its CPU slice ran out`;
+      this.sandbox.dispose();
+    } else if (this.sandbox.disposed || /memory limit/i.test(message)) {
+      wireError = { status: 503, code: 'plugin_out_of_memory', message: `${key} answered, but code it left running ran out of memory; it is being restarted and ${withdrawn}` };
+    } else {
+      wireError = { status: 500, code: 'plugin_error', message: `${key} answered, but code it left running failed; ${withdrawn}` };
+    }
+    for (const { invocation } of answered) void this.finishTracked(invocation, JSON.stringify({ ok: false, e: wireError }));
   }
 
   private hostDone(invocationId: string, resultJson: string): void {
     const invocation = this.invocations.get(invocationId);
     if (!invocation || invocation.finished) return;
+    // Finished at once: whatever the plugin's code does from here on is stray work (interruptIfStray).
     invocation.finished = true;
-    this.finishTracked(invocation, resultJson);
+    if (this.entered !== null) this.answeredInEntry.push({ invocation, resultJson });
+    else this.finishTracked(invocation, resultJson);
   }
 
   private log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>, invocationId?: string): void {
@@ -310,31 +358,8 @@ export class HostedPlugin {
     return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
   }
 
-  /**
-   * A plugin's own error, as it leaves the worker: bounded, and with the types the kernel expects.
-   * A database error the plugin let through keeps its code and status, but PostgreSQL's text
-   * (which names tables, constraints and the values sent) goes to the plugin's log instead of
-   * the caller.
-   */
   private wireFromPlugin(raw: unknown, target: string): WireError {
-    const e = (raw !== null && typeof raw === 'object' ? raw : {}) as Record<string, unknown>;
-    const status = Number.isInteger(e.status) && (e.status as number) >= 400 && (e.status as number) <= 599 ? e.status as number : 500;
-    const code = typeof e.code === 'string' && /^[A-Za-z][A-Za-z0-9_.:-]{0,63}$/.test(e.code) && this.delivered.text(e.code) === e.code ? e.code : 'plugin_error';
-    let message = typeof e.message === 'string' && e.message.length > 0 ? this.delivered.text(e.message.length > 2000 ? `${e.message.slice(0, 2000)}…` : e.message) : 'Plugin failed';
-    if (DATABASE_ERROR.test(code)) {
-      this.log('warn', `${target} failed with ${code}: ${message}`);
-      message = code === 'sql_error' ? "The plugin's database query failed" : `The plugin's database query failed (SQLSTATE ${code.slice(4)})`;
-    }
-    const wired: WireError = { status, code, message };
-    if (e.details !== undefined && e.details !== null) {
-      const text = JSON.stringify(e.details);
-      if (text.length <= 16_000) wired.details = this.delivered.value(e.details);
-    }
-    // Only a list of {path, message} objects is an issues list; anything else is dropped.
-    if (Array.isArray(e.issues) && e.issues.every(isIssue)) {
-      if (JSON.stringify(e.issues).length <= 16_000) wired.issues = this.delivered.value(e.issues) as WireError['issues'];
-    }
-    return wired;
+    return wireFromPlugin(raw, target, this.delivered, (message) => this.log('warn', message));
   }
 
   /** Finishes a call and keeps track of it until its result has gone to the kernel. */
@@ -520,14 +545,7 @@ export class HostedPlugin {
     }, message.deadlineMs);
     // The input is JSON text the kernel produced; it is spliced in rather than parsed and re-serialised.
     const json = `{"id":${JSON.stringify(message.id)},"kind":${JSON.stringify(message.kind)},"target":${JSON.stringify(message.target)},"info":${JSON.stringify(message.info)},"input":${message.input}}`;
-    try {
-      this.entered = invocation.id;
-      this.sandbox.dispatch(json);
-    } catch (error) {
-      this.failFromIsolate(invocation, error);
-    } finally {
-      this.entered = null;
-    }
+    this.enter(invocation, invocation.id, () => this.sandbox.dispatch(json));
   }
 
   /** A new isolate with the plugin's code, its grants and its current configuration. */
@@ -543,12 +561,4 @@ export class HostedPlugin {
       log: this.shielded('log', (...args: [string, string, string, string]) => this.hostLog(...args), undefined),
     }, { grants: this.init.grants, config: this.init.config });
   }
-}
-
-/** `{path, message}`: path a dotted string or a list of keys and indexes. */
-function isIssue(value: unknown): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  const { path, message } = value as Record<string, unknown>;
-  const pathOk = typeof path === 'string' || (Array.isArray(path) && path.every((part) => typeof part === 'string' || typeof part === 'number'));
-  return pathOk && typeof message === 'string';
 }

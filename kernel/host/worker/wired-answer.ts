@@ -30,7 +30,8 @@ export function wiredAnswer(kind: InvokeMessage['kind'], value: unknown): WiredA
     return { value: text, bytes: Buffer.byteLength(text) };
   }
   const envelope: RouteEnvelope = {};
-  const rest: Record<string, unknown> = {};
+  // No prototype: a key named __proto__ in the plugin's envelope is counted like any other.
+  const rest: Record<string, unknown> = Object.create(null);
   for (const key of Object.keys(parts)) {
     if (key === 'body') continue;
     rest[key] = parts[key];

@@ -66,6 +66,28 @@ describe('malformed manifests', () => {
     expect((await t.api.get('/api/plugins/examples')).status).toBe(200);
   });
 
+  it('refuses plugin keys and contribution keys that name a member every object inherits', async () => {
+    for (const key of ['constructor', '__proto__', 'hasOwnProperty', 'prototype', 'toString', '__defineGetter__']) {
+      const body = await refusedAtInstall((m) => { m.key = key; }, /plugin\.json: key /);
+      expect(body.issues, key).toContainEqual(expect.objectContaining({ path: 'key' }));
+      expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
+    }
+    const constructorKey = await refusedAtInstall((m) => { m.key = 'constructor'; }, /key "constructor" is reserved \(it names a member every JavaScript object inherits\)/);
+    expect(constructorKey.issues).toEqual([{ path: 'key', message: expect.stringMatching(/is reserved/) }]);
+    // Handler keys are property names in the plugin's tables, and mount keys in the host's.
+    const route = await refusedAtInstall((m) => { m.routes[0].key = 'constructor'; }, /routes\.0\.key must not be "constructor": it names a member every JavaScript object inherits/);
+    expect(route.issues).toEqual([{ path: 'routes.0.key', message: 'must not be "constructor": it names a member every JavaScript object inherits; choose another name' }]);
+    await refusedAtInstall((m) => {
+      m.capabilities.push({ id: 'tools.register', reason: 'Offers a tool' });
+      m.tools = [{ key: 'constructor', description: 'Names an inherited member', inputSchema: { type: 'object' } }];
+    }, /tools\.0\.key must not be "constructor"/);
+    await refusedAtInstall((m) => { m.routes[0].key = 'prototype'; }, /routes\.0\.key must not be "prototype"/);
+    // Path parameters become keys of the request's params.
+    await refusedAtInstall((m) => { m.routes[0].path = '/ping/:__proto__'; }, /routes\.0\.path parameter :__proto__ names a member every JavaScript object inherits/);
+    await refusedAtInstall((m) => { m.routes[0].path = '/ping/{constructor}'; }, /routes\.0\.path parameter :constructor names a member/);
+    await expectKernelAlive(t);
+  });
+
   it('keeps the files a manifest names inside the plugin folder', async () => {
     await refusedAtInstall((m) => { m.entry = '../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);
     await refusedAtInstall((m) => { m.entry = 'src/../../attack-escape/src/index.ts'; }, /entry must be a path inside the plugin folder/);

@@ -187,7 +187,7 @@ describe('memory', () => {
 });
 
 describe('work after the call', () => {
-  it('stops code that keeps running after its call answered at its first host call: no log line, no write, and the next call is served at once', async () => {
+  it('stops code that keeps running after its call answered at its first host call, withdrawing the answer: no log line, no write, and the next call is served at once', async () => {
     const tag = `stray-${Date.now()}`;
     const restarts = (await t.api.get(`${P}/health`)).body.worker.restarts as number;
     const started = Date.now();
@@ -195,8 +195,10 @@ describe('work after the call', () => {
       t.api.post(`${P}/answer-then-loop`, { tag }),
       new Promise((resolve) => setTimeout(resolve, 50)).then(() => t.api.get(`${P}/ok`)),
     ]);
-    expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ answered: true });
+    // The answer was given while the code it scheduled still ran: it is withdrawn, the call fails.
+    expect(res.status, res.text).toBe(503);
+    expect(res.body.code).toBe('plugin_crashed');
+    expect(res.body.error).toMatch(/answer was withdrawn/);
     expect(next.status, next.text).toBe(200);
     expect(Date.now() - started, 'both answered well within the CPU slice (2,500 ms)').toBeLessThan(1_000);
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -209,12 +211,36 @@ describe('work after the call', () => {
     expect((await t.api.get(`${P}/health`)).body.worker.restarts).toBe(restarts);
   });
 
-  it('bounds computation after the answer that touches nothing by the CPU slice, and the worker goes on serving', async () => {
+  it('fails a call whose answer came with computation still running, at the CPU slice, and the worker goes on serving', async () => {
     const started = Date.now();
     const res = await t.api.post(`${P}/answer-then-spin`, {});
-    expect(res.status, res.text).toBe(200);
+    expect(res.status, res.text).toBe(504);
+    expect(res.body.code).toBe('plugin_timeout');
     expect((await waitFor(() => t.api.get(`${P}/ok`), (r) => r.status === 200)).status).toBe(200);
     expect(Date.now() - started).toBeLessThan(6_000);
+  });
+
+  it('never reports an answer while a microtask that re-queues itself keeps the isolate busy: the call fails, its write is rolled back, and the plugin recovers', async () => {
+    // The chain also grows the heap: its CPU slice or the memory limit ends it, whichever comes first.
+    const free = await t.api.post(`${P}/answer-then-requeue`, {});
+    expect(free.status, free.text).not.toBe(200);
+    expect(['plugin_timeout', 'plugin_out_of_memory']).toContain(free.body.code);
+    expect(free.body.error).toMatch(/answer was withdrawn/);
+    expect((await waitFor(() => t.api.get(`${P}/ok`), (r) => r.status === 200)).status).toBe(200);
+
+    // The answer given after an awaited write (from the entry that resumed the handler): the write is undone.
+    const restarts = (await t.api.get(`${P}/health`)).body.worker.restarts as number;
+    const tag = `requeue-${Date.now()}`;
+    const inTx = await t.api.post(`${P}/write-then-requeue`, { tag });
+    expect(inTx.status, inTx.text).toBe(504);
+    expect(inTx.body.code).toBe('plugin_timeout');
+    expect((await t.sql.query('select count(*)::int as n from plugin_attack_exhaust.marks where note = $1', [tag])).rows[0].n).toBe(0);
+
+    // The same worker goes on serving: the isolate was replaced, the process not restarted.
+    expect((await t.api.get(`${P}/ok`)).status).toBe(200);
+    expect((await t.api.get(`${P}/health`)).body.worker.restarts).toBe(restarts);
+    const logs = (await t.api.get(`${P}/logs?limit=500`)).body.logs as Array<{ message: string }>;
+    expect(logs.some((line) => /kept running after its call answered, until its CPU slice ran out/.test(line.message))).toBe(true);
   });
 
   it('never runs host work a plugin started but did not await before its call ended', async () => {

@@ -26,9 +26,13 @@ function server(name: string) {
       res.end();
       return;
     }
-    if (url.pathname === '/to-same') { res.writeHead(307, { location: '/echo' }); res.end(); return; }
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ server: name, headers: req.headers }));
+    if (url.pathname === '/to-same') { res.writeHead(Number(url.searchParams.get('status') ?? 307), { location: '/echo' }); res.end(); return; }
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ server: name, method: req.method, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') }));
+    });
   };
 }
 
@@ -53,8 +57,8 @@ afterAll(async () => {
   for (const s of [first, second]) { s?.closeAllConnections(); s?.close(); }
 });
 
-async function fetchVia(url: string, headers: Record<string, string>): Promise<any> {
-  const res = await t.api.post(`/api/plugins/${KEY}/fetch`, { url, init: { method: 'POST', headers, body: '{}' } });
+async function fetchVia(url: string, headers: Record<string, string>, body = '{}'): Promise<any> {
+  const res = await t.api.post(`/api/plugins/${KEY}/fetch`, { url, init: { method: 'POST', headers, body } });
   expect(res.status, res.text).toBe(200);
   expect(res.body.ok, res.text).toBe(true);
   return JSON.parse(res.body.body);
@@ -75,6 +79,24 @@ describe('redirects between allow-listed hosts', () => {
       expect(JSON.stringify(seen.headers)).not.toContain('for-a-only');
       expect(seen.headers.accept).toBe('application/json');
       expect(seen.headers['user-agent']).toBe('probe/1');
+    }
+  });
+
+  it('does not re-send the request body when a 307 or 308 changes origin', async () => {
+    const body = JSON.stringify({ secret: 'body-for-a-only' });
+    for (const status of [307, 308]) {
+      const seen = await fetchVia(`http://localhost:${portA}/to-other?status=${status}`, { authorization: 'Bearer for-a-only', 'content-type': 'application/json' }, body);
+      expect(seen.server, String(status)).toBe('B');
+      expect(seen.method, String(status)).toBe('POST');
+      expect(seen.body, String(status)).toBe('');
+      expect(seen.headers.authorization, String(status)).toBeUndefined();
+      expect(seen.headers['content-type'], String(status)).toBeUndefined();
+      expect(JSON.stringify(seen)).not.toContain('for-a-only');
+      // Within one origin the same redirect keeps the body, as HTTP intends.
+      const same = await fetchVia(`http://localhost:${portA}/to-same?status=${status}`, { 'content-type': 'application/json' }, body);
+      expect(same.server).toBe('A');
+      expect(same.body).toBe(body);
+      expect(same.headers['content-type']).toBe('application/json');
     }
   });
 

@@ -11,8 +11,10 @@ import { CapabilityError, type WorkerCapability } from './types.ts';
  * `ctx.http.fetch`: HTTP(S) to the hosts of the manifest's `network.allow` list and to no
  * other. Names are resolved here and every resolved address is checked (private, loopback,
  * link-local, metadata and other special ranges are refused); the connection then goes to
- * those checked addresses only. Redirects are followed by hand, each hop checked again. An
- * operator may open non-public addresses for an exactly allow-listed host of one plugin
+ * those checked addresses only. Redirects are followed by hand, each hop checked again; a hop
+ * to another origin (scheme, host or port) carries neither the plugin's credentials nor its
+ * request body (the WHATWG fetch standard drops Authorization there but re-sends a 307's
+ * body; a plugin's body is meant for the origin it named, so it stays there). An operator may open non-public addresses for an exactly allow-listed host of one plugin
  * (configuration `plugins.privateNetworkHosts`); metadata addresses stay closed regardless.
  */
 export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
@@ -95,8 +97,16 @@ export async function performFetch(policy: FetchPolicy, request: FetchRequest, b
         body = null;
         delete headers['content-type'];
       }
-      // Credentials meant for one origin are not handed to another, whatever their header is called.
-      if (next.origin !== url.origin) headers = headersForOtherOrigin(headers);
+      if (next.origin !== url.origin) {
+        // Credentials meant for one origin are not handed to another, whatever their header is called.
+        headers = headersForOtherOrigin(headers);
+        // Nor is the body (a 307 or 308 would re-send it): it was written for the origin it was
+        // sent to. The request goes on with its method and no body, or the headers that describe one.
+        if (body !== null) {
+          body = null;
+          for (const name of Object.keys(headers)) if (name.startsWith('content-')) delete headers[name];
+        }
+      }
       url = next;
     }
   } finally {
