@@ -34,6 +34,9 @@ export interface BlobsCapability {
 /** What a reader may call: blobs.read gives these, blobs.write gives them too. */
 export interface BlobsReadCapability { get: BlobsCapability['get']; readText: BlobsCapability['readText'] }
 
+/** Largest blob `readText` returns and `createText` writes: bigger blobs are streamed by download routes. */
+export const MAX_TEXT_BYTES = 512 * 1024;
+
 const handle = { type: 'object', required: ['id', 'companyId', 'owner', 'contentType', 'byteSize', 'sha256'] };
 const get = method('kernel', [id], nullable(handle));
 const readText = method('kernel', [id], { type: 'string' });
@@ -53,7 +56,10 @@ export const blobsWrite = defineCapability<{ blobs: BlobsCapability }>()({
     blobs: {
       get,
       readText,
-      createText: method('kernel', [{ type: 'object', required: ['text'], properties: { text: { type: 'string' }, contentType: { type: 'string' }, filename: { type: 'string' } } }], handle),
+      // A UTF-8 text has at least as many bytes as UTF-16 units: a text past the bound is refused unread.
+      createText: method('kernel', [{ type: 'object', required: ['text'], properties: { text: { type: 'string' }, contentType: { type: 'string' }, filename: { type: 'string' } } }], handle, {
+        argumentsBound: { chars: MAX_TEXT_BYTES + 1024, status: 413, code: 'blob_too_large', message: `createText writes at most ${MAX_TEXT_BYTES} bytes` },
+      }),
       link: method('kernel', [id, text(64)], { type: 'object', required: ['linked'] }),
       delete: method('kernel', [id], { type: 'object', required: ['deleted'] }),
     },
