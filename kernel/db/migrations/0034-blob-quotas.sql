@@ -36,3 +36,9 @@ create trigger blobs_release_usage after delete on blobs for each row execute fu
 -- script, PDF with script): such a blob is never served inline. Null for blobs stored before
 -- the column existed; the serving path sniffs those itself.
 alter table blobs add column active_content boolean;
+
+-- Names stored before names were cleaned lose their control, bidi and invisible characters
+-- (the list of kernel/text/invisible-characters.ts); a name left empty becomes null.
+update blobs set filename = nullif(btrim(regexp_replace(filename,
+    '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]', '', 'g')), '')
+  where filename ~ '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]';

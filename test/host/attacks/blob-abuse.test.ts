@@ -78,6 +78,13 @@ describe('blob quotas', () => {
     expect(total.rows[0].n).toBe(QUOTA.companyBlobs);
   });
 
+  it("forget a deleted company's usage with its blobs", async () => {
+    const company = await createCompany(t, { name: 'Quota doomed' });
+    expect((await t.api.post(`${base(company.id)}/many-notes`, { count: 2, bytes: 10 })).body.created).toHaveLength(2);
+    expect((await t.api.delete(`/api/companies/${company.id}`)).status).toBe(200);
+    expect((await t.sql.query('select count(*)::int as n from blob_usage where company_id = $1', [company.id])).rows[0].n).toBe(0);
+  });
+
   it('let no two callers on two kernels jointly pass a quota', async () => {
     const company = await createCompany(t, { name: 'Quota race' });
     const callers = [t.url, peer.url, t.url, peer.url].map((url) => fetch(`${url}${base(company.id)}/many-notes`, {
@@ -150,6 +157,18 @@ describe('active content', () => {
       expect(await download.text()).toBe(html);
     });
   }
+
+  it('serve a PDF that carries script as an attachment, and a plain PDF inline', async () => {
+    const company = await createCompany(t, { name: 'Sniff PDF' });
+    // The script comes after the first bytes: a PDF is searched through, not only its head.
+    const filler = 'x'.repeat(15 * 1024);
+    const scripted = await rawUpload(`${t.url}${base(company.id)}/files`, 'a.pdf', `%PDF-1.4\n${filler}\n1 0 obj << /OpenAction << /S /JavaScript /JS (app.alert(1)) >> >>`, 'application/pdf');
+    const plain = await rawUpload(`${t.url}${base(company.id)}/files`, 'b.pdf', `%PDF-1.4\n${filler}\n1 0 obj << /Type /Catalog >>`, 'application/pdf');
+    expect([scripted.status, plain.status]).toEqual([201, 201]);
+    const [scriptedId, plainId] = [(await scripted.json() as { id: string }).id, (await plain.json() as { id: string }).id];
+    expect((await fetch(`${t.url}${base(company.id)}/files/${scriptedId}?disposition=inline`)).headers.get('content-disposition')).toMatch(/^attachment;/);
+    expect((await fetch(`${t.url}${base(company.id)}/files/${plainId}?disposition=inline`)).headers.get('content-disposition')).toMatch(/^inline;/);
+  });
 
   it('sniff blobs stored before verdicts were kept when serving them, and still serve plain text inline', async () => {
     const company = await createCompany(t, { name: 'Sniff old rows' });
