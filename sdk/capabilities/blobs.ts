@@ -22,7 +22,12 @@ export interface BlobsCapability {
   get(blobId: string): Promise<BlobHandle | null>;
   /** The blob as UTF-8 text; at most 512 KiB (413 `blob_too_large` beyond). */
   readText(blobId: string): Promise<string>;
-  /** A new blob owned by the plugin (text/* or JSON types, at most 512 KiB); needs blobs.write. */
+  /**
+   * A new blob owned by the plugin (text/* or JSON types, at most 512 KiB: 413 `blob_too_large`
+   * beyond, refused by the text's length before it is copied); needs blobs.write. Counts against
+   * the company's and the plugin's blob quotas (413 `blob_quota_exceeded` when they are full).
+   * Control, bidi and invisible characters are removed from `filename`.
+   */
   createText(input: { text: string; contentType?: string; filename?: string }): Promise<BlobHandle>;
   /** Hands the blob to another plugin of the same company; needs blobs.write. */
   link(blobId: string, pluginKey: string): Promise<{ linked: true }>;
