@@ -2,7 +2,7 @@ import type { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { readBlobStream, writeBlobFromBuffer } from '../blobs/blob-store.ts';
 import { assetContentPath } from './companies.ts';
-import { stripInvisibleCharacters } from '../text/invisible-characters.ts';
+import { stripInvisibleCharacters } from '../../sdk/shared/invisible-characters.ts';
 
 /**
  * Stored binary objects of a company (logos today). An asset is the kernel's record of a

@@ -1,15 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { ActiveContentSniffer, sniffsAsMarkup } from '../../kernel/blobs/content-sniff.ts';
 import { contentDisposition } from '../../kernel/blobs/content-disposition.ts';
-import { findInvisibleCharacter, stripInvisibleCharacters } from '../../kernel/text/invisible-characters.ts';
+import { findInvisibleCharacter, stripInvisibleCharacters } from '../../sdk/shared/invisible-characters.ts';
 
 /** The pure parts of the blob defences; the attacks through the server are in test/host/attacks/blob-abuse.test.ts. */
-describe('invisible characters', () => {
-  it('names the first one, and strips every class: controls, bidi, zero-width, tags', () => {
-    expect(findInvisibleCharacter('invoice_\u202Efdp.exe')).toEqual({ index: 8, codePoint: 'U+202E', name: 'RIGHT-TO-LEFT OVERRIDE' });
-    expect(findInvisibleCharacter('hidden\u{E0041}')).toEqual({ index: 6, codePoint: 'U+E0041', name: 'TAG CHARACTER' });
-    expect(findInvisibleCharacter('café (1).txt')).toBeUndefined();
-    const every = '\u0007\u0085\u00AD\u061C\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\uFEFF\u{E0001}\u{E007F}';
+describe('invisible characters in names', () => {
+  it('are found with line breaks refused too, and stripped in every class: controls, separators, bidi, zero-width, tags', () => {
+    expect(findInvisibleCharacter('invoice_\u202Efdp.exe', { allowLineBreaks: false })).toMatchObject({ index: 8, hex: 'U+202E', name: 'RIGHT-TO-LEFT OVERRIDE' });
+    expect(findInvisibleCharacter('a\u2028b', { allowLineBreaks: false })).toMatchObject({ index: 1, hex: 'U+2028', name: 'LINE SEPARATOR' });
+    expect(findInvisibleCharacter('a\u2028b')).toBeNull();
+    expect(findInvisibleCharacter('café (1).txt', { allowLineBreaks: false })).toBeNull();
+    const every = '\n\t\u2028\u2029\u0007\u0085\u00AD\u061C\u200B\u200C\u200D\u200E\u200F\u202A\u202B\u202C\u202D\u202E\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\uFEFF\u{E0001}\u{E0041}\u{E007F}\u{E0100}';
     expect(stripInvisibleCharacters(`a${every}b`)).toBe('ab');
     expect(stripInvisibleCharacters('lone \uD800 surrogate')).toBe('lone \uFFFD surrogate');
   });

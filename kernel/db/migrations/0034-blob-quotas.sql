@@ -38,7 +38,7 @@ create trigger blobs_release_usage after delete on blobs for each row execute fu
 alter table blobs add column active_content boolean;
 
 -- Names stored before names were cleaned lose their control, bidi and invisible characters
--- (the list of kernel/text/invisible-characters.ts); a name left empty becomes null.
+-- (the list of sdk/shared/invisible-characters.ts, for names); a name left empty becomes null.
 update blobs set filename = nullif(btrim(regexp_replace(filename,
-    '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]', '', 'g')), '')
-  where filename ~ '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]';
+    '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f\U000e0100-\U000e01ef]', '', 'g')), '')
+  where filename ~ '[\x01-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff\U000e0000-\U000e007f\U000e0100-\U000e01ef]';
