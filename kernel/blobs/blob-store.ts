@@ -3,6 +3,8 @@ import { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import type { BlobHandle } from '../../sdk/capabilities/blobs.ts';
+import { blobRoom, chargeBlob, type BlobQuota } from './blob-quota.ts';
+import { ActiveContentSniffer, sniffsAsMarkup, sniffsAsScriptedPdf } from './content-sniff.ts';
 
 /**
  * The blob store (kernel migration 0013): bytes in PostgreSQL, in chunks of CHUNK_BYTES, so
@@ -18,6 +20,13 @@ export type BlobMetadata = BlobHandle;
 
 export interface NewBlob { companyId: string; owner: string; contentType: string; filename: string | null }
 
+/**
+ * What a new blob must stay within: `maxBytes` (its upload limit) and, when given, the blob
+ * quotas (limits.blobQuota), checked before the first byte is read and again when it is charged.
+ * The kernel's own assets pass no quota: they are counted, bounded by their upload limit.
+ */
+export interface BlobLimits { maxBytes: number; quota?: BlobQuota; declaredBytes?: number }
+
 export const blobTooLarge = (limit: number) => new KeelError(413, 'payload_too_large', `File exceeds the upload limit of ${limit} bytes`, { details: { limitBytes: limit } });
 
 const COLUMNS = 'id, company_id, owner, content_type, byte_size, sha256, filename, created_at';
@@ -31,15 +40,19 @@ export function toBlobMetadata(row: Row): BlobMetadata {
 
 /**
  * Writes a blob from a stream of buffers inside the caller's transaction: the row first (so
- * chunks can reference it), chunks as they fill, size and sha256 at the end. More than
- * `limit` bytes throws 413 naming the limit (the transaction then rolls back everything).
+ * chunks can reference it), chunks as they fill, size, sha256 and the sniffed verdict at the
+ * end, then the charge against the quotas. More than `maxBytes` throws 413 payload_too_large,
+ * more than the quotas leave 413 blob_quota_exceeded (the transaction then rolls back everything).
  */
-export async function writeBlob(tx: Queryable, blob: NewBlob, source: AsyncIterable<Buffer>, limit: number): Promise<BlobMetadata> {
+export async function writeBlob(tx: Queryable, blob: NewBlob, source: AsyncIterable<Buffer>, limits: BlobLimits): Promise<BlobMetadata> {
+  // The room left is read before the first byte, so that a blob that cannot fit is refused unread.
+  let room = limits.quota ? await blobRoom(tx, limits.quota, blob.companyId, blob.owner, limits.declaredBytes) : Number.MAX_SAFE_INTEGER;
   const created = await tx.maybeOne<{ id: string }>(
     `insert into blobs (company_id, owner, content_type, byte_size, sha256, filename) values (?, ?, ?, 0, '', ?) returning id`,
     [blob.companyId, blob.owner, blob.contentType, blob.filename]);
   const id = created!.id;
   const hash = createHash('sha256');
+  const sniffer = new ActiveContentSniffer();
   let size = 0;
   let seq = 0;
   let pending: Buffer[] = [];
@@ -56,20 +69,27 @@ export async function writeBlob(tx: Queryable, blob: NewBlob, source: AsyncItera
   };
   for await (const piece of source) {
     size += piece.length;
-    if (size > limit) throw blobTooLarge(limit);
+    if (size > limits.maxBytes) throw blobTooLarge(limits.maxBytes);
+    // Past the room read at the start: refused unless blobs deleted since have made more.
+    if (size > room) room = await blobRoom(tx, limits.quota!, blob.companyId, blob.owner, size);
     hash.update(piece);
+    sniffer.feed(piece);
     pending.push(piece);
     pendingBytes += piece.length;
     if (pendingBytes >= CHUNK_BYTES) await flush(false);
   }
   await flush(true);
-  const row = await tx.maybeOne(`update blobs set byte_size = ?, sha256 = ? where id = ? returning ${COLUMNS}`, [size, hash.digest('hex'), id]);
+  const row = await tx.maybeOne(`update blobs set byte_size = ?, sha256 = ?, active_content = ? where id = ? returning ${COLUMNS}`, [size, hash.digest('hex'), sniffer.verdict(), id]);
+  await chargeBlob(tx, limits.quota, blob.companyId, blob.owner, size);
   return toBlobMetadata(row!);
 }
 
-/** A blob from bytes already in memory (small ones: a sanitised logo, a plugin's text). */
-export function writeBlobFromBuffer(tx: Queryable, blob: NewBlob, data: Buffer): Promise<BlobMetadata> {
-  return writeBlob(tx, blob, [data] as unknown as AsyncIterable<Buffer>, Number.MAX_SAFE_INTEGER);
+/**
+ * A blob from bytes already in memory (small ones: a sanitised logo, a plugin's text); the
+ * caller has bounded their size.
+ */
+export function writeBlobFromBuffer(tx: Queryable, blob: NewBlob, data: Buffer, quota?: BlobQuota): Promise<BlobMetadata> {
+  return writeBlob(tx, blob, [data] as unknown as AsyncIterable<Buffer>, { maxBytes: Number.MAX_SAFE_INTEGER, quota, declaredBytes: data.length });
 }
 
 export async function findBlob(db: Queryable, id: string): Promise<BlobMetadata | undefined> {
@@ -98,6 +118,19 @@ export function readBlobStream(db: Queryable, blob: Pick<BlobMetadata, 'id' | 'b
 export async function readBlobBuffer(db: Queryable, id: string): Promise<Buffer> {
   const rows = await db.query<{ data: Buffer }>('select data from blob_chunks where blob_id = ? order by seq', [id]);
   return Buffer.concat(rows.map((row) => row.data));
+}
+
+/**
+ * Whether the blob's content sniffs as something a browser would run (content-sniff.ts): the
+ * verdict stored when it was written, or, for a blob written before verdicts were stored, its
+ * first chunk sniffed now.
+ */
+export async function blobIsActiveContent(db: Queryable, id: string): Promise<boolean> {
+  const row = await db.maybeOne<{ active_content: boolean | null }>('select active_content from blobs where id = ?', [id]);
+  if (!row) return false;
+  if (row.active_content !== null) return row.active_content;
+  const first = await db.maybeOne<{ data: Buffer }>('select data from blob_chunks where blob_id = ? and seq = 0', [id]);
+  return first ? sniffsAsMarkup(first.data) || sniffsAsScriptedPdf(first.data) : false;
 }
 
 export async function deleteBlob(db: Queryable, id: string): Promise<boolean> {

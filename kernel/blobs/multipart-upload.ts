@@ -4,12 +4,13 @@ import type { Database } from '../db/database.ts';
 import { badRequest, KeelError, unsupportedMediaType } from '../http/errors.ts';
 import { cleanFilename, mediaType } from '../tenancy/assets.ts';
 import { blobTooLarge, writeBlob, type BlobMetadata } from './blob-store.ts';
+import { blobRoom, type BlobQuota } from './blob-quota.ts';
 import { allowedType, contradictsDeclaredType } from './content-types.ts';
 
 /** Room for boundaries and part headers on top of the file itself. */
 const MULTIPART_OVERHEAD = 64 * 1024;
 
-export interface UploadRules { companyId: string; owner: string; field: string; limit: number; contentTypes: readonly string[]; deadlineMs: number }
+export interface UploadRules { companyId: string; owner: string; field: string; limit: number; contentTypes: readonly string[]; deadlineMs: number; quota: BlobQuota }
 
 /**
  * Checks what can be checked before the body is read: a multipart request, and a declared
@@ -21,6 +22,12 @@ export function assertUploadHeaders(ctx: Context, limit: number): void {
   if (declared !== undefined && declared > limit + MULTIPART_OVERHEAD) throw blobTooLarge(limit);
 }
 
+/** The fewest bytes the file part can have, by the declared length: what the quota must still hold. */
+function leastFileBytes(ctx: Context): number {
+  const declared = ctx.request.length;
+  return declared === undefined ? 0 : Math.max(0, declared - MULTIPART_OVERHEAD);
+}
+
 /**
  * Streams the one file part named `field` into the blob store, in one transaction: the part's
  * declared type must be on the allow-list (and match its bytes for signed raster types), the
@@ -29,6 +36,8 @@ export function assertUploadHeaders(ctx: Context, limit: number): void {
  */
 export async function streamUpload(ctx: Context, db: Database, rules: UploadRules): Promise<BlobMetadata> {
   assertUploadHeaders(ctx, rules.limit);
+  // A company or plugin out of room is refused before the body is read.
+  await blobRoom(db, rules.quota, rules.companyId, rules.owner, leastFileBytes(ctx));
   let parser: busboy.Busboy;
   try {
     parser = busboy({ headers: ctx.req.headers, limits: { files: 1, fields: 20, fieldSize: 8 * 1024, parts: 30 } });
@@ -59,7 +68,8 @@ export async function streamUpload(ctx: Context, db: Database, rules: UploadRule
       abort = () => { stream.destroy(new Error('upload deadline passed')); };
       writing = true;
       const source = checkedSource(stream, declared);
-      db.transaction((tx) => writeBlob(tx, { companyId: rules.companyId, owner: rules.owner, contentType: declared, filename: cleanFilename(info.filename) }, source, rules.limit))
+      const blob = { companyId: rules.companyId, owner: rules.owner, contentType: declared, filename: cleanFilename(info.filename) };
+      db.transaction((tx) => writeBlob(tx, blob, source, { maxBytes: rules.limit, quota: rules.quota, declaredBytes: leastFileBytes(ctx) }))
         .then(resolve, (error: unknown) => {
           stream.resume();
           // A body that breaks off inside the part fails the part's stream: the client's fault.

@@ -71,6 +71,17 @@ export const configSchema = {
         jsonBodyBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted JSON request body.' },
         attachmentBytes: { type: 'integer', minimum: 1024, description: 'Largest accepted upload (logos, attachments); plugin upload routes may declare a smaller maxBytes.' },
         uploadSeconds: { type: 'integer', minimum: 1, maximum: 3600, description: 'Deadline for a whole upload to a plugin route (default 300); a slower upload is refused with 408 upload_timeout.' },
+        blobQuota: {
+          type: 'object',
+          additionalProperties: false,
+          description: 'How much a company may keep in the blob store, in total and per plugin; a blob past a quota is refused with 413 blob_quota_exceeded. Deleting blobs gives the room back.',
+          properties: {
+            companyBlobs: { type: 'integer', minimum: 1, description: 'Blobs a company may hold, all owners together (default 10000).' },
+            companyBytes: { type: 'integer', minimum: 1024, description: 'Bytes a company may hold, all owners together (default 4 GiB).' },
+            pluginBlobs: { type: 'integer', minimum: 1, description: 'Blobs one plugin may hold in one company (default 2000).' },
+            pluginBytes: { type: 'integer', minimum: 1024, description: 'Bytes one plugin may hold in one company (default 1 GiB).' },
+          },
+        },
       },
     },
     plugins: {
@@ -139,6 +150,6 @@ export interface KeelConfig {
   dataDir: string;
   backups?: { directory?: string; intervalSeconds?: number };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number };
+  limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number; blobQuota?: { companyBlobs?: number; companyBytes?: number; pluginBlobs?: number; pluginBytes?: number } };
   plugins?: { privateNetworkHosts?: string[]; networkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { readBlobStream, writeBlobFromBuffer } from '../blobs/blob-store.ts';
 import { assetContentPath } from './companies.ts';
+import { stripInvisibleCharacters } from '../../sdk/shared/invisible-characters.ts';
 
 /**
  * Stored binary objects of a company (logos today). An asset is the kernel's record of a
@@ -94,10 +95,11 @@ export function toUploadedAsset(row: Row): Record<string, unknown> {
   };
 }
 
-/** Keeps a display name only: no directories, no control characters, bounded length. */
+/** Keeps a display name only: no directories, no control, bidi or invisible characters, bounded length. */
 export function cleanFilename(name: string | undefined): string | null {
   if (!name) return null;
-  const base = name.split(/[\\/]/).pop() ?? '';
-  const cleaned = base.replace(/[\u0000-\u001f\u007f]/g, '').trim().slice(0, 255);
+  // Invisible characters go first, so that none can hide a separator or survive the trim.
+  const base = stripInvisibleCharacters(name).split(/[\\/]/).pop() ?? '';
+  const cleaned = base.trim().slice(0, 255).toWellFormed().trim();
   return cleaned || null;
 }

@@ -22,7 +22,12 @@ export interface BlobsCapability {
   get(blobId: string): Promise<BlobHandle | null>;
   /** The blob as UTF-8 text; at most 512 KiB (413 `blob_too_large` beyond). */
   readText(blobId: string): Promise<string>;
-  /** A new blob owned by the plugin (text/* or JSON types, at most 512 KiB); needs blobs.write. */
+  /**
+   * A new blob owned by the plugin (text/* or JSON types, at most 512 KiB: 413 `blob_too_large`
+   * beyond, refused by the text's length before it is copied); needs blobs.write. Counts against
+   * the company's and the plugin's blob quotas (413 `blob_quota_exceeded` when they are full).
+   * Control, bidi and invisible characters are removed from `filename`.
+   */
   createText(input: { text: string; contentType?: string; filename?: string }): Promise<BlobHandle>;
   /** Hands the blob to another plugin of the same company; needs blobs.write. */
   link(blobId: string, pluginKey: string): Promise<{ linked: true }>;
@@ -33,6 +38,9 @@ export interface BlobsCapability {
 
 /** What a reader may call: blobs.read gives these, blobs.write gives them too. */
 export interface BlobsReadCapability { get: BlobsCapability['get']; readText: BlobsCapability['readText'] }
+
+/** Largest blob `readText` returns and `createText` writes: bigger blobs are streamed by download routes. */
+export const MAX_TEXT_BYTES = 512 * 1024;
 
 const handle = { type: 'object', required: ['id', 'companyId', 'owner', 'contentType', 'byteSize', 'sha256'] };
 const get = method('kernel', [id], nullable(handle));
@@ -53,7 +61,10 @@ export const blobsWrite = defineCapability<{ blobs: BlobsCapability }>()({
     blobs: {
       get,
       readText,
-      createText: method('kernel', [{ type: 'object', required: ['text'], properties: { text: { type: 'string' }, contentType: { type: 'string' }, filename: { type: 'string' } } }], handle),
+      // A UTF-8 text has at least as many bytes as UTF-16 units: a text past the bound is refused unread.
+      createText: method('kernel', [{ type: 'object', required: ['text'], properties: { text: { type: 'string' }, contentType: { type: 'string' }, filename: { type: 'string' } } }], handle, {
+        argumentsBound: { chars: MAX_TEXT_BYTES + 1024, status: 413, code: 'blob_too_large', message: `createText writes at most ${MAX_TEXT_BYTES} bytes` },
+      }),
       link: method('kernel', [id, text(64)], { type: 'object', required: ['linked'] }),
       delete: method('kernel', [id], { type: 'object', required: ['deleted'] }),
     },

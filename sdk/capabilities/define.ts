@@ -19,7 +19,14 @@ export interface MethodSpec {
   result: JsonSchema;
   /** `company`: the method reaches company data and is refused to a call that serves no company. */
   scope: 'company' | 'instance';
+  /**
+   * A tighter bound than the host's on the characters of the arguments, with its own refusal:
+   * checked in the isolate before the arguments are copied (sdk/plugin/wire-budget.ts).
+   */
+  argumentsBound?: ArgumentsBound;
 }
+
+export interface ArgumentsBound { chars: number; status: number; code: string; message: string }
 
 /**
  * One capability, declared once: everything else (the manifest's list of ids, the grant
@@ -46,9 +53,11 @@ export function defineCapability<Ctx = Record<never, never>>() {
   return <const Id extends string>(spec: Omit<CapabilitySpec<Id, Ctx>, '__ctx'>): CapabilitySpec<Id, Ctx> => spec as CapabilitySpec<Id, Ctx>;
 }
 
-/** A method declaration: `method('kernel', [schemas...], result, { required, scope })`. */
-export function method(servedBy: ServedBy, args: JsonSchema[], result: JsonSchema, options: { required?: number; scope?: 'company' | 'instance' } = {}): MethodSpec {
-  return { servedBy, args, result, required: options.required ?? args.length, scope: options.scope ?? (servedBy === 'kernel' || servedBy === 'database' ? 'company' : 'instance') };
+/** A method declaration: `method('kernel', [schemas...], result, { required, scope, argumentsBound })`. */
+export function method(servedBy: ServedBy, args: JsonSchema[], result: JsonSchema, options: { required?: number; scope?: 'company' | 'instance'; argumentsBound?: ArgumentsBound } = {}): MethodSpec {
+  const spec: MethodSpec = { servedBy, args, result, required: options.required ?? args.length, scope: options.scope ?? (servedBy === 'kernel' || servedBy === 'database' ? 'company' : 'instance') };
+  if (options.argumentsBound) spec.argumentsBound = options.argumentsBound;
+  return spec;
 }
 
 /** Present (non-empty) manifest fields, as paths. */

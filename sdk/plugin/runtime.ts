@@ -1,8 +1,9 @@
-import { grantedMembers } from '../capabilities/index.ts';
+import { capabilityMethod, grantedMembers } from '../capabilities/index.ts';
 import type { InvocationInfo, PluginContext, FetchResponse, RouteRequest } from './context.ts';
 import { registeredDefinition, type PluginDefinition } from './define-plugin.ts';
 import { PluginError } from './errors.ts';
 import { plainDataCopy, wireJson } from './wire-json.ts';
+import { MAX_ARGS_CHARS, MAX_KERNEL_ARGS_CHARS, stringsExceed } from './wire-budget.ts';
 
 /**
  * The isolate side of the host/plugin protocol. It is bundled into every plugin and talks
@@ -31,6 +32,10 @@ function host(): HostBridge {
 
 /** One call across the boundary; resolves now or when the host settles the op. */
 function call(invocationId: string, capability: string, method: string, args: unknown[]): Promise<unknown> {
+  const spec = capabilityMethod(capability, method)?.spec;
+  const bound = spec?.argumentsBound ?? { chars: spec?.servedBy === 'kernel' ? MAX_KERNEL_ARGS_CHARS : MAX_ARGS_CHARS, status: 413, code: 'invalid_arguments', message: '' };
+  // Measured before they are copied: see wire-budget.ts.
+  if (stringsExceed(args, bound.chars)) return Promise.reject(new PluginError(bound.status, bound.code, `ctx.${capability}.${method}: ${bound.message || `arguments larger than ${bound.chars} characters`}`));
   let argsJson: string;
   try {
     // An omitted optional argument is null on the wire, as it always was; anything else must be plain JSON.

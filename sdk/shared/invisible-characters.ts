@@ -7,7 +7,8 @@
  * instruction, and `invoice\u202Efdp.exe` shows as `invoiceexe.pdf`.
  *
  * One list, used wherever such text is accepted: the manifest's tool texts
- * (sdk/manifest/tool-text.ts), and any other name or text that is shown as written.
+ * (sdk/manifest/tool-text.ts), blob file names (kernel/tenancy/assets.ts cleanFilename, which
+ * strips them), and any other name or text that is shown as written.
  */
 
 /** The first refused character of a text: where it is, its code point as `U+XXXX`, and its Unicode name. */
@@ -24,7 +25,8 @@ export interface InvisibleCharacter {
 export interface InvisibleCharacterOptions {
   /**
    * Whether LINE FEED (U+000A) and CHARACTER TABULATION (U+0009) are allowed, as in a
-   * description of several lines (the default). A name (a file name, a key) passes false.
+   * description of several lines (the default). A name (a file name, a key) passes false,
+   * which refuses LINE SEPARATOR and PARAGRAPH SEPARATOR (U+2028, U+2029) as well.
    */
   allowLineBreaks?: boolean;
 }
@@ -93,6 +95,7 @@ function asciiName(char: string): string {
 /** The Unicode name of a refused code point, or null when the code point is allowed. */
 function refusedName(cp: number, allowLineBreaks: boolean): string | null {
   if (cp < 0x20) return (cp === 0x0a || cp === 0x09) && allowLineBreaks ? null : C0[cp]!;
+  if (cp === 0x2028 || cp === 0x2029) return allowLineBreaks ? null : cp === 0x2028 ? 'LINE SEPARATOR' : 'PARAGRAPH SEPARATOR';
   if (cp === 0x7f) return 'DELETE';
   if (cp >= 0x80 && cp <= 0x9f) return C1[cp - 0x80]!;
   const named = NAMED[cp];
@@ -131,4 +134,21 @@ export function findInvisibleCharacter(text: string, options: InvisibleCharacter
 /** `contains U+202E (RIGHT-TO-LEFT OVERRIDE)`: the words every refusal uses. */
 export function describeInvisibleCharacter(found: InvisibleCharacter): string {
   return `contains ${found.hex} (${found.name})`;
+}
+
+/**
+ * `text` without any of the characters findInvisibleCharacter refuses in a name (line breaks
+ * included), and with lone surrogates replaced by U+FFFD so that it encodes: for names taken
+ * from outside, where dropping them is friendlier than refusing the upload (a file name).
+ */
+export function stripInvisibleCharacters(text: string): string {
+  let kept = '';
+  const wellFormed = text.toWellFormed();
+  for (let index = 0; index < wellFormed.length; index++) {
+    const cp = wellFormed.codePointAt(index)!;
+    const wide = cp > 0xffff;
+    if (!refusedName(cp, false)) kept += wide ? wellFormed.slice(index, index + 2) : wellFormed[index];
+    if (wide) index++;
+  }
+  return kept;
 }

@@ -38,6 +38,7 @@ const files = [
   '0031-workspace-executions.sql',
   '0032-company-feedback-consent.sql',
   '0033-event-publish-scope.sql',
+  '0034-blob-quotas.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

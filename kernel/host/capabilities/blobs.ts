@@ -1,12 +1,12 @@
 import { writeBlobFromBuffer, deleteBlob, readBlobBuffer, type BlobMetadata } from '../../blobs/blob-store.ts';
 import { blobForPlugin } from '../../blobs/blob-access.ts';
+import { blobQuota } from '../../blobs/blob-quota.ts';
 import { KeelError } from '../../http/errors.ts';
+import { MAX_TEXT_BYTES } from '../../../sdk/capabilities/blobs.ts';
 import { cleanFilename, mediaType } from '../../tenancy/assets.ts';
 import { callCompany } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 
-/** Largest blob `readText` returns and `createText` writes: bigger blobs are streamed by download routes. */
-export const MAX_TEXT_BYTES = 512 * 1024;
 const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(json|x-ndjson|[a-z0-9.+-]+\+json))$/;
 const PLUGIN_KEY = /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/;
 
@@ -48,11 +48,13 @@ export const blobsCapability: KernelCapability = {
         if (!input || typeof input.text !== 'string') throw new KeelError(400, 'invalid_arguments', 'createText({ text, contentType?, filename? }): text must be a string');
         const contentType = input.contentType === undefined || input.contentType === null ? 'text/plain' : mediaType(String(input.contentType));
         if (!TEXT_TYPES.test(contentType)) throw new KeelError(400, 'invalid_arguments', 'createText: contentType must be a text/* or JSON type');
+        // Measured before it is copied: a UTF-8 encoding has at least one byte per UTF-16 unit.
+        const tooLarge = () => new KeelError(413, 'blob_too_large', `createText writes at most ${MAX_TEXT_BYTES} bytes`);
+        if (input.text.length > MAX_TEXT_BYTES || Buffer.byteLength(input.text, 'utf8') > MAX_TEXT_BYTES) throw tooLarge();
         const data = Buffer.from(input.text, 'utf8');
-        if (data.length > MAX_TEXT_BYTES) throw new KeelError(413, 'blob_too_large', `createText writes at most ${MAX_TEXT_BYTES} bytes`);
         const filename = typeof input.filename === 'string' ? cleanFilename(input.filename) : null;
         const companyId = callCompany(call);
-        return call.kernel.db.transaction((tx) => writeBlobFromBuffer(tx, { companyId, owner: call.plugin, contentType, filename }, data));
+        return call.kernel.db.transaction((tx) => writeBlobFromBuffer(tx, { companyId, owner: call.plugin, contentType, filename }, data, blobQuota(call.kernel.config)));
       },
     },
     link: {

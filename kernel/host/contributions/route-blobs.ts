@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
-import { deleteBlob, readBlobStream, type BlobMetadata } from '../../blobs/blob-store.ts';
+import { blobIsActiveContent, deleteBlob, readBlobStream, type BlobMetadata } from '../../blobs/blob-store.ts';
+import { blobQuota } from '../../blobs/blob-quota.ts';
+import { contentDisposition } from '../../blobs/content-disposition.ts';
 import { blobForPlugin } from '../../blobs/blob-access.ts';
 import { servedInline } from '../../blobs/content-types.ts';
 import { streamUpload } from '../../blobs/multipart-upload.ts';
@@ -32,7 +34,7 @@ export async function receiveUpload(ctx: Context, host: ExtensionHost, plugin: s
   const limit = await effectiveUploadLimit(host.kernel.db, host.kernel.config.limits.attachmentBytes, companyId, upload.maxBytes);
   return streamUpload(ctx, host.kernel.db, {
     companyId, owner: plugin, field: upload.field, contentTypes: upload.contentTypes, limit,
-    deadlineMs: (host.kernel.config.limits.uploadSeconds ?? DEFAULT_UPLOAD_SECONDS) * 1000,
+    deadlineMs: (host.kernel.config.limits.uploadSeconds ?? DEFAULT_UPLOAD_SECONDS) * 1000, quota: blobQuota(host.kernel.config),
   });
 }
 
@@ -44,7 +46,8 @@ export async function discardUpload(host: ExtensionHost, blob: BlobMetadata): Pr
 /**
  * A route declared `download`: the handler answered `{ blob, disposition?, filename? }`; the
  * kernel streams the blob if the plugin may reach it in the call's company (404 otherwise, as
- * for an unknown id). Types a browser could run are always sent as an attachment.
+ * for an unknown id). Types a browser could run, and content that sniffs as such whatever its
+ * declared type (HTML sent as text/plain), are always sent as an attachment.
  */
 export async function sendDownload(ctx: Context, host: ExtensionHost, plugin: string, result: InvokeResult, companyId: string | null): Promise<boolean> {
   if (!result.ok) return false;
@@ -57,11 +60,11 @@ export async function sendDownload(ctx: Context, host: ExtensionHost, plugin: st
   }
   const blob = companyId ? await blobForPlugin(host.kernel.db, plugin, companyId, answer.blob) : undefined;
   if (!blob) throw new KeelError(404, 'blob_not_found', 'No blob with this id is reachable by this plugin in this company');
-  const inline = answer.disposition === 'inline' && servedInline(blob.contentType);
-  const filename = (typeof answer.filename === 'string' ? cleanFilename(answer.filename) : null) ?? blob.filename ?? 'download';
+  const inline = answer.disposition === 'inline' && servedInline(blob.contentType) && !(await blobIsActiveContent(host.kernel.db, blob.id));
+  const filename = (typeof answer.filename === 'string' ? cleanFilename(answer.filename) : null) ?? blob.filename;
   ctx.status = 200;
   ctx.set('Content-Type', blob.contentType);
-  ctx.set('Content-Disposition', `${inline ? 'inline' : 'attachment'}; filename="${filename.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(filename)}`);
+  ctx.set('Content-Disposition', contentDisposition(inline ? 'inline' : 'attachment', filename));
   ctx.set('X-Content-Type-Options', 'nosniff');
   ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
   ctx.set('Cache-Control', 'private, no-cache');

@@ -15,12 +15,11 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { wiredAnswer } from './wired-answer.ts';
 import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
+import { MAX_ARGS_CHARS, MAX_KERNEL_ARGS_CHARS } from '../../../sdk/plugin/wire-budget.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
 /** Host work one invocation may have in flight; a burst of un-awaited calls must not flood the kernel. */
 const MAX_PENDING_OPS = 64;
-const MAX_ARGS_CHARS = 8 * 1024 * 1024;
-const MAX_KERNEL_ARGS_CHARS = 1_000_000;
 const closed = (message = 'This ctx belongs to an invocation that has finished') => JSON.stringify({ e: { status: 409, code: 'invocation_closed', message } });
 
 function wire(error: unknown): WireError {

@@ -4,6 +4,7 @@ import { declareRoutes } from '../../../kernel/http/route-spec.ts';
 import { companyForRequest } from '../../../kernel/tenancy/company-access.ts';
 import { findBlob, readBlobStream } from '../../../kernel/blobs/blob-store.ts';
 import { streamUpload } from '../../../kernel/blobs/multipart-upload.ts';
+import { blobQuota } from '../../../kernel/blobs/blob-quota.ts';
 import { notFound } from '../../../kernel/http/errors.ts';
 
 /**
@@ -53,7 +54,7 @@ export const kernelBenchRoutes: RouteModule = (router, kernel) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     ctx.state.skipAudit = true;
     ctx.status = 201;
-    ctx.body = await streamUpload(ctx, kernel.db, { companyId: company.id, owner: 'kernel', field: 'file', limit: kernel.config.limits.attachmentBytes, contentTypes: ['application/octet-stream'], deadlineMs: 300_000 });
+    ctx.body = await streamUpload(ctx, kernel.db, { companyId: company.id, owner: 'kernel', field: 'file', limit: kernel.config.limits.attachmentBytes, contentTypes: ['application/octet-stream'], deadlineMs: 300_000, quota: blobQuota(kernel.config) });
   });
 
   route({ method: 'GET', path: '/api/bench/companies/:companyId/blobs/:blobId', auth: 'any', success: 200, summary: 'Streams one blob' }, async (ctx) => {
