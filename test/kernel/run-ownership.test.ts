@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type ApiResponse, type TestKernel } from '../support/harness.ts';
+import { FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type ApiResponse, type TestKernel } from '../support/harness.ts';
 import { addMember, boardToken, createAgent, createAgentKey, createCompany, insertUser } from '../support/fixtures.ts';
 import { eventsSettled } from '../support/events.ts';
 import { installAndEnable } from '../support/plugins.ts';
@@ -220,5 +220,23 @@ describe('board actors', () => {
     const accepted = await t.api.post(`/api/companies/${company.id}/activity`, activity, as(token, own.runId));
     expect(accepted.status, accepted.text).toBe(201);
     expect(accepted.body.runId).toBe(own.runId);
+  });
+});
+
+describe('several kernel processes on one database', () => {
+  it('a run opened through one process is accepted by another, and refused there once it is closed', async () => {
+    const peer = await startPeerKernel(t);
+    try {
+      const run = await openRun(agentA.id);
+      // The peer has never seen the run: it reads the ledger, and now caches the run as live.
+      const before = await peer.api.get('/api/agents/me', as(keyA, run.runId));
+      expect(before.status, before.text).toBe(200);
+      await closeRun(run.runId);
+      // The close's notification evicts the peer's cached entry; sync() returns once it is applied.
+      await peer.kernel.services.authCache.sync();
+      expectRunNotOwned(await peer.api.get('/api/agents/me', as(keyA, run.runId)));
+    } finally {
+      await peer.stop();
+    }
   });
 });
