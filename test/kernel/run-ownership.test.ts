@@ -190,6 +190,25 @@ describe("the caller's own run, and runs that are not", () => {
   });
 });
 
+describe('cost attribution in the body', () => {
+  it("an agent's cost event names only the run the call acts for as heartbeatRunId", async () => {
+    const runA = await openRun(agentA.id);
+    const runB = await openRun(agentB.id);
+    const post = (runId: string, options: { token: string; headers?: Record<string, string> }) => t.api.post(`/api/companies/${company.id}/cost-events`,
+      { agentId: agentA.id, provider: 'alpha', model: 'alpha-large', costCents: 7, occurredAt: new Date().toISOString(), heartbeatRunId: runId }, options);
+    const stored = async (runId: string) => (await t.sql.query('select count(*)::int as n from plugin_costs.cost_events where heartbeat_run_id = $1', [runId])).rows[0].n;
+
+    // B's run in the body: from A's own run (header or token) and from a bare key alike.
+    for (const options of [as(keyA, runA.runId), { token: runA.token }, { token: keyA }]) {
+      expectRunNotOwned(await post(runB.runId, options));
+    }
+    expect(await stored(runB.runId)).toBe(0);
+    const accepted = await post(runA.runId, as(keyA, runA.runId));
+    expect(accepted.status, accepted.text).toBe(201);
+    expect(await stored(runA.runId)).toBe(1);
+  });
+});
+
 describe('board actors', () => {
   it('the local board names a live run: recorded; a finished one is refused and writes nothing', async () => {
     const run = await openRun(agentB.id);
