@@ -174,7 +174,6 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   const lastUsed = new LastUsedRecorder(db, log);
   lastUsed.start();
   started.add('last-used recorder', () => lastUsed.stop());
-  const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed });
   db.afterEveryCommit = () => authCache.sync();
   db.companyCache = {
     get: (id) => authCache.companies.get(id),
@@ -189,7 +188,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   };
   const events = new EventBus(log);
   const runs = new RunLedger({ db, jwt, cache: authCache, invalidate, events });
-  resolver.runLiveness = (runId, agentId, companyId) => runs.isLive(runId, agentId, companyId);
+  const resolver = new ActorResolver({ config, db, cache: authCache, jwt, lastUsed, liveRun: (runId) => runs.liveRun(runId) });
   const health = new HealthChecks();
   health.register('database', async () => {
     const started = performance.now();

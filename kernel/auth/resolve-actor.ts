@@ -2,74 +2,68 @@ import type { Context } from 'koa';
 import type { KeelConfig } from '../config/schema.ts';
 import type { Database } from '../db/database.ts';
 import { forbidden, unauthorized } from '../http/errors.ts';
-import { isUuid } from '../http/validate.ts';
 import { LOCAL_BOARD_USER_ID, type Actor, type AgentActor, type BoardActor } from './actor.ts';
 import type { AgentJwt } from './agent-jwt.ts';
 import { looksLikeJwt } from './agent-jwt.ts';
 import type { AuthCache, CachedAgent, CachedCredential, CachedUser } from './auth-cache.ts';
 import type { LastUsedRecorder } from './last-used.ts';
+import { attachRunHeader, type LiveRunLookup } from './run-header.ts';
 import { BOARD_KEY_PREFIX, hashToken } from './tokens.ts';
 
 export const SESSION_COOKIE = 'keel_session';
 const REFUSED_AGENT_STATUSES = new Set(['terminated', 'pending_approval']);
 
 /**
- * Hook that a later kernel module (the run ledger) installs to decide whether the run named
- * by an agent JWT is still live; returning false refuses the token.
- */
-export type RunLivenessCheck = (runId: string, agentId: string, companyId: string) => Promise<boolean>;
-
-/**
  * The spec's actor resolution order: a bearer token is tried as a board API key, then an
  * agent API key, then a local agent JWT; without one, local_trusted yields the implicit
  * local board and authenticated mode the browser session. A valid bearer token always wins
- * over cookies; an invalid one leaves the request unauthenticated.
+ * over cookies; an invalid one leaves the request unauthenticated. The run a caller acts for
+ * comes from a run-bound JWT's claim (checked live here) or from `X-Service-Run-Id`, which
+ * kernel/auth/run-header.ts checks against the run ledger before it becomes part of the actor.
  */
 export class ActorResolver {
-  runLiveness?: RunLivenessCheck;
   private readonly config: KeelConfig;
   private readonly db: Database;
   private readonly cache: AuthCache;
   private readonly jwt: AgentJwt;
   private readonly lastUsed: LastUsedRecorder;
+  private readonly liveRun: LiveRunLookup;
 
-  constructor(deps: { config: KeelConfig; db: Database; cache: AuthCache; jwt: AgentJwt; lastUsed: LastUsedRecorder }) {
+  constructor(deps: { config: KeelConfig; db: Database; cache: AuthCache; jwt: AgentJwt; lastUsed: LastUsedRecorder; liveRun: LiveRunLookup }) {
     this.config = deps.config;
     this.db = deps.db;
     this.cache = deps.cache;
     this.jwt = deps.jwt;
     this.lastUsed = deps.lastUsed;
+    this.liveRun = deps.liveRun;
   }
 
   async resolve(ctx: Context): Promise<Actor> {
-    // A run id that is not a uuid names no run: it is dropped here, once, so that no route,
-    // activity entry or plugin transaction ever carries it (the spec attaches the header as is,
-    // and the activity log documents runId as the header when it is a uuid).
-    const header = ctx.get('x-service-run-id');
-    const runHeader = isUuid(header) ? header.toLowerCase() : undefined;
+    return attachRunHeader(await this.caller(ctx), ctx.get('x-service-run-id'), this.liveRun);
+  }
+
+  /** Who is calling, from the credentials alone; the only run id it carries is a run token's. */
+  private async caller(ctx: Context): Promise<Actor> {
     const authorization = ctx.get('authorization');
     const bearer = /^Bearer\s+(.+)$/i.exec(authorization)?.[1]?.trim();
-    if (bearer) {
-      const actor = await this.fromBearer(bearer, runHeader, ctx.path);
-      return actor ?? { kind: 'anonymous', runId: runHeader };
-    }
-    if (this.config.deploymentMode === 'local_trusted') return this.localBoard(runHeader);
+    if (bearer) return (await this.fromBearer(bearer, ctx.path)) ?? { kind: 'anonymous' };
+    if (this.config.deploymentMode === 'local_trusted') return this.localBoard();
     const cookie = ctx.cookies.get(SESSION_COOKIE);
     if (cookie) {
-      const actor = await this.fromSession(cookie, runHeader);
+      const actor = await this.fromSession(cookie);
       if (actor) return actor;
     }
-    return { kind: 'anonymous', runId: runHeader };
+    return { kind: 'anonymous' };
   }
 
-  localBoard(runId?: string): BoardActor {
-    return { kind: 'board', source: 'local_implicit', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], runId };
+  localBoard(): BoardActor {
+    return { kind: 'board', source: 'local_implicit', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [] };
   }
 
-  private async fromBearer(token: string, runHeader: string | undefined, path: string): Promise<Actor | undefined> {
+  private async fromBearer(token: string, path: string): Promise<Actor | undefined> {
     // API keys are `svc_` tokens without dots, so a JWT-shaped token can only be a JWT:
     // deciding by shape first spares every JWT request two key lookups that cannot match.
-    if (looksLikeJwt(token)) return this.fromJwt(token, runHeader, path);
+    if (looksLikeJwt(token)) return this.fromJwt(token, path);
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
@@ -79,31 +73,31 @@ export class ActorResolver {
     }
     if (credential?.kind === 'board_key') {
       this.lastUsed.touch('board_api_keys', credential.id);
-      return this.boardFromKey(credential, runHeader);
+      return this.boardFromKey(credential);
     }
     if (credential?.kind === 'agent_key') {
       const agent = await this.agent(credential.agentId!);
       if (!agent || agent.companyId !== credential.companyId) return undefined;
       this.refuseInactive(agent);
       this.lastUsed.touch('agent_api_keys', credential.id);
-      return agentActor(agent, 'agent_key', runHeader, false, credential.id);
+      return agentActor(agent, 'agent_key', undefined, credential.id);
     }
     return undefined;
   }
 
-  private async fromJwt(token: string, runHeader: string | undefined, path: string): Promise<Actor | undefined> {
+  private async fromJwt(token: string, path: string): Promise<Actor | undefined> {
     const claims = await this.jwt.verify(token);
     if (!claims) return undefined;
     const agent = await this.agent(claims.sub);
     if (!agent || agent.companyId !== claims.company_id) return undefined;
     this.refuseInactive(agent);
-    const runId = claims.run_id ?? runHeader;
-    if (claims.run_id && this.runLiveness && !(await this.runLiveness(claims.run_id, agent.id, agent.companyId))) {
+    const run = claims.run_id ? await this.liveRun(claims.run_id) : undefined;
+    if (claims.run_id && (run?.agentId !== agent.id || run.companyId !== agent.companyId)) {
       // A closed run revokes its token everywhere; the run-bound secret routes answer 403 as the spec asks.
       if (path.startsWith('/api/agents/me/secrets')) throw forbidden('Secret routes require an agent token bound to a live run', 'run_bound_token_required');
       throw unauthorized('Agent token belongs to a run that is no longer live');
     }
-    return agentActor(agent, 'agent_jwt', runId, Boolean(claims.run_id && this.runLiveness));
+    return agentActor(agent, 'agent_jwt', claims.run_id, undefined);
   }
 
   private refuseInactive(agent: CachedAgent): void {
@@ -155,17 +149,17 @@ export class ActorResolver {
     return user;
   }
 
-  private async boardFromKey(credential: CachedCredential, runId: string | undefined): Promise<BoardActor | undefined> {
+  private async boardFromKey(credential: CachedCredential): Promise<BoardActor | undefined> {
     if (!credential.userId) {
       // Minted by the implicit local board: it carries the same full local trust.
-      return { kind: 'board', source: 'board_key', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], keyId: credential.id, runId };
+      return { kind: 'board', source: 'board_key', userId: LOCAL_BOARD_USER_ID, isInstanceAdmin: true, isLocalBoard: true, companyIds: [], keyId: credential.id };
     }
     const user = await this.user(credential.userId);
     if (!user) return undefined;
-    return { kind: 'board', source: 'board_key', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, keyId: credential.id, runId };
+    return { kind: 'board', source: 'board_key', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, keyId: credential.id };
   }
 
-  private async fromSession(token: string, runId: string | undefined): Promise<BoardActor | undefined> {
+  private async fromSession(token: string): Promise<BoardActor | undefined> {
     const hash = hashToken(token);
     let credential = this.cache.credentials.get(hash);
     if (!credential) {
@@ -179,10 +173,11 @@ export class ActorResolver {
     if (credential.kind !== 'session' || (credential.expiresAt ?? 0) < Date.now()) return undefined;
     const user = await this.user(credential.userId!);
     if (!user) return undefined;
-    return { kind: 'board', source: 'session', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, sessionId: credential.id, runId };
+    return { kind: 'board', source: 'session', userId: user.id, isInstanceAdmin: user.isInstanceAdmin, isLocalBoard: false, companyIds: user.companyIds, sessionId: credential.id };
   }
 }
 
-function agentActor(agent: CachedAgent, source: AgentActor['source'], runId: string | undefined, runVerified: boolean, keyId?: string): AgentActor {
-  return { kind: 'agent', source, agentId: agent.id, companyId: agent.companyId, role: agent.role, adapterType: agent.adapterType, keyId, runId, runVerified };
+/** `runId` here is only a run token's run, checked live, hence verified; a header's is added later. */
+function agentActor(agent: CachedAgent, source: AgentActor['source'], runId: string | undefined, keyId: string | undefined): AgentActor {
+  return { kind: 'agent', source, agentId: agent.id, companyId: agent.companyId, role: agent.role, adapterType: agent.adapterType, keyId, runId, runVerified: runId !== undefined };
 }

@@ -78,16 +78,26 @@ export class RunLedger {
 
   /** Whether a run is live and belongs to the agent and company; cached, evicted on close. */
   async isLive(runId: string, agentId: string, companyId: string): Promise<boolean> {
+    const run = await this.liveRun(runId);
+    return run !== undefined && run.agentId === agentId && run.companyId === companyId;
+  }
+
+  /**
+   * The agent and company of a run that is live (queued or running), or undefined for a run
+   * that is closed or unknown. One primary-key lookup, cached: closing a run evicts it in this
+   * process at once and in every other one through the auth cache's NOTIFY, as for run tokens.
+   */
+  async liveRun(runId: string): Promise<{ agentId: string; companyId: string } | undefined> {
     let cached = this.cache.runs.get(runId);
     if (!cached) {
       const since = this.cache.epoch;
       const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string; status: string }>(
         'select id, agent_id, company_id, status from runs where id = ?', [runId]);
-      if (!row) return false;
+      if (!row) return undefined;
       cached = { id: row.id, agentId: row.agent_id, companyId: row.company_id, live: LIVE_STATUSES.has(row.status) };
       this.cache.runs.set(runId, cached, since);
     }
-    return cached.live && cached.agentId === agentId && cached.companyId === companyId;
+    return cached.live ? { agentId: cached.agentId, companyId: cached.companyId } : undefined;
   }
 
   async close(tx: Tx, runId: string, input: { status: RunStatus; reason?: string; usage?: unknown; result?: unknown }): Promise<RunRecord> {

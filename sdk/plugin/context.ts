@@ -15,7 +15,9 @@ export interface InvocationInfo {
   runId: string | null;
   /**
    * True when `runId` is the run of the calling agent's run token (checked live by the kernel);
-   * false when it is only the `X-Service-Run-Id` header a caller sent, which anyone can make up.
+   * false when it is only the `X-Service-Run-Id` header a caller sent. The kernel has checked
+   * that header names a live run of the calling agent (for a board user, of a company it
+   * reaches), but an agent key can name its agent's run without being that run's process.
    * A limit kept per run must count only verified runs.
    */
   runVerified?: boolean;

@@ -56,9 +56,11 @@ describe('actor resolution in local_trusted mode', () => {
     }
   });
 
-  it('records X-Service-Run-Id (a uuid) as runId of the activity the request writes', async () => {
+  it('records X-Service-Run-Id (a live run of the company) as runId of the activity the request writes', async () => {
     const companyId = await createCompany(local);
-    const runId = randomUUID();
+    const { agentId } = await createAgent(local, companyId);
+    const { runs, db } = local.kernel.services;
+    const runId = (await db.transaction((tx) => runs.open(tx, { agentId, companyId }))).run.runId;
     const res = await local.api.post(`/api/companies/${companyId}/activity`,
       { actorId: 'ops', action: 'test.ran', entityType: 'check', entityId: '1' }, { headers: { 'X-Service-Run-Id': runId } });
     expect(res.status).toBe(201);
@@ -69,6 +71,12 @@ describe('actor resolution in local_trusted mode', () => {
       { actorId: 'ops', action: 'test.ran', entityType: 'check', entityId: '2' }, { headers: { 'X-Service-Run-Id': 'not-a-uuid' } });
     expect(notUuid.status).toBe(201);
     expect(notUuid.body.runId).toBeNull();
+
+    // A uuid that names no live run is refused, not recorded (test/kernel/run-ownership.test.ts has the rest).
+    const unknown = await local.api.post(`/api/companies/${companyId}/activity`,
+      { actorId: 'ops', action: 'test.ran', entityType: 'check', entityId: '3' }, { headers: { 'X-Service-Run-Id': randomUUID() } });
+    expect(unknown.status, unknown.text).toBe(403);
+    expect(unknown.body.code).toBe('run_not_owned');
   });
 });
 

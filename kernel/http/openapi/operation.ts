@@ -49,7 +49,8 @@ export function pathParameters(path: string): string[] {
 
 /**
  * Error statuses every route of an auth kind and path can answer: 401 without valid
- * credentials, 403 where the kind (or the company named in the path) can refuse a caller,
+ * credentials, 403 wherever a caller authenticates (the kind or the company named in the path
+ * can refuse it, and an `X-Service-Run-Id` it may not act for is refused, `run_not_owned`),
  * 404 where the path names something, 400 where input is validated, and 503 everywhere
  * (the database, or an instance still starting).
  */
@@ -57,8 +58,7 @@ export function impliedErrors(auth: RouteAuthKind, path: string, validatesInput:
   const named = pathParameters(path).length > 0;
   const statuses = [503];
   if (validatesInput) statuses.push(400);
-  if (AUTH_KINDS[auth].schemes.length > 0) statuses.push(401);
-  if (['board', 'agent', 'instance_admin', 'agent_run', 'board_key'].includes(auth) || (auth !== 'none' && auth !== 'signature' && named)) statuses.push(403);
+  if (AUTH_KINDS[auth].schemes.length > 0) statuses.push(401, 403);
   if (named) statuses.push(404);
   return statuses;
 }

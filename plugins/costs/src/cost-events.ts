@@ -91,6 +91,15 @@ function toRow(call: BatchCall, index: number): Row {
   if (actor.type === 'agent' && actor.agentId !== body.agentId.toLowerCase()) {
     throw new PluginError(403, 'forbidden', 'An agent may report only its own costs');
   }
+  // The kernel has checked the run an agent acts for (its run token's, or X-Service-Run-Id) as
+  // a live run of its own; the body may name that run and no other, or a cost would be
+  // attributed to another agent's run.
+  const runId = call.ctx.invocation.runId;
+  if (actor.type === 'agent' && body.heartbeatRunId && body.heartbeatRunId.toLowerCase() !== runId) {
+    throw new PluginError(403, 'run_not_owned', runId
+      ? `heartbeatRunId must be the run this call acts for (${runId})`
+      : 'heartbeatRunId must be the run this call acts for: call with the run token of the run, or with X-Service-Run-Id naming it');
+  }
   const key = call.request.headers['idempotency-key'];
   if (key !== undefined && (key.length === 0 || key.length > MAX_IDEMPOTENCY_KEY)) {
     throw new PluginError(400, 'invalid_idempotency_key', `Idempotency-Key must be 1-${MAX_IDEMPOTENCY_KEY} characters`);

@@ -17,8 +17,8 @@ export async function issueActivity(req: RouteRequest, ctx: WorkContext) {
 /**
  * The runs that worked on the issue, newest first: its checkout and execution runs, the runs
  * of its activity entries (the newest 1000) and of its comments, as the run ledger has them.
- * At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no run) is
- * left out.
+ * At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no run,
+ * recorded before the kernel refused such headers) is left out.
  */
 export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
   const issueId = req.params.issueId!;

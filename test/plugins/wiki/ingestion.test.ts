@@ -244,9 +244,15 @@ describe('cursor windows', () => {
     expect(total).toBeGreaterThan(100_000);
     expect(last).toMatchObject({ characters: 0, sources: [] });
     expect(last.run.exhausted || 120_000 - total < 12_000).toBe(true);
-    // Naming a run of one's own making does not start afresh: an agent key reads no window at all.
+    // Naming a run of one's own making does not start afresh: the kernel refuses a run id the
+    // ledger does not hold as the agent's live run, and an agent key reads no window at all, even
+    // naming a live run of its agent (the key has not proved to be that run's process).
     const readerKey = await createAgentKey(t.api, reader.id);
-    for (const headers of [{ 'x-service-run-id': randomUUID() }, undefined]) {
+    const madeUp = await agentWindow(readerKey, { 'x-service-run-id': randomUUID() });
+    expect(madeUp.status, madeUp.text).toBe(403);
+    expect(madeUp.body.code).toBe('run_not_owned');
+    const liveRunId = (await t.kernel.services.db.transaction((tx) => t.kernel.services.runs.open(tx, { agentId: reader.id, companyId: companyA.id }))).run.runId;
+    for (const headers of [{ 'x-service-run-id': liveRunId }, undefined]) {
       const refused = await agentWindow(readerKey, headers);
       expect(refused.status, refused.text).toBe(403);
       expect(refused.body.code).toBe('run_required');
@@ -254,7 +260,7 @@ describe('cursor windows', () => {
     // Another real run starts afresh.
     expect((await ok(await agentWindow(await openRun()))).result.characters).toBeGreaterThan(0);
     // A board user has the window cap only: a header names no run it is counted against.
-    const byBoard = (await ok(await window(companyA.id, { 'x-service-run-id': randomUUID() }))).result;
+    const byBoard = (await ok(await window(companyA.id, { 'x-service-run-id': liveRunId }))).result;
     expect(byBoard.run).toBeNull();
     expect(byBoard.characters).toBeGreaterThan(0);
   });

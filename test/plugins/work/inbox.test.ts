@@ -191,12 +191,15 @@ describe('GET /api/issues/{issueId}/runs', () => {
     await second.api.post(`/api/issues/${issue.id}/comments`, { body: 'Having a look' });
     const third = await inRun(agent.id);
     await third.api.post(`/api/issues/${issue.id}/checkout`, { agentId: agent.id });
-    // A run id the ledger does not know, and another company's run, are left out alike.
+    // A run id the ledger does not know, and another company's run, are refused by the kernel
+    // (403 run_not_owned) before anything is recorded under them, so neither is listed.
     const key = await createAgentKey(t.api, agent.id);
-    await t.api.as(key).post(`/api/issues/${issue.id}/comments`, { body: 'Unknown run' }, { headers: { 'X-Service-Run-Id': randomUUID() } });
+    const unknown = await t.api.as(key).post(`/api/issues/${issue.id}/comments`, { body: 'Unknown run' }, { headers: { 'X-Service-Run-Id': randomUUID() } });
+    expect(unknown.body.code).toBe('run_not_owned');
     const other = await createCompany(t.api);
     const foreign = await inRun((await createAgent(t.api, other.id)).id, other.id);
-    await t.api.as(key).patch(`/api/issues/${issue.id}`, { priority: 'low' }, { headers: { 'X-Service-Run-Id': foreign.runId } });
+    const crossed = await t.api.as(key).patch(`/api/issues/${issue.id}`, { priority: 'low' }, { headers: { 'X-Service-Run-Id': foreign.runId } });
+    expect(crossed.body.code).toBe('run_not_owned');
 
     const res = await t.api.get(`/api/issues/${issue.id}/runs`);
     expect(res.status, res.text).toBe(200);
