@@ -49,16 +49,17 @@ export function pathParameters(path: string): string[] {
 
 /**
  * Error statuses every route of an auth kind and path can answer: 401 without valid
- * credentials, 403 wherever a caller authenticates (the kind or the company named in the path
- * can refuse it, and an `X-Service-Run-Id` it may not act for is refused, `run_not_owned`),
- * 404 where the path names something, 400 where input is validated, and 503 everywhere
- * (the database, or an instance still starting).
+ * credentials, 403 everywhere (a Host this instance does not serve or a foreign Origin,
+ * `host_not_allowed`/`origin_not_allowed`; and wherever a caller authenticates, the kind or
+ * the company named in the path, or an `X-Service-Run-Id` it may not act for), 404 where the
+ * path names something, 400 where input is validated, and 503 everywhere (the database, or an
+ * instance still starting).
  */
 export function impliedErrors(auth: RouteAuthKind, path: string, validatesInput: boolean): number[] {
   const named = pathParameters(path).length > 0;
-  const statuses = [503];
+  const statuses = [403, 503];
   if (validatesInput) statuses.push(400);
-  if (AUTH_KINDS[auth].schemes.length > 0) statuses.push(401, 403);
+  if (AUTH_KINDS[auth].schemes.length > 0) statuses.push(401);
   if (named) statuses.push(404);
   return statuses;
 }
