@@ -77,7 +77,10 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: R
   await ctx.db.query(
     `update metered set input_tokens = $2, cached_input_tokens = $3, output_tokens = $4, cost_cents = $5, updated_at = now() where run_id = $1`,
     [event.runId, metered.inputTokens, metered.cachedInputTokens, metered.outputTokens, metered.costCents]);
-  await ctx.services.call('runtime', 'adapter-report', { executionId: event.executionId, runId: event.runId, outputs }, reportKey(ctx, 'output'));
+  // When the executor recorded these outputs: usage recorded after the run's stop is not metered (the runtime's after-stop.ts).
+  await ctx.services.call('runtime', 'adapter-report', {
+    executionId: event.executionId, runId: event.runId, outputs, recordedAt: ctx.invocation.event?.occurredAt ?? null,
+  }, reportKey(ctx, 'output'));
 }
 
 const isTerminal = (status: unknown) => typeof status === 'string' && ['succeeded', 'completed', 'failed', 'error', 'cancelled', 'canceled', 'stopped'].includes(status.toLowerCase());
