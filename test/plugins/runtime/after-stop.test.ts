@@ -57,6 +57,8 @@ it('usage a cancelled run reports in its grace period is not metered; usage in f
   // Every report is accounted for on the run: metered, or counted as reported after the stop.
   expect(run.usageJson.unmeteredAfterStop).toBeGreaterThanOrEqual(during.length > 0 ? 1 : 0);
   expect(run.usageJson.reports + run.usageJson.unmeteredAfterStop + run.usageJson.rejectedReports).toBe(usageLines.length);
+  // Usage in flight at the stop (commonly a batch or two: the 50 ms reports outpace their handling) is counted as such.
+  expect(run.usageJson.inFlightAtStop ?? 0).toBe(events.filter((event: any) => event.billing_code === 'in_flight_at_stop').length);
   expect(run.usageJson.reports).toBe(events.length);
   expect(run.usageJson.costCents).toBe(3 * events.length);
 });
