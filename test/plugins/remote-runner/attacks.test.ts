@@ -133,3 +133,22 @@ describe('remote run ids are scoped to the run that created them', () => {
     await runWhen(t, victimRun.id, (ended) => ended.status === 'cancelled');
   });
 });
+
+describe('an imported agent is written as a created one', () => {
+  it('a company package whose eta_gateway agent names a metadata apiBaseUrl is refused at import; nothing is written', async () => {
+    const source = await createCompany(t.api, { name: 'Package Source' });
+    await remoteAgent(t.api, source.id, server);
+    const exported = await t.api.post(`/api/companies/${source.id}/exports`, {});
+    expect(exported.status, exported.text).toBe(200);
+    const pkg = exported.body;
+    const agent = pkg.manifest.agents.find((entry: any) => entry.adapterType === 'eta_gateway');
+    agent.adapterConfig = { ...agent.adapterConfig, apiBaseUrl: 'http://169.254.169.254/', dangerouslyAllowInsecureRemoteHttp: true };
+    const target = await createCompany(t.api, { name: 'Package Target' });
+    const inputs = Object.fromEntries((pkg.manifest.inputs ?? []).map((input: any) => [input.name, `value-of-${input.name}`]));
+    const before = await count('select count(*)::int as n from agents where company_id = $1', [target.id]);
+    const res = await t.api.post(`/api/companies/${target.id}/imports/apply`, { package: pkg, inputs });
+    expect([res.status, res.body.code, res.body.details?.path], res.text).toEqual([422, 'invalid_adapter_config', 'adapterConfig.apiBaseUrl']);
+    expect(await count('select count(*)::int as n from agents where company_id = $1', [target.id])).toBe(before);
+    expect(await count('select count(*)::int as n from secrets where company_id = $1', [target.id])).toBe(0);
+  });
+});
