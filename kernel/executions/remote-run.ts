@@ -215,6 +215,12 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
       try {
         const answer = await request(spec, at(follow.statusUrl), 'GET', { ...spec.headers, accept: 'application/json' }, null, signal);
         if (answer.status >= 200 && answer.status < 300) {
+          // An answer about another run (its id says so) is not this run's: nothing of it is kept.
+          const named = isObject(answer.json) ? answer.json[follow.idField] : undefined;
+          if (named !== undefined && named !== null && String(named) !== String(id)) {
+            log.line('system', 'status: the answer names another run; not followed');
+            return { httpStatus: answer.status, response: null, failed: true, errorCode: 'remote_protocol_error' };
+          }
           unreachable = 0;
           log.sse('status', JSON.stringify(answer.json ?? null));
           state.outcome = ended(answer.json, answer.status);

@@ -132,6 +132,21 @@ describe('remote run ids are scoped to the run that created them', () => {
     expect((await t.api.post(`/api/heartbeat-runs/${victimRun.id}/cancel`, {})).status).toBe(200);
     await runWhen(t, victimRun.id, (ended) => ended.status === 'cancelled');
   });
+
+  it("a status answer about another company's run is not taken as this run's: its result does not become this run's", async () => {
+    const other = await createCompany(t.api, { name: 'Finished Neighbour Co' });
+    server.reset({}, { steps: ['neighbour-result-secret'] });
+    const victim = await remoteAgent(t.api, other.id, server);
+    const done = await runWhen(t, (await wakeOk(t.api, victim.id)).run.id);
+    expect(done).toMatchObject({ status: 'succeeded', resultJson: { text: 'neighbour-result-secret' } });
+    server.reset({ streamNeverOpens: true, statusOfRunOf: done.id }, { end: 'never' });
+    const agent = await remoteAgent(t.api, company.id, server);
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id)).run.id);
+    expect(run).toMatchObject({ status: 'failed', errorCode: 'remote_protocol_error' });
+    expect(JSON.stringify(run)).not.toContain('neighbour-result-secret');
+    expect(await logOf(t, run.id)).not.toContain('neighbour-result-secret');
+    server.reset();
+  });
 });
 
 describe('an imported agent is written as a created one', () => {
