@@ -1,5 +1,6 @@
 import type { KeelConfig } from '../config/schema.ts';
 import { KeelError } from '../http/errors.ts';
+import { ALLOW_SETTING, type ServedHosts } from '../http/served-hosts.ts';
 import { privateNetworkHostsFor } from '../host/network-settings.ts';
 import { normaliseHost } from '../host/worker/capabilities/network-allow-list.ts';
 import { systemResolver, type Resolver } from '../host/worker/capabilities/http-fetch.ts';
@@ -28,7 +29,7 @@ export async function checkConnectAddress(url: URL, config: KeelConfig, plugin: 
  * name that does not resolve now is accepted: it is resolved and checked again at each start.
  */
 export async function checkConfiguredAddresses(adapterConfig: Record<string, unknown>, fields: { connect: string[]; instance: string[] },
-  config: KeelConfig, plugin: string, instance: InstanceAddress, resolve: Resolver = systemResolver): Promise<void> {
+  config: KeelConfig, plugin: string, served: ServedHosts | null, resolve: Resolver = systemResolver): Promise<void> {
   for (const field of fields.connect) {
     const value = adapterConfig[field];
     if (value === undefined || value === null) continue;
@@ -41,35 +42,20 @@ export async function checkConfiguredAddresses(adapterConfig: Record<string, unk
   for (const field of fields.instance) {
     const value = adapterConfig[field];
     if (value === undefined || value === null) continue;
-    try { assertInstanceAddress(value, instance, field); } catch (error) { throw asFieldError(error, field); }
+    try { assertInstanceAddress(value, served, field); } catch (error) { throw asFieldError(error, field); }
   }
 }
 
-/** Where this instance is reached: the address it listens on and its public base URL. */
-export interface InstanceAddress { listenUrl: string; publicBaseUrl: string | null; extraHostnames?: readonly string[] }
-
-const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
-
-/** The origins this instance serves: its public base URL's, and its listening port on its bound address and on loopback names. */
-export function instanceOrigins(instance: InstanceAddress): Set<string> {
-  const origins = new Set<string>();
-  if (instance.publicBaseUrl) origins.add(new URL(instance.publicBaseUrl).origin);
-  if (instance.listenUrl) {
-    const listen = new URL(instance.listenUrl);
-    origins.add(listen.origin);
-    for (const host of [...LOOPBACK_NAMES, ...(instance.extraHostnames ?? [])]) {
-      try { origins.add(new URL(`${listen.protocol}//${host}${listen.port ? `:${listen.port}` : ''}`).origin); } catch { /* not a host name */ }
-    }
-  }
-  return origins;
-}
-
-/** The address handed to a remote side as this instance's: refused (403 `instance_address_denied`) unless it is an origin this instance serves. */
-export function assertInstanceAddress(value: unknown, instance: InstanceAddress, field: string): URL {
+/**
+ * The address handed to a remote side as this instance's: refused (403 `instance_address_denied`)
+ * unless this instance serves its origin (http/served-hosts.ts: the names every request must
+ * name, so that one list decides what is Keel). Without the list (no server listens) nothing is.
+ */
+export function assertInstanceAddress(value: unknown, served: ServedHosts | null, field: string): URL {
   const url = parseUrl(value, field);
-  if (!instanceOrigins(instance).has(url.origin)) {
+  if (!served?.servesOrigin(url.origin)) {
     throw new KeelError(403, 'instance_address_denied',
-      `adapterConfig.${field} must be an address of this Keel instance (its public base URL or the address it listens on), not ${url.origin}`,
+      `adapterConfig.${field} must be an address of this Keel instance (its public base URL, a name in ${ALLOW_SETTING}, or the address it listens on), not ${url.origin}`,
       { details: { path: `adapterConfig.${field}` } });
   }
   return url;

@@ -11,6 +11,7 @@ import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
 import { KeelError } from '../http/errors.ts';
+import type { ServedHosts } from '../http/served-hosts.ts';
 import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
@@ -21,7 +22,7 @@ import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, ty
 import { OutputSpool } from './output-spool.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, runHttp } from './http-runner.ts';
-import { assertInstanceAddress, checkConnectAddress, type InstanceAddress } from './configured-addresses.ts';
+import { assertInstanceAddress, checkConnectAddress } from './configured-addresses.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
 import { claimRemoteRun } from './remote-run-claims.ts';
 import { isSecretRef } from '../tenancy/agent-config.ts';
@@ -89,8 +90,8 @@ export class Executor {
   streams: StreamHub | null = null;
   /** The instance URL agents call back (SERVICE_API_URL); known once the server listens. */
   apiUrl = '';
-  /** The address the server listens on (apiUrl is the public base URL when one is set). */
-  listenUrl = '';
+  /** The names this instance answers to (http/served-hosts.ts); known once the server listens. */
+  servedHosts: ServedHosts | null = null;
 
   constructor(deps: Executor['deps']) {
     this.deps = deps;
@@ -98,9 +99,9 @@ export class Executor {
     this.node = `${hostname()}:${deps.config.dataDir}`;
   }
 
-  async start(databaseUrl: string, apiUrl: string): Promise<void> {
+  async start(databaseUrl: string, apiUrl: string, servedHosts: ServedHosts | null = null): Promise<void> {
     this.apiUrl = this.deps.config.auth.publicBaseUrl?.replace(/\/$/, '') ?? apiUrl;
-    this.listenUrl = apiUrl;
+    this.servedHosts = servedHosts;
     this.listener = new NotificationListener(databaseUrl, [EXECUTIONS_CHANNEL], this.deps.log, {
       onNotification: (_channel, payload) => { void this.cancelRequested(payload); },
       onListening: () => this.heartbeat(),
@@ -123,12 +124,6 @@ export class Executor {
     const deadline = Date.now() + 5_000;
     while (this.live.size > 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
     await this.listener?.close();
-  }
-
-  /** Where this instance is reached: what an address handed to a remote side as Keel's must name (configured-addresses.ts). */
-  instanceAddress(): InstanceAddress {
-    const hostnames = (this.deps.config.server as { allowedHostnames?: readonly string[] }).allowedHostnames;
-    return { listenUrl: this.listenUrl, publicBaseUrl: this.deps.config.auth.publicBaseUrl ?? null, extraHostnames: hostnames ?? [] };
   }
 
   agentUser(): AgentIdentity {
@@ -230,7 +225,7 @@ export class Executor {
     const addresses = await checkConnectAddress(url, this.deps.config, caller.plugin);
     // The address the remote side is handed as Keel's (it calls back with the run token): this instance only.
     const instanceUrl = input.instanceUrlKey ? config[input.instanceUrlKey] : undefined;
-    if (instanceUrl !== undefined && instanceUrl !== null) assertInstanceAddress(instanceUrl, this.instanceAddress(), input.instanceUrlKey!);
+    if (instanceUrl !== undefined && instanceUrl !== null) assertInstanceAddress(instanceUrl, this.servedHosts, input.instanceUrlKey!);
     let remote: RemoteRunSpec['follow'] | null = null;
     if (input.remoteRun) {
       const follow = input.remoteRun;

@@ -30,7 +30,7 @@ export async function contributedAdapterConfig(ctx: Context, kernel: KernelServi
   // The addresses it names are checked now as the executor checks them at connection: nothing is written with one it would refuse.
   const [plugin] = kernel.points.contributors('agent.adapter-config', request.adapterType);
   await checkConfiguredAddresses(answer.adapterConfig, { connect: answer.addressFields ?? [], instance: answer.instanceAddressFields ?? [] },
-    kernel.config, plugin ?? '', kernel.executions.instanceAddress());
+    kernel.config, plugin ?? '', kernel.executions.servedHosts);
   return { adapterConfig: answer.adapterConfig, secretFields: answer.secretFields ?? [], answered: true };
 }
 
