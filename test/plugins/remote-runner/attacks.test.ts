@@ -11,7 +11,8 @@ let company: any;
 let server: RunServer;
 
 beforeAll(async () => {
-  ({ t, company, server } = await startRemoteWorld('Remote Attacks Co'));
+  // The operator lists a name the run host reaches this instance by (server.allowedHostnames).
+  ({ t, company, server } = await startRemoteWorld('Remote Attacks Co', { server: { allowedHostnames: ['keel.internal.example'] } }));
 });
 afterAll(async () => {
   await t?.stop();
@@ -52,6 +53,8 @@ describe('addresses are checked when the agent is written, as at connection', ()
     expect(await written()).toEqual(before);
     const own = await create({ apiBaseUrl: `${server.url}/`, apiKey: API_KEY, serviceApiUrl: t.url });
     expect(own.status, own.text).toBe(201);
+    const listed = await create({ apiBaseUrl: `${server.url}/`, apiKey: API_KEY, serviceApiUrl: 'https://keel.internal.example/' });
+    expect(listed.status, listed.text).toBe(201);
   });
 
   it('an update to a metadata apiBaseUrl or a foreign serviceApiUrl is refused and leaves the agent as it was', async () => {
