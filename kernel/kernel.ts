@@ -89,8 +89,13 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     const applied = await db.migrate();
     if (applied.length) log.info({ migrations: applied }, 'applied kernel migrations');
     const services = await buildServices(config, log, db, databaseUrl, started);
+    // The names this instance answers to: requests are refused otherwise, and an address handed to a remote side as Keel's must be one.
+    const served = new ServedHosts({
+      bindHost: config.server.host, port: Number(new URL(listener.url).port),
+      publicBaseUrl: config.auth.publicBaseUrl, allowedHostnames: config.server.allowedHostnames,
+    });
     // Before plugins start (they may start executions) and stopped after them, before the pool.
-    await services.executions.start(databaseUrl, listener.url);
+    await services.executions.start(databaseUrl, listener.url, served);
     started.add('executions', () => services.executions.stop());
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.executions.streams = host.streams;
@@ -105,10 +110,6 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     const backupSchedule = startBackupSchedule({ db, config, log });
     started.add('backup schedule', () => backupSchedule.stop());
-    const served = new ServedHosts({
-      bindHost: config.server.host, port: Number(new URL(listener.url).port),
-      publicBaseUrl: config.auth.publicBaseUrl, allowedHostnames: config.server.allowedHostnames,
-    });
     const app = createApp(services, router, { served, after: [pluginRouteDispatch(host), consoleAssets(loadConsoleAssets())] });
     const http = listener;
     http.serve(app.callback());

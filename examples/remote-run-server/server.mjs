@@ -8,6 +8,7 @@
 //
 // then give an agent adapterType "eta_gateway" with
 // adapterConfig {"apiBaseUrl": "http://127.0.0.1:8787", "apiKey": "choose-a-key"}.
+import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 
 const key = process.env.RUN_SERVER_KEY;
@@ -15,7 +16,6 @@ if (!key) { console.error('set RUN_SERVER_KEY to the key Keel will send'); proce
 const port = Number(process.env.PORT ?? 8787);
 const runs = new Map(); // id -> {id, status, events, listeners, idempotencyKey, timer}
 const byKey = new Map(); // Idempotency-Key -> id
-let counter = 0;
 
 const json = (res, status, body) => { res.writeHead(status, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); };
 const lastUsage = (run) => [...run.events].reverse().find((event) => event.event === 'run.usage')?.data ?? null;
@@ -76,7 +76,8 @@ const server = createServer(async (req, res) => {
     const idempotencyKey = req.headers['idempotency-key'];
     // A repeated create (same key) is the run already started, never a second one.
     if (idempotencyKey && byKey.has(idempotencyKey)) return json(res, 200, statusOf(runs.get(byKey.get(idempotencyKey))));
-    const run = { id: `run-${++counter}`, status: 'running', events: [], listeners: new Set(), result: null };
+    // Never reused (not even after a restart): Keel follows one remote run per Keel run.
+    const run = { id: `run-${randomUUID()}`, status: 'running', events: [], listeners: new Set(), result: null };
     runs.set(run.id, run);
     if (idempotencyKey) byKey.set(idempotencyKey, run.id);
     console.log(`run ${run.id} for Keel run ${idempotencyKey}, session ${req.headers['x-remote-session-key'] ?? '(none)'}`);

@@ -11,7 +11,7 @@ import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
 import { KeelError } from '../http/errors.ts';
-import { privateNetworkHostsFor } from '../host/network-settings.ts';
+import type { ServedHosts } from '../http/served-hosts.ts';
 import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
@@ -21,8 +21,10 @@ import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
 import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
 import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
-import { assertUnderConfiguredUrl, checkHttpTarget, runHttp } from './http-runner.ts';
+import { assertUnderConfiguredUrl, runHttp } from './http-runner.ts';
+import { assertInstanceAddress, checkConnectAddress } from './configured-addresses.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
+import { claimRemoteRun } from './remote-run-claims.ts';
 import { isSecretRef } from '../tenancy/agent-config.ts';
 import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
 import {
@@ -88,6 +90,8 @@ export class Executor {
   streams: StreamHub | null = null;
   /** The instance URL agents call back (SERVICE_API_URL); known once the server listens. */
   apiUrl = '';
+  /** The names this instance answers to (http/served-hosts.ts); known once the server listens. */
+  servedHosts: ServedHosts | null = null;
 
   constructor(deps: Executor['deps']) {
     this.deps = deps;
@@ -95,8 +99,9 @@ export class Executor {
     this.node = `${hostname()}:${deps.config.dataDir}`;
   }
 
-  async start(databaseUrl: string, apiUrl: string): Promise<void> {
+  async start(databaseUrl: string, apiUrl: string, servedHosts: ServedHosts | null = null): Promise<void> {
     this.apiUrl = this.deps.config.auth.publicBaseUrl?.replace(/\/$/, '') ?? apiUrl;
+    this.servedHosts = servedHosts;
     this.listener = new NotificationListener(databaseUrl, [EXECUTIONS_CHANNEL], this.deps.log, {
       onNotification: (_channel, payload) => { void this.cancelRequested(payload); },
       onListening: () => this.heartbeat(),
@@ -217,7 +222,10 @@ export class Executor {
     const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
     const configured = config[input.baseUrlKey ?? 'url'];
     const url = assertUnderConfiguredUrl(input.url, configured);
-    const addresses = await checkHttpTarget(url, privateNetworkHostsFor(this.deps.config, caller.plugin));
+    const addresses = await checkConnectAddress(url, this.deps.config, caller.plugin);
+    // The address the remote side is handed as Keel's (it calls back with the run token): this instance only.
+    const instanceUrl = input.instanceUrlKey ? config[input.instanceUrlKey] : undefined;
+    if (instanceUrl !== undefined && instanceUrl !== null) assertInstanceAddress(instanceUrl, this.servedHosts, input.instanceUrlKey!);
     let remote: RemoteRunSpec['follow'] | null = null;
     if (input.remoteRun) {
       const follow = input.remoteRun;
@@ -375,16 +383,18 @@ export class Executor {
     }, log, { holdChars: heldLineChars(log.mask) });
     entry.process = child;
     if (child.pid) {
-      await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now() where id = ? and ${LIVE}`, [child.pid, entry.ref.executionId]);
+      await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
+        [child.pid, prepared.config.timeoutSec, entry.ref.executionId]);
     }
     // A cancel that arrived while the process was being spawned.
     if (entry.cancelReason) child.stop(entry.graceSec);
     let timer: NodeJS.Timeout | null = null;
     if (prepared.config.timeoutSec !== null) {
-      timer = setTimeout(() => { entry.timedOut = true; log.line('system', `timed out after ${prepared.config.timeoutSec} s`); child.stop(prepared.config.graceSec); }, prepared.config.timeoutSec * 1000);
+      timer = setTimeout(() => this.timeOut(entry), prepared.config.timeoutSec * 1000);
     }
     const result = await child.done;
     if (timer) clearTimeout(timer);
+    if (entry.timedOut) log.line('system', `timed out after ${prepared.config.timeoutSec} s`);
     if (result.spawnError) {
       log.line('system', `could not start ${prepared.config.command}: ${result.spawnError}`);
       return { errorCode: 'spawn_failed', failed: true };
@@ -399,8 +409,10 @@ export class Executor {
     if (entry.cancelReason) abort.abort();
     // The kernel's own headers win over the plugin's: the run token, then the configured secrets.
     const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token, ...prepared.secretHeaders };
-    const timer = setTimeout(() => { entry.timedOut = true; abort.abort(); }, prepared.timeoutMs);
-    await this.deps.db.exec(`update executions set status = 'running', started_at = now() where id = ? and ${LIVE}`, [entry.ref.executionId]);
+    // The deadline is the row's (the heartbeat enforces it, whatever the exchange reads); the timer only acts on it on time.
+    const timer = setTimeout(() => this.timeOut(entry), prepared.timeoutMs);
+    await this.deps.db.exec(`update executions set status = 'running', started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
+      [prepared.timeoutMs / 1000, entry.ref.executionId]);
     for (const note of prepared.notes) log.line('system', `warning: ${note}`);
     if (prepared.remote) {
       try {
@@ -408,10 +420,7 @@ export class Executor {
         const outcome = await followRemoteRun({
           create: { url: prepared.url, method: prepared.method, headers, body: prepared.body },
           follow: prepared.remote, headers: followHeaders, addresses: prepared.addresses,
-        }, log, abort.signal, async (stopUrl) => {
-          const recipe: RemoteStopRecipe = { ...prepared.stopRecipe, url: stopUrl.href };
-          await this.deps.db.exec(`update executions set remote_stop = ?::jsonb where id = ? and owner_instance = ?`, [JSON.stringify(recipe), entry.ref.executionId, this.instanceId]);
-        });
+        }, log, abort.signal, (runUrl, stopUrl) => claimRemoteRun(this.deps.db, entry.ref.executionId, runUrl, { ...prepared.stopRecipe, url: stopUrl.href }));
         if (abort.signal.aborted) return { failed: true, httpStatus: outcome.httpStatus };
         return outcome;
       } finally {
@@ -530,16 +539,29 @@ export class Executor {
     entry.abort?.abort();
   }
 
-  /** Renews this process's leases; a cancel whose NOTIFY was missed is seen here. */
+  /**
+   * The execution's deadline passed: it ends `timed_out` (a process gets SIGTERM then SIGKILL
+   * after graceSec; a remote run is asked to stop on its run server). Idempotent.
+   */
+  timeOut(entry: Live<AnyExecutionRef>): void {
+    if (entry.timedOut || entry.cancelReason) return;
+    entry.timedOut = true;
+    entry.process?.stop(entry.graceSec);
+    entry.abort?.abort();
+  }
+
+  /** Renews this process's leases; a cancel whose NOTIFY was missed, and a deadline that passed, are seen here. */
   private async heartbeat(): Promise<void> {
     if (this.live.size === 0) return;
     try {
       const rows = await this.deps.db.query<Row>(
-        `update executions set lease_until = now() + make_interval(secs => ?) where owner_instance = ? and ${LIVE} returning id, cancel_requested_at, cancel_reason`,
+        `update executions set lease_until = now() + make_interval(secs => ?) where owner_instance = ? and ${LIVE}
+         returning id, cancel_requested_at, cancel_reason, coalesce(deadline_at < now(), false) as overdue`,
         [LEASE_SEC, this.instanceId]);
       for (const row of rows) {
         const entry = this.live.get(row.id);
         if (entry && row.cancel_requested_at) this.stopLive(entry, row.cancel_reason ?? 'cancelled');
+        else if (entry && row.overdue) this.timeOut(entry);
       }
     } catch (error) {
       this.deps.log.warn({ err: error }, 'could not renew execution leases');
@@ -594,7 +616,7 @@ async function stopRemoteRun(executor: { secretHeadersFor: Executor['secretHeade
     if (!agent) return;
     const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
     const url = assertUnderConfiguredUrl(recipe.url, config[recipe.baseUrlKey]);
-    const addresses = await checkHttpTarget(url, privateNetworkHostsFor(executor.config, row.plugin));
+    const addresses = await checkConnectAddress(url, executor.config, row.plugin);
     const secrets = await executor.secretHeadersFor({ plugin: row.plugin, companyId: row.company_id }, recipe.secretHeaders, row.run_id, agent, config);
     const status = await askToStop({ headers: { ...recipe.headers, ...secrets }, addresses }, url);
     executor.log.warn({ executionId: row.id, status }, status === null ? 'asked the run server to stop the remote run of a lost execution: no answer' : 'asked the run server to stop the remote run of a lost execution');

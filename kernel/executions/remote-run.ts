@@ -138,7 +138,13 @@ const retryable = (status: number) => status === 429 || status >= 500;
  * run), then follows it until it ends, the deadline passes or the execution is cancelled
  * (`signal`); in the last two cases the run server is asked to stop the run.
  */
-export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, signal: AbortSignal, named?: (stopUrl: URL) => Promise<void>): Promise<RemoteOutcome> {
+/**
+ * `claim`: records the remote run as this execution's (its status URL, unique across every
+ * execution) with how to stop it; answers false when another execution already follows it.
+ */
+export type ClaimRemoteRun = (runUrl: URL, stopUrl: URL) => Promise<boolean>;
+
+export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, signal: AbortSignal, claim: ClaimRemoteRun): Promise<RemoteOutcome> {
   const { follow } = spec;
   let created: Answer | null = null;
   let lastError = 'remote_connection_failed';
@@ -167,11 +173,16 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
   }
   const remoteId = encodeURIComponent(String(id));
   const at = (template: string) => new URL(template.replaceAll('{id}', remoteId));
+  // A remote id is this run's only once claimed: a run server that names a run another Keel run
+  // (of any company) follows is neither read nor stopped from here. Claimed before anything of
+  // it is read, and stored so that whoever marks the execution lost can still ask for the stop.
+  if (!(await claim(at(follow.statusUrl), at(follow.stopUrl)))) {
+    log.line('system', `the run server named run ${JSON.stringify(String(id).slice(0, 200))}, which another Keel run follows: not followed`);
+    return { httpStatus: created.status, response: null, failed: true, errorCode: 'remote_run_id_taken' };
+  }
   log.line('system', `remote run ${String(id)}`);
   const immediate = ended(created.json, created.status);
   if (immediate) return immediate;
-  // Stored so that whoever marks the execution lost can still ask for the stop.
-  await named?.(at(follow.stopUrl)).catch(() => log.line('system', 'could not record how to stop the remote run'));
 
   let lastEventId = '';
   let unreachable = 0;
@@ -204,6 +215,12 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
       try {
         const answer = await request(spec, at(follow.statusUrl), 'GET', { ...spec.headers, accept: 'application/json' }, null, signal);
         if (answer.status >= 200 && answer.status < 300) {
+          // An answer about another run (its id says so) is not this run's: nothing of it is kept.
+          const named = isObject(answer.json) ? answer.json[follow.idField] : undefined;
+          if (named !== undefined && named !== null && String(named) !== String(id)) {
+            log.line('system', 'status: the answer names another run; not followed');
+            return { httpStatus: answer.status, response: null, failed: true, errorCode: 'remote_protocol_error' };
+          }
           unreachable = 0;
           log.sse('status', JSON.stringify(answer.json ?? null));
           state.outcome = ended(answer.json, answer.status);

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { contributedAdapterConfig, storeSecretFields } from '../tenancy/adapter-config-point.ts';
 import type { Actor } from '../auth/actor.ts';
 import type { Row, Tx } from '../db/database.ts';
 import type { KernelServices } from '../services.ts';
@@ -83,8 +84,11 @@ function allowedPermissions(permissions: Record<string, unknown>): Record<string
 
 async function agentValues(kernel: KernelServices, ctx: Context, tx: Tx, request: ImportRequest, companyId: string, agent: PackageAgent, name: string): Promise<NewAgentValues> {
   const fill = (config: Record<string, unknown>) => fillInputs(tx, kernel.vault, config, request.inputs, { companyId, agentUrlKey: agent.urlKey, creator: callerIds(ctx) });
-  const adapterConfig = rewriteSkillKeys(await fill(agent.adapterConfig), request.pkg.manifest.source.companyId, companyId);
-  validateAdapterEnv(adapterConfig);
+  const filled = rewriteSkillKeys(await fill(agent.adapterConfig), request.pkg.manifest.source.companyId, companyId);
+  validateAdapterEnv(filled);
+  // Written as a create writes it: the contributing plugin validates it and its addresses are checked as at connection.
+  const contributed = await contributedAdapterConfig(ctx, kernel, { companyId, adapterType: agent.adapterType, adapterConfig: filled, agentId: null });
+  const adapterConfig = contributed.answered ? await storeSecretFields(ctx, kernel, tx, companyId, contributed) : filled;
   return {
     name, role: agent.role || 'general', title: agent.title ?? null, icon: agent.icon ?? null,
     capabilities: request.pkg.files[agent.instructionsPath] || null, reportsTo: null,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context } from 'koa';
 import type { Actor } from '../auth/actor.ts';
 import type { Tx } from '../db/database.ts';
+import { checkConfiguredAddresses } from '../executions/configured-addresses.ts';
 import { KeelError } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
@@ -25,7 +26,12 @@ export async function contributedAdapterConfig(ctx: Context, kernel: KernelServi
   const answer = await kernel.points.consult('agent.adapter-config', { companyId: request.companyId, actor: ctx.state.actor as Actor }, {
     adapterType: request.adapterType, adapterConfig: request.adapterConfig, agentId: request.agentId,
   });
-  return answer ? { adapterConfig: answer.adapterConfig, secretFields: answer.secretFields ?? [], answered: true } : { adapterConfig: request.adapterConfig, secretFields: [], answered: false };
+  if (!answer) return { adapterConfig: request.adapterConfig, secretFields: [], answered: false };
+  // The addresses it names are checked now as the executor checks them at connection: nothing is written with one it would refuse.
+  const [plugin] = kernel.points.contributors('agent.adapter-config', request.adapterType);
+  await checkConfiguredAddresses(answer.adapterConfig, { connect: answer.addressFields ?? [], instance: answer.instanceAddressFields ?? [] },
+    kernel.config, plugin ?? '', kernel.executions.servedHosts);
+  return { adapterConfig: answer.adapterConfig, secretFields: answer.secretFields ?? [], answered: true };
 }
 
 /**

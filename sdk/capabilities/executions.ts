@@ -75,6 +75,12 @@ export interface HttpExecutionInput {
    * the value never enters the isolate. `scheme` prefixes it (`Bearer`).
    */
   secretHeaders?: Array<{ header: string; configKey: string; scheme?: string }>;
+  /**
+   * The field of the agent's adapterConfig holding this Keel instance's address as the remote
+   * side is told it (to call Keel back with the run token). The start is refused (403
+   * `instance_address_denied`) unless it names an origin this instance serves.
+   */
+  instanceUrlKey?: string;
   /** Warnings about the configuration the plugin wants in the execution's log (system lines, before the request). */
   notes?: string[];
   /** Follow a run the request creates on a run server (the request's JSON answer names it): see RemoteRunFollow. */
@@ -193,6 +199,7 @@ const httpInput = {
     timeoutMs: { type: 'integer', minimum: 1, maximum: 86_400_000 }, stream: { const: 'sse' },
     tokenHeader: { type: 'string', pattern: '^[A-Za-z0-9-]{1,100}$' }, logChannel,
     baseUrlKey: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' },
+    instanceUrlKey: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' },
     notes: { type: 'array', maxItems: 20, items: { type: 'string', maxLength: 500 } },
     secretHeaders: {
       type: 'array', maxItems: 4,

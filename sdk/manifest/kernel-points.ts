@@ -28,7 +28,7 @@ export const KERNEL_POINTS = {
     },
   },
   'agent.adapter-config': {
-    summary: "Validate and normalise the adapterConfig of an agent create, hire or update whose adapterType the plugin contributes (declared with adapterTypes); plain values of the fields named in secretFields are stored in the vault and replaced by secret references",
+    summary: "Validate and normalise the adapterConfig of an agent create, hire or update whose adapterType the plugin contributes (declared with adapterTypes); plain values of the fields named in secretFields are stored in the vault and replaced by secret references; the URLs named in addressFields (Keel connects to them) and instanceAddressFields (this instance's address, handed to the remote side) are checked as at connection",
     input: {
       type: 'object', additionalProperties: false, required: ['adapterType', 'adapterConfig', 'agentId'],
       properties: {
@@ -42,6 +42,8 @@ export const KERNEL_POINTS = {
       properties: {
         adapterConfig: { type: 'object' },
         secretFields: { type: 'array', maxItems: 10, items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' } },
+        addressFields: { type: 'array', maxItems: 10, items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' } },
+        instanceAddressFields: { type: 'array', maxItems: 10, items: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]{0,63}$' } },
       },
     },
   },
@@ -57,7 +59,11 @@ export interface KernelPointShapes {
   };
   'agent.adapter-config': {
     input: { adapterType: string; adapterConfig: Record<string, unknown>; agentId: string | null };
-    output: { adapterConfig: Record<string, unknown>; secretFields?: string[] };
+    /**
+     * `addressFields`: URLs Keel connects to, `instanceAddressFields`: addresses of this instance
+     * handed to the remote side; the kernel checks both at write as the executor does at connection.
+     */
+    output: { adapterConfig: Record<string, unknown>; secretFields?: string[]; addressFields?: string[]; instanceAddressFields?: string[] };
   };
 }
 

@@ -39,6 +39,7 @@ const files = [
   '0032-company-feedback-consent.sql',
   '0033-event-publish-scope.sql',
   '0034-blob-quotas.sql',
+  '0035-remote-run-scope-and-deadlines.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

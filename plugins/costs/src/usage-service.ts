@@ -39,7 +39,8 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
 
 interface UsageBatch {
   agentId: string; runId: string; issueId?: string | null; projectId?: string | null;
-  reports: Array<Omit<UsageInput, 'agentId' | 'runId' | 'issueId' | 'projectId'> & { idempotencyKey: string }>;
+  /** `billingCode`: the runtime marks usage in flight when its run was stopped (`in_flight_at_stop`). */
+  reports: Array<Omit<UsageInput, 'agentId' | 'runId' | 'issueId' | 'projectId'> & { idempotencyKey: string; billingCode?: string | null }>;
 }
 
 /**
@@ -59,6 +60,7 @@ export async function recordUsagesService(input: unknown, ctx: CostsContext) {
         agentId: batch.agentId, provider: report.provider, model: report.model, biller: report.biller, billingType: report.billingType,
         costCents: report.costCents, occurredAt: report.occurredAt, issueId: batch.issueId ?? null, projectId: batch.projectId ?? null,
         heartbeatRunId: batch.runId, inputTokens: report.inputTokens, cachedInputTokens: report.cachedInputTokens, outputTokens: report.outputTokens,
+        billingCode: typeof report.billingCode === 'string' ? report.billingCode.slice(0, 100) : null,
       },
     } as RouteRequest,
   }));

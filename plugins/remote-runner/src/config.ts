@@ -140,8 +140,13 @@ export function runConfig(config: Record<string, unknown>): RemoteConfig {
   };
 }
 
-/** The kernel point `agent.adapter-config` (asked only for eta_gateway agents). */
-export async function adapterConfigService(input: unknown): Promise<{ adapterConfig: Record<string, unknown>; secretFields: string[] }> {
+/**
+ * The kernel point `agent.adapter-config` (asked only for eta_gateway agents). The kernel then
+ * checks the addresses by the rules it applies at connection: `apiBaseUrl` as an address Keel
+ * connects to (never a metadata address, whatever dangerouslyAllowInsecureRemoteHttp says;
+ * private or loopback only where the operator opened it), `serviceApiUrl` as this instance's own.
+ */
+export async function adapterConfigService(input: unknown): Promise<{ adapterConfig: Record<string, unknown>; secretFields: string[]; addressFields: string[]; instanceAddressFields: string[] }> {
   const { adapterConfig } = input as { adapterConfig: Record<string, unknown> };
-  return { adapterConfig: normaliseConfig(adapterConfig), secretFields: ['apiKey'] };
+  return { adapterConfig: normaliseConfig(adapterConfig), secretFields: ['apiKey'], addressFields: ['apiBaseUrl'], instanceAddressFields: ['serviceApiUrl'] };
 }

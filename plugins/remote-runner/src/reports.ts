@@ -6,17 +6,33 @@ const isObject = (value: unknown): value is Record<string, unknown> => value !==
 const COUNTERS = ['inputTokens', 'cachedInputTokens', 'outputTokens', 'costCents'] as const;
 type Totals = Record<(typeof COUNTERS)[number], number>;
 
-/** The run's usage so far as a run server reports it (running totals), or null. */
+/** The largest totals a report may carry (as the runtime accepts them); a report beyond them is malformed. */
+const MAX_TOKENS = 1_000_000_000_000;
+const MAX_CENTS = 100_000_000_000;
+
+/**
+ * The run's usage so far as a run server reports it (running totals), or null when the event
+ * carries none or a malformed one (a count that is not a non-negative number within bounds, a
+ * cost that is not one): such an event is relayed to the log as it came and metered as nothing.
+ * Nothing a run server sends can make this throw, so a malformed event never holds back the
+ * run's later events (its end among them).
+ */
 function totalsOf(event: string, data: unknown): (Totals & { provider: unknown; model: unknown; billingType: unknown }) | null {
   if (!isObject(data)) return null;
   const usage = event === 'run.usage' ? data : isObject(data.usage) ? data.usage : null;
   if (!usage) return null;
-  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
-  const costCents = usage.costCents !== undefined ? count(usage.costCents) : typeof usage.costUsd === 'number' && usage.costUsd >= 0 ? Math.round(usage.costUsd * 100) : 0;
-  return {
-    inputTokens: count(usage.inputTokens), cachedInputTokens: count(usage.cachedInputTokens), outputTokens: count(usage.outputTokens), costCents,
-    provider: usage.provider, model: usage.model, billingType: usage.billingType,
+  const count = (value: unknown, max: number): number | null => {
+    if (value === undefined || value === null) return 0;
+    return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= max ? Math.floor(value) : null;
   };
+  const costCents = usage.costCents !== undefined ? count(usage.costCents, MAX_CENTS)
+    : usage.costUsd === undefined || usage.costUsd === null ? 0
+      : typeof usage.costUsd === 'number' && Number.isFinite(usage.costUsd) && usage.costUsd >= 0 && usage.costUsd * 100 <= MAX_CENTS ? Math.round(usage.costUsd * 100) : null;
+  const totals = {
+    inputTokens: count(usage.inputTokens, MAX_TOKENS), cachedInputTokens: count(usage.cachedInputTokens, MAX_TOKENS), outputTokens: count(usage.outputTokens, MAX_TOKENS), costCents,
+  };
+  if (Object.values(totals).some((value) => value === null)) return null;
+  return { ...(totals as Totals), provider: usage.provider, model: usage.model, billingType: usage.billingType };
 }
 
 /**
@@ -61,7 +77,10 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: R
   await ctx.db.query(
     `update metered set input_tokens = $2, cached_input_tokens = $3, output_tokens = $4, cost_cents = $5, updated_at = now() where run_id = $1`,
     [event.runId, metered.inputTokens, metered.cachedInputTokens, metered.outputTokens, metered.costCents]);
-  await ctx.services.call('runtime', 'adapter-report', { executionId: event.executionId, runId: event.runId, outputs }, reportKey(ctx, 'output'));
+  // When the executor recorded these outputs: usage recorded after the run's stop is not metered (the runtime's after-stop.ts).
+  await ctx.services.call('runtime', 'adapter-report', {
+    executionId: event.executionId, runId: event.runId, outputs, recordedAt: ctx.invocation.event?.occurredAt ?? null,
+  }, reportKey(ctx, 'output'));
 }
 
 const isTerminal = (status: unknown) => typeof status === 'string' && ['succeeded', 'completed', 'failed', 'error', 'cancelled', 'canceled', 'stopped'].includes(status.toLowerCase());

@@ -57,7 +57,7 @@ export async function adapterRunService(input: unknown, ctx: RemoteRunnerContext
   if (key) headers[SESSION_HEADER] = key;
   const runs = `${config.apiBaseUrl}/v1/runs`;
   const execution = await ctx.executions.start({
-    kind: 'http', runId: start.runId, url: runs, method: 'POST', headers, baseUrlKey: 'apiBaseUrl',
+    kind: 'http', runId: start.runId, url: runs, method: 'POST', headers, baseUrlKey: 'apiBaseUrl', instanceUrlKey: 'serviceApiUrl',
     secretHeaders: [{ header: 'authorization', configKey: 'apiKey', scheme: 'Bearer' }], tokenHeader: TOKEN_HEADER,
     timeoutMs: config.timeoutSec * 1000,
     body: {

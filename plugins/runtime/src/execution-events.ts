@@ -3,7 +3,8 @@ import { contributorOf, runChannel, type Row, type RuntimeContext } from './cont
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
 import { keepSession } from './sessions.ts';
-import { meterUsage } from './usage.ts';
+import { countUnmetered, meterUsage } from './usage.ts';
+import { meteringOf } from './after-stop.ts';
 import { firstDelivery } from './handled-events.ts';
 
 interface Output { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
@@ -32,17 +33,22 @@ async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefine
  */
 export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  await applyOutputs(ctx, payload as unknown as OutputEvent);
+  await applyOutputs(ctx, payload as unknown as OutputEvent, ctx.invocation.event?.occurredAt ?? null);
 }
 
-async function applyOutputs(ctx: RuntimeContext, event: OutputEvent): Promise<void> {
+/** `recordedAt`: when the executor recorded the outputs (their event's time); usage after the run's stop is metered only if in flight (after-stop.ts). */
+async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt: string | null): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run || !Array.isArray(event.outputs)) return;
   const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
     output, line: output.stream === 'sse' && isObject(output.data.data) ? output.data.data : output.data,
   }));
   const usage = lines.filter(({ line }) => line.type === 'service.usage');
-  if (usage.length > 0) await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })));
+  if (usage.length > 0) {
+    const metering = meteringOf(run, recordedAt);
+    if (metering.kind === 'after_stop') await countUnmetered(ctx, run, usage.length);
+    else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null);
+  }
   for (const { line } of lines) {
     if (line.type === 'service.result') {
       const result = Object.hasOwn(line, 'result') ? line.result : withoutType(line);
@@ -93,7 +99,7 @@ async function applyFinished(ctx: RuntimeContext, event: FinishedEvent): Promise
   await dispatch(ctx, String(run.agent_id));
 }
 
-interface AdapterReport { executionId: string; runId: string; outputs?: Output[]; finished?: Partial<FinishedEvent> & { status: string } }
+interface AdapterReport { executionId: string; runId: string; outputs?: Output[]; recordedAt?: string | null; finished?: Partial<FinishedEvent> & { status: string } }
 
 /**
  * The `adapter-report` service: the plugin that contributes a run's adapter type hands over
@@ -111,7 +117,7 @@ export async function adapterReportService(input: unknown, ctx: RuntimeContext):
     throw new PluginError(404, 'run_not_found', 'No run of this plugin has that execution');
   }
   const ids = { executionId: report.executionId, runId: String(run.id), agentId: String(run.agent_id) };
-  if (report.outputs && report.outputs.length > 0) await applyOutputs(ctx, { ...ids, outputs: report.outputs });
+  if (report.outputs && report.outputs.length > 0) await applyOutputs(ctx, { ...ids, outputs: report.outputs }, typeof report.recordedAt === 'string' ? report.recordedAt : null);
   if (report.finished) {
     const end = report.finished;
     await applyFinished(ctx, {

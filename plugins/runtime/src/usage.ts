@@ -1,6 +1,7 @@
 import type { Row, RuntimeContext } from './context.ts';
 import { finishRun } from './run-end.ts';
 import { stopExecution } from './dispatch.ts';
+import { IN_FLIGHT_BILLING_CODE } from './after-stop.ts';
 
 const BILLING_TYPES = new Set(['metered_api', 'subscription_included', 'subscription_overage', 'credits', 'fixed', 'unknown']);
 const MAX_TOKENS = 1_000_000_000_000;
@@ -47,17 +48,19 @@ export interface UsageClaim { data: Record<string, unknown>; sourceKey: string }
  * is ended at once (its process killed) rather than when the holds' events arrive. Each claim's
  * `sourceKey` makes a redelivered report count once. Malformed claims are counted as rejected.
  */
-export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[]): Promise<void> {
+export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[], inFlightAt: string | null = null): Promise<void> {
   const parsed = claims.map((claim) => ({ claim, report: parseUsage(claim.data) }));
   const valid = parsed.filter((item): item is { claim: UsageClaim; report: UsageReport } => item.report !== null);
   const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };
   totals.rejectedReports += parsed.length - valid.length;
   let recorded: Recorded = { results: [], stopped: [] };
   if (valid.length > 0) {
-    const occurredAt = new Date().toISOString();
+    // Usage in flight when the run was stopped is recorded as such (after-stop.ts): when it was recorded, and marked.
+    const occurredAt = inFlightAt ?? new Date().toISOString();
+    const marker = inFlightAt ? { billingCode: IN_FLIGHT_BILLING_CODE } : {};
     recorded = await ctx.services.call<Recorded>('costs', 'record-usages', {
       agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null,
-      reports: valid.map(({ claim, report }) => ({ ...report, occurredAt, idempotencyKey: claim.sourceKey })),
+      reports: valid.map(({ claim, report }) => ({ ...report, ...marker, occurredAt, idempotencyKey: claim.sourceKey })),
     });
   }
   const added = emptyTotals();
@@ -70,7 +73,7 @@ export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageCla
     added.costCents += report.costCents;
   });
   const after = {
-    ...totals, reports: totals.reports + added.reports, inputTokens: totals.inputTokens + added.inputTokens,
+    ...totals, reports: totals.reports + added.reports, ...(inFlightAt ? { inFlightAtStop: (totals.inFlightAtStop ?? 0) + added.reports } : {}), inputTokens: totals.inputTokens + added.inputTokens,
     cachedInputTokens: totals.cachedInputTokens + added.cachedInputTokens, outputTokens: totals.outputTokens + added.outputTokens,
     costCents: totals.costCents + added.costCents,
   };
@@ -102,6 +105,14 @@ async function stoppingScope(ctx: RuntimeContext, run: Row, stopped: Recorded['s
   return undefined;
 }
 
-function emptyTotals() {
+/** Usage reports recorded after the run's stop decision: not metered, only counted on the run (after-stop.ts). */
+export async function countUnmetered(ctx: RuntimeContext, run: Row, reports: number): Promise<void> {
+  const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };
+  const after = { ...totals, unmeteredAfterStop: (totals.unmeteredAfterStop ?? 0) + reports };
+  await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(after)]);
+  run.usage_json = after;
+}
+
+function emptyTotals(): Record<string, number> {
   return { reports: 0, rejectedReports: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costCents: 0 };
 }

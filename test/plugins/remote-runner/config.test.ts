@@ -63,11 +63,14 @@ describe('configuration on create and update', () => {
     expect(Number((await t.sql.query('select count(*)::int as n from secrets where company_id = $1', [company.id])).rows[0].n)).toBe(secretsBefore);
   });
 
-  it('refuses plain HTTP to a host that is not loopback unless dangerouslyAllowInsecureRemoteHttp; loopback HTTP is allowed', async () => {
+  it('refuses plain HTTP to a host that is not loopback unless dangerouslyAllowInsecureRemoteHttp; loopback HTTP is allowed where the operator opened it', async () => {
     const refused = await create({ apiBaseUrl: 'http://runner.example.com', apiKey: API_KEY });
     expect([refused.status, refused.body.code, refused.body.details.path]).toEqual([422, 'invalid_adapter_config', 'adapterConfig.apiBaseUrl']);
     expect((await create({ apiBaseUrl: 'http://runner.example.com', apiKey: API_KEY, dangerouslyAllowInsecureRemoteHttp: true })).status).toBe(201);
-    expect((await create({ apiBaseUrl: 'http://localhost:9000', apiKey: API_KEY })).status).toBe(201);
+    expect((await create({ apiBaseUrl: 'http://127.0.0.1:9000', apiKey: API_KEY })).status).toBe(201);
+    // Checked at write as at connection: a loopback host the operator did not open to the plugin (only remote-runner@127.0.0.1 is) is refused.
+    const closed = await create({ apiBaseUrl: 'http://localhost:9000', apiKey: API_KEY });
+    expect([closed.status, closed.body.code, closed.body.details.path, closed.body.details.reason]).toEqual([422, 'invalid_adapter_config', 'adapterConfig.apiBaseUrl', 'address_denied']);
   });
 
   it('validates the configuration an update leads to; a new plain apiKey becomes a new secret reference', async () => {

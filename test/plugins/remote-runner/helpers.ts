@@ -6,10 +6,10 @@ import { RunServer } from '../../fixtures/run-server.ts';
 export const API_KEY = 'rk-live-0123456789abcdef';
 
 /** A kernel with the first-party plugins (loopback opened to the remote runner by the operator), a company and a reference run server. */
-export async function startRemoteWorld(companyName: string): Promise<{ t: TestKernel; company: any; server: RunServer }> {
+export async function startRemoteWorld(companyName: string, overrides: Record<string, any> = {}): Promise<{ t: TestKernel; company: any; server: RunServer }> {
   const server = new RunServer(API_KEY);
   await server.start();
-  const t = await startTestKernel({ plugins: { privateNetworkHosts: ['remote-runner@127.0.0.1'] } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  const t = await startTestKernel({ plugins: { privateNetworkHosts: ['remote-runner@127.0.0.1'] }, ...overrides }, { firstPartyDir: FIRST_PARTY_PLUGINS });
   return { t, company: await createCompany(t.api, { name: companyName }), server };
 }
 

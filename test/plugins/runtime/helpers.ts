@@ -17,6 +17,8 @@ const SCRIPTS: Record<string, string> = {
   'hang.cjs': `console.log('working'); process.on('SIGTERM', () => console.log('ignoring SIGTERM')); setInterval(() => {}, 1000);`,
   // Reports usage every 100 ms until it is killed; SPEND_CENTS per report.
   'spender.cjs': `let n = 0; setInterval(() => { n += 1; process.stdout.write(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'spendy', costCents: Number(process.env.SPEND_CENTS || 4), outputTokens: 10 }) + '\\n'); }, 100);`,
+  // Reports usage every 50 ms and goes on through SIGTERM (its grace period) until it is killed.
+  'grace-spender.cjs': `process.on('SIGTERM', () => {}); setInterval(() => { process.stdout.write(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'grace', costCents: 3, outputTokens: 7 }) + '\\n'); }, 50);`,
   // Answers what it found of its instructions (SERVICE_INSTRUCTIONS_FILE, relative to its working directory or absolute).
   'instructions.cjs': `const fs = require('node:fs'); const file = process.env.SERVICE_INSTRUCTIONS_FILE || null; let content = null; let style = null;
     try { content = fs.readFileSync(file, 'utf8'); } catch {} try { style = fs.readFileSync('.keel/instructions/docs/style.md', 'utf8'); } catch {}
