@@ -138,8 +138,8 @@ describe('GET /api/agents/{agentId}/skills and POST .../skills/sync', () => {
   });
 
   it('builds the snapshot of an unsupported adapter from the stored preference', async () => {
-    // eta_gateway's configuration is checked by the remote-runner plugin: a run server on this machine.
-    const configs: Record<string, Record<string, unknown>> = { eta_gateway: { apiBaseUrl: 'http://127.0.0.1:9/api', apiKey: 'run-server-key' } };
+    // eta_gateway's configuration is checked by the remote-runner plugin: a run server elsewhere (a loopback one must be opened by the operator).
+    const configs: Record<string, Record<string, unknown>> = { eta_gateway: { apiBaseUrl: 'https://run-server.example/api', apiKey: 'run-server-key' } };
     for (const adapterType of ['zeta_gateway', 'eta_gateway', 'http']) {
       const agent = await createAgent(t.api, company.id, { adapterType, desiredSkills: ['release-notes'], ...(configs[adapterType] ? { adapterConfig: configs[adapterType] } : {}) });
       const res = await t.api.get(`/api/agents/${agent.id}/skills`);
