@@ -68,8 +68,9 @@ describe('a run in an environment', () => {
     expect(run.status, JSON.stringify(run)).toBe('succeeded');
     const lease = await leaseOf(env.id, run.id);
     expect(lease).toMatchObject({ policy: 'ephemeral', environmentId: env.id, runId: run.id, path: `${mountA}/runs/leases/${lease.id}` });
+    // The secret reached the process: what it printed of it is exactly the vault's value, masked in its result.
     expect(run.resultJson).toMatchObject({
-      cwd: await realpath(mountA).then((real) => `${real}/runs/leases/${lease.id}`), region: 'eu-west', token: 'the-deploy-token', shared: 'from the agent',
+      cwd: await realpath(mountA).then((real) => `${real}/runs/leases/${lease.id}`), region: 'eu-west', token: '***', shared: 'from the agent',
       path: '/usr/local/bin:/usr/bin:/bin', proof: 'written by the agent',
     });
     if (process.getuid?.() === 0) expect(run.resultJson.uid).not.toBe(0);
