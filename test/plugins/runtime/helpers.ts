@@ -92,12 +92,19 @@ async function eventChainState(t: TestKernel): Promise<string> {
   const open = await t.sql.query(
     `select d.subscriber, o.name, d.state, d.attempts, d.available_at, d.lease_until, d.last_error
        from keel_events.deliveries d join keel_events.outbox o on o.seq = d.event_seq where d.state <> 'delivered' order by d.event_seq`).catch((error: Error) => ({ rows: [{ error: error.message }] }));
+  // What each database session of this kernel is doing, and which sessions block it: a call that
+  // hangs until its deadline shows here as a session waiting on a lock another one holds.
+  const sessions = await t.sql.query(
+    `select pid, usename, state, wait_event_type, wait_event, pg_blocking_pids(pid) as blocked_by,
+            round(extract(epoch from now() - xact_start)::numeric, 1) as xact_seconds, left(query, 160) as query
+       from pg_stat_activity where datname = current_database() and state <> 'idle' and pid <> pg_backend_pid() order by xact_start`)
+    .catch((error: Error) => ({ rows: [{ error: error.message }] }));
   const logs: string[] = [];
   for (const plugin of ['runtime', 'costs']) {
     const res = await t.api.get(`/api/plugins/${plugin}/logs?limit=20`);
     logs.push(`${plugin} log: ${res.status === 200 ? JSON.stringify(res.body.logs) : res.status}`);
   }
-  return [`open deliveries: ${JSON.stringify(open.rows)}`, ...logs].join('\n');
+  return [`open deliveries: ${JSON.stringify(open.rows)}`, `busy database sessions: ${JSON.stringify(sessions.rows)}`, ...logs].join('\n');
 }
 
 export async function wakeOk(api: Api, agentId: string, body: Record<string, unknown> = {}) {
