@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/outbox-fx', import.meta.url));
 const KEY = 'outbox-fx';
@@ -12,16 +13,6 @@ const NAME = 'outbox-fx.item.changed';
 const EVENTS_CONFIG = { plugins: { events: { maxAttempts: 3, firstRetryMs: 50, maxRetryMs: 200 } } };
 let t: TestKernel;
 let companyId: string;
-
-async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 interface Delivery { n: string; event_id: string; name: string; entity_id: string; seq: number | null; attempt: number; company_id: string; invocation: any }
 const deliveriesOf = async (entityId: string): Promise<Delivery[]> => (await t.sql.query('select * from plugin_outboxfx.deliveries where entity_id = $1 order by n', [entityId])).rows;

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startPeerKernel, startTestKernel, type PeerKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/enqueue-fx', import.meta.url));
 const KEY = 'enqueue-fx';
@@ -11,16 +12,6 @@ let companyA: string;
 let companyB: string;
 let agentA: string;
 let agentB: string;
-
-async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 const enqueue = (body: Record<string, unknown>, company = companyA, api = t.api) => api.post(`/api/plugins/${KEY}/companies/${company}/enqueue`, body);
 const job = async (id: string) => (await t.api.get(`/api/plugins/${KEY}/job-queue/${id}`)).body;

@@ -9,6 +9,7 @@ import { createAgent, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { alive, processesOfRun } from '../support/processes.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /**
  * The executor tier through a test plugin (fixtures/exec-fx): real agent processes (a small
@@ -84,16 +85,6 @@ const snoop = () => fs.readdirSync('/proc').filter((name) => /^[0-9]+$/.test(nam
   }
 })();
 `;
-
-async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 const received = async (executionId: string) => (await t.sql.query('select name, payload from plugin_execfx.received where execution_id = $1 order by n', [executionId])).rows as Array<{ name: string; payload: any }>;
 const finished = (executionId: string) => waitFor(async () => (await received(executionId)).find((row) => row.name === 'execution.finished')?.payload, 'execution.finished');

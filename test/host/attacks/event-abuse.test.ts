@@ -3,6 +3,7 @@ import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { installAndEnable as enableFolder } from '../../support/plugins.ts';
 import { expectKernelAlive, variant } from './support.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 /**
  * Durable events as an attacker uses them (issue 25, point 5): an event about another
@@ -39,16 +40,6 @@ const publish = (companyId: string, body: Record<string, unknown>) => t.api.post
 const outboxRows = async (entityId: string): Promise<number> => (await t.sql.query('select count(*)::int as n from keel_events.outbox where entity_id = $1 and publisher = $2', [entityId, KEY])).rows[0].n;
 const itemRows = async (entityId: string): Promise<number> => (await t.sql.query('select count(*)::int as n from plugin_outboxfx.items where id = $1', [entityId])).rows[0].n;
 const deliveryState = async (eventId: string): Promise<string> => (await t.sql.query('select state from keel_events.deliveries where event_id = $1', [eventId])).rows[0]?.state;
-
-async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 20_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe('an event about another company\'s entity', () => {
   it('is refused when a call serving company A names company B\'s agent, and nothing is written', async () => {

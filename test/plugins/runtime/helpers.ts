@@ -6,6 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
+export { waitFor } from '../../support/wait-for.ts';
+import { waitFor } from '../../support/wait-for.ts';
 
 /**
  * Agent scripts for the process adapter. Agents run as the unprivileged agent user, so the
@@ -57,16 +59,6 @@ export async function agentScripts(): Promise<string> {
 
 export async function processAgent(api: Api, companyId: string, script: string, config: Record<string, unknown> = {}, fields: Record<string, unknown> = {}) {
   return createAgent(api, companyId, { adapterType: 'process', adapterConfig: { command: process.execPath, args: [script], graceSec: 1, ...config }, ...fields });
-}
-
-export async function waitFor<T>(probe: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 30_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);
