@@ -5,6 +5,7 @@ import type { TestProject } from 'vitest/node';
 import { Database } from '../../kernel/db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from '../../kernel/db/embedded-postgres.ts';
 import { createLogger } from '../../kernel/logger.ts';
+import { installCodingTools } from './coding-tools.ts';
 
 /**
  * Starts one embedded PostgreSQL for the whole run (or uses TEST_DATABASE_URL), migrates a
@@ -14,6 +15,8 @@ let embedded: EmbeddedDatabase | undefined;
 
 export async function setup(project: TestProject): Promise<void> {
   const log = createLogger('warn');
+  // The real coding-agent tools the local adapters' tests drive (once per machine; in parallel with the database's start).
+  const tools = installCodingTools();
   let adminUrl = process.env.TEST_DATABASE_URL;
   if (!adminUrl) {
     const root = join(process.cwd(), 'test', '.tmp');
@@ -33,6 +36,7 @@ export async function setup(project: TestProject): Promise<void> {
   await db.migrate();
   await db.close();
   project.provide('adminDatabaseUrl', adminUrl);
+  await tools;
 }
 
 export async function teardown(): Promise<void> {
