@@ -162,6 +162,14 @@ describe('alpha_local parser and classifier: failures', () => {
     expect(classify('root-refusal')).toMatchObject({ errorCode: 'tool_crashed', message: expect.stringContaining('IS_SANDBOX=1') });
   });
 
+  it('a run stopped mid-command: the call and its killed result, no result, and the stop named', () => {
+    const parsed = parse('cancelled');
+    expect(entries(parsed).map((e) => e.kind)).toEqual(['init', 'tool_call', 'tool_result']);
+    expect(entries(parsed)[2]).toMatchObject({ output: 'Exit code 137', isError: true });
+    expect(parsed.some((p) => p.usage || p.result)).toBe(false);
+    expect(classify('cancelled')).toEqual({ errorCode: 'tool_crashed', message: 'Claude Code was stopped by SIGTERM before it reported a result.' });
+  });
+
   it('a missing executable, a kill and an exit without a result', () => {
     expect(claudeCode.classify({ exitCode: 127, signal: null, logTail: '', sawResult: false })).toMatchObject({ errorCode: 'adapter_unavailable', message: expect.stringContaining('npm install -g @anthropic-ai/claude-code') });
     expect(claudeCode.classify({ exitCode: null, signal: 'SIGKILL', logTail: fixture('text.jsonl').split('\n')[0], sawResult: false })).toMatchObject({ errorCode: 'tool_crashed', message: expect.stringContaining('SIGKILL') });

@@ -67,7 +67,12 @@ function systemLine(state: ClaudeStreamState, data: Json): ParsedLine {
     case 'permission_denied':
       return { transcript: [{ kind: 'system', message: `Permission denied for ${data.tool_name ?? 'a tool'}: ${data.message ?? ''}`.trim() }] };
     case 'thinking_tokens':
-      return {}; // progress of a thinking block; the block itself arrives as an assistant event
+    case 'task_started':
+    case 'task_progress':
+    case 'task_updated':
+    case 'task_notification':
+    case 'task_summary':
+      return {}; // progress of a thinking block or a running command: the block and the tool result carry the content
     case 'compact_boundary':
       return { transcript: [{ kind: 'system', message: 'Claude Code compacted the conversation' }] };
     default:

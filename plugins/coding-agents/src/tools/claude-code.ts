@@ -89,7 +89,9 @@ export const claudeCode: ToolDriver = {
       const resets = /"resetsAt":(\d+)/.exec(logTail.slice(logTail.lastIndexOf('"resetsAt"')));
       return { errorCode: 'tool_rate_limited', message: 'Claude Code was rate limited by the model API.', retryAt: resets ? resetTime({ resetsAt: Number(resets[1]) }) : null };
     }
-    if (signal) return { errorCode: 'tool_crashed', message: `Claude Code was stopped by ${signal}${sawResult ? '' : ' before it reported a result'}.` };
+    // Claude Code catches SIGTERM, stops its commands and exits 143 itself.
+    const stoppedBy = signal ?? (exitCode === 143 ? 'SIGTERM' : exitCode === 130 ? 'SIGINT' : null);
+    if (stoppedBy) return { errorCode: 'tool_crashed', message: `Claude Code was stopped by ${stoppedBy}${sawResult ? '' : ' before it reported a result'}.` };
     if (exitCode === 0) return { errorCode: 'tool_output_malformed', message: 'Claude Code exited without its result event (is the command Claude Code with --output-format stream-json?).' };
     return { errorCode: 'tool_crashed', message: `Claude Code exited with code ${exitCode}: ${lastPlainLine(logTail) ?? 'no output'}` };
   },
