@@ -51,6 +51,16 @@ describe('a run server speaking the reference vocabulary', () => {
     expect((await t.sql.query('select count(*)::int as n from plugin_remote_runner.metered where run_id = $1', [run.id])).rows[0].n).toBe(0);
   });
 
+  it('cache_read_input_tokens is beside input_tokens; cost_cents, provider, model and billing_type are read', async () => {
+    const usage = { input_tokens: 50, cache_read_input_tokens: 200, output_tokens: 9, total_tokens: 259, cost_cents: 4, provider: 'anthropic', model: 'claude-ref', billing_type: 'metered_api' };
+    server.reset({}, { steps: ['cached'], reference: { usage } });
+    const agent = await remoteAgent(t.api, company.id, server);
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id)).run.id);
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', usageJson: { inputTokens: 50, cachedInputTokens: 200, outputTokens: 9, costCents: 4 } });
+    const { rows } = await t.sql.query('select provider, model, billing_type from plugin_costs.cost_events where heartbeat_run_id = $1', [run.id]);
+    expect(rows).toEqual([{ provider: 'anthropic', model: 'claude-ref', billing_type: 'metered_api' }]);
+  });
+
   it('the final text the run server reports (`output`) is the result rather than the deltas', async () => {
     server.reset({}, { steps: ['thinking', ' aloud'], reference: { output: 'The final answer' } });
     const agent = await remoteAgent(t.api, company.id, server);
