@@ -255,7 +255,7 @@ export class Executor {
       for (const template of [follow.eventsUrl, follow.statusUrl, follow.stopUrl]) assertUnderConfiguredUrl(template.replaceAll('{id}', 'run-id'), configured);
       remote = {
         eventsUrl: follow.eventsUrl, statusUrl: follow.statusUrl, stopUrl: follow.stopUrl, reconnectMs: follow.reconnectMs,
-        terminalEvents: follow.terminalEvents, idField: follow.idField ?? 'id', createAttempts: follow.createAttempts ?? 3,
+        terminalEvents: follow.terminalEvents, idFields: typeof follow.idField === 'string' ? [follow.idField] : follow.idField ?? ['id'], createAttempts: follow.createAttempts ?? 3,
       };
     }
     const secretValues: string[] = [];

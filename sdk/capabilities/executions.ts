@@ -147,13 +147,22 @@ export interface HttpExecutionInput {
  * `canceled` or `stopped` end it failed (`remote_run_failed`, `remote_run_cancelled`).
  */
 export interface RemoteRunFollow {
-  /** The field of the create's JSON answer naming the remote run (default `id`). */
-  idField?: string;
+  /**
+   * The field of the create's JSON answer naming the remote run (default `id`), or several: the
+   * first one present names it (`['id', 'run_id']`). A status answer naming another run in the
+   * same field is not this run's.
+   */
+  idField?: string | string[];
   eventsUrl: string;
   statusUrl: string;
   stopUrl: string;
   reconnectMs: number;
-  /** SSE event names whose data carries the run's end (`status`, and `result`, `usage`). */
+  /**
+   * SSE event names whose data carries the run's end (`status`, and `result`, `usage`). An event
+   * sent without an `event:` line (the SSE default `message`) is named by its data's `event` field;
+   * a terminal event whose data has no `status` ends the run as the last part of its name says
+   * (`run.completed`: `completed`).
+   */
   terminalEvents: string[];
   /** Default 3. */
   createAttempts?: number;
@@ -223,6 +232,8 @@ const files = {
 };
 const args = { type: 'array', maxItems: 200, items: { type: 'string', maxLength: 8_192 } };
 const homeVariables = { type: 'object', maxProperties: 20, propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }, additionalProperties: relativePath };
+/** A field of a run server's JSON answer that names its run. */
+const idFieldName = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' };
 const stringMap = { type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxLength: 65_536 } };
 const processInput = {
   type: 'object', additionalProperties: false, required: ['kind', 'runId'],
@@ -289,7 +300,7 @@ const httpInput = {
     remoteRun: {
       type: 'object', additionalProperties: false, required: ['eventsUrl', 'statusUrl', 'stopUrl', 'reconnectMs', 'terminalEvents'],
       properties: {
-        idField: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+        idField: { anyOf: [idFieldName, { type: 'array', minItems: 1, maxItems: 5, items: idFieldName }] },
         eventsUrl: { type: 'string', minLength: 1, maxLength: 2000 }, statusUrl: { type: 'string', minLength: 1, maxLength: 2000 },
         stopUrl: { type: 'string', minLength: 1, maxLength: 2000 },
         reconnectMs: { type: 'integer', minimum: 10, maximum: 600_000 },
