@@ -41,11 +41,11 @@ describe('alpha_local parser: the stream of a successful run', () => {
       { kind: 'result', isError: false, text: 'Hello from the scripted model.', turns: 1, durationMs: expect.any(Number) },
     ]);
     expect(last(parsed, (p) => p.sessionId)).toBe(sessionId);
-    expect(last(parsed, (p) => p.result)).toEqual({ text: 'Hello from the scripted model.', isError: false, subtype: 'success' });
+    expect(last(parsed, (p) => p.result)).toEqual({ text: 'Hello from the scripted model.', isError: false, subtype: 'success', turns: 1, durationMs: expect.any(Number) });
     // Scripted: input 120, cache reads 40, cache writes 5, output 9 (the assistant event's own usage says output 1: the stream's start figure).
     expect(last(parsed, (p) => p.usage)).toEqual({
       provider: 'anthropic', model: 'claude-opus-5-5', billingType: 'metered_api',
-      inputTokens: 125, cachedInputTokens: 40, cacheWriteTokens: 5, outputTokens: 9, costUsd: expect.closeTo(0.000693, 9),
+      inputTokens: 120, cachedInputTokens: 40, cacheWriteTokens: 5, outputTokens: 9, costUsd: expect.closeTo(0.000693, 9),
     });
     expect(parsed.some((p) => p.failure)).toBe(false);
     expect(classify('text')).toBeNull();
@@ -98,6 +98,15 @@ describe('alpha_local parser: the stream of a successful run', () => {
     expect(entries(parsed)).toContainEqual({ kind: 'system', message: 'Claude subscription limit allowed_warning (five_hour), resets at 2026-11-30T08:00:00.000Z' });
   });
 
+  it('each line reads the same alone as in its run (the core hands a fresh parser to each batch); only the billing kind needs the init', () => {
+    for (const name of ['text', 'bash-tool', 'max-turns', 'usage-limit', 'auth-invalid-key', 'credit-too-low']) {
+      const alone = lines(name).map((line) => claudeCode.parser().line(line));
+      const strip = (p: ParsedLine) => (p.usage ? { ...p, usage: { ...p.usage, billingType: 'x', model: 'x' } } : p);
+      expect(alone.map(strip), name).toEqual(parse(name).map(strip));
+    }
+    expect(last(lines('text').map((line) => claudeCode.parser().line(line)), (p) => p.usage)).toMatchObject({ billingType: 'unknown', model: 'claude-opus-5-5' });
+  });
+
   it('a line it does not know is kept as a log line', () => {
     const parsed = claudeCode.parser().line({ type: 'something_new', detail: 1 });
     expect(parsed).toEqual({ transcript: [{ kind: 'log', line: '{"type":"something_new","detail":1}' }] });
@@ -113,10 +122,11 @@ describe('alpha_local parser: the stream of a successful run', () => {
 });
 
 describe('alpha_local parser and classifier: failures', () => {
-  it('an unknown session: the result names it, no session is kept, and the failure is tool_session_unknown', () => {
+  it('an unknown session: the result says so, no session is kept, and only the end names the failure (a fresh retry may still succeed)', () => {
     const parsed = parse('resume-unknown');
     expect(parsed.some((p) => p.sessionId)).toBe(false);
-    expect(last(parsed, (p) => p.failure)).toEqual({ errorCode: 'tool_session_unknown', message: 'No conversation found with session ID: 11111111-2222-3333-4444-555555555555' });
+    expect(parsed.some((p) => p.failure)).toBe(false);
+    expect(entries(parsed)).toContainEqual({ kind: 'error', message: 'No conversation found with session ID: 11111111-2222-3333-4444-555555555555' });
     expect(classify('resume-unknown')).toEqual({ errorCode: 'tool_session_unknown', message: 'No conversation found with session ID: 11111111-2222-3333-4444-555555555555' });
   });
 

@@ -1,13 +1,18 @@
 /**
  * Claude Code's `--output-format stream-json --verbose` lines, read into transcript entries,
  * usage, the session and the result (checked against the real output of 2.1.332 captured in
- * test/fixtures/coding-agents/claude-code/). One parser per execution: a refused resume retried
- * fresh arrives in the same execution, as a failed `result` followed by a new `system/init`.
+ * test/fixtures/coding-agents/claude-code/).
  *
  * The events: `system` (`init`; `api_retry` while the model API fails; `permission_denied`;
- * `thinking_tokens` progress), `assistant` (one event per content block; a failed model call is a
- * synthetic message with `error` and `is_api_error_message`), `user` (tool results),
- * `rate_limit_event` (subscription accounts only) and one `result` at the end.
+ * progress of thinking and of running commands), `assistant` (one event per content block; a
+ * failed model call is a synthetic message with `error` and `is_api_error_message`), `user` (tool
+ * results), `rate_limit_event` (subscription accounts only) and one `result` at the end.
+ *
+ * The core hands a fresh parser to each batch of lines, so every line is read on its own: a
+ * failure is named by the line that carries its facts (the synthetic assistant message for a
+ * refused model call, with its reset time; the result for turn and budget limits). The billing
+ * kind is the one exception: the result does not say how Claude Code signed in, so it is known
+ * only when the batch also held the `init` (an API key) or a `rate_limit_event` (a subscription).
  */
 import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
 
@@ -15,46 +20,34 @@ const RESULT_TEXT_LIMIT = 8 * 1024;
 
 type Json = Record<string, unknown>;
 
-export interface ClaudeStreamState {
-  model: string | null;
-  apiKeySource: string | null;
-  /** A `rate_limit_event` was seen: unified limits exist only for a Claude subscription. */
-  subscription: boolean;
-  /** The latest rate-limit figures: `resetsAt` gives a retry time. */
-  rateLimit: Json | null;
-  /** The error of the latest synthetic assistant message (the model API refused). */
-  apiError: { kind: string; status: number | null; text: string; rateLimit: Json | null } | null;
-  sawInit: boolean;
-}
+/** What earlier lines of the same batch said: hints only, never needed to read a line. */
+interface BatchHints { model: string | null; apiKeySource: string | null; subscription: boolean }
 
 export function claudeStreamParser(): { line(data: Json): ParsedLine } {
-  const state: ClaudeStreamState = { model: null, apiKeySource: null, subscription: false, rateLimit: null, apiError: null, sawInit: false };
+  const hints: BatchHints = { model: null, apiKeySource: null, subscription: false };
   return {
     line(data) {
       switch (data.type) {
-        case 'system': return systemLine(state, data);
-        case 'assistant': return assistantLine(state, data);
+        case 'system': return systemLine(hints, data);
+        case 'assistant': return assistantLine(data);
         case 'user': return userLine(data);
-        case 'rate_limit_event': return rateLimitLine(state, data);
-        case 'result': return resultLine(state, data);
+        case 'rate_limit_event': return rateLimitLine(hints, data);
+        case 'result': return resultLine(hints, data);
         default: return keep(data);
       }
     },
   };
 }
 
-function systemLine(state: ClaudeStreamState, data: Json): ParsedLine {
+function systemLine(hints: BatchHints, data: Json): ParsedLine {
   switch (data.subtype) {
     case 'init': {
-      // A new init is a new start (a fresh retry after a refused resume): forget the old one's errors.
-      state.sawInit = true;
-      state.apiError = null;
-      state.model = str(data.model);
-      state.apiKeySource = str(data.apiKeySource);
+      hints.model = str(data.model);
+      hints.apiKeySource = str(data.apiKeySource);
       const sessionId = str(data.session_id);
       const entry: TranscriptEntry = { kind: 'init' };
       if (sessionId) entry.sessionId = sessionId;
-      if (state.model) entry.model = state.model;
+      if (hints.model) entry.model = hints.model;
       if (str(data.claude_code_version)) entry.version = str(data.claude_code_version)!;
       if (Array.isArray(data.tools)) entry.tools = data.tools.filter((tool): tool is string => typeof tool === 'string');
       return sessionId ? { transcript: [entry], sessionId } : { transcript: [entry] };
@@ -80,14 +73,13 @@ function systemLine(state: ClaudeStreamState, data: Json): ParsedLine {
   }
 }
 
-function assistantLine(state: ClaudeStreamState, data: Json): ParsedLine {
+/** A model call Claude Code gave up on (after its own retries) ends the turn: the line names the failure. */
+function assistantLine(data: Json): ParsedLine {
   const message = obj(data.message);
   const blocks = Array.isArray(message?.content) ? message.content as Json[] : [];
   if (data.is_api_error_message === true || typeof data.error === 'string') {
     const text = blocks.map((block) => str(block.text) ?? '').join('').trim() || String(data.error ?? 'model API error');
-    const params = obj(data.api_error_params);
-    state.apiError = { kind: String(data.error ?? 'unknown'), status: num(data.api_error_status), text, rateLimit: obj(params?.rate_limit_info) };
-    return { transcript: [{ kind: 'error', message: text }] };
+    return { transcript: [{ kind: 'error', message: text }], failure: apiFailure(data, text) };
   }
   const transcript: TranscriptEntry[] = [];
   for (const block of blocks) {
@@ -97,6 +89,22 @@ function assistantLine(state: ClaudeStreamState, data: Json): ParsedLine {
     else if (block.type !== 'redacted_thinking' && block.type !== 'text' && block.type !== 'thinking') transcript.push({ kind: 'log', line: JSON.stringify(block) });
   }
   return { transcript };
+}
+
+function apiFailure(data: Json, text: string): Failure {
+  const kind = String(data.error ?? '');
+  const status = num(data.api_error_status);
+  if (kind === 'authentication_failed' || status === 401) {
+    return { errorCode: 'tool_auth_required', message: `Claude Code is not signed in: ${text}. Set ANTHROPIC_API_KEY (a secret reference) or CLAUDE_CODE_OAUTH_TOKEN (from \`claude setup-token\`) in the agent's env.` };
+  }
+  if (kind === 'billing_error') return { errorCode: 'tool_quota_exhausted', message: `Claude Code's account has no credit left: ${text}` };
+  if (kind === 'rate_limit' || status === 429) {
+    // A subscription's 5-hour or weekly limit is a rate limit too: it says when it resets.
+    const info = obj(obj(data.api_error_params)?.rate_limit_info);
+    return { errorCode: 'tool_rate_limited', message: text, retryAt: info ? resetTime(info) : null };
+  }
+  if (status === 529) return { errorCode: 'tool_rate_limited', message: text, retryAt: null };
+  return { errorCode: 'tool_crashed', message: `Claude Code stopped on a model API error: ${text}` };
 }
 
 function userLine(data: Json): ParsedLine {
@@ -113,40 +121,61 @@ function userLine(data: Json): ParsedLine {
   return { transcript };
 }
 
-function rateLimitLine(state: ClaudeStreamState, data: Json): ParsedLine {
-  state.subscription = true;
+function rateLimitLine(hints: BatchHints, data: Json): ParsedLine {
+  hints.subscription = true;
   const info = obj(data.rate_limit_info);
-  state.rateLimit = info;
   if (!info || info.status === 'allowed') return {};
   const resets = resetTime(info);
   return { transcript: [{ kind: 'system', message: `Claude subscription limit ${info.status}${info.rateLimitType ? ` (${info.rateLimitType})` : ''}${resets ? `, resets at ${resets}` : ''}` }] };
 }
 
-function resultLine(state: ClaudeStreamState, data: Json): ParsedLine {
+function resultLine(hints: BatchHints, data: Json): ParsedLine {
   const isError = data.is_error === true;
   const text = str(data.result);
+  const turns = num(data.num_turns);
+  const durationMs = num(data.duration_ms);
   const errors = Array.isArray(data.errors) ? data.errors.filter((e): e is string => typeof e === 'string') : [];
   const transcript: TranscriptEntry[] = errors.map((message) => ({ kind: 'error', message }));
   const entry: TranscriptEntry = { kind: 'result', isError };
   if (text !== null) entry.text = text;
-  if (num(data.num_turns) !== null) entry.turns = num(data.num_turns)!;
-  if (num(data.duration_ms) !== null) entry.durationMs = num(data.duration_ms)!;
+  if (turns !== null) entry.turns = turns;
+  if (durationMs !== null) entry.durationMs = durationMs;
   transcript.push(entry);
-  const parsed: ParsedLine = { transcript, result: { text, isError, ...(str(data.subtype) ? { subtype: data.subtype as string } : {}) } };
-  const usage = usageOf(state, data);
+  const parsed: ParsedLine = {
+    transcript,
+    result: { text, isError, ...(str(data.subtype) ? { subtype: data.subtype as string } : {}), ...(turns !== null ? { turns } : {}), ...(durationMs !== null ? { durationMs } : {}) },
+  };
+  const usage = usageOf(hints, data);
   if (usage) parsed.usage = usage;
-  // A result without an init is a start that never began (an unknown session): its id is not a session to keep.
-  if (state.sawInit && str(data.session_id)) parsed.sessionId = data.session_id as string;
-  if (isError) parsed.failure = failureOf(state, data, text, errors);
+  // A start that never began (an unknown session) names an id that is no session to keep.
+  if (str(data.session_id) && !(data.subtype === 'error_during_execution' && !turns)) parsed.sessionId = data.session_id as string;
+  const failure = resultFailure(data, text, errors);
+  if (failure) parsed.failure = failure;
   return parsed;
 }
 
 /**
- * Keel's usage from the result's totals: Anthropic's `input_tokens` excludes the cache, so the
- * uncached input is `input_tokens` plus the cache writes (`cache_creation_input_tokens`, input
- * read fresh and then cached), and the cached input is the cache reads.
+ * The limits the result itself reports. A refused model call was named by its assistant line;
+ * an unknown session is left to the kernel's fresh retry (a failure named here would outlive a
+ * retry that succeeds) and then to classify.
  */
-function usageOf(state: ClaudeStreamState, data: Json): ToolUsage | null {
+function resultFailure(data: Json, text: string | null, errors: string[]): Failure | null {
+  if (data.is_error !== true) return null;
+  const said = [...errors, text ?? ''].join(' ').trim();
+  if (data.subtype === 'error_max_turns') return { errorCode: 'tool_max_turns', message: `Claude Code stopped at its turn limit: ${said}` };
+  if (data.subtype === 'error_max_budget_usd') return { errorCode: 'tool_quota_exhausted', message: `Claude Code reached its --max-budget-usd: ${said}` };
+  if (data.subtype === 'error_during_execution' && !errors.some((e) => e.includes(UNKNOWN_SESSION))) {
+    return { errorCode: 'tool_crashed', message: said ? `Claude Code failed: ${said}` : 'Claude Code failed without saying why' };
+  }
+  return null;
+}
+
+/**
+ * The result's totals (the per-message usage of `assistant` events is the stream's start
+ * figure). Anthropic's `input_tokens` excludes the cache: it is the uncached input, the cache
+ * writes come apart (the core counts them as uncached input), the cache reads are the cached part.
+ */
+function usageOf(hints: BatchHints, data: Json): ToolUsage | null {
   const usage = obj(data.usage);
   if (!usage) return null;
   const input = num(usage.input_tokens) ?? 0;
@@ -157,9 +186,9 @@ function usageOf(state: ClaudeStreamState, data: Json): ToolUsage | null {
   if (input + cacheWrite + cacheRead + output === 0 && !cost) return null;
   const out: ToolUsage = {
     provider: 'anthropic',
-    model: modelOf(state, data),
-    billingType: billingType(state),
-    inputTokens: input + cacheWrite,
+    model: modelOf(hints, data),
+    billingType: billingType(hints),
+    inputTokens: input,
     cachedInputTokens: cacheRead,
     cacheWriteTokens: cacheWrite,
     outputTokens: output,
@@ -168,39 +197,20 @@ function usageOf(state: ClaudeStreamState, data: Json): ToolUsage | null {
   return out;
 }
 
-/** The session's model, or the model that cost most when the result names others (side calls). */
-function modelOf(state: ClaudeStreamState, data: Json): string {
+/** The session's model when the batch named it, else the model that cost most (side calls use a smaller one). */
+function modelOf(hints: BatchHints, data: Json): string {
   const perModel = obj(data.modelUsage);
   const names = perModel ? Object.keys(perModel) : [];
-  if (state.model && (names.length === 0 || names.includes(state.model))) return state.model;
+  if (hints.model && (names.length === 0 || names.includes(hints.model))) return hints.model;
   const costliest = names.sort((a, b) => (num(obj(perModel![b])?.costUSD) ?? 0) - (num(obj(perModel![a])?.costUSD) ?? 0))[0];
-  return costliest ?? state.model ?? 'unknown';
+  return costliest ?? hints.model ?? 'unknown';
 }
 
-/** An API key is metered; unified rate limits mean a Claude subscription; anything else (a bearer token, a cloud provider) is not known. */
-function billingType(state: ClaudeStreamState): ToolUsage['billingType'] {
-  if (state.apiKeySource === 'ANTHROPIC_API_KEY' || state.apiKeySource === 'apiKeyHelper') return 'metered_api';
-  if (state.subscription) return 'subscription_included';
+/** An API key is metered; unified rate limits mean a Claude subscription; otherwise (a bearer token, a cloud provider, an init in an earlier batch) not known. */
+function billingType(hints: BatchHints): ToolUsage['billingType'] {
+  if (hints.apiKeySource === 'ANTHROPIC_API_KEY' || hints.apiKeySource === 'apiKeyHelper') return 'metered_api';
+  if (hints.subscription) return 'subscription_included';
   return 'unknown';
-}
-
-function failureOf(state: ClaudeStreamState, data: Json, text: string | null, errors: string[]): Failure {
-  const said = [...errors, text ?? ''].join(' ').trim();
-  if (data.subtype === 'error_max_turns') return { errorCode: 'tool_max_turns', message: `Claude Code stopped at its turn limit: ${said}` };
-  if (data.subtype === 'error_max_budget_usd') return { errorCode: 'tool_quota_exhausted', message: `Claude Code reached its --max-budget-usd: ${said}` };
-  if (errors.some((e) => e.includes(UNKNOWN_SESSION))) return { errorCode: 'tool_session_unknown', message: said };
-  const api = state.apiError;
-  if (api?.kind === 'authentication_failed' || data.api_error_status === 401) {
-    return { errorCode: 'tool_auth_required', message: `Claude Code is not signed in: ${api?.text ?? said}. Set ANTHROPIC_API_KEY (a secret reference) or CLAUDE_CODE_OAUTH_TOKEN (from \`claude setup-token\`) in the agent's env.` };
-  }
-  if (api?.kind === 'billing_error') return { errorCode: 'tool_quota_exhausted', message: `Claude Code's account has no credit left: ${api.text}` };
-  if (api?.kind === 'rate_limit' || data.api_error_status === 429) {
-    // A subscription's 5-hour or weekly limit is a rate limit too: it says when it resets.
-    const info = api?.rateLimit ?? state.rateLimit;
-    return { errorCode: 'tool_rate_limited', message: api?.text ?? said, retryAt: info ? resetTime(info) : null };
-  }
-  if (api?.status === 529) return { errorCode: 'tool_rate_limited', message: api.text, retryAt: null };
-  return { errorCode: 'tool_crashed', message: said ? `Claude Code failed: ${said}` : 'Claude Code failed without saying why' };
 }
 
 export const UNKNOWN_SESSION = 'No conversation found with session ID';
