@@ -169,3 +169,30 @@ describe('stopping and failing', () => {
     expect(state.lastError).toContain('npm install -g @anthropic-ai/claude-code');
   });
 });
+
+describe('alpha-login and the environment test', () => {
+  it('an agent with an API key: logged in, and the test makes one real model call with it', async () => {
+    const agent = await claudeAgent();
+    const login = await t.api.post(`/api/agents/${agent.id}/alpha-login`, {});
+    expect(login.status, login.text).toBe(200);
+    expect(login.body).toMatchObject({ adapterType: 'alpha_local', status: 'logged_in', loggedIn: true, authMethod: 'api_key', credentialVariables: ['ANTHROPIC_API_KEY'] });
+    script = () => ({ text: 'ready', usage: { inputTokens: 5, outputTokens: 1 } });
+    const asked = model.messages().length;
+    const test = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(test.status, test.text).toBe(200);
+    expect(test.body).toMatchObject({ ok: true, version: '2.1.332', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
+    const [request] = model.messages().slice(asked);
+    expect(request.tools ?? []).toEqual([]); // the probe offers the model no tools
+  });
+
+  it('an agent without a credential: what to do next, and the test names the same fix', async () => {
+    const agent = await createAgent(t.api, company.id, { adapterType: 'alpha_local', adapterConfig: { command: claude, env: { ANTHROPIC_BASE_URL: model.url } } });
+    const login = await t.api.post(`/api/agents/${agent.id}/alpha-login`, {});
+    expect(login.status, login.text).toBe(200);
+    expect(login.body).toMatchObject({ status: 'action_required', loggedIn: false, authMethod: 'none', credentialVariables: [] });
+    expect(login.body.options.map((option: any) => option.variable)).toEqual(['CLAUDE_CODE_OAUTH_TOKEN', 'ANTHROPIC_API_KEY']);
+    expect(login.body.options[0].steps[0]).toContain('claude setup-token');
+    const test = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(test.body).toMatchObject({ ok: false, checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: false, message: expect.stringContaining('tool_auth_required') }] });
+  });
+});

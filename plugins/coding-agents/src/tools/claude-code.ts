@@ -18,6 +18,7 @@
  */
 import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
 import { claudeStreamParser, resetTime, UNKNOWN_SESSION } from './claude-code-stream.ts';
+import { LOGIN_STATUS_ARGS, loginAnswer } from './claude-code-login.ts';
 
 const STREAM = ['-p', '--output-format', 'stream-json', '--verbose'];
 const CONFIG_DIR = '.claude';
@@ -107,6 +108,8 @@ export const claudeCode: ToolDriver = {
     if (config.model) args.push('--model', config.model);
     return { args, stdin: 'Answer with the single word: ready', env: { ...QUIET, CLAUDE_CODE_MAX_RETRIES: '1' }, homeVariables: { CLAUDE_CONFIG_DIR: CONFIG_DIR } };
   },
+
+  login: { statusArgs: LOGIN_STATUS_ARGS, answer: loginAnswer },
 };
 
 function argsFor(config: LocalConfig, sessionId: string | null): string[] {
