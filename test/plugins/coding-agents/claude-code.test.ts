@@ -1,4 +1,5 @@
-import { readdir, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codingTool } from '../../support/coding-tools.ts';
@@ -143,6 +144,38 @@ describe('an alpha_local agent works on its issue with the real Claude Code', ()
     expect(entries).toContainEqual(expect.objectContaining({ kind: 'error', message: `No conversation found with session ID: ${first.sessionIdAfter}` }));
     expect(entries).toContainEqual(expect.objectContaining({ kind: 'system', message: `Claude Code no longer had session ${first.sessionIdAfter}: the run started a fresh session` }));
     expect(entries.filter((entry) => entry.kind === 'init').at(-1)).toMatchObject({ sessionId: third.sessionIdAfter });
+  });
+});
+
+describe('instructions and skills reach Claude Code where it reads them', () => {
+  it('the instructions bundle is its user-level CLAUDE.md and a desired skill is in its skills folder: the model sees both; a skill no longer desired goes', async () => {
+    const agent = await claudeAgent();
+    expect((await t.api.put(`/api/agents/${agent.id}/instructions-bundle/file?path=AGENTS.md`, { content: '# House rules\nAlways answer in haiku (marker-7141).' })).status).toBe(201);
+    const folder = await mkdtemp(join(tmpdir(), 'keel-claude-skill-'));
+    await chmod(folder, 0o755);
+    await writeFile(join(folder, 'SKILL.md'), '---\nname: Widget Counting\ndescription: Counts widgets precisely (marker-5532)\n---\n# Count widgets\n');
+    const imported = await t.api.post(`/api/companies/${company.id}/skills/import`, { source: folder });
+    expect(imported.status, imported.text).toBe(201);
+    const synced = await t.api.post(`/api/agents/${agent.id}/skills/sync`, { desiredSkills: [imported.body.imported[0].key] });
+    expect(synced.status, synced.text).toBe(200);
+    const runtimeName = synced.body.entries.find((entry: any) => entry.key === imported.body.imported[0].key).runtimeName;
+
+    script = () => ({ text: 'Seen.', usage: { inputTokens: 10, outputTokens: 2 } });
+    const asked = model.messages().length;
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id)).run.id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const seen = JSON.stringify(model.messages().slice(asked)[0]);
+    expect(seen).toContain('Always answer in haiku (marker-7141).');
+    expect(seen).toContain('Counts widgets precisely (marker-5532)');
+    expect(seen).toContain(runtimeName);
+
+    // The skill is no longer desired: a fresh session of the next run is not offered it (a resumed one keeps its history).
+    expect((await t.api.post(`/api/agents/${agent.id}/skills/sync`, { desiredSkills: [] })).status).toBe(200);
+    const again = model.messages().length;
+    expect((await runWhen(t, (await wakeOk(t.api, agent.id, { forceFreshSession: true })).run.id)).status).toBe('succeeded');
+    const later = JSON.stringify(model.messages().slice(again)[0]);
+    expect(later).not.toContain('marker-5532');
+    expect(later).toContain('marker-7141');
   });
 });
 
