@@ -19,6 +19,7 @@ import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErr
  * page is seen while the run is still going.
  */
 const FIXTURE = fileURLToPath(new URL('./fixtures/transcript-tool', import.meta.url));
+const LOGIN_FIXTURE = fileURLToPath(new URL('./fixtures/login-tool', import.meta.url));
 const TOOL = `const fs = require('node:fs');
 const [mode, gate] = process.argv.slice(2);
 if (mode === '--version') { console.log('fixture-tool 1.2.3'); process.exit(0); }
@@ -149,7 +150,7 @@ describe('console: coding-tool agents in a browser', () => {
     // Without the coding-agents plugin the kernel stores what the form sends as it is, so the
     // test reads back exactly the form's configuration (with it, the plugin validates it first).
     const disabled = await t.api.post('/api/plugins/coding-agents/disable', {});
-    expect([200, 404], disabled.text).toContain(disabled.status);
+    expect(disabled.status, disabled.text).toBe(200);
     const catalog = (await t.api.get('/api/llms/agent-configuration.json')).body.adapterTypes as any[];
     const efforts = (type: string) => catalog.find((entry) => entry.type === type).fields.find((field: any) => field.name === 'effort')?.values ?? null;
     const secret = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'anthropic-key', value: 'sk-not-for-the-page' });
@@ -204,11 +205,24 @@ describe('console: coding-tool agents in a browser', () => {
     expect(edited).not.toHaveProperty('maxTurns');
     expect(await settings.getByLabel('Effort').inputValue()).toBe('low');
 
-    // Log in shows the API's answer; with the plugin off, its word that no plugin runs alpha_local.
+    // Log in shows the API's answer: with no plugin running alpha_local, its refusal; with one, every field of its answer.
     await page.getByRole('button', { name: 'Log in' }).click();
-    const login = await t.api.post(`/api/agents/${agentId}/alpha-login`, {});
-    expect([login.status, login.body.code]).toEqual([409, 'adapter_unavailable']);
-    await poll(() => page.getByRole('alert').textContent()).toBe(login.body.error);
+    const refused = await t.api.post(`/api/agents/${agentId}/alpha-login`, {});
+    expect([refused.status, refused.body.code]).toEqual([409, 'adapter_unavailable']);
+    await poll(() => page.getByRole('alert').textContent()).toBe(refused.body.error);
+    await installAndEnable(t, LOGIN_FIXTURE);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    const answer = page.getByRole('region', { name: 'Login answer' });
+    await poll(() => answer.count()).toBe(1);
+    const login = (await t.api.post(`/api/agents/${agentId}/alpha-login`, {})).body;
+    expect(login).toMatchObject({ status: 'logged_in', credentialVariables: ['ANTHROPIC_API_KEY'] });
+    const fields = async () => answer.locator(':scope > dl > div').evaluateAll((rows) => rows.map((row) => [row.querySelector('dt')!.textContent, row.querySelector('dd')!.textContent]));
+    expect(await fields()).toEqual([
+      ['adapterType', 'alpha_local'], ['status', 'logged_in'], ['credentialVariables', 'ANTHROPIC_API_KEY'], ['nextStep', login.nextStep],
+      ['options', 'methodapi_keyvariableANTHROPIC_API_KEYstepsCreate an API key.Store it as a company secret.'],
+    ]);
+    expect(await answer.getByRole('listitem').filter({ hasText: 'Store it as a company secret.' }).count()).toBeGreaterThan(0);
+    expect(await seriousViolations(page)).toEqual([]);
     expect(unexpectedErrors(consoleErrors)).toEqual([]);
   }, 120_000);
 });

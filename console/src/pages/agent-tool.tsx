@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { api, type Agent } from '../api.ts';
 import { ActionButton, Form, Status } from '../ui.tsx';
 import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog } from './adapter-config.tsx';
@@ -27,19 +27,24 @@ function TestResult({ answer }: { answer: TestAnswer }) {
   );
 }
 
-/** What POST /api/agents/{id}/alpha-login answers: the operator's next step, in the plugin's words. */
-function LoginAnswer({ answer }: { answer: Record<string, unknown> }) {
-  const entries = Object.entries(answer);
+/** A value of the login answer, whatever its shape: text, a list of its items, or its fields. */
+function AnswerValue({ value }: { value: unknown }): ReactNode {
+  if (value === null || value === undefined) return <span className="muted">none</span>;
+  if (typeof value !== 'object') return <span className="prewrap">{String(value)}</span>;
+  if (Array.isArray(value)) {
+    if (value.length === 0) return <span className="muted">none</span>;
+    return <ol className="answer-list">{value.map((item, index) => <li key={index}><AnswerValue value={item} /></li>)}</ol>;
+  }
   return (
-    <div className="login-answer" aria-label="Login answer">
-      <dl className="facts">
-        {entries.map(([name, value]) => (
-          <div key={name}><dt>{name}</dt><dd>{typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean'
-            ? String(value) : <pre className="code">{JSON.stringify(value, null, 2)}</pre>}</dd></div>
-        ))}
-      </dl>
-    </div>
+    <dl className="answer-fields">
+      {Object.entries(value as Record<string, unknown>).map(([name, item]) => <div key={name}><dt>{name}</dt><dd><AnswerValue value={item} /></dd></div>)}
+    </dl>
   );
+}
+
+/** What POST /api/agents/{id}/alpha-login answers: the login state and the operator's next step, in the plugin's words. */
+function LoginAnswer({ answer }: { answer: Record<string, unknown> }) {
+  return <section className="login-answer" aria-label="Login answer"><h3>Log in</h3><AnswerValue value={answer} /></section>;
 }
 
 /**
