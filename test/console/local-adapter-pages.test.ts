@@ -31,7 +31,7 @@ say([{ kind: 'init', sessionId: 'sess-1', model: 'scripted-1', version: '1.2.3',
   { kind: 'log', line: '{"type":"rate_limit_event"}' }]);
 console.log('a plain line, in the raw log only');
 const finish = () => {
-  say([{ kind: 'tool_result', id: 'call-1', output: '{"identifier":"CON-1","title":"Fix the login"}' },
+  say([{ kind: 'tool_result', id: 'call-1', output: '{"identifier":"CON-1","title":"<img src=x onerror=window.pwned=1>"}' },
     { kind: 'error', message: 'the model was rate limited once; retried' },
     { kind: 'assistant', text: 'Commented on CON-1 and set it done.' },
     { kind: 'result', text: 'Commented and closed CON-1.', isError: false, turns: 3, durationMs: 4200 }]);
@@ -93,7 +93,10 @@ describe('console: coding-tool agents in a browser', () => {
     await call.locator('summary').click();
     const [input, output] = await call.locator('pre').allTextContents();
     expect(JSON.parse(input!)).toEqual({ command: 'node -e "read the issue"' });
-    expect(output).toBe('{"identifier":"CON-1","title":"Fix the login"}');
+    // What the tool reported is text on the page, never markup: an agent writes it.
+    expect(output).toBe('{"identifier":"CON-1","title":"<img src=x onerror=window.pwned=1>"}');
+    expect(await conversation.locator('img').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { pwned?: number }).pwned)).toBeUndefined();
     const error = conversation.locator('[data-kind="error"]');
     expect(await error.textContent()).toBe('Error: the model was rate limited once; retried');
     expect(await error.evaluate((element) => element.className)).toContain('t-error');
