@@ -167,6 +167,11 @@ describe('Gemini driver: launching', () => {
     expect(settings.tools).toEqual({ sandboxNetworkAccess: true });
   });
 
+  it('runs the CLI\'s own default model for the kernel\'s gamma-default placeholder', () => {
+    const launch = geminiDriver.launch({ config: config({ model: 'gamma-default' }), sessionId: null, prompt: 'p', instructions: null, skills: [] });
+    expect(launch.args.slice(4, 6)).toEqual(['-m', 'auto']);
+  });
+
   it('reads the version the CLI prints', () => {
     expect(geminiDriver.parseVersion('0.61.0\n')).toBe('0.61.0');
     expect(geminiDriver.parseVersion('nothing')).toBeNull();

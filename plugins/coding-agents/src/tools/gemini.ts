@@ -31,6 +31,12 @@ const RESUME_REFUSED = ['Error resuming session'];
 /** `auto` is the CLI's own default: it routes each turn to a Pro or Flash model. */
 const DEFAULT_MODEL = 'auto';
 const INSTALL = 'npm install -g @google/gemini-cli';
+/**
+ * The model to run: the configured one, else the CLI's default. `gamma-default` is the spec's
+ * placeholder that the kernel fills in on create (kernel/tenancy/adapter-defaults.ts); no
+ * provider knows it, so it means the tool's default too.
+ */
+export const modelOf = (local: LocalConfig): string => (local.model && local.model !== 'gamma-default' ? local.model : DEFAULT_MODEL);
 
 /** The variables the CLI reads to pick its authentication; the first present names the type. */
 function authType(env: Record<string, unknown>): string {
@@ -58,7 +64,7 @@ export function geminiSettings(local: LocalConfig): Record<string, unknown> {
 
 /** The flags every run and probe carries. The prompt is `-p ""`: its text comes on stdin. */
 function commonArgs(local: LocalConfig): string[] {
-  return ['--output-format', 'stream-json', '--approval-mode', 'yolo', '-m', local.model ?? DEFAULT_MODEL];
+  return ['--output-format', 'stream-json', '--approval-mode', 'yolo', '-m', modelOf(local)];
 }
 
 const env = {
