@@ -106,7 +106,7 @@ export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): { line(d
   displayName: 'Gemini CLI',
   executable: 'gemini',
   install: INSTALL,
-  supportedVersions: '0.61.x (tested with 0.61.0): `-p` with `--output-format stream-json` (events init, message, tool_use, tool_result, error, result with stats), `--approval-mode yolo`, `--resume <session id>`',
+  supportedVersions: '0.51 to 0.61 (tested with 0.61.0; 0.51.0 run by hand with the same flags and events): `-p` with `--output-format stream-json` (events init, message, tool_use, tool_result, error, result with stats), `--approval-mode yolo`, `--resume <session id>`',
   defaultModel: DEFAULT_MODEL,
   efforts: null,
   supportsMaxTurns: true,
