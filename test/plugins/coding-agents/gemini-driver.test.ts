@@ -28,7 +28,7 @@ const classify = (name: string) => geminiDriver.classify({
 });
 
 describe('Gemini driver: reading gemini --output-format stream-json', () => {
-  it('turns a streamed answer into init, one assistant entry per chunk, the result with its text, and usage split into cached and uncached', () => {
+  it('turns a streamed answer into init, one assistant entry per chunk, the result, and usage split into cached and uncached', () => {
     const parsed = parseAll('text');
     const sessionId = sessionOf('text');
     const { stats } = JSON.parse(stdoutLines('text').at(-1)!) as { stats: { duration_ms: number } };
@@ -41,7 +41,8 @@ describe('Gemini driver: reading gemini --output-format stream-json', () => {
     ]);
     // Scripted: 100 prompt tokens of which 40 cached, 7 out.
     expect(usageOf(parsed)).toEqual([{ provider: 'google', model: 'gemini-2.5-flash', billingType: 'metered_api', inputTokens: 60, cachedInputTokens: 40, outputTokens: 7 }]);
-    expect(resultOf(parsed)).toEqual({ text: 'Hello from the model.', isError: false });
+    // The result event carries no text: the core collects the answer (test/plugins/coding-agents/answer.test.ts).
+    expect(resultOf(parsed)).toEqual({ text: null, isError: false });
     expect(classify('text')).toBeNull();
   });
 
@@ -53,8 +54,6 @@ describe('Gemini driver: reading gemini --output-format stream-json', () => {
     expect(result).toEqual({ kind: 'tool_result', id: (call as { id: string }).id, output: 'hello-from-shell\nkeel-agent' });
     // Scripted: 1200 in (200 cached) + 1300 in (1000 cached), 30 + 12 out, and 40 thinking tokens.
     expect(usageOf(parsed)).toEqual([{ provider: 'google', model: 'gemini-2.5-flash', billingType: 'metered_api', inputTokens: 1300, cachedInputTokens: 1200, outputTokens: 82 }]);
-    // The result's text is the answer after the last tool call.
-    expect(resultOf(parsed)).toEqual({ text: 'The shell said hello.', isError: false });
   });
 
   it('sums the usage of the auto model\'s routing call and its turn, named after the model that answered', () => {
@@ -119,9 +118,11 @@ describe('Gemini driver: classifying failures from the real output', () => {
     expect(classify('rate-limit')).toMatchObject({ errorCode: 'tool_rate_limited' });
   });
 
-  it('an empty answer is an error result whose text is the error event before it; an unknown model is a crash naming the API\'s message', () => {
+  it('an empty answer is an error event that names the failure, then an error result (exit 0); an unknown model is a crash naming the API\'s message', () => {
     const parsed = parseAll('empty-response');
-    expect(resultOf(parsed)).toEqual({ text: expect.stringContaining('The model returned an empty response'), isError: true });
+    expect(exitOf('empty-response')).toBe(0);
+    expect(parsed.find((line) => line.failure)?.failure).toEqual({ errorCode: 'tool_crashed', message: expect.stringContaining('The model returned an empty response') });
+    expect(resultOf(parsed)).toEqual({ text: null, isError: true });
     expect(classify('model-not-found')).toEqual({ errorCode: 'tool_crashed', message: expect.stringContaining('models/gemini-9 is not found') });
   });
 

@@ -29,17 +29,7 @@ const str = (value: unknown): string | null => (typeof value === 'string' ? valu
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 const unknownLine = (data: Json): ParsedLine => ({ transcript: [{ kind: 'log', line: JSON.stringify(data).slice(0, 4_000) }] });
 
-/** A parser for one execution: it names the usage after the model the init event reported. */
-export function cursorParser(context: CursorContext): { line(data: Json): ParsedLine } {
-  let model = context.model;
-  return {
-    line(data) {
-      if (data.type === 'system' && typeof data.model === 'string' && data.model) model = data.model;
-      return parseCursorLine(data, { ...context, model });
-    },
-  };
-}
-
+/** One event's meaning, without what earlier lines said (the core parses each batch of lines with a fresh parser). */
 export function parseCursorLine(data: Json, context: CursorContext): ParsedLine {
   switch (data.type) {
     case 'system': {

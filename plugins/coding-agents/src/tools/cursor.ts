@@ -1,4 +1,4 @@
-import { classifyCursor, CURSOR_SESSION_REFUSED, cursorParser, type CursorContext } from './cursor-events.ts';
+import { classifyCursor, CURSOR_SESSION_REFUSED, parseCursorLine, type CursorContext } from './cursor-events.ts';
 import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
 
 /**
@@ -59,7 +59,7 @@ function context(local: LocalConfig | undefined): CursorContext {
   return { model: local?.model ?? DEFAULT_MODEL, billingType: 'subscription_included' };
 }
 
-export const cursorDriver: ToolDriver & { parser(config?: LocalConfig): { line(data: Record<string, unknown>): ReturnType<ReturnType<typeof cursorParser>['line']> } } = {
+export const cursorDriver: ToolDriver & { parser(config?: LocalConfig): ReturnType<ToolDriver['parser']> } = {
   adapterType: 'cursor',
   displayName: 'Cursor CLI',
   executable: 'cursor-agent',
@@ -75,7 +75,11 @@ export const cursorDriver: ToolDriver & { parser(config?: LocalConfig): { line(d
     { flag: '--approve-mcps', takesValue: false },
   ],
   launch,
-  parser: (local?: LocalConfig) => cursorParser(context(local)),
+  /** The usage is named after the configured model: the result event does not name one, and the init event may come in another batch. */
+  parser(local?: LocalConfig) {
+    const usage = context(local);
+    return { line: (data) => parseCursorLine(data, usage) };
+  },
   classify: (input) => classifyCursor(input, INSTALL),
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d{4}\.\d{1,2}\.\d{1,2}-[0-9a-f]+)\b/.exec(stdout)?.[1] ?? /\b(\d+\.\d+\.\d+[\w.+-]*)\b/.exec(stdout)?.[1] ?? null,

@@ -21,9 +21,10 @@ import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.t
  *     tokens, which `total_tokens` does count: Gemini bills thinking as output.
  *
  * A refused resume, a missing credential and an untrusted folder print to stderr only (no event).
- * Chunks of an answer become one transcript entry each: nothing waits in the parser, so a tool
- * that dies mid-answer loses nothing. The parser remembers the answer since the last tool call,
- * as the result's text (the result event carries none).
+ * Each chunk of an answer becomes a transcript entry of its own, and the result event carries no
+ * text: the core collects the answer since the last tool call as the result's text (answer.ts).
+ * An `error` event of severity `error` (an empty, blocked or malformed answer) is followed by an
+ * error result, so it names the run's failure.
  */
 
 const OUTPUT_LIMIT = 8 * 1024;
@@ -50,27 +51,7 @@ export function cut(text: string): string {
 
 const unknownLine = (data: Json): ParsedLine => ({ transcript: [{ kind: 'log', line: JSON.stringify(data).slice(0, 4_000) }] });
 
-/**
- * A parser for one execution. It keeps the answer since the last tool call, the result's text
- * on success, and the last error event, the reason of an error result that names none (an empty
- * or blocked answer).
- */
-export function geminiParser(context: UsageContext): { line(data: Json): ParsedLine } {
-  let answer = '';
-  let lastError: string | null = null;
-  return {
-    line(data) {
-      if (data.type === 'tool_use') answer = '';
-      if (data.type === 'message' && data.role === 'assistant' && typeof data.content === 'string') answer += data.content;
-      if (data.type === 'error' && data.severity !== 'warning' && typeof data.message === 'string') lastError = data.message;
-      const parsed = parseGeminiLine(data, context);
-      if (parsed.result && parsed.result.text === null) parsed.result.text = parsed.result.isError ? lastError : answer || null;
-      return parsed;
-    },
-  };
-}
-
-/** One event's meaning, without what earlier lines said. */
+/** One event's meaning, without what earlier lines said (the core parses each batch of lines with a fresh parser). */
 export function parseGeminiLine(data: Json, context: UsageContext): ParsedLine {
   switch (data.type) {
     case 'init': {
@@ -101,7 +82,8 @@ export function parseGeminiLine(data: Json, context: UsageContext): ParsedLine {
     case 'error': {
       const message = str(data.message);
       if (message === null) return unknownLine(data);
-      return { transcript: [{ kind: data.severity === 'warning' ? 'system' : 'error', message }] };
+      if (data.severity === 'warning') return { transcript: [{ kind: 'system', message }] };
+      return { transcript: [{ kind: 'error', message }], failure: failureOf(message) ?? { errorCode: 'tool_crashed', message } };
     }
     case 'result':
       return parseResult(data, context);

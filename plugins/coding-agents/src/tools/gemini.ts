@@ -1,5 +1,5 @@
 import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
-import { classifyGemini, geminiParser, type UsageContext } from './gemini-events.ts';
+import { classifyGemini, parseGeminiLine, type UsageContext } from './gemini-events.ts';
 
 /**
  * `gamma_local`: Google's Gemini CLI (`gemini`, npm `@google/gemini-cli`), run headless as
@@ -101,7 +101,7 @@ function usageContext(local: LocalConfig | undefined): UsageContext {
   return { billingType: local === undefined || keyed ? 'metered_api' : 'unknown' };
 }
 
-export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): { line(data: Record<string, unknown>): ReturnType<ReturnType<typeof geminiParser>['line']> } } = {
+export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): ReturnType<ToolDriver['parser']> } = {
   adapterType: 'gamma_local',
   displayName: 'Gemini CLI',
   executable: 'gemini',
@@ -119,8 +119,11 @@ export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): { line(d
     { flag: '--debug', takesValue: false }, { flag: '-d', takesValue: false },
   ],
   launch,
-  /** The billing type comes from the agent's configuration (the events do not say how the CLI authenticated). */
-  parser: (local?: LocalConfig) => geminiParser(usageContext(local)),
+  /** The billing type comes from the agent's configuration when given (the events do not say how the CLI authenticated). */
+  parser(local?: LocalConfig) {
+    const context = usageContext(local);
+    return { line: (data) => parseGeminiLine(data, context) };
+  },
   classify: (input) => classifyGemini(input, INSTALL),
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? null,
