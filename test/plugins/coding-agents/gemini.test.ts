@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codingTool } from '../../support/coding-tools.ts';
 import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
+import { processesOfRun } from '../../support/processes.ts';
+import { waitFor } from '../../support/wait-for.ts';
 import { isJsonCall, lastFunctionResponses, lastUserText, routerReply, startScriptedGemini, type GeminiReply, type GeminiRequest, type ScriptedGemini } from '../../support/scripted-models/gemini.ts';
 import { runWhen, startRuntimeWorld, wakeOk } from '../runtime/helpers.ts';
 
@@ -36,6 +39,7 @@ function script(request: GeminiRequest): GeminiReply {
   if (lastFunctionResponses(request).length > 0) {
     return { text: ['Commented on the issue ', 'and set it done.'], usage: { promptTokenCount: 1300, cachedContentTokenCount: 1000, candidatesTokenCount: 12, thoughtsTokenCount: 40 } };
   }
+  if (prompt.includes('long nap')) return { functionCall: { name: 'run_shell_command', args: { command: 'sleep 300' } } };
   if (prompt.includes('again')) return { text: 'I remember: I already commented.', usage: { promptTokenCount: 1500, cachedContentTokenCount: 1300, candidatesTokenCount: 3 } };
   return { functionCall: { name: 'run_shell_command', args: { command: CALL_KEEL } }, usage: { promptTokenCount: 1200, cachedContentTokenCount: 200, candidatesTokenCount: 30 } };
 }
@@ -139,6 +143,18 @@ describe('a Gemini CLI agent', () => {
     const log = (await t.api.get(`/api/heartbeat-runs/${second.id}/log`)).body.content as string;
     expect(log).toContain('Error resuming session');
     expect((await transcriptOf(second.id)).map((entry) => entry.message)).toContain(`Gemini CLI no longer had session ${old}: the run started a fresh session`);
+  });
+
+  it('is cancelled mid-turn, while its shell runs a command: the CLI and its shell\'s processes are gone', async () => {
+    const agent = await geminiAgent();
+    const { run } = await wakeOk(t.api, agent.id, { reason: 'take a long nap' });
+    const cmdline = (pid: number) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '); } catch { return ''; } };
+    await waitFor(async () => processesOfRun(run.id).some((pid) => cmdline(pid).startsWith('sleep 300')), 'the agent\'s shell to run its command', 60_000);
+    expect(processesOfRun(run.id).length).toBeGreaterThan(1);
+    const res = await t.api.post(`/api/heartbeat-runs/${run.id}/cancel`);
+    expect(res.status, res.text).toBe(200);
+    expect((await runWhen(t, run.id, ended, 60_000)).status).toBe('cancelled');
+    await waitFor(async () => processesOfRun(run.id).length === 0, 'every process of the run to be gone', 60_000);
   });
 
   it('fails as not installed, naming the install command, when its command is missing', async () => {
