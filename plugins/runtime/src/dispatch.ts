@@ -1,6 +1,6 @@
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
-import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, type Row, type RuntimeContext } from './context.ts';
+import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, unavailableMessage, type Row, type RuntimeContext } from './context.ts';
 import { instructionsForRun } from './instructions.ts';
 import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
@@ -63,7 +63,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
   try {
     contributor = await contributorOf(ctx, agent.adapterType);
     if (!contributor && !OWN_ADAPTERS.has(agent.adapterType)) {
-      await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
+      await failBeforeStart(ctx, run, 'adapter_unavailable', unavailableMessage(agent.adapterType));
       return true;
     }
     if (contributor) {
