@@ -42,7 +42,7 @@ describe('Cursor driver: reading the documented stream-json example', () => {
       { kind: 'assistant', text: 'Done! I\'ve created the summary in summary.txt' },
       { kind: 'result', text: 'I\'ll read the README.md fileBased on the README, I\'ll create a summaryDone! I\'ve created the summary in summary.txt', isError: false, durationMs: 5234 },
     ]);
-    expect(parsed.at(-1)?.result).toEqual({ text: expect.stringContaining('Done! I\'ve created the summary'), isError: false, subtype: 'success' });
+    expect(parsed.at(-1)?.result).toEqual({ text: expect.stringContaining('Done! I\'ve created the summary'), isError: false, subtype: 'success', durationMs: 5234 });
     // The documented result carries no usage: the run's usage stays unknown.
     expect(parsed.some((line) => line.usage)).toBe(false);
     expect(parsed.some((line) => line.failure)).toBe(false);

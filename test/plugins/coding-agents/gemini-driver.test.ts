@@ -42,7 +42,7 @@ describe('Gemini driver: reading gemini --output-format stream-json', () => {
     // Scripted: 100 prompt tokens of which 40 cached, 7 out.
     expect(usageOf(parsed)).toEqual([{ provider: 'google', model: 'gemini-2.5-flash', billingType: 'metered_api', inputTokens: 60, cachedInputTokens: 40, outputTokens: 7 }]);
     // The result event carries no text: the core collects the answer (test/plugins/coding-agents/answer.test.ts).
-    expect(resultOf(parsed)).toEqual({ text: null, isError: false });
+    expect(resultOf(parsed)).toEqual({ text: null, isError: false, durationMs: stats.duration_ms });
     expect(classify('text')).toBeNull();
   });
 
@@ -122,7 +122,7 @@ describe('Gemini driver: classifying failures from the real output', () => {
     const parsed = parseAll('empty-response');
     expect(exitOf('empty-response')).toBe(0);
     expect(parsed.find((line) => line.failure)?.failure).toEqual({ errorCode: 'tool_crashed', message: expect.stringContaining('The model returned an empty response') });
-    expect(resultOf(parsed)).toEqual({ text: null, isError: true });
+    expect(resultOf(parsed)).toEqual({ text: null, isError: true, durationMs: expect.any(Number) });
     expect(classify('model-not-found')).toEqual({ errorCode: 'tool_crashed', message: expect.stringContaining('models/gemini-9 is not found') });
   });
 

@@ -118,7 +118,7 @@ function parseResult(data: Json, context: CursorContext): ParsedLine {
     transcript,
     ...(sessionId ? { sessionId } : {}),
     ...(usage ? { usage } : {}),
-    result: { text, isError, ...(typeof data.subtype === 'string' ? { subtype: data.subtype } : {}) },
+    result: { text, isError, ...(typeof data.subtype === 'string' ? { subtype: data.subtype } : {}), ...(durationMs !== undefined ? { durationMs } : {}) },
     ...(failure ? { failure } : {}),
   };
 }

@@ -107,7 +107,7 @@ function parseResult(data: Json, context: UsageContext): ParsedLine {
   return {
     transcript,
     ...(usage ? { usage } : {}),
-    result: { text: message, isError, ...(errorType ? { subtype: errorType } : {}) },
+    result: { text: message, isError, ...(errorType ? { subtype: errorType } : {}), ...(durationMs !== undefined ? { durationMs } : {}) },
     ...(failure ? { failure } : {}),
   };
 }
