@@ -39,6 +39,7 @@ function script(request: GeminiRequest): GeminiReply {
   if (lastFunctionResponses(request).length > 0) {
     return { text: ['Commented on the issue ', 'and set it done.'], usage: { promptTokenCount: 1300, cachedContentTokenCount: 1000, candidatesTokenCount: 12, thoughtsTokenCount: 40 } };
   }
+  if (prompt.includes('briefly')) return { text: 'Hi.', usage: { promptTokenCount: 900, cachedContentTokenCount: 100, candidatesTokenCount: 4 } };
   if (prompt.includes('long nap')) return { functionCall: { name: 'run_shell_command', args: { command: 'sleep 300' } } };
   if (prompt.includes('again')) return { text: 'I remember: I already commented.', usage: { promptTokenCount: 1500, cachedContentTokenCount: 1300, candidatesTokenCount: 3 } };
   return { functionCall: { name: 'run_shell_command', args: { command: CALL_KEEL } }, usage: { promptTokenCount: 1200, cachedContentTokenCount: 200, candidatesTokenCount: 30 } };
@@ -126,6 +127,18 @@ describe('a Gemini CLI agent', () => {
     const test = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
     expect(test.status, test.text).toBe(200);
     expect(test.body).toMatchObject({ ok: true, version: '0.61.0', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
+  });
+
+  it('runs the CLI\'s own default model, auto, which routes the turn through a small model first: the usage of both is one cost event', async () => {
+    const agent = await geminiAgent({ model: undefined });
+    expect(agent.adapterConfig.model).toBe('auto');
+    const before = model.requests.length;
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'say hi briefly' })).run.id, ended, 120_000);
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', resultJson: { result: 'Hi.' } });
+    const calls = model.requests.slice(before);
+    expect(calls.map((request) => isJsonCall(request))).toEqual([true, false]);
+    // Router: 50 in, 10 out; the turn: 900 in (100 cached), 4 out: named after the model that answered.
+    expect(await costEventsOf(run.id)).toEqual([expect.objectContaining({ provider: 'google', model: calls[1].model, input_tokens: '850', cached_input_tokens: '100', output_tokens: '14' })]);
   });
 
   it('starts fresh in the same run when the CLI no longer has the session (here: it runs in another folder), and says so', async () => {
