@@ -76,6 +76,12 @@ describe('Gemini driver: reading gemini --output-format stream-json', () => {
     expect(classify('tool-errors')).toBeNull();
   });
 
+  it('reads an error event: a warning (a loop detected) is a system entry and fails nothing; an error names the run\'s failure', () => {
+    const parser = geminiDriver.parser(config());
+    expect(parser.line({ type: 'error', severity: 'warning', message: 'Loop detected, stopping execution' })).toEqual({ transcript: [{ kind: 'system', message: 'Loop detected, stopping execution' }] });
+    expect(parser.line({ type: 'error', severity: 'error', message: 'Maximum session turns exceeded' }).failure).toMatchObject({ errorCode: 'tool_max_turns' });
+  });
+
   it('keeps an event it does not know as a log line', () => {
     const parsed = geminiDriver.parser(config()).line({ type: 'future_event', detail: 1 });
     expect(parsed).toEqual({ transcript: [{ kind: 'log', line: '{"type":"future_event","detail":1}' }] });

@@ -143,7 +143,7 @@ const AUTH = [
   /you must specify the GEMINI_API_KEY/i, /Please set an Auth method/i, /Invalid auth method selected/i,
   /GOOGLE_CLOUD_PROJECT and GOOGLE_CLOUD_LOCATION/, /Failed to login/i, /re-authenticate/i,
 ];
-const MAX_TURNS = [/FatalTurnLimitedError/, /Reached max session turns/i];
+const MAX_TURNS = [/FatalTurnLimitedError/, /Reached max session turns/i, /Maximum session turns exceeded/i];
 const SESSION_UNKNOWN = [/Error resuming session/];
 
 /** A failure a message names, or null when it names none this driver knows. */
