@@ -39,6 +39,12 @@ function script(request: GeminiRequest): GeminiReply {
   if (lastFunctionResponses(request).length > 0) {
     return { text: ['Commented on the issue ', 'and set it done.'], usage: { promptTokenCount: 1300, cachedContentTokenCount: 1000, candidatesTokenCount: 12, thoughtsTokenCount: 40 } };
   }
+  if (prompt.includes('over quota')) {
+    return { error: { status: 429, message: 'You exceeded your current quota, please check your plan and billing details.', details: [
+      { '@type': 'type.googleapis.com/google.rpc.QuotaFailure', violations: [{ quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests', quotaId: 'GenerateRequestsPerDayPerProjectPerModel-FreeTier' }] },
+    ] } };
+  }
+  if (prompt.includes('bad key')) return { error: { status: 401, message: 'API key not valid. Please pass a valid API key.' } };
   if (prompt.includes('briefly')) return { text: 'Hi.', usage: { promptTokenCount: 900, cachedContentTokenCount: 100, candidatesTokenCount: 4 } };
   if (prompt.includes('long nap')) return { functionCall: { name: 'run_shell_command', args: { command: 'sleep 300' } } };
   if (prompt.includes('again')) return { text: 'I remember: I already commented.', usage: { promptTokenCount: 1500, cachedContentTokenCount: 1300, candidatesTokenCount: 3 } };
@@ -168,6 +174,16 @@ describe('a Gemini CLI agent', () => {
     expect(res.status, res.text).toBe(200);
     expect((await runWhen(t, run.id, ended, 60_000)).status).toBe('cancelled');
     await waitFor(async () => processesOfRun(run.id).length === 0, 'every process of the run to be gone', 60_000);
+  });
+
+  it('fails classified when the API answers a daily quota exhausted or a key it does not accept', async () => {
+    const agent = await geminiAgent();
+    const quota = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'work while over quota' })).run.id, ended, 120_000);
+    expect(quota, JSON.stringify(quota)).toMatchObject({ status: 'failed', exitCode: 173, errorCode: 'tool_quota_exhausted', resultJson: { isError: true, usageUnknown: true } });
+    const auth = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'work with a bad key', forceFreshSession: true })).run.id, ended, 120_000);
+    // The CLI exits 145 (401 modulo 256), which the PID namespace's shell status reads as 128 + SIGCHLD: the class comes from the result event.
+    expect(auth, JSON.stringify(auth)).toMatchObject({ status: 'failed', errorCode: 'tool_auth_required' });
+    expect((await t.api.get(`/api/agents/${agent.id}/runtime-state`)).body.lastError).toContain('API key not valid');
   });
 
   it('fails as not installed, naming the install command, when its command is missing', async () => {
