@@ -151,6 +151,11 @@ describe('Codex driver: launching', () => {
     expect(args).not.toContain('secret');
   });
 
+  it('runs Codex\'s own default model for the placeholder the kernel fills in on create', () => {
+    const args = codexDriver.launch({ ...input, config: config({ model: 'beta-default' }), sessionId: null }).args;
+    expect(args.slice(args.indexOf('-m'), args.indexOf('-m') + 2)).toEqual(['-m', codexDriver.defaultModel]);
+  });
+
   it('reads its version and probes with one ephemeral call', () => {
     expect(codexDriver.parseVersion('codex-cli 0.171.0\n')).toBe('0.171.0');
     const probe = codexDriver.probe(config());

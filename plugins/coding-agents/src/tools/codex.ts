@@ -33,6 +33,14 @@ const OPENAI_API = 'https://api.openai.com/v1';
  */
 const RESUME_REFUSED = ['thread/resume failed', 'no rollout found for thread id'];
 
+const DEFAULT_MODEL = 'gpt-6.2-sol';
+/**
+ * The model to run: the configured one, else Codex 0.171's default. `beta-default` is the spec's
+ * placeholder that the kernel fills in on create (kernel/tenancy/adapter-defaults.ts); no
+ * provider knows it, so it means the tool's default too.
+ */
+const modelOf = (local: LocalConfig | undefined): string => (local?.model && local.model !== 'beta-default' ? local.model : DEFAULT_MODEL);
+
 const toml = (value: string) => JSON.stringify(value);
 const config = (key: string, value: string) => ['-c', `${key}=${value}`];
 
@@ -43,7 +51,7 @@ function commonArgs(local: LocalConfig): string[] {
     : ['--dangerously-bypass-approvals-and-sandbox'];
   return [
     '--json', '--skip-git-repo-check', ...access,
-    ...(local.model ? ['-m', local.model] : []),
+    '-m', modelOf(local),
     ...(local.effort ? config('model_reasoning_effort', toml(local.effort)) : []),
     ...providerArgs(local.env),
     ...config('shell_environment_policy.inherit', toml('all')), ...config('shell_environment_policy.ignore_default_excludes', 'true'),
@@ -70,7 +78,7 @@ function usageContext(local: LocalConfig | undefined): UsageContext {
   const env = local?.env ?? {};
   const apiKey = ['CODEX_API_KEY', 'OPENAI_API_KEY'].some((name) => env[name] !== undefined && env[name] !== null);
   // A key is billed per token; a ChatGPT login of the home is a subscription, which the run cannot tell apart from other set-ups.
-  return { model: local?.model ?? codexDriver.defaultModel!, billingType: apiKey ? 'metered_api' : 'unknown' };
+  return { model: modelOf(local), billingType: apiKey ? 'metered_api' : 'unknown' };
 }
 
 function launch(input: LaunchInput): Launch {
@@ -97,8 +105,8 @@ export const codexDriver: ToolDriver & { parser(config?: LocalConfig): { line(da
   executable: 'codex',
   install: 'npm install -g @openai/codex',
   supportedVersions: '0.171.x (tested with 0.171.0): `codex exec --json` events thread.started, item.*, turn.completed with usage, and `codex exec resume`',
-  // Codex 0.171's own default model (its model catalog's first entry).
-  defaultModel: 'gpt-6.2-sol',
+  // Codex 0.171's own default model (`codex debug models`: the catalog's first entry).
+  defaultModel: DEFAULT_MODEL,
   efforts: EFFORTS,
   supportsMaxTurns: false,
   // Flags `codex exec` and `codex exec resume` both accept and that neither move output or sessions nor carry credentials.
