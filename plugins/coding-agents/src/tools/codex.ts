@@ -99,7 +99,7 @@ function launch(input: LaunchInput): Launch {
   };
 }
 
-export const codexDriver: ToolDriver & { parser(config?: LocalConfig): { line(data: Record<string, unknown>): ReturnType<typeof parseCodexLine> } } = {
+export const codexDriver: ToolDriver = {
   adapterType: 'beta_local',
   displayName: 'Codex CLI',
   executable: 'codex',
