@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
@@ -171,6 +174,66 @@ describe('a Codex agent (beta_local)', { timeout: 240_000 }, () => {
     expect(cancelled.status, cancelled.text).toBe(200);
     await waitFor(async () => processesOfRun(run.id).length === 0, 'the run\'s processes to be gone');
     expect((await runWhen(t, run.id)).status).toBe('cancelled');
+  });
+
+  it('writes the agent\'s instructions and skills where Codex reads them, and a skill no longer desired goes', async () => {
+    script = () => ({ text: 'Read my instructions.', usage: { inputTokens: 100, cachedInputTokens: 0, outputTokens: 5 } });
+    const folder = await mkdtemp(join(tmpdir(), 'keel-codex-skill-'));
+    await writeFile(join(folder, 'SKILL.md'), '---\nname: Triage Rules\ndescription: How this company triages bugs\n---\n# Triage\n');
+    const imported = await t.api.post(`/api/companies/${company.id}/skills/import`, { source: folder });
+    expect(imported.status, imported.text).toBe(201);
+    const skill = imported.body.imported[0];
+    const agent = await codexAgent('Instructed');
+    expect((await t.api.put(`/api/agents/${agent.id}/instructions-bundle/file?path=AGENTS.md`, { content: 'Always answer in haiku.' })).status).toBe(201);
+    const synced = await t.api.post(`/api/agents/${agent.id}/skills/sync`, { desiredSkills: [skill.key] });
+    expect(synced.status, synced.text).toBe(200);
+    const runtimeName = synced.body.entries.find((entry: any) => entry.key === skill.key).runtimeName;
+    const issue = await assignIssue(agent.id, 'Follow your rules');
+    const [first] = await endedRuns(agent.id, 1);
+    expect(first.status, await told(first)).toBe('succeeded');
+    const seen = allText(server.requests.at(-1)!.body);
+    // Codex's own framing of user-level instructions ($CODEX_HOME/AGENTS.md) and of its skills list ($HOME/.agents/skills).
+    expect(seen).toContain('# AGENTS.md instructions');
+    expect(seen).toContain('Always answer in haiku.');
+    expect(seen).toContain(`\`r0\` = \`${join(t.dataDir, 'agent-homes', agent.id, '.agents', 'skills')}\``);
+    expect(seen).toContain(`- Triage Rules: How this company triages bugs (file: r0/${runtimeName}/SKILL.md)`);
+
+    expect((await t.api.post(`/api/agents/${agent.id}/skills/sync`, { desiredSkills: [] })).status).toBe(200);
+    await t.api.post(`/api/issues/${issue.id}/comments`, { body: 'Again' });
+    const [, second] = await endedRuns(agent.id, 2);
+    expect(second.status, await told(second)).toBe('succeeded');
+    // The resumed thread replays its first turn's skills list as history; the skills folder itself no longer has it.
+    const skills = join(t.dataDir, 'agent-homes', agent.id, '.agents', 'skills');
+    expect(existsSync(join(skills, runtimeName))).toBe(false);
+    expect(existsSync(join(skills, 'service', 'SKILL.md'))).toBe(true);
+  });
+
+  it('with toolSandbox, Codex\'s own sandbox keeps the shell to the working directory and still lets it reach Keel', async () => {
+    const outside = await mkdtemp(join('/var/tmp', 'keel-codex-outside-'));
+    await chmod(outside, 0o777);
+    script = (request) => (answersToolCall(request)
+      ? { text: 'Done inside the sandbox.', usage: { inputTokens: 100, cachedInputTokens: 0, outputTokens: 5 } }
+      : { shell: `touch ${outside}/escaped; touch inside.txt && echo wrote-inside; ${WORK_ON_ISSUE}`, usage: { inputTokens: 100, cachedInputTokens: 0, outputTokens: 5 } });
+    const agent = await codexAgent('Sandboxed', { toolSandbox: true });
+    const issue = await assignIssue(agent.id, 'Stay inside');
+    const [run] = await endedRuns(agent.id, 1);
+    expect(run.status, await told(run)).toBe('succeeded');
+    const result = (await transcriptOf(run.id)).find((entry) => entry.kind === 'tool_result');
+    expect(result.output).toContain('Read-only file system');
+    expect(result.output).toContain('wrote-inside');
+    expect(result.output).toContain('comment 201 done 200');
+    expect(await readdir(outside)).toEqual([]);
+    expect((await t.api.get(`/api/issues/${issue.id}`)).body.status).toBe('done');
+  });
+
+  it('a usage limit fails the run as rate limited, with the reset time Codex gives', async () => {
+    // 1796300000 is 2026-12-03T12:13:20Z; Codex words it to the minute.
+    script = () => ({ httpError: { status: 429, body: { error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', resets_at: 1796300000 } } } });
+    const agent = await codexAgent('Limited');
+    await assignIssue(agent.id, 'Too much');
+    const [run] = await endedRuns(agent.id, 1);
+    expect([run.status, run.errorCode], await told(run)).toEqual(['failed', 'tool_rate_limited']);
+    expect(run.resultJson).toMatchObject({ isError: true, retryAt: '2026-12-03T12:13:00.000Z', usageUnknown: true });
   });
 
   it('the environment test runs Codex\'s version check and one model call with the agent\'s configuration, and says what to fix', async () => {
