@@ -137,6 +137,12 @@ describe('Codex driver: launching', () => {
     expect(launch.retryFresh?.ifOutputIncludes.some((needle) => refusal.includes(needle))).toBe(true);
   });
 
+  it('never passes a session id that would read as a flag: the run starts a fresh thread', () => {
+    const launch = codexDriver.launch({ ...input, config: config(), sessionId: '--dangerously-bypass-hook-trust' });
+    expect(launch.args).toEqual(codexDriver.launch({ ...input, config: config(), sessionId: null }).args);
+    expect(launch.retryFresh).toBeNull();
+  });
+
   it('keeps Codex\'s workspace sandbox with network access when toolSandbox is set', () => {
     const args = codexDriver.launch({ ...input, config: config({ toolSandbox: true }), sessionId: null }).args;
     expect(args).not.toContain('--dangerously-bypass-approvals-and-sandbox');

@@ -81,8 +81,12 @@ function usageContext(local: LocalConfig | undefined): UsageContext {
   return { model: modelOf(local), billingType: apiKey ? 'metered_api' : 'unknown' };
 }
 
+/** A thread id as Codex prints them (a UUID); anything else, above all a word that reads as a flag, starts a fresh thread. */
+const THREAD_ID = /^[0-9A-Za-z][0-9A-Za-z._-]{0,199}$/;
+
 function launch(input: LaunchInput): Launch {
-  const { config: local, sessionId } = input;
+  const { config: local } = input;
+  const sessionId = input.sessionId && THREAD_ID.test(input.sessionId) ? input.sessionId : null;
   const options = [...commonArgs(local), ...local.extraArgs];
   const fresh = ['exec', ...options, '-'];
   const skillFiles = input.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `.agents/skills/${skill.runtimeName}/${file.path}` })));
