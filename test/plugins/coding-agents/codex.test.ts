@@ -170,6 +170,14 @@ describe('a Codex agent (beta_local)', { timeout: 240_000 }, () => {
       return found.some((pid) => commandOf(pid).startsWith('sleep')) ? found : undefined;
     }, 'the shell command of the run');
     expect(pids.length).toBeGreaterThan(1);
+    // What every user of the machine can read (a process's arguments) holds neither the run token nor the prompt.
+    const token = readFileSync(`/proc/${pids[0]}/environ`, 'utf8').split('\0').find((entry) => entry.startsWith('SERVICE_API_KEY='))!.slice('SERVICE_API_KEY='.length);
+    expect(token.length).toBeGreaterThan(20);
+    for (const pid of pids) {
+      expect(commandOf(pid)).not.toContain(token);
+      expect(commandOf(pid)).not.toContain('Take your time');
+    }
+    expect(pids.map(commandOf).some((command) => command.includes('exec --json'))).toBe(true);
     const cancelled = await t.api.post(`/api/heartbeat-runs/${run.id}/cancel`, {});
     expect(cancelled.status, cancelled.text).toBe(200);
     await waitFor(async () => processesOfRun(run.id).length === 0, 'the run\'s processes to be gone');
