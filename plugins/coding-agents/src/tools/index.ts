@@ -1,3 +1,4 @@
+import { claudeCode } from './claude-code.ts';
 import { codexDriver } from './codex.ts';
 import type { ToolDriver } from './driver.ts';
 
@@ -5,7 +6,7 @@ import type { ToolDriver } from './driver.ts';
  * The drivers of the tools this plugin runs, by adapter type. A type of plugin.json without a
  * driver here answers 409 adapter_unavailable when a run starts.
  */
-const DRIVERS: ToolDriver[] = [codexDriver];
+const DRIVERS: ToolDriver[] = [claudeCode, codexDriver];
 
 const BY_TYPE = new Map(DRIVERS.map((driver) => [driver.adapterType, driver]));
 
