@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -232,6 +232,7 @@ describe('a Codex agent (beta_local)', { timeout: 240_000 }, () => {
     expect(result.output).toContain('comment 201 done 200');
     expect(await readdir(outside)).toEqual([]);
     expect((await t.api.get(`/api/issues/${issue.id}`)).body.status).toBe('done');
+    await rm(outside, { recursive: true, force: true });
   });
 
   it('a usage limit fails the run as rate limited, with the reset time Codex gives', async () => {
