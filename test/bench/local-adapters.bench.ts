@@ -44,6 +44,7 @@ export async function run(): Promise<void> {
     const throughKeel: number[] = [];
     const beforeStart: number[] = [];
     const afterExit: number[] = [];
+    const lifetime: number[] = [];
     for (let i = 0; i < ROUNDS + WARMUP; i++) {
       const t0 = performance.now();
       const asked = Date.now();
@@ -57,7 +58,9 @@ export async function run(): Promise<void> {
       const log = await kernel.call('GET', `/api/heartbeat-runs/${queued.id}/log?limitBytes=1048576`);
       const records = String(log.content).split('\n').filter(Boolean).map((record: string) => JSON.parse(record) as { at: string });
       beforeStart.push(new Date(rows[0].started_at).getTime() - asked);
-      afterExit.push(new Date(done.finishedAt).getTime() - new Date(records[records.length - 1]!.at).getTime());
+      const exitedAt = new Date(records[records.length - 1]!.at).getTime();
+      afterExit.push(new Date(done.finishedAt).getTime() - exitedAt);
+      lifetime.push(exitedAt - new Date(rows[0].started_at).getTime());
     }
 
     // The same launch without Keel: the driver's arguments and home variables, the agent user, a persistent home.
@@ -83,6 +86,7 @@ export async function run(): Promise<void> {
       { measure: 'Keel\'s own work per run (before the tool starts and after it exits)', value: `${(p50(throughKeel) - p50(direct)).toFixed(0)} ms` },
       { measure: '  of which wakeup -> tool process spawned, p50', value: `${p50(beforeStart).toFixed(0)} ms` },
       { measure: '  of which tool exited -> run ended (result, usage, end reported), p50', value: `${p50(afterExit).toFixed(0)} ms` },
+      { measure: 'the tool process under Keel, spawned -> exited, p50 (PID namespace, agent user, home)', value: `${p50(lifetime).toFixed(0)} ms` },
       { measure: 'ratio: through Keel / direct', value: (p50(throughKeel) / p50(direct)).toFixed(2) },
     ]);
   } finally {
