@@ -1,0 +1,212 @@
+import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry } from './driver.ts';
+import { cut, isObject, num, providerFailure, str } from './provider-failures.ts';
+
+/**
+ * OpenCode (`opencode`, npm `opencode-ai`), the `delta_local` adapter.
+ *
+ * A run is `opencode run --format json` with the prompt on stdin: one JSON event per line,
+ * `step_start`, `text` (a finished text part), `reasoning` (with `--thinking`), `tool_use` (a
+ * finished tool call with its input and output), `step_finish` (the step's `tokens` and `cost`)
+ * and `error`, each with the `sessionID`. There is no closing result event: the run ends after
+ * the `step_finish` whose reason is not `tool-calls`. Tokens are per step: `tokens.input` is the
+ * uncached input, `tokens.cache.read`/`write` the cache, so each step is one cost event.
+ *
+ * Unattended: `--auto` approves every permission not explicitly denied (without it a
+ * non-interactive run refuses what would ask, such as a command outside the working directory).
+ * OpenCode has no sandbox of its own, so `toolSandbox: true` only leaves the permission rules of
+ * the agent's configuration in force. The configuration (providers, models) comes from the
+ * tool's own places: `OPENCODE_CONFIG_CONTENT` or `OPENCODE_CONFIG` in `env`, or the agent's home.
+ * A retried or failing provider call is printed only to the log (`--print-logs`), where the
+ * failure classification reads it: OpenCode retries rate limits and server errors without end.
+ */
+
+const CONFIG_DIR = '.config/opencode';
+const SESSION_NOT_FOUND = 'Session not found';
+
+function baseArgs(config: LocalConfig): string[] {
+  const args = ['run', '--format', 'json', '--thinking', '--print-logs', '--log-level', 'ERROR'];
+  if (!config.toolSandbox) args.push('--auto');
+  if (config.model) args.push('--model', config.model);
+  if (config.effort) args.push('--variant', config.effort);
+  return args;
+}
+
+function launch(input: LaunchInput): Launch {
+  const fresh = [...baseArgs(input.config), ...input.config.extraArgs];
+  const args = input.sessionId ? [...baseArgs(input.config), '--session', input.sessionId, ...input.config.extraArgs] : fresh;
+  return {
+    args,
+    stdin: input.prompt,
+    env: TOOL_ENV,
+    homeVariables: HOME_VARIABLES,
+    // OpenCode reads the user-level AGENTS.md and discovers skills under its configuration folder.
+    // An empty AGENTS.md when the agent has no instructions: the one from an earlier run must not linger.
+    homeFiles: [
+      { path: `${CONFIG_DIR}/AGENTS.md`, content: input.instructions ?? '' },
+      ...input.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `${CONFIG_DIR}/skills/${skill.runtimeName}/${file.path}` }))),
+    ],
+    homeReplace: [`${CONFIG_DIR}/skills`],
+    files: [],
+    retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_NOT_FOUND] } : null,
+  };
+}
+
+/** No update checks, no sharing, no language servers fetched at run time. */
+const TOOL_ENV: Record<string, string> = {
+  OPENCODE_DISABLE_AUTOUPDATE: '1',
+  OPENCODE_DISABLE_SHARE: '1',
+  OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+};
+
+/** OpenCode keeps its configuration, sessions (a SQLite database) and caches in the XDG folders. */
+const HOME_VARIABLES: Record<string, string> = {
+  XDG_CONFIG_HOME: '.config',
+  XDG_DATA_HOME: '.local/share',
+  XDG_STATE_HOME: '.local/state',
+  XDG_CACHE_HOME: '.cache',
+};
+
+function parser(): { line(data: Record<string, unknown>): ParsedLine } {
+  let sessionSeen = false;
+  /** Text parts per message, so the final step's text becomes the result. */
+  const texts = new Map<string, string[]>();
+  return {
+    line(data) {
+      const parsed = parseEvent(data, texts);
+      const sessionId = str(data.sessionID);
+      if (sessionId && !sessionSeen && parsed) {
+        sessionSeen = true;
+        return { ...parsed, sessionId, transcript: [{ kind: 'init', sessionId }, ...(parsed.transcript ?? [])] };
+      }
+      return parsed ?? { transcript: [{ kind: 'log', line: JSON.stringify(data) }] };
+    },
+  };
+}
+
+/** One event's meaning, or null when the event is not one OpenCode's run prints. */
+function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>): ParsedLine | null {
+  const part = isObject(data.part) ? data.part : null;
+  switch (data.type) {
+    case 'step_start':
+      return part ? {} : null;
+    case 'text': {
+      const text = str(part?.text);
+      if (text === null) return null;
+      const messageId = str(part?.messageID) ?? '';
+      texts.set(messageId, [...(texts.get(messageId) ?? []), text]);
+      return { transcript: [{ kind: 'assistant', text }] };
+    }
+    case 'reasoning': {
+      const text = str(part?.text);
+      return text === null ? null : { transcript: [{ kind: 'thinking', text }] };
+    }
+    case 'tool_use':
+      return part ? { transcript: toolEntries(part) } : null;
+    case 'step_finish':
+      return part ? stepFinish(part, texts) : null;
+    case 'error':
+      return isObject(data.error) ? errorEvent(data.error) : null;
+    default:
+      return null;
+  }
+}
+
+function toolEntries(part: Record<string, unknown>): TranscriptEntry[] {
+  const state = isObject(part.state) ? part.state : {};
+  const id = str(part.callID) ?? undefined;
+  const call: TranscriptEntry = { kind: 'tool_call', id, name: str(part.tool) ?? 'tool', input: state.input ?? null };
+  if (state.status === 'error') return [call, { kind: 'tool_result', id, output: cut(str(state.error) ?? 'the tool failed'), isError: true }];
+  return [call, { kind: 'tool_result', id, output: cut(str(state.output) ?? '') }];
+}
+
+function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>): ParsedLine {
+  const tokens = isObject(part.tokens) ? part.tokens : {};
+  const cache = isObject(tokens.cache) ? tokens.cache : {};
+  const parsed: ParsedLine = {
+    usage: {
+      // The step does not name its model; the core attributes it to the agent's configured model.
+      provider: 'opencode', model: '', billingType: 'metered_api',
+      inputTokens: num(tokens.input),
+      cachedInputTokens: num(cache.read),
+      cacheWriteTokens: num(cache.write),
+      // OpenCode counts reasoning apart from output; providers bill both as output.
+      outputTokens: num(tokens.output) + num(tokens.reasoning),
+      costUsd: num(part.cost),
+    },
+  };
+  if (part.reason === 'tool-calls') return parsed;
+  const text = (texts.get(str(part.messageID) ?? '') ?? []).join('\n\n') || null;
+  return { ...parsed, result: { text, isError: false, subtype: str(part.reason) ?? undefined }, transcript: [{ kind: 'result', text: text ?? undefined }] };
+}
+
+function errorEvent(error: Record<string, unknown>): ParsedLine {
+  const data = isObject(error.data) ? error.data : {};
+  const message = str(data.message) ?? str(error.name) ?? 'OpenCode reported an error';
+  const status = typeof data.statusCode === 'number' ? data.statusCode : null;
+  const failure = error.name === 'ProviderAuthError'
+    ? { errorCode: 'tool_auth_required', message: `The model provider refused the credentials: ${message}` }
+    : providerFailure(message, status, isObject(data.responseHeaders) ? data.responseHeaders : null);
+  return {
+    transcript: [{ kind: 'error', message }],
+    result: { text: message, isError: true, subtype: str(error.name) ?? undefined },
+    ...(failure ? { failure } : {}),
+  };
+}
+
+/**
+ * The failure of an ended run. OpenCode exits 1 with `Error: Session not found` for an unknown
+ * session, 1 after an `error` event, and retries a rate-limited or failing provider until it is
+ * stopped: its logged `stream error` lines then say why.
+ */
+function classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null {
+  const tail = input.logTail;
+  if (input.exitCode === 0 && !input.signal) return null;
+  if (tail.includes(SESSION_NOT_FOUND)) return { errorCode: 'tool_session_unknown', message: 'OpenCode does not know the session to resume (Session not found).' };
+  const streamErrors = [...tail.matchAll(/message="stream error".*?error\.error="([^"]*)"/g)].map((match) => match[1] ?? '');
+  const lastStreamError = streamErrors.at(-1);
+  const fromLog = lastStreamError ? providerFailure(lastStreamError.replace(/^AI_[A-Za-z]+: /, '')) : null;
+  if (fromLog) return fromLog;
+  const errorLine = tail.split('\n').filter((line) => line.includes('"type":"error"')).at(-1);
+  const reported = errorLine ? jsonObject(errorLine.slice(errorLine.indexOf('{'))) : null;
+  if (reported && isObject(reported.error)) {
+    const failure = errorEvent(reported.error).failure;
+    if (failure) return failure;
+  }
+  const reason = input.signal ? `was stopped by ${input.signal}` : `exited with code ${input.exitCode}`;
+  const lastLine = tail.trim().split('\n').filter((line) => !line.startsWith('{')).at(-1)?.replace(/\u001b\[[0-9;]*m/g, '').trim();
+  return { errorCode: 'tool_crashed', message: `OpenCode ${reason}${lastLine ? `: ${lastLine}` : '.'}` };
+}
+
+function jsonObject(text: string): Record<string, unknown> | null {
+  try { const value: unknown = JSON.parse(text); return isObject(value) ? value : null; } catch { return null; }
+}
+
+const INSTALL = 'npm install -g opencode-ai';
+
+export const opencodeDriver: ToolDriver = {
+  adapterType: 'delta_local',
+  displayName: 'OpenCode',
+  executable: 'opencode',
+  install: INSTALL,
+  supportedVersions: '1.x with `run --format json` and `--auto` (tested with 1.18.33)',
+  defaultModel: null,
+  // `--variant`: the provider's reasoning levels as OpenCode names them.
+  efforts: ['minimal', 'low', 'medium', 'high', 'max'],
+  supportsMaxTurns: false,
+  allowedExtraArgs: [
+    { flag: '--agent', takesValue: true },
+    { flag: '--pure', takesValue: false },
+    { flag: '--title', takesValue: true },
+  ],
+  launch,
+  parser,
+  classify,
+  versionArgs: ['--version'],
+  parseVersion: (stdout) => /\b(\d+\.\d+\.\d+(?:-[\w.]+)?)\b/.exec(stdout)?.[1] ?? null,
+  probe: (config) => ({
+    args: [...baseArgs(config), ...config.extraArgs],
+    stdin: 'Reply with the single word OK.',
+    env: TOOL_ENV,
+    homeVariables: HOME_VARIABLES,
+  }),
+};
