@@ -14,7 +14,7 @@ const skills = [{ runtimeName: 'keel-api', files: [{ path: 'SKILL.md', content: 
 describe('OpenCode launch', () => {
   it('runs unattended with JSON events and the prompt on stdin, never in the arguments', () => {
     const launch = driver.launch({ config: config(), sessionId: null, prompt: 'Work on KEEL-1', instructions: 'Be brief.', skills });
-    expect(launch.args).toEqual(['run', '--format', 'json', '--thinking', '--print-logs', '--log-level', 'ERROR', '--auto', '--model', 'scripted/scripted-model']);
+    expect(launch.args).toEqual(['run', '--format', 'json', '--title', 'Keel run', '--thinking', '--print-logs', '--log-level', 'ERROR', '--auto', '--model', 'scripted/scripted-model']);
     expect(launch.stdin).toBe('Work on KEEL-1');
     expect(launch.args.join(' ')).not.toContain('KEEL-1');
     expect(launch.retryFresh).toBeNull();
@@ -58,10 +58,10 @@ describe('OpenCode events', () => {
     const transcript = lines.flatMap((line) => line.transcript ?? []);
     expect(transcript.map((entry) => entry.kind)).toEqual(['init', 'assistant', 'tool_call', 'tool_result', 'assistant', 'result']);
     expect(transcript[1]).toEqual({ kind: 'assistant', text: 'I will run the command.' });
-    expect(transcript[2]).toMatchObject({ kind: 'tool_call', id: 'call_2', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
-    expect(transcript[3]).toEqual({ kind: 'tool_result', id: 'call_2', output: 'hello-from-tool\nkeel-agent\n' });
+    expect(transcript[2]).toMatchObject({ kind: 'tool_call', id: 'call_1', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
+    expect(transcript[3]).toEqual({ kind: 'tool_result', id: 'call_1', output: 'hello-from-tool\nkeel-agent\n' });
     expect(transcript[5]).toEqual({ kind: 'result', text: 'Done: the shell said hello.' });
-    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ef135bffeVlaTXYcrhvsOMd']);
+    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ec9de0ffesl11O5JrjBvo15']);
     // Two model calls: 1100 prompt tokens of which 800 cached, then 1200 of which 1000 cached.
     expect(lines.map((line) => line.usage).filter(Boolean)).toEqual([
       expect.objectContaining({ inputTokens: 300, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 21, costUsd: 0.001455 }),
@@ -73,7 +73,7 @@ describe('OpenCode events', () => {
 
   it('keeps the session of a resumed run', () => {
     const lines = parseRun(driver, capturedRun('opencode', 'resumed-run'));
-    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ef135bffeVlaTXYcrhvsOMd']);
+    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ec9de0ffesl11O5JrjBvo15']);
   });
 
   it('reports a provider refusing the key as authentication required, from the event and from the exit', () => {

@@ -24,7 +24,9 @@ const CONFIG_DIR = '.config/opencode';
 const SESSION_NOT_FOUND = 'Session not found';
 
 function baseArgs(config: LocalConfig): string[] {
-  const args = ['run', '--format', 'json', '--thinking', '--print-logs', '--log-level', 'ERROR'];
+  // A title of our own: OpenCode otherwise asks the model for one in a call its events never
+  // report, whose tokens would go unmetered.
+  const args = ['run', '--format', 'json', '--title', 'Keel run', '--thinking', '--print-logs', '--log-level', 'ERROR'];
   if (!config.toolSandbox) args.push('--auto');
   if (config.model) args.push('--model', config.model);
   if (config.effort) args.push('--variant', config.effort);
@@ -196,7 +198,6 @@ export const opencodeDriver: ToolDriver = {
   allowedExtraArgs: [
     { flag: '--agent', takesValue: true },
     { flag: '--pure', takesValue: false },
-    { flag: '--title', takesValue: true },
   ],
   launch,
   parser,
