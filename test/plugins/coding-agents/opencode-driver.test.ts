@@ -56,30 +56,43 @@ describe('OpenCode events', () => {
   it('turns a run into a transcript, per-step usage, the session id and the final text', () => {
     const lines = parseRun(driver, capturedRun('opencode', 'fresh-run'));
     const transcript = lines.flatMap((line) => line.transcript ?? []);
-    expect(transcript.map((entry) => entry.kind)).toEqual(['init', 'assistant', 'tool_call', 'tool_result', 'assistant', 'result']);
-    expect(transcript[1]).toEqual({ kind: 'assistant', text: 'I will run the command.' });
-    expect(transcript[2]).toMatchObject({ kind: 'tool_call', id: 'call_1', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
-    expect(transcript[3]).toEqual({ kind: 'tool_result', id: 'call_1', output: 'hello-from-tool\nkeel-agent\n' });
-    expect(transcript[5]).toEqual({ kind: 'result', text: 'Done: the shell said hello.' });
-    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ec9de0ffesl11O5JrjBvo15']);
+    expect(transcript.map((entry) => entry.kind)).toEqual(['assistant', 'tool_call', 'tool_result', 'assistant', 'result']);
+    expect(transcript[0]).toEqual({ kind: 'assistant', text: 'I will run the command.' });
+    expect(transcript[1]).toMatchObject({ kind: 'tool_call', id: 'call_1', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
+    expect(transcript[2]).toEqual({ kind: 'tool_result', id: 'call_1', output: 'hello-from-tool\nkeel-agent\n' });
+    expect(transcript[4]).toEqual({ kind: 'result', text: 'Done: the shell said hello.' });
+    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9e841f2ffekN6ZlBvktkPDGI']));
     // Two model calls: 1100 prompt tokens of which 800 cached, then 1200 of which 1000 cached.
     expect(lines.map((line) => line.usage).filter(Boolean)).toEqual([
       expect.objectContaining({ inputTokens: 300, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 21, costUsd: 0.001455 }),
       expect.objectContaining({ inputTokens: 200, cachedInputTokens: 1000, cacheWriteTokens: 0, outputTokens: 9, costUsd: 0.001035 }),
     ]);
-    expect(lines.map((line) => line.result).filter(Boolean)).toEqual([{ text: 'Done: the shell said hello.', isError: false, subtype: 'stop' }]);
+    // Each finished text is the result so far; the final step confirms the last one.
+    expect(lines.map((line) => line.result).filter(Boolean)).toEqual([
+      { text: 'I will run the command.', isError: false }, { text: 'Done: the shell said hello.', isError: false }, { text: 'Done: the shell said hello.', isError: false, subtype: 'stop' },
+    ]);
     expect(lines.some((line) => line.failure)).toBe(false);
+  });
+
+  it('reads each line on its own: a batch that starts at the final step still ends on the last text', () => {
+    const run = capturedRun('opencode', 'fresh-run');
+    const cut = run.events.findIndex((event) => event.type === 'step_finish' && (event.part as { reason?: string }).reason === 'stop');
+    const first = driver.parser(); const second = driver.parser();
+    const results = [...run.events.slice(0, cut).map((event) => first.line(event)), ...run.events.slice(cut).map((event) => second.line(event))]
+      .map((line) => line.result).filter(Boolean);
+    expect(results.at(-1)).toEqual({ text: 'Done: the shell said hello.', isError: false });
+    expect(second.line(run.events[cut]!).transcript).toEqual([{ kind: 'result' }]);
   });
 
   it('keeps the session of a resumed run', () => {
     const lines = parseRun(driver, capturedRun('opencode', 'resumed-run'));
-    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['ses_dd9ec9de0ffesl11O5JrjBvo15']);
+    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9e841f2ffekN6ZlBvktkPDGI']));
   });
 
   it('reports a provider refusing the key as authentication required, from the event and from the exit', () => {
     const run = capturedRun('opencode', 'auth-error');
     const lines = parseRun(driver, run);
-    expect(lines.flatMap((line) => line.transcript ?? []).map((entry) => entry.kind)).toEqual(['init', 'error']);
+    expect(lines.flatMap((line) => line.transcript ?? []).map((entry) => entry.kind)).toEqual(['error']);
     expect(lines.at(-1)?.failure).toMatchObject({ errorCode: 'tool_auth_required' });
     expect(lines.at(-1)?.result).toMatchObject({ isError: true, text: 'Incorrect API key provided' });
     expect(driver.classify({ exitCode: run.exitCode, signal: run.signal, logTail: logTail(run), sawResult: true })).toMatchObject({ errorCode: 'tool_auth_required' });
@@ -103,7 +116,7 @@ describe('OpenCode events', () => {
   it('keeps a line it does not know as a log entry', () => {
     const line = { type: 'something_new', sessionID: 'ses_x', detail: 1 };
     const parsed = driver.parser().line(line);
-    expect(parsed.transcript).toEqual([{ kind: 'log', line: JSON.stringify(line) }]);
+    expect(parsed).toEqual({ transcript: [{ kind: 'log', line: JSON.stringify(line) }], sessionId: 'ses_x' });
   });
 
   it('reads the version it prints', () => {

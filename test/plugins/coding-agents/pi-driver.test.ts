@@ -14,21 +14,24 @@ const skills = [{ runtimeName: 'keel-api', files: [{ path: 'SKILL.md', content: 
 describe('Pi launch', () => {
   it('runs in JSON print mode with the prompt on stdin and the configuration folders in the home', () => {
     const launch = driver.launch({ config: config({ effort: 'high' }), sessionId: null, prompt: 'Work on KEEL-1', instructions: 'Be brief.', skills });
-    expect(launch.args).toEqual(['--mode', 'json', '-p', '--model', 'scripted/scripted-model', '--thinking', 'high']);
+    expect(launch.args).toEqual(['--mode', 'json', '-p', '--model', 'scripted/scripted-model', '--thinking', 'high', '--append-system-prompt', '.keel/pi/instructions.md']);
     expect(launch.stdin).toBe('Work on KEEL-1');
     expect(launch.homeVariables).toEqual({ PI_CODING_AGENT_DIR: '.pi/agent', PI_CODING_AGENT_SESSION_DIR: '.pi/agent/sessions' });
     expect(launch.env).toEqual({ PI_OFFLINE: '1', PI_TELEMETRY: '0', PI_SKIP_VERSION_CHECK: '1' });
     expect(launch.retryFresh).toBeNull();
   });
 
-  it('writes the instructions as the global AGENTS.md and the skills under ~/.agents/skills', () => {
+  it('appends the instructions from a file of the working directory and writes the skills under ~/.agents/skills', () => {
     const launch = driver.launch({ config: config(), sessionId: null, prompt: 'p', instructions: 'Be brief.', skills });
+    expect(launch.files).toEqual([{ path: '.keel/pi/instructions.md', content: 'Be brief.' }]);
     expect(launch.homeFiles).toEqual([
-      { path: '.pi/agent/AGENTS.md', content: 'Be brief.' },
       { path: '.agents/skills/keel-api/SKILL.md', content: '---\nname: keel-api\n---\n' },
       { path: '.agents/skills/keel-api/scripts/call.sh', content: 'ZWNobw==', encoding: 'base64' },
     ]);
     expect(launch.homeReplace).toEqual(['.agents/skills']);
+    const without = driver.launch({ config: config(), sessionId: null, prompt: 'p', instructions: null, skills: [] });
+    expect(without.args).not.toContain('--append-system-prompt');
+    expect(without.files).toEqual([]);
   });
 
   it('resumes by session id and retries fresh when Pi finds no such session', () => {
@@ -39,7 +42,7 @@ describe('Pi launch', () => {
   });
 
   it('matches the flags of the captured runs', () => {
-    expect(capturedRun('pi', 'fresh-run').args).toEqual(driver.launch({ config: config(), sessionId: null, prompt: 'p', instructions: null, skills: [] }).args);
+    expect(capturedRun('pi', 'fresh-run').args).toEqual(driver.launch({ config: config(), sessionId: null, prompt: 'p', instructions: 'i', skills: [] }).args);
   });
 });
 
@@ -49,11 +52,11 @@ describe('Pi events', () => {
     const lines = parseRun(driver, run);
     const transcript = lines.flatMap((line) => line.transcript ?? []);
     expect(transcript.map((entry) => entry.kind)).toEqual(['init', 'assistant', 'tool_call', 'tool_result', 'assistant', 'result']);
-    expect(transcript[0]).toEqual({ kind: 'init', sessionId: '01a22611-5251-7435-b52c-f97a06573531' });
+    expect(transcript[0]).toEqual({ kind: 'init', sessionId: '01a22618-2556-7441-a201-17ab3a1e37df' });
     expect(transcript[2]).toMatchObject({ kind: 'tool_call', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
     expect(transcript[3]).toMatchObject({ kind: 'tool_result', output: 'hello-from-tool\nkeel-agent\n' });
     expect((transcript[2] as { id?: string }).id).toBe((transcript[3] as { id?: string }).id);
-    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['01a22611-5251-7435-b52c-f97a06573531']);
+    expect(lines.map((line) => line.sessionId).filter(Boolean)).toEqual(['01a22618-2556-7441-a201-17ab3a1e37df']);
     expect(lines.map((line) => line.usage).filter(Boolean)).toEqual([
       { provider: 'scripted', model: 'scripted-model', billingType: 'metered_api', inputTokens: 300, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 21, costUsd: 0.001455 },
       { provider: 'scripted', model: 'scripted-model', billingType: 'metered_api', inputTokens: 200, cachedInputTokens: 1000, cacheWriteTokens: 0, outputTokens: 9, costUsd: 0.0010350000000000001 },

@@ -68,19 +68,20 @@ const HOME_VARIABLES: Record<string, string> = {
   XDG_CACHE_HOME: '.cache',
 };
 
+/**
+ * The parser keeps nothing it needs across calls: the core reads each batch of a run's lines
+ * with a parser of its own (the batches may be read by different Keel processes). So every line
+ * names its session, and every finished text is the result so far: the run's last text is its
+ * result, unless an error comes after it.
+ */
 function parser(): { line(data: Record<string, unknown>): ParsedLine } {
-  let sessionSeen = false;
-  /** Text parts per message, so the final step's text becomes the result. */
+  /** Text parts per message within one batch, so a final step whose text came with it shows it. */
   const texts = new Map<string, string[]>();
   return {
     line(data) {
-      const parsed = parseEvent(data, texts);
+      const parsed = parseEvent(data, texts) ?? { transcript: [{ kind: 'log', line: JSON.stringify(data) }] };
       const sessionId = str(data.sessionID);
-      if (sessionId && !sessionSeen && parsed) {
-        sessionSeen = true;
-        return { ...parsed, sessionId, transcript: [{ kind: 'init', sessionId }, ...(parsed.transcript ?? [])] };
-      }
-      return parsed ?? { transcript: [{ kind: 'log', line: JSON.stringify(data) }] };
+      return sessionId ? { ...parsed, sessionId } : parsed;
     },
   };
 }
@@ -96,7 +97,7 @@ function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>)
       if (text === null) return null;
       const messageId = str(part?.messageID) ?? '';
       texts.set(messageId, [...(texts.get(messageId) ?? []), text]);
-      return { transcript: [{ kind: 'assistant', text }] };
+      return { transcript: [{ kind: 'assistant', text }], result: { text, isError: false } };
     }
     case 'reasoning': {
       const text = str(part?.text);
@@ -126,8 +127,8 @@ function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>)
   const cache = isObject(tokens.cache) ? tokens.cache : {};
   const parsed: ParsedLine = {
     usage: {
-      // The step does not name its model; the core attributes it to the agent's configured model.
-      provider: 'opencode', model: '', billingType: 'metered_api',
+      // OpenCode's events do not name the step's provider or model.
+      provider: 'opencode', model: 'unknown', billingType: 'metered_api',
       inputTokens: num(tokens.input),
       cachedInputTokens: num(cache.read),
       cacheWriteTokens: num(cache.write),
@@ -137,8 +138,10 @@ function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>)
     },
   };
   if (part.reason === 'tool-calls') return parsed;
-  const text = (texts.get(str(part.messageID) ?? '') ?? []).join('\n\n') || null;
-  return { ...parsed, result: { text, isError: false, subtype: str(part.reason) ?? undefined }, transcript: [{ kind: 'result', text: text ?? undefined }] };
+  // The final step: its text when it came in the same batch (else the text's own result stands).
+  const text = (texts.get(str(part.messageID) ?? '') ?? []).join('\n\n');
+  if (!text) return { ...parsed, transcript: [{ kind: 'result' }] };
+  return { ...parsed, result: { text, isError: false, subtype: str(part.reason) ?? undefined }, transcript: [{ kind: 'result', text }] };
 }
 
 function errorEvent(error: Record<string, unknown>): ParsedLine {

@@ -20,11 +20,13 @@ import { cut, isObject, num, providerFailure, str } from './provider-failures.ts
  * Sessions are files in `PI_CODING_AGENT_SESSION_DIR` (the agent's home), resumed by id; an id Pi
  * does not find ends the run with `No session found matching '<id>'` and exit code 1. Its
  * configuration folder (`PI_CODING_AGENT_DIR`: `models.json` for custom providers, `auth.json`,
- * the global `AGENTS.md`) is `.pi/agent` in the home unless `env` points it elsewhere.
+ * `settings.json`, a global `AGENTS.md`) is `.pi/agent` in the home unless `env` points it at a
+ * folder the operator keeps (the agent user must be able to write there: Pi writes `auth.json`).
  */
 
 const AGENT_DIR = '.pi/agent';
 const SESSION_UNKNOWN = 'No session found matching';
+const INSTRUCTIONS_FILE = '.keel/pi/instructions.md';
 
 function baseArgs(config: LocalConfig): string[] {
   const args = ['--mode', 'json', '-p'];
@@ -34,21 +36,21 @@ function baseArgs(config: LocalConfig): string[] {
 }
 
 function launch(input: LaunchInput): Launch {
-  const fresh = [...baseArgs(input.config), ...input.config.extraArgs];
-  const args = input.sessionId ? [...baseArgs(input.config), '--session', input.sessionId, ...input.config.extraArgs] : fresh;
+  // The instructions as a file of the working directory (beside the runtime's own .keel/ files),
+  // appended to Pi's system prompt: it reads the path relative to its working directory, and
+  // this holds whatever configuration folder `env` points Pi at.
+  const instructions = input.instructions === null ? [] : ['--append-system-prompt', INSTRUCTIONS_FILE];
+  const fresh = [...baseArgs(input.config), ...instructions, ...input.config.extraArgs];
+  const args = input.sessionId ? [...baseArgs(input.config), ...instructions, '--session', input.sessionId, ...input.config.extraArgs] : fresh;
   return {
     args,
     stdin: input.prompt,
     env: TOOL_ENV,
     homeVariables: HOME_VARIABLES,
-    homeFiles: [
-      // The global context file; empty when the agent has none, so an earlier one does not linger.
-      { path: `${AGENT_DIR}/AGENTS.md`, content: input.instructions ?? '' },
-      // ~/.agents/skills is read whatever PI_CODING_AGENT_DIR says.
-      ...input.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `.agents/skills/${skill.runtimeName}/${file.path}` }))),
-    ],
+    // ~/.agents/skills is read whatever PI_CODING_AGENT_DIR says.
+    homeFiles: input.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `.agents/skills/${skill.runtimeName}/${file.path}` }))),
     homeReplace: ['.agents/skills'],
-    files: [],
+    files: input.instructions === null ? [] : [{ path: INSTRUCTIONS_FILE, content: input.instructions }],
     retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_UNKNOWN] } : null,
   };
 }
