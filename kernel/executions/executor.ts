@@ -3,7 +3,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { MAX_EXECUTION_FILE_BYTES, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
+import { MAX_EXECUTION_FILE_BYTES, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProbeInput, type ProbeResult, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
 import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
@@ -17,6 +17,9 @@ import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
+import { AgentHomes } from './agent-homes.ts';
+import { assertNoToolFields, assertToolExtras, prepareToolLaunch, toolProcessConfig, type ToolLaunch } from './tool-launch.ts';
+import { runProbe } from './probe.ts';
 import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
 import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
@@ -42,8 +45,8 @@ const LIVE_LOG_EVENT_BYTES = 6_500;
 /** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
 export const MAX_LIVE_PER_COMPANY = 100;
 
-/** Who asks: the plugin and the company the brokered call serves. */
-export interface ExecutionCaller { plugin: string; companyId: string }
+/** Who asks: the plugin and the company the brokered call serves; `contributes`: whether the plugin contributes an adapter type (the kernel point agent.adapter-config). */
+export interface ExecutionCaller { plugin: string; companyId: string; contributes?: (adapterType: string) => boolean }
 
 /** An execution this process supervises (agent runs here, workspace processes in workspace-processes.ts). */
 export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
@@ -54,11 +57,13 @@ export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
   graceSec: number;
   process: AgentProcess | null;
   abort: AbortController | null;
+  /** 2 once a tool launch's retryOnce started the command again. */
+  attempts?: number;
 }
 
 /** `secretValues`: the credentials the start hands to the run besides its token (masked in its output). */
 type Prepared = { secretValues: string[] } & (
-  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }>; workspace: PreparedWorkspace | null }
+  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }>; workspace: PreparedWorkspace | null; tool: ToolLaunch | null }
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
     secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
     /** What the stop of a remote run needs again after this process is gone (never a secret value). */
@@ -132,6 +137,18 @@ export class Executor {
     return this.identity;
   }
 
+  /** The agents' persistent homes (tool launches). */
+  private homes: AgentHomes | null = null;
+  agentHomes(): AgentHomes {
+    this.homes ??= new AgentHomes(this.deps.config.dataDir, this.agentUser(), this.deps.log);
+    return this.homes;
+  }
+
+  /** ExecutionsCapability.probe (probe.ts). */
+  probe(caller: ExecutionCaller, input: ProbeInput): Promise<ProbeResult> {
+    return runProbe(this, caller, input);
+  }
+
   /** The per-execution home directories (created with the agent user). */
   workDirectories(): WorkDirectories {
     this.agentUser();
@@ -158,17 +175,20 @@ export class Executor {
     const agent = (await db.maybeOne<Row>('select id, company_id, status, adapter_type, adapter_config from agents where id = ?', [run.agent_id]))!;
     const company = (await db.maybeOne<Row>('select status from companies where id = ?', [run.company_id]))!;
     assertRunnable(agent as { status: string }, company as { status: string });
-    // A process runs only process agents; an http exchange runs http agents and the adapter
-    // types plugins contribute (never a process agent: its configuration names a command).
-    if (input.kind === 'process' ? agent.adapter_type !== 'process' : agent.adapter_type === 'process') {
+    // A process runs process agents (their configuration's command and arguments) and, as a tool
+    // launch (tool-launch.ts), agents of an adapter type the calling plugin contributes; an http
+    // exchange runs http agents and contributed types (never a process agent).
+    const toolLaunch = input.kind === 'process' && agent.adapter_type !== 'process' && (caller.contributes?.(agent.adapter_type) ?? false);
+    if (input.kind === 'process' ? agent.adapter_type !== 'process' && !toolLaunch : agent.adapter_type === 'process') {
       throw new KeelError(409, 'adapter_mismatch', `The agent's adapter is ${agent.adapter_type}; a ${input.kind} execution cannot run it`);
     }
+    if (input.kind === 'process' && !toolLaunch) assertNoToolFields(input as unknown as Record<string, unknown>);
     await assertBoardApprovedConfig(db, agent.id);
     const running = await db.maybeOne<Row>(`select count(*)::int as n from executions where company_id = ? and ${LIVE}`, [run.company_id]);
     if (int(running!.n) >= MAX_LIVE_PER_COMPANY) {
       throw new KeelError(429, 'too_many_executions', `A company runs at most ${MAX_LIVE_PER_COMPANY} executions at once; wait for one to end`);
     }
-    const prepared = await this.prepare(caller, input, agent);
+    const prepared = await this.prepare(caller, input, agent, toolLaunch);
     const executionId = randomUUID();
     const row = await db.transaction(async (tx) => {
       const inserted = await tx.maybeOne<Row>(
@@ -197,13 +217,15 @@ export class Executor {
   }
 
   /** Everything that can be refused is checked before the row exists: configuration, secrets, files, address. */
-  private async prepare(caller: ExecutionCaller, input: ProcessExecutionInput | HttpExecutionInput, agent: Row): Promise<Prepared> {
+  private async prepare(caller: ExecutionCaller, input: ProcessExecutionInput | HttpExecutionInput, agent: Row, toolLaunch: boolean): Promise<Prepared> {
     if (input.kind === 'process') {
-      const config = processConfig(agent.adapter_config);
+      const config = toolLaunch ? toolProcessConfig(agent.adapter_config, input.args ?? []) : processConfig(agent.adapter_config);
       const extras = input.env ?? {};
-      assertPluginExtras(extras);
+      if (toolLaunch) assertToolExtras(extras);
+      else assertPluginExtras(extras);
+      const tool = toolLaunch ? prepareToolLaunch(input) : null;
       const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') }));
-      const fileBytes = files.reduce((sum, file) => sum + file.content.length, 0);
+      const fileBytes = [...files, ...(tool?.home?.files ?? [])].reduce((sum, file) => sum + file.content.length, 0);
       if (fileBytes > MAX_EXECUTION_FILE_BYTES) throw new KeelError(400, 'invalid_arguments', `files: ${fileBytes} bytes in all; at most ${MAX_EXECUTION_FILE_BYTES}`);
       const workspace = await prepareLeasedWorkspace({ db: this.deps.db, vault: this.deps.vault, identity: () => this.agentUser() },
         { plugin: caller.plugin, runId: input.runId, agentId: agent.id, companyId: agent.company_id }, agent.adapter_config, input.workspace);
@@ -217,7 +239,7 @@ export class Executor {
         ...resolved.secrets.map((secret) => resolved.env[secret.envName]!),
         ...(workspace?.secrets ?? []).map((secret) => workspace!.env[secret.envName]!),
       ];
-      return { kind: 'process', config, env: resolved.env, extras, files, workspace, secretValues };
+      return { kind: 'process', config, env: resolved.env, extras, files, workspace, secretValues, tool };
     }
     const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
     const configured = config[input.baseUrlKey ?? 'url'];
@@ -233,7 +255,7 @@ export class Executor {
       for (const template of [follow.eventsUrl, follow.statusUrl, follow.stopUrl]) assertUnderConfiguredUrl(template.replaceAll('{id}', 'run-id'), configured);
       remote = {
         eventsUrl: follow.eventsUrl, statusUrl: follow.statusUrl, stopUrl: follow.stopUrl, reconnectMs: follow.reconnectMs,
-        terminalEvents: follow.terminalEvents, idField: follow.idField ?? 'id', createAttempts: follow.createAttempts ?? 3,
+        terminalEvents: follow.terminalEvents, idFields: typeof follow.idField === 'string' ? [follow.idField] : follow.idField ?? ['id'], createAttempts: follow.createAttempts ?? 3,
       };
     }
     const secretValues: string[] = [];
@@ -368,19 +390,26 @@ export class Executor {
     }
     // Handed over only now: nothing of the agent user's can be in it while the kernel writes there.
     if (prepared.workspace) await handToAgentUser(prepared.workspace.dir, identity);
+    const tool = prepared.tool;
+    const home = tool?.home ? await this.agentHomes().prepare(entry.ref.agentId, tool.home) : null;
     const env = processEnvironment({
       // The agent's own (board-approved) variables win over its environment's.
-      home: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,
+      home: home ?? runDir, tmp: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,
+      defaults: home && tool?.home ? Object.fromEntries(Object.entries(tool.home.variables).map(([name, path]) => [name, join(home, path)])) : {},
       canonical: {
         SERVICE_API_URL: this.apiUrl, SERVICE_API_KEY: token, SERVICE_COMPANY_ID: entry.ref.companyId,
         SERVICE_AGENT_ID: entry.ref.agentId, SERVICE_RUN_ID: entry.ref.runId,
       },
     });
-    const child = new AgentProcess({
-      command: prepared.config.command, args: prepared.config.args, cwd, env,
+    // A tool launch's retryOnce watches the output for what the tool says when it refuses a resume.
+    let refusal = false;
+    const output = tool?.retry ? watchedOutput(log, tool.retry.needles, () => { refusal = true; }) : log;
+    const spawnAttempt = (args: string[]) => new AgentProcess({
+      command: prepared.config.command, args, cwd, env, stdin: tool?.stdin ?? null,
       uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined,
       pidNamespace: identity.pidNamespaces,
-    }, log, { holdChars: heldLineChars(log.mask) });
+    }, output, { holdChars: heldLineChars(log.mask) });
+    let child = spawnAttempt(prepared.config.args);
     entry.process = child;
     if (child.pid) {
       await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
@@ -392,7 +421,16 @@ export class Executor {
     if (prepared.config.timeoutSec !== null) {
       timer = setTimeout(() => this.timeOut(entry), prepared.config.timeoutSec * 1000);
     }
-    const result = await child.done;
+    let result = await child.done;
+    if (tool?.retry && refusal && result.exitCode !== 0 && !result.spawnError && !entry.cancelReason && !entry.timedOut) {
+      log.line('system', `exited with code ${result.exitCode} refusing to resume its session: starting it once more with a fresh session`);
+      entry.attempts = 2;
+      child = spawnAttempt(tool.retry.args);
+      entry.process = child;
+      if (child.pid) await this.deps.db.exec(`update executions set pid = ? where id = ? and ${LIVE}`, [child.pid, entry.ref.executionId]);
+      if (entry.cancelReason || entry.timedOut) child.stop(entry.graceSec);
+      result = await child.done;
+    }
     if (timer) clearTimeout(timer);
     if (entry.timedOut) log.line('system', `timed out after ${prepared.config.timeoutSec} s`);
     if (result.spawnError) {
@@ -457,11 +495,11 @@ export class Executor {
         [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
           outcome.response === undefined || outcome.response === null ? null : JSON.stringify(log.mask.value(outcome.response)),
           written.bytes, written.sha256, entry.ref.executionId, this.instanceId]);
-      if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode);
+      if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode, entry.attempts);
     });
   }
 
-  private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null): Promise<void> {
+  private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null, attempts?: number): Promise<void> {
     // A workspace process has no run to close; the rest (event, activity) is the same.
     const live = row.run_id ? await tx.maybeOne<Row>(`select status from runs where id = ? for update`, [row.run_id]) : null;
     if (live && LIVE_STATUSES.has(live.status)) {
@@ -470,7 +508,7 @@ export class Executor {
     await this.deps.events.appendTo(tx, 'execution.finished', {
       executionId: row.id, runId: row.run_id, companyId: row.company_id, agentId: row.agent_id, status: row.status,
       exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null, errorCode: row.error_code ?? null,
-      logBytes: int(row.log_bytes), response: row.response ?? null,
+      logBytes: int(row.log_bytes), response: row.response ?? null, ...(attempts ? { attempts } : {}),
     }, row.plugin);
     await this.deps.activity.record(tx, {
       companyId: row.company_id, actorType: 'system', actorId: 'executor', agentId: row.agent_id, runId: row.run_id,
@@ -640,5 +678,17 @@ export function toSummary(row: Row): ExecutionSummary {
     pid: row.pid ?? null, exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null,
     errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
     startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
+  };
+}
+
+/** An execution's output that also reports a line containing one of the needles (retryOnce). */
+function watchedOutput(log: ExecutionLog, needles: string[], seen: () => void): ConstructorParameters<typeof AgentProcess>[1] {
+  return {
+    line: (stream, text, omitted) => {
+      if (needles.some((needle) => text.includes(needle))) seen();
+      log.line(stream, text, omitted);
+    },
+    raw: (stream, text) => log.raw(stream, text),
+    ready: () => log.ready(),
   };
 }

@@ -14,7 +14,9 @@ import type { Logger } from 'pino';
  * receives the executor's SIGTERM as it would outside, and the shell reports a death by signal
  * the way shells do (128 + the signal's number).
  */
-const SHIM = '"$@" & wait "$!"';
+// A background command of a non-interactive shell reads /dev/null: the shell's standard input (a
+// tool launch's prompt) is kept on fd 3 and handed to it explicitly.
+const SHIM = 'exec 3<&0; "$@" <&3 3<&- & exec 3<&-; wait "$!"';
 /** The shell exports PWD of its own accord: taken out again unless the agent's environment named it. */
 const SHIM_WITHOUT_PWD = `unset PWD; ${SHIM}`;
 

@@ -15,6 +15,8 @@ export interface ProcessSpec {
   gid: number | undefined;
   /** Start it in a PID namespace of its own (pid-namespace.ts), as uid/gid. */
   pidNamespace: boolean;
+  /** Written to its standard input, which is then closed (else it reads nothing: /dev/null). */
+  stdin?: Buffer | null;
 }
 
 export interface ProcessOutcome { exitCode: number | null; signal: string | null; spawnError: string | null }
@@ -59,8 +61,13 @@ export class AgentProcess {
     this.child = spawn(command, args, {
       cwd: spec.cwd, env: spec.env, detached: true,
       ...(inNamespace ? {} : { uid: spec.uid, gid: spec.gid }),
-      stdio: ['ignore', 'pipe', 'pipe'], windowsHide: true,
+      stdio: [spec.stdin ? 'pipe' : 'ignore', 'pipe', 'pipe'], windowsHide: true,
     });
+    if (spec.stdin && this.child.stdin) {
+      // A process that exits without reading all of it closes the pipe: that is its business, not an error here.
+      this.child.stdin.on('error', () => undefined);
+      this.child.stdin.end(spec.stdin);
+    }
     const drained: Array<Promise<void>> = [];
     const pipes: Readable[] = [];
     for (const stream of ['stdout', 'stderr'] as const) {

@@ -16,7 +16,7 @@ import { MAX_RESPONSE_BYTES, SseParser } from './http-runner.ts';
  */
 export interface RemoteRunSpec {
   create: { url: URL; method: string; headers: Record<string, string>; body: Buffer | null };
-  follow: Required<Omit<RemoteRunFollow, 'eventsUrl' | 'statusUrl' | 'stopUrl'>> & { eventsUrl: string; statusUrl: string; stopUrl: string };
+  follow: Required<Omit<RemoteRunFollow, 'eventsUrl' | 'statusUrl' | 'stopUrl' | 'idField'>> & { eventsUrl: string; statusUrl: string; stopUrl: string; idFields: string[] };
   /** Headers of the follow-up requests (the run server's key, the run token, the session key). */
   headers: Record<string, string>;
   addresses: ResolvedAddress[];
@@ -122,6 +122,25 @@ function ended(data: unknown, httpStatus: number): RemoteOutcome | null {
   return null;
 }
 
+/**
+ * The end a terminal event carries: its data's `status`, or, when the data has none, the last
+ * part of the event's name (`run.completed`: `completed`), as run servers that name their ends
+ * by the event alone send them; the response is the data with that status.
+ */
+function endedBy(name: string, data: unknown): RemoteOutcome | null {
+  if (!isObject(data)) return null;
+  if (data.status !== undefined) return ended(data, 200);
+  return ended({ ...data, status: name.slice(name.lastIndexOf('.') + 1) }, 200);
+}
+
+const parseJson = (text: string): unknown => { try { return JSON.parse(text); } catch { return null; } };
+
+/** The run an answer names: the first of `fields` present in it. */
+function runIdOf(json: unknown, fields: string[]): unknown {
+  if (!isObject(json)) return undefined;
+  return fields.map((field) => json[field]).find((value) => value !== undefined && value !== null);
+}
+
 /** What a refused answer means: the run server's error codes for a create or a status read. */
 function refusal(status: number, create: boolean): string {
   if (status === 401 || status === 403) return 'remote_auth_failed';
@@ -166,9 +185,9 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
     if (attempt < follow.createAttempts) await sleep(follow.reconnectMs, signal);
   }
   if (!created) return { httpStatus: lastStatus, response: null, failed: true, errorCode: signal.aborted ? null : lastError };
-  const id = isObject(created.json) ? created.json[follow.idField] : undefined;
+  const id = runIdOf(created.json, follow.idFields);
   if ((typeof id !== 'string' && typeof id !== 'number') || String(id).length === 0 || String(id).length > 200) {
-    log.line('system', `create: the answer names no run (${follow.idField})`);
+    log.line('system', `create: the answer names no run (${follow.idFields.join(', ')})`);
     return { httpStatus: created.status, response: null, failed: true, errorCode: 'remote_protocol_error' };
   }
   const remoteId = encodeURIComponent(String(id));
@@ -195,10 +214,13 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
       const answer = await request(spec, at(follow.eventsUrl), 'GET', headers, null, signal, (event, data, eventId) => {
         if (eventId) lastEventId = eventId;
         log.sse(event, data);
-        if (!state.outcome && follow.terminalEvents.includes(event)) {
-          let parsed: unknown = null;
-          try { parsed = JSON.parse(data); } catch { /* not JSON: no end */ }
-          state.outcome = ended(parsed, 200);
+        if (state.outcome) return;
+        // An event without an `event:` line is named by its data (`data: {"event": "run.completed", ...}`).
+        let parsed: unknown = event === 'message' ? parseJson(data) : undefined;
+        const name = isObject(parsed) && typeof parsed.event === 'string' ? parsed.event : event;
+        if (follow.terminalEvents.includes(name)) {
+          if (parsed === undefined) parsed = parseJson(data);
+          state.outcome = endedBy(name, parsed);
         }
       }, streamIdleMs(follow.reconnectMs));
       streamed = answer.streamed;
@@ -216,8 +238,8 @@ export async function followRemoteRun(spec: RemoteRunSpec, log: ExecutionLog, si
         const answer = await request(spec, at(follow.statusUrl), 'GET', { ...spec.headers, accept: 'application/json' }, null, signal);
         if (answer.status >= 200 && answer.status < 300) {
           // An answer about another run (its id says so) is not this run's: nothing of it is kept.
-          const named = isObject(answer.json) ? answer.json[follow.idField] : undefined;
-          if (named !== undefined && named !== null && String(named) !== String(id)) {
+          const named = runIdOf(answer.json, follow.idFields);
+          if (named !== undefined && String(named) !== String(id)) {
             log.line('system', 'status: the answer names another run; not followed');
             return { httpStatus: answer.status, response: null, failed: true, errorCode: 'remote_protocol_error' };
           }

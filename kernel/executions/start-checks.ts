@@ -75,12 +75,19 @@ export const CANONICAL_NAMES = ['SERVICE_API_URL', 'SERVICE_API_KEY', 'SERVICE_C
  */
 export function processEnvironment(input: {
   home: string; resolved: Record<string, string>; extras: Record<string, string>;
-  canonical: Record<(typeof CANONICAL_NAMES)[number], string>;
+  /** The run's values (a probe, outside any run, has no token and no run id). */
+  canonical: Partial<Record<(typeof CANONICAL_NAMES)[number], string>>;
+  /** TMPDIR when it is not the home (a tool launch's home is the agent's persistent one; its temporary files stay in the run's folder). */
+  tmp?: string;
+  /** A tool launch's home folders and tool variables: defaults the agent's configured env may override. */
+  defaults?: Record<string, string>;
 }): Record<string, string> {
   const env: Record<string, string> = {
-    PATH: '/usr/local/bin:/usr/bin:/bin', HOME: input.home, LANG: 'C.UTF-8', TMPDIR: input.home,
+    PATH: '/usr/local/bin:/usr/bin:/bin', HOME: input.home, LANG: 'C.UTF-8', TMPDIR: input.tmp ?? input.home,
   };
-  for (const source of [input.resolved, input.extras]) {
+  const serviceExtras = Object.fromEntries(Object.entries(input.extras).filter(([name]) => name.startsWith('SERVICE_')));
+  const toolDefaults = { ...input.defaults, ...Object.fromEntries(Object.entries(input.extras).filter(([name]) => !name.startsWith('SERVICE_'))) };
+  for (const source of [toolDefaults, input.resolved, serviceExtras]) {
     for (const [name, value] of Object.entries(source)) {
       if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !value.includes('\0')) env[name] = value;
     }

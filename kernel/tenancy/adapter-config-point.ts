@@ -6,6 +6,7 @@ import { checkConfiguredAddresses } from '../executions/configured-addresses.ts'
 import { KeelError } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
+import { applyDefaultModel } from './adapter-defaults.ts';
 import { isSecretRef } from './agent-config.ts';
 import { callerIds } from './agent-service.ts';
 
@@ -18,7 +19,8 @@ export interface ContributedConfig { adapterConfig: Config; secretFields: string
  * The adapterConfig of a create, hire or update whose adapter type a plugin contributes, as
  * that plugin validated and normalised it (kernel point `agent.adapter-config`), or refused it
  * (its 4xx names the field). Asked before the transaction: a refusal leaves nothing behind.
- * With no plugin contributing the type, the configuration is kept as given.
+ * With no plugin contributing the type, the configuration is kept as given (a create gets the
+ * kernel's default model for the types that have one).
  */
 export async function contributedAdapterConfig(ctx: Context, kernel: KernelServices, request: {
   companyId: string; adapterType: string; adapterConfig: Config; agentId: string | null;
@@ -26,7 +28,8 @@ export async function contributedAdapterConfig(ctx: Context, kernel: KernelServi
   const answer = await kernel.points.consult('agent.adapter-config', { companyId: request.companyId, actor: ctx.state.actor as Actor }, {
     adapterType: request.adapterType, adapterConfig: request.adapterConfig, agentId: request.agentId,
   });
-  if (!answer) return { adapterConfig: request.adapterConfig, secretFields: [], answered: false };
+  // Nobody contributes the type: kept as given, with the kernel's default model on a create (agentId null).
+  if (!answer) return { adapterConfig: request.agentId === null ? applyDefaultModel(request.adapterType, request.adapterConfig) : request.adapterConfig, secretFields: [], answered: false };
   // The addresses it names are checked now as the executor checks them at connection: nothing is written with one it would refuse.
   const [plugin] = kernel.points.contributors('agent.adapter-config', request.adapterType);
   await checkConfiguredAddresses(answer.adapterConfig, { connect: answer.addressFields ?? [], instance: answer.instanceAddressFields ?? [] },

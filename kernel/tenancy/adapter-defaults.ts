@@ -15,7 +15,11 @@ export const DEFAULT_ADAPTER_TYPE = 'process';
 /** Externally registered adapters are allowed, so any identifier-like name is accepted. */
 export const ADAPTER_TYPE_PATTERN = '^[A-Za-z][A-Za-z0-9_.:-]{0,99}$';
 
-/** Default model per adapter, applied on create and hire when `adapterConfig.model` is absent. */
+/**
+ * Default model per adapter, applied on create and hire when `adapterConfig.model` is absent and
+ * no plugin contributes the type: a contributing plugin fills its tool's own default
+ * (adapter-config-point.ts).
+ */
 export const DEFAULT_MODELS: Readonly<Record<string, string>> = {
   beta_local: 'beta-default',
   gamma_local: 'gamma-default',
@@ -27,10 +31,13 @@ export const DEVICE_KEY_FIELD = 'devicePrivateKeyPem';
 type Config = Record<string, unknown>;
 
 export function applyCreateDefaults(adapterType: string, adapterConfig: Config): Config {
-  const next = { ...adapterConfig };
+  return ensureDeviceKey(adapterType, { ...adapterConfig });
+}
+
+export function applyDefaultModel(adapterType: string, adapterConfig: Config): Config {
   const model = DEFAULT_MODELS[adapterType];
-  if (model && (typeof next.model !== 'string' || next.model.trim() === '')) next.model = model;
-  return ensureDeviceKey(adapterType, next);
+  if (!model || (typeof adapterConfig.model === 'string' && adapterConfig.model.trim() !== '')) return adapterConfig;
+  return { ...adapterConfig, model };
 }
 
 /**

@@ -22,7 +22,55 @@ export interface ProcessExecutionInput {
   logChannel?: string;
   /** The environment lease the run works in (LeasedWorkspace): required exactly when the agent's adapterConfig names an environmentId. */
   workspace?: LeasedWorkspace;
+  /**
+   * A tool launch (ToolLaunch), for an agent of an adapter type the calling plugin contributes:
+   * the board-approved `adapterConfig.command` started with these arguments. Refused for a
+   * `process` agent, whose arguments are its configuration's.
+   */
+  args?: string[];
+  /** Written to the process's standard input, which is then closed (a prompt: never in the arguments, which every user of the machine can read). At most 1 MiB. */
+  stdin?: string;
+  /** Run in the agent's persistent home instead of a fresh one (AgentHome); tool launches only. */
+  home?: AgentHome;
+  /**
+   * Start the command once more, in the same execution and with these arguments, when it exits
+   * non-zero and a line of its output (either stream) contains one of the substrings: a tool
+   * that refuses to resume a session it no longer has starts a fresh one. The log says so with
+   * a system line; the deadline covers both attempts. Tool launches only.
+   */
+  retryOnce?: { args: string[]; ifOutputIncludes: string[] };
 }
+/**
+ * The agent's persistent home, `<dataDir>/agent-homes/<agentId>` (0700, owned by the agent
+ * user): HOME for its runs, so a tool's configuration and sessions survive between runs and two
+ * agents never share them. `variables` point tool variables at folders in it
+ * (`{ CLAUDE_CONFIG_DIR: '.claude' }`, created when missing); `replace` folders are emptied and
+ * `files` written before the start, by the agent user itself (the home is the agent's: a link it
+ * placed there cannot make the kernel write elsewhere). The agent's configured env wins over
+ * `variables`.
+ */
+export interface AgentHome {
+  variables?: Record<string, string>;
+  replace?: string[];
+  files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
+}
+/**
+ * `ctx.executions.probe`: the agent's configured command run once, outside any run (so without a
+ * run token), with the agent's resolved environment and home, as the agent user, for an adapter
+ * type the calling plugin contributes: a tool's version check or a minimal authenticated call
+ * before anyone wakes the agent. Output is kept up to 64 KiB per stream, credentials masked.
+ */
+export interface ProbeInput {
+  agentId: string;
+  args: string[];
+  stdin?: string;
+  /** Default 60, at most 300. */
+  timeoutSec?: number;
+  /** Tool variables (the run-variable rule applies) and home folders, as for a tool launch. */
+  env?: Record<string, string>;
+  homeVariables?: Record<string, string>;
+}
+export interface ProbeResult { exitCode: number | null; signal: string | null; stdout: string; stderr: string; timedOut: boolean; spawnError: string | null }
 /**
  * The directory of an environment lease as a process's working directory, with the
  * environment's variables. The kernel checks it itself before anything starts: `environmentId`
@@ -99,13 +147,22 @@ export interface HttpExecutionInput {
  * `canceled` or `stopped` end it failed (`remote_run_failed`, `remote_run_cancelled`).
  */
 export interface RemoteRunFollow {
-  /** The field of the create's JSON answer naming the remote run (default `id`). */
-  idField?: string;
+  /**
+   * The field of the create's JSON answer naming the remote run (default `id`), or several: the
+   * first one present names it (`['id', 'run_id']`). A status answer naming another run in the
+   * same field is not this run's.
+   */
+  idField?: string | string[];
   eventsUrl: string;
   statusUrl: string;
   stopUrl: string;
   reconnectMs: number;
-  /** SSE event names whose data carries the run's end (`status`, and `result`, `usage`). */
+  /**
+   * SSE event names whose data carries the run's end (`status`, and `result`, `usage`). An event
+   * sent without an `event:` line (the SSE default `message`) is named by its data's `event` field;
+   * a terminal event whose data has no `status` ends the run as the last part of its name says
+   * (`run.completed`: `completed`).
+   */
   terminalEvents: string[];
   /** Default 3. */
   createAttempts?: number;
@@ -136,6 +193,8 @@ export interface ExecutionsCapability {
   log(executionId: string, options?: { offset?: number; limitBytes?: number }): Promise<ExecutionLogPage>;
   /** SIGTERM to the process group, SIGKILL after graceSec (http: abort). Idempotent; answers the summary. */
   cancel(executionId: string, options?: { reason?: string }): Promise<ExecutionSummary>;
+  /** See ProbeInput. */
+  probe(input: ProbeInput): Promise<ProbeResult>;
 }
 
 /** One structured output: a stdout line that is a JSON object with a string `type`, or an SSE event (`{event, data}`). */
@@ -154,6 +213,8 @@ export interface ExecutionFinishedEvent {
   executionId: string; runId: string | null; companyId: string; agentId: string | null;
   status: ExecutionStatus; exitCode: number | null; signal: string | null; httpStatus: number | null;
   errorCode: string | null; logBytes: number; response: unknown;
+  /** 2 when the command was started again by `retryOnce`. */
+  attempts?: number;
 }
 
 export const MAX_EXECUTION_FILES = 1000;
@@ -161,7 +222,18 @@ export const MAX_EXECUTION_FILES = 1000;
 export const MAX_EXECUTION_FILE_BYTES = 32 * 1024 * 1024;
 export const MAX_EXECUTION_LOG_PAGE = 1_048_576;
 
+/** A tool launch's standard input (its prompt). */
+export const MAX_STDIN_CHARS = 1_048_576;
 const logChannel = { type: 'string', pattern: '^[a-z][a-z0-9-]{0,63}$' };
+const relativePath = { type: 'string', minLength: 1, maxLength: 500 };
+const files = {
+  type: 'array', maxItems: MAX_EXECUTION_FILES,
+  items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: relativePath, content: { type: 'string', maxLength: 1_398_104 }, encoding: { enum: ['utf8', 'base64'] } } },
+};
+const args = { type: 'array', maxItems: 200, items: { type: 'string', maxLength: 8_192 } };
+const homeVariables = { type: 'object', maxProperties: 20, propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }, additionalProperties: relativePath };
+/** A field of a run server's JSON answer that names its run. */
+const idFieldName = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' };
 const stringMap = { type: 'object', maxProperties: 100, additionalProperties: { type: 'string', maxLength: 65_536 } };
 const processInput = {
   type: 'object', additionalProperties: false, required: ['kind', 'runId'],
@@ -185,10 +257,24 @@ const processInput = {
         },
       },
     },
-    files: {
-      type: 'array', maxItems: MAX_EXECUTION_FILES,
-      items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: { type: 'string', minLength: 1, maxLength: 500 }, content: { type: 'string', maxLength: 1_398_104 }, encoding: { enum: ['utf8', 'base64'] } } },
+    files,
+    args,
+    stdin: { type: 'string', maxLength: MAX_STDIN_CHARS },
+    home: {
+      type: 'object', additionalProperties: false,
+      properties: { variables: homeVariables, replace: { type: 'array', maxItems: 20, items: relativePath }, files },
     },
+    retryOnce: {
+      type: 'object', additionalProperties: false, required: ['args', 'ifOutputIncludes'],
+      properties: { args, ifOutputIncludes: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', minLength: 3, maxLength: 200 } } },
+    },
+  },
+};
+const probeInput = {
+  type: 'object', additionalProperties: false, required: ['agentId', 'args'],
+  properties: {
+    agentId: uuid, args, stdin: { type: 'string', maxLength: MAX_STDIN_CHARS }, timeoutSec: { type: 'integer', minimum: 1, maximum: 300 },
+    env: stringMap, homeVariables,
   },
 };
 const httpInput = {
@@ -214,7 +300,7 @@ const httpInput = {
     remoteRun: {
       type: 'object', additionalProperties: false, required: ['eventsUrl', 'statusUrl', 'stopUrl', 'reconnectMs', 'terminalEvents'],
       properties: {
-        idField: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' },
+        idField: { anyOf: [idFieldName, { type: 'array', minItems: 1, maxItems: 5, items: idFieldName }] },
         eventsUrl: { type: 'string', minLength: 1, maxLength: 2000 }, statusUrl: { type: 'string', minLength: 1, maxLength: 2000 },
         stopUrl: { type: 'string', minLength: 1, maxLength: 2000 },
         reconnectMs: { type: 'integer', minimum: 10, maximum: 600_000 },
@@ -238,6 +324,7 @@ export const executions = defineCapability<{ executions: ExecutionsCapability }>
         properties: { offset: { type: 'integer', minimum: 0 }, limitBytes: { type: 'integer', minimum: 1, maximum: MAX_EXECUTION_LOG_PAGE } },
       }], { type: 'object', required: ['content', 'offset', 'nextOffset', 'eof'] }, { required: 1 }),
       cancel: method('kernel', [uuid, { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } }], summary, { required: 1 }),
+      probe: method('kernel', [probeInput], { type: 'object', required: ['exitCode', 'stdout', 'stderr', 'timedOut'] }),
     },
   },
 });

@@ -1,4 +1,4 @@
-import type { HttpExecutionInput, ProcessExecutionInput } from '../../../sdk/capabilities/executions.ts';
+import type { HttpExecutionInput, ProbeInput, ProcessExecutionInput } from '../../../sdk/capabilities/executions.ts';
 import { callCompany, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 
@@ -8,7 +8,11 @@ import type { BrokeredCall, KernelCapability } from './types.ts';
  * be one of the call's company, and an execution is found only by the plugin that started it
  * in the company that call serves (anything else is not found, like an unknown id).
  */
-const caller = (call: BrokeredCall) => ({ plugin: call.plugin, companyId: callCompany(call) });
+const caller = (call: BrokeredCall) => ({
+  plugin: call.plugin, companyId: callCompany(call),
+  // Tool launches and probes: agents of an adapter type this plugin contributes (the kernel point agent.adapter-config).
+  contributes: (adapterType: string) => call.kernel.points.contributors('agent.adapter-config', adapterType).includes(call.plugin),
+});
 
 export const executionsCapability: KernelCapability = {
   methods: {
@@ -17,6 +21,7 @@ export const executionsCapability: KernelCapability = {
     log: {
       run: async (call) => call.kernel.executions.readLog(caller(call), uuidArg(call.args[0], 'executionId'), (call.args[1] ?? {}) as { offset?: number; limitBytes?: number }),
     },
+    probe: { run: async (call) => call.kernel.executions.probe(caller(call), call.args[0] as ProbeInput) },
     cancel: {
       run: async (call) => call.kernel.executions.cancel(caller(call), uuidArg(call.args[0], 'executionId'), ((call.args[1] ?? {}) as { reason?: string }).reason),
     },

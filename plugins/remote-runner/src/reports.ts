@@ -1,82 +1,70 @@
 import type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } from '@keel/sdk/plugin';
 import type { RemoteRunnerContext } from './context.ts';
+import { appendText, explicitResultOf, streamedResult, textDeltaOf } from './run-text.ts';
 import { TERMINAL_EVENTS } from './start.ts';
+import { COUNTERS, usageTotalsOf, type Totals } from './usage-vocabulary.ts';
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-const COUNTERS = ['inputTokens', 'cachedInputTokens', 'outputTokens', 'costCents'] as const;
-type Totals = Record<(typeof COUNTERS)[number], number>;
-
-/** The largest totals a report may carry (as the runtime accepts them); a report beyond them is malformed. */
-const MAX_TOKENS = 1_000_000_000_000;
-const MAX_CENTS = 100_000_000_000;
+const column = (counter: string) => counter.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+/** The longest event name read from an event's data (longer ones keep the stream's name). */
+const MAX_EVENT_NAME = 100;
 
 /**
- * The run's usage so far as a run server reports it (running totals), or null when the event
- * carries none or a malformed one (a count that is not a non-negative number within bounds, a
- * cost that is not one): such an event is relayed to the log as it came and metered as nothing.
- * Nothing a run server sends can make this throw, so a malformed event never holds back the
- * run's later events (its end among them).
+ * An event's name: the stream's `event:` field, or, for an event sent without one (the SSE
+ * default `message`), the `event` field of its data, as the reference run servers name theirs
+ * (`data: {"event": "message.delta", ...}`).
  */
-function totalsOf(event: string, data: unknown): (Totals & { provider: unknown; model: unknown; billingType: unknown }) | null {
-  if (!isObject(data)) return null;
-  const usage = event === 'run.usage' ? data : isObject(data.usage) ? data.usage : null;
-  if (!usage) return null;
-  const count = (value: unknown, max: number): number | null => {
-    if (value === undefined || value === null) return 0;
-    return typeof value === 'number' && Number.isFinite(value) && value >= 0 && value <= max ? Math.floor(value) : null;
-  };
-  const costCents = usage.costCents !== undefined ? count(usage.costCents, MAX_CENTS)
-    : usage.costUsd === undefined || usage.costUsd === null ? 0
-      : typeof usage.costUsd === 'number' && Number.isFinite(usage.costUsd) && usage.costUsd >= 0 && usage.costUsd * 100 <= MAX_CENTS ? Math.round(usage.costUsd * 100) : null;
-  const totals = {
-    inputTokens: count(usage.inputTokens, MAX_TOKENS), cachedInputTokens: count(usage.cachedInputTokens, MAX_TOKENS), outputTokens: count(usage.outputTokens, MAX_TOKENS), costCents,
-  };
-  if (Object.values(totals).some((value) => value === null)) return null;
-  return { ...(totals as Totals), provider: usage.provider, model: usage.model, billingType: usage.billingType };
+function eventNameOf(output: ExecutionOutput): string {
+  const streamed = typeof output.data.event === 'string' ? output.data.event : 'message';
+  const data = output.data.data;
+  if (streamed === 'message' && isObject(data) && typeof data.event === 'string' && data.event.length > 0 && data.event.length <= MAX_EVENT_NAME) return data.event;
+  return streamed;
 }
 
 /**
  * `execution.output` of a remote run, in the runtime's protocol: each event is relayed as it
  * came (under `remote`, so nothing a run server sends is read as the protocol itself); usage
- * totals in events or status answers become `service.usage` reports of what is new since the
- * last (so usage is metered as it arrives, and a hard budget stop ends the run there too); the
- * result of the end becomes `service.result`.
+ * totals in events or status answers, in either vocabulary, become `service.usage` reports of
+ * what is new since the last (so usage is metered as it arrives, and a hard budget stop ends
+ * the run there too); text deltas are kept for the result (run-text.ts); the explicit result of
+ * an end becomes `service.result`. The row of `metered` is locked for the batch: the run's
+ * events may be handled by any Keel process, one batch at a time.
  */
 export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RemoteRunnerContext): Promise<void> {
   const event = payload as unknown as ExecutionOutputEvent;
   const { rows } = await ctx.db.query('select * from metered where run_id = $1 for update', [event.runId]);
+  const row = rows[0];
   const metered: Totals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costCents: 0 };
-  for (const name of COUNTERS) metered[name] = Number(rows[0]?.[name.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] ?? 0);
+  for (const name of COUNTERS) metered[name] = Number(row?.[column(name)] ?? 0);
+  let text = { text: String(row?.result_text ?? ''), truncated: row?.result_text_truncated === true };
+  // A redelivered batch appends nothing twice: text is kept only from outputs after the last one kept.
+  let textSeq = Number(row?.text_seq ?? 0);
   const outputs: ExecutionOutput[] = [];
   for (const output of event.outputs) {
-    const name = typeof output.data.event === 'string' ? output.data.event : 'message';
+    const name = eventNameOf(output);
     const data = output.data.data;
     outputs.push({ seq: output.seq, stream: 'sse', data: { event: name, remote: data } });
-    const totals = totalsOf(name, data);
+    const delta = textDeltaOf(name, data);
+    if (output.seq > textSeq) {
+      textSeq = output.seq;
+      if (delta !== null) text = appendText(text, delta);
+    }
+    const totals = usageTotalsOf(name, data);
     if (totals) {
       const added = Object.fromEntries(COUNTERS.map((counter) => [counter, Math.max(0, totals[counter] - metered[counter])])) as Totals;
       if (COUNTERS.some((counter) => added[counter] > 0)) {
         for (const counter of COUNTERS) metered[counter] = Math.max(metered[counter], totals[counter]);
-        outputs.push({
-          seq: output.seq, stream: 'sse',
-          data: {
-            event: 'service.usage',
-            data: {
-              type: 'service.usage', ...added,
-              ...(typeof totals.provider === 'string' ? { provider: totals.provider } : {}), ...(typeof totals.model === 'string' ? { model: totals.model } : {}),
-              ...(typeof totals.billingType === 'string' ? { billingType: totals.billingType } : {}),
-            },
-          },
-        });
+        const { inputTokens: _input, cachedInputTokens: _cached, outputTokens: _output, costCents: _cost, ...names } = totals;
+        outputs.push({ seq: output.seq, stream: 'sse', data: { event: 'service.usage', data: { type: 'service.usage', ...added, ...names } } });
       }
     }
-    if ((TERMINAL_EVENTS.includes(name) || name === 'status') && isObject(data) && data.result !== undefined && isTerminal(data.status)) {
-      outputs.push({ seq: output.seq, stream: 'sse', data: { event: 'service.result', data: { type: 'service.result', result: data.result } } });
-    }
+    const result = (TERMINAL_EVENTS.includes(name) || name === 'status') && isObject(data) && isTerminal(data.status) ? explicitResultOf(data) : undefined;
+    if (result !== undefined) outputs.push({ seq: output.seq, stream: 'sse', data: { event: 'service.result', data: { type: 'service.result', result } } });
   }
   await ctx.db.query(
-    `update metered set input_tokens = $2, cached_input_tokens = $3, output_tokens = $4, cost_cents = $5, updated_at = now() where run_id = $1`,
-    [event.runId, metered.inputTokens, metered.cachedInputTokens, metered.outputTokens, metered.costCents]);
+    `update metered set input_tokens = $2, cached_input_tokens = $3, output_tokens = $4, cost_cents = $5,
+       result_text = $6, result_text_truncated = $7, text_seq = $8, updated_at = now() where run_id = $1`,
+    [event.runId, metered.inputTokens, metered.cachedInputTokens, metered.outputTokens, metered.costCents, text.text, text.truncated, textSeq]);
   // When the executor recorded these outputs: usage recorded after the run's stop is not metered (the runtime's after-stop.ts).
   await ctx.services.call('runtime', 'adapter-report', {
     executionId: event.executionId, runId: event.runId, outputs, recordedAt: ctx.invocation.event?.occurredAt ?? null,
@@ -85,11 +73,21 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: R
 
 const isTerminal = (status: unknown) => typeof status === 'string' && ['succeeded', 'completed', 'failed', 'error', 'cancelled', 'canceled', 'stopped'].includes(status.toLowerCase());
 
-/** `execution.finished`: the run ends as its execution did; its usage was metered from the outputs before it. */
+/**
+ * `execution.finished`: the run ends as its execution did; its usage was metered from the
+ * outputs before it. Its result: the one the run server gave with the end (`result`, or the
+ * reference servers' `output`), else, for a run that succeeded, the text it streamed, else the
+ * end's status.
+ */
 export async function onExecutionFinished(payload: Record<string, unknown>, ctx: RemoteRunnerContext): Promise<void> {
   const event = payload as unknown as ExecutionFinishedEvent;
   const response = isObject(event.response) ? event.response : null;
-  const result = response ? (response.result !== undefined ? response.result : { status: response.status ?? null }) : null;
+  const { rows } = await ctx.db.query('select result_text, result_text_truncated from metered where run_id = $1', [event.runId]);
+  const streamed = rows[0] && String(rows[0].result_text) !== '' ? { text: String(rows[0].result_text), truncated: rows[0].result_text_truncated === true } : null;
+  const explicit = response ? explicitResultOf(response) : undefined;
+  const result = explicit !== undefined ? explicit
+    : event.status === 'succeeded' && streamed ? streamedResult(streamed)
+      : response ? { status: response.status ?? null } : null;
   await ctx.services.call('runtime', 'adapter-report', {
     executionId: event.executionId, runId: event.runId,
     finished: { status: event.status, httpStatus: event.httpStatus, errorCode: event.errorCode, logBytes: event.logBytes, response: result },

@@ -66,7 +66,8 @@ export async function adapterRunService(input: unknown, ctx: RemoteRunnerContext
       serviceApiUrl: config.serviceApiUrl,
     },
     remoteRun: {
-      eventsUrl: `${runs}/{id}/events`, statusUrl: `${runs}/{id}`, stopUrl: `${runs}/{id}/stop`,
+      // Keel's run servers name the run `id`, the reference kind `run_id`.
+      idField: ['id', 'run_id'], eventsUrl: `${runs}/{id}/events`, statusUrl: `${runs}/{id}`, stopUrl: `${runs}/{id}/stop`,
       reconnectMs: config.eventReconnectMs, terminalEvents: TERMINAL_EVENTS,
     },
     ...(notes.length > 0 ? { notes } : {}),

@@ -1,6 +1,6 @@
 import { PluginError } from '@keel/sdk/plugin';
 import type { AgentConfigView } from '@keel/sdk/plugin';
-import { runnable, type RuntimeContext } from './context.ts';
+import { runnable, unavailableMessage, type RuntimeContext } from './context.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const NOT_INVOKABLE = new Set(['terminated', 'pending_approval', 'paused']);
@@ -51,7 +51,7 @@ export async function assertWakeable(ctx: RuntimeContext, agent: AgentConfigView
     throw new PluginError(409, 'project_paused', `The issue's project is paused (${issue.projectPauseReason}): it takes no new work`, { scopeType: 'project', scopeId: projectId, pauseReason: issue.projectPauseReason });
   }
   if (!(await runnable(ctx, agent.adapterType))) {
-    throw new PluginError(409, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`, { adapterType: agent.adapterType });
+    throw new PluginError(409, 'adapter_unavailable', unavailableMessage(agent.adapterType), { adapterType: agent.adapterType });
   }
 }
 

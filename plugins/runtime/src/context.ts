@@ -51,3 +51,14 @@ export function errorStatus(error: unknown): number {
   const status = (error as { status?: unknown } | null)?.status;
   return typeof status === 'number' ? status : 500;
 }
+
+/**
+ * Why this instance cannot run an adapter type: no enabled plugin contributes it. The local
+ * coding-agent tools come with the coding-agents plugin; eta_local and zeta_gateway have no
+ * driver in Keel (docs/api/runtime.md, "Local adapters").
+ */
+export function unavailableMessage(adapterType: string): string {
+  const why = adapterType === 'eta_local' || adapterType === 'zeta_gateway' ? 'Keel ships no driver for it'
+    : 'no enabled plugin contributes it (the local coding-agent tools come with the coding-agents plugin)';
+  return `This instance cannot run the adapter ${adapterType}: ${why}`;
+}

@@ -1,6 +1,6 @@
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
-import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, type Row, type RuntimeContext } from './context.ts';
+import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, unavailableMessage, type Row, type RuntimeContext } from './context.ts';
 import { instructionsForRun } from './instructions.ts';
 import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
@@ -63,13 +63,18 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
   try {
     contributor = await contributorOf(ctx, agent.adapterType);
     if (!contributor && !OWN_ADAPTERS.has(agent.adapterType)) {
-      await failBeforeStart(ctx, run, 'adapter_unavailable', `This instance cannot run the adapter ${agent.adapterType}`);
+      await failBeforeStart(ctx, run, 'adapter_unavailable', unavailableMessage(agent.adapterType));
       return true;
     }
     if (contributor) {
-      // The contributing plugin starts (and drives) the execution; a repeated start answers the same one.
+      // The contributing plugin starts (and drives) the execution; a repeated start answers the same
+      // one. It gets the agent's instructions and skills as a process run would have them
+      // (`files` under .keel/, their SERVICE_* variables), to place where its tool reads them.
+      const instructions = await instructionsForRun(ctx, agent);
+      skills = await skillsForRun(ctx, String(run.agent_id));
       execution = await ctx.services.call<{ executionId: string; startedAt: string | null }>(contributor, 'adapter-run', {
         runId, agentId: run.agent_id, issueId: run.issue_id ?? null, taskKey: run.task_key, sessionId, wake: wakeOf(run, wakeup, sessionId),
+        files: [...instructions.files, ...skills.files], env: { ...instructions.env, ...skills.env }, skills: skills.runtimeNames,
       });
     } else if (agent.adapterType === 'process') {
       // An agent whose configuration names an environment works in a lease of it (run-environment.ts).

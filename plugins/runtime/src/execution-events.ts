@@ -6,12 +6,15 @@ import { keepSession } from './sessions.ts';
 import { countUnmetered, meterUsage } from './usage.ts';
 import { meteringOf } from './after-stop.ts';
 import { firstDelivery } from './handled-events.ts';
+import { keepTranscript } from './transcript.ts';
 
 interface Output { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
 interface OutputEvent { executionId: string; runId: string; agentId: string; outputs: Output[] }
 interface FinishedEvent {
   executionId: string; runId: string; agentId: string; status: string; exitCode: number | null; signal: string | null;
   httpStatus: number | null; errorCode: string | null; logBytes: number; logSha256?: string | null; response: unknown;
+  /** What went wrong, in words an operator can act on (a contributed adapter's classification); else the exit code says it. */
+  error?: string | null;
 }
 
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -49,6 +52,9 @@ async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt:
     if (metering.kind === 'after_stop') await countUnmetered(ctx, run, usage.length);
     else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null);
   }
+  for (const { output, line } of lines) {
+    if (line.type === 'service.transcript' && Array.isArray(line.entries)) await keepTranscript(ctx, run, output.seq, line.entries.slice(0, 100));
+  }
   for (const { line } of lines) {
     if (line.type === 'service.result') {
       const result = Object.hasOwn(line, 'result') ? line.result : withoutType(line);
@@ -57,6 +63,8 @@ async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt:
     if ((line.type === 'service.result' || line.type === 'service.session') && typeof line.sessionId === 'string') await keepSession(ctx, run, line.sessionId);
   }
   for (const { output, line } of lines) {
+    // Transcript entries went to the stream one by one, as `transcript` events.
+    if (line.type === 'service.transcript') continue;
     const relayed = { event: 'output', seq: output.seq, stream: output.stream, data: output.data };
     await ctx.streams.publish(runChannel(String(run.id)), JSON.stringify(relayed).length <= MAX_RELAYED ? relayed
       : { event: 'output', seq: output.seq, stream: output.stream, truncated: true, type: typeof line.type === 'string' ? line.type : null });
@@ -94,7 +102,7 @@ async function applyFinished(ctx: RuntimeContext, event: FinishedEvent): Promise
     status: RUN_STATUS[event.status] ?? 'failed', exitCode: event.exitCode, signal: event.signal, httpStatus: event.httpStatus,
     errorCode: event.errorCode, logBytes: event.logBytes, logSha256: event.logSha256 ?? null,
     result: response ?? (event.response === undefined ? undefined : event.response),
-    error: event.errorCode ?? (event.exitCode !== null && event.exitCode !== 0 ? `exit code ${event.exitCode}` : null),
+    error: event.error ?? event.errorCode ?? (event.exitCode !== null && event.exitCode !== 0 ? `exit code ${event.exitCode}` : null),
   });
   await dispatch(ctx, String(run.agent_id));
 }
@@ -121,8 +129,8 @@ export async function adapterReportService(input: unknown, ctx: RuntimeContext):
   if (report.finished) {
     const end = report.finished;
     await applyFinished(ctx, {
-      ...ids, status: end.status, exitCode: null, signal: null, httpStatus: end.httpStatus ?? null, errorCode: end.errorCode ?? null,
-      logBytes: end.logBytes ?? 0, logSha256: null, response: end.response ?? null,
+      ...ids, status: end.status, exitCode: end.exitCode ?? null, signal: end.signal ?? null, httpStatus: end.httpStatus ?? null, errorCode: end.errorCode ?? null,
+      logBytes: end.logBytes ?? 0, logSha256: end.logSha256 ?? null, response: end.response ?? null, error: end.error ?? null,
     });
   }
   return { ok: true };

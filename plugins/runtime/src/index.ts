@@ -10,7 +10,9 @@ import { cancelRunRoute, getRunRoute, listRunsRoute, runLogRoute, runStreamRoute
 import { listRoutinesRoute, managedRoutineService, patchRoutineRoute, routineJob } from './routines.ts';
 import { resetSessionRoute, runtimeStateRoute, taskSessionsRoute } from './sessions.ts';
 import { onAgentStatusChanged, onBudgetStopped, onCompanyStatusChanged } from './stopping.ts';
-import { alphaLoginRoute, heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
+import { heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
+import { adapterTestRoute, alphaLoginRoute } from './adapter-tools.ts';
+import { runTranscriptRoute } from './transcript.ts';
 
 export default definePlugin({
   capabilities: RUNTIME_CAPABILITIES,
@@ -18,9 +20,11 @@ export default definePlugin({
     wakeup: withActivity(wakeupRoute),
     'heartbeat-invoke': withActivity(heartbeatInvokeRoute),
     'alpha-login': withActivity(alphaLoginRoute),
+    'adapter-test': withActivity(adapterTestRoute),
     'list-runs': withActivity(listRunsRoute),
     'get-run': withActivity(getRunRoute),
     'run-log': withActivity(runLogRoute),
+    'run-transcript': withActivity(runTranscriptRoute),
     'run-stream': withActivity(runStreamRoute),
     'cancel-run': withActivity(cancelRunRoute),
     'runtime-state': withActivity(runtimeStateRoute),

@@ -12,16 +12,16 @@ interface RunSkillsAnswer { mode: string; skills: Array<{ key: string; runtimeNa
  * Without the skills plugin there are no skills to hand over; any other failure refuses the start
  * (a run without the skills its agent was given would not be the run that was asked for).
  */
-export async function skillsForRun(ctx: RuntimeContext, agentId: string): Promise<{ files: RunFile[]; env: Record<string, string>; materialised: string[]; omitted: RunSkillsAnswer['omitted'] }> {
+export async function skillsForRun(ctx: RuntimeContext, agentId: string): Promise<{ files: RunFile[]; env: Record<string, string>; materialised: string[]; runtimeNames: string[]; omitted: RunSkillsAnswer['omitted'] }> {
   let answer: RunSkillsAnswer;
   try {
     answer = await ctx.services.call<RunSkillsAnswer>('skills', 'run-skills', { agentId });
   } catch (error) {
-    if (errorCode(error) === 'service_unavailable') return { files: [], env: {}, materialised: [], omitted: [] };
+    if (errorCode(error) === 'service_unavailable') return { files: [], env: {}, materialised: [], runtimeNames: [], omitted: [] };
     throw error;
   }
   const files = answer.skills.flatMap((skill) => skill.files.map((file) => ({
     path: `${SKILLS_DIR}/${skill.runtimeName}/${file.path}`, content: file.content, ...(file.encoding === 'base64' ? { encoding: 'base64' as const } : {}),
   })));
-  return { files, env: answer.skills.length > 0 ? { SERVICE_SKILLS_DIR: SKILLS_DIR } : {}, materialised: answer.skills.map((skill) => skill.key), omitted: answer.omitted };
+  return { files, env: answer.skills.length > 0 ? { SERVICE_SKILLS_DIR: SKILLS_DIR } : {}, materialised: answer.skills.map((skill) => skill.key), runtimeNames: answer.skills.map((skill) => skill.runtimeName), omitted: answer.omitted };
 }

@@ -117,11 +117,3 @@ export async function heartbeatInvokeRoute(req: RouteRequest, ctx: RuntimeContex
   return answer(await wake(ctx, req.params.agentId!, { source: 'timer', triggerDetail: 'manual', reason: 'heartbeat_invoked' }));
 }
 
-/** No adapter this instance runs has a vendor login flow. */
-export async function alphaLoginRoute(req: RouteRequest, ctx: RuntimeContext) {
-  const agent = await agentConfig(ctx, req.params.agentId!);
-  if (agent.adapterType === 'alpha_local') {
-    throw new PluginError(409, 'adapter_unavailable', 'This instance cannot run the adapter alpha_local, so it has no login flow to start', { adapterType: agent.adapterType });
-  }
-  throw new PluginError(422, 'login_not_supported', `The adapter ${agent.adapterType} has no login flow`, { adapterType: agent.adapterType });
-}

@@ -76,9 +76,9 @@ describe('POST /api/agents/{agentId}/wakeup', () => {
   });
 
   it('refuses what it cannot run with 409 naming why, writing nothing', async () => {
-    const other = await createAgent(t.api, company.id, { adapterType: 'beta_local' });
+    const other = await createAgent(t.api, company.id, { adapterType: 'eta_local' });
     const res = await t.api.post(`/api/agents/${other.id}/wakeup`, {});
-    expect([res.status, res.body]).toEqual([409, { error: 'This instance cannot run the adapter beta_local', code: 'adapter_unavailable', details: { adapterType: 'beta_local' } }]);
+    expect([res.status, res.body]).toEqual([409, { error: 'This instance cannot run the adapter eta_local: Keel ships no driver for it', code: 'adapter_unavailable', details: { adapterType: 'eta_local' } }]);
     const terminated = await hanging();
     expect((await t.api.post(`/api/agents/${terminated.id}/terminate`, {})).status).toBe(200);
     const refused = await t.api.post(`/api/agents/${terminated.id}/wakeup`, {});

@@ -1,0 +1,13 @@
+import type { ToolDriver } from './driver.ts';
+
+/**
+ * The drivers of the tools this plugin runs, by adapter type. A type of plugin.json without a
+ * driver here answers 409 adapter_unavailable when a run starts.
+ */
+const DRIVERS: ToolDriver[] = [];
+
+const BY_TYPE = new Map(DRIVERS.map((driver) => [driver.adapterType, driver]));
+
+export function driverFor(adapterType: string): ToolDriver | null {
+  return BY_TYPE.get(adapterType) ?? null;
+}
