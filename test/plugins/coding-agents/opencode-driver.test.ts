@@ -36,7 +36,7 @@ describe('OpenCode launch', () => {
   it('resumes with --session and retries fresh when OpenCode does not know it', () => {
     const launch = driver.launch({ config: config({ extraArgs: ['--agent', 'build'] }), sessionId: 'ses_abc', prompt: 'p', instructions: null, skills: [] });
     expect(launch.args.slice(-4)).toEqual(['--session', 'ses_abc', '--agent', 'build']);
-    expect(launch.retryFresh).toEqual({ args: expect.not.arrayContaining(['--session']), ifOutputIncludes: ['Session not found'] });
+    expect(launch.retryFresh).toEqual({ args: expect.not.arrayContaining(['--session']), ifOutputIncludes: ['Session not found', 'NotFound: FileSystem.realPath'] });
     expect(launch.retryFresh!.args.slice(-2)).toEqual(['--agent', 'build']);
   });
 
@@ -108,6 +108,9 @@ describe('OpenCode events', () => {
     const unknown = capturedRun('opencode', 'unknown-session');
     expect(unknown.exitCode).toBe(1);
     expect(driver.classify({ exitCode: 1, signal: null, logTail: logTail(unknown), sawResult: false })).toMatchObject({ errorCode: 'tool_session_unknown' });
+    // After the kernel's fresh start, what the refused resume printed does not decide the end.
+    expect(driver.classify({ exitCode: 1, signal: null, logTail: `${logTail(unknown)}\nexited with code 1 refusing to resume its session: starting it once more with a fresh session\n${logTail(capturedRun('opencode', 'auth-error'))}`, sawResult: true }))
+      .toMatchObject({ errorCode: 'tool_auth_required' });
     const fresh = capturedRun('opencode', 'fresh-run');
     expect(driver.classify({ exitCode: 0, signal: null, logTail: logTail(fresh), sawResult: true })).toBeNull();
     expect(driver.classify({ exitCode: 139, signal: null, logTail: 'Segmentation fault', sawResult: false })).toMatchObject({ errorCode: 'tool_crashed', message: expect.stringContaining('Segmentation fault') });

@@ -37,7 +37,7 @@ describe('Pi launch', () => {
   it('resumes by session id and retries fresh when Pi finds no such session', () => {
     const launch = driver.launch({ config: config({ extraArgs: ['--no-extensions'] }), sessionId: '01a2-x', prompt: 'p', instructions: null, skills: [] });
     expect(launch.args.slice(-3)).toEqual(['--session', '01a2-x', '--no-extensions']);
-    expect(launch.retryFresh).toEqual({ args: ['--mode', 'json', '-p', '--model', 'scripted/scripted-model', '--no-extensions'], ifOutputIncludes: ['No session found matching'] });
+    expect(launch.retryFresh).toEqual({ args: ['--mode', 'json', '-p', '--model', 'scripted/scripted-model', '--no-extensions'], ifOutputIncludes: ['No session found matching', 'Stored session working directory does not exist'] });
     expect(capturedRun('pi', 'unknown-session').stderr).toContain('No session found matching');
   });
 

@@ -1,10 +1,12 @@
 import type { ToolDriver } from './driver.ts';
+import { opencodeDriver } from './opencode.ts';
+import { piDriver } from './pi.ts';
 
 /**
  * The drivers of the tools this plugin runs, by adapter type. A type of plugin.json without a
  * driver here answers 409 adapter_unavailable when a run starts.
  */
-const DRIVERS: ToolDriver[] = [];
+const DRIVERS: ToolDriver[] = [opencodeDriver, piDriver];
 
 const BY_TYPE = new Map(DRIVERS.map((driver) => [driver.adapterType, driver]));
 

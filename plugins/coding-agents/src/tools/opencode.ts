@@ -1,5 +1,5 @@
 import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry } from './driver.ts';
-import { cut, isObject, num, providerFailure, str } from './provider-failures.ts';
+import { cut, isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
 
 /**
  * OpenCode (`opencode`, npm `opencode-ai`), the `delta_local` adapter.
@@ -22,6 +22,11 @@ import { cut, isObject, num, providerFailure, str } from './provider-failures.ts
 
 const CONFIG_DIR = '.config/opencode';
 const SESSION_NOT_FOUND = 'Session not found';
+/**
+ * OpenCode binds a session to the folder it was created in and fails its resume when that folder
+ * is gone (a run's own folder is new for every run): a refusal too, retried fresh.
+ */
+const SESSION_FOLDER_GONE = 'NotFound: FileSystem.realPath';
 
 function baseArgs(config: LocalConfig): string[] {
   // A title of our own: OpenCode otherwise asks the model for one in a call its events never
@@ -49,7 +54,7 @@ function launch(input: LaunchInput): Launch {
     ],
     homeReplace: [`${CONFIG_DIR}/skills`],
     files: [],
-    retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_NOT_FOUND] } : null,
+    retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_NOT_FOUND, SESSION_FOLDER_GONE] } : null,
   };
 }
 
@@ -164,9 +169,10 @@ function errorEvent(error: Record<string, unknown>): ParsedLine {
  * stopped: its logged `stream error` lines then say why.
  */
 function classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null {
-  const tail = input.logTail;
   if (input.exitCode === 0 && !input.signal) return null;
+  const tail = lastAttempt(input.logTail);
   if (tail.includes(SESSION_NOT_FOUND)) return { errorCode: 'tool_session_unknown', message: 'OpenCode does not know the session to resume (Session not found).' };
+  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'OpenCode cannot resume the session: the folder it was created in is gone. Give the agent a fixed working directory (adapterConfig.cwd) to keep its sessions.' };
   const streamErrors = [...tail.matchAll(/message="stream error".*?error\.error="([^"]*)"/g)].map((match) => match[1] ?? '');
   const lastStreamError = streamErrors.at(-1);
   const fromLog = lastStreamError ? providerFailure(lastStreamError.replace(/^AI_[A-Za-z]+: /, '')) : null;

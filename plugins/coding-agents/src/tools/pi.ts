@@ -1,5 +1,5 @@
 import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry, ToolUsage } from './driver.ts';
-import { cut, isObject, num, providerFailure, str } from './provider-failures.ts';
+import { cut, isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
 
 /**
  * Pi (`pi`, npm `@mariozechner/pi-coding-agent`), the `pi_local` adapter.
@@ -26,6 +26,8 @@ import { cut, isObject, num, providerFailure, str } from './provider-failures.ts
 
 const AGENT_DIR = '.pi/agent';
 const SESSION_UNKNOWN = 'No session found matching';
+/** Pi refuses to resume a session whose working directory is gone (a run's own folder is new for every run). */
+const SESSION_FOLDER_GONE = 'Stored session working directory does not exist';
 const INSTRUCTIONS_FILE = '.keel/pi/instructions.md';
 
 function baseArgs(config: LocalConfig): string[] {
@@ -51,7 +53,7 @@ function launch(input: LaunchInput): Launch {
     homeFiles: input.skills.flatMap((skill) => skill.files.map((file) => ({ ...file, path: `.agents/skills/${skill.runtimeName}/${file.path}` }))),
     homeReplace: ['.agents/skills'],
     files: input.instructions === null ? [] : [{ path: INSTRUCTIONS_FILE, content: input.instructions }],
-    retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_UNKNOWN] } : null,
+    retryFresh: input.sessionId ? { args: fresh, ifOutputIncludes: [SESSION_UNKNOWN, SESSION_FOLDER_GONE] } : null,
   };
 }
 
@@ -148,8 +150,9 @@ function finalError(message: string): ParsedLine {
  */
 function classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null {
   if (input.exitCode === 0 && !input.signal && input.sawResult) return null;
-  const tail = input.logTail;
+  const tail = lastAttempt(input.logTail);
   if (tail.includes(SESSION_UNKNOWN)) return { errorCode: 'tool_session_unknown', message: 'Pi does not know the session to resume (No session found).' };
+  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'Pi cannot resume the session: the working directory it was created in is gone. Give the agent a fixed working directory (adapterConfig.cwd) to keep its sessions.' };
   const plain = tail.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('{'));
   const fromText = plain.map((line) => providerFailure(line)).filter((failure) => failure).at(-1);
   if (fromText) return fromText;

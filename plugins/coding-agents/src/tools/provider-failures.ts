@@ -35,6 +35,15 @@ function retryAtOf(headers?: Record<string, unknown> | null): string | null {
   return Number.isNaN(date) ? null : new Date(date).toISOString();
 }
 
+/**
+ * The part of a log's tail that the last attempt wrote: when the kernel started the tool once
+ * more with a fresh session, what the refused resume printed before says nothing of the end.
+ */
+export function lastAttempt(tail: string): string {
+  const marker = tail.lastIndexOf('starting it once more with a fresh session');
+  return marker < 0 ? tail : tail.slice(marker);
+}
+
 /** Text cut to at most `max` characters (tool output in a transcript entry is cut to 8 KiB). */
 export function cut(text: string, max = 8192): string {
   return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length - max} more characters]`;
