@@ -17,6 +17,8 @@ export function commentCommand(body: string): string {
 
 const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
+/** A model the scripted provider refuses with 401, as a provider refuses a wrong key. */
+export const REFUSED_MODEL = 'refused-model';
 export const FINAL_TEXT = 'I commented on the issue.';
 /** The figures of the two model calls of a run: prompt tokens include the cached part, as OpenAI reports them. */
 export const CALL_USAGE = { promptTokens: 1100, cachedTokens: 800, completionTokens: 21 };
@@ -29,6 +31,7 @@ export const FINAL_USAGE = { promptTokens: 1200, cachedTokens: 1000, completionT
 export function commentingModel(commentBody: string) {
   return (request: ChatRequest): ChatReply => {
     const messages = request.body?.messages ?? [];
+    if (request.body?.model === REFUSED_MODEL) return { error: { status: 401, message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } };
     if (!request.body?.tools?.some((tool) => tool.function.name === 'bash')) return { text: 'not a turn of the agent', usage: { promptTokens: 1, completionTokens: 1 } };
     if (messages.at(-1)?.role === 'tool') return { text: FINAL_TEXT, usage: FINAL_USAGE };
     return { text: 'Commenting now.', toolCall: { name: 'bash', arguments: { command: commentCommand(commentBody), description: 'Comment on the issue' } }, usage: CALL_USAGE };
