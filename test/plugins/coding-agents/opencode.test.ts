@@ -63,6 +63,16 @@ async function createIssue(title: string) {
 }
 
 describe('an OpenCode agent', () => {
+  it('passes the environment test: its version and one minimal model call as its runs make them', async () => {
+    const agent = await createAgent(t.api, company.id, {
+      adapterType: 'delta_local',
+      adapterConfig: { command: opencode, model: 'scripted/scripted-model', env: { OPENCODE_CONFIG_CONTENT: providerConfig(), OPENCODE_DISABLE_MODELS_FETCH: '1' } },
+    });
+    const res = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, adapterType: 'delta_local', version: '1.18.33', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
+  }, 300_000);
+
   it('works its issue through its shell with the run token, reports a transcript and its usage, and resumes its session on the next wake', async () => {
     const agent = await createAgent(t.api, company.id, {
       adapterType: 'delta_local',

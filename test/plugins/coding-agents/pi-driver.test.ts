@@ -75,6 +75,8 @@ describe('Pi events', () => {
     expect(lines.map((line) => line.result).filter(Boolean)).toEqual([{ text: '401 Incorrect API key provided', isError: true }]);
     expect(lines.some((line) => line.usage)).toBe(false);
     expect(driver.classify({ exitCode: 0, signal: null, logTail: logTail(run), sawResult: false })).toMatchObject({ errorCode: 'tool_auth_required' });
+    // The environment test's probe counts an exit 0 as a result: the log's lines still decide.
+    expect(driver.classify({ exitCode: 0, signal: null, logTail: logTail(run), sawResult: true })).toMatchObject({ errorCode: 'tool_auth_required' });
   });
 
   it('fails an exhausted quota only once Pi has given up its own retries', () => {

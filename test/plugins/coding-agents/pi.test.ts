@@ -57,6 +57,16 @@ async function createIssue(title: string) {
 }
 
 describe('a Pi agent', () => {
+  it('passes the environment test: its version and one minimal model call as its runs make them; a refused call names the credentials', async () => {
+    const agent = await piAgent();
+    const res = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ ok: true, adapterType: 'pi_local', version: '0.73.1', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
+    const refused = await piAgent({ model: `scripted/${REFUSED_MODEL}` });
+    const failed = await t.api.post(`/api/agents/${refused.id}/adapter-test`, {});
+    expect(failed.body).toMatchObject({ ok: false, checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: false, message: expect.stringContaining('tool_auth_required'), fix: expect.any(String) }] });
+  }, 300_000);
+
   it('works its issue through its shell with the run token, with its instructions, reports a transcript and its usage, and resumes its session', async () => {
     // A fixed working folder: Pi resumes a session only where it was created.
     const agent = await piAgent({ cwd: await workFolder() });

@@ -144,22 +144,36 @@ function finalError(message: string): ParsedLine {
 }
 
 /**
- * The failure of an ended run from its exit and log. A failed model call is reported by the
- * parser (Pi exits 0); what remains is an unknown session, a start-up error (Pi prints it on
- * stderr and exits 1, e.g. an unknown model), or a run that ended without any result.
+ * The failure of an ended run (or probe) from its exit and log. Pi exits 0 when its model call
+ * failed, so the JSON lines of the tail are read as the parser reads them: a final error there
+ * is the failure whatever the exit. Otherwise an exit 0 succeeded; a non-zero one is an unknown
+ * session, a start-up error on stderr (an unknown model, a provider without a key), or a crash.
  */
 function classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null {
-  if (input.exitCode === 0 && !input.signal && input.sawResult) return null;
   const tail = lastAttempt(input.logTail);
+  const reported = reportedFailure(tail);
+  if (input.exitCode === 0 && !input.signal) return reported;
   if (tail.includes(SESSION_UNKNOWN)) return { errorCode: 'tool_session_unknown', message: 'Pi does not know the session to resume (No session found).' };
   if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'Pi cannot resume the session: the working directory it was created in is gone. Give the agent a fixed working directory (adapterConfig.cwd) to keep its sessions.' };
+  if (reported) return reported;
   const plain = tail.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('{'));
   const fromText = plain.map((line) => providerFailure(line)).filter((failure) => failure).at(-1);
   if (fromText) return fromText;
-  const lastError = [...tail.matchAll(/"errorMessage":"((?:[^"\\]|\\.)*)"/g)].at(-1)?.[1];
-  if (lastError) return providerFailure(lastError) ?? { errorCode: 'tool_crashed', message: `Pi's model call failed: ${lastError}` };
-  const reason = input.signal ? `was stopped by ${input.signal}` : input.exitCode === 0 ? 'ended without a result' : `exited with code ${input.exitCode}`;
+  const reason = input.signal ? `was stopped by ${input.signal}` : `exited with code ${input.exitCode}`;
   return { errorCode: 'tool_crashed', message: `Pi ${reason}${plain.at(-1) ? `: ${plain.at(-1)}` : '.'}` };
+}
+
+/** The last failure the tail's JSON lines report, read line by line as a run's output is. */
+function reportedFailure(tail: string): Failure | null {
+  const lines = parser();
+  let failure: Failure | null = null;
+  for (const line of tail.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    let data: unknown;
+    try { data = JSON.parse(line); } catch { continue; }
+    if (isObject(data)) failure = lines.line(data).failure ?? failure;
+  }
+  return failure;
 }
 
 const INSTALL = 'npm install -g @mariozechner/pi-coding-agent';
