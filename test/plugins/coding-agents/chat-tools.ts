@@ -1,3 +1,6 @@
+import { chmod, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'vitest';
 import type { ChatReply, ChatRequest } from '../../support/scripted-models/openai-chat.ts';
 import type { TestKernel } from '../../support/harness.ts';
@@ -55,4 +58,29 @@ export async function transcriptOf(t: TestKernel, runId: string): Promise<any[]>
   const res = await t.api.get(`/api/heartbeat-runs/${runId}/transcript?limit=1000`);
   expect(res.status, res.text).toBe(200);
   return res.body.entries;
+}
+
+/** The descriptions (front matter) of the skills in a folder of an agent's home: what the tool must show its model. */
+export async function skillDescriptions(t: TestKernel, agentId: string, folder: string): Promise<string[]> {
+  const root = join(t.dataDir, 'agent-homes', agentId, folder);
+  const descriptions: string[] = [];
+  for (const name of await readdir(root)) {
+    const text = await readFile(join(root, name, 'SKILL.md'), 'utf8');
+    const description = /^description:\s*(.+)$/m.exec(text)?.[1]?.trim().replace(/^["']|["']$/g, '');
+    if (description) descriptions.push(description);
+  }
+  return descriptions;
+}
+
+/** Gives the agent a skill of the company's (imported from a folder, then desired): the runtime hands it to the run. */
+export async function giveSkill(t: TestKernel, companyId: string, agentId: string, name: string, description: string): Promise<string> {
+  const source = await mkdtemp(join(tmpdir(), 'keel-skill-'));
+  await chmod(source, 0o755);
+  await writeFile(join(source, 'SKILL.md'), `---\nname: ${name}\ndescription: ${description}\n---\n# ${name}\n\nWrite it briefly.\n`);
+  const imported = await t.api.post(`/api/companies/${companyId}/skills/import`, { source });
+  expect(imported.status, imported.text).toBe(201);
+  const key = imported.body.imported[0].key as string;
+  const synced = await t.api.post(`/api/agents/${agentId}/skills/sync`, { desiredSkills: [key] });
+  expect(synced.status, synced.text).toBe(200);
+  return synced.body.entries.find((entry: any) => entry.key === key).runtimeName as string;
 }

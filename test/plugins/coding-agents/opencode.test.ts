@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startScriptedChat, transcriptOf as requestText, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
 import { runWhen, startRuntimeWorld, wakeOk } from '../runtime/helpers.ts';
-import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, transcriptOf } from './chat-tools.ts';
+import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, giveSkill, skillDescriptions, transcriptOf } from './chat-tools.ts';
 
 /**
  * A delta_local agent runs the real OpenCode (the pinned release) against a scripted Chat
@@ -82,6 +82,9 @@ describe('an OpenCode agent', () => {
         env: { OPENCODE_CONFIG_CONTENT: providerConfig(), OPENCODE_DISABLE_MODELS_FETCH: '1' },
       },
     });
+    const instructions = await t.api.put(`/api/agents/${agent.id}/instructions-bundle/file?path=AGENTS.md`, { content: 'Always sign as the OpenCode agent of Keel.' });
+    expect(instructions.status, instructions.text).toBeLessThan(300);
+    const runtimeName = await giveSkill(t, company.id, agent.id, 'greeting-notes', 'Writes greeting notes for OpenCode agents');
     const issue = await createIssue('Say hello on the issue');
     const woken = await wakeOk(t.api, agent.id, { reason: 'please look', payload: { issueId: issue.id } });
     const run = await runWhen(t, woken.run.id, undefined, 120_000);
@@ -93,6 +96,12 @@ describe('an OpenCode agent', () => {
     // The model was given the issue in the prompt, and the tool ran the command as the agent.
     const firstCalls = model.completions();
     expect(requestText(firstCalls[0]!)).toContain(issue.identifier);
+    // The instructions and the skills (the required base skill at least) are where OpenCode reads them, and reach the model.
+    expect(JSON.stringify(firstCalls[0]!.body)).toContain('Always sign as the OpenCode agent of Keel.');
+    const skills = await skillDescriptions(t, agent.id, '.config/opencode/skills');
+    expect(skills).toContain('Writes greeting notes for OpenCode agents');
+    expect(await readdir(join(t.dataDir, 'agent-homes', agent.id, '.config/opencode/skills'))).toContain(runtimeName);
+    for (const description of skills) expect(JSON.stringify(firstCalls[0]!.body)).toContain(JSON.stringify(description).slice(1, -1).slice(0, 40));
     const comments = (await t.api.get(`/api/issues/${issue.id}/comments`)).body;
     expect(comments).toEqual([expect.objectContaining({ body: 'Looked at it with OpenCode.', authorAgentId: agent.id })]);
 

@@ -1,4 +1,4 @@
-import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startScriptedChat, transcriptOf as requestText, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
 import { runWhen, startRuntimeWorld, wakeOk } from '../runtime/helpers.ts';
-import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, REFUSED_MODEL, transcriptOf } from './chat-tools.ts';
+import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, REFUSED_MODEL, giveSkill, skillDescriptions, transcriptOf } from './chat-tools.ts';
 
 /**
  * A pi_local agent runs the real Pi (the pinned release) against a scripted Chat Completions
@@ -72,6 +72,7 @@ describe('a Pi agent', () => {
     const agent = await piAgent({ cwd: await workFolder() });
     const instructions = await t.api.put(`/api/agents/${agent.id}/instructions-bundle/file?path=AGENTS.md`, { content: 'Always sign as the Pi agent of Keel.' });
     expect(instructions.status, instructions.text).toBeLessThan(300);
+    const runtimeName = await giveSkill(t, company.id, agent.id, 'greeting-notes', 'Writes greeting notes for Pi agents');
     const issue = await createIssue('Say hello on the issue');
     const run = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'please look', payload: { issueId: issue.id } })).run.id, undefined, 120_000);
     expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', exitCode: 0, errorCode: null, issueId: issue.id });
@@ -83,6 +84,11 @@ describe('a Pi agent', () => {
     const first = model.completions()[0]!;
     expect(requestText(first)).toContain(issue.identifier);
     expect(first.body?.messages?.[0]).toMatchObject({ role: 'system', content: expect.stringContaining('Always sign as the Pi agent of Keel.') });
+    // The agent's skills (the required base skill at least) are where Pi discovers them, and listed to the model.
+    const skills = await skillDescriptions(t, agent.id, '.agents/skills');
+    expect(skills).toContain('Writes greeting notes for Pi agents');
+    expect(await readdir(join(t.dataDir, 'agent-homes', agent.id, '.agents/skills'))).toContain(runtimeName);
+    for (const description of skills) expect(JSON.stringify(first.body)).toContain(JSON.stringify(description).slice(1, -1).slice(0, 40));
     const comments = (await t.api.get(`/api/issues/${issue.id}/comments`)).body;
     expect(comments).toEqual([expect.objectContaining({ body: 'Looked at it with Pi.', authorAgentId: agent.id })]);
 
