@@ -61,7 +61,7 @@ describe('OpenCode events', () => {
     expect(transcript[1]).toMatchObject({ kind: 'tool_call', id: 'call_1', name: 'bash', input: { command: 'echo hello-from-tool && id -un' } });
     expect(transcript[2]).toEqual({ kind: 'tool_result', id: 'call_1', output: 'hello-from-tool\nkeel-agent\n' });
     expect(transcript[4]).toEqual({ kind: 'result', text: 'Done: the shell said hello.' });
-    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9e841f2ffekN6ZlBvktkPDGI']));
+    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9d18d19ffe5Poh8q4w05GQYi']));
     // Two model calls: 1100 prompt tokens of which 800 cached, then 1200 of which 1000 cached.
     expect(lines.map((line) => line.usage).filter(Boolean)).toEqual([
       expect.objectContaining({ inputTokens: 300, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 21, costUsd: 0.001455 }),
@@ -86,7 +86,7 @@ describe('OpenCode events', () => {
 
   it('keeps the session of a resumed run', () => {
     const lines = parseRun(driver, capturedRun('opencode', 'resumed-run'));
-    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9e841f2ffekN6ZlBvktkPDGI']));
+    expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9d18d19ffe5Poh8q4w05GQYi']));
   });
 
   it('reports a provider refusing the key as authentication required, from the event and from the exit', () => {
@@ -98,10 +98,17 @@ describe('OpenCode events', () => {
     expect(driver.classify({ exitCode: run.exitCode, signal: run.signal, logTail: logTail(run), sawResult: true })).toMatchObject({ errorCode: 'tool_auth_required' });
   });
 
-  it('names the exhausted quota of a run stopped while OpenCode retried it', () => {
+  it('names the exhausted quota once OpenCode gives up its retries (five, about a minute)', () => {
     const run = capturedRun('opencode', 'quota-exhausted');
-    expect(run.signal).toBe('SIGTERM');
-    expect(driver.classify({ exitCode: run.exitCode, signal: run.signal, logTail: logTail(run), sawResult: false })).toMatchObject({ errorCode: 'tool_quota_exhausted' });
+    expect(run.exitCode).toBe(1);
+    // Each retried call is logged as a stream error; the run's one event is the final error.
+    expect(run.stderr.match(/message="stream error"/g)?.length).toBe(6);
+    const lines = parseRun(driver, run);
+    expect(lines.map((line) => line.failure)).toEqual([expect.objectContaining({ errorCode: 'tool_quota_exhausted' })]);
+    expect(driver.classify({ exitCode: 1, signal: null, logTail: logTail(run), sawResult: true })).toMatchObject({ errorCode: 'tool_quota_exhausted' });
+    // A run stopped while OpenCode still retried: the logged stream errors say why.
+    const stopped = run.stderr.split('\n').slice(0, 2).join('\n');
+    expect(driver.classify({ exitCode: null, signal: 'SIGTERM', logTail: stopped, sawResult: false })).toMatchObject({ errorCode: 'tool_quota_exhausted' });
   });
 
   it('classifies an unknown session, and a clean exit as success', () => {

@@ -16,8 +16,9 @@ import { cut, isObject, lastAttempt, num, providerFailure, str } from './provide
  * OpenCode has no sandbox of its own, so `toolSandbox: true` only leaves the permission rules of
  * the agent's configuration in force. The configuration (providers, models) comes from the
  * tool's own places: `OPENCODE_CONFIG_CONTENT` or `OPENCODE_CONFIG` in `env`, or the agent's home.
- * A retried or failing provider call is printed only to the log (`--print-logs`), where the
- * failure classification reads it: OpenCode retries rate limits and server errors without end.
+ * A retried provider call is printed only to the log (`--print-logs`): OpenCode retries rate
+ * limits and server errors five times over about a minute before its `error` event, so a run
+ * stopped meanwhile is classified from those log lines.
  */
 
 const CONFIG_DIR = '.config/opencode';
@@ -165,8 +166,8 @@ function errorEvent(error: Record<string, unknown>): ParsedLine {
 
 /**
  * The failure of an ended run. OpenCode exits 1 with `Error: Session not found` for an unknown
- * session, 1 after an `error` event, and retries a rate-limited or failing provider until it is
- * stopped: its logged `stream error` lines then say why.
+ * session and 1 after an `error` event; a run stopped while OpenCode still retried a provider
+ * call is read from its logged `stream error` lines.
  */
 function classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null {
   if (input.exitCode === 0 && !input.signal) return null;
@@ -199,7 +200,7 @@ export const opencodeDriver: ToolDriver = {
   displayName: 'OpenCode',
   executable: 'opencode',
   install: INSTALL,
-  supportedVersions: '1.x with `run --format json` and `--auto` (tested with 1.18.33)',
+  supportedVersions: 'tested with 1.18.33 (needs `run --format json`, `--auto`, `--title` and `--variant`)',
   defaultModel: null,
   // `--variant`: the provider's reasoning levels as OpenCode names them.
   efforts: ['minimal', 'low', 'medium', 'high', 'max'],

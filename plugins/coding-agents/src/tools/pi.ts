@@ -183,7 +183,7 @@ export const piDriver: ToolDriver = {
   displayName: 'Pi',
   executable: 'pi',
   install: INSTALL,
-  supportedVersions: '0.x from 0.70 with `--mode json` and session ids (tested with 0.73.1); Node.js 20.6 or later on PATH',
+  supportedVersions: 'tested with 0.73.1 (needs `--mode json`, `-p` and `--session <id>`); Node.js 20.6 or later as node on PATH',
   defaultModel: null,
   efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'],
   supportsMaxTurns: false,
