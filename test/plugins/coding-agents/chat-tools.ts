@@ -2,7 +2,7 @@ import { chmod, mkdtemp, readdir, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import type { ChatReply, ChatRequest } from '../../support/scripted-models/openai-chat.ts';
+import { transcriptOf as requestText, type ChatReply, type ChatRequest } from '../../support/scripted-models/openai-chat.ts';
 import type { TestKernel } from '../../support/harness.ts';
 
 /**
@@ -20,6 +20,8 @@ export function commentCommand(body: string): string {
 
 const shellQuote = (text: string) => `'${text.replace(/'/g, `'\\''`)}'`;
 
+/** An issue title that has the model run a shell command that does not end by itself. */
+export const LONG_TASK = 'LONG-TASK';
 /** A model the scripted provider refuses with 401, as a provider refuses a wrong key. */
 export const REFUSED_MODEL = 'refused-model';
 export const FINAL_TEXT = 'I commented on the issue.';
@@ -36,6 +38,9 @@ export function commentingModel(commentBody: string) {
     const messages = request.body?.messages ?? [];
     if (request.body?.model === REFUSED_MODEL) return { error: { status: 401, message: 'Incorrect API key provided', type: 'invalid_request_error', code: 'invalid_api_key' } };
     if (!request.body?.tools?.some((tool) => tool.function.name === 'bash')) return { text: 'not a turn of the agent', usage: { promptTokens: 1, completionTokens: 1 } };
+    if (requestText(request).includes(LONG_TASK) && messages.at(-1)?.role !== 'tool') {
+      return { text: 'This takes a while.', toolCall: { name: 'bash', arguments: { command: 'sleep 600', description: 'Wait' } }, usage: CALL_USAGE };
+    }
     if (messages.at(-1)?.role === 'tool') return { text: FINAL_TEXT, usage: FINAL_USAGE };
     return { text: 'Commenting now.', toolCall: { name: 'bash', arguments: { command: commentCommand(commentBody), description: 'Comment on the issue' } }, usage: CALL_USAGE };
   };

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +7,9 @@ import { codingTool } from '../../support/coding-tools.ts';
 import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startScriptedChat, transcriptOf as requestText, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
-import { runWhen, startRuntimeWorld, wakeOk } from '../runtime/helpers.ts';
-import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, giveSkill, skillDescriptions, transcriptOf } from './chat-tools.ts';
+import { processesOfRun } from '../../support/processes.ts';
+import { runWhen, startRuntimeWorld, waitFor, wakeOk } from '../runtime/helpers.ts';
+import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, giveSkill, LONG_TASK, skillDescriptions, transcriptOf } from './chat-tools.ts';
 
 /**
  * A delta_local agent runs the real OpenCode (the pinned release) against a scripted Chat
@@ -153,4 +155,19 @@ describe('an OpenCode agent', () => {
     const second = await runWhen(t, (await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } })).run.id, undefined, 120_000);
     await expectStartedFresh(second, first.resultJson.sessionId, 'NotFound: FileSystem.realPath');
 }, 300_000);
+
+  it('is cancelled mid-turn: OpenCode and the command its shell runs are gone', async () => {
+    const agent = await createAgent(t.api, company.id, {
+      adapterType: 'delta_local',
+      adapterConfig: { command: opencode, cwd: await workFolder(), model: 'scripted/scripted-model', timeoutSec: 180, graceSec: 2, env: { OPENCODE_CONFIG_CONTENT: providerConfig(), OPENCODE_DISABLE_MODELS_FETCH: '1' } },
+    });
+    const issue = await createIssue(`${LONG_TASK}: wait a long time`);
+    const { run } = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const commandOf = (pid: number) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '); } catch { return ''; } };
+    await waitFor(async () => processesOfRun(run.id).some((pid) => commandOf(pid).includes('sleep 600')), 'the shell command to run', 120_000);
+    const cancelled = await t.api.post(`/api/heartbeat-runs/${run.id}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    expect((await runWhen(t, run.id, undefined, 60_000)).status).toBe('cancelled');
+    await waitFor(async () => processesOfRun(run.id).length === 0, 'the tool\'s process tree to be gone', 30_000);
+  }, 300_000);
 });

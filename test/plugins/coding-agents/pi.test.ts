@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { chmod, mkdtemp, readdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,8 +7,9 @@ import { codingTool } from '../../support/coding-tools.ts';
 import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startScriptedChat, transcriptOf as requestText, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
-import { runWhen, startRuntimeWorld, wakeOk } from '../runtime/helpers.ts';
-import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, REFUSED_MODEL, giveSkill, skillDescriptions, transcriptOf } from './chat-tools.ts';
+import { processesOfRun } from '../../support/processes.ts';
+import { runWhen, startRuntimeWorld, waitFor, wakeOk } from '../runtime/helpers.ts';
+import { commentingModel, costEventsOf, expectRunCosts, FINAL_TEXT, giveSkill, LONG_TASK, REFUSED_MODEL, skillDescriptions, transcriptOf } from './chat-tools.ts';
 
 /**
  * A pi_local agent runs the real Pi (the pinned release) against a scripted Chat Completions
@@ -134,5 +136,20 @@ describe('a Pi agent', () => {
     });
     expect(await transcriptOf(t, run.id)).toContainEqual({ seq: expect.any(Number), at: expect.any(String), kind: 'error', message: '401 Incorrect API key provided' });
     expect(await costEventsOf(t, run.id)).toEqual([]);
+  }, 300_000);
+
+  it('is cancelled mid-turn: Pi and the command its shell runs are gone', async () => {
+    const agent = await piAgent({ cwd: await workFolder() });
+    const issue = await createIssue(`${LONG_TASK}: wait a long time`);
+    const { run } = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const commandOf = (pid: number) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' '); } catch { return ''; } };
+    await waitFor(async () => processesOfRun(run.id).some((pid) => commandOf(pid).startsWith('sleep 600')), 'the shell command to run', 120_000);
+    const cancelled = await t.api.post(`/api/heartbeat-runs/${run.id}/cancel`);
+    expect(cancelled.status, cancelled.text).toBe(200);
+    const ended = await runWhen(t, run.id, undefined, 60_000);
+    expect(ended.status).toBe('cancelled');
+    await waitFor(async () => processesOfRun(run.id).length === 0, 'the tool\'s process tree to be gone', 30_000);
+    // What the tool reported before the cancel is kept.
+    expect((await transcriptOf(t, run.id)).map((entry) => entry.kind)).toEqual(expect.arrayContaining(['init', 'assistant', 'tool_call']));
   }, 300_000);
 });
