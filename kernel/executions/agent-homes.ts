@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { makeTraversable } from '../db/embedded-postgres.ts';
 import type { AgentIdentity } from './agent-user.ts';
 
-export interface HomeContents { variables: Record<string, string>; replace: string[]; files: Array<{ path: string; content: Buffer }> }
+export interface HomeContents { variables: Record<string, string>; replace: string[]; files: Array<{ path: string; content: Buffer }>; workdir?: string | null }
 
 /**
  * Each agent's persistent home, `<dataDir>/agent-homes/<agentId>`: HOME for the tool launches
@@ -41,7 +41,7 @@ export class AgentHomes {
     const home = join(this.root, agentId);
     await mkdir(home, { recursive: true, mode: 0o700 });
     if (this.identity.separate) await chown(home, this.identity.uid, this.identity.gid);
-    const folders = [...new Set(Object.values(contents.variables))];
+    const folders = [...new Set([...Object.values(contents.variables), ...(contents.workdir ? [contents.workdir] : [])])];
     if (folders.length === 0 && contents.replace.length === 0 && contents.files.length === 0) return home;
     const job = { folders, replace: contents.replace, files: contents.files.map((file) => ({ path: file.path, content: file.content.toString('base64') })) };
     if (this.identity.separate) await this.writeAsAgent(home, job);

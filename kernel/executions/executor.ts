@@ -380,18 +380,25 @@ export class Executor {
     const identity = this.agentUser();
     const runDir = await this.workDirs!.create(entry.ref.executionId);
     created(runDir);
-    // A leased directory (leased-workspace.ts) before the configured cwd; else the run's own.
-    const cwd = prepared.workspace?.dir ?? prepared.config.cwd ?? runDir;
-    for (const file of prepared.files) {
-      const target = join(cwd, file.path);
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, file.content, { mode: 0o600 });
-      await this.workDirs!.own(target);
+    const tool = prepared.tool;
+    // A leased directory (leased-workspace.ts) before the configured cwd; then a tool launch's
+    // folder of the agent's home (the same on every run); else the run's own.
+    const inHome = !prepared.workspace && !prepared.config.cwd && tool?.home?.workdir ? tool.home.workdir : null;
+    // Files for a folder of the home are the agent's to receive: written with the home's, by the agent user.
+    const home = tool?.home ? await this.agentHomes().prepare(entry.ref.agentId, inHome
+      ? { ...tool.home, files: [...tool.home.files, ...prepared.files.map((file) => ({ ...file, path: join(inHome, file.path) }))] }
+      : tool.home) : null;
+    const cwd = prepared.workspace?.dir ?? prepared.config.cwd ?? (home && inHome ? join(home, inHome) : runDir);
+    if (!inHome) {
+      for (const file of prepared.files) {
+        const target = join(cwd, file.path);
+        await mkdir(dirname(target), { recursive: true });
+        await writeFile(target, file.content, { mode: 0o600 });
+        await this.workDirs!.own(target);
+      }
     }
     // Handed over only now: nothing of the agent user's can be in it while the kernel writes there.
     if (prepared.workspace) await handToAgentUser(prepared.workspace.dir, identity);
-    const tool = prepared.tool;
-    const home = tool?.home ? await this.agentHomes().prepare(entry.ref.agentId, tool.home) : null;
     const env = processEnvironment({
       // The agent's own (board-approved) variables win over its environment's.
       home: home ?? runDir, tmp: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,

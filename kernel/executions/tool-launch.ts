@@ -12,7 +12,7 @@ import { processConfig, safeRelativePath, type ProcessConfig } from './start-che
  */
 export interface ToolLaunch {
   stdin: Buffer | null;
-  home: { variables: Record<string, string>; replace: string[]; files: Array<{ path: string; content: Buffer }> } | null;
+  home: { variables: Record<string, string>; replace: string[]; files: Array<{ path: string; content: Buffer }>; workdir: string | null } | null;
   retry: { args: string[]; needles: string[] } | null;
 }
 
@@ -55,7 +55,7 @@ export function homeVariables(variables: Record<string, string> | undefined): Re
 
 export function prepareToolLaunch(input: {
   args?: string[]; stdin?: string;
-  home?: { variables?: Record<string, string>; replace?: string[]; files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }> };
+  home?: { variables?: Record<string, string>; replace?: string[]; files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>; workdir?: string };
   retryOnce?: { args: string[]; ifOutputIncludes: string[] };
 }): ToolLaunch {
   if (input.retryOnce) assertArguments(input.retryOnce.args, 'retryOnce.args');
@@ -65,6 +65,7 @@ export function prepareToolLaunch(input: {
       variables: homeVariables(input.home.variables),
       replace: (input.home.replace ?? []).map(safeRelativePath),
       files: (input.home.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') })),
+      workdir: input.home.workdir === undefined ? null : safeRelativePath(input.home.workdir),
     } : null,
     retry: input.retryOnce ? { args: input.retryOnce.args, needles: input.retryOnce.ifOutputIncludes } : null,
   };

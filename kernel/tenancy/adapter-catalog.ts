@@ -10,6 +10,8 @@ export interface AdapterField {
   type: string;
   required: boolean;
   default?: string;
+  /** The accepted values, when the field takes one of a few (the console offers them as a choice). */
+  values?: readonly string[];
   notes: string;
 }
 
@@ -31,16 +33,38 @@ const MODEL: AdapterField = { name: 'model', type: 'string', required: false, no
 const INSTRUCTIONS: AdapterField = { name: 'instructionsFilePath', type: 'string', required: false, notes: 'path of the agent\'s instructions file (AGENTS.md); relative paths need cwd' };
 const EXTRA_ARGS: AdapterField = { name: 'extraArgs', type: 'array of strings', required: false, notes: 'extra command-line arguments for the tool' };
 
-/** A local coding tool driven on this machine: the same fields, another default model. */
-function localTool(type: AdapterDescription['type'], tool: string, defaultModel?: string): AdapterDescription {
+/**
+ * A coding-agent command-line tool the coding-agents plugin drives on this machine (one driver
+ * per tool, plugins/coding-agents/src/tools/): the fields every local adapter shares
+ * (plugins/coding-agents/src/config.ts), the effort values and max turns where the tool has
+ * them. test/plugins/coding-agents/adapter-catalog.test.ts holds these rows to the drivers.
+ */
+interface LocalTool {
+  type: AdapterDescription['type'];
+  tool: string; executable: string; install: string;
+  defaultModel: string | null;
+  efforts: readonly string[] | null;
+  maxTurns: boolean;
+}
+
+function localTool(spec: LocalTool): AdapterDescription {
   return {
-    type,
-    summary: `Runs the ${tool} command-line coding tool on this machine for each run; the tool must be installed where Keel runs.`,
+    type: spec.type,
+    summary: `Runs ${spec.tool} (\`${spec.executable}\`) on this machine for each run, unattended, in its non-interactive mode: the prompt on standard input, the run token only in the environment, the agent's instructions and skills where the tool reads them, its session resumed per task, its output read into a transcript, usage and a result. The tool must be installed where Keel runs (\`${spec.install}\`); POST /api/agents/{agentId}/adapter-test checks it and the model call before a run.`,
     fields: [
-      { ...MODEL, ...(defaultModel ? { default: defaultModel } : {}) },
-      CWD, INSTRUCTIONS, EXTRA_ARGS, ENV, TIMEOUT, GRACE,
+      { name: 'command', type: 'string', required: false, default: spec.executable, notes: `the tool's executable (absolute path, or a name found on PATH /usr/local/bin:/usr/bin:/bin)` },
+      { ...CWD, notes: 'absolute working directory of the run; the run\'s own fresh directory when absent' },
+      { ...MODEL, ...(spec.defaultModel ? { default: spec.defaultModel } : {}), notes: spec.defaultModel ? 'model name passed to the tool' : 'model name passed to the tool; the tool\'s own default when absent' },
+      ...(spec.efforts ? [{ name: 'effort', type: 'string', required: false, values: spec.efforts, notes: `reasoning effort: one of ${spec.efforts.join(', ')}; the tool's own default when absent` }] : []),
+      ...(spec.maxTurns ? [{ name: 'maxTurns', type: 'integer', required: false, notes: 'the most agent turns of one run (1 to 1000); the run fails with tool_max_turns past it' }] : []),
+      INSTRUCTIONS,
+      { ...EXTRA_ARGS, default: '[]', notes: 'extra flags for the tool, each from its allow-list (a value follows its flag, or --flag=value); never the prompt, a credential, or a flag that moves output or sessions' },
+      { name: 'toolSandbox', type: 'boolean', required: false, default: 'false', notes: 'keep the tool\'s own sandbox as well (where it still lets the agent reach Keel); by default the tool runs unattended with its shell and file tools, and Keel\'s isolation (the agent user, its own home, an environment built from scratch) is the boundary' },
+      { ...TIMEOUT, default: '3600', notes: 'seconds before the run is stopped as timed_out; 0 means no limit' },
+      GRACE,
+      { ...ENV, notes: `${ENV.notes}; may set the tool's own variables, such as its API key (as a secret reference) or a base URL` },
     ],
-    example: { adapterType: type, adapterConfig: { ...(defaultModel ? { model: defaultModel } : {}), cwd: '/srv/work/repo', timeoutSec: 1800 } },
+    example: { adapterType: spec.type, adapterConfig: { cwd: '/srv/work/repo', ...(spec.efforts ? { effort: spec.efforts.includes('medium') ? 'medium' : spec.efforts[0] } : {}), timeoutSec: 1800 } },
   };
 }
 
@@ -67,13 +91,18 @@ export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
     ],
     example: { adapterType: 'http', adapterConfig: { url: 'https://agents.example.com/run', timeoutMs: 60000, payloadTemplate: { team: 'support' } } },
   },
-  localTool('alpha_local', 'alpha'),
-  localTool('beta_local', 'beta', 'beta-default'),
-  localTool('gamma_local', 'gamma', 'gamma-default'),
-  localTool('delta_local', 'delta'),
-  localTool('pi_local', 'pi'),
-  localTool('eta_local', 'eta'),
-  localTool('cursor', 'cursor', 'auto'),
+  localTool({ type: 'alpha_local', tool: 'Claude Code', executable: 'claude', install: 'npm install -g @anthropic-ai/claude-code', defaultModel: null, efforts: ['low', 'medium', 'high', 'xhigh', 'max'], maxTurns: true }),
+  localTool({ type: 'beta_local', tool: 'Codex CLI', executable: 'codex', install: 'npm install -g @openai/codex', defaultModel: 'gpt-6.2-sol', efforts: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'], maxTurns: false }),
+  localTool({ type: 'gamma_local', tool: 'Gemini CLI', executable: 'gemini', install: 'npm install -g @google/gemini-cli', defaultModel: 'auto', efforts: null, maxTurns: true }),
+  localTool({ type: 'delta_local', tool: 'OpenCode', executable: 'opencode', install: 'npm install -g opencode-ai', defaultModel: null, efforts: ['minimal', 'low', 'medium', 'high', 'max'], maxTurns: false }),
+  localTool({ type: 'pi_local', tool: 'Pi', executable: 'pi', install: 'npm install -g @mariozechner/pi-coding-agent', defaultModel: null, efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'], maxTurns: false }),
+  {
+    type: 'eta_local',
+    summary: 'Reserved for a further local coding tool: no tool is driven by it yet, so a wake of such an agent answers 409 adapter_unavailable. Use one of the other local adapters, or `process` with a command of your own.',
+    fields: [MODEL, CWD, INSTRUCTIONS, EXTRA_ARGS, ENV, TIMEOUT, GRACE],
+    example: { adapterType: 'eta_local', adapterConfig: { cwd: '/srv/work/repo' } },
+  },
+  localTool({ type: 'cursor', tool: 'Cursor CLI', executable: 'cursor-agent', install: 'curl https://cursor.com/install -fsS | bash', defaultModel: 'auto', efforts: null, maxTurns: false }),
   {
     type: 'zeta_gateway',
     summary: 'Connects the agent to a gateway device that runs it elsewhere. Skills cannot be pushed to it (sync mode unsupported).',

@@ -31,6 +31,14 @@ export const llmsRoutes: RouteModule = (router, kernel) => {
     answer(ctx, adapterText(adapter));
   });
 
+  route({
+    method: 'GET', path: '/api/llms/agent-configuration.json', auth: 'any', success: 200, errors: [403] as const,
+    summary: 'The same table as JSON: every adapter type with its fields, defaults, accepted values and an example (the console\'s agent form reads it)',
+  }, async (ctx) => {
+    await assertMayHire(ctx, kernel);
+    ctx.body = { adapterTypes: ADAPTER_CATALOG };
+  });
+
   route({ method: 'GET', path: '/api/llms/agent-icons.txt', auth: 'any', ...text, summary: 'Icon names an agent may be given' }, async (ctx) => {
     await assertMayHire(ctx, kernel);
     answer(ctx, ['# Agent icons', '', 'Set an agent\'s `icon` to one of these names:', '', ...AGENT_ICONS.map((name) => `- ${name}`), ''].join('\n'));
@@ -80,7 +88,8 @@ function adapterText(adapter: AdapterDescription): string {
     '## adapterConfig fields',
     '',
     ...adapter.fields.map((field) => {
-      const traits = [field.type, field.required ? 'required' : 'optional', ...(field.default !== undefined ? [`default ${field.default}`] : [])];
+      const traits = [field.type, field.required ? 'required' : 'optional', ...(field.default !== undefined ? [`default ${field.default}`] : []),
+        ...(field.values ? [`one of ${field.values.join(', ')}`] : [])];
       return `- \`${field.name}\` (${traits.join(', ')}): ${field.notes}`;
     }),
     '',

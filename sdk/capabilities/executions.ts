@@ -51,6 +51,8 @@ export interface ProcessExecutionInput {
  */
 export interface AgentHome {
   variables?: Record<string, string>;
+  /** The working directory when the agent's configuration names no cwd (and it has no environment lease): this folder of the home, the same on every run, so a tool that keeps its sessions per folder finds them again. The start's `files` are then written there by the agent user too. */
+  workdir?: string;
   replace?: string[];
   files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
 }
@@ -262,7 +264,7 @@ const processInput = {
     stdin: { type: 'string', maxLength: MAX_STDIN_CHARS },
     home: {
       type: 'object', additionalProperties: false,
-      properties: { variables: homeVariables, replace: { type: 'array', maxItems: 20, items: relativePath }, files },
+      properties: { variables: homeVariables, replace: { type: 'array', maxItems: 20, items: relativePath }, files, workdir: relativePath },
     },
     retryOnce: {
       type: 'object', additionalProperties: false, required: ['args', 'ifOutputIncludes'],

@@ -53,6 +53,25 @@ describe('llms texts', () => {
     expect(gateway.text).toContain('- `sessionKeyStrategy` (string, optional, default issue)');
   });
 
+  it('answers the same table as JSON, with the local tools\' real fields and their accepted effort values', async () => {
+    const res = await t.api.get('/api/llms/agent-configuration.json');
+    expect(res.status).toBe(200);
+    expect(res.body.adapterTypes.map((entry: any) => entry.type)).toEqual(ADAPTER_CATALOG.map((entry) => entry.type));
+    const claude = res.body.adapterTypes.find((entry: any) => entry.type === 'alpha_local');
+    expect(claude.summary).toContain('Claude Code');
+    expect(claude.summary).toContain('npm install -g @anthropic-ai/claude-code');
+    expect(claude.fields.map((field: any) => field.name)).toEqual(['command', 'cwd', 'model', 'effort', 'maxTurns', 'instructionsFilePath', 'extraArgs', 'toolSandbox', 'timeoutSec', 'graceSec', 'env']);
+    expect(claude.fields.find((field: any) => field.name === 'effort').values).toContain('high');
+    // Gemini CLI has no effort setting; Codex has no max turns.
+    const names = (type: string) => res.body.adapterTypes.find((entry: any) => entry.type === type).fields.map((field: any) => field.name);
+    expect(names('gamma_local')).not.toContain('effort');
+    expect(names('beta_local')).not.toContain('maxTurns');
+    const text = await t.api.get('/api/llms/agent-configuration/alpha_local.txt');
+    expect(text.text).toMatch(/- `effort` \(string, optional, one of low, medium, high/);
+    expect(text.text).toContain('- `command` (string, optional, default claude)');
+    expect((await t.api.as(workerKey).get('/api/llms/agent-configuration.json')).status).toBe(403);
+  });
+
   it('answers 404 for an adapter type it does not know', async () => {
     const res = await t.api.get('/api/llms/agent-configuration/nonsense.txt');
     expect(res.status).toBe(404);

@@ -3,22 +3,35 @@ import { api, type Agent, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import { AgentGrants } from './grants.tsx';
 import { AgentSkills } from './agent-skills.tsx';
+import { AgentTool } from './agent-tool.tsx';
+import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog, type AdapterType } from './adapter-config.tsx';
+import { useSecrets } from './variables.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
 
-/** Reads the agent form: adapter configuration is JSON the operator types. */
-function agentBody(fields: FormData): Record<string, unknown> {
-  const configText = String(fields.get('adapterConfig') ?? '').trim();
+/** Reads the agent form: a local tool's settings from their fields, any other adapter's configuration as the JSON the operator types. */
+function agentBody(fields: FormData, catalog: AdapterType[]): Record<string, unknown> {
+  const adapterType = String(fields.get('adapterType') ?? '') || undefined;
+  const local = catalog.find((entry) => entry.type === adapterType && LOCAL_TOOL_TYPES.includes(entry.type));
   let adapterConfig: unknown = {};
-  if (configText) {
-    try { adapterConfig = JSON.parse(configText); } catch { throw new Error('Adapter configuration must be JSON, e.g. {"command": "node"}'); }
+  if (local) adapterConfig = localToolConfig(local, fields, false);
+  else {
+    const configText = String(fields.get('adapterConfig') ?? '').trim();
+    if (configText) {
+      try { adapterConfig = JSON.parse(configText); } catch { throw new Error('Adapter configuration must be JSON, e.g. {"command": "node"}'); }
+    }
   }
   return {
     name: fields.get('name'), role: fields.get('role') || undefined, title: fields.get('title') || undefined,
-    reportsTo: fields.get('reportsTo') || undefined, adapterType: fields.get('adapterType') || undefined, adapterConfig,
+    reportsTo: fields.get('reportsTo') || undefined, adapterType, adapterConfig,
   };
 }
 
-function AgentFields({ agents }: { agents: Agent[] }) {
+const FALLBACK_TYPES = ['process', 'http', ...LOCAL_TOOL_TYPES, 'eta_gateway'];
+
+function AgentFields({ agents, catalog, secrets }: { agents: Agent[]; catalog: AdapterType[]; secrets: Array<{ id: string; name: string }> }) {
+  const [adapterType, setAdapterType] = useState('process');
+  const types = catalog.length ? catalog.map((entry) => entry.type) : FALLBACK_TYPES;
+  const local = catalog.find((entry) => entry.type === adapterType && LOCAL_TOOL_TYPES.includes(entry.type));
   return (
     <>
       <Field label="Name" name="name" required />
@@ -30,9 +43,11 @@ function AgentFields({ agents }: { agents: Agent[] }) {
         <select name="reportsTo" defaultValue=""><option value="">nobody</option>{agents.map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}</select>
       </Field>
       <Field label="Adapter" name="adapterType">
-        <select name="adapterType" defaultValue="process">{['process', 'http', 'claude_local', 'codex_local'].map((t) => <option key={t}>{t}</option>)}</select>
+        <select name="adapterType" value={adapterType} onChange={(event) => setAdapterType(event.target.value)}>{types.map((t) => <option key={t}>{t}</option>)}</select>
       </Field>
-      <Field label="Adapter configuration (JSON)" name="adapterConfig" type="textarea" placeholder='{"command": "node", "args": ["agent.mjs"]}' />
+      {local
+        ? <LocalToolFields key={local.type} adapter={local} secrets={secrets} />
+        : <Field label="Adapter configuration (JSON)" name="adapterConfig" type="textarea" placeholder='{"command": "node", "args": ["agent.mjs"]}' />}
     </>
   );
 }
@@ -69,6 +84,9 @@ function OrgChart({ agents, companyId }: { agents: Agent[]; companyId: string })
 export function AgentsPage({ companyId, company }: { companyId: string; company: Company | undefined }) {
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
   const [hired, setHired] = useState<string | null>(null);
+  const catalog = useAdapterCatalog();
+  const secrets = useSecrets(companyId);
+  const adapterTypes = catalog.data?.adapterTypes ?? [];
   return (
     <section>
       <h1>Agents</h1>
@@ -76,17 +94,17 @@ export function AgentsPage({ companyId, company }: { companyId: string; company:
         <details className="card">
           <summary>Create agent</summary>
           <Form label="Create agent" submit="Create agent" onSubmit={async (fields) => {
-            const agent = await api.post<Agent>(`/api/companies/${companyId}/agents`, agentBody(fields));
+            const agent = await api.post<Agent>(`/api/companies/${companyId}/agents`, agentBody(fields, adapterTypes));
             navigate(`/companies/${companyId}/agents/${agent.id}`);
-          }}><AgentFields agents={agents.data ?? []} /></Form>
+          }}><AgentFields agents={agents.data ?? []} catalog={adapterTypes} secrets={secrets.data ?? []} /></Form>
         </details>
         <details className="card">
           <summary>Hire agent{company?.requireBoardApprovalForNewAgents ? ' (needs approval)' : ''}</summary>
           <Form label="Hire agent" submit="Hire agent" onSubmit={async (fields) => {
-            const { agent, approval } = await api.post<{ agent: Agent; approval: { id: string } | null }>(`/api/companies/${companyId}/agent-hires`, agentBody(fields));
+            const { agent, approval } = await api.post<{ agent: Agent; approval: { id: string } | null }>(`/api/companies/${companyId}/agent-hires`, agentBody(fields, adapterTypes));
             setHired(approval ? `${agent.name} is waiting for approval.` : `${agent.name} is hired.`);
             await agents.reload();
-          }}><AgentFields agents={agents.data ?? []} /></Form>
+          }}><AgentFields agents={agents.data ?? []} catalog={adapterTypes} secrets={secrets.data ?? []} /></Form>
           {hired ? <p role="status">{hired} <Link to={`/companies/${companyId}/approvals`}>Approvals</Link></p> : null}
         </details>
       </div>
@@ -157,6 +175,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
           </ul>
         </div>
       </div>
+      <AgentTool companyId={companyId} agent={a} onSaved={reloadAll} />
       <AgentGrants companyId={companyId} agentId={agentId} agentName={a.name} />
       <AgentSkills agentId={agentId} />
       <div className="card">

@@ -2,6 +2,7 @@ import { useEffect, useRef, useState } from 'react';
 import { api, type Agent, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Loading, Status, useLoad, when } from '../ui.tsx';
+import { Conversation, transcriptReader, type TranscriptEntry } from './transcript.tsx';
 
 export function RunsPage({ companyId }: { companyId: string }) {
   const [cursors, setCursors] = useState<Array<string | null>>([null]);
@@ -47,10 +48,14 @@ function parseLog(content: string): LogLine[] {
   return lines;
 }
 
-/** A run with its log as it is written (server-sent events), and cancel while it is active. */
+/**
+ * A run as it is written (server-sent events): its transcript as a conversation when its adapter
+ * reports one, else its raw log; cancel while it is active.
+ */
 export function RunPage({ companyId, runId }: { companyId: string; runId: string }) {
   const [run, setRun] = useState<Run | null>(null);
   const [lines, setLines] = useState<LogLine[]>([]);
+  const [entries, setEntries] = useState<TranscriptEntry[]>([]);
   const [live, setLive] = useState<'connecting' | 'live' | 'ended' | 'lost'>('connecting');
   const [error, setError] = useState<unknown>(null);
   const offset = useRef(0);
@@ -58,7 +63,10 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
   useEffect(() => {
     offset.current = 0;
     setLines([]);
+    setEntries([]);
     let closed = false;
+    const transcript = transcriptReader(runId, setEntries, setError);
+    void transcript.read();
     const source = new EventSource(`/api/heartbeat-runs/${encodeURIComponent(runId)}/stream`);
     // Batches are applied one after another, so offsets never race.
     let queue: Promise<void> = Promise.resolve();
@@ -92,6 +100,7 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
       if (closed) return;
       closed = true;
       source.close();
+      void transcript.read();
       queue = queue.then(readFrom).then(finalRun).then((final) => { setRun(final); setLive('ended'); }).catch(setError);
     };
     source.addEventListener('run', (event) => {
@@ -102,18 +111,25 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
     source.addEventListener('log', (event) => append(JSON.parse((event as MessageEvent).data)));
     source.addEventListener('end', finish);
     source.onmessage = (event) => {
-      const data = JSON.parse(event.data) as { event: string; status?: string; offset: number; nextOffset: number; content?: string; truncated?: boolean };
+      const data = JSON.parse(event.data) as { event: string; status?: string; offset: number; nextOffset: number; content?: string; truncated?: boolean; seq: number; entry?: Omit<TranscriptEntry, 'seq'> };
       if (data.event === 'status' && data.status) {
         setRun((before) => (before ? { ...before, status: data.status! } : before));
         if (ENDED.includes(data.status)) finish();
       }
       if (data.event === 'log') append(data);
+      if (data.event === 'transcript') void transcript.event(data);
     };
     source.onerror = () => { if (source.readyState === EventSource.CLOSED && !closed) setLive('lost'); };
     return () => { closed = true; source.close(); };
   }, [runId]);
   useEffect(() => { logEnd.current?.scrollIntoView({ block: 'nearest' }); }, [lines.length]);
   const active = run && ACTIVE.includes(run.status);
+  const log = (
+    <div className="log" role="log" aria-label="Run log" tabIndex={0} data-testid="run-log">
+      {lines.map((line, index) => <div key={index} className={`log-${line.stream}`}><span className="muted">{line.stream}</span> {line.line}</div>)}
+      <div ref={logEnd} />
+    </div>
+  );
   return (
     <section>
       <p><Link to={`/companies/${companyId}/runs`}>Runs</Link> / {runId.slice(0, 8)}</p>
@@ -122,10 +138,12 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
       <ErrorNote error={error} />
       {active ? <ActionButton kind="danger" action={async () => { setRun(await api.post<Run>(`/api/heartbeat-runs/${runId}/cancel`, {})); }}>Cancel run</ActionButton> : null}
       {run?.error ? <p className="error">{run.error}</p> : null}
-      <div className="log" role="log" aria-label="Run log" tabIndex={0} data-testid="run-log">
-        {lines.map((line, index) => <div key={index} className={`log-${line.stream}`}><span className="muted">{line.stream}</span> {line.line}</div>)}
-        <div ref={logEnd} />
-      </div>
+      {entries.length ? (
+        <>
+          <Conversation entries={entries} />
+          <details className="card raw-log"><summary>Raw log</summary>{log}</details>
+        </>
+      ) : log}
       {!run && live === 'connecting' ? <Loading what="the run" /> : null}
     </section>
   );

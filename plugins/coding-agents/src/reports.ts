@@ -1,4 +1,5 @@
 import type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } from '@keel/sdk/plugin';
+import { resultText, withAnswer } from './answer.ts';
 import type { CodingAgentsContext, Row } from './context.ts';
 import type { Failure, ParsedLine, ToolDriver } from './tools/driver.ts';
 import { driverFor } from './tools/index.ts';
@@ -51,10 +52,8 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: C
       const line = await usageLine(ctx, row, typeof row.session_id === 'string' ? row.session_id : null, parsed.usage);
       if (line) emit(line);
     }
-    if (parsed.result) {
-      row.saw_result = true;
-      row.result = parsed.result;
-    }
+    row.result = withAnswer(row.result, parsed);
+    if (parsed.result) row.saw_result = true;
     if (parsed.failure) row.failure = parsed.failure;
   }
   await ctx.db.query(
@@ -103,10 +102,10 @@ export async function onExecutionFinished(payload: Record<string, unknown>, ctx:
       ?? { errorCode: 'tool_crashed', message: `${driver.displayName} exited with ${event.signal ? `signal ${event.signal}` : `code ${event.exitCode}`}; its log says why` };
     status = 'failed';
   }
-  const result = (row.result ?? null) as { text?: string | null; isError?: boolean; subtype?: string; turns?: number; durationMs?: number } | null;
+  const result = (row.saw_result ? row.result ?? null : null) as { text?: string | null; isError?: boolean; subtype?: string; turns?: number; durationMs?: number } | null;
   const retried = event.attempts === 2;
   const response = {
-    result: result?.text ?? null, isError: result?.isError ?? status !== 'succeeded', ...(result?.subtype ? { subtype: result.subtype } : {}),
+    result: resultText((row.result ?? null) as Row | null), isError: result?.isError ?? status !== 'succeeded', ...(result?.subtype ? { subtype: result.subtype } : {}),
     ...(typeof result?.turns === 'number' ? { turns: result.turns } : {}), ...(typeof result?.durationMs === 'number' ? { durationMs: result.durationMs } : {}),
     sessionId: row.session_id ?? null, ...(row.saw_usage ? {} : { usageUnknown: true }),
     ...(retried ? { resumeRefused: { sessionId: row.session_before, startedFresh: true } } : {}),

@@ -13,6 +13,8 @@ interface StartInput {
 
 const INSTRUCTIONS_DIR = '.keel/instructions/';
 const SKILLS_DIR = '.keel/skills/';
+/** The agent's working folder in its home when its configuration names no cwd. */
+const WORKDIR = 'workspace';
 
 /** The install hint of a local adapter type this instance has no driver for. */
 export function unavailable(adapterType: string): PluginError {
@@ -55,7 +57,8 @@ export async function adapterRunService(input: unknown, ctx: CodingAgentsContext
       ...(start.issueId ? { SERVICE_TASK_ID: start.issueId } : {}), ...(sessionId ? { SERVICE_SESSION_ID: sessionId } : {}),
     },
     files: [...files, ...launch.files], args: launch.args, stdin: launch.stdin,
-    home: { variables: launch.homeVariables, replace: launch.homeReplace, files: launch.homeFiles },
+    // Without a configured cwd the agent works in one folder of its home on every run (a tool keeping sessions per folder finds them).
+    home: { variables: launch.homeVariables, replace: launch.homeReplace, files: launch.homeFiles, workdir: WORKDIR },
     ...(launch.retryFresh && sessionId ? { retryOnce: launch.retryFresh } : {}),
   });
   await ctx.db.query(

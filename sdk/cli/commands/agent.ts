@@ -122,6 +122,27 @@ export async function vendorLoginCommand(ref: string, options: Options): Promise
   emitRecord(options, await client.post(path`/api/agents/${id}/alpha-login`, {}));
 }
 
+interface EnvironmentCheck { name: string; ok: boolean; message: string; fix: string | null }
+
+/**
+ * The environment test (POST /api/agents/{agentId}/adapter-test): each check, ok or failed, with
+ * its message and, for a failed one, its fix. Exits 1 when a check failed, like `run follow` for
+ * a run that did not succeed, so a script can test an agent before it wakes it.
+ */
+export async function testCommand(ref: string, options: Options): Promise<void> {
+  const client = clientFor(options);
+  const id = await agentId(client, ref, options);
+  const answer = await client.post<{ ok: boolean; adapterType: string; version: string | null; checks: EnvironmentCheck[] }>(path`/api/agents/${id}/adapter-test`, {});
+  const width = Math.max(0, ...answer.checks.map((check) => check.name.length));
+  const lines = [`Environment of agent ${id} (${answer.adapterType}${answer.version ? ` ${answer.version}` : ''}): ${answer.ok ? 'ok' : 'failed'}`];
+  for (const check of answer.checks) {
+    lines.push(`  ${(check.ok ? 'ok' : 'failed').padEnd(6)}  ${check.name.padEnd(width)}  ${check.message}`);
+    if (check.fix && !check.ok) lines.push(`  ${''.padEnd(6)}  ${''.padEnd(width)}  fix: ${check.fix}`);
+  }
+  emit(options, lines, answer);
+  if (!answer.ok || answer.checks.some((check) => !check.ok)) process.exitCode = 1;
+}
+
 function booleanFlag(name: string, value: string | undefined): boolean | undefined {
   if (value === undefined) return undefined;
   if (value === 'true' || value === 'false') return value === 'true';

@@ -33,7 +33,8 @@ export function registerAgent(program: Command): void {
     .option('--idempotency-key <key>', 'the same key gives back the same wakeup and run').option('--force-fresh-session', 'do not hand the task\'s adapter session to the run')
     .action(run(lazy(agent, 'wakeCommand')));
   id('heartbeat:invoke', 'a heartbeat now (a timer wake)').action(run(lazy(agent, 'heartbeatInvokeCommand')));
-  id('claude-login', "the adapter's vendor login flow").action(run(lazy(agent, 'vendorLoginCommand')));
+  id('test', "test the agent's tool before a wake: its version check and one minimal model call, each check with its fix (exits 1 when one failed)").action(run(lazy(agent, 'testCommand')));
+  id('claude-login', "Claude Code's login or token set-up for an alpha_local agent: what the operator does next").action(run(lazy(agent, 'vendorLoginCommand')));
   id('permissions:update', "change an agent's permissions")
     .option('--can-create-agents <bool>', 'true or false').option('--can-assign-tasks <bool>', 'true or false').option('--payload-json <json>', 'the permissions as JSON')
     .action(run(lazy(agent, 'permissionsUpdateCommand')));

@@ -24,7 +24,7 @@ let stdin = ''; process.stdin.on('data', (d) => { stdin += d; }); process.stdin.
   const read = (path) => { try { return fs.readFileSync(path, 'utf8'); } catch { return null; } };
   console.log(JSON.stringify({ type: 'service.result', result: { args, stdin, home: process.env.HOME, toolConfig: process.env.TOOL_CONFIG ?? null,
     note: read(process.env.HOME + '/note.txt'), skill: read((process.env.TOOL_CONFIG ?? '') + '/skills/a/SKILL.md'), hasToken: Boolean(process.env.SERVICE_API_KEY),
-    tmp: process.env.TMPDIR, flag: process.env.TOOL_FLAG ?? null, uid: process.getuid() } }));
+    tmp: process.env.TMPDIR, flag: process.env.TOOL_FLAG ?? null, uid: process.getuid(), cwd: process.cwd(), given: read('given.txt') } }));
 });`;
 
 let t: TestKernel;
@@ -74,6 +74,19 @@ describe('a tool launch', () => {
     const other = await toolAgent({ args: [tool], home: {} });
     const elsewhere = await ran(other.id);
     expect([elsewhere.resultJson.home, elsewhere.resultJson.note]).toEqual([join(t.dataDir, 'agent-homes', other.id), null]);
+  });
+
+  it('works in a folder of the home on every run when the agent names no cwd (the start\'s files written there by the agent user); a configured cwd wins', async () => {
+    const agent = await toolAgent({ args: [tool], home: { workdir: 'workspace' }, files: [{ path: 'given.txt', content: 'for this run' }] });
+    const first = await ran(agent.id);
+    const folder = join(t.dataDir, 'agent-homes', agent.id, 'workspace');
+    expect([first.status, first.resultJson.cwd, first.resultJson.given]).toEqual(['succeeded', folder, 'for this run']);
+    expect((await stat(join(folder, 'given.txt'))).uid).toBe(first.resultJson.uid);
+    expect((await ran(agent.id)).resultJson.cwd).toBe(folder);
+    const elsewhere = await mkdtemp(join(tmpdir(), 'keel-cwd-'));
+    await chmod(elsewhere, 0o777);
+    await t.api.patch(`/api/agents/${agent.id}`, { adapterConfig: { cwd: elsewhere } });
+    expect((await ran(agent.id)).resultJson.cwd).toBe(elsewhere);
   });
 
   it('retries once with the fresh arguments when the tool refuses to resume, and the log says so', async () => {

@@ -119,9 +119,11 @@ describe('POST /api/agents/{agentId}/wakeup', () => {
     const agent = await hanging();
     const res = await t.api.post(`/api/agents/${agent.id}/alpha-login`);
     expect([res.status, res.body.code, res.body.details]).toEqual([422, 'login_not_supported', { adapterType: 'process' }]);
-    const alpha = await createAgent(t.api, company.id, { adapterType: 'alpha_local' });
-    const refused = await t.api.post(`/api/agents/${alpha.id}/alpha-login`);
-    expect([refused.status, refused.body.code]).toEqual([409, 'adapter_unavailable']);
+    // An alpha_local agent gets Claude Code's login state from the coding-agents plugin (here: the tool is not on PATH).
+    const alpha = await createAgent(t.api, company.id, { adapterType: 'alpha_local', adapterConfig: { command: '/nonexistent/claude' } });
+    const answered = await t.api.post(`/api/agents/${alpha.id}/alpha-login`);
+    expect([answered.status, answered.body.status, answered.body.loggedIn], answered.text).toEqual([200, 'action_required', null]);
+    expect(answered.body.error).toContain('npm install -g @anthropic-ai/claude-code');
   });
 });
 

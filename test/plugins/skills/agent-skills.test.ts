@@ -107,7 +107,9 @@ describe('the desired list survives configuration edits', () => {
     expect(changed.body.desiredSkills).toEqual(expected);
     const replaced = await t.api.patch(`/api/agents/${agent.id}`, { replaceAdapterConfig: true, adapterType: 'beta_local', adapterConfig: { cwd: '/w', serviceSkillSync: null } });
     expect(replaced.status, replaced.text).toBe(200);
-    expect(replaced.body.adapterConfig).toEqual({ cwd: '/w', serviceSkillSync: { desiredSkills: expected } });
+    // The coding-agents plugin stores beta_local's configuration with its defaults filled in (command, model, ...).
+    expect(replaced.body.adapterConfig).toMatchObject({ cwd: '/w', command: 'codex', serviceSkillSync: { desiredSkills: expected } });
+    expect(replaced.body.adapterConfig).not.toHaveProperty('model', 'm');
     expect(replaced.body.desiredSkills).toEqual(expected);
     const merged = await t.api.patch(`/api/agents/${agent.id}`, { adapterConfig: { serviceSkillSync: { desiredSkills: ['smuggled'] } } });
     expect(merged.body.desiredSkills).toEqual(expected);
