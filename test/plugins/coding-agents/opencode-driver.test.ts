@@ -67,21 +67,17 @@ describe('OpenCode events', () => {
       expect.objectContaining({ inputTokens: 300, cachedInputTokens: 800, cacheWriteTokens: 0, outputTokens: 21, costUsd: 0.001455 }),
       expect.objectContaining({ inputTokens: 200, cachedInputTokens: 1000, cacheWriteTokens: 0, outputTokens: 9, costUsd: 0.001035 }),
     ]);
-    // Each finished text is the result so far; the final step confirms the last one.
-    expect(lines.map((line) => line.result).filter(Boolean)).toEqual([
-      { text: 'I will run the command.', isError: false }, { text: 'Done: the shell said hello.', isError: false }, { text: 'Done: the shell said hello.', isError: false, subtype: 'stop' },
-    ]);
+    expect(lines.map((line) => line.result).filter(Boolean)).toEqual([{ text: 'Done: the shell said hello.', isError: false, subtype: 'stop' }]);
     expect(lines.some((line) => line.failure)).toBe(false);
   });
 
-  it('reads each line on its own: a batch that starts at the final step still ends on the last text', () => {
+  it('reads each line on its own: a batch that starts at the final step names no text, and the core takes the answer it collected', () => {
     const run = capturedRun('opencode', 'fresh-run');
     const cut = run.events.findIndex((event) => event.type === 'step_finish' && (event.part as { reason?: string }).reason === 'stop');
-    const first = driver.parser(); const second = driver.parser();
-    const results = [...run.events.slice(0, cut).map((event) => first.line(event)), ...run.events.slice(cut).map((event) => second.line(event))]
-      .map((line) => line.result).filter(Boolean);
-    expect(results.at(-1)).toEqual({ text: 'Done: the shell said hello.', isError: false });
-    expect(second.line(run.events[cut]!).transcript).toEqual([{ kind: 'result' }]);
+    const second = driver.parser().line(run.events[cut]!);
+    expect(second.result).toEqual({ text: null, isError: false, subtype: 'stop' });
+    expect(second.transcript).toEqual([{ kind: 'result' }]);
+    expect(second.usage).toMatchObject({ inputTokens: 200, cachedInputTokens: 1000 });
   });
 
   it('keeps the session of a resumed run', () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { chmod, mkdtemp, readdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -76,6 +76,7 @@ describe('a Pi agent', () => {
     expect(instructions.status, instructions.text).toBeLessThan(300);
     const runtimeName = await giveSkill(t, company.id, agent.id, 'greeting-notes', 'Writes greeting notes for Pi agents');
     const issue = await createIssue('Say hello on the issue');
+    const callsAtStart = model.completions().length;
     const run = await runWhen(t, (await wakeOk(t.api, agent.id, { reason: 'please look', payload: { issueId: issue.id } })).run.id, undefined, 120_000);
     expect(run, JSON.stringify(run)).toMatchObject({ status: 'succeeded', exitCode: 0, errorCode: null, issueId: issue.id });
     const sessionId = run.resultJson.sessionId as string;
@@ -83,7 +84,7 @@ describe('a Pi agent', () => {
     expect(run.resultJson.usageUnknown).toBeUndefined();
 
     // The model saw the issue in the prompt and the instructions in its system prompt.
-    const first = model.completions()[0]!;
+    const first = model.completions()[callsAtStart]!;
     expect(requestText(first)).toContain(issue.identifier);
     expect(first.body?.messages?.[0]).toMatchObject({ role: 'system', content: expect.stringContaining('Always sign as the Pi agent of Keel.') });
     // The agent's skills (the required base skill at least) are where Pi discovers them, and listed to the model.
@@ -113,19 +114,23 @@ describe('a Pi agent', () => {
     expect((await t.api.get(`/api/issues/${issue.id}/comments`)).body).toHaveLength(2);
   }, 300_000);
 
-  it('starts fresh in the same run when the session\'s folder is gone (each run has its own without a fixed cwd), and says so', async () => {
+  it('starts fresh in the same run when Pi no longer has the session, and says so', async () => {
+    // No cwd: the agent works in one folder of its home, so the first session could resume there.
     const agent = await piAgent();
-    const issue = await createIssue('A run folder of its own');
+    const issue = await createIssue('A forgotten session');
     const first = await runWhen(t, (await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } })).run.id, undefined, 120_000);
     expect(first.status, JSON.stringify(first)).toBe('succeeded');
     const refused = first.resultJson.sessionId as string;
+    await rm(join(t.dataDir, 'agent-homes', agent.id, '.pi/agent/sessions'), { recursive: true, force: true });
     const second = await runWhen(t, (await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } })).run.id, undefined, 120_000);
     expect(second, JSON.stringify(second)).toMatchObject({
       status: 'succeeded', sessionIdBefore: refused, resultJson: { result: FINAL_TEXT, resumeRefused: { sessionId: refused, startedFresh: true } },
     });
     expect(second.resultJson.sessionId).not.toBe(refused);
-    expect((await t.api.get(`/api/heartbeat-runs/${second.id}/log`)).body.content).toContain('Stored session working directory does not exist');
+    expect((await t.api.get(`/api/heartbeat-runs/${second.id}/log`)).body.content).toContain(`No session found matching '${refused}'`);
     expect(await transcriptOf(t, second.id)).toContainEqual(expect.objectContaining({ kind: 'system', message: expect.stringContaining(`no longer had session ${refused}`) }));
+    const sessions = (await t.api.get(`/api/agents/${agent.id}/task-sessions`)).body;
+    expect(sessions).toEqual([expect.objectContaining({ taskKey: issue.id, sessionId: second.resultJson.sessionId })]);
   }, 300_000);
 
   it('fails a run whose model call is refused although Pi exits 0, naming the credentials', async () => {

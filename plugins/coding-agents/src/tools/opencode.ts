@@ -25,7 +25,7 @@ const CONFIG_DIR = '.config/opencode';
 const SESSION_NOT_FOUND = 'Session not found';
 /**
  * OpenCode binds a session to the folder it was created in and fails its resume when that folder
- * is gone (a run's own folder is new for every run): a refusal too, retried fresh.
+ * is gone (a configured cwd removed or changed): a refusal too, retried fresh.
  */
 const SESSION_FOLDER_GONE = 'NotFound: FileSystem.realPath';
 
@@ -75,13 +75,13 @@ const HOME_VARIABLES: Record<string, string> = {
 };
 
 /**
- * The parser keeps nothing it needs across calls: the core reads each batch of a run's lines
- * with a parser of its own (the batches may be read by different Keel processes). So every line
- * names its session, and every finished text is the result so far: the run's last text is its
- * result, unless an error comes after it.
+ * The parser keeps nothing it needs across batches (the core reads each batch of a run's lines
+ * with a parser of its own): every line names its session, and the final step's result names
+ * its text when the text came in the same batch, else none (the core then takes the answer it
+ * collected from the assistant entries since the last tool call).
  */
 function parser(): { line(data: Record<string, unknown>): ParsedLine } {
-  /** Text parts per message within one batch, so a final step whose text came with it shows it. */
+  /** Text parts per message within one batch. */
   const texts = new Map<string, string[]>();
   return {
     line(data) {
@@ -103,7 +103,7 @@ function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>)
       if (text === null) return null;
       const messageId = str(part?.messageID) ?? '';
       texts.set(messageId, [...(texts.get(messageId) ?? []), text]);
-      return { transcript: [{ kind: 'assistant', text }], result: { text, isError: false } };
+      return { transcript: [{ kind: 'assistant', text }] };
     }
     case 'reasoning': {
       const text = str(part?.text);
@@ -144,10 +144,12 @@ function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>)
     },
   };
   if (part.reason === 'tool-calls') return parsed;
-  // The final step: its text when it came in the same batch (else the text's own result stands).
-  const text = (texts.get(str(part.messageID) ?? '') ?? []).join('\n\n');
-  if (!text) return { ...parsed, transcript: [{ kind: 'result' }] };
-  return { ...parsed, result: { text, isError: false, subtype: str(part.reason) ?? undefined }, transcript: [{ kind: 'result', text }] };
+  const text = (texts.get(str(part.messageID) ?? '') ?? []).join('\n\n') || null;
+  return {
+    ...parsed,
+    result: { text, isError: false, subtype: str(part.reason) ?? undefined },
+    transcript: [text ? { kind: 'result', text } : { kind: 'result' }],
+  };
 }
 
 function errorEvent(error: Record<string, unknown>): ParsedLine {
@@ -173,7 +175,7 @@ function classify(input: { exitCode: number | null; signal: string | null; logTa
   if (input.exitCode === 0 && !input.signal) return null;
   const tail = lastAttempt(input.logTail);
   if (tail.includes(SESSION_NOT_FOUND)) return { errorCode: 'tool_session_unknown', message: 'OpenCode does not know the session to resume (Session not found).' };
-  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'OpenCode cannot resume the session: the folder it was created in is gone. Give the agent a fixed working directory (adapterConfig.cwd) to keep its sessions.' };
+  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'OpenCode cannot resume the session: the folder it was created in is gone. Keep the working directory of the agent (adapterConfig.cwd, or none: a folder of its home) to keep its sessions.' };
   const streamErrors = [...tail.matchAll(/message="stream error".*?error\.error="([^"]*)"/g)].map((match) => match[1] ?? '');
   const lastStreamError = streamErrors.at(-1);
   const fromLog = lastStreamError ? providerFailure(lastStreamError.replace(/^AI_[A-Za-z]+: /, '')) : null;

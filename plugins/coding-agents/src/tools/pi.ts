@@ -26,7 +26,7 @@ import { cut, isObject, lastAttempt, num, providerFailure, str } from './provide
 
 const AGENT_DIR = '.pi/agent';
 const SESSION_UNKNOWN = 'No session found matching';
-/** Pi refuses to resume a session whose working directory is gone (a run's own folder is new for every run). */
+/** Pi refuses to resume a session whose working directory is gone (a configured cwd removed or changed). */
 const SESSION_FOLDER_GONE = 'Stored session working directory does not exist';
 const INSTRUCTIONS_FILE = '.keel/pi/instructions.md';
 
@@ -154,7 +154,7 @@ function classify(input: { exitCode: number | null; signal: string | null; logTa
   const reported = reportedFailure(tail);
   if (input.exitCode === 0 && !input.signal) return reported;
   if (tail.includes(SESSION_UNKNOWN)) return { errorCode: 'tool_session_unknown', message: 'Pi does not know the session to resume (No session found).' };
-  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'Pi cannot resume the session: the working directory it was created in is gone. Give the agent a fixed working directory (adapterConfig.cwd) to keep its sessions.' };
+  if (tail.includes(SESSION_FOLDER_GONE)) return { errorCode: 'tool_session_unknown', message: 'Pi cannot resume the session: the working directory it was created in is gone. Keep the working directory of the agent (adapterConfig.cwd, or none: a folder of its home) to keep its sessions.' };
   if (reported) return reported;
   const plain = tail.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('{'));
   const fromText = plain.map((line) => providerFailure(line)).filter((failure) => failure).at(-1);
