@@ -172,4 +172,13 @@ describe('an OpenCode agent', () => {
     expect((await runWhen(t, run.id, undefined, 60_000)).status).toBe('cancelled');
     await waitFor(async () => processesOfRun(run.id).length === 0, 'the tool\'s process tree to be gone', 30_000);
   }, 300_000);
+
+  it('fails as not installed, naming the install command, when its command is missing; the environment test says the same', async () => {
+    const agent = await createAgent(t.api, company.id, { adapterType: 'delta_local', adapterConfig: { command: '/nonexistent/bin/opencode' } });
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id, {})).run.id, undefined, 60_000);
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'failed', errorCode: 'adapter_unavailable' });
+    expect((await t.api.get(`/api/agents/${agent.id}/runtime-state`)).body.lastError).toContain('npm install -g opencode-ai');
+    const tested = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(tested.body).toMatchObject({ ok: false, checks: [{ name: 'installed', ok: false, fix: 'npm install -g opencode-ai' }] });
+  }, 120_000);
 });

@@ -157,4 +157,13 @@ describe('a Pi agent', () => {
     // What the tool reported before the cancel is kept.
     expect((await transcriptOf(t, run.id)).map((entry) => entry.kind)).toEqual(expect.arrayContaining(['init', 'assistant', 'tool_call']));
   }, 300_000);
+
+  it('fails as not installed, naming the install command, when its command is missing; the environment test says the same', async () => {
+    const agent = await createAgent(t.api, company.id, { adapterType: 'pi_local', adapterConfig: { command: '/nonexistent/bin/pi' } });
+    const run = await runWhen(t, (await wakeOk(t.api, agent.id, {})).run.id, undefined, 60_000);
+    expect(run, JSON.stringify(run)).toMatchObject({ status: 'failed', errorCode: 'adapter_unavailable' });
+    expect((await t.api.get(`/api/agents/${agent.id}/runtime-state`)).body.lastError).toContain('npm install -g @mariozechner/pi-coding-agent');
+    const tested = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(tested.body).toMatchObject({ ok: false, checks: [{ name: 'installed', ok: false, fix: 'npm install -g @mariozechner/pi-coding-agent' }] });
+  }, 120_000);
 });
