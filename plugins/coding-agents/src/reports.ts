@@ -2,6 +2,7 @@ import type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } fr
 import { resultText, withAnswer } from './answer.ts';
 import type { CodingAgentsContext, Row } from './context.ts';
 import type { Failure, ParsedLine, ToolDriver } from './tools/driver.ts';
+import { localConfig } from './config.ts';
 import { driverFor } from './tools/index.ts';
 import { usageLine } from './usage.ts';
 
@@ -37,7 +38,9 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: C
   const found = await toolRun(ctx, event.runId);
   if (!found) return;
   const { row, driver } = found;
-  const parser = driver.parser();
+  // The agent's configuration tells the parser what the tool's lines may not (Codex's events never name the model).
+  const agent = await ctx.agents.getConfig(String(row.agent_id));
+  const parser = driver.parser(agent ? localConfig(driver, agent.adapterConfig) : undefined);
   const outputs: ExecutionOutput[] = [];
   for (const output of event.outputs) {
     const parsed = parse(parser, output.data);

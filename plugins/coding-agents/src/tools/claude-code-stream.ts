@@ -11,10 +11,12 @@
  * The core hands a fresh parser to each batch of lines, so every line is read on its own: a
  * failure is named by the line that carries its facts (the synthetic assistant message for a
  * refused model call, with its reset time; the result for turn and budget limits). The billing
- * kind is the one exception: the result does not say how Claude Code signed in, so it is known
- * only when the batch also held the `init` (an API key) or a `rate_limit_event` (a subscription).
+ * kind is the one exception: the result does not say how Claude Code signed in, so it comes from
+ * the agent's configuration (the credential variable its env sets: ANTHROPIC_API_KEY is metered,
+ * CLAUDE_CODE_OAUTH_TOKEN a subscription), else from the batch's `init` (an API key) or a
+ * `rate_limit_event` (a subscription).
  */
-import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
+import type { Failure, LocalConfig, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
 
 const RESULT_TEXT_LIMIT = 8 * 1024;
 
@@ -23,8 +25,12 @@ type Json = Record<string, unknown>;
 /** What earlier lines of the same batch said: hints only, never needed to read a line. */
 interface BatchHints { model: string | null; apiKeySource: string | null; subscription: boolean }
 
-export function claudeStreamParser(): { line(data: Json): ParsedLine } {
-  const hints: BatchHints = { model: null, apiKeySource: null, subscription: false };
+export function claudeStreamParser(config?: LocalConfig): { line(data: Json): ParsedLine } {
+  const configured = config ? Object.keys(config.env) : [];
+  const hints: BatchHints = {
+    model: null, apiKeySource: configured.includes('ANTHROPIC_API_KEY') ? 'ANTHROPIC_API_KEY' : null,
+    subscription: !configured.includes('ANTHROPIC_API_KEY') && configured.includes('CLAUDE_CODE_OAUTH_TOKEN'),
+  };
   return {
     line(data) {
       switch (data.type) {

@@ -113,8 +113,12 @@ export interface ToolDriver {
   /** Flags extraArgs may carry; takesValue when the next argument is its value. */
   allowedExtraArgs: Array<{ flag: string; takesValue: boolean }>;
   launch(input: LaunchInput): Launch;
-  /** A fresh parser for each batch of output lines: it must not rely on state from earlier batches. */
-  parser(): { line(data: Record<string, unknown>): ParsedLine };
+  /**
+   * A fresh parser for each batch of output lines: it must not rely on state from earlier batches.
+   * `config` is the agent's configuration when the core has it: what a tool's lines do not say
+   * (Codex's events never name the model the usage belongs to).
+   */
+  parser(config?: LocalConfig): { line(data: Record<string, unknown>): ParsedLine };
   /** The failure of an ended execution from its exit and its log's tail (plain text), or null when it succeeded. */
   classify(input: { exitCode: number | null; signal: string | null; logTail: string; sawResult: boolean }): Failure | null;
   /** The environment test: the version check and one minimal model call. */

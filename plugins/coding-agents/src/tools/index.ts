@@ -1,4 +1,5 @@
 import { claudeCode } from './claude-code.ts';
+import { codexDriver } from './codex.ts';
 import { cursorDriver } from './cursor.ts';
 import type { ToolDriver } from './driver.ts';
 import { geminiDriver } from './gemini.ts';
@@ -9,7 +10,7 @@ import { piDriver } from './pi.ts';
  * The drivers of the tools this plugin runs, by adapter type. A type of plugin.json without a
  * driver here answers 409 adapter_unavailable when a run starts.
  */
-const DRIVERS: ToolDriver[] = [claudeCode, geminiDriver, cursorDriver, opencodeDriver, piDriver];
+const DRIVERS: ToolDriver[] = [claudeCode, codexDriver, geminiDriver, cursorDriver, opencodeDriver, piDriver];
 
 const BY_TYPE = new Map(DRIVERS.map((driver) => [driver.adapterType, driver]));
 
