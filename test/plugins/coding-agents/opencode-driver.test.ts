@@ -80,6 +80,14 @@ describe('OpenCode events', () => {
     expect(second.usage).toMatchObject({ inputTokens: 200, cachedInputTokens: 1000 });
   });
 
+  it('attributes the usage to the configured provider and model, which OpenCode\'s events do not name', () => {
+    const run = capturedRun('opencode', 'fresh-run');
+    const step = run.events.find((event) => event.type === 'step_finish')!;
+    expect(driver.parser(config()).line(step).usage).toMatchObject({ provider: 'scripted', model: 'scripted-model', billingType: 'metered_api' });
+    expect(driver.parser(config({ model: null })).line(step).usage).toMatchObject({ provider: 'opencode', model: 'unknown' });
+    expect(driver.parser().line(step).usage).toMatchObject({ provider: 'opencode', model: 'unknown' });
+  });
+
   it('keeps the session of a resumed run', () => {
     const lines = parseRun(driver, capturedRun('opencode', 'resumed-run'));
     expect(new Set(lines.map((line) => line.sessionId))).toEqual(new Set(['ses_dd9d18d19ffe5Poh8q4w05GQYi']));

@@ -116,7 +116,7 @@ describe('an OpenCode agent', () => {
     expect(entries[4]).toMatchObject({ kind: 'result', text: FINAL_TEXT });
 
     // Each model call a cost event, split into uncached and cached input as OpenCode reports it.
-    expectRunCosts(await costEventsOf(t, run.id), agent.id, issue.id, 'opencode', 'unknown');
+    expectRunCosts(await costEventsOf(t, run.id), agent.id, issue.id, 'scripted', 'scripted-model');
 
     // The next wake of the same issue resumes the session: the model sees the first run's turns.
     const callsBefore = model.completions().length;

@@ -80,12 +80,13 @@ const HOME_VARIABLES: Record<string, string> = {
  * its text when the text came in the same batch, else none (the core then takes the answer it
  * collected from the assistant entries since the last tool call).
  */
-function parser(): { line(data: Record<string, unknown>): ParsedLine } {
+function parser(config?: LocalConfig): { line(data: Record<string, unknown>): ParsedLine } {
   /** Text parts per message within one batch. */
   const texts = new Map<string, string[]>();
+  const model = modelOf(config);
   return {
     line(data) {
-      const parsed = parseEvent(data, texts) ?? { transcript: [{ kind: 'log', line: JSON.stringify(data) }] };
+      const parsed = parseEvent(data, texts, model) ?? { transcript: [{ kind: 'log', line: JSON.stringify(data) }] };
       const sessionId = str(data.sessionID);
       return sessionId ? { ...parsed, sessionId } : parsed;
     },
@@ -93,7 +94,18 @@ function parser(): { line(data: Record<string, unknown>): ParsedLine } {
 }
 
 /** One event's meaning, or null when the event is not one OpenCode's run prints. */
-function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>): ParsedLine | null {
+/**
+ * The provider and model a step's usage belongs to. OpenCode's events do not name them: the
+ * agent's configured `provider/model` does; without one, OpenCode chose its own default.
+ */
+function modelOf(config?: LocalConfig): { provider: string; model: string } {
+  const configured = config?.model ?? null;
+  const slash = configured ? configured.indexOf('/') : -1;
+  if (!configured || slash <= 0 || slash === configured.length - 1) return { provider: 'opencode', model: configured ?? 'unknown' };
+  return { provider: configured.slice(0, slash), model: configured.slice(slash + 1) };
+}
+
+function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>, model: { provider: string; model: string }): ParsedLine | null {
   const part = isObject(data.part) ? data.part : null;
   switch (data.type) {
     case 'step_start':
@@ -112,7 +124,7 @@ function parseEvent(data: Record<string, unknown>, texts: Map<string, string[]>)
     case 'tool_use':
       return part ? { transcript: toolEntries(part) } : null;
     case 'step_finish':
-      return part ? stepFinish(part, texts) : null;
+      return part ? stepFinish(part, texts, model) : null;
     case 'error':
       return isObject(data.error) ? errorEvent(data.error) : null;
     default:
@@ -128,13 +140,12 @@ function toolEntries(part: Record<string, unknown>): TranscriptEntry[] {
   return [call, { kind: 'tool_result', id, output: cut(str(state.output) ?? '') }];
 }
 
-function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>): ParsedLine {
+function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>, model: { provider: string; model: string }): ParsedLine {
   const tokens = isObject(part.tokens) ? part.tokens : {};
   const cache = isObject(tokens.cache) ? tokens.cache : {};
   const parsed: ParsedLine = {
     usage: {
-      // OpenCode's events do not name the step's provider or model.
-      provider: 'opencode', model: 'unknown', billingType: 'metered_api',
+      ...model, billingType: 'metered_api',
       inputTokens: num(tokens.input),
       cachedInputTokens: num(cache.read),
       cacheWriteTokens: num(cache.write),
