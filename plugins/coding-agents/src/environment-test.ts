@@ -28,7 +28,8 @@ export async function adapterTestService(input: unknown, ctx: CodingAgentsContex
   const agentId = (input as { agentId: string }).agentId;
   const checks: Check[] = [];
   const versionProbe = await ctx.executions.probe({ agentId, args: driver.versionArgs, timeoutSec: 30 });
-  const version = versionProbe.exitCode === 0 ? driver.parseVersion(versionProbe.stdout) : null;
+  // Some tools print their version on stderr (Pi, when its standard input is not a terminal).
+  const version = versionProbe.exitCode === 0 ? driver.parseVersion(versionProbe.stdout) ?? driver.parseVersion(versionProbe.stderr) : null;
   if (versionProbe.spawnError) {
     checks.push({ name: 'installed', ok: false, message: `${config.command} could not be started (${versionProbe.spawnError}): ${driver.displayName} is not installed where this instance runs agents, or the agent user cannot run it`, fix: driver.install });
     return { ok: false, adapterType: driver.adapterType, version: null, checks };
