@@ -115,7 +115,8 @@ describe('keel finds the server of a data directory', () => {
     const listed = await runCli(['plugin', 'list', '--data-dir', home, '--api-key', key]);
     expect(listed.code, listed.stderr).toBe(0);
     // The server installs its first-party plugins (plugins/costs) at first start.
-    expect(listed.stdout).toMatch(/^KEY\s+VERSION\s+STATUS\s+RUNNING\s+SOURCE\ncosts\s+/);
+    expect(listed.stdout).toMatch(/^KEY\s+VERSION\s+STATUS\s+RUNNING\s+SOURCE\n/);
+    expect(listed.stdout).toMatch(/\ncosts\s+/);
     const fromEnv = await runCli(['plugin', 'list', '--json'], { env: { KEEL_HOME: home, KEEL_API_KEY: key } });
     expect(fromEnv.code, fromEnv.stderr).toBe(0);
     expect(JSON.parse(fromEnv.stdout).map((p: { pluginKey: string }) => p.pluginKey)).toContain('costs');

@@ -168,7 +168,11 @@ export async function onAgentChanged(payload: Record<string, unknown>, ctx: Cost
   const agent = payload.agent as { id?: string; budgetMonthlyCents?: number } | undefined;
   const companyId = String(payload.companyId ?? '');
   if (!agent?.id || !companyId || typeof agent.budgetMonthlyCents !== 'number') return;
-  await syncMonthlyPolicy(ctx.db, companyId, 'agent', agent.id, agent.budgetMonthlyCents);
+  // The agent as it is now, not as the event saw it: a budget set through this plugin's route
+  // after the agent was created, but before this event arrived, must not be set back.
+  const current = await ctx.agents.get(agent.id);
+  const cents = typeof current?.budgetMonthlyCents === 'number' ? current.budgetMonthlyCents : agent.budgetMonthlyCents;
+  await syncMonthlyPolicy(ctx.db, companyId, 'agent', agent.id, cents);
 }
 
 /** A deleted company's cost data goes with it. */
