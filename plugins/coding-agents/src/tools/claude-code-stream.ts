@@ -17,8 +17,7 @@
  * `rate_limit_event` (a subscription).
  */
 import type { Failure, LocalConfig, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
-
-const RESULT_TEXT_LIMIT = 8 * 1024;
+import { cutOutput, keptLine } from './lines.ts';
 
 type Json = Record<string, unknown>;
 
@@ -39,7 +38,7 @@ export function claudeStreamParser(config?: LocalConfig): { line(data: Json): Pa
         case 'user': return userLine(data);
         case 'rate_limit_event': return rateLimitLine(hints, data);
         case 'result': return resultLine(hints, data);
-        default: return keep(data);
+        default: return keptLine(data);
       }
     },
   };
@@ -75,7 +74,7 @@ function systemLine(hints: BatchHints, data: Json): ParsedLine {
     case 'compact_boundary':
       return { transcript: [{ kind: 'system', message: 'Claude Code compacted the conversation' }] };
     default:
-      return keep(data);
+      return keptLine(data);
   }
 }
 
@@ -119,7 +118,7 @@ function userLine(data: Json): ParsedLine {
   const transcript: TranscriptEntry[] = [];
   for (const block of content as Json[]) {
     if (block.type !== 'tool_result') continue; // the prompt itself and Claude Code's reminders
-    const entry: TranscriptEntry = { kind: 'tool_result', output: cut(resultText(block.content)) };
+    const entry: TranscriptEntry = { kind: 'tool_result', output: cutOutput(resultText(block.content)) };
     if (str(block.tool_use_id)) entry.id = block.tool_use_id as string;
     if (block.is_error === true) entry.isError = true;
     transcript.push(entry);
@@ -233,20 +232,6 @@ function resultText(content: unknown): string {
   return '';
 }
 
-/** The text cut to 8 KiB of UTF-8 on a character boundary (no Buffer: plugin code runs in an isolate). */
-function cut(text: string): string {
-  let bytes = 0;
-  let end = 0;
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
-    if (bytes > RESULT_TEXT_LIMIT) return `${text.slice(0, end)}…`;
-    end += char.length;
-  }
-  return text;
-}
-
-function keep(data: Json): ParsedLine { return { transcript: [{ kind: 'log', line: JSON.stringify(data) }] }; }
 function obj(value: unknown): Json | null { return value && typeof value === 'object' && !Array.isArray(value) ? value as Json : null; }
 function str(value: unknown): string | null { return typeof value === 'string' && value !== '' ? value : null; }
 function num(value: unknown): number | null { return typeof value === 'number' && Number.isFinite(value) ? value : null; }

@@ -1,4 +1,5 @@
 import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
+import { cutOutput, keptLine } from './lines.ts';
 
 /**
  * Reading `codex exec --json` (Codex CLI 0.171; the fixtures under
@@ -21,7 +22,6 @@ import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.t
  * The parser keeps no state between lines (the core hands it lines in batches).
  */
 
-const OUTPUT_LIMIT = 8 * 1024;
 
 export interface UsageContext { model: string; billingType: ToolUsage['billingType'] }
 
@@ -29,47 +29,34 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
-/** The text cut to its first 8 KiB of UTF-8 (the isolate has neither Buffer nor TextEncoder), never inside a character. */
-function cut(text: string): string {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    const pair = code >= 0xd800 && code < 0xdc00 && i + 1 < text.length;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3;
-    if (bytes > OUTPUT_LIMIT) return `${text.slice(0, i)}\n[cut at 8 KiB]`;
-    if (pair) i += 1;
-  }
-  return text;
-}
-const unknownLine = (data: Json): ParsedLine => ({ transcript: [{ kind: 'log', line: JSON.stringify(data).slice(0, 4_000) }] });
 
 /** One event's meaning. */
 export function parseCodexLine(data: Json, usage: UsageContext): ParsedLine {
   switch (data.type) {
     case 'thread.started': {
       const threadId = str(data.thread_id);
-      return threadId ? { sessionId: threadId, transcript: [{ kind: 'init', sessionId: threadId, model: usage.model }] } : unknownLine(data);
+      return threadId ? { sessionId: threadId, transcript: [{ kind: 'init', sessionId: threadId, model: usage.model }] } : keptLine(data);
     }
     case 'turn.started':
       return {};
     case 'turn.completed':
-      return isObject(data.usage) ? { usage: toolUsage(data.usage, usage) } : unknownLine(data);
+      return isObject(data.usage) ? { usage: toolUsage(data.usage, usage) } : keptLine(data);
     case 'turn.failed': {
       const message = (isObject(data.error) ? str(data.error.message) : null) ?? 'the turn failed';
       return { transcript: [{ kind: 'error', message }], result: { text: message, isError: true }, failure: failureOf(message) };
     }
     case 'error': {
       const message = str(data.message);
-      if (message === null) return unknownLine(data);
+      if (message === null) return keptLine(data);
       // A retry notice is the tool's own business; the error that ends the turn comes again in turn.failed.
       return { transcript: [{ kind: message.startsWith('Reconnecting...') ? 'system' : 'error', message }] };
     }
     case 'item.started':
     case 'item.updated':
     case 'item.completed':
-      return isObject(data.item) ? parseItem(data.type, data.item) ?? unknownLine(data) : unknownLine(data);
+      return isObject(data.item) ? parseItem(data.type, data.item) ?? keptLine(data) : keptLine(data);
     default:
-      return unknownLine(data);
+      return keptLine(data);
   }
 }
 
@@ -95,20 +82,20 @@ function parseItem(event: string, item: Json): ParsedLine | null {
       if (started) return entries({ kind: 'tool_call', id, name: 'shell', input: { command: str(item.command) ?? '' } });
       if (!completed) return {};
       const exitCode = typeof item.exit_code === 'number' ? item.exit_code : null;
-      return entries({ kind: 'tool_result', id, output: cut(str(item.aggregated_output) ?? ''), isError: item.status === 'failed' || (exitCode !== null && exitCode !== 0) });
+      return entries({ kind: 'tool_result', id, output: cutOutput(str(item.aggregated_output) ?? ''), isError: item.status === 'failed' || (exitCode !== null && exitCode !== 0) });
     }
     case 'file_change': {
       if (!completed) return {};
       const changes = Array.isArray(item.changes) ? item.changes.filter(isObject) : [];
       const summary = changes.map((change) => `${str(change.kind) ?? 'update'} ${str(change.path) ?? '?'}`).join('\n');
-      return entries({ kind: 'tool_call', id, name: 'apply_patch', input: { changes } }, { kind: 'tool_result', id, output: cut(summary), isError: item.status === 'failed' });
+      return entries({ kind: 'tool_call', id, name: 'apply_patch', input: { changes } }, { kind: 'tool_result', id, output: cutOutput(summary), isError: item.status === 'failed' });
     }
     case 'mcp_tool_call': {
       const name = `${str(item.server) ?? 'mcp'}.${str(item.tool) ?? 'tool'}`;
       if (started) return entries({ kind: 'tool_call', id, name, input: item.arguments ?? {} });
       if (!completed) return {};
       const error = isObject(item.error) ? str(item.error.message) : null;
-      return entries({ kind: 'tool_result', id, output: cut(error ?? JSON.stringify(item.result ?? null)), isError: error !== null || item.status === 'failed' });
+      return entries({ kind: 'tool_result', id, output: cutOutput(error ?? JSON.stringify(item.result ?? null)), isError: error !== null || item.status === 'failed' });
     }
     case 'web_search':
       return completed ? entries({ kind: 'tool_call', id, name: 'web_search', input: { query: str(item.query) ?? '' } }) : {};

@@ -1,5 +1,5 @@
 import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
-import { cut } from './gemini-events.ts';
+import { cutOutput, keptLine } from './lines.ts';
 
 /**
  * Reading `cursor-agent -p --output-format stream-json`, as Cursor documents it
@@ -27,14 +27,13 @@ type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
-const unknownLine = (data: Json): ParsedLine => ({ transcript: [{ kind: 'log', line: JSON.stringify(data).slice(0, 4_000) }] });
 
 /** One event's meaning, without what earlier lines said (the core parses each batch of lines with a fresh parser). */
 export function parseCursorLine(data: Json, context: CursorContext): ParsedLine {
   switch (data.type) {
     case 'system': {
       const sessionId = str(data.session_id);
-      if (data.subtype !== 'init' || !sessionId) return unknownLine(data);
+      if (data.subtype !== 'init' || !sessionId) return keptLine(data);
       const model = str(data.model);
       return { sessionId, transcript: [{ kind: 'init', sessionId, ...(model ? { model } : {}) }] };
     }
@@ -42,23 +41,23 @@ export function parseCursorLine(data: Json, context: CursorContext): ParsedLine 
       return {}; // the prompt Keel itself sent
     case 'assistant': {
       const text = messageText(data.message);
-      return text === null ? unknownLine(data) : text ? { transcript: [{ kind: 'assistant', text }] } : {};
+      return text === null ? keptLine(data) : text ? { transcript: [{ kind: 'assistant', text }] } : {};
     }
     case 'thinking': {
       const text = str(data.text);
       if (data.subtype === 'delta' && text) return { transcript: [{ kind: 'thinking', text }] };
-      return data.subtype === 'completed' || data.subtype === 'delta' ? {} : unknownLine(data);
+      return data.subtype === 'completed' || data.subtype === 'delta' ? {} : keptLine(data);
     }
     case 'tool_call':
-      return parseToolCall(data) ?? unknownLine(data);
+      return parseToolCall(data) ?? keptLine(data);
     case 'result':
       return parseResult(data, context);
     case 'error': {
       const message = str(data.message) ?? (isObject(data.error) ? str(data.error.message) : str(data.error));
-      return message ? { transcript: [{ kind: 'error', message }], failure: failureOf(message) ?? undefined } : unknownLine(data);
+      return message ? { transcript: [{ kind: 'error', message }], failure: failureOf(message) ?? undefined } : keptLine(data);
     }
     default:
-      return unknownLine(data);
+      return keptLine(data);
   }
 }
 
@@ -86,7 +85,7 @@ function parseToolCall(data: Json): ParsedLine | null {
     const success = result && 'success' in result ? result.success : undefined;
     const failed = result !== null && success === undefined;
     const output = outputText(success !== undefined ? success : result ?? body.result ?? '');
-    return { transcript: [{ kind: 'tool_result', ...ids, output: cut(output), ...(failed ? { isError: true } : {}) }] };
+    return { transcript: [{ kind: 'tool_result', ...ids, output: cutOutput(output), ...(failed ? { isError: true } : {}) }] };
   }
   return null;
 }

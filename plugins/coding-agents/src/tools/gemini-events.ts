@@ -1,4 +1,5 @@
 import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.ts';
+import { cutOutput, keptLine } from './lines.ts';
 
 /**
  * Reading `gemini --output-format stream-json` (Gemini CLI 0.61; the fixtures under
@@ -27,7 +28,6 @@ import type { Failure, ParsedLine, ToolUsage, TranscriptEntry } from './driver.t
  * error result, so it names the run's failure.
  */
 
-const OUTPUT_LIMIT = 8 * 1024;
 
 export interface UsageContext { billingType: ToolUsage['billingType'] }
 
@@ -36,40 +36,27 @@ const isObject = (value: unknown): value is Json => typeof value === 'object' &&
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
 const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0);
 
-/** The text cut to its first 8 KiB of UTF-8 (the isolate has neither Buffer nor TextEncoder), never inside a character. */
-export function cut(text: string): string {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i += 1) {
-    const code = text.charCodeAt(i);
-    const pair = code >= 0xd800 && code < 0xdc00 && i + 1 < text.length;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : pair ? 4 : 3;
-    if (bytes > OUTPUT_LIMIT) return `${text.slice(0, i)}\n[cut at 8 KiB]`;
-    if (pair) i += 1;
-  }
-  return text;
-}
 
-const unknownLine = (data: Json): ParsedLine => ({ transcript: [{ kind: 'log', line: JSON.stringify(data).slice(0, 4_000) }] });
 
 /** One event's meaning, without what earlier lines said (the core parses each batch of lines with a fresh parser). */
 export function parseGeminiLine(data: Json, context: UsageContext): ParsedLine {
   switch (data.type) {
     case 'init': {
       const sessionId = str(data.session_id);
-      if (!sessionId) return unknownLine(data);
+      if (!sessionId) return keptLine(data);
       const model = str(data.model);
       return { sessionId, transcript: [{ kind: 'init', sessionId, ...(model ? { model } : {}) }] };
     }
     case 'message': {
       const content = str(data.content);
-      if (content === null) return unknownLine(data);
+      if (content === null) return keptLine(data);
       if (data.role === 'user') return {}; // the prompt Keel itself sent
       if (data.role === 'assistant') return content ? { transcript: [{ kind: 'assistant', text: content }] } : {};
-      return unknownLine(data);
+      return keptLine(data);
     }
     case 'tool_use': {
       const name = str(data.tool_name);
-      if (!name) return unknownLine(data);
+      if (!name) return keptLine(data);
       const id = str(data.tool_id) ?? undefined;
       return { transcript: [{ kind: 'tool_call', ...(id ? { id } : {}), name, input: data.parameters ?? {} }] };
     }
@@ -77,18 +64,18 @@ export function parseGeminiLine(data: Json, context: UsageContext): ParsedLine {
       const id = str(data.tool_id) ?? undefined;
       const isError = data.status === 'error';
       const output = str(data.output) ?? (isObject(data.error) ? str(data.error.message) : null) ?? '';
-      return { transcript: [{ kind: 'tool_result', ...(id ? { id } : {}), output: cut(output), ...(isError ? { isError } : {}) }] };
+      return { transcript: [{ kind: 'tool_result', ...(id ? { id } : {}), output: cutOutput(output), ...(isError ? { isError } : {}) }] };
     }
     case 'error': {
       const message = str(data.message);
-      if (message === null) return unknownLine(data);
+      if (message === null) return keptLine(data);
       if (data.severity === 'warning') return { transcript: [{ kind: 'system', message }] };
       return { transcript: [{ kind: 'error', message }], failure: failureOf(message) ?? { errorCode: 'tool_crashed', message } };
     }
     case 'result':
       return parseResult(data, context);
     default:
-      return unknownLine(data);
+      return keptLine(data);
   }
 }
 

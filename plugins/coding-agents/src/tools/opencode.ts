@@ -1,5 +1,6 @@
 import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry } from './driver.ts';
-import { cut, isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
+import { isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
+import { cutOutput } from './lines.ts';
 
 /**
  * OpenCode (`opencode`, npm `opencode-ai`), the `delta_local` adapter.
@@ -136,8 +137,8 @@ function toolEntries(part: Record<string, unknown>): TranscriptEntry[] {
   const state = isObject(part.state) ? part.state : {};
   const id = str(part.callID) ?? undefined;
   const call: TranscriptEntry = { kind: 'tool_call', id, name: str(part.tool) ?? 'tool', input: state.input ?? null };
-  if (state.status === 'error') return [call, { kind: 'tool_result', id, output: cut(str(state.error) ?? 'the tool failed'), isError: true }];
-  return [call, { kind: 'tool_result', id, output: cut(str(state.output) ?? '') }];
+  if (state.status === 'error') return [call, { kind: 'tool_result', id, output: cutOutput(str(state.error) ?? 'the tool failed'), isError: true }];
+  return [call, { kind: 'tool_result', id, output: cutOutput(str(state.output) ?? '') }];
 }
 
 function stepFinish(part: Record<string, unknown>, texts: Map<string, string[]>, model: { provider: string; model: string }): ParsedLine {

@@ -1,5 +1,6 @@
 import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry, ToolUsage } from './driver.ts';
-import { cut, isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
+import { isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
+import { cutOutput } from './lines.ts';
 
 /**
  * Pi (`pi`, npm `@mariozechner/pi-coding-agent`), the `pi_local` adapter.
@@ -135,7 +136,7 @@ function toolResult(data: Record<string, unknown>): ParsedLine {
   const result = isObject(data.result) ? data.result : {};
   const parts = Array.isArray(result.content) ? result.content.filter(isObject) : [];
   const output = parts.map((part) => (part.type === 'text' ? str(part.text) ?? '' : `[${str(part.type) ?? 'content'}]`)).join('');
-  return { transcript: [{ kind: 'tool_result', id: str(data.toolCallId) ?? undefined, output: cut(output), ...(data.isError === true ? { isError: true } : {}) }] };
+  return { transcript: [{ kind: 'tool_result', id: str(data.toolCallId) ?? undefined, output: cutOutput(output), ...(data.isError === true ? { isError: true } : {}) }] };
 }
 
 function finalError(message: string): ParsedLine {

@@ -44,10 +44,6 @@ export function lastAttempt(tail: string): string {
   return marker < 0 ? tail : tail.slice(marker);
 }
 
-/** Text cut to at most `max` characters (tool output in a transcript entry is cut to 8 KiB). */
-export function cut(text: string, max = 8192): string {
-  return text.length <= max ? text : `${text.slice(0, max)}… [cut: ${text.length - max} more characters]`;
-}
 
 export const isObject = (value: unknown): value is Record<string, unknown> =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
