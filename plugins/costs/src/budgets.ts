@@ -161,18 +161,16 @@ export async function onCompanyChanged(payload: Record<string, unknown>, ctx: Co
   const company = payload.company as { id?: string; budgetMonthlyCents?: number } | undefined;
   const companyId = String(payload.companyId ?? company?.id ?? '');
   if (!company || !companyId || typeof company.budgetMonthlyCents !== 'number') return;
-  await syncMonthlyPolicy(ctx.db, companyId, 'company', companyId, company.budgetMonthlyCents);
+  await syncMonthlyPolicy(ctx.db, companyId, 'company', companyId, company.budgetMonthlyCents, ctx.invocation.event?.occurredAt ?? null);
 }
 
 export async function onAgentChanged(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
   const agent = payload.agent as { id?: string; budgetMonthlyCents?: number } | undefined;
   const companyId = String(payload.companyId ?? '');
   if (!agent?.id || !companyId || typeof agent.budgetMonthlyCents !== 'number') return;
-  // The agent as it is now, not as the event saw it: a budget set through this plugin's route
-  // after the agent was created, but before this event arrived, must not be set back.
-  const current = await ctx.agents.get(agent.id);
-  const cents = typeof current?.budgetMonthlyCents === 'number' ? current.budgetMonthlyCents : agent.budgetMonthlyCents;
-  await syncMonthlyPolicy(ctx.db, companyId, 'agent', agent.id, cents);
+  // A budget set through this plugin's route after the agent changed, but before this event
+  // arrived, is newer than the event's value: it is not set back.
+  await syncMonthlyPolicy(ctx.db, companyId, 'agent', agent.id, agent.budgetMonthlyCents, ctx.invocation.event?.occurredAt ?? null);
 }
 
 /** A deleted company's cost data goes with it. */

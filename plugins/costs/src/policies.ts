@@ -21,6 +21,12 @@ export interface PolicyInput {
  * update and take the documented defaults on a create.
  */
 export async function upsertPolicy(db: DatabaseCapability, companyId: string, input: PolicyInput): Promise<{ row: Record<string, unknown>; created: boolean }> {
+  const written = await writePolicy(db, companyId, input);
+  return { row: written.row!, created: written.created };
+}
+
+/** upsertPolicy, unless the policy changed after `unlessChangedAfter` (then nothing is written and `row` is null). */
+async function writePolicy(db: DatabaseCapability, companyId: string, input: PolicyInput & { unlessChangedAfter?: string | null }): Promise<{ row: Record<string, unknown> | null; created: boolean }> {
   const { rows } = await db.query(
     `insert into budget_policies as p (company_id, scope_type, scope_id, metric, window_kind, amount, warn_percent, hard_stop_enabled, notify_enabled, is_active)
      values ($1, $2, $3, $4, $5, $6, coalesce($7, ${POLICY_DEFAULTS.warnPercent}), coalesce($8, true), coalesce($9, true), coalesce($10, true))
@@ -34,26 +40,32 @@ export async function upsertPolicy(db: DatabaseCapability, companyId: string, in
            notify_enabled = coalesce($9, p.notify_enabled),
            is_active = coalesce($10, p.is_active),
            updated_at = now()
+       where $11::timestamptz is null or p.updated_at <= $11::timestamptz
      returning p.*, (xmax = 0) as created`,
     [companyId, input.scopeType, input.scopeId, input.metric ?? POLICY_DEFAULTS.metric, input.windowKind ?? defaultWindowKind(input.scopeType),
-      input.amount, input.warnPercent ?? null, input.hardStopEnabled ?? null, input.notifyEnabled ?? null, input.isActive ?? null]);
-  const row = rows[0]!;
+      input.amount, input.warnPercent ?? null, input.hardStopEnabled ?? null, input.notifyEnabled ?? null, input.isActive ?? null, input.unlessChangedAfter ?? null]);
+  const row = rows[0];
+  // Left as it was: changed after the moment the caller's value is from (unlessChangedAfter).
+  if (!row) return { row: null, created: false };
   return { row, created: row.created === true };
 }
 
 /**
  * The monthly policy of a company or agent follows its `budgetMonthlyCents`: created when the
  * budget becomes positive, updated when it changes. A budget of 0 with no policy creates none.
+ * `unlessChangedAfter`: the moment the value is from (an event's); a policy changed since keeps
+ * its newer amount, so a late event never sets back a budget written after it.
  */
-export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number): Promise<Record<string, unknown> | null> {
+export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number, unlessChangedAfter: string | null = null): Promise<Record<string, unknown> | null> {
   if (!(cents > 0)) {
     const { rows } = await db.query(
       `update budget_policies set amount = $4, revision = revision + 1, updated_at = now()
         where company_id = $1 and scope_type = $2 and scope_id = $3 and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and amount <> $4
-        returning *`, [companyId, scopeType, scopeId, 0]);
+          and ($5::timestamptz is null or updated_at <= $5::timestamptz)
+        returning *`, [companyId, scopeType, scopeId, 0, unlessChangedAfter]);
     return rows[0] ?? null;
   }
-  return (await upsertPolicy(db, companyId, { scopeType, scopeId, amount: cents })).row;
+  return (await writePolicy(db, companyId, { scopeType, scopeId, amount: cents, unlessChangedAfter })).row;
 }
 
 /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activityCount, addCost, agentRow, companyRow, createProject, event, incidents, ISO, UUID, settling } from './helpers.ts';
+import { activityCount, addCost, agentRow, companyRow, createProject, event, eventsSettled, incidents, ISO, UUID, settling } from './helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -86,6 +86,22 @@ describe('policies that follow budgetMonthlyCents', () => {
     expect(created.status).toBe(200);
     expect(await policyOf(company.id, 'agent', plain.id)).toMatchObject({ amount: 300 });
     expect((await agentRow(t, plain.id)).budget).toBe(300);
+  });
+
+  it('a budget set after the agent was created is not set back when the create\'s event arrives (again) later', async () => {
+    const company = await createCompany(settling(t));
+    const agent = await createAgent(settling(t), company.id, { budgetMonthlyCents: 500 });
+    expect((await settling(t).patch(`/api/agents/${agent.id}/budgets`, { budgetMonthlyCents: 10 })).status).toBe(200);
+    // Events arrive at least once: the agent's created event (budget 500) delivered once more, after the route set 10.
+    const again = await t.sql.query(
+      `update keel_events.deliveries d set state = 'pending', attempts = 0, available_at = now(), finished_at = null
+         from keel_events.outbox o where o.seq = d.event_seq and d.subscriber = 'costs' and o.name = 'agent.created' and o.entity_id = $1
+       returning d.event_seq`, [agent.id]);
+    expect(again.rowCount).toBe(1);
+    await t.sql.query("select pg_notify('keel_events', '')");
+    await eventsSettled(t);
+    expect(await policyOf(company.id, 'agent', agent.id)).toMatchObject({ amount: 10 });
+    expect((await agentRow(t, agent.id)).budget).toBe(10);
   });
 
   it('PATCH /api/agents/{id} (kernel route) with budgetMonthlyCents syncs the policy', async () => {
