@@ -83,10 +83,10 @@ export async function run(): Promise<void> {
     printTable(`Local adapter (alpha_local, Claude Code ${execFileSync(claude, ['--version'], { encoding: 'utf8' }).trim()}, a model that answers at once)`, [
       { measure: `run through Keel: wakeup -> run ended, p50 (${ROUNDS} sequential)`, value: `${p50(throughKeel).toFixed(0)} ms` },
       { measure: `the same launch started directly, p50 (${ROUNDS} sequential)`, value: `${p50(direct).toFixed(0)} ms` },
-      { measure: 'Keel\'s own work per run (before the tool starts and after it exits)', value: `${(p50(throughKeel) - p50(direct)).toFixed(0)} ms` },
-      { measure: '  of which wakeup -> tool process spawned, p50', value: `${p50(beforeStart).toFixed(0)} ms` },
-      { measure: '  of which tool exited -> run ended (result, usage, end reported), p50', value: `${p50(afterExit).toFixed(0)} ms` },
-      { measure: 'the tool process under Keel, spawned -> exited, p50 (PID namespace, agent user, home)', value: `${p50(lifetime).toFixed(0)} ms` },
+      { measure: 'difference per run, through Keel - direct', value: `${(p50(throughKeel) - p50(direct)).toFixed(0)} ms` },
+      { measure: 'Keel\'s own work before the tool starts: wakeup -> tool process spawned, p50', value: `${p50(beforeStart).toFixed(0)} ms` },
+      { measure: 'Keel\'s own work after the tool exits: exit -> run ended (result, usage, end reported), p50', value: `${p50(afterExit).toFixed(0)} ms` },
+      { measure: 'the tool process under Keel, spawned -> exited, p50 (PID namespace, agent user, home; direct above)', value: `${p50(lifetime).toFixed(0)} ms` },
       { measure: 'ratio: through Keel / direct', value: (p50(throughKeel) / p50(direct)).toFixed(2) },
     ]);
   } finally {
