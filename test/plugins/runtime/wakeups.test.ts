@@ -124,6 +124,16 @@ describe('POST /api/agents/{agentId}/wakeup', () => {
     const answered = await t.api.post(`/api/agents/${alpha.id}/alpha-login`);
     expect([answered.status, answered.body.status, answered.body.loggedIn], answered.text).toEqual([200, 'action_required', null]);
     expect(answered.body.error).toContain('npm install -g @anthropic-ai/claude-code');
+    // The agent itself may ask (the spec's BA); another agent of the company may not, nor test an environment (board only).
+    const own = await t.api.as(await createAgentKey(t.api, alpha.id)).post(`/api/agents/${alpha.id}/alpha-login`, {});
+    expect([own.status, own.body.status], own.text).toEqual([200, 'action_required']);
+    const peer = t.api.as(await createAgentKey(t.api, agent.id));
+    const refused = await peer.post(`/api/agents/${alpha.id}/alpha-login`, {});
+    expect([refused.status, refused.body.code]).toEqual([403, 'permission_denied']);
+    const test = await peer.post(`/api/agents/${alpha.id}/adapter-test`, {});
+    expect([test.status, test.body.code]).toEqual([403, 'board_only']);
+    const processTest = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect([processTest.status, processTest.body.code]).toEqual([422, 'adapter_test_not_supported']);
   });
 });
 
