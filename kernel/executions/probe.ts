@@ -7,12 +7,14 @@ import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import { CredentialMask } from './credential-mask.ts';
 import type { ExecutionCaller, Executor } from './executor.ts';
 import { AgentProcess } from './process-runner.ts';
-import { assertBoardApprovedConfig, processEnvironment } from './start-checks.ts';
+import { assertBoardApprovedConfig, processEnvironment, safeRelativePath } from './start-checks.ts';
 import { assertToolExtras, homeVariables, toolProcessConfig } from './tool-launch.ts';
 
 /** What a probe keeps of each stream. */
 const MAX_PROBE_OUTPUT_CHARS = 65_536;
 const DEFAULT_PROBE_SEC = 60;
+/** What a probe may write into the home first (a tool's settings, not a skill library). */
+const MAX_PROBE_FILE_BYTES = 1_048_576;
 /** Probes of one company this process runs at once (each is a process on the machine). */
 const MAX_PROBES_PER_COMPANY = 4;
 const running = new Map<string, number>();
@@ -37,6 +39,10 @@ export async function runProbe(executor: Executor, caller: ExecutionCaller, inpu
   const extras = input.env ?? {};
   assertToolExtras(extras);
   const variables = homeVariables(input.homeVariables);
+  const files = (input.homeFiles ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') }));
+  if (files.reduce((sum, file) => sum + file.content.length, 0) > MAX_PROBE_FILE_BYTES) {
+    throw new KeelError(400, 'invalid_arguments', `homeFiles: at most ${MAX_PROBE_FILE_BYTES} bytes in all`);
+  }
   if ((running.get(caller.companyId) ?? 0) >= MAX_PROBES_PER_COMPANY) {
     throw new KeelError(429, 'too_many_probes', `A company runs at most ${MAX_PROBES_PER_COMPANY} adapter tests at once; wait for one to end`);
   }
@@ -52,7 +58,7 @@ export async function runProbe(executor: Executor, caller: ExecutionCaller, inpu
     }
     const mask = new CredentialMask(resolved.secrets.map((secret) => resolved.env[secret.envName]!));
     const identity = executor.agentUser();
-    const home = await executor.agentHomes().prepare(agent.id, { variables, replace: [], files: [] });
+    const home = await executor.agentHomes().prepare(agent.id, { variables, replace: [], files });
     dir = await dirs.create(`probe-${randomUUID()}`);
     const env = processEnvironment({
       home, tmp: dir, resolved: resolved.env, extras,

@@ -71,6 +71,8 @@ export interface ProbeInput {
   /** Tool variables (the run-variable rule applies) and home folders, as for a tool launch. */
   env?: Record<string, string>;
   homeVariables?: Record<string, string>;
+  /** Files written into the agent's home first, by the agent user, as for a tool launch (the tool's settings a run would have). */
+  homeFiles?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
 }
 export interface ProbeResult { exitCode: number | null; signal: string | null; stdout: string; stderr: string; timedOut: boolean; spawnError: string | null }
 /**
@@ -276,7 +278,7 @@ const probeInput = {
   type: 'object', additionalProperties: false, required: ['agentId', 'args'],
   properties: {
     agentId: uuid, args, stdin: { type: 'string', maxLength: MAX_STDIN_CHARS }, timeoutSec: { type: 'integer', minimum: 1, maximum: 300 },
-    env: stringMap, homeVariables,
+    env: stringMap, homeVariables, homeFiles: files,
   },
 };
 const httpInput = {

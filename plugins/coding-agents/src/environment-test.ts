@@ -43,7 +43,10 @@ export async function adapterTestService(input: unknown, ctx: CodingAgentsContex
 
 async function modelCall(ctx: CodingAgentsContext, agentId: string, driver: ToolDriver, config: ReturnType<typeof localConfig>): Promise<Check> {
   const probe = driver.probe(config);
-  const outcome: ProbeOutcome = await ctx.executions.probe({ agentId, args: probe.args, stdin: probe.stdin, env: probe.env, homeVariables: probe.homeVariables, timeoutSec: 120 });
+  const outcome: ProbeOutcome = await ctx.executions.probe({
+    agentId, args: probe.args, stdin: probe.stdin, env: probe.env, homeVariables: probe.homeVariables, timeoutSec: 120,
+    ...(probe.homeFiles && probe.homeFiles.length > 0 ? { homeFiles: probe.homeFiles } : {}),
+  });
   const failure = outcome.timedOut ? { errorCode: 'timeout', message: `${driver.displayName} did not answer within 120 s` }
     : driver.classify({ exitCode: outcome.exitCode, signal: outcome.signal, logTail: `${outcome.stdout}\n${outcome.stderr}`, sawResult: outcome.exitCode === 0 });
   if (!failure && outcome.exitCode === 0) return { name: 'model_call', ok: true, message: `a minimal ${config.model ?? 'default-model'} call answered`, fix: null };

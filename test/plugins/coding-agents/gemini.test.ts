@@ -45,6 +45,7 @@ function script(request: GeminiRequest): GeminiReply {
     ] } };
   }
   if (prompt.includes('bad key')) return { error: { status: 401, message: 'API key not valid. Please pass a valid API key.' } };
+  if (prompt.includes('single word OK')) return { text: 'OK', usage: { promptTokenCount: 20, candidatesTokenCount: 1 } };
   if (prompt.includes('briefly')) return { text: 'Hi.', usage: { promptTokenCount: 900, cachedContentTokenCount: 100, candidatesTokenCount: 4 } };
   if (prompt.includes('long nap')) return { functionCall: { name: 'run_shell_command', args: { command: 'sleep 300' } } };
   if (prompt.includes('again')) return { text: 'I remember: I already commented.', usage: { promptTokenCount: 1500, cachedContentTokenCount: 1300, candidatesTokenCount: 3 } };
@@ -133,6 +134,13 @@ describe('a Gemini CLI agent', () => {
     const test = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
     expect(test.status, test.text).toBe(200);
     expect(test.body).toMatchObject({ ok: true, version: '0.61.0', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
+  });
+
+  it('passes the environment test before its first run: the settings a run writes are written for the test too', async () => {
+    const agent = await geminiAgent();
+    const test = await t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(test.status, test.text).toBe(200);
+    expect(test.body, JSON.stringify(test.body)).toMatchObject({ ok: true, version: '0.61.0', checks: [{ name: 'version', ok: true }, { name: 'model_call', ok: true }] });
   });
 
   it('runs the CLI\'s own default model, auto, which routes the turn through a small model first: the usage of both is one cost event', async () => {

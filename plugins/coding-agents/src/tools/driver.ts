@@ -124,7 +124,8 @@ export interface ToolDriver {
   /** The environment test: the version check and one minimal model call. */
   versionArgs: string[];
   parseVersion(stdout: string): string | null;
-  probe(config: LocalConfig): { args: string[]; stdin: string; env: Record<string, string>; homeVariables: Record<string, string> };
+  /** `homeFiles`: settings the tool needs in the agent's home to run at all (a run writes them too), written before the probe. */
+  probe(config: LocalConfig): { args: string[]; stdin: string; env: Record<string, string>; homeVariables: Record<string, string>; homeFiles?: RunFile[] };
   /** The tool's login or token set-up (POST /api/agents/{agentId}/alpha-login), when it has one. */
   login?: {
     /** A probe telling whether the tool is logged in (e.g. ['auth', 'status']), or null. */

@@ -128,6 +128,10 @@ export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): ReturnTy
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? null,
   probe(local) {
-    return { args: [...commonArgs(local), '-p', ''], stdin: 'Reply with the single word OK.', env: { ...env }, homeVariables: {} };
+    // The settings a run writes (the login type among them): without them a base URL alone reads as a login the headless CLI refuses.
+    return {
+      args: [...commonArgs(local), '-p', ''], stdin: 'Reply with the single word OK.', env: { ...env }, homeVariables: {},
+      homeFiles: [{ path: '.gemini/settings.json', content: `${JSON.stringify(geminiSettings(local), null, 2)}\n` }],
+    };
   },
 };
