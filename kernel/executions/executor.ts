@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { MAX_EXECUTION_FILE_BYTES, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProbeInput, type ProbeResult, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
@@ -18,12 +16,13 @@ import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { AgentHomes } from './agent-homes.ts';
-import { assertNoToolFields, assertToolExtras, prepareToolLaunch, toolProcessConfig, type ToolLaunch } from './tool-launch.ts';
+import { assertNoToolFields, assertToolExtras, prepareToolLaunch, toolProcessConfig } from './tool-launch.ts';
+import { runProcessExecution, type PreparedProcess } from './process-execution.ts';
 import { runProbe } from './probe.ts';
 import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
-import { ExecutionLog, heldLineChars, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
+import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
-import { handToAgentUser, prepareLeasedWorkspace, type PreparedWorkspace } from './leased-workspace.ts';
+import { prepareLeasedWorkspace } from './leased-workspace.ts';
 import { assertUnderConfiguredUrl, runHttp } from './http-runner.ts';
 import { assertInstanceAddress, checkConnectAddress } from './configured-addresses.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
@@ -31,7 +30,7 @@ import { claimRemoteRun } from './remote-run-claims.ts';
 import { isSecretRef } from '../tenancy/agent-config.ts';
 import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
 import {
-  assertBoardApprovedConfig, assertPluginExtras, assertRunnable, processConfig, processEnvironment, safeRelativePath, type ProcessConfig,
+  assertBoardApprovedConfig, assertPluginExtras, assertRunnable, processConfig, safeRelativePath,
 } from './start-checks.ts';
 
 export const EXECUTIONS_CHANNEL = 'keel_executions';
@@ -63,7 +62,7 @@ export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
 
 /** `secretValues`: the credentials the start hands to the run besides its token (masked in its output). */
 type Prepared = { secretValues: string[] } & (
-  | { kind: 'process'; config: ProcessConfig; env: Record<string, string>; extras: Record<string, string>; files: Array<{ path: string; content: Buffer }>; workspace: PreparedWorkspace | null; tool: ToolLaunch | null }
+  | PreparedProcess
   | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
     secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
     /** What the stop of a remote run needs again after this process is gone (never a secret value). */
@@ -376,76 +375,11 @@ export class Executor {
       .catch((error: unknown) => this.deps.log.debug({ err: error, executionId: entry.ref.executionId }, 'could not publish a live log batch'));
   }
 
-  private async runProcess(entry: Live, prepared: Extract<Prepared, { kind: 'process' }>, token: string, log: ExecutionLog, created: (dir: string) => void): Promise<Partial<Finish>> {
+  private runProcess(entry: Live, prepared: PreparedProcess, token: string, log: ExecutionLog, created: (dir: string) => void): Promise<Partial<Finish>> {
     const identity = this.agentUser();
-    const runDir = await this.workDirs!.create(entry.ref.executionId);
-    created(runDir);
-    const tool = prepared.tool;
-    // A leased directory (leased-workspace.ts) before the configured cwd; then a tool launch's
-    // folder of the agent's home (the same on every run); else the run's own.
-    const inHome = !prepared.workspace && !prepared.config.cwd && tool?.home?.workdir ? tool.home.workdir : null;
-    // Files for a folder of the home are the agent's to receive: written with the home's, by the agent user.
-    const home = tool?.home ? await this.agentHomes().prepare(entry.ref.agentId, inHome
-      ? { ...tool.home, files: [...tool.home.files, ...prepared.files.map((file) => ({ ...file, path: join(inHome, file.path) }))] }
-      : tool.home) : null;
-    const cwd = prepared.workspace?.dir ?? prepared.config.cwd ?? (home && inHome ? join(home, inHome) : runDir);
-    if (!inHome) {
-      for (const file of prepared.files) {
-        const target = join(cwd, file.path);
-        await mkdir(dirname(target), { recursive: true });
-        await writeFile(target, file.content, { mode: 0o600 });
-        await this.workDirs!.own(target);
-      }
-    }
-    // Handed over only now: nothing of the agent user's can be in it while the kernel writes there.
-    if (prepared.workspace) await handToAgentUser(prepared.workspace.dir, identity);
-    const env = processEnvironment({
-      // The agent's own (board-approved) variables win over its environment's.
-      home: home ?? runDir, tmp: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,
-      defaults: home && tool?.home ? Object.fromEntries(Object.entries(tool.home.variables).map(([name, path]) => [name, join(home, path)])) : {},
-      canonical: {
-        SERVICE_API_URL: this.apiUrl, SERVICE_API_KEY: token, SERVICE_COMPANY_ID: entry.ref.companyId,
-        SERVICE_AGENT_ID: entry.ref.agentId, SERVICE_RUN_ID: entry.ref.runId,
-      },
-    });
-    // A tool launch's retryOnce watches the output for what the tool says when it refuses a resume.
-    let refusal = false;
-    const output = tool?.retry ? watchedOutput(log, tool.retry.needles, () => { refusal = true; }) : log;
-    const spawnAttempt = (args: string[]) => new AgentProcess({
-      command: prepared.config.command, args, cwd, env, stdin: tool?.stdin ?? null,
-      uid: identity.separate ? identity.uid : undefined, gid: identity.separate ? identity.gid : undefined,
-      pidNamespace: identity.pidNamespaces,
-    }, output, { holdChars: heldLineChars(log.mask) });
-    let child = spawnAttempt(prepared.config.args);
-    entry.process = child;
-    if (child.pid) {
-      await this.deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
-        [child.pid, prepared.config.timeoutSec, entry.ref.executionId]);
-    }
-    // A cancel that arrived while the process was being spawned.
-    if (entry.cancelReason) child.stop(entry.graceSec);
-    let timer: NodeJS.Timeout | null = null;
-    if (prepared.config.timeoutSec !== null) {
-      timer = setTimeout(() => this.timeOut(entry), prepared.config.timeoutSec * 1000);
-    }
-    let result = await child.done;
-    if (tool?.retry && refusal && result.exitCode !== 0 && !result.spawnError && !entry.cancelReason && !entry.timedOut) {
-      log.line('system', `exited with code ${result.exitCode} refusing to resume its session: starting it once more with a fresh session`);
-      entry.attempts = 2;
-      child = spawnAttempt(tool.retry.args);
-      entry.process = child;
-      if (child.pid) await this.deps.db.exec(`update executions set pid = ? where id = ? and ${LIVE}`, [child.pid, entry.ref.executionId]);
-      if (entry.cancelReason || entry.timedOut) child.stop(entry.graceSec);
-      result = await child.done;
-    }
-    if (timer) clearTimeout(timer);
-    if (entry.timedOut) log.line('system', `timed out after ${prepared.config.timeoutSec} s`);
-    if (result.spawnError) {
-      log.line('system', `could not start ${prepared.config.command}: ${result.spawnError}`);
-      return { errorCode: 'spawn_failed', failed: true };
-    }
-    log.line('system', result.signal ? `ended by ${result.signal}` : `exited with code ${result.exitCode}`);
-    return { exitCode: result.exitCode, signal: result.signal, failed: result.exitCode !== 0 };
+    return runProcessExecution({
+      db: this.deps.db, identity, workDirs: this.workDirs!, homes: this.agentHomes(), apiUrl: this.apiUrl, timeOut: (live) => this.timeOut(live),
+    }, entry, prepared, token, log, created);
   }
 
   private async runHttpExchange(entry: Live, prepared: Extract<Prepared, { kind: 'http' }>, token: string, log: ExecutionLog): Promise<Partial<Finish>> {
@@ -675,7 +609,7 @@ export function orphanMarker(row: Row): string {
   return row.run_id ? `SERVICE_RUN_ID=${row.run_id}` : `KEEL_EXECUTION_ID=${row.id}`;
 }
 
-interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }
+export interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }
 
 const LIVE_STATUSES_EXEC: ReadonlySet<string> = new Set(['starting', 'running']);
 
@@ -685,17 +619,5 @@ export function toSummary(row: Row): ExecutionSummary {
     pid: row.pid ?? null, exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null,
     errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
     startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
-  };
-}
-
-/** An execution's output that also reports a line containing one of the needles (retryOnce). */
-function watchedOutput(log: ExecutionLog, needles: string[], seen: () => void): ConstructorParameters<typeof AgentProcess>[1] {
-  return {
-    line: (stream, text, omitted) => {
-      if (needles.some((needle) => text.includes(needle))) seen();
-      log.line(stream, text, omitted);
-    },
-    raw: (stream, text) => log.raw(stream, text),
-    ready: () => log.ready(),
   };
 }
