@@ -13,6 +13,7 @@ import {
   sseFrame, streamEvents,
   type ErrorBody, type ErrorType, type Message, type MessagesRequest, type ResponseBlock, type StopReason, type Usage,
 } from './anthropic-wire.ts';
+import { readBody, sendJson as sendJsonAnswer } from './http.ts';
 
 export type { MessagesRequest } from './anthropic-wire.ts';
 
@@ -159,20 +160,14 @@ function streamHeaders(): Record<string, string> {
 
 function requestId(): string { return `req_${randomBytes(12).toString('hex')}`; }
 
+/** The API's JSON answers carry a request id. */
 function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'request-id': requestId(), ...headers });
-  res.end(JSON.stringify(body));
+  sendJsonAnswer(res, status, body, { 'request-id': requestId(), ...headers });
 }
 
 function sendError(res: ServerResponse, status: number, type: ErrorType, text: string, headers: Record<string, string> = {}): void {
   const body: ErrorBody = { type: 'error', error: { type, message: text }, request_id: requestId() };
   sendJson(res, status, body, headers);
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** Every text of a request's conversation (text, tool inputs, tool results), for scripts and assertions. */

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from './http.ts';
 
 /**
  * A scripted Gemini API (the Generative Language REST API, v1beta) on 127.0.0.1: what the Gemini
@@ -133,23 +134,9 @@ function statusText(code: number): string {
   return ({ 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' } as Record<number, string>)[code] ?? 'UNKNOWN';
 }
 
-function sendJson(res: ServerResponse, status: number, value: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(value));
-}
-
 function parseJson(raw: string): GenerateContentBody | null {
   if (!raw) return null;
   try { return JSON.parse(raw) as GenerateContentBody; } catch { return null; }
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 /** The text of a request's last user turn (what the tool sent most recently), for scripts. */

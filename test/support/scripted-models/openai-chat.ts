@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody, sendJson } from './http.ts';
 
 /**
  * A scripted OpenAI Chat Completions API on 127.0.0.1: what OpenCode (a custom provider on
@@ -154,21 +155,8 @@ function stream(res: ServerResponse, id: string, model: string, reply: Exclude<C
   res.end('data: [DONE]\n\n');
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
-
 function parseJson(raw: string): ChatBody | null {
   if (!raw) return null;
   try { return JSON.parse(raw) as ChatBody; } catch { return null; }
 }
 
-function sendJson(res: ServerResponse, status: number, body: unknown): void {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-}

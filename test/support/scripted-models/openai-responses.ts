@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readBody } from './http.ts';
 
 /**
  * A scripted model behind OpenAI's Responses API (`POST /v1/responses`, streamed as server-sent
@@ -190,15 +191,6 @@ function streamReasoning(send: Send, index: number, n: number, text: string): un
   const done = { ...item, summary: [part] };
   send('response.output_item.done', { output_index: index, item: done });
   return done;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
 
 /** The text of the last user message of a request (the prompt of the turn it belongs to). */
