@@ -43,8 +43,13 @@ describe('a start-runs job whose transaction fails after the execution started',
     expect(executions).toHaveLength(1);
     expect(running.executionId).toBe(executions[0].id);
     // Two attempts of the job: the first failed after its start, the second adopted that start.
-    const { rows: attempts } = await t.sql.query(
-      `select r.status from plugin_job_runs r join keel_jobs.job j on j.id = r.job_id where j.data->'payload'->>'runId' = $1::text order by r.started_at`, [runId]);
+    // The run shows as running once the attempt's transaction commits; the attempt's own record is
+    // closed a moment later, so wait for it to end rather than read it mid-way.
+    const attempts = await waitFor(async () => {
+      const { rows } = await t.sql.query(
+        `select r.status from plugin_job_runs r join keel_jobs.job j on j.id = r.job_id where j.data->'payload'->>'runId' = $1::text order by r.started_at`, [runId]);
+      return rows.every((row) => row.status !== 'running') ? rows : undefined;
+    }, 'the start-runs attempts to end');
     expect(attempts.map((row) => row.status)).toEqual(['failed', 'succeeded']);
     const log = await t.api.get(`/api/heartbeat-runs/${runId}/log`);
     expect(log.body.content.split('\n').filter((line: string) => line.includes('"working"'))).toHaveLength(1);
