@@ -40,7 +40,8 @@ async function pauseOf(ctx: CostsContext, companyId: string, agentId: string, bl
         : blocks.some((block) => block.scopeType === 'company') ? HARD_STOP_REASON : 'manual';
     return { scopeType: 'company', scopeId: companyId, reason };
   }
-  const agent = await ctx.agents.get(agentId);
+  // Another company's agent is no agent of this call's company: nothing to say about it.
+  const agent = await ctx.agents.get(agentId).catch((error: { code?: string }) => { if (error.code === 'cross_company_denied') return null; throw error; });
   if (agent?.status === 'paused') {
     return { scopeType: 'agent', scopeId: agentId, reason: typeof agent.pauseReason === 'string' ? agent.pauseReason : 'manual' };
   }

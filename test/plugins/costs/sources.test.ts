@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { installAndEnable } from '../../support/plugins.ts';
-import { activityCount, addCost, event, eventCount, postCost, q, settling } from './helpers.ts';
+import { activityCount, addCost, event, eventCount, lastMonthMoment, postCost, settling } from './helpers.ts';
 
 /** Where a cost event's figures come from: `source` on events, their activity, the usage services and `costs/by-source`. */
 const CALLER = fileURLToPath(new URL('./fixtures/usage-caller', import.meta.url));
@@ -102,12 +102,12 @@ describe('source of cost events', () => {
   it('record-usage and record-usages refuse a source outside the enum, storing nothing', async () => {
     const before = await eventCount(t, company.id);
     const one = await callService(company.id, 'record-usage', usage(agent.id, 5, { source: 'measured' }), randomUUID());
-    expect(one.status).toBe(400);
+    expect({ status: one.status, code: one.body.code }).toEqual({ status: 400, code: 'validation_failed' });
     const many = await callService(company.id, 'record-usages', {
       agentId: agent.id, runId: randomUUID(), source: 'keel',
       reports: [report(1)],
     });
-    expect(many.status).toBe(400);
+    expect({ status: many.status, code: many.body.code }).toEqual({ status: 400, code: 'validation_failed' });
     expect(await eventCount(t, company.id)).toBe(before);
   });
 
@@ -135,5 +135,20 @@ describe('source of cost events', () => {
     expect({ status: other.status, code: other.body.code }).toEqual({ status: 409, code: 'idempotency_key_reused' });
     expect(await eventCount(t, company.id)).toBe(count);
     expect(await storedSource(stored.body.results[0].costEventId)).toBe('gateway');
+  });
+
+  it('the budget overview shows this month\'s spend per source, measured apart from reported', async () => {
+    const co = await createCompany(settling(t));
+    const worker = await createAgent(settling(t), co.id);
+    await addCost(t.api, co.id, event(worker.id, 30));
+    await addCost(t.api, co.id, event(worker.id, 999, { occurredAt: lastMonthMoment().toISOString() }));
+    const measured = await callService(co.id, 'record-usage', usage(worker.id, 70, { source: 'gateway' }), randomUUID());
+    expect(measured.status, measured.text).toBe(200);
+    const res = await t.api.get(`/api/companies/${co.id}/budgets/overview`);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.monthSpendBySource).toEqual([
+      { source: 'gateway', spendCents: 70, inputTokens: 10, cachedInputTokens: 2, outputTokens: 5, eventCount: 1 },
+      { source: 'self_reported', spendCents: 30, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, eventCount: 1 },
+    ]);
   });
 });
