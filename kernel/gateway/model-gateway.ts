@@ -99,8 +99,8 @@ export class ModelGateway {
     } catch (error) {
       const reason = stopReason as StopReason | null;
       await finish({ status: reason ?? 'upstream_error', httpStatus: null, model: null, usage: { ...ZERO_USAGE }, usageEstimated: false, firstByteMs: null });
-      if (reason === 'timed_out') throw new KeelError(504, 'upstream_timeout', 'The model provider did not answer in time');
-      throw new KeelError(502, 'upstream_unreachable', `The model provider could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`);
+      if (reason === 'timed_out') throw new KeelError(504, 'upstream_timeout', 'The model provider did not answer in time', { expose: true });
+      throw new KeelError(502, 'upstream_unreachable', `The model provider could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`, { expose: true });
     }
     try {
       await opened;
