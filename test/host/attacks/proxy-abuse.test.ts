@@ -163,7 +163,7 @@ describe('refusals, before anything is forwarded', () => {
   it('lets the plugin refuse a caller without a Keel credential in its own shape, and never forwards it', async () => {
     const upstream = await startUpstream((_req, res) => { res.writeHead(200); res.end('{}'); });
     try {
-      for (const headers of [{ 'x-api-key': 'sk-not-a-keel-key' }, { 'x-api-key': '' }, { authorization: 'Bearer nope' }]) {
+      for (const headers of [{ 'x-api-key': 'sk-not-a-keel-key' }, { 'x-api-key': '' }, { authorization: 'Bearer nope' }] as Array<Record<string, string>>) {
         const res = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic' }) }) });
         expect(res.status, JSON.stringify(headers)).toBe(401);
         expect((await res.json()).error.type).toBe('authentication_error');
@@ -173,7 +173,7 @@ describe('refusals, before anything is forwarded', () => {
       const opened = await db.transaction((tx) => runs.open(tx, { agentId: s.agent.id, companyId: s.company.id, invocationSource: 'on_demand' }));
       const token = opened.token;
       await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'succeeded' }));
-      for (const headers of [{ 'x-api-key': token }, { authorization: `Bearer ${token}` }]) {
+      for (const headers of [{ 'x-api-key': token }, { authorization: `Bearer ${token}` }] as Array<Record<string, string>>) {
         const res = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic' }) }) });
         expect(res.status, Object.keys(headers)[0]).toBe(401);
         expect((await res.json()).error.type, Object.keys(headers)[0]).toBe('authentication_error');
