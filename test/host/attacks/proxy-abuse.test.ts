@@ -192,8 +192,14 @@ describe('refusals, before anything is forwarded', () => {
       for (const headers of [{ 'x-api-key': 'sk-not-a-keel-key' }, { 'x-api-key': '' }, { authorization: 'Bearer nope' }] as Array<Record<string, string>>) {
         const res = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic' }) }) });
         expect(res.status, JSON.stringify(headers)).toBe(401);
-        expect((await res.json()).error.type).toBe('authentication_error');
+        const body = await res.json();
+        expect(body.error.type).toBe('authentication_error');
+        // A credential header that is no Keel credential makes the caller anonymous, not the local board of local_trusted.
+        if (headers['x-api-key']) expect(body.caller).toBe('system:anonymous');
       }
+      const none = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fx: { answer: 'json' } }) });
+      expect(none.status).toBe(401);
+      expect((await none.json()).caller).toMatch(/^user:/);
       // An ended run's token: the kernel resolves nobody, the plugin answers its 401.
       const { runs, db } = s.t.kernel.services;
       const opened = await db.transaction((tx) => runs.open(tx, { agentId: s.agent.id, companyId: s.company.id, invocationSource: 'on_demand' }));
