@@ -57,7 +57,7 @@ export interface DeliveredEvent {
 
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
 export type { ActivityCapability, ActivityEntry, ActivityFilter, ActivityReadCapability } from '../capabilities/activity.ts';
-export type { FetchResponse, HttpCapability } from '../capabilities/http.ts';
+export type { FetchResponse, HttpCapability, HttpProxyCapability, ProxyTargetVerdict } from '../capabilities/http.ts';
 export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
   CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
