@@ -1,4 +1,5 @@
 import { defineCapability, method } from './define.ts';
+import { nullable, uuid } from './schemas.ts';
 
 /** The largest value `ctx.secrets.store` takes (the vault's own limit). */
 export const MAX_STORED_SECRET_BYTES = 64 * 1024;
@@ -14,6 +15,12 @@ export const MAX_STORED_SECRET_BYTES = 64 * 1024;
  */
 export interface SecretsStoreCapability {
   store(input: { name: string; value: string; description?: string | null }): Promise<{ secretId: string; version: number }>;
+  /**
+   * A secret of the company the call serves, by id (metadata only, never a value): for checking
+   * a secret reference a caller hands the plugin. null for an unknown id and for another
+   * company's secret alike.
+   */
+  describe(secretId: string): Promise<{ secretId: string; name: string; latestVersion: number } | null>;
 }
 
 export const secretsStore = defineCapability<{ secrets: SecretsStoreCapability }>()({
@@ -29,6 +36,10 @@ export const secretsStore = defineCapability<{ secrets: SecretsStoreCapability }
           description: { type: ['string', 'null'], maxLength: 2000 },
         },
       }], { type: 'object', required: ['secretId', 'version'], properties: { secretId: { type: 'string' }, version: { type: 'integer' } } }),
+      describe: method('kernel', [uuid], nullable({
+        type: 'object', required: ['secretId', 'name', 'latestVersion'],
+        properties: { secretId: { type: 'string' }, name: { type: 'string' }, latestVersion: { type: 'integer' } },
+      })),
     },
   },
 });

@@ -1,7 +1,7 @@
 import { MAX_STORED_SECRET_BYTES } from '../../../sdk/capabilities/secrets-store.ts';
 import { KeelError } from '../../http/errors.ts';
 import { isUuid } from '../../http/validate.ts';
-import { callCompany } from './scope.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall } from './types.ts';
 
 /**
@@ -35,4 +35,11 @@ export async function storeSecret(call: BrokeredCall): Promise<{ secretId: strin
     });
     return { secretId: stored.id, version: stored.latestVersion };
   });
+}
+
+/** `ctx.secrets.describe` (secrets.store): a secret of the call's company by id, metadata only. */
+export async function describeSecret(call: BrokeredCall): Promise<{ secretId: string; name: string; latestVersion: number } | null> {
+  const secretId = uuidArg(call.args[0], 'secretId');
+  const row = await call.kernel.db.maybeOne(`select id::text as id, name, latest_version from secrets where id = ? and ${OF_CALL_COMPANY}`, [secretId, callCompany(call)]);
+  return row ? { secretId: row.id, name: row.name, latestVersion: Number(row.latest_version) } : null;
 }

@@ -2,7 +2,7 @@ import { KeelError } from '../../http/errors.ts';
 import { resolveRunEnvironment } from '../../vault/run-environment.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import { DeliversSecrets, type KernelCapability } from './types.ts';
-import { storeSecret } from './secrets-store.ts';
+import { describeSecret, storeSecret } from './secrets-store.ts';
 
 /**
  * Secret resolution for the agent runtime: the environment of a run of an agent (and, for
@@ -28,5 +28,6 @@ export const secretsCapability: KernelCapability = {
       },
     },
     store: { run: storeSecret },
+    describe: { run: describeSecret },
   },
 };
