@@ -66,6 +66,8 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
 
 /** A respond() envelope: its headers, status and content type checked, its body written as the JSON text it is (or as raw text where the route allows). */
 function answerEnvelope(ctx: Context, envelope: Envelope, successStatus: number, options: AnswerOptions): void {
+  // A proxy answer is served by route-proxy.ts, on routes that declare proxy and hold http.proxy only.
+  if (envelope.proxy !== undefined) throw invalid('The plugin answered a proxy on a route that does not declare proxy');
   const rawTypes = options.response?.contentTypes;
   const headers = answerHeaders(envelope.headers, Boolean(rawTypes));
   if (envelope.events !== undefined || envelope.stream !== undefined) return sendEvents(ctx, envelope, headers, options);
