@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { activityOf, addProvider, ISO, LOCAL_PROVIDERS, postProvider, PRICE, providerBody, providerRows, PUBLIC_URL, UUID } from './helpers.ts';
@@ -158,6 +159,16 @@ describe('model providers: update and delete', () => {
       expect(res.status).toBe(404);
     }
     expect((await activityOf(t, company.id, 'model_provider.deleted'))).toEqual([{ action: 'model_provider.deleted', entity_id: a.id, details: expect.objectContaining({ name: 'A' }) }]);
+  });
+
+  it('removes a deleted company\'s providers and limits', async () => {
+    const company = await createCompany(t.api);
+    await addProvider(t.api, company.id);
+    await t.api.put(`/api/companies/${company.id}/model-gateway/limits`, { callsPerMinute: 5, tokensPerMinute: null });
+    expect((await t.api.delete(`/api/companies/${company.id}`)).status).toBe(200);
+    await eventsSettled(t);
+    expect(await providerRows(t, company.id)).toEqual([]);
+    expect((await t.sql.query('select count(*)::int as n from plugin_model_gateway.limits where company_id = $1', [company.id])).rows[0].n).toBe(0);
   });
 
   it('answers 404 for an unknown or malformed id', async () => {
