@@ -64,6 +64,7 @@ export type {
   IssueNumber, IssueNumberRange, IssueNumbersCapability, ApprovalsReadCapability, ApprovalFilter, ApprovalStatus, AgentConfigView,
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, RunsReadCapability, RunSummary, SecretsCapability } from '../capabilities/runs.ts';
+export type { SecretsStoreCapability } from '../capabilities/secrets-store.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
 export type { ActorFacts, AgentFacts, HeldGrant, PrincipalsCapability } from '../capabilities/principals.ts';
 
