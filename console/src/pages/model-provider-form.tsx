@@ -91,7 +91,7 @@ export function ProviderForm({ companyId, provider, secrets, label, submit, onSa
   const storedSecret = provider && keySecretIdOf(provider);
   const storedName = storedSecret ? secrets.find((secret) => secret.id === storedSecret)?.name : undefined;
   return (
-    <form className="form" aria-label={label} onSubmit={save}>
+    <form className="form" aria-label={label} onSubmit={save} noValidate>
       <label className="field"><span>Name (unique in the company)</span><input required value={name} onChange={(event) => setName(event.target.value)} /></label>
       <FieldError errors={errors} path="name" />
       {provider ? <p className="muted">Kind: {KINDS.find(([value]) => value === provider.kind)?.[1] ?? provider.kind}</p> : (

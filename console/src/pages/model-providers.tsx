@@ -90,7 +90,7 @@ function LimitsForm({ companyId }: { companyId: string }) {
       {limits.loading && !limits.data ? <Loading what="limits" /> : null}
       <ErrorNote error={limits.error} />
       {limits.data ? (
-        <form key={JSON.stringify(limits.data)} className="form" aria-label="Gateway limits" onSubmit={save}>
+        <form key={JSON.stringify(limits.data)} className="form" aria-label="Gateway limits" onSubmit={save} noValidate>
           <label className="field"><span>Calls per minute</span><input name="callsPerMinute" type="number" min="1" step="1" defaultValue={limits.data.callsPerMinute ?? ''} /></label>
           <FieldError errors={errors} path="callsPerMinute" />
           <label className="field"><span>Tokens per minute</span><input name="tokensPerMinute" type="number" min="1" step="1" defaultValue={limits.data.tokensPerMinute ?? ''} /></label>
