@@ -9,7 +9,10 @@ export interface ModelProvider {
   /** The key's vault reference (never its value): the API names it one way or the other. */
   apiKeySecretId?: string | null; apiKey?: { type: 'secret_ref'; secretId: string; version?: number | 'latest' } | null;
   models: ModelPrice[]; allowUnpricedModels: boolean; isDefault: boolean; createdAt: string; updatedAt: string;
+  /** The outcome of the last test call, recorded by the plugin when the call ended. */
+  lastTest?: TestOutcome | null;
 }
+export interface TestOutcome { ok: boolean; status: number | null; latencyMs: number | null; error: string | null; testedAt: string | null }
 
 export const KINDS: ReadonlyArray<[ProviderKind, string, string]> = [
   ['anthropic', 'Anthropic (Messages API)', 'https://api.anthropic.com'],

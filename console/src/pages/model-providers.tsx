@@ -1,23 +1,56 @@
 import { useState, type FormEvent } from 'react';
+import { KeelApiError } from '@keel/sdk/client';
 import { api } from '../api.ts';
 import { FieldError, fieldErrorsOf, NO_ERRORS, type FieldErrors } from '../field-errors.tsx';
 import { ActionButton, ErrorNote, Loading, Paged, useLoad, when } from '../ui.tsx';
-import { keySecretIdOf, KINDS, ProviderForm, type ModelProvider, type SecretRef } from './model-provider-form.tsx';
+import { keySecretIdOf, KINDS, ProviderForm, type ModelProvider, type SecretRef, type TestOutcome } from './model-provider-form.tsx';
 
-interface TestResult { ok: boolean; latencyMs: number | null; status: number | null; error: string | null }
 interface Limits { callsPerMinute: number | null; tokensPerMinute: number | null }
 
-/** `POST .../test`: one minimal call through the gateway's own path; its latency, or the error. */
-function TestButton({ provider }: { provider: ModelProvider }) {
-  const [result, setResult] = useState<TestResult | null>(null);
+/** The provider's `lastTest` once it is newer than `since`: the plugin records it when the call has ended. */
+async function outcomeAfter(id: string, since: string | null): Promise<TestOutcome | null> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const { lastTest } = await api.get<ModelProvider>(`/api/model-providers/${id}`);
+    if (lastTest && lastTest.testedAt !== since) return lastTest;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return null;
+}
+
+const outcomeText = (outcome: TestOutcome) =>
+  `${outcome.ok ? `Test passed: ${outcome.latencyMs ?? '?'} ms` : `Test failed: ${outcome.error ?? 'no answer'}`}${outcome.status ? ` (HTTP ${outcome.status})` : ''}`;
+
+/**
+ * `POST .../test`: one minimal call through the gateway's own path. Its answer is the provider's,
+ * passed on as it came (a refusal names the provider's own error); the latency is the outcome the
+ * plugin keeps on the provider (`lastTest`) when the call has ended. Keel's own refusal (no model
+ * to test with, no key) is shown under the button.
+ */
+function TestButton({ provider, onTested }: { provider: ModelProvider; onTested: () => Promise<void> }) {
+  const [result, setResult] = useState<TestOutcome | null>(null);
+  const [model, setModel] = useState('');
+  const test = async () => {
+    setResult(null);
+    let refusal: KeelApiError | null = null;
+    try {
+      await api.post(`/api/model-providers/${provider.id}/test`, model.trim() ? { model: model.trim() } : {});
+    } catch (error) {
+      if (!(error instanceof KeelApiError) || error.fromKeel) throw error;
+      refusal = error;
+    }
+    const recorded = await outcomeAfter(provider.id, provider.lastTest?.testedAt ?? null);
+    setResult({
+      ok: recorded?.ok ?? !refusal, status: recorded?.status ?? refusal?.status ?? null, latencyMs: recorded?.latencyMs ?? null,
+      error: refusal?.message ?? recorded?.error ?? null, testedAt: recorded?.testedAt ?? null,
+    });
+    await onTested();
+  };
   return (
     <>
-      <ActionButton label={`Test ${provider.name}`} action={async () => { setResult(null); setResult(await api.post<TestResult>(`/api/model-providers/${provider.id}/test`, {})); }}>Test</ActionButton>
-      {result ? (
-        <p role="status" className={result.ok ? undefined : 'error'}>
-          {result.ok ? `Test passed: ${result.latencyMs ?? '?'} ms` : `Test failed: ${result.error ?? 'no answer'}`}{result.status ? ` (HTTP ${result.status})` : ''}
-        </p>
-      ) : null}
+      <label className="field inline"><span>Model to test<span className="sr-only"> with {provider.name}</span></span><input value={model} placeholder="first exact name priced" onChange={(event) => setModel(event.target.value)} /></label>
+      <ActionButton label={`Test ${provider.name}`} action={test}>Test</ActionButton>
+      {result ? <p role="status" className={result.ok ? undefined : 'error'}>{outcomeText(result)}</p> : null}
     </>
   );
 }
@@ -48,9 +81,10 @@ function ProviderRow({ provider, secrets, onChange }: { provider: ModelProvider;
       <p className="muted">
         {provider.models.length} priced {provider.models.length === 1 ? 'model' : 'models'}{provider.allowUnpricedModels ? ' · unpriced models allowed' : ''}
         {' · key: '}{secretId ? `stored in the vault${secretName ? ` (secret ${secretName})` : ''}` : 'none'} · updated {when(provider.updatedAt)}
+        {provider.lastTest ? ` · last test ${provider.lastTest.ok ? 'passed' : 'failed'} ${when(provider.lastTest.testedAt)}` : ''}
       </p>
       <div className="row">
-        <TestButton provider={provider} />
+        <TestButton provider={provider} onTested={onChange} />
         {provider.isDefault ? null : <ActionButton label={`Make ${provider.name} the default`} action={async () => { await api.patch(`/api/model-providers/${provider.id}`, { isDefault: true }); await onChange(); }}>Make default</ActionButton>}
         <DeleteButton provider={provider} onDeleted={onChange} />
       </div>

@@ -1,3 +1,4 @@
+import { KeelApiError } from '../../client/index.ts';
 import { CliError, clientFor, companyIdFor, emit, emitList, emitRecord, table, cell, type GlobalOptions } from '../output.ts';
 import { path } from './agent-ref.ts';
 import { readSecretValue } from './secret.ts';
@@ -12,11 +13,11 @@ import { readSecretValue } from './secret.ts';
 type Options = GlobalOptions & {
   name?: string; kind?: string; baseUrl?: string; apiKeySecret?: string; apiKeyStdin?: boolean; apiKeyFile?: string;
   price?: string[]; clearPrices?: boolean; allowUnpricedModels?: string | boolean; default?: string | boolean; yes?: boolean;
-  callsPerMinute?: string; tokensPerMinute?: string;
+  callsPerMinute?: string; tokensPerMinute?: string; model?: string;
 };
 
 interface Price { model: string; inputCentsPerMTok: number; cachedInputCentsPerMTok: number; cacheWriteCentsPerMTok: number; outputCentsPerMTok: number }
-interface Provider { id: string; name: string; kind: string; baseUrl: string; isDefault: boolean; allowUnpricedModels: boolean; models: Price[]; apiKeySecretId?: string | null; apiKey?: { secretId?: string } | null; [field: string]: unknown }
+interface Provider { id: string; name: string; kind: string; baseUrl: string; isDefault: boolean; allowUnpricedModels: boolean; models: Price[]; apiKeySecretId?: string | null; apiKey?: { secretId?: string } | null; lastTest?: TestOutcome | null; [field: string]: unknown }
 
 const RATE_FIELDS = ['inputCentsPerMTok', 'cachedInputCentsPerMTok', 'cacheWriteCentsPerMTok', 'outputCentsPerMTok'] as const;
 const keyOf = (provider: Provider) => (provider.apiKeySecretId ?? provider.apiKey?.secretId ? 'in the vault' : 'none');
@@ -113,12 +114,44 @@ export async function deleteCommand(id: string, options: Options): Promise<void>
   emit(options, `Deleted model provider ${id}`, answer);
 }
 
-/** One minimal call through the gateway's path; exits 1 when it failed, so a script can check a provider. */
+interface TestOutcome { ok: boolean; status: number | null; latencyMs: number | null; error: string | null; testedAt: string | null }
+
+/** The provider's `lastTest` once it is newer than `since`: the plugin records it when the call has ended. */
+async function outcomeAfter(client: ReturnType<typeof clientFor>, id: string, since: string | null): Promise<TestOutcome | null> {
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const { lastTest } = await client.get<Provider>(path`/api/model-providers/${id}`);
+    if (lastTest && lastTest.testedAt !== since) return lastTest;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  return null;
+}
+
+/**
+ * One minimal call through the gateway's own path (`POST .../test`, whose answer is the
+ * provider's, passed on as it came), then the outcome the plugin keeps on the provider
+ * (`lastTest`: status and time to first byte). The provider's own error message, when it
+ * refused, replaces the outcome's summary. Exits 1 when the call failed.
+ */
 export async function testCommand(id: string, options: Options): Promise<void> {
-  const answer = await clientFor(options).post<{ ok: boolean; latencyMs: number | null; status: number | null; error: string | null }>(path`/api/model-providers/${id}/test`, {});
-  const status = answer.status ? ` (HTTP ${answer.status})` : '';
-  emit(options, answer.ok ? `ok: answered in ${answer.latencyMs} ms${status}` : `failed: ${answer.error ?? 'no answer'}${status}`, answer);
-  if (!answer.ok) process.exitCode = 1;
+  const client = clientFor(options);
+  const before = await client.get<Provider>(path`/api/model-providers/${id}`);
+  let refusal: KeelApiError | null = null;
+  try {
+    await client.post(path`/api/model-providers/${id}/test`, options.model ? { model: options.model } : {});
+  } catch (error) {
+    // Keel's own refusal (no key, no model to test with, not found) is an error of the command.
+    if (!(error instanceof KeelApiError) || error.fromKeel) throw error;
+    refusal = error;
+  }
+  const recorded = await outcomeAfter(client, id, before.lastTest?.testedAt ?? null);
+  const outcome: TestOutcome = {
+    ok: recorded?.ok ?? !refusal, status: recorded?.status ?? refusal?.status ?? null, latencyMs: recorded?.latencyMs ?? null,
+    error: refusal?.message ?? recorded?.error ?? null, testedAt: recorded?.testedAt ?? null,
+  };
+  const status = outcome.status ? ` (HTTP ${outcome.status})` : '';
+  emit(options, outcome.ok ? `ok: answered in ${outcome.latencyMs ?? '?'} ms${status}` : `failed: ${outcome.error ?? 'no answer'}${status}`, outcome);
+  if (!outcome.ok) process.exitCode = 1;
 }
 
 const limitsPath = (options: Options) => path`/api/companies/${companyIdFor(options)}/model-gateway/limits`;

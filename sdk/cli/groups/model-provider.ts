@@ -30,7 +30,9 @@ export function registerModelProvider(program: Command): void {
     .option('--clear-prices', 'empty the price table')
     .action(run(lazy(provider, 'updateCommand')));
   common(group.command('delete <providerId>').description('delete a provider')).option('--yes', 'confirm: nothing is deleted without it').action(run(lazy(provider, 'deleteCommand')));
-  common(group.command('test <providerId>').description('one minimal call through the gateway; its latency or the error (exit 1 when it failed)')).action(run(lazy(provider, 'testCommand')));
+  common(group.command('test <providerId>').description('one minimal call through the gateway; its latency or the error (exit 1 when it failed)'))
+    .option('--model <name>', 'the model to call (default: the first exact name of the price table)')
+    .action(run(lazy(provider, 'testCommand')));
 
   const limits = group.command('limits').description("the company's gateway limits: calls and tokens per minute");
   scoped(limits.command('get').description('the limits now')).action(run(lazy(provider, 'limitsGetCommand')));
