@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
+import type { TestKernel } from '../support/harness.ts';
+import { callsSettled, endRun, liveRun, startGatewayWorld, type GatewayWorld } from '../plugins/model-gateway/world.ts';
 import { runCli } from './cli-support.ts';
 
 /**
@@ -13,6 +14,7 @@ import { runCli } from './cli-support.ts';
  * flag), the price table from repeated --price, tables and --json, the API's refusals, delete's
  * confirmation, the provider test against a scripted provider in this process, and the limits.
  */
+let world: GatewayWorld;
 let t: TestKernel;
 let home: string;
 let companyId: string;
@@ -48,12 +50,14 @@ function scriptedProvider(): Promise<Server> {
 beforeAll(async () => {
   provider = await scriptedProvider();
   providerUrl = `http://127.0.0.1:${(provider.address() as { port: number }).port}`;
-  t = await startTestKernel({ llm: { privateNetworkHosts: ['127.0.0.1'] } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  // Providers on 127.0.0.1 allowed (llm.privateNetworkHosts), and agents whose live run leaves its token.
+  world = await startGatewayWorld();
+  t = world.t;
   home = await mkdtemp(join(tmpdir(), 'keel-cli-mp-'));
   companyId = (await createCompany(t.api, { name: 'Gateway Works' })).id;
 });
 afterAll(async () => {
-  await t?.stop();
+  await world?.stop();
   await new Promise((resolve) => provider?.close(resolve));
   if (home) await rm(home, { recursive: true, force: true });
 });
@@ -119,9 +123,7 @@ describe('keel model-provider', { timeout: 180_000 }, () => {
     const refused = await keel(['model-provider', 'create', '-C', companyId, '--name', 'plain-http', '--kind', 'openai', '--base-url', 'http://203.0.113.7', '--api-key-stdin', '--json'], { input: 'sk-never-stored' });
     expect(refused.code).toBe(1);
     const error = JSON.parse(refused.stderr);
-    expect(error.status).toBeGreaterThanOrEqual(400);
-    expect(error.status).toBeLessThan(500);
-    expect(error.error).toMatch(/baseUrl|https/);
+    expect(error).toMatchObject({ status: 422, code: 'invalid_base_url', issues: [{ path: 'baseUrl', message: expect.stringMatching(/^baseUrl is refused: /) }] });
     expect((await providers()).map((p) => p.name)).toEqual(['claude']);
     expect((await t.api.get(`/api/companies/${companyId}/secrets`)).body.length).toBe(secretsBefore);
   });
@@ -158,8 +160,33 @@ describe('keel model-provider', { timeout: 180_000 }, () => {
     answerStatus = 401;
     const failed = await keel(['model-provider', 'test', main.id, '--json']);
     expect(failed.code).toBe(1);
-    expect(JSON.parse(failed.stdout)).toMatchObject({ ok: false, status: 401, error: expect.any(String) });
+    // The provider's own message, from its answer passed on by the gateway; the outcome the plugin recorded.
+    expect(JSON.parse(failed.stdout)).toEqual({ ok: false, status: 401, error: 'invalid x-api-key', latencyMs: expect.any(Number), testedAt: expect.stringMatching(/^\d{4}-/) });
+    const human = await keel(['model-provider', 'test', main.id]);
+    expect(human).toMatchObject({ code: 1, stdout: 'failed: invalid x-api-key (HTTP 401)\n' });
     answerStatus = 200;
+    // Keel's own refusal is an error of the command: a model name the gateway will not put in a path.
+    const noModel = await keel(['model-provider', 'test', main.id, '--model', 'x'.repeat(201)]);
+    expect(noModel.code).toBe(1);
+    expect(noModel.stderr).toContain('(model_required, HTTP 422)');
+  });
+
+  it("shows an agent's gateway call as spend of source gateway in cost breakdown --by source and source-model", async () => {
+    const run = await liveRun(world, companyId, { name: 'Caller' });
+    const call = await fetch(`${t.url}/api/llm/${main.id}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-haiku-4', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(call.status, await call.clone().text()).toBe(200);
+    expect((await call.json()).usage).toEqual({ input_tokens: 3, output_tokens: 1 });
+    await callsSettled(t);
+    await endRun(world, run.runId);
+    const bySource = json(await keel(['cost', 'breakdown', '--by', 'source', '-C', companyId, '--json']));
+    expect(bySource).toEqual([expect.objectContaining({ source: 'gateway', spendCents: 1, inputTokens: 3, outputTokens: 1, eventCount: 1 })]);
+    const table = await keel(['cost', 'breakdown', '--by', 'source-model', '-C', companyId]);
+    expect(table.code, table.stderr).toBe(0);
+    expect(table.stdout).toMatch(/^SOURCE\s+PROVIDER\s+MODEL\s+SPEND\s+INPUT_TOKENS\s+OUTPUT_TOKENS\s+EVENT_COUNT\n/);
+    expect(table.stdout).toMatch(/\ngateway\s+claude\s+claude-\S+\s+\$0\.01\s+3\s+1\s+1\n/);
   });
 
   it('gets and sets the limits, a limit not given keeping its value', async () => {
