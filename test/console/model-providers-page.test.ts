@@ -66,21 +66,21 @@ describe('console: model providers', () => {
     await page.locator('summary', { hasText: 'New model provider' }).click();
     const form = page.getByRole('form', { name: 'New model provider' });
     await form.getByLabel('Name (unique in the company)').fill('claude');
-    await form.getByLabel('Kind').selectOption('anthropic');
+    await form.getByRole('combobox', { name: /^Kind/ }).selectOption('anthropic');
     const baseUrlLabel = "Base URL (the provider's origin, plus any prefix before its versioned paths)";
     await form.getByLabel(baseUrlLabel).fill('http://203.0.113.7');
     await form.getByLabel('API key (write-only)').fill(typedKey);
     const price = form.getByRole('group', { name: 'Price 1' });
-    await price.getByLabel('Model').fill('claude-sonnet-4*');
-    await price.getByLabel('Input').fill('300');
+    await price.getByLabel('Model', { exact: true }).fill('claude-sonnet-4*');
+    await price.getByLabel('Input', { exact: true }).fill('300');
     await price.getByLabel('Cached input').fill('30');
     await price.getByLabel('Cache write').fill('375');
-    await price.getByLabel('Output').fill('1500');
+    await price.getByLabel('Output', { exact: true }).fill('1500');
     await form.getByRole('button', { name: 'Add price' }).click();
     const second = form.getByRole('group', { name: 'Price 2' });
-    await second.getByLabel('Model').fill('claude-haiku-4');
-    await second.getByLabel('Input').fill('80');
-    await second.getByLabel('Output').fill('400.5');
+    await second.getByLabel('Model', { exact: true }).fill('claude-haiku-4');
+    await second.getByLabel('Input', { exact: true }).fill('80');
+    await second.getByLabel('Output', { exact: true }).fill('400.5');
     await form.getByLabel('Default provider of its kind (replaces the current default)').check();
     await form.getByRole('button', { name: 'Add provider' }).click();
 
@@ -141,8 +141,8 @@ describe('console: model providers', () => {
     await list.locator('summary', { hasText: 'Edit claude' }).click();
     const edit = page.getByRole('form', { name: 'Edit claude' });
     expect(await edit.textContent()).toContain('Stored in the vault');
-    await edit.getByLabel('Key source').selectOption('secret');
-    await edit.getByLabel('Secret', { exact: true }).selectOption({ label: 'ANTHROPIC_TEAM_KEY' });
+    await edit.getByRole('combobox', { name: /^Key source/ }).selectOption('secret');
+    await edit.getByRole('combobox', { name: /^Secret/ }).selectOption({ label: 'ANTHROPIC_TEAM_KEY' });
     await edit.getByRole('button', { name: 'Remove price 2' }).click();
     await edit.getByRole('button', { name: 'Save provider' }).click();
     await waitFor(async () => secretIdOf((await providers())[0]) === secret.body.id, 'the key reference to change');
@@ -153,7 +153,7 @@ describe('console: model providers', () => {
     const created = await t.api.post(`/api/companies/${companyId}/model-providers`, { name: 'claude-backup', kind: 'anthropic', baseUrl: providerUrl, apiKey: { type: 'secret_ref', secretId: secret.body.id }, models: [] });
     expect(created.status, created.text).toBe(201);
     await page.reload();
-    await list.getByRole('button', { name: 'Make claude-backup the default' }).click();
+    await list.getByRole('button', { name: 'Make default: claude-backup' }).click();
     await waitFor(async () => (await providers()).find((p) => p.name === 'claude-backup')?.isDefault === true, 'the new default');
     expect((await providers()).find((p) => p.name === 'claude')?.isDefault).toBe(false);
 

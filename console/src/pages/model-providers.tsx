@@ -85,7 +85,7 @@ function ProviderRow({ provider, secrets, onChange }: { provider: ModelProvider;
       </p>
       <div className="row">
         <TestButton provider={provider} onTested={onChange} />
-        {provider.isDefault ? null : <ActionButton label={`Make ${provider.name} the default`} action={async () => { await api.patch(`/api/model-providers/${provider.id}`, { isDefault: true }); await onChange(); }}>Make default</ActionButton>}
+        {provider.isDefault ? null : <ActionButton label={`Make default: ${provider.name}`} action={async () => { await api.patch(`/api/model-providers/${provider.id}`, { isDefault: true }); await onChange(); }}>Make default</ActionButton>}
         <DeleteButton provider={provider} onDeleted={onChange} />
       </div>
       <details>
