@@ -6,7 +6,7 @@ import { parsePayload } from './payload.ts';
 /** Costs and budgets (plugins/costs; docs/api/costs.md). */
 type Options = GlobalOptions & Record<string, any>;
 
-const BREAKDOWNS = ['by-agent', 'by-agent-model', 'by-provider', 'by-biller', 'by-project', 'by-source'] as const;
+const BREAKDOWNS = ['by-agent', 'by-agent-model', 'by-provider', 'by-biller', 'by-project', 'by-source', 'by-source-model'] as const;
 
 function dollars(value: unknown): string {
   return typeof value === 'number' ? `$${(value / 100).toFixed(2)}` : '-';
@@ -19,12 +19,15 @@ export async function summaryCommand(options: Options): Promise<void> {
 
 export async function breakdownCommand(options: Options): Promise<void> {
   const by = options.by ?? 'agent';
-  // Spend per source (gateway, adapter, self_reported, remote_runner) is one route; per model is its groupBy.
-  const route = by === 'source-model' ? 'by-source' : `by-${by}`;
-  if (!(BREAKDOWNS as readonly string[]).includes(route)) throw new CliError('usage', `--by takes ${[...BREAKDOWNS.map((b) => b.slice(3)), 'source-model'].join(', ')}, got ${by}`);
-  const query = { from: options.from, to: options.to, ...(by === 'source-model' ? { groupBy: 'model' } : {}) };
-  const rows = await clientFor(options).get<Array<Record<string, unknown>>>(path`/api/companies/${companyIdFor(options)}/costs/` + route, query);
-  const key = { agent: ['agentName'], 'agent-model': ['agentName', 'provider', 'model'], provider: ['provider'], biller: ['biller'], project: ['projectId'], source: ['source'], 'source-model': ['source', 'provider', 'model'] }[by as 'agent'] ?? [];
+  const route = `by-${by}`;
+  if (!(BREAKDOWNS as readonly string[]).includes(route)) throw new CliError('usage', `--by takes ${BREAKDOWNS.map((b) => b.slice(3)).join(', ')}, got ${by}`);
+  // Spend per source and model is the by-source route grouped by model.
+  const query = by === 'source-model' ? { from: options.from, to: options.to, groupBy: 'model' } : { from: options.from, to: options.to };
+  const rows = await clientFor(options).get<Array<Record<string, unknown>>>(path`/api/companies/${companyIdFor(options)}/costs/` + (by === 'source-model' ? 'by-source' : route), query);
+  const key = {
+    agent: ['agentName'], 'agent-model': ['agentName', 'provider', 'model'], provider: ['provider'], biller: ['biller'], project: ['projectId'],
+    source: ['source'], 'source-model': ['source', 'provider', 'model'],
+  }[by as 'agent'] ?? [];
   emitList(options, rows, [...key, ['SPEND', (r) => dollars(r.spendCents)], 'inputTokens', 'outputTokens', 'eventCount'], 'No spend');
 }
 
