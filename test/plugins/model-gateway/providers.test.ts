@@ -15,7 +15,7 @@ describe('model providers: create, read, list', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID), companyId: company.id, name: 'Anthropic main', kind: 'anthropic', baseUrl: PUBLIC_URL,
-      apiKeySecretId: expect.stringMatching(UUID), apiKeyVersion: null, models: [PRICE], allowUnpricedModels: true, isDefault: true, lastTest: null,
+      apiKeySecretId: expect.stringMatching(UUID), apiKeyVersion: 1, models: [PRICE], allowUnpricedModels: true, isDefault: true, lastTest: null,
       createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
     });
     const got = await t.api.get(`/api/model-providers/${res.body.id}`);
@@ -130,7 +130,7 @@ describe('model providers: update and delete', () => {
       name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, apiKey: 'sk-ant-rotated', models: [], allowUnpricedModels: true,
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, models: [], allowUnpricedModels: true, kind: 'anthropic', apiKeySecretId: provider.apiKeySecretId, apiKeyVersion: null });
+    expect(res.body).toMatchObject({ name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, models: [], allowUnpricedModels: true, kind: 'anthropic', apiKeySecretId: provider.apiKeySecretId, apiKeyVersion: 2 });
     const secret = await t.api.get(`/api/companies/${company.id}/secrets`);
     expect(secret.body).toEqual([expect.objectContaining({ id: provider.apiKeySecretId, latestVersion: 2 })]);
     const kind = await t.api.patch(`/api/model-providers/${provider.id}`, { kind: 'openai' });
