@@ -17,7 +17,11 @@ export function fieldErrorsOf(error: unknown, fields: readonly string[]): FieldE
   if (!error) return NO_ERRORS;
   const issues = error instanceof KeelApiError ? error.issues ?? (error.details as { issues?: unknown } | undefined)?.issues : undefined;
   if (Array.isArray(issues) && issues.length) {
-    const byPath = (issues as Array<{ path: unknown; message: string }>).map((issue) => ({ path: dotted(issue.path), message: `${dotted(issue.path)} ${issue.message}` }));
+    const byPath = (issues as Array<{ path: unknown; message: string }>).map((issue) => {
+      const path = dotted(issue.path);
+      // The kernel's issues are worded after their path (`is required`); a plugin's may name it already.
+      return { path, message: issue.message.startsWith(path) ? issue.message : `${path} ${issue.message}` };
+    });
     const named = byPath.filter((issue) => fields.includes(issue.path.split('.')[0]!));
     return { byPath: named, form: named.length === byPath.length ? null : errorText(error) };
   }

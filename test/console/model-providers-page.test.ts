@@ -143,6 +143,12 @@ describe('console: model providers', () => {
     expect(await edit.textContent()).toContain('Stored in the vault');
     await edit.getByRole('combobox', { name: /^Key source/ }).selectOption('secret');
     await edit.getByRole('combobox', { name: /^Secret/ }).selectOption({ label: 'ANTHROPIC_TEAM_KEY' });
+    // A model priced twice: the API names the row, and the message sits in that row.
+    await edit.getByRole('group', { name: 'Price 2' }).getByLabel('Model', { exact: true }).fill('claude-sonnet-4*');
+    await edit.getByRole('button', { name: 'Save provider' }).click();
+    await poll(() => edit.getByRole('group', { name: 'Price 2' }).getByRole('alert').textContent()).toBe('models.1.model: "claude-sonnet-4*" is priced twice');
+    expect(await edit.getByRole('group', { name: 'Price 1' }).getByRole('alert').count()).toBe(0);
+    expect(secretIdOf((await providers())[0])).not.toBe(secret.body.id);
     await edit.getByRole('button', { name: 'Remove price 2' }).click();
     await edit.getByRole('button', { name: 'Save provider' }).click();
     await waitFor(async () => secretIdOf((await providers())[0]) === secret.body.id, 'the key reference to change');
