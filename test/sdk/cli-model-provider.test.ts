@@ -160,10 +160,10 @@ describe('keel model-provider', { timeout: 180_000 }, () => {
     answerStatus = 401;
     const failed = await keel(['model-provider', 'test', main.id, '--json']);
     expect(failed.code).toBe(1);
-    // The provider's own message, from its answer passed on by the gateway; the outcome the plugin recorded.
-    expect(JSON.parse(failed.stdout)).toEqual({ ok: false, status: 401, error: 'invalid x-api-key', latencyMs: expect.any(Number), testedAt: expect.stringMatching(/^\d{4}-/) });
+    // The kernel's summary of the call, with the provider's own message.
+    expect(JSON.parse(failed.stdout)).toEqual({ ok: false, status: 401, error: 'The provider answered 401: invalid x-api-key', latencyMs: expect.any(Number) });
     const human = await keel(['model-provider', 'test', main.id]);
-    expect(human).toMatchObject({ code: 1, stdout: 'failed: invalid x-api-key (HTTP 401)\n' });
+    expect(human).toMatchObject({ code: 1, stdout: 'failed: The provider answered 401: invalid x-api-key (HTTP 401)\n' });
     answerStatus = 200;
     // Keel's own refusal is an error of the command: a model name the gateway will not put in a path.
     const noModel = await keel(['model-provider', 'test', main.id, '--model', 'x'.repeat(201)]);

@@ -12,7 +12,8 @@ export interface ModelProvider {
   /** The outcome of the last test call, recorded by the plugin when the call ended. */
   lastTest?: TestOutcome | null;
 }
-export interface TestOutcome { ok: boolean; status: number | null; latencyMs: number | null; error: string | null; testedAt: string | null }
+/** A test's outcome: what POST .../test answers, and the provider's lastTest (with testedAt). */
+export interface TestOutcome { ok: boolean; status: number | null; latencyMs: number | null; error: string | null; testedAt?: string | null }
 
 export const KINDS: ReadonlyArray<[ProviderKind, string, string]> = [
   ['anthropic', 'Anthropic (Messages API)', 'https://api.anthropic.com'],
