@@ -17,8 +17,10 @@ export interface Pause { scopeType: 'company' | 'agent'; scopeId: string; reason
  * - `paused`: the company's pause first (a paused company stops all its agents), then the
  *   agent's, whatever placed it; null when neither is paused.
  */
-export async function budgetAllowance(ctx: CostsContext, agentId: string, projectId: string | null, blocks: Array<{ scopeType: ScopeType }>): Promise<{ remainingCents: number | null; paused: Pause | null }> {
+export async function budgetAllowance(ctx: CostsContext, agentId: string, projectId: string | null, blocks: Promise<Array<{ scopeType: ScopeType }>>): Promise<{ remainingCents: number | null; paused: Pause | null }> {
   const companyId = ctx.invocation.companyId!;
+  // The remaining budget, the company and the agent are read at once.
+  const paused = pauseOf(ctx, companyId, agentId, blocks);
   const { rows } = await ctx.db.query(
     `select min(greatest(p.amount - coalesce(s.cost_cents, 0), 0))::bigint as remaining
        from budget_policies p
@@ -28,20 +30,22 @@ export async function budgetAllowance(ctx: CostsContext, agentId: string, projec
         and ((p.scope_type = 'company' and p.scope_id = $1) or (p.scope_type = 'agent' and p.scope_id = $2) or (p.scope_type = 'project' and p.scope_id = $3))`,
     [companyId, agentId, projectId, monthKey(new Date())]);
   const remaining = rows[0]?.remaining;
-  return { remainingCents: remaining === null || remaining === undefined ? null : Number(remaining), paused: await pauseOf(ctx, companyId, agentId, blocks) };
+  return { remainingCents: remaining === null || remaining === undefined ? null : Number(remaining), paused: await paused };
 }
 
-async function pauseOf(ctx: CostsContext, companyId: string, agentId: string, blocks: Array<{ scopeType: ScopeType }>): Promise<Pause | null> {
+async function pauseOf(ctx: CostsContext, companyId: string, agentId: string, stops: Promise<Array<{ scopeType: ScopeType }>>): Promise<Pause | null> {
+  // Another company's agent is no agent of this call's company: nothing to say about it.
+  const agentRead = ctx.agents.get(agentId).catch((error: { code?: string }) => { if (error.code === 'cross_company_denied') return null; throw error; });
+  agentRead.catch(() => undefined);
   const company = await ctx.companies.get(companyId);
   if (company && company.status !== 'active') {
     // The company view names no pause reason: a pause is this plugin's when its hard stop is open.
     const reason = company.status === 'archived' ? 'company_archived'
       : typeof company.pauseReason === 'string' ? company.pauseReason
-        : blocks.some((block) => block.scopeType === 'company') ? HARD_STOP_REASON : 'manual';
+        : (await stops).some((block) => block.scopeType === 'company') ? HARD_STOP_REASON : 'manual';
     return { scopeType: 'company', scopeId: companyId, reason };
   }
-  // Another company's agent is no agent of this call's company: nothing to say about it.
-  const agent = await ctx.agents.get(agentId).catch((error: { code?: string }) => { if (error.code === 'cross_company_denied') return null; throw error; });
+  const agent = await agentRead;
   if (agent?.status === 'paused') {
     return { scopeType: 'agent', scopeId: agentId, reason: typeof agent.pauseReason === 'string' ? agent.pauseReason : 'manual' };
   }

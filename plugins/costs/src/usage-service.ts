@@ -105,8 +105,11 @@ export async function recordUsagesService(input: unknown, ctx: CostsContext) {
  */
 export async function budgetBlocksService(input: unknown, ctx: CostsContext) {
   const { agentId, projectId } = input as { agentId: string; projectId?: string | null };
-  const blocks = await hardStops(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null);
-  return { blocks, ...(await budgetAllowance(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null, blocks)) };
+  // Asked before every gateway call: the stops and the allowance are read at once.
+  const stops = hardStops(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null);
+  const allowance = budgetAllowance(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null, stops);
+  const [blocks, rest] = await Promise.all([stops, allowance]);
+  return { blocks, ...rest };
 }
 
 async function hardStops(ctx: CostsContext, agentId: string, projectId: string | null): Promise<Scope[]> {
