@@ -71,7 +71,7 @@ function localTool(spec: LocalTool): AdapterDescription {
 export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
   {
     type: 'process',
-    summary: 'Starts a command for each run. The process gets SERVICE_API_URL, SERVICE_API_KEY (the run\'s short-lived token), SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID, SERVICE_TASK_ID, SERVICE_WAKE_REASON and SERVICE_WAKE_PAYLOAD_JSON, and reports usage with stdout lines {"type": "service.usage", ...} and its result with {"type": "service.result", ...}.',
+    summary: 'Starts a command for each run. The process gets SERVICE_API_URL, SERVICE_API_KEY (the run\'s short-lived token), SERVICE_LLM_URL (the base of the model gateway, /api/llm), SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID, SERVICE_TASK_ID, SERVICE_WAKE_REASON and SERVICE_WAKE_PAYLOAD_JSON, and reports usage with stdout lines {"type": "service.usage", ...} and its result with {"type": "service.result", ...}.',
     fields: [
       { name: 'command', type: 'string', required: true, notes: 'the program to run (absolute path, or a name found on PATH)' },
       { name: 'args', type: 'array of strings', required: false, default: '[]', notes: 'its arguments' },
