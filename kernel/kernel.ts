@@ -23,12 +23,14 @@ import { ServedHosts } from './http/served-hosts.ts';
 import { consoleAssets, loadConsoleAssets } from './http/console-assets.ts';
 import { ExtensionHost } from './host/extension-host.ts';
 import { pluginRouteDispatch } from './host/contributions/route-dispatch.ts';
+import { isProxyRoute } from './host/contributions/route-proxy.ts';
 import { SelfRequest } from './mcp/self-request.ts';
 import { startContributionPoints } from './host/contributions/contribution-points.ts';
 import { createLogger } from './logger.ts';
 import { routeModules } from './routes.ts';
 import { RunLedger } from './runs/run-ledger.ts';
 import { Executor } from './executions/executor.ts';
+import { ModelGateway } from './gateway/model-gateway.ts';
 import { Keyring } from './vault/keyring.ts';
 import { Vault } from './vault/vault.ts';
 import type { KernelServices } from './services.ts';
@@ -97,6 +99,8 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     // Before plugins start (they may start executions) and stopped after them, before the pool.
     await services.executions.start(databaseUrl, listener.url, served);
     started.add('executions', () => services.executions.stop());
+    services.gateway.start();
+    started.add('model gateway', () => services.gateway.stop());
     const host = new ExtensionHost(services, { hostSecret: services.jwt.derive('plugin-database-roles'), databaseUrl });
     services.executions.streams = host.streams;
     started.add('plugin workers', () => host.stop());
@@ -110,7 +114,10 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
     await host.start({ bootstrapFirstParty: options.bootstrapFirstParty ?? true, firstPartyDir: options.firstPartyDir });
     const backupSchedule = startBackupSchedule({ db, config, log });
     started.add('backup schedule', () => backupSchedule.stop());
-    const app = createApp(services, router, { served, after: [pluginRouteDispatch(host), consoleAssets(loadConsoleAssets())] });
+    const app = createApp(services, router, {
+      served, after: [pluginRouteDispatch(host), consoleAssets(loadConsoleAssets())],
+      answersOwnRefusals: (method, path) => isProxyRoute(host, method, path),
+    });
     const http = listener;
     http.serve(app.callback());
     await lock.listening(http.url);
@@ -208,6 +215,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   return {
     config, log, db, authCache, resolver, jwt, lastUsed, keyring, runs, invalidate, health, vault, activity, events,
     executions: new Executor({ config, log, db, events, runs, vault, activity }),
+    gateway: new ModelGateway({ config, log, db, events, vault }),
     points: new KernelPoints(),
     portability: new PortabilityParts(),
   };

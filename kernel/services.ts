@@ -11,6 +11,7 @@ import type { KernelPoints } from './points/kernel-points.ts';
 import type { PortabilityParts } from './portability/parts.ts';
 import type { RunLedger } from './runs/run-ledger.ts';
 import type { Executor } from './executions/executor.ts';
+import type { ModelGateway } from './gateway/model-gateway.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
 import type { HealthChecks } from './http/health.ts';
@@ -38,6 +39,8 @@ export interface KernelServices {
   runs: RunLedger;
   /** Agent processes and HTTP exchanges, supervised outside the isolates (ctx.executions). */
   executions: Executor;
+  /** Proxy answers: requests forwarded to model providers, streamed, metered and recorded (kernel/gateway/). */
+  gateway: ModelGateway;
   /** What GET /api/health reports; parts of the kernel and the host register their checks. */
   health: HealthChecks;
   /** Evicts cached credentials in this process after commit and in every other process via NOTIFY. */

@@ -42,6 +42,22 @@ export class ActorResolver {
     return attachRunHeader(await this.caller(ctx), ctx.get('x-service-run-id'), this.liveRun);
   }
 
+  /**
+   * The actor of a Keel credential a route found in another header than Authorization (a model
+   * client's `x-api-key`): an agent key, a run token or a board key, checked like a bearer token.
+   * Anything it cannot accept (unknown, an ended run's token, a terminated agent) is anonymous:
+   * the route answers the refusal in its own shape.
+   */
+  async resolveToken(ctx: Context, token: string): Promise<Actor> {
+    try {
+      const actor = (await this.fromBearer(token.trim(), ctx.path)) ?? { kind: 'anonymous' as const };
+      return actor.kind === 'anonymous' ? actor : await attachRunHeader(actor, ctx.get('x-service-run-id'), this.liveRun);
+    } catch (error) {
+      if ((error as { status?: number }).status === 401 || (error as { status?: number }).status === 403) return { kind: 'anonymous' };
+      throw error;
+    }
+  }
+
   /** Who is calling, from the credentials alone; the only run id it carries is a run token's. */
   private async caller(ctx: Context): Promise<Actor> {
     const authorization = ctx.get('authorization');

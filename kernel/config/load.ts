@@ -74,6 +74,7 @@ export function loadConfig(sources: ConfigSources = {}): KeelConfig {
   if (env.KEEL_BACKUP_DIR) fromEnv.backups = { ...fromEnv.backups, directory: env.KEEL_BACKUP_DIR };
   if (env.KEEL_BACKUP_INTERVAL_SECONDS) fromEnv.backups = { ...fromEnv.backups, intervalSeconds: Number(env.KEEL_BACKUP_INTERVAL_SECONDS) };
   if (env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS) fromEnv.plugins = { privateNetworkHosts: env.KEEL_PLUGIN_PRIVATE_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
+  if (env.KEEL_LLM_PRIVATE_NETWORK_HOSTS) fromEnv.llm = { privateNetworkHosts: env.KEEL_LLM_PRIVATE_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
   if (env.KEEL_PLUGIN_NETWORK_HOSTS) fromEnv.plugins = { ...fromEnv.plugins, networkHosts: env.KEEL_PLUGIN_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
   if (env.KEEL_PLUGIN_SHARED_WORKER) fromEnv.plugins = { ...fromEnv.plugins, sharedWorker: { firstParty: parseSwitch('KEEL_PLUGIN_SHARED_WORKER', env.KEEL_PLUGIN_SHARED_WORKER) } };
   merge(config, fromEnv);

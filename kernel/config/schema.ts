@@ -84,6 +84,18 @@ export const configSchema = {
         },
       },
     },
+    llm: {
+      type: 'object',
+      additionalProperties: false,
+      description: 'The model gateway (requests forwarded to model providers by proxy routes, kernel/gateway/).',
+      properties: {
+        privateNetworkHosts: {
+          type: 'array', maxItems: 200, uniqueItems: true,
+          items: { type: 'string', minLength: 1, maxLength: 260, pattern: '^[^@\\s/?#]+$' },
+          description: 'Entries "<host>" or "<host>:<port>": model provider hosts a proxy route may forward to although they are private, loopback or link-local (a provider on the LAN or this machine), over http or https. Off by default: otherwise only https to public addresses; cloud metadata addresses stay refused. Env: KEEL_LLM_PRIVATE_NETWORK_HOSTS (comma-separated).',
+        },
+      },
+    },
     plugins: {
       type: 'object',
       additionalProperties: false,
@@ -151,5 +163,6 @@ export interface KeelConfig {
   backups?: { directory?: string; intervalSeconds?: number };
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number; blobQuota?: { companyBlobs?: number; companyBytes?: number; pluginBlobs?: number; pluginBytes?: number } };
+  llm?: { privateNetworkHosts?: string[] };
   plugins?: { privateNetworkHosts?: string[]; networkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/database.ts';
 import type { ExecutionFinishedEvent, ExecutionOutputEvent } from '../../sdk/capabilities/executions.ts';
+import type { ProxyFinishedEvent } from '../../sdk/plugin/answers.ts';
 
 /** Kernel domain events and their payloads (what a subscriber receives). */
 export interface KernelEvents {
@@ -17,6 +18,8 @@ export interface KernelEvents {
   'execution.output': ExecutionOutputEvent;
   /** An execution reached its terminal status; delivered only to the plugin that started it. */
   'execution.finished': ExecutionFinishedEvent;
+  /** A proxied model call ended (kernel/gateway/); delivered only to the plugin that answered the proxy. */
+  'proxy.finished': ProxyFinishedEvent;
   /** The board is asked to decide something; `approval` names who asked (requestedByAgentId, requestedByUserId). */
   'approval.created': { companyId: string; approvalId: string; approval: Record<string, unknown>; actor: EventActor };
   /** The board decided (`to`: approved, rejected, revision_requested), or terminating the hired agent cancelled it. */
@@ -35,6 +38,7 @@ export function entityOf(event: EventName, payload: KernelEvents[EventName]): { 
   if (event.startsWith('approval.')) return { type: 'approval', id: (payload as { approvalId: string }).approvalId };
   if (event.startsWith('run.')) return { type: 'run', id: (payload as { runId: string }).runId };
   if (event.startsWith('execution.')) return { type: 'execution', id: (payload as { executionId: string }).executionId };
+  if (event === 'proxy.finished') return { type: 'proxied_call', id: (payload as { callId: string }).callId };
   return { type: 'company', id: payload.companyId };
 }
 

@@ -8,6 +8,7 @@ import { approvalsCapability } from './capabilities/approvals.ts';
 import { blobsCapability } from './capabilities/blobs.ts';
 import { companiesCapability } from './capabilities/companies.ts';
 import { instanceSettingsCapability } from './capabilities/instance-settings.ts';
+import { httpProxyCapability } from './capabilities/http-proxy.ts';
 import { catalogCapability } from './capabilities/catalog.ts';
 import { eventChecksCapability } from './capabilities/events.ts';
 import { executionsCapability } from './capabilities/executions.ts';
@@ -43,6 +44,7 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
   localImport: localImportCapability,
   configSecrets: configSecretsCapability,
   instanceSettings: instanceSettingsCapability,
+  http: httpProxyCapability,
 };
 
 /**

@@ -37,7 +37,7 @@ export function kernelRouterOf(kernel: KernelServices): Router | undefined {
  * The Koa application: error model, actor resolution, the audit safety net and the routers.
  * Route modules are registered in order; the first matching route answers.
  */
-export function createApp(kernel: KernelServices, router: Router, extra: { served: ServedHosts; after?: Koa.Middleware[] }): Koa {
+export function createApp(kernel: KernelServices, router: Router, extra: { served: ServedHosts; after?: Koa.Middleware[]; answersOwnRefusals?: (method: string, path: string) => boolean }): Koa {
   kernelRouters.set(kernel, router);
   const app = new Koa({ proxy: false });
   app.silent = true;
@@ -46,7 +46,15 @@ export function createApp(kernel: KernelServices, router: Router, extra: { serve
   app.use(hostGuard(extra.served));
   app.use(pathGuard);
   app.use(async (ctx, next) => {
-    ctx.state.actor = await kernel.resolver.resolve(ctx);
+    try {
+      ctx.state.actor = await kernel.resolver.resolve(ctx);
+    } catch (error) {
+      // A proxy route answers a refused credential in its provider's shape (kernel/gateway/):
+      // it gets the request as anonymous instead of the kernel's 401/403.
+      const status = (error as { status?: number }).status;
+      if (!((status === 401 || status === 403) && extra.answersOwnRefusals?.(ctx.method, ctx.path))) throw error;
+      ctx.state.actor = { kind: 'anonymous' };
+    }
     await next();
   });
   app.use(auditSafetyNet(kernel));

@@ -10,7 +10,9 @@ const SDK_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../plugin/in
 const SDK_DIR = dirname(SDK_ENTRY);
 /** SDK folders bundled into plugins: the plugin API and the capability registry it builds `ctx` from. */
 const SDK_BUNDLED_DIRS = [SDK_DIR, resolve(SDK_DIR, '../capabilities')];
-const inSdk = (path: string) => SDK_BUNDLED_DIRS.some((dir) => path.startsWith(dir + sep));
+/** Pure shared modules the plugin API re-exports (model prices, which the kernel prices streams with too). */
+const SDK_BUNDLED_FILES = new Set([resolve(SDK_DIR, '../shared/model-prices.ts')]);
+const inSdk = (path: string) => SDK_BUNDLED_FILES.has(path) || SDK_BUNDLED_DIRS.some((dir) => path.startsWith(dir + sep));
 
 /** The plugin's own source files (the SDK not counted) a build reads, all together. */
 export const MAX_SOURCE_BYTES = 8 * 1024 * 1024;

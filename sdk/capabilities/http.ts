@@ -50,3 +50,26 @@ export const httpRoutesPublic = defineCapability()({
   members: {},
   requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.absolute && isRootPath(route.path) ? [`routes.${index}.absolute`] : [])),
 });
+
+/** The verdict on a model provider address (`reason` says why it is refused; null when ok). */
+export interface ProxyTargetVerdict { ok: boolean; reason: string | null }
+export interface HttpProxyCapability {
+  /**
+   * Whether the kernel would forward a proxy answer to `url`: https (or http/https to a host the
+   * operator lists in llm.privateNetworkHosts), no credentials, query or fragment in the URL, and
+   * no private, loopback, link-local or metadata address unless listed (checked after DNS for a
+   * name). For validating a provider's base URL when it is written.
+   */
+  checkProxyTarget(url: string): Promise<ProxyTargetVerdict>;
+}
+
+export const httpProxy = defineCapability<{ http: HttpProxyCapability }>()({
+  id: 'http.proxy',
+  summary: "Have the kernel forward route requests to model providers with the company's vault keys, streamed and metered (respondProxy)",
+  members: {
+    http: {
+      checkProxyTarget: method('kernel', [{ type: 'string', maxLength: 8192 }], { type: 'object', required: ['ok', 'reason'], properties: { ok: { type: 'boolean' }, reason: { type: ['string', 'null'] } } }, { scope: 'instance' }),
+    },
+  },
+  requiredBy: (manifest) => (manifest.routes ?? []).flatMap((route, index) => (route.proxy ? [`routes.${index}.proxy`] : [])),
+});

@@ -10,8 +10,9 @@ import { executions } from './executions.ts';
 import { localFolders } from './folders.ts';
 import { localImport } from './local-import.ts';
 import { secretsConfig } from './config-secrets.ts';
+import { secretsStore } from './secrets-store.ts';
 import { jobsEnqueue, jobsSchedule } from './jobs.ts';
-import { httpFetch, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
+import { httpFetch, httpProxy, httpRoutes, httpRoutesAbsolute, httpRoutesPublic } from './http.ts';
 import { agentsInstructions, agentsManaged, agentsPause, agentsRead, agentsSkillsWrite, approvalsRead, budgetsWrite, companiesPause, companiesRead, issuesNumber } from './kernel-data.ts';
 import { principalsRead } from './principals.ts';
 import { runsClose, runsOpen, runsRead, secretsResolve } from './runs.ts';
@@ -26,7 +27,7 @@ import { executionsWorkspace } from './workspace-processes.ts';
  */
 export const CAPABILITIES = [
   databaseRead, databaseWrite, databaseMigrate, activityWrite, activityRead,
-  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, localFolders, localWorkspaces, localImport, secretsConfig,
+  httpRoutes, httpRoutesAbsolute, httpRoutesPublic, httpFetch, httpProxy, localFolders, localWorkspaces, localImport, secretsConfig, secretsStore,
   ...contributionCapabilities, jobsSchedule, jobsEnqueue,
   uiStreams, companiesRead, agentsRead, agentsPause, agentsSkillsWrite, approvalsRead, runsOpen, runsClose, runsRead,
   secretsResolve, servicesConsume, companiesPause, budgetsWrite, issuesNumber, eventsPublish, blobsRead, blobsWrite, catalogRead,

@@ -99,6 +99,15 @@ export const routesFragment = {
           maxStreams: { type: 'integer', minimum: 1, maximum: 100, description: 'Held streams of the plugin per company (or the instance) one Keel process keeps open; more are refused with 429 (default 20).' },
         },
       },
+      proxy: {
+        type: 'object', additionalProperties: false,
+        description: 'The route may answer respondProxy: the kernel forwards the raw body to a model provider with a key from the vault, streams and meters the answer (POST only; needs http.proxy). The kernel reads the body itself: the JSON limit and body schema do not apply.',
+        properties: {
+          credentialHeaders: { type: 'array', maxItems: 4, uniqueItems: true, items: { type: 'string', pattern: '^[a-z][a-z0-9-]*$', maxLength: 64, not: { enum: ['authorization', 'cookie', 'host', 'content-type', 'content-length'] } }, description: "Headers besides Authorization: Bearer carrying the caller's Keel credential (run token or agent key), tried in order when Authorization has none." },
+          bodyFields: { type: 'array', maxItems: 16, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 64, pattern: '^[A-Za-z_][A-Za-z0-9_]*$', ...notPrototypeMember }, description: 'Top-level JSON body fields handed to the handler as request.body; the rest never crosses into the isolate.' },
+          maxBodyBytes: { type: 'integer', minimum: 1024, maximum: 67108864, description: 'Largest request body (default 32 MiB, at most 64 MiB); larger is refused with 413.' },
+        },
+      },
       timeoutMs: { type: 'integer', minimum: 10, maximum: 120000, description: 'Wall-clock deadline of one call of this route (at most 120 s); defaults to limits.callTimeoutMs.' },
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },
@@ -156,7 +165,7 @@ export const webhooksFragment = {
   },
 };
 
-export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed', 'execution.output', 'execution.finished'] as const;
+export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed', 'execution.output', 'execution.finished', 'proxy.finished'] as const;
 
 /** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
 const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 };

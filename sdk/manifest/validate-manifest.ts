@@ -132,6 +132,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
         issues.push({ path: `routes.${index}.entityParam.param`, message: `is not a parameter of the path` });
       }
     }
+    if (route.proxy) {
+      if (route.method !== 'POST') issues.push({ path: `routes.${index}.proxy`, message: 'needs a POST route' });
+      if ([route.body, route.upload, route.download, route.batch, route.perCompany, route.response].some(Boolean)) {
+        issues.push({ path: `routes.${index}.proxy`, message: 'cannot be combined with body, upload, download, batch, perCompany or response: the kernel reads the body and streams the answer itself' });
+      }
+    }
     for (const key of ['body', 'query'] as const) {
       if (route[key]) {
         try { schemaAjv.compile(route[key]!); } catch (error) { issues.push({ path: `routes.${index}.${key}`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
@@ -157,9 +163,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
   for (const [index, event] of (typed.events ?? []).entries()) {
     if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
       issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
-    } else if (event.mode === 'in_transaction' && event.event.startsWith('execution.')) {
+    } else if (event.mode === 'in_transaction' && (event.event.startsWith('execution.') || event.event === 'proxy.finished')) {
       // Nothing vetoes an execution's output or end: they reach only the starting plugin, after commit.
-      issues.push({ path: `events.${index}.event`, message: 'execution events cannot be vetoed; subscribe to them after_commit' });
+      issues.push({ path: `events.${index}.event`, message: 'execution and proxy events cannot be vetoed; subscribe to them after_commit' });
     }
   }
   const jobKeys = new Set((typed.jobs ?? []).map((job) => job.key));

@@ -57,13 +57,14 @@ export interface DeliveredEvent {
 
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
 export type { ActivityCapability, ActivityEntry, ActivityFilter, ActivityReadCapability } from '../capabilities/activity.ts';
-export type { FetchResponse, HttpCapability } from '../capabilities/http.ts';
+export type { FetchResponse, HttpCapability, HttpProxyCapability, ProxyTargetVerdict } from '../capabilities/http.ts';
 export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
   CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
   IssueNumber, IssueNumberRange, IssueNumbersCapability, ApprovalsReadCapability, ApprovalFilter, ApprovalStatus, AgentConfigView,
 } from '../capabilities/kernel-data.ts';
 export type { RunsOpenCapability, RunsCloseCapability, RunsReadCapability, RunSummary, SecretsCapability } from '../capabilities/runs.ts';
+export type { SecretsStoreCapability } from '../capabilities/secrets-store.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
 export type { ActorFacts, AgentFacts, HeldGrant, PrincipalsCapability } from '../capabilities/principals.ts';
 

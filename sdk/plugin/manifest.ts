@@ -36,6 +36,20 @@ export interface RouteResponseManifest {
 }
 
 /**
+ * A route that may forward its request to a model provider (`respondProxy`, needs http.proxy;
+ * POST only). The kernel reads the body itself (raw, up to maxBodyBytes), hands the isolate only
+ * `bodyFields`, and resolves the caller from Authorization or the credential headers.
+ */
+export interface RouteProxyManifest {
+  /** Headers besides `Authorization: Bearer` that carry the caller's Keel credential (run token or agent key), tried in order when Authorization has none: e.g. ['x-api-key'], ['x-goog-api-key']. Lower-case names, at most 4. */
+  credentialHeaders?: string[];
+  /** Top-level fields of the JSON body handed to the isolate as `request.body` (the rest never crosses); the raw body is kept for forwarding. At most 16. */
+  bodyFields?: string[];
+  /** Largest request body, default 32 MiB, at most 64 MiB (the kernel's JSON limit does not apply). */
+  maxBodyBytes?: number;
+}
+
+/**
  * A table of the plugin whose rows belong to companies and are named in paths: `id` (uuid, the
  * primary key) or, when declared, an alias column (an issue's `ACME-12`).
  */
@@ -128,6 +142,8 @@ export interface RouteManifest {
   successStatus?: number;
   /** Raw text or server-sent event answers the route may give; JSON only when absent. */
   response?: RouteResponseManifest;
+  /** The route may answer `respondProxy` (a model provider call the kernel forwards and meters). POST only; needs http.proxy. */
+  proxy?: RouteProxyManifest;
   /** Wall-clock deadline of one call (at most 120,000 ms); defaults to `limits.callTimeoutMs`. */
   timeoutMs?: number;
   description?: string;

@@ -40,6 +40,7 @@ const files = [
   '0033-event-publish-scope.sql',
   '0034-blob-quotas.sql',
   '0035-remote-run-scope-and-deadlines.sql',
+  '0036-proxied-calls.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

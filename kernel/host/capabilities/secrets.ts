@@ -2,9 +2,11 @@ import { KeelError } from '../../http/errors.ts';
 import { resolveRunEnvironment } from '../../vault/run-environment.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import { DeliversSecrets, type KernelCapability } from './types.ts';
+import { describeSecret, storeSecret } from './secrets-store.ts';
 
 /**
- * Secret resolution for the agent runtime: the environment of a run of an agent. Values reach
+ * Secret resolution for the agent runtime: the environment of a run of an agent (and, for
+ * secrets.store, values a plugin writes into the vault: secrets-store.ts). Values reach
  * only a plugin that declared secrets.resolve and was granted it, and every resolution is
  * written to the security audit trail (names and versions, never values).
  */
@@ -25,5 +27,7 @@ export const secretsCapability: KernelCapability = {
         return new DeliversSecrets(resolved.env, resolved.secrets.map((secret) => resolved.env[secret.envName]!));
       },
     },
+    store: { run: storeSecret },
+    describe: { run: describeSecret },
   },
 };

@@ -12,7 +12,7 @@ import { answerSse, DEFAULT_MAX_STREAMS, sseFrames } from '../sse-connection.ts'
  * dropped, and so are the x- headers the kernel owns: a plugin must not replace the request id
  * or turn sniffing back on.
  */
-const ANSWER_HEADER = /^(x-[a-z0-9-]+|cache-control|etag|location|content-language|content-disposition|mcp-session-id)$/i;
+const ANSWER_HEADER = /^(x-[a-z0-9-]+|cache-control|etag|location|content-language|content-disposition|mcp-session-id|retry-after)$/i;
 const KERNEL_OWNED = new Set(['x-request-id', 'x-content-type-options', 'x-frame-options', 'x-xss-protection', 'x-accel-buffering']);
 /** `inline` or `attachment`, with an optional plain quoted file name: nothing a browser could misread. */
 const CONTENT_DISPOSITION = /^(inline|attachment)(; ?filename="[\x20-\x21\x23-\x5b\x5d-\x7e]{1,200}")?$/;
@@ -66,6 +66,8 @@ export function respond(ctx: Context, result: InvokeResult, successStatus: numbe
 
 /** A respond() envelope: its headers, status and content type checked, its body written as the JSON text it is (or as raw text where the route allows). */
 function answerEnvelope(ctx: Context, envelope: Envelope, successStatus: number, options: AnswerOptions): void {
+  // A proxy answer is served by route-proxy.ts, on routes that declare proxy and hold http.proxy only.
+  if (envelope.proxy !== undefined) throw invalid('The plugin answered a proxy on a route that does not declare proxy');
   const rawTypes = options.response?.contentTypes;
   const headers = answerHeaders(envelope.headers, Boolean(rawTypes));
   if (envelope.events !== undefined || envelope.stream !== undefined) return sendEvents(ctx, envelope, headers, options);

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { createHmac, createSecretKey, type KeyObject } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
@@ -18,6 +19,7 @@ import { resolveEntity } from './route-entities.ts';
 import { respond } from './route-answer.ts';
 import { invokePerCompany } from './route-per-company.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
+import { answerProxy, proxyCaller, readProxyBody } from './route-proxy.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 
 /** Client keys remembered per process; beyond it the oldest are computed again. */
@@ -111,7 +113,9 @@ function withAuthCodes(ctx: Context, codes: PluginRoute['route']['authCodes'], e
 
 async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute, params: Record<string, string>): Promise<void> {
   const { route, plugin } = pluginRoute;
+  const receivedAt = performance.now();
   ctx.state.routePattern = pluginRoute.fullPath;
+  if (route.proxy) await proxyCaller(ctx, host, route.proxy);
   try {
     authorize(ctx, route.auth);
   } catch (error) {
@@ -156,7 +160,9 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   validate(pluginQueryAjv, route.query, query, 'query');
   let body: unknown = null;
   const upload = route.upload ? await receiveUpload(ctx, host, plugin, route, companyId) : undefined;
-  if (route.method !== 'GET' && !upload) {
+  const proxied = route.proxy ? await readProxyBody(ctx, route.proxy) : undefined;
+  if (proxied) body = proxied.fields;
+  else if (route.method !== 'GET' && !upload) {
     body = await readJsonBody(ctx, host.kernel.config.limits.jsonBodyBytes);
     if (body === undefined) body = route.body ? {} : null;
     validate(pluginBodyAjv, route.body, body, 'request body');
@@ -176,7 +182,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     transactional,
     readOnly,
     batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100, maxInFlight: route.batch.maxInFlight ?? 2 } : undefined,
-    defaultActivity: readOnly ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+    // A proxied call is recorded in the proxied-call ledger (and by the plugin on proxy.finished), not once more per request.
+    defaultActivity: readOnly || route.proxy ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
     // A route may declare a longer deadline than the plugin's default (an import): the request keeps its connection meanwhile.
     deadlineMs: route.timeoutMs,
   });
@@ -193,6 +200,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   ctx.state.activityWritten = true;
   if (upload && !result.ok) await discardUpload(host, upload);
   if (route.download && await sendDownload(ctx, host, plugin, result, companyId)) return;
+  if (proxied && await answerProxy(ctx, host, plugin, result, { raw: proxied.raw, parsed: proxied.parsed, companyId, receivedAt })) return;
   respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
 }
 

@@ -107,7 +107,7 @@ export interface WireError {
  * anyway: the kernel writes `body` (the envelope's body as JSON text; absent when it has none)
  * as it is and checks the other parts as it checks any envelope (contributions/route-answer.ts).
  */
-export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: unknown; stream?: unknown; body?: string }
+export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: unknown; stream?: unknown; proxy?: unknown; body?: string }
 
 /**
  * A call's outcome. A successful answer is `value` (JSON text), or `envelope` for a route's or

@@ -35,7 +35,7 @@ export function wiredAnswer(kind: InvokeMessage['kind'], value: unknown): WiredA
   for (const key of Object.keys(parts)) {
     if (key === 'body') continue;
     rest[key] = parts[key];
-    if (key === 'status' || key === 'headers' || key === 'events' || key === 'stream') envelope[key] = parts[key];
+    if (key === 'status' || key === 'headers' || key === 'events' || key === 'stream' || key === 'proxy') envelope[key] = parts[key];
   }
   // The size the whole answer's text would have: {"$response":{...rest,"body":<body>}}
   const restText = JSON.stringify(rest);

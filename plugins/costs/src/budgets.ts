@@ -1,7 +1,9 @@
 import type { CostsContext } from './context.ts';
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { incidentJson, policyJson } from './json.ts';
-import { monthKey } from './periods.ts';
+import { monthKey, monthStart } from './periods.ts';
+import { spendBy } from './spend-reads.ts';
+import { measures } from './spend-source.ts';
 import { actOnIncidents, announceProjectStop, HARD_STOP_REASON, observedSpend, openIncidents, syncMonthlyPolicy, upsertPolicy, type PolicyInput } from './policies.ts';
 
 type Row = Record<string, unknown>;
@@ -89,6 +91,8 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
   // Approvals waiting for the board's decision (a hire, among others); one sent back for revision waits for its requester.
   const pendingApprovalCount = await ctx.approvals.count({ status: 'pending' });
   const pausedProjects = new Set(incidents.filter((i) => i.scope_type === 'project' && i.threshold_type === 'hard').map((i) => String(i.scope_id)));
+  // The company's spend this month per source: what Keel measured (gateway) apart from what was reported to it.
+  const monthBySource = await spendBy(ctx, companyId, { from: monthStart(now), to: null }, ['source']);
   return {
     companyId,
     policies: policies.map((p) => {
@@ -100,6 +104,7 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
     pausedAgentCount: agents.filter((agent) => agent.status === 'paused').length,
     pausedProjectCount: pausedProjects.size,
     pendingApprovalCount,
+    monthSpendBySource: monthBySource.map((row) => ({ source: row.source, ...measures(row) })),
   };
 }
 

@@ -14,6 +14,13 @@ interface CostEventBody {
 type Row = Record<string, unknown>;
 const MAX_IDEMPOTENCY_KEY = 255;
 
+/** Where a cost event's figures come from (docs/api/costs.md): the route's events are the caller's own claim. */
+export const COST_SOURCES = ['self_reported', 'adapter', 'gateway', 'remote_runner'] as const;
+export type CostSource = (typeof COST_SOURCES)[number];
+
+/** A call of the batch; the usage services name the source of their reports, the route never does. */
+export type SourcedCall = BatchCall & { source?: CostSource };
+
 /**
  * Accepts the cost events of one group commit together. One statement stores the new events
  * (and finds the stored ones of retried idempotency keys); the activity entries are buffered;
@@ -22,7 +29,7 @@ const MAX_IDEMPOTENCY_KEY = 255;
  * company); one more opens the incidents those totals call for. Month-to-date spend goes back
  * to the company and agent rows and hard stops pause their scope, all in the same transaction.
  */
-export async function acceptCostEvents(calls: BatchCall[], ctx: CostsContext): Promise<unknown[]> {
+export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext): Promise<unknown[]> {
   const answers: unknown[] = new Array(calls.length).fill(null);
   const candidates: Array<{ index: number; row: Row }> = [];
   calls.forEach((call, index) => {
@@ -53,7 +60,7 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: CostsContext): P
       ctxOfCompany.set(String(row.company_id), ctxOfCompany.get(String(row.company_id)) ?? call.ctx);
       activity.push(call.ctx.activity.record({
         action: 'cost_event.created', entityType: 'cost_event', entityId: String(created.id),
-        details: { agentId: created.agent_id, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
+        details: { agentId: created.agent_id, source: created.source, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
       }));
       answers[index] = costEventJson(created);
       continue;
@@ -85,7 +92,7 @@ export async function acceptCostEvents(calls: BatchCall[], ctx: CostsContext): P
 }
 
 /** The stored row of a cost event; throws the per-call error when the call cannot be accepted. */
-function toRow(call: BatchCall, index: number): Row {
+function toRow(call: SourcedCall, index: number): Row {
   const body = call.request.body as CostEventBody;
   const actor = call.ctx.invocation.actor;
   if (actor.type === 'agent' && actor.agentId !== body.agentId.toLowerCase()) {
@@ -112,7 +119,10 @@ function toRow(call: BatchCall, index: number): Row {
     provider: body.provider, biller: body.biller ?? body.provider, model: body.model, billing_type: body.billingType ?? 'unknown',
     billing_code: body.billingCode ?? null, cost_cents: body.costCents,
     input_tokens: body.inputTokens ?? null, cached_input_tokens: body.cachedInputTokens ?? null, output_tokens: body.outputTokens ?? null,
-    occurred_at: occurredAt.toISOString(), idempotency_key: key ?? null, fingerprint: key === undefined ? null : fingerprint(body),
+    occurred_at: occurredAt.toISOString(), source: call.source ?? 'self_reported',
+    // A report's source is part of what a retry must repeat; the runtime's reports (the default,
+    // `adapter`) keep the fingerprint they had before sources existed.
+    idempotency_key: key ?? null, fingerprint: key === undefined ? null : fingerprint(call.source && call.source !== 'adapter' ? { ...body, source: call.source } : body),
   };
 }
 
@@ -145,13 +155,13 @@ with input as materialized (
   select gen_random_uuid() as id, x.*
     from jsonb_to_recordset($1::jsonb) as x(ord int, company_id uuid, agent_id uuid, project_id uuid, issue_id uuid, goal_id uuid, heartbeat_run_id uuid,
          provider text, biller text, model text, billing_type text, billing_code text, cost_cents bigint, input_tokens bigint,
-         cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz, idempotency_key text, fingerprint text)
+         cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz, source text, idempotency_key text, fingerprint text)
 ),
 ins as (
   insert into cost_events (id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
-                           billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, idempotency_key, fingerprint)
+                           billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint)
   select id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
-         billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, idempotency_key, fingerprint
+         billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint
     from input order by company_id, idempotency_key, ord
   on conflict (company_id, idempotency_key) where idempotency_key is not null do nothing
   returning *
@@ -162,12 +172,12 @@ select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]
 /** Adds the events of CTE `ins` to a rollup table keyed by `unit` ('hour' or 'day', UTC), in key order. */
 function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
   return `
-  insert into ${table} as r (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type,
+  insert into ${table} as r (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type, source,
                              cost_cents, input_tokens, cached_input_tokens, output_tokens, event_count)
-  select company_id, date_trunc('${unit}', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type,
+  select company_id, date_trunc('${unit}', occurred_at, 'UTC'), agent_id, project_id, provider, biller, model, billing_type, source,
          sum(cost_cents), coalesce(sum(input_tokens), 0), coalesce(sum(cached_input_tokens), 0), coalesce(sum(output_tokens), 0), count(*)
-    from ins group by 1, 2, 3, 4, 5, 6, 7, 8 order by 1, 2, 3, 4, 5, 6, 7, 8
-  on conflict (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type) do update
+    from ins group by 1, 2, 3, 4, 5, 6, 7, 8, 9 order by 1, 2, 3, 4, 5, 6, 7, 8, 9
+  on conflict (company_id, ${unit}, agent_id, project_id, provider, biller, model, billing_type, source) do update
     set cost_cents = r.cost_cents + excluded.cost_cents, input_tokens = r.input_tokens + excluded.input_tokens,
         cached_input_tokens = r.cached_input_tokens + excluded.cached_input_tokens, output_tokens = r.output_tokens + excluded.output_tokens,
         event_count = r.event_count + excluded.event_count
@@ -178,7 +188,7 @@ function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
 const ADD_TO_TOTALS = `
 with ins as (
   select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
-         billing_type text, cost_cents bigint, input_tokens bigint, cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz)
+         billing_type text, source text, cost_cents bigint, input_tokens bigint, cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz)
 ),
 rolled as (${rollupUpsert('cost_rollups', 'hour')}),
 rolled_daily as (${rollupUpsert('cost_rollups_daily', 'day')}),

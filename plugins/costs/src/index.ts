@@ -24,6 +24,7 @@ export default definePlugin({
     'by-provider': breakdown('by-provider'),
     'by-biller': breakdown('by-biller'),
     'by-project': breakdown('by-project'),
+    'by-source': breakdown('by-source'),
     'window-spend': windowSpend,
     'company-budget': companyBudget,
     'agent-budget': agentBudget,

@@ -8,7 +8,7 @@ export function costEventJson(row: Row) {
   return {
     id: row.id, companyId: row.company_id, agentId: row.agent_id,
     issueId: row.issue_id ?? null, projectId: row.project_id ?? null, goalId: row.goal_id ?? null, heartbeatRunId: row.heartbeat_run_id ?? null,
-    billingCode: row.billing_code ?? null, provider: row.provider, biller: row.biller, billingType: row.billing_type, model: row.model,
+    billingCode: row.billing_code ?? null, provider: row.provider, biller: row.biller, billingType: row.billing_type, model: row.model, source: row.source,
     inputTokens: num(row.input_tokens), cachedInputTokens: num(row.cached_input_tokens), outputTokens: num(row.output_tokens),
     costCents: Number(row.cost_cents), occurredAt: time(row.occurred_at), createdAt: time(row.created_at),
   };

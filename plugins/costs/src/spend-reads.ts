@@ -45,13 +45,16 @@ const BREAKDOWNS = {
   'by-provider': ['provider'],
   'by-biller': ['biller'],
   'by-project': ['project_id'],
+  'by-source': ['source'],
+  'by-source-model': ['source', 'provider', 'model'],
 } as const;
 
-const FIELD: Record<string, string> = { agent_id: 'agentId', provider: 'provider', biller: 'biller', model: 'model', project_id: 'projectId' };
+const FIELD: Record<string, string> = { agent_id: 'agentId', provider: 'provider', biller: 'biller', model: 'model', project_id: 'projectId', source: 'source' };
 
 export function breakdown(kind: keyof typeof BREAKDOWNS) {
   return async (req: RouteRequest, ctx: CostsContext) => {
-    const columns = BREAKDOWNS[kind];
+    // by-source splits by model too when asked (`groupBy=model`; the manifest refuses other values).
+    const columns = BREAKDOWNS[kind === 'by-source' && req.query.groupBy === 'model' ? 'by-source-model' : kind];
     const rows = await spendBy(ctx, req.companyId!, rangeOf(req.query), columns);
     const names = columns.includes('agent_id' as never) ? await agentNames(ctx) : null;
     return rows.map((row) => {

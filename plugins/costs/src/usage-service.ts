@@ -1,11 +1,14 @@
 import type { RouteRequest } from '@keel/sdk/plugin';
 import type { CostsContext } from './context.ts';
-import { acceptCostEvents } from './cost-events.ts';
+import { acceptCostEvents, type CostSource } from './cost-events.ts';
+import { budgetAllowance } from './allowance.ts';
 
 interface UsageInput {
   agentId: string; runId: string; issueId: string | null; projectId: string | null;
   provider: string; model: string; biller: string; billingType: string;
   inputTokens: number; cachedInputTokens: number; outputTokens: number; costCents: number; occurredAt: string;
+  /** Who measured the usage (default `adapter`: the runtime read it from a tool's output). */
+  source?: CostSource;
 }
 type Scope = { scopeType: 'company' | 'agent' | 'project'; scopeId: string };
 
@@ -30,7 +33,7 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
       inputTokens: usage.inputTokens, cachedInputTokens: usage.cachedInputTokens, outputTokens: usage.outputTokens,
     },
   };
-  const [answer] = await acceptCostEvents([{ request, ctx }], ctx);
+  const [answer] = await acceptCostEvents([{ request, ctx, source: usage.source ?? 'adapter' }], ctx);
   if (answer instanceof Error) throw answer;
   const replayed = typeof answer === 'object' && answer !== null && '$response' in answer;
   const event = (replayed ? (answer as { $response: { body: { id: string } } }).$response.body : answer) as { id: string };
@@ -38,7 +41,7 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
 }
 
 interface UsageBatch {
-  agentId: string; runId: string; issueId?: string | null; projectId?: string | null;
+  agentId: string; runId: string; issueId?: string | null; projectId?: string | null; source?: CostSource;
   /** `billingCode`: the runtime marks usage in flight when its run was stopped (`in_flight_at_stop`). */
   reports: Array<Omit<UsageInput, 'agentId' | 'runId' | 'issueId' | 'projectId'> & { idempotencyKey: string; billingCode?: string | null }>;
 }
@@ -52,7 +55,7 @@ interface UsageBatch {
 export async function recordUsagesService(input: unknown, ctx: CostsContext) {
   const batch = input as UsageBatch;
   const calls = batch.reports.map((report) => ({
-    ctx,
+    ctx, source: batch.source ?? 'adapter',
     request: {
       params: {}, query: {}, companyId: ctx.invocation.companyId,
       headers: { 'idempotency-key': `usage:${report.idempotencyKey}`.slice(0, 255) },
@@ -74,10 +77,15 @@ export async function recordUsagesService(input: unknown, ctx: CostsContext) {
   return { results, stopped: await hardStops(ctx, batch.agentId, batch.projectId ?? null) };
 }
 
-/** The `budget-blocks` service: the open hard stops of the calling company, one of its agents and a project. */
+/**
+ * The `budget-blocks` service: the open hard stops of the calling company, one of its agents
+ * and a project; the budget left before the nearest hard stop of those scopes; and the pause,
+ * if any, that keeps the agent from working (allowance.ts).
+ */
 export async function budgetBlocksService(input: unknown, ctx: CostsContext) {
   const { agentId, projectId } = input as { agentId: string; projectId?: string | null };
-  return { blocks: await hardStops(ctx, agentId, projectId ?? null) };
+  const blocks = await hardStops(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null);
+  return { blocks, ...(await budgetAllowance(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null, blocks)) };
 }
 
 async function hardStops(ctx: CostsContext, agentId: string, projectId: string | null): Promise<Scope[]> {

@@ -13,6 +13,7 @@ import { onAgentStatusChanged, onBudgetStopped, onCompanyStatusChanged } from '.
 import { heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
 import { adapterTestRoute, alphaLoginRoute } from './adapter-tools.ts';
 import { runTranscriptRoute } from './transcript.ts';
+import { runContextService } from './run-context.ts';
 
 export default definePlugin({
   capabilities: RUNTIME_CAPABILITIES,
@@ -42,6 +43,7 @@ export default definePlugin({
   services: {
     'adapter-report': withActivity(adapterReportService),
     'managed-routine': withActivity(managedRoutineService),
+    'run-context': runContextService,
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),

@@ -32,7 +32,7 @@ describe('policies that follow budgetMonthlyCents', () => {
     const body = await overview(company.id);
     expect(body).toEqual({
       companyId: company.id, policies: [defaults(company.id, 'company', company.id, 5000)],
-      activeIncidents: [], pausedAgentCount: 0, pausedProjectCount: 0, pendingApprovalCount: 0,
+      activeIncidents: [], pausedAgentCount: 0, pausedProjectCount: 0, pendingApprovalCount: 0, monthSpendBySource: [],
     });
   });
 

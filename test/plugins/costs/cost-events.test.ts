@@ -21,7 +21,7 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID), companyId: company.id, agentId: agent.id, ...ids, billingCode: 'R&D-7',
-      provider: 'alpha', biller: 'gateway-inc', billingType: 'metered_api', model: 'alpha-large',
+      provider: 'alpha', biller: 'gateway-inc', billingType: 'metered_api', model: 'alpha-large', source: 'self_reported',
       inputTokens: 1000, cachedInputTokens: 250, outputTokens: 300, costCents: 1234,
       occurredAt: occurredAt.toISOString(), createdAt: expect.stringMatching(ISO),
     });
@@ -30,7 +30,7 @@ describe('POST /api/companies/{companyId}/cost-events: accepted events', () => {
     expect(rows[0]).toMatchObject({
       company_id: company.id, agent_id: agent.id, project_id: ids.projectId, issue_id: ids.issueId, goal_id: ids.goalId, heartbeat_run_id: ids.heartbeatRunId,
       provider: 'alpha', biller: 'gateway-inc', model: 'alpha-large', billing_type: 'metered_api', billing_code: 'R&D-7',
-      cost_cents: '1234', input_tokens: '1000', cached_input_tokens: '250', output_tokens: '300', idempotency_key: null,
+      cost_cents: '1234', input_tokens: '1000', cached_input_tokens: '250', output_tokens: '300', idempotency_key: null, source: 'self_reported',
     });
     expect(new Date(rows[0].occurred_at).toISOString()).toBe(occurredAt.toISOString());
   });

@@ -58,6 +58,8 @@ function routes(): Array<[string, string, unknown?]> {
     ['GET', `/api/companies/${c}/costs/by-provider`],
     ['GET', `/api/companies/${c}/costs/by-biller`],
     ['GET', `/api/companies/${c}/costs/by-project`],
+    ['GET', `/api/companies/${c}/costs/by-source`],
+    ['GET', `/api/companies/${c}/costs/by-source?groupBy=model`],
     ['GET', `/api/companies/${c}/costs/window-spend`],
     ['GET', `/api/companies/${c}/costs/quota-windows`],
     ['PATCH', `/api/companies/${c}/budgets`, { budgetMonthlyCents: 1 }],
@@ -138,6 +140,9 @@ describe('cost routes in authenticated mode', () => {
     const key = await createAgentKey(t.api.as(admin), agent.id);
     const as = t.api.as(key);
     expect((await as.get(`/api/companies/${company.id}/costs/summary`)).status).toBe(200);
+    const bySource = await as.get(`/api/companies/${company.id}/costs/by-source?groupBy=model`);
+    expect(bySource.status, bySource.text).toBe(200);
+    expect(bySource.body.map((row: any) => [row.source, row.model])).toEqual([['self_reported', 'alpha-large']]);
     for (const [method, path, body] of [
       ['GET', `/api/companies/${company.id}/budgets/overview`], ['GET', `/api/companies/${company.id}/costs/quota-windows`],
       ['PATCH', `/api/companies/${company.id}/budgets`, { budgetMonthlyCents: 1 }], ['POST', `/api/companies/${company.id}/finance-events`, { kind: 'fee', direction: 'debit', amountCents: 1 }],

@@ -1,0 +1,61 @@
+/**
+ * Server-sent events as the meters read them: the exchange hands over only whole events (it
+ * forwards an SSE answer up to the last event boundary it has seen, see eventBoundary), so a
+ * block parses on its own. Lines end in LF, CRLF or CR; `data:` lines join with LF; comments
+ * and other fields are skipped.
+ */
+export interface SseEvent { event: string | null; data: string }
+
+export function parseEvents(block: string): SseEvent[] {
+  const events: SseEvent[] = [];
+  let name: string | null = null;
+  let data: string[] = [];
+  for (const line of block.split(/\r\n|\r|\n/)) {
+    if (line === '') {
+      if (data.length > 0) events.push({ event: name, data: data.join('\n') });
+      name = null;
+      data = [];
+      continue;
+    }
+    if (line.startsWith(':')) continue;
+    const colon = line.indexOf(':');
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? '' : line.slice(colon + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    if (field === 'event') name = value;
+    else if (field === 'data') data.push(value);
+  }
+  if (data.length > 0) events.push({ event: name, data: data.join('\n') });
+  return events;
+}
+
+const LF = 0x0a;
+const CR = 0x0d;
+
+/**
+ * The end of the last complete event in `bytes` (just after its blank line), or 0: what may be
+ * forwarded and metered now, the rest waiting for more bytes. Every spelling of a blank line
+ * counts (LF LF, CRLF CRLF, CR CR).
+ */
+export function eventBoundary(bytes: Buffer): number {
+  for (let index = bytes.length - 1; index > 0; index--) {
+    const byte = bytes[index];
+    if (byte !== LF && byte !== CR) continue;
+    const previous = bytes[index - 1];
+    if (byte === LF && previous === LF) return index + 1;
+    if (byte === CR && previous === CR) return index + 1;
+    if (byte === LF && previous === CR && index >= 3 && bytes[index - 2] === LF && bytes[index - 3] === CR) return index + 1;
+  }
+  return 0;
+}
+
+/** A JSON value of an event, or null when it is not JSON (`[DONE]`, a keep-alive). */
+export function jsonOf(data: string): Record<string, unknown> | null {
+  if (!data.startsWith('{')) return null;
+  try {
+    const value = JSON.parse(data) as unknown;
+    return value && typeof value === 'object' && !Array.isArray(value) ? value as Record<string, unknown> : null;
+  } catch {
+    return null;
+  }
+}

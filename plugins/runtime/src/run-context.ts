@@ -1,0 +1,17 @@
+import type { RuntimeContext } from './context.ts';
+
+/**
+ * The `run-context` service: a run of the calling company (the kernel attaches the company;
+ * another company's run is not found, like an unknown one), with the issue and project it
+ * works on and its status. The model gateway attributes a provider call with it, and refuses
+ * the calls of a run that has ended.
+ */
+export async function runContextService(input: unknown, ctx: RuntimeContext) {
+  const { runId } = input as { runId: string };
+  const { rows } = await ctx.db.query(
+    'select id::text as id, agent_id::text as agent_id, issue_id::text as issue_id, project_id::text as project_id, status from runs where id = $1 and company_id = $2',
+    [runId.toLowerCase(), ctx.invocation.companyId]);
+  const run = rows[0];
+  if (!run) return null;
+  return { runId: String(run.id), agentId: String(run.agent_id), issueId: (run.issue_id as string | null) ?? null, projectId: (run.project_id as string | null) ?? null, status: String(run.status) };
+}
