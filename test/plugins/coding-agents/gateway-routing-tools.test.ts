@@ -169,6 +169,23 @@ describe('the real tools through the model gateway\'s address', { timeout: 300_0
     await expectKeptNotCharged(run, PROVIDERS.openai);
   });
 
+  it('OpenCode with an anthropic/… model calls the anthropic provider with the run token as x-api-key and never holds the provider key', async () => {
+    const tool = await codingTool('opencode');
+    const agent = await createAgent(t.api, company.id, {
+      adapterType: 'delta_local',
+      adapterConfig: { command: tool, model: 'anthropic/claude-gw', timeoutSec: 240, graceSec: 2, env: { ANTHROPIC_API_KEY: await providerKey(), OPENCODE_DISABLE_MODELS_FETCH: '1' } },
+    });
+    const since = front.calls.length;
+    const run = await ranOnce(agent.id);
+    const calls = callsTo(PROVIDERS.anthropic, since).filter((call) => call.path === '/v1/messages');
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    for (const call of calls) expect(claims(call.headers['x-api-key'])).toMatchObject({ run_id: run.id });
+    const printed = toolResults(anthropic.messages().at(-1)!).map((result) => result.text).join('\n');
+    expect(printed).toContain(`SERVICE_LLM_URL=${front.url}/api/llm`);
+    expect(printed).not.toContain(PROVIDER_KEY);
+    await expectKeptNotCharged(run, PROVIDERS.anthropic);
+  });
+
   it('Gemini CLI calls the gemini provider with the run token as x-goog-api-key and never holds the provider key', async () => {
     const tool = await codingTool('gemini');
     const agent = await createAgent(t.api, company.id, {

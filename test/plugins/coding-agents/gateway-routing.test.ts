@@ -70,7 +70,9 @@ describe('routing each tool through the model gateway', () => {
     expect(driver.gateway!.kind(config({ model: null }))).toBeNull();
     expect(driver.gateway!.kind(config({ model: 'anthropic/claude-test', env: { OPENCODE_CONFIG_CONTENT: '{}' } }))).toBeNull();
     const routing = driver.gateway!.routing(target('anthropic'), config({ model: 'anthropic/claude-test' }));
-    expect(JSON.parse(routing.env.OPENCODE_CONFIG_CONTENT!)).toEqual({ provider: { anthropic: { options: { baseURL: `${target('anthropic').baseUrl}/v1`, apiKey: '{env:ANTHROPIC_API_KEY}' } } } });
+    expect(JSON.parse(routing.env.OPENCODE_CONFIG_CONTENT!)).toEqual({
+      provider: { anthropic: { npm: '@ai-sdk/anthropic', options: { baseURL: `${target('anthropic').baseUrl}/v1`, apiKey: '{env:ANTHROPIC_API_KEY}' }, models: { 'claude-test': {} } } },
+    });
     expect(routing.tokenVariables).toEqual(['ANTHROPIC_API_KEY']);
     const google = driver.gateway!.routing(target('gemini'), config({ model: 'google/gemini-test' }));
     expect(JSON.parse(google.env.OPENCODE_CONFIG_CONTENT!).provider.google.options.baseURL).toBe(`${target('gemini').baseUrl}/v1beta`);

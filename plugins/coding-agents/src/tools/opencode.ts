@@ -208,10 +208,10 @@ function jsonObject(text: string): Record<string, unknown> | null {
 }
 
 /** OpenCode's built-in providers the gateway can serve: the kind, the path under the gateway's base its SDK wants, the variable its key is read from. */
-const GATEWAY_PROVIDERS: Record<string, { kind: ProviderKind; path: string; keyVariable: string }> = {
-  anthropic: { kind: 'anthropic', path: '/v1', keyVariable: 'ANTHROPIC_API_KEY' },
-  openai: { kind: 'openai', path: '/v1', keyVariable: 'OPENAI_API_KEY' },
-  google: { kind: 'gemini', path: '/v1beta', keyVariable: 'GOOGLE_GENERATIVE_AI_API_KEY' },
+const GATEWAY_PROVIDERS: Record<string, { kind: ProviderKind; path: string; keyVariable: string; npm: string }> = {
+  anthropic: { kind: 'anthropic', path: '/v1', keyVariable: 'ANTHROPIC_API_KEY', npm: '@ai-sdk/anthropic' },
+  openai: { kind: 'openai', path: '/v1', keyVariable: 'OPENAI_API_KEY', npm: '@ai-sdk/openai' },
+  google: { kind: 'gemini', path: '/v1beta', keyVariable: 'GOOGLE_GENERATIVE_AI_API_KEY', npm: '@ai-sdk/google' },
 };
 const providerOf = (config: LocalConfig): string | null => {
   const slash = config.model?.indexOf('/') ?? -1;
@@ -237,8 +237,11 @@ const gateway: GatewaySupport = {
   routing(target, config) {
     const provider = providerOf(config)!;
     const served = GATEWAY_PROVIDERS[provider]!;
+    // The SDK package and the model named too: OpenCode then knows them without its model catalog (models.dev).
+    const model = config.model!.slice(provider.length + 1);
+    const settings = { npm: served.npm, options: { baseURL: `${target.baseUrl}${served.path}`, apiKey: `{env:${served.keyVariable}}` }, models: { [model]: {} } };
     return {
-      env: { OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider: { [provider]: { options: { baseURL: `${target.baseUrl}${served.path}`, apiKey: `{env:${served.keyVariable}}` } } } }) },
+      env: { OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider: { [provider]: settings } }) },
       tokenVariables: [served.keyVariable],
       withholdVariables: ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'GOOGLE_GENERATIVE_AI_API_KEY', 'GEMINI_API_KEY'],
     };
