@@ -59,10 +59,14 @@ export class ModelGateway {
    */
   async forward(request: ProxyRequest): Promise<void> {
     const spec = checkProxySpec(request.spec);
+    let clientGone = request.res.destroyed;
+    request.res.once('close', () => { if (!request.res.writableFinished) clientGone = true; });
     const [target, key] = await Promise.all([
       checkProxyUrl(spec.url, this.config, { allowQuery: true }),
       this.credentials.reveal(request.companyId, spec.credential.secretId, spec.credential.version),
     ]);
+    // A client that left while the plugin decided gets nothing forwarded (and nothing is recorded).
+    if (clientGone) return;
     const body = spec.setBodyFields ? Buffer.from(JSON.stringify({ ...request.parsedBody, ...spec.setBodyFields })) : request.rawBody;
     const callId = this.calls.newId();
     const meter = meterFor(spec.meter, body.length);
@@ -99,8 +103,8 @@ export class ModelGateway {
     } catch (error) {
       const reason = stopReason as StopReason | null;
       await finish({ status: reason ?? 'upstream_error', httpStatus: null, model: null, usage: { ...ZERO_USAGE }, usageEstimated: false, firstByteMs: null });
-      if (reason === 'timed_out') throw new KeelError(504, 'upstream_timeout', 'The model provider did not answer in time');
-      throw new KeelError(502, 'upstream_unreachable', `The model provider could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`);
+      if (reason === 'timed_out') throw new KeelError(504, 'upstream_timeout', 'The model provider did not answer in time', { expose: true });
+      throw new KeelError(502, 'upstream_unreachable', `The model provider could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`, { expose: true });
     }
     try {
       await opened;

@@ -32,7 +32,7 @@ export class ProxyCredentials {
       revealed = await this.deps.vault.reveal(this.deps.db, companyId, secretId, selector);
     } catch (error) {
       if (error instanceof KeelError && error.status < 500) {
-        throw new KeelError(502, 'proxy_credential_unavailable', `The provider key of this call could not be read from the vault: ${error.message}`, { details: { reason: error.code } });
+        throw new KeelError(502, 'proxy_credential_unavailable', `The provider key of this call could not be read from the vault: ${error.message}`, { details: { reason: error.code }, expose: true });
       }
       throw error;
     }

@@ -44,7 +44,7 @@ function isListed(config: KeelConfig, host: string, port: number): boolean {
 }
 
 function denied(reason: string, rule = 'proxy_target'): KeelError {
-  return new KeelError(502, 'proxy_target_denied', `The proxy target ${reason}`, { details: { reason: rule } });
+  return new KeelError(502, 'proxy_target_denied', `The proxy target ${reason}`, { details: { reason: rule }, expose: true });
 }
 
 /** The plugin-facing verdict (ctx.http.checkProxyTarget): never throws for a refused address. */

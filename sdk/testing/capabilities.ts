@@ -51,6 +51,7 @@ export async function serveCall(services: CapabilityServices, capability: string
       record(activityEntry(args, info));
       return null;
     case 'http':
+      if (method === 'checkProxyTarget') return services.http.checkProxyTarget(args[0]);
       if (method !== 'fetch') break;
       return services.http.fetch(args[0], args[1]);
     case 'folders': {

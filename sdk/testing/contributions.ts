@@ -9,7 +9,7 @@ import { PluginCallError } from './errors.ts';
  * its `content-type` header; server-sent events are in `events` (and `stream.channel` when the
  * kernel would hold the connection on that channel of the request's company).
  */
-export interface RouteAnswer { status: number; body: unknown; headers: Record<string, string>; events?: unknown[]; stream?: { channel: string } }
+export interface RouteAnswer { status: number; body: unknown; headers: Record<string, string>; events?: unknown[]; stream?: { channel: string }; proxy?: Record<string, unknown> }
 
 // The same ajv settings as the host's route dispatch: defaults applied, query values coerced.
 const bodyAjv = pluginSchemaAjv({ allErrors: true, useDefaults: true });
@@ -59,6 +59,9 @@ export function successAnswer(value: unknown, successStatus: number, response?: 
     if (name.toLowerCase() === 'content-type') contentType = String(headerValue).split(';')[0]!.trim().toLowerCase();
     else if (/^(x-[a-z0-9-]+|cache-control|etag|location|content-language|content-disposition|mcp-session-id)$/i.test(name) && !/^x-(request-id|content-type-options)$/i.test(name)) headers[name.toLowerCase()] = String(headerValue);
   }
+  const proxy = (envelope as { proxy?: Record<string, unknown> }).proxy;
+  // A proxy answer (respondProxy): the spec as the kernel would receive it; the exchange itself is the kernel's.
+  if (proxy !== undefined) return { status: 200, body: null, headers: {}, proxy };
   if (envelope.events !== undefined || envelope.stream !== undefined) {
     if (response?.stream !== 'sse') throw new PluginCallError(502, 'plugin_invalid_response', "The plugin answered server-sent events on a route that does not declare response.stream 'sse'");
     return { status: 200, body: null, headers: { ...headers, 'content-type': 'text/event-stream' }, events: envelope.events ?? [], ...(envelope.stream ? { stream: envelope.stream } : {}) };

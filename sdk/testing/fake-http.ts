@@ -42,6 +42,21 @@ export class FakeHttp {
     this.requests.length = 0;
   }
 
+  /**
+   * ctx.http.checkProxyTarget without DNS: https (or http to 127.0.0.1 or localhost, which the
+   * tests' local providers use; a real instance needs them in llm.privateNetworkHosts), no
+   * credentials, query or fragment. The host's rule also refuses private addresses after DNS.
+   */
+  async checkProxyTarget(rawUrl: unknown): Promise<{ ok: boolean; reason: string | null }> {
+    let url: URL;
+    try { url = new URL(String(rawUrl)); } catch { return { ok: false, reason: 'is not an absolute URL' }; }
+    const local = url.hostname === '127.0.0.1' || url.hostname === 'localhost';
+    if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) return { ok: false, reason: `uses ${url.protocol.replace(/:$/, '')}; only https (or http to a listed host) is forwarded` };
+    if (url.username || url.password) return { ok: false, reason: 'carries credentials' };
+    if (url.search || url.hash || String(rawUrl).includes('?') || String(rawUrl).includes('#')) return { ok: false, reason: 'carries a query or fragment' };
+    return { ok: true, reason: null };
+  }
+
   async fetch(rawUrl: unknown, rawInit: unknown): Promise<{ status: number; headers: Record<string, string>; body: string }> {
     let url: URL;
     try { url = new URL(String(rawUrl)); } catch { throw new CapabilityFault(400, 'invalid_url', `"${String(rawUrl)}" is not an absolute URL`); }

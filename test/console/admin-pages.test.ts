@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,7 @@ import { boardToken, createCompany } from '../support/fixtures.ts';
 import { launchChromium, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.url));
+const USAGE_CALLER = fileURLToPath(new URL('../plugins/costs/fixtures/usage-caller', import.meta.url));
 const UI_TIMEOUT = 20_000;
 
 /**
@@ -167,6 +169,30 @@ describe('console: plugin pages, past backups, company deletion and policy deact
     expect((await admin.delete(`/api/companies/${brief.id}`)).status).toBe(200);
     await briefRow.getByRole('button', { name: 'Deactivate the policy of Project Pier' }).click();
     await poll(() => briefRow.getByRole('alert').textContent()).toBe('Company not found');
+  }, 60_000);
+
+  it('shows spend measured by the gateway apart from reported spend, per source and model, on the costs page', async () => {
+    expect((await admin.post('/api/plugins/install', { localPath: USAGE_CALLER })).status).toBe(201);
+    expect((await admin.post('/api/plugins/usage-caller/enable', {})).status).toBe(200);
+    const agent = await admin.post(`/api/companies/${companyId}/agents`, { name: 'Meter' });
+    expect(agent.status, agent.text).toBe(201);
+    const at = '2025-03-03T10:00:00.000Z';
+    const posted = await admin.post(`/api/companies/${companyId}/cost-events`, { agentId: agent.body.id, provider: 'alpha', model: 'alpha-large', costCents: 125, occurredAt: at, inputTokens: 40 });
+    expect(posted.status, posted.text).toBe(201);
+    const measured = await admin.post(`/api/plugins/usage-caller/companies/${companyId}/call/record-usage`, {
+      agentId: agent.body.id, runId: randomUUID(), provider: 'Anthropic main', model: 'claude-sonnet', biller: 'anthropic', billingType: 'metered_api',
+      inputTokens: 1200, cachedInputTokens: 300, outputTokens: 450, costCents: 987, occurredAt: at, source: 'gateway',
+    }, { headers: { 'idempotency-key': randomUUID() } });
+    expect(measured.status, measured.text).toBe(200);
+
+    await page.goto(`${t.url}/companies/${companyId}/costs`);
+    await poll(() => page.getByTestId('measured-spend').textContent()).toBe('$9.87');
+    expect(await page.getByTestId('reported-spend').textContent()).toBe('$1.25');
+    const table = page.getByRole('table', { name: 'Spend per source and model' });
+    const rows = table.getByRole('row');
+    await poll(() => rows.count()).toBe(3);
+    expect((await rows.nth(1).getByRole('cell').allTextContents())).toEqual(['Gateway (measured)', 'Anthropic main', 'claude-sonnet', '$9.87', '1200', '300', '450', '1']);
+    expect((await rows.nth(2).getByRole('cell').allTextContents())).toEqual(['Self-reported', 'alpha', 'alpha-large', '$1.25', '40', '0', '0', '1']);
   }, 60_000);
 
   it('passes axe-core with no serious violations on the new pages and fits a 390-wide screen', async () => {

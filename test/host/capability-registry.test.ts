@@ -65,6 +65,8 @@ const examples = (): Record<string, unknown[]> => ({
   'runs.close': [randomUUID(), { status: 'cancelled' }],
   'runs.get': [[randomUUID()]],
   'secrets.resolveEnvironment': [agent.id],
+  'secrets.store': [{ name: 'probe', value: 'probe-value' }],
+  'secrets.describe': [randomUUID()],
   'services.call': ['nobody', 'nothing', {}],
   'services.adapterContributor': ['probe_type'],
   'streams.publish': ['probe', { n: 1 }],

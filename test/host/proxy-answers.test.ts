@@ -106,6 +106,37 @@ describe('forwarding', () => {
       await upstream.close();
     }
   });
+  it('meters events split across chunks at any byte, with CRLF line ends, and forwards every byte', async () => {
+    const frames = [
+      { type: 'message_start', message: { model: 'claude-split', usage: { input_tokens: 11, cache_read_input_tokens: 3, cache_creation_input_tokens: 2, output_tokens: 1 } } },
+      { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'split \u00e9\u00e9 text' } },
+      { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 9 } },
+      { type: 'message_stop' },
+    ];
+    const wire = Buffer.from(frames.map((data) => `event: ${data.type}\r\ndata: ${JSON.stringify(data)}\r\n\r\n`).join(''));
+    const upstream = await startUpstream(async (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let at = 0; at < wire.length; at += 7) {
+        res.write(wire.subarray(at, at + 7));
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      res.end();
+    });
+    try {
+      const res = await proxyCall(s, { model: 'claude-split', stream: true, fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic', tag: 'split' }) });
+      expect(Buffer.from(await res.arrayBuffer()).equals(wire)).toBe(true);
+      expect(await finishedEvent(s, 'split')).toMatchObject({ status: 'completed', usageEstimated: false, usage: { inputTokens: 11, cachedInputTokens: 3, cacheWriteTokens: 2, outputTokens: 9 } });
+    } finally {
+      await upstream.close();
+    }
+  });
+
+  it('answers 502 upstream_unreachable when the provider refuses the connection, and records the call as upstream_error', async () => {
+    const res = await proxyCall(s, { model: 'm', fx: fx({ url: 'http://127.0.0.1:1/v1/messages', meter: 'anthropic', tag: 'unreachable' }) });
+    expect(res.status).toBe(502);
+    expect((await res.json()).code).toBe('upstream_unreachable');
+    expect(await finishedEvent(s, 'unreachable')).toMatchObject({ status: 'upstream_error', httpStatus: null, costCents: 0, firstByteMs: null });
+  });
 });
 
 describe('meters: the provider\'s own usage, exactly', () => {

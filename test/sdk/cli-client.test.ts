@@ -354,6 +354,11 @@ describe('operator groups', { timeout: 120_000 }, () => {
     const summaryJson = json(await api(['cost', 'summary', '-C', company.id, '--json']));
     expect(summaryJson).toMatchObject({ companyId: company.id, spendCents: 0, budgetCents: 12345 });
     expect(json(await api(['cost', 'breakdown', '--by', 'provider', '-C', company.id, '--json']))).toEqual([]);
+    const posted = await t.api.post(`/api/companies/${company.id}/cost-events`, { agentId: agent.id, provider: 'alpha', model: 'alpha-large', costCents: 0, occurredAt: '2025-01-01T00:00:00Z' });
+    expect(posted.status, posted.text).toBe(201);
+    expect(json(await api(['cost', 'breakdown', '--by', 'source', '-C', company.id, '--json'])).map((r: any) => [r.source, r.eventCount])).toEqual([['self_reported', 1]]);
+    expect(json(await api(['cost', 'breakdown', '--by', 'source-model', '-C', company.id, '--json'])).map((r: any) => [r.source, r.provider, r.model])).toEqual([['self_reported', 'alpha', 'alpha-large']]);
+    expect((await api(['cost', 'breakdown', '--by', 'source-model', '-C', company.id])).stdout).toMatch(/self_reported\s+alpha\s+alpha-large/);
     const overview = json(await api(['budget', 'overview', '-C', company.id, '--json']));
     expect(overview.policies.length).toBeGreaterThanOrEqual(2);
     const bad = await api(['budget', 'set', 'lots', '-C', company.id]);

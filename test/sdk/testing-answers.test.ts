@@ -24,3 +24,22 @@ describe('createTestHost with raw and streamed answers', () => {
     expect((await host.callRoute('plain-json', { params: { how: 'typed' } })).status).toBe(502);
   });
 });
+
+describe('createTestHost with a proxy route', () => {
+  const PROXY_FX = fileURLToPath(new URL('../host/fixtures/proxy-fx', import.meta.url));
+  const AGENT = { type: 'agent' as const, id: '00000000-0000-4000-8000-0000000000a1', agentId: '00000000-0000-4000-8000-0000000000a1' };
+
+  it('answers the spec a respondProxy gives (the kernel forwards it), and serves ctx.http.checkProxyTarget', async () => {
+    const proxyHost = await createTestHost(PROXY_FX);
+    try {
+      const fx = { url: 'https://api.example.com/v1/messages', secretId: '00000000-0000-4000-8000-0000000000b1', meter: 'anthropic', rates: null, limitCents: null };
+      const answer = await proxyHost.callRoute('forward', { params: { wire: 'anthropic' }, body: { model: 'm', fx }, actor: AGENT, companyId: COMPANY });
+      expect(answer).toMatchObject({ status: 200, proxy: { url: fx.url, meter: 'anthropic', credential: { secretId: fx.secretId, header: 'x-api-key' }, report: { agentId: AGENT.agentId, model: 'm' } } });
+      expect((await proxyHost.callRoute('forward', { params: { wire: 'anthropic' }, body: { fx } })).status).toBe(401);
+      expect((await proxyHost.callRoute('check', { body: { url: 'https://api.example.com' } })).body).toEqual({ ok: true, reason: null });
+      expect((await proxyHost.callRoute('check', { body: { url: 'http://api.example.com' } })).body).toMatchObject({ ok: false });
+    } finally {
+      proxyHost.dispose();
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import { api } from '../api.ts';
 import { BudgetPolicies, type PolicyView } from './budget-policies.tsx';
+import { SpendBySource } from './spend-by-source.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, useLoad } from '../ui.tsx';
 
 interface Bar { label: string; cents: number }
@@ -90,6 +91,8 @@ export function CostsPage({ companyId }: { companyId: string }) {
         <BarChart title="By provider" bars={(byProvider.data ?? []).map((row) => ({ label: row.provider, cents: row.spendCents }))} />
         <BarChart title="By project" bars={(byProject.data ?? []).map((row) => ({ label: row.projectName ?? row.projectId?.slice(0, 8) ?? 'no project', cents: row.spendCents }))} />
       </div>
+      <h2>Spend by source</h2>
+      <SpendBySource companyId={companyId} />
       <h2>Budgets</h2>
       <ErrorNote error={overview.error} />
       <div className="grid2">

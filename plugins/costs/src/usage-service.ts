@@ -4,7 +4,8 @@ import { acceptCostEvents, type CostSource } from './cost-events.ts';
 import { budgetAllowance } from './allowance.ts';
 
 interface UsageInput {
-  agentId: string; runId: string; issueId: string | null; projectId: string | null;
+  /** issueId and projectId may be left out (no issue, no project). */
+  agentId: string; runId: string; issueId?: string | null; projectId?: string | null;
   provider: string; model: string; biller: string; billingType: string;
   inputTokens: number; cachedInputTokens: number; outputTokens: number; costCents: number; occurredAt: string;
   /** Who measured the usage (default `adapter`: the runtime read it from a tool's output). */
@@ -29,7 +30,7 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
     headers: key ? { 'idempotency-key': `usage:${key}`.slice(0, 255) } : {},
     body: {
       agentId: usage.agentId, provider: usage.provider, model: usage.model, biller: usage.biller, billingType: usage.billingType,
-      costCents: usage.costCents, occurredAt: usage.occurredAt, issueId: usage.issueId, projectId: usage.projectId, heartbeatRunId: usage.runId,
+      costCents: usage.costCents, occurredAt: usage.occurredAt, issueId: usage.issueId ?? null, projectId: usage.projectId ?? null, heartbeatRunId: usage.runId,
       inputTokens: usage.inputTokens, cachedInputTokens: usage.cachedInputTokens, outputTokens: usage.outputTokens,
     },
   };
@@ -37,7 +38,7 @@ export async function recordUsageService(input: unknown, ctx: CostsContext) {
   if (answer instanceof Error) throw answer;
   const replayed = typeof answer === 'object' && answer !== null && '$response' in answer;
   const event = (replayed ? (answer as { $response: { body: { id: string } } }).$response.body : answer) as { id: string };
-  return { costEventId: event.id, duplicate: replayed, stopped: await hardStops(ctx, usage.agentId, usage.projectId) };
+  return { costEventId: event.id, duplicate: replayed, stopped: await hardStops(ctx, usage.agentId, usage.projectId ?? null) };
 }
 
 interface UsageBatch {

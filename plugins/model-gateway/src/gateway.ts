@@ -40,7 +40,13 @@ async function decide(key: GatewayRouteKey, request: RouteRequest, ctx: GatewayC
   if (!agentId || !companyId) {
     throw new GatewayRefusal('unauthenticated', 'invalid_api_key', 'Keel model gateway: send the run token (or the agent key with X-Service-Run-Id) of an agent as the API key');
   }
-  const provider = await providerOfCompany(ctx, request.params.providerId, companyId);
+  // Three independent reads at once (the provider with its company's limits, the run, the agent);
+  // their answers are judged in the order below, whatever order they arrive in.
+  const [provider, run, config] = await allOf([
+    providerOfCompany(ctx, request.params.providerId, companyId),
+    runId ? ctx.services.call<RunContext | null>('runtime', 'run-context', { runId }) : Promise.resolve(null),
+    ctx.agents.getConfig(agentId),
+  ] as const);
   if (!provider || provider.kind !== route.kind) throw new GatewayRefusal('not_found', 'provider_not_found', 'Keel model gateway: no such model provider of this kind in the agent\'s company');
   const gemini = key === 'gemini-models' ? geminiAction(request.params.modelAction) : null;
   if (key === 'gemini-models' && !gemini) throw new GatewayRefusal('not_found', 'path_not_found', 'Keel model gateway: only models/{model}:generateContent and :streamGenerateContent are served');
@@ -49,10 +55,8 @@ async function decide(key: GatewayRouteKey, request: RouteRequest, ctx: GatewayC
   if (typeof model !== 'string' || model.length === 0 || model.length > 200) throw new GatewayRefusal('invalid_request', 'model_required', 'Keel model gateway: the request must name its model');
 
   if (!runId) throw new GatewayRefusal('unauthenticated', 'run_required', 'Keel model gateway: calls are made for a run: send the run token, or the agent key with X-Service-Run-Id of a live run');
-  const run = await ctx.services.call<RunContext | null>('runtime', 'run-context', { runId });
   if (!run || run.agentId !== agentId || !LIVE_RUN.has(run.status)) throw new GatewayRefusal('unauthenticated', 'run_ended', 'Keel model gateway: the run of this token has ended');
 
-  const config = await ctx.agents.getConfig(agentId);
   if (!config) throw new GatewayRefusal('unauthenticated', 'invalid_api_key', 'Keel model gateway: unknown agent');
   if (config.status === 'paused') throw new GatewayRefusal('forbidden', 'agent_paused', 'Keel model gateway: this agent is paused; no model calls until the board resumes it');
   if (!modelAllowed(config.runtimeConfig.allowedModels, model)) {
@@ -105,4 +109,12 @@ async function providerOfCompany(ctx: GatewayContext, providerId: string | undef
   const row = rows[0] as unknown as GatewayProvider | undefined;
   if (!row || !row.api_key_secret_id) return null;
   return { ...row, calls_per_minute: row.calls_per_minute ?? null, tokens_per_minute: row.tokens_per_minute ?? null };
+}
+
+/** Every promise settled before the first failure is thrown: no read of this call outlives its answer. */
+async function allOf<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(promises);
+  const failed = settled.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
+  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

@@ -3,7 +3,7 @@ import { GATEWAY_CAPABILITIES } from './context.ts';
 import { gatewayRoute } from './gateway.ts';
 import { getLimits, putLimits } from './limits.ts';
 import { onProxyFinished } from './metering.ts';
-import { createProvider, deleteProvider, getProvider, listProviders, updateProvider } from './providers.ts';
+import { createProvider, deleteProvider, getProvider, listProviders, onCompanyDeleted, updateProvider } from './providers.ts';
 import { routeForService } from './route-for.ts';
 import { testProvider } from './test-call.ts';
 
@@ -27,6 +27,7 @@ export default definePlugin({
   // Durable subscriber: each finished call arrives at least once; metering is idempotent by callId.
   events: {
     'proxy.finished': onProxyFinished,
+    'company.deleted': onCompanyDeleted,
   },
   services: {
     'route-for': routeForService,

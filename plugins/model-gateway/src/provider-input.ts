@@ -4,7 +4,7 @@ import { isObject, type GatewayContext } from './context.ts';
 /** The key of a create or patch body: a plain value, or a reference to a secret of the company. */
 export type ApiKeyInput = string | { type: 'secret_ref'; secretId: string; version?: number | 'latest' };
 
-/** Where a provider's key is: a secret of the company's vault, a pinned version or the latest (null). */
+/** Where a provider's key is: a secret of the company's vault, a pinned version or the latest (null: only for a reference the board gave without a version). */
 export interface KeyReference { secretId: string; version: number | null }
 
 const refusal = (code: string, field: string, message: string) =>
@@ -58,7 +58,8 @@ export async function checkedReference(ctx: GatewayContext, key: Exclude<ApiKeyI
 export async function storedKey(ctx: GatewayContext, providerId: string, providerName: string, value: string): Promise<KeyReference> {
   if (value.trim().length === 0) throw refusal('invalid_api_key', 'apiKey', 'apiKey must not be blank');
   const stored = await ctx.secrets.store({ name: `provider/${providerId}`, value, description: `API key of model provider "${providerName}"` });
-  return { secretId: stored.secretId, version: null };
+  // Pinned to the version just written: a later key is a new version, and the provider follows it when it is patched.
+  return { secretId: stored.secretId, version: stored.version };
 }
 
 export const isReference = (value: unknown): value is Exclude<ApiKeyInput, string> => isObject(value) && value.type === 'secret_ref';

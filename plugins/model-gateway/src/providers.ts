@@ -109,3 +109,12 @@ export async function deleteProvider(request: RouteRequest, ctx: GatewayContext)
   await ctx.activity.record({ action: 'model_provider.deleted', entityType: 'model_provider', entityId: before.id, details: { name: before.name, kind: before.kind, apiKeySecretId: before.api_key_secret_id } });
   return { ok: true, id: before.id };
 }
+
+/** `company.deleted`: the company's providers, limits and counters go with it (its vault secrets go with the kernel's company). */
+export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: GatewayContext): Promise<void> {
+  const companyId = String(payload.companyId ?? '');
+  if (!companyId) return;
+  for (const table of ['providers', 'limits', 'minute_counters', 'metered_calls']) {
+    await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
+  }
+}

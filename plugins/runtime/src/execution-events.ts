@@ -3,7 +3,7 @@ import { contributorOf, runChannel, type Row, type RuntimeContext } from './cont
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
 import { keepSession } from './sessions.ts';
-import { countUnmetered, keepToolReported, meterUsage } from './usage.ts';
+import { countUnmetered, keepToolReported, meterUsage, type UsageSource } from './usage.ts';
 import { meteringOf } from './after-stop.ts';
 import { firstDelivery } from './handled-events.ts';
 import { keepTranscript } from './transcript.ts';
@@ -20,6 +20,8 @@ interface FinishedEvent {
 const isObject = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** The largest output event relayed to a run's stream as it is (the hub takes 7,000 bytes). */
 const MAX_RELAYED = 6_000;
+/** The plugin that runs agents on run servers (plugins/remote-runner). */
+const REMOTE_RUNNER = 'remote-runner';
 
 async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefined> {
   const { rows } = await ctx.db.query('select * from runs where id = $1 and company_id = $2 for update', [runId, ctx.invocation.companyId]);
@@ -40,7 +42,7 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: R
 }
 
 /** `recordedAt`: when the executor recorded the outputs (their event's time); usage after the run's stop is metered only if in flight (after-stop.ts). */
-async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt: string | null): Promise<void> {
+async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt: string | null, source: UsageSource = 'adapter'): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run || !Array.isArray(event.outputs)) return;
   const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
@@ -54,7 +56,7 @@ async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt:
   if (usage.length > 0) {
     const metering = meteringOf(run, recordedAt);
     if (metering.kind === 'after_stop') await countUnmetered(ctx, run, usage.length);
-    else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null);
+    else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null, source);
   }
   for (const { output, line } of lines) {
     if (line.type === 'service.transcript' && Array.isArray(line.entries)) await keepTranscript(ctx, run, output.seq, line.entries.slice(0, 100));
@@ -93,12 +95,12 @@ export async function onExecutionFinished(payload: Record<string, unknown>, ctx:
   await applyFinished(ctx, payload as unknown as FinishedEvent);
 }
 
-async function applyFinished(ctx: RuntimeContext, event: FinishedEvent): Promise<void> {
+async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter'): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run) return;
   const response = isObject(event.response) ? event.response : null;
   if (response) {
-    if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }]);
+    if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }], null, source);
     if (typeof response.sessionId === 'string') await keepSession(ctx, run, response.sessionId);
   }
   const current = (await runOf(ctx, event.runId))!;
@@ -129,13 +131,16 @@ export async function adapterReportService(input: unknown, ctx: RuntimeContext):
     throw new PluginError(404, 'run_not_found', 'No run of this plugin has that execution');
   }
   const ids = { executionId: report.executionId, runId: String(run.id), agentId: String(run.agent_id) };
-  if (report.outputs && report.outputs.length > 0) await applyOutputs(ctx, { ...ids, outputs: report.outputs }, typeof report.recordedAt === 'string' ? report.recordedAt : null);
+  // The usage a run server reported for a remote run is recorded as such (cost source
+  // remote_runner); the caller is the kernel's word, so no other plugin can claim it.
+  const source: UsageSource = caller === REMOTE_RUNNER ? 'remote_runner' : 'adapter';
+  if (report.outputs && report.outputs.length > 0) await applyOutputs(ctx, { ...ids, outputs: report.outputs }, typeof report.recordedAt === 'string' ? report.recordedAt : null, source);
   if (report.finished) {
     const end = report.finished;
     await applyFinished(ctx, {
       ...ids, status: end.status, exitCode: end.exitCode ?? null, signal: end.signal ?? null, httpStatus: end.httpStatus ?? null, errorCode: end.errorCode ?? null,
       logBytes: end.logBytes ?? 0, logSha256: end.logSha256 ?? null, response: end.response ?? null, error: end.error ?? null,
-    });
+    }, source);
   }
   return { ok: true };
 }

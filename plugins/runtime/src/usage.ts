@@ -37,6 +37,9 @@ export function parseUsage(data: Record<string, unknown>): UsageReport | null {
 
 interface Recorded { results: Array<{ costEventId: string; duplicate: boolean }>; stopped: Array<{ scopeType: 'company' | 'agent' | 'project'; scopeId: string }> }
 
+/** Who measured a run's usage, as the costs plugin records it: a tool's output, or a run server for a remote run. */
+export type UsageSource = 'adapter' | 'remote_runner';
+
 /** A usage claim as it arrived: the line's object and the key that makes its redelivery count once. */
 export interface UsageClaim { data: Record<string, unknown>; sourceKey: string }
 
@@ -48,7 +51,7 @@ export interface UsageClaim { data: Record<string, unknown>; sourceKey: string }
  * is ended at once (its process killed) rather than when the holds' events arrive. Each claim's
  * `sourceKey` makes a redelivered report count once. Malformed claims are counted as rejected.
  */
-export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[], inFlightAt: string | null = null): Promise<void> {
+export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[], inFlightAt: string | null = null, source: UsageSource = 'adapter'): Promise<void> {
   const parsed = claims.map((claim) => ({ claim, report: parseUsage(claim.data) }));
   const valid = parsed.filter((item): item is { claim: UsageClaim; report: UsageReport } => item.report !== null);
   const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };
@@ -59,7 +62,7 @@ export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageCla
     const occurredAt = inFlightAt ?? new Date().toISOString();
     const marker = inFlightAt ? { billingCode: IN_FLIGHT_BILLING_CODE } : {};
     recorded = await ctx.services.call<Recorded>('costs', 'record-usages', {
-      agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null,
+      agentId: run.agent_id, runId: run.id, issueId: run.issue_id ?? null, projectId: run.project_id ?? null, source,
       reports: valid.map(({ claim, report }) => ({ ...report, ...marker, occurredAt, idempotencyKey: claim.sourceKey })),
     });
   }

@@ -6,7 +6,7 @@ import { parsePayload } from './payload.ts';
 /** Costs and budgets (plugins/costs; docs/api/costs.md). */
 type Options = GlobalOptions & Record<string, any>;
 
-const BREAKDOWNS = ['by-agent', 'by-agent-model', 'by-provider', 'by-biller', 'by-project'] as const;
+const BREAKDOWNS = ['by-agent', 'by-agent-model', 'by-provider', 'by-biller', 'by-project', 'by-source', 'by-source-model'] as const;
 
 function dollars(value: unknown): string {
   return typeof value === 'number' ? `$${(value / 100).toFixed(2)}` : '-';
@@ -21,8 +21,13 @@ export async function breakdownCommand(options: Options): Promise<void> {
   const by = options.by ?? 'agent';
   const route = `by-${by}`;
   if (!(BREAKDOWNS as readonly string[]).includes(route)) throw new CliError('usage', `--by takes ${BREAKDOWNS.map((b) => b.slice(3)).join(', ')}, got ${by}`);
-  const rows = await clientFor(options).get<Array<Record<string, unknown>>>(path`/api/companies/${companyIdFor(options)}/costs/` + route, { from: options.from, to: options.to });
-  const key = { agent: ['agentName'], 'agent-model': ['agentName', 'provider', 'model'], provider: ['provider'], biller: ['biller'], project: ['projectId'] }[by as 'agent'] ?? [];
+  // Spend per source and model is the by-source route grouped by model.
+  const query = by === 'source-model' ? { from: options.from, to: options.to, groupBy: 'model' } : { from: options.from, to: options.to };
+  const rows = await clientFor(options).get<Array<Record<string, unknown>>>(path`/api/companies/${companyIdFor(options)}/costs/` + (by === 'source-model' ? 'by-source' : route), query);
+  const key = {
+    agent: ['agentName'], 'agent-model': ['agentName', 'provider', 'model'], provider: ['provider'], biller: ['biller'], project: ['projectId'],
+    source: ['source'], 'source-model': ['source', 'provider', 'model'],
+  }[by as 'agent'] ?? [];
   emitList(options, rows, [...key, ['SPEND', (r) => dollars(r.spendCents)], 'inputTokens', 'outputTokens', 'eventCount'], 'No spend');
 }
 

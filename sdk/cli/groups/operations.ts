@@ -32,8 +32,8 @@ export function registerOperations(program: Command): void {
   const costs = program.command('cost').description('spend');
   const period = (command: Command) => command.option('--from <iso>', 'from (ISO date-time)').option('--to <iso>', 'to (ISO date-time)');
   period(scoped(costs.command('summary').description("the company's spend against its budget"))).action(run(lazy(cost, 'summaryCommand')));
-  period(scoped(costs.command('breakdown').description('spend per agent, agent and model, provider, biller or project')))
-    .addOption(new Option('--by <what>', 'the breakdown').choices(['agent', 'agent-model', 'provider', 'biller', 'project']).default('agent'))
+  period(scoped(costs.command('breakdown').description('spend per agent, agent and model, provider, biller, project, source (gateway, adapter, ...) or source and model')))
+    .addOption(new Option('--by <what>', 'the breakdown').choices(['agent', 'agent-model', 'provider', 'biller', 'project', 'source', 'source-model']).default('agent'))
     .action(run(lazy(cost, 'breakdownCommand')));
   scoped(costs.command('windows').description('rolling spend over 5h, 24h and 7d')).action(run(lazy(cost, 'windowsCommand')));
 

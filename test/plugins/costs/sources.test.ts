@@ -86,6 +86,14 @@ describe('source of cost events', () => {
     }
   });
 
+  it('record-usage may leave out issueId and projectId (a call with no issue or project)', async () => {
+    const { issueId: _issue, projectId: _project, ...bare } = usage(agent.id, 2, { source: 'gateway' });
+    const res = await callService(company.id, 'record-usage', bare, randomUUID());
+    expect(res.status, res.text).toBe(200);
+    const { rows } = await t.sql.query('select issue_id, project_id, source from plugin_costs.cost_events where id = $1', [res.body.costEventId]);
+    expect(rows).toEqual([{ issue_id: null, project_id: null, source: 'gateway' }]);
+  });
+
   it('record-usages applies its source to every report, adapter by default', async () => {
     const batch = (source?: string) => ({
       agentId: agent.id, runId: randomUUID(), ...(source ? { source } : {}),

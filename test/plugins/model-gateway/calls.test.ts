@@ -177,4 +177,49 @@ describe('calls through the gateway, metered from the provider\'s own answer', (
     expect(await costRows(world.t, company.id)).toHaveLength(1);
     expect(await tokens()).toBe(180_000);
   });
+
+  it('attributes the cost event to the run\'s issue and project, and writes no activity entry per call', async () => {
+    const company = await createCompany(world.t.api);
+    const provider = await addProvider(world.t.api, company.id, { baseUrl: anthropic.url, apiKey: 'sk-ant-company-key', models: [{ model: '*', inputCentsPerMTok: 1, cachedInputCentsPerMTok: 1, cacheWriteCentsPerMTok: 1, outputCentsPerMTok: 1 }] });
+    const project = await world.t.api.post(`/api/companies/${company.id}/projects`, { name: 'Gateway project' });
+    expect(project.status, project.text).toBe(201);
+    const issue = await world.t.api.post(`/api/companies/${company.id}/issues`, { title: 'Work through the gateway', projectId: project.body.id });
+    expect(issue.status, issue.text).toBe(201);
+    const run = await liveRun(world, company.id, {}, { payload: { issueId: issue.body.id } });
+    const activityBefore = (await world.t.sql.query("select count(*)::int as n from activity_log where company_id = $1 and action like 'plugin.model-gateway.%'", [company.id])).rows[0].n;
+    const res = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-test-1', max_tokens: 100, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(res.status, await res.text()).toBe(200);
+    await callsSettled(world.t);
+    expect(await costRows(world.t, company.id)).toEqual([expect.objectContaining({ heartbeat_run_id: run.runId, issue_id: issue.body.id, project_id: project.body.id, source: 'gateway' })]);
+    const activityAfter = (await world.t.sql.query("select count(*)::int as n from activity_log where company_id = $1 and action like 'plugin.model-gateway.%'", [company.id])).rows[0].n;
+    expect(activityAfter).toBe(activityBefore);
+  });
+
+  it('cuts a stream that crosses the budget left (the agent\'s hard stop), meters what it delivered and pauses the agent', async () => {
+    const company = await createCompany(world.t.api);
+    // 100k input tokens at 1,000 cents per MTok: 100 cents, over the 40 the agent has left.
+    const provider = await addProvider(world.t.api, company.id, { baseUrl: anthropic.url, apiKey: 'sk-ant-company-key', models: [{ model: '*', inputCentsPerMTok: 1000, cachedInputCentsPerMTok: 0, cacheWriteCentsPerMTok: 0, outputCentsPerMTok: 0 }] });
+    const run = await liveRun(world, company.id);
+    const policy = await world.t.api.post(`/api/companies/${company.id}/budgets/policies`, { scopeType: 'agent', scopeId: run.agent.id, amount: 40, hardStopEnabled: true });
+    expect(policy.status, policy.text).toBeLessThan(300);
+    const res = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-test-1', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(text).toContain('event: error');
+    expect(text).toContain('permission_error');
+    expect(text).not.toContain('event: message_stop');
+    await callsSettled(world.t);
+    const { rows } = await world.t.sql.query("select status from proxied_calls where company_id = $1", [company.id]);
+    expect(rows).toEqual([{ status: 'cut' }]);
+    const events = await costRows(world.t, company.id);
+    expect(events).toHaveLength(1);
+    expect(Number(events[0].cost_cents)).toBeGreaterThan(40);
+    expect((await world.t.api.get(`/api/agents/${run.agent.id}`)).body.status).toBe('paused');
+  });
 });

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { activityOf, addProvider, ISO, LOCAL_PROVIDERS, postProvider, PRICE, providerBody, providerRows, PUBLIC_URL, UUID } from './helpers.ts';
@@ -15,7 +16,7 @@ describe('model providers: create, read, list', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID), companyId: company.id, name: 'Anthropic main', kind: 'anthropic', baseUrl: PUBLIC_URL,
-      apiKeySecretId: expect.stringMatching(UUID), apiKeyVersion: null, models: [PRICE], allowUnpricedModels: true, isDefault: true, lastTest: null,
+      apiKeySecretId: expect.stringMatching(UUID), apiKeyVersion: 1, models: [PRICE], allowUnpricedModels: true, isDefault: true, lastTest: null,
       createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
     });
     const got = await t.api.get(`/api/model-providers/${res.body.id}`);
@@ -130,7 +131,7 @@ describe('model providers: update and delete', () => {
       name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, apiKey: 'sk-ant-rotated', models: [], allowUnpricedModels: true,
     });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, models: [], allowUnpricedModels: true, kind: 'anthropic', apiKeySecretId: provider.apiKeySecretId, apiKeyVersion: null });
+    expect(res.body).toMatchObject({ name: 'After', baseUrl: `${PUBLIC_URL}/anthropic`, models: [], allowUnpricedModels: true, kind: 'anthropic', apiKeySecretId: provider.apiKeySecretId, apiKeyVersion: 2 });
     const secret = await t.api.get(`/api/companies/${company.id}/secrets`);
     expect(secret.body).toEqual([expect.objectContaining({ id: provider.apiKeySecretId, latestVersion: 2 })]);
     const kind = await t.api.patch(`/api/model-providers/${provider.id}`, { kind: 'openai' });
@@ -158,6 +159,16 @@ describe('model providers: update and delete', () => {
       expect(res.status).toBe(404);
     }
     expect((await activityOf(t, company.id, 'model_provider.deleted'))).toEqual([{ action: 'model_provider.deleted', entity_id: a.id, details: expect.objectContaining({ name: 'A' }) }]);
+  });
+
+  it('removes a deleted company\'s providers and limits', async () => {
+    const company = await createCompany(t.api);
+    await addProvider(t.api, company.id);
+    await t.api.put(`/api/companies/${company.id}/model-gateway/limits`, { callsPerMinute: 5, tokensPerMinute: null });
+    expect((await t.api.delete(`/api/companies/${company.id}`)).status).toBe(200);
+    await eventsSettled(t);
+    expect(await providerRows(t, company.id)).toEqual([]);
+    expect((await t.sql.query('select count(*)::int as n from plugin_model_gateway.limits where company_id = $1', [company.id])).rows[0].n).toBe(0);
   });
 
   it('answers 404 for an unknown or malformed id', async () => {

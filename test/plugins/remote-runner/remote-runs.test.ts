@@ -33,9 +33,11 @@ it('creates the run on the run server, streams its text to the run log and its u
   const log = await logOf(t, run.id);
   expect(log).toContain('Hello');
   expect(log).toContain(' world');
-  const { rows } = await t.sql.query('select cost_cents from plugin_costs.cost_events where heartbeat_run_id = $1 order by occurred_at, cost_cents', [run.id]);
+  const { rows } = await t.sql.query('select cost_cents, source from plugin_costs.cost_events where heartbeat_run_id = $1 order by occurred_at, cost_cents', [run.id]);
   expect(rows.map((row: any) => Number(row.cost_cents)).reduce((a: number, b: number) => a + b, 0)).toBe(6);
   expect(rows.length).toBeGreaterThanOrEqual(1);
+  // Usage a run server reported is recorded as the remote runner's, not as a tool's output.
+  expect(new Set(rows.map((row: any) => row.source))).toEqual(new Set(['remote_runner']));
 });
 
 const creates = (keelRunId: string) => server.requests.filter((entry) => entry.method === 'POST' && entry.path === '/api/v1/runs' && entry.headers['idempotency-key'] === keelRunId);

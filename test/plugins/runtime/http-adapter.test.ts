@@ -45,8 +45,8 @@ it('posts the payload template plus agentId, runId, companyId and wake, the toke
   expect(request.headers['x-team']).toBe('blue');
   expect(request.headers.authorization).toMatch(/^Bearer .+/);
   expect(JSON.stringify(request.body)).not.toContain(request.headers.authorization!.slice(7));
-  const { rows } = await t.sql.query('select cost_cents, provider from plugin_costs.cost_events where heartbeat_run_id = $1', [run.id]);
-  expect(rows).toEqual([{ cost_cents: '2', provider: 'remote' }]);
+  const { rows } = await t.sql.query('select cost_cents, provider, source from plugin_costs.cost_events where heartbeat_run_id = $1', [run.id]);
+  expect(rows).toEqual([{ cost_cents: '2', provider: 'remote', source: 'adapter' }]);
   // The session comes back in the next wake of the same task.
   const next = await runWhen(t, (await wakeOk(t.api, agent.id, { payload: { taskKey: 'remote' } })).run.id);
   expect(received.find((entry) => entry.body?.runId === next.id)!.body.wake.sessionId).toBe('http-session-1');

@@ -42,7 +42,7 @@ describe('the example agent', () => {
 
     // The usage line became a cost event of the run, attributed to agent, issue and project.
     const costs = await costEventsOf(run.id);
-    expect(costs).toEqual([expect.objectContaining({ agent_id: agent.id, issue_id: issue.id, project_id: projectRes.body.id, cost_cents: '3', provider: 'example' })]);
+    expect(costs).toEqual([expect.objectContaining({ agent_id: agent.id, issue_id: issue.id, project_id: projectRes.body.id, cost_cents: '3', provider: 'example', source: 'adapter' })]);
     // The comment was made by the agent in its run; the run's end released its checkout.
     const comments = await t.api.get(`/api/issues/${issue.id}/comments`);
     expect(comments.body).toEqual([expect.objectContaining({ body: `Looked at this in run ${run.id}.`, authorAgentId: agent.id })]);
