@@ -68,11 +68,17 @@ export class ProxiedCalls {
     return randomUUID();
   }
 
-  /** The live row, leased to this process. */
+  /**
+   * The live row, leased to this process. It is on the first-byte path, so its commit does not
+   * wait for the WAL flush (synchronous_commit off for this one statement's transaction): the
+   * row is visible to every process at once, and only a crash of PostgreSQL itself within a
+   * fraction of a second could lose it. The terminal row and its event commit durably.
+   */
   async open(call: CallStart): Promise<void> {
     await this.deps.db.query(
-      `insert into proxied_calls (id, plugin, company_id, owner_instance, lease_until, meter, rates, report)
-       values (?, ?, ?, ?, now() + make_interval(secs => ?), ?, ?::jsonb, ?::jsonb)`,
+      `with unflushed as (select set_config('synchronous_commit', 'off', true))
+       insert into proxied_calls (id, plugin, company_id, owner_instance, lease_until, meter, rates, report)
+       select ?, ?, ?, ?, now() + make_interval(secs => ?), ?, ?::jsonb, ?::jsonb from unflushed`,
       [call.id, call.plugin, call.companyId, this.instanceId, LEASE_SEC, call.meter, call.rates ? JSON.stringify(call.rates) : null, JSON.stringify(call.report)]);
   }
 
