@@ -3,6 +3,7 @@ import { codingTool } from '../../support/coding-tools.ts';
 import { eventsSettled } from '../../support/events.ts';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { bash, conversationText, startAnthropicModel, toolResults, type AnthropicReply, type MessagesRequest, type ScriptedAnthropic } from '../../support/scripted-models/anthropic.ts';
+import { lastFunctionResponses, startScriptedGemini, type ScriptedGemini } from '../../support/scripted-models/gemini.ts';
 import { answersToolCall, startScriptedResponsesServer, toolOutputs, type ScriptedResponsesServer } from '../../support/scripted-models/openai-responses.ts';
 import { waitFor } from '../../support/wait-for.ts';
 import { callsSettled, liveRun, startGatewayWorld, type GatewayWorld } from '../model-gateway/world.ts';
@@ -21,12 +22,16 @@ const ANTHROPIC_KEY = 'sk-ant-company-key-only-the-provider-sees';
 const OPENAI_KEY = 'sk-openai-company-key-only-the-provider-sees';
 const AGENT_OWN_KEY = 'sk-agent-own-key-withheld-when-served';
 const CLAUDE_PRICE = { model: 'claude-gw', inputCentsPerMTok: 300, cachedInputCentsPerMTok: 30, cacheWriteCentsPerMTok: 375, outputCentsPerMTok: 1500 };
+const GEMINI_KEY = 'gemini-company-key-only-the-provider-sees';
+const GEMINI_PRICE = { model: 'gemini-*', inputCentsPerMTok: 100, cachedInputCentsPerMTok: 10, cacheWriteCentsPerMTok: 0, outputCentsPerMTok: 400 };
 const GPT_PRICE = { model: 'gpt-gw', inputCentsPerMTok: 200, cachedInputCentsPerMTok: 20, cacheWriteCentsPerMTok: 0, outputCentsPerMTok: 800 };
 
 let world: GatewayWorld;
 let company: any;
 let anthropic: ScriptedAnthropic;
 let responses: ScriptedResponsesServer;
+let gemini: ScriptedGemini;
+let geminiProvider: any;
 let anthropicProvider: any;
 let openaiProvider: any;
 /** The Anthropic script of the test that runs. */
@@ -37,14 +42,18 @@ beforeAll(async () => {
   responses = await startScriptedResponsesServer((request) => (answersToolCall(request)
     ? { text: 'Printed the environment.', usage: { inputTokens: 150_000, cachedInputTokens: 100_000, outputTokens: 2_500 } }
     : { shell: 'env', usage: { inputTokens: 100_000, cachedInputTokens: 40_000, outputTokens: 5_000 } }));
+  gemini = await startScriptedGemini((request) => (lastFunctionResponses(request).length > 0
+    ? { text: 'Printed the environment.', usage: { promptTokenCount: 120_000, cachedContentTokenCount: 60_000, candidatesTokenCount: 2_000 } }
+    : { functionCall: { name: 'run_shell_command', args: { command: 'env' } }, usage: { promptTokenCount: 100_000, cachedContentTokenCount: 20_000, candidatesTokenCount: 5_000, thoughtsTokenCount: 1_000 } }));
   world = await startGatewayWorld();
   company = await createCompany(world.t.api, { name: 'Gateway Tools Co' });
   anthropicProvider = await provider(company.id, { name: 'Anthropic', kind: 'anthropic', baseUrl: anthropic.url, apiKey: ANTHROPIC_KEY, models: [CLAUDE_PRICE], isDefault: true });
+  geminiProvider = await provider(company.id, { name: 'Gemini', kind: 'gemini', baseUrl: gemini.url, apiKey: GEMINI_KEY, models: [GEMINI_PRICE], isDefault: true });
   openaiProvider = await provider(company.id, { name: 'OpenAI', kind: 'openai', baseUrl: new URL(responses.baseUrl).origin, apiKey: OPENAI_KEY, models: [GPT_PRICE], isDefault: true });
 }, 120_000);
 afterAll(async () => {
   await world?.stop();
-  await Promise.all([anthropic?.close(), responses?.close()]);
+  await Promise.all([anthropic?.close(), responses?.close(), gemini?.close()]);
 });
 
 async function provider(companyId: string, body: Record<string, unknown>) {
@@ -92,7 +101,7 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     const printed = toolResults(calls[1]!.body!).map((result) => result.text).join('\n');
     expect(printed).toContain(`ANTHROPIC_BASE_URL=${world.t.url}/api/llm/${anthropicProvider.id}`);
     expect(printed).toMatch(/^ANTHROPIC_API_KEY=/m);
-    for (const key of [ANTHROPIC_KEY, OPENAI_KEY, AGENT_OWN_KEY]) expect(printed).not.toContain(key);
+    for (const key of [ANTHROPIC_KEY, OPENAI_KEY, GEMINI_KEY, AGENT_OWN_KEY]) expect(printed).not.toContain(key);
 
     // 100k uncached + 50k cache writes + 200k cached + 10k out: 30 + 18.75 + 6 + 15 = 69.75 → 70 cents; then 6 + 9 + 3 = 18 cents.
     expect(await costEventsOf(run.id)).toEqual([
@@ -119,7 +128,7 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     const printed = toolOutputs(calls[1]!.body).join('\n');
     expect(printed).toContain(`SERVICE_LLM_URL=${world.t.url}/api/llm`);
     expect(printed).toMatch(/^OPENAI_API_KEY=/m);
-    for (const key of [ANTHROPIC_KEY, OPENAI_KEY, AGENT_OWN_KEY]) expect(printed).not.toContain(key);
+    for (const key of [ANTHROPIC_KEY, OPENAI_KEY, GEMINI_KEY, AGENT_OWN_KEY]) expect(printed).not.toContain(key);
 
     // 60k uncached + 40k cached + 5k out: 12 + 0.8 + 4 = 16.8 → 17 cents; then 50k + 100k + 2.5k: 10 + 2 + 2 = 14 cents.
     expect(await costEventsOf(run.id)).toEqual([
@@ -129,6 +138,30 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     expect(run.resultJson.modelGateway).toEqual({ providerId: openaiProvider.id });
     expect(run.usageJson).toMatchObject({ reports: 0, costCents: 0 });
     expect(run.usageJson.toolReported.reports).toBeGreaterThan(0);
+  });
+
+  it('Gemini CLI: the provider sees the company\'s key as x-goog-api-key, the tool never holds it, its model\'s calls are gateway cost events with exact tokens and cents', async () => {
+    const tool = await codingTool('gemini');
+    const agent = await createAgent(world.t.api, company.id, {
+      adapterType: 'gamma_local', adapterConfig: { command: tool, model: 'gemini-gw', timeoutSec: 240, graceSec: 2, env: { GEMINI_API_KEY: await ownKey(company.id) } },
+    });
+    const asked = gemini.requests.length;
+    const run = await ended((await wakeOk(world.t.api, agent.id, { reason: 'print your environment' })).run.id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    const calls = gemini.requests.slice(asked);
+    expect(calls.filter((call) => call.model === 'gemini-gw')).toHaveLength(2);
+    for (const call of calls) expect(call.headers['x-goog-api-key']).toBe(GEMINI_KEY);
+    const printed = JSON.stringify(lastFunctionResponses(calls.filter((call) => call.model === 'gemini-gw')[1]!));
+    expect(printed).toContain(`GOOGLE_GEMINI_BASE_URL=${world.t.url}/api/llm/${geminiProvider.id}`);
+    for (const key of [ANTHROPIC_KEY, OPENAI_KEY, GEMINI_KEY, AGENT_OWN_KEY]) expect(printed).not.toContain(key);
+    // 80k uncached + 20k cached + 6k out (with thoughts): 8 + 0.2 + 2.4 = 10.6 → 11 cents; then 60k + 60k + 2k: 6 + 0.6 + 0.8 = 7.4 → 8 cents.
+    const events = (await costEventsOf(run.id)).filter((event) => event.model === 'gemini-gw');
+    expect(events).toEqual([
+      { source: 'gateway', provider: 'Gemini', biller: 'gemini', model: 'gemini-gw', billing_type: 'metered_api', input_tokens: '80000', cached_input_tokens: '20000', output_tokens: '6000', cost_cents: '11' },
+      { source: 'gateway', provider: 'Gemini', biller: 'gemini', model: 'gemini-gw', billing_type: 'metered_api', input_tokens: '60000', cached_input_tokens: '60000', output_tokens: '2000', cost_cents: '8' },
+    ]);
+    expect((await costEventsOf(run.id)).every((event) => event.source === 'gateway')).toBe(true);
+    expect(run.resultJson.modelGateway).toEqual({ providerId: geminiProvider.id });
   });
 
   it('the environment test of a Claude Code agent calls through the gateway as a run of its own, metered as the agent\'s', async () => {
