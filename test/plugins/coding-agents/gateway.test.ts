@@ -228,4 +228,27 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     expect((await call.json() as any).type).toBe('error');
     expect(anthropic.requests.length).toBe(asked);
   });
+
+  it('without the model-gateway plugin the tool keeps its own credentials, and its own usage report is what is charged', async () => {
+    const claude = await codingTool('claude');
+    script = () => ({ text: 'On my own key.', usage: { inputTokens: 1_000, outputTokens: 100 } });
+    const own = await world.t.api.post(`/api/companies/${company.id}/secrets`, { name: `DIRECT_${Math.random().toString(36).slice(2, 8)}`, value: ANTHROPIC_KEY });
+    const agent = await createAgent(world.t.api, company.id, {
+      adapterType: 'alpha_local',
+      adapterConfig: { command: claude, model: 'claude-gw', timeoutSec: 240, graceSec: 5, env: { ANTHROPIC_BASE_URL: anthropic.url, ANTHROPIC_API_KEY: { type: 'secret_ref', secretId: own.body.id } } },
+    });
+    const disabled = await world.t.api.post('/api/plugins/model-gateway/disable', {});
+    expect(disabled.status, disabled.text).toBe(200);
+    try {
+      const asked = anthropic.requests.length;
+      const run = await ended((await wakeOk(world.t.api, agent.id, { reason: 'no gateway' })).run.id);
+      expect(run.status, JSON.stringify(run)).toBe('succeeded');
+      expect(anthropic.requests.slice(asked).map((request) => request.headers['x-api-key'])).toEqual([ANTHROPIC_KEY]);
+      expect(run.resultJson.modelGateway).toBeUndefined();
+      expect((await costEventsOf(run.id)).map((event) => [event.source, event.input_tokens, event.output_tokens])).toEqual([['adapter', '1000', '100']]);
+    } finally {
+      const enabled = await world.t.api.post('/api/plugins/model-gateway/enable', {});
+      expect(enabled.status, enabled.text).toBe(200);
+    }
+  });
 });
