@@ -9,10 +9,8 @@ import type { Kind } from './context.ts';
 export type Refusal = 'unauthenticated' | 'forbidden' | 'not_found' | 'rate_limited' | 'invalid_request';
 
 const STATUS: Record<Refusal, number> = { unauthenticated: 401, forbidden: 403, not_found: 404, rate_limited: 429, invalid_request: 400 };
-const ANTHROPIC_TYPE: Record<Refusal, string> = {
-  unauthenticated: 'authentication_error', forbidden: 'permission_error', not_found: 'not_found_error', rate_limited: 'rate_limit_error', invalid_request: 'invalid_request_error',
-};
-const OPENAI_TYPE: Record<Refusal, string> = {
+/** The error types of Anthropic's API, which OpenAI clients read as well (`error.type`). */
+const ERROR_TYPE: Record<Refusal, string> = {
   unauthenticated: 'authentication_error', forbidden: 'permission_error', not_found: 'not_found_error', rate_limited: 'rate_limit_error', invalid_request: 'invalid_request_error',
 };
 const GEMINI_STATUS: Record<Refusal, string> = {
@@ -21,8 +19,8 @@ const GEMINI_STATUS: Record<Refusal, string> = {
 
 export function wireBody(kind: Kind, refusal: Refusal, code: string, message: string): unknown {
   const status = STATUS[refusal];
-  if (kind === 'anthropic') return { type: 'error', error: { type: ANTHROPIC_TYPE[refusal], message } };
-  if (kind === 'openai') return { error: { message, type: OPENAI_TYPE[refusal], param: null, code } };
+  if (kind === 'anthropic') return { type: 'error', error: { type: ERROR_TYPE[refusal], message } };
+  if (kind === 'openai') return { error: { message, type: ERROR_TYPE[refusal], param: null, code } };
   return { error: { code: status, message, status: GEMINI_STATUS[refusal] } };
 }
 

@@ -222,4 +222,20 @@ describe('calls through the gateway, metered from the provider\'s own answer', (
     expect(Number(events[0].cost_cents)).toBeGreaterThan(40);
     expect((await world.t.api.get(`/api/agents/${run.agent.id}`)).body.status).toBe('paused');
   });
+
+  it('anthropic count_tokens: forwarded with the company\'s key, not metered, priced or charged', async () => {
+    const company = await createCompany(world.t.api);
+    const provider = await addProvider(world.t.api, company.id, { baseUrl: anthropic.url, apiKey: 'sk-ant-company-key', models: [] });
+    const run = await liveRun(world, company.id);
+    const before = anthropic.requests.length;
+    const res = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages/count_tokens`, {
+      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-unpriced', messages: [{ role: 'user', content: 'count me' }] }),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ input_tokens: expect.any(Number) });
+    expect(anthropic.requests.slice(before).map((r) => [r.path, r.headers['x-api-key']])).toEqual([['/v1/messages/count_tokens', 'sk-ant-company-key']]);
+    await callsSettled(world.t);
+    expect(await costRows(world.t, company.id)).toEqual([]);
+  });
 });

@@ -11,10 +11,11 @@ import { callsSettled, costRows, liveRun, startGatewayWorld, type GatewayWorld }
  */
 let world: GatewayWorld;
 let anthropic: ScriptedAnthropic;
+const kernelLog: string[] = [];
 const KEY = 'sk-ant-api03-VERY-SECRET-provider-key-7f3a9c';
 
 beforeAll(async () => {
-  world = await startGatewayWorld();
+  world = await startGatewayWorld({}, { captureLogs: kernelLog });
   anthropic = await startAnthropicModel(() => ({ text: 'ok', usage: { inputTokens: 5, outputTokens: 1 } }), { apiKey: KEY });
 });
 afterAll(async () => {
@@ -59,6 +60,9 @@ describe('provider keys', () => {
     const events = await world.t.sql.query('select payload::text as p from keel_events.outbox where company_id = $1', [company.id]);
     const calls = await world.t.sql.query('select report::text as r from proxied_calls where company_id = $1', [company.id]);
     expect(JSON.stringify([events.rows, calls.rows])).not.toContain(KEY.slice(8));
+    // Nor in anything the kernel logged, at trace level (the log lines are there: the check can fail).
+    expect(kernelLog.join('\n')).toContain('model-gateway');
+    expect(kernelLog.join('\n')).not.toContain(KEY.slice(8));
   });
 
   it('refused requests store nothing in the vault', async () => {
@@ -72,6 +76,8 @@ describe('provider keys', () => {
       await world.t.api.post(`/api/companies/${company.id}/model-providers`, { name: 'Blank', kind: 'anthropic', baseUrl: anthropic.url, apiKey: '   ' }),
     ];
     expect(refusals.map((res) => res.status)).toEqual([409, 422, 422, 422]);
+    const readable = await everythingReadable(world.t, company.id) + kernelLog.join('\n');
+    expect(readable).not.toContain('sk-should-not-store');
     expect((await world.t.sql.query('select count(*)::int as n from secrets where company_id = $1', [company.id])).rows[0].n).toBe(before);
   });
 });

@@ -18,12 +18,13 @@ export interface GatewayWorld { t: TestKernel; dir: string; stop(): Promise<void
 
 const TOKEN_AGENT = `const fs = require('node:fs'); fs.writeFileSync(process.env.TOKEN_FILE, process.env.SERVICE_API_KEY); setInterval(() => {}, 1000);`;
 
-export async function startGatewayWorld(overrides: Record<string, unknown> = {}): Promise<GatewayWorld> {
+/** `captureLogs` collects every line the kernel logs (at trace level), for tests of what never lands there. */
+export async function startGatewayWorld(overrides: Record<string, unknown> = {}, options: { captureLogs?: string[] } = {}): Promise<GatewayWorld> {
   const dir = await mkdtemp(join(tmpdir(), 'keel-gateway-'));
   // Agents run as another user: the script must be readable and the token folder writable by it.
   await chmod(dir, 0o777);
   await writeFile(join(dir, 'token-agent.cjs'), TOKEN_AGENT, { mode: 0o644 });
-  const t = await startTestKernel({ ...LOCAL_PROVIDERS, ...overrides }, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  const t = await startTestKernel({ ...LOCAL_PROVIDERS, ...overrides }, { firstPartyDir: FIRST_PARTY_PLUGINS, captureLogs: options.captureLogs });
   return { t, dir, async stop() { await t.stop(); await rm(dir, { recursive: true, force: true }); } };
 }
 
