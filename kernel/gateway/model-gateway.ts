@@ -88,12 +88,16 @@ export class ModelGateway {
     // The row and the provider's connection at once: the row is committed before the first byte goes out.
     const opened = this.calls.open({ id: callId, plugin: request.plugin, companyId: request.companyId, meter: spec.meter, rates: spec.rates, report: spec.report });
     opened.catch(() => undefined);
+    // Leased from the start: a provider may take minutes before its first header (a long answer that does not stream).
+    void opened.then(() => this.calls.live.set(callId, { id: callId, checkpoint: () => ({ usage: meter.state.usage(), model: meter.state.model }), abort: () => stop('lost') }), () => undefined);
     const finish = async (end: CallEnd) => {
       clearTimeout(idle);
       clearTimeout(longest);
       try { await opened; } catch { return; }
       await this.calls.finish(callId, spec.rates, end).catch((error: unknown) => this.log.error({ err: error, callId }, 'could not record the end of a proxied call'));
     };
+    // The key is about to be sent: its use is audited (written after this call's work, off the first-byte path).
+    this.credentials.audit({ companyId: request.companyId, plugin: request.plugin, secretId: spec.credential.secretId, version: key.version, callId });
     let upstream: IncomingMessage;
     try {
       upstream = await sendUpstream({
@@ -115,8 +119,6 @@ export class ModelGateway {
       clearTimeout(longest);
       throw error;
     }
-    this.credentials.audit({ companyId: request.companyId, plugin: request.plugin, secretId: spec.credential.secretId, version: key.version, callId });
-    this.calls.live.set(callId, { id: callId, checkpoint: () => ({ usage: meter.state.usage(), model: meter.state.model }), abort: () => stop('lost') });
     upstream.on('data', touch);
     const end = await streamAnswer({
       spec, meter, res: request.res, upstream,

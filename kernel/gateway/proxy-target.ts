@@ -26,7 +26,7 @@ export async function checkProxyUrl(raw: string, config: KeelConfig, options: { 
   const listed = isListed(config, host.host, port);
   if (url.protocol === 'http:' && !listed) throw denied(`uses http to ${host.host}, which is not listed in llm.privateNetworkHosts; use https`);
   try {
-    const addresses = await checkHttpTarget(url, listed ? [host.host] : [], options.resolve ?? systemResolver);
+    const addresses = await checkHttpTarget(url, listed ? [host.host] : [], options.resolve ?? cachedResolver);
     return { url, addresses };
   } catch (error) {
     if (!(error instanceof KeelError)) throw error;
@@ -35,6 +35,20 @@ export async function checkProxyUrl(raw: string, config: KeelConfig, options: { 
     throw denied(reason.replace(/^(.)/, (c) => c.toLowerCase()), error.code);
   }
 }
+
+/** How long a provider's resolved (and checked) addresses are reused: a DNS lookup per call would sit on the first-byte path. */
+const RESOLVED_MS = 30_000;
+const resolved = new Map<string, { addresses: ResolvedAddress[]; until: number }>();
+
+/** The system resolver, remembered briefly per host name. A request still connects only to checked addresses (its pinned lookup). */
+export const cachedResolver: Resolver = async (host) => {
+  const known = resolved.get(host);
+  if (known && known.until > Date.now()) return known.addresses;
+  const addresses = await systemResolver(host);
+  if (resolved.size >= 256) resolved.delete(resolved.keys().next().value!);
+  resolved.set(host, { addresses, until: Date.now() + RESOLVED_MS });
+  return addresses;
+};
 
 function isListed(config: KeelConfig, host: string, port: number): boolean {
   return (config.llm?.privateNetworkHosts ?? []).some((raw) => {

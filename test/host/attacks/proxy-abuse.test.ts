@@ -97,6 +97,32 @@ describe('exchanges that do not end on their own', () => {
     }
   });
 
+  it('keeps renewing the lease of a call whose provider has not answered yet (a long answer that does not stream)', async () => {
+    const gate = deferred();
+    const upstream = await startUpstream(async (_req, res) => {
+      await gate.promise;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ model: 'claude-slow', usage: { input_tokens: 5, output_tokens: 6 } }));
+    });
+    try {
+      const answer = proxyCall(s, { model: 'claude-slow', fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic', tag: 'slow' }) });
+      const row = await waitFor(async () => (await s.t.sql.query(`select id from proxied_calls where report->>'tag' = 'slow'`)).rows[0], 'the live row');
+      await s.t.sql.query(`update proxied_calls set lease_until = now() - interval '1 minute' where id = $1`, [row.id]);
+      const gateway = s.t.kernel.services.gateway;
+      await gateway.calls.heartbeat();
+      await gateway.calls.sweep();
+      expect((await s.t.sql.query('select status, lease_until > now() as leased from proxied_calls where id = $1', [row.id])).rows[0]).toEqual({ status: 'running', leased: true });
+      gate.resolve();
+      const res = await answer;
+      expect(res.status).toBe(200);
+      await res.text();
+      expect(await finishedEvent(s, 'slow')).toMatchObject({ status: 'completed', usage: { inputTokens: 5, outputTokens: 6 } });
+    } finally {
+      gate.resolve();
+      await upstream.close();
+    }
+  });
+
   it('turns a call whose lease ran out into lost, with its last checkpoint, once', async () => {
     const never = deferred();
     const upstream = await startUpstream(async (_req, res) => {
@@ -166,8 +192,14 @@ describe('refusals, before anything is forwarded', () => {
       for (const headers of [{ 'x-api-key': 'sk-not-a-keel-key' }, { 'x-api-key': '' }, { authorization: 'Bearer nope' }] as Array<Record<string, string>>) {
         const res = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ fx: fx({ url: `${upstream.url}/v1/messages`, meter: 'anthropic' }) }) });
         expect(res.status, JSON.stringify(headers)).toBe(401);
-        expect((await res.json()).error.type).toBe('authentication_error');
+        const body = await res.json();
+        expect(body.error.type).toBe('authentication_error');
+        // A credential header that is no Keel credential makes the caller anonymous, not the local board of local_trusted.
+        if (headers['x-api-key']) expect(body.caller).toBe('system:anonymous');
       }
+      const none = await fetch(`${s.t.url}/api/plugins/proxy-fx/forward/anthropic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fx: { answer: 'json' } }) });
+      expect(none.status).toBe(401);
+      expect((await none.json()).caller).toMatch(/^user:/);
       // An ended run's token: the kernel resolves nobody, the plugin answers its 401.
       const { runs, db } = s.t.kernel.services;
       const opened = await db.transaction((tx) => runs.open(tx, { agentId: s.agent.id, companyId: s.company.id, invocationSource: 'on_demand' }));
