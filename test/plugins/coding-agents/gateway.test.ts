@@ -205,6 +205,10 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     // The paused agent's next call is refused before the provider: a wake is refused, so is a call of a run of it.
     const woken = await world.t.api.post(`/api/agents/${agent.id}/wakeup`, { reason: 'again' });
     expect(woken.status).toBe(409);
+    // Its environment test says why no model call can be made, and makes none.
+    const tested = await world.t.api.post(`/api/agents/${agent.id}/adapter-test`, {});
+    expect(tested.status, tested.text).toBe(200);
+    expect(tested.body.checks).toContainEqual(expect.objectContaining({ name: 'model_call', ok: false, message: expect.stringContaining('agent_not_runnable') }));
     expect(anthropic.requests.slice(asked).filter((request) => request.path === '/v1/messages')).toHaveLength(reached.length);
   });
 
