@@ -9,6 +9,7 @@ import { IssuePage, IssuesPage } from './pages/issues.tsx';
 import { RunPage, RunsPage } from './pages/runs.tsx';
 import { CostsPage } from './pages/costs.tsx';
 import { SecretsPage } from './pages/secrets.tsx';
+import { ModelProvidersPage } from './pages/model-providers.tsx';
 import { ActivityPage } from './pages/activity.tsx';
 import { PluginPage, PluginsPage } from './pages/plugins.tsx';
 import { SettingsPage } from './pages/settings.tsx';
@@ -57,7 +58,7 @@ export function App() {
 
 const SECTIONS = [
   ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
-  ['costs', 'Costs'], ['secrets', 'Secrets'], ['skills', 'Skills'], ['activity', 'Activity'],
+  ['costs', 'Costs'], ['secrets', 'Secrets'], ['model-providers', 'Model providers'], ['skills', 'Skills'], ['activity', 'Activity'],
   ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'],
 ] as const;
 
@@ -124,6 +125,7 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/companies/:companyId/approvals', path))) return <ApprovalsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/costs', path))) return <CostsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/secrets', path))) return <SecretsPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/model-providers', path))) return <ModelProvidersPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/skills', path))) return <SkillsPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/activity', path))) return <ActivityPage companyId={params.companyId!} />;
   const pluginPage = matchPluginPage(path);

@@ -11,6 +11,7 @@ import { meterFor } from './meters/index.ts';
 import { ProxiedCalls, type CallEnd } from './proxied-calls.ts';
 import { ProxyCredentials } from './proxy-credential.ts';
 import { streamAnswer, type StopReason } from './proxy-exchange.ts';
+import { sendSummary, summaryOf, SummaryBody } from './proxy-summary.ts';
 import { checkProxySpec } from './proxy-spec.ts';
 import { checkProxyUrl } from './proxy-target.ts';
 import { sendUpstream, upstreamHeaders } from './upstream.ts';
@@ -98,6 +99,8 @@ export class ModelGateway {
     };
     // The key is about to be sent: its use is audited (written after this call's work, off the first-byte path).
     this.credentials.audit({ companyId: request.companyId, plugin: request.plugin, secretId: spec.credential.secretId, version: key.version, callId });
+    const sentAt = performance.now();
+    const mask = (text: string) => (key.value.length >= 8 ? text.split(key.value).join('***') : text);
     let upstream: IncomingMessage;
     try {
       upstream = await sendUpstream({
@@ -106,7 +109,13 @@ export class ModelGateway {
       });
     } catch (error) {
       const reason = stopReason as StopReason | null;
-      await finish({ status: reason ?? 'upstream_error', httpStatus: null, model: null, usage: { ...ZERO_USAGE }, usageEstimated: false, firstByteMs: null });
+      const failed: CallEnd = { status: reason ?? 'upstream_error', httpStatus: null, model: null, usage: { ...ZERO_USAGE }, usageEstimated: false, firstByteMs: null };
+      await finish(failed);
+      // A summary's client asked whether the provider answers: that it could not be reached is the answer.
+      if (spec.answer === 'summary') {
+        const why = reason === 'timed_out' ? 'did not answer in time' : `could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`;
+        return sendSummary(request.res, { ...summaryOf(failed, Math.round(performance.now() - sentAt), '', mask), error: `The model provider ${why}` });
+      }
       if (reason === 'timed_out') throw new KeelError(504, 'upstream_timeout', 'The model provider did not answer in time', { expose: true });
       throw new KeelError(502, 'upstream_unreachable', `The model provider could not be reached (${(error as { code?: string }).code ?? 'connection failed'})`, { expose: true });
     }
@@ -120,7 +129,9 @@ export class ModelGateway {
       throw error;
     }
     upstream.on('data', touch);
+    const collect = spec.answer === 'summary' ? new SummaryBody() : undefined;
     const end = await streamAnswer({
+      collect,
       spec, meter, res: request.res, upstream,
       abortUpstream: () => upstreamAbort.abort(),
       elapsed: () => performance.now() - request.receivedAt,
@@ -128,5 +139,6 @@ export class ModelGateway {
       onStop: (listener) => { stopListeners.push(listener); },
     });
     await finish(end);
+    if (collect) sendSummary(request.res, summaryOf(end, Math.round(performance.now() - sentAt), collect.text(), mask));
   }
 }

@@ -4,6 +4,7 @@ import type { Meter } from './meters/index.ts';
 import { eventBoundary } from './meters/sse-lines.ts';
 import type { CallEnd } from './proxied-calls.ts';
 import type { CheckedSpec } from './proxy-spec.ts';
+import type { SummaryBody } from './proxy-summary.ts';
 import { answerHeaders } from './upstream.ts';
 
 /** Why the kernel ended an exchange before the provider did. */
@@ -23,6 +24,8 @@ export interface Exchange {
   stopped(): StopReason | null;
   /** Called when the kernel wants the exchange stopped; resolves the pending read. */
   onStop(listener: (reason: StopReason) => void): void;
+  /** A summary answer (spec.answer 'summary'): the provider's answer is collected here, not sent; the caller answers the client. */
+  collect?: SummaryBody;
 }
 
 /**
@@ -39,11 +42,17 @@ export function streamAnswer(x: Exchange): Promise<CallEnd> {
   let firstByteMs: number | null = null;
   let pending: Buffer = Buffer.alloc(0);
 
-  res.writeHead(status, { ...answerHeaders(upstream.headers), ...(streaming ? { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } : {}) });
-  res.flushHeaders();
+  const collect = x.collect;
+  if (!collect) {
+    res.writeHead(status, { ...answerHeaders(upstream.headers), ...(streaming ? { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } : {}) });
+    res.flushHeaders();
+  }
+  /** Ends the client's answer (a summary's caller answers it instead). */
+  const close = (last?: string): void => { if (!collect) res.end(last); };
 
   const write = (bytes: Buffer | string): void => {
     if (firstByteMs === null) firstByteMs = Math.round(x.elapsed());
+    if (collect) { collect.add(typeof bytes === 'string' ? Buffer.from(bytes) : bytes); return; }
     if (!res.write(bytes) && !upstream.isPaused()) {
       upstream.pause();
       res.once('drain', () => upstream.resume());
@@ -81,7 +90,7 @@ export function streamAnswer(x: Exchange): Promise<CallEnd> {
       if (overLimit()) {
         // The cut: nothing more of the provider's answer reaches the client.
         x.abortUpstream();
-        res.end(meter.cutFrame(spec.cutMessage));
+        close(meter.cutFrame(spec.cutMessage));
         end('cut');
       }
     });
@@ -93,14 +102,14 @@ export function streamAnswer(x: Exchange): Promise<CallEnd> {
       } else {
         meter.endBody();
       }
-      res.end();
+      close();
       end(status >= 400 ? 'upstream_error' : 'completed');
     });
     const broken = (): void => {
       if (settled) return;
       const reason = x.stopped();
-      if (reason === 'timed_out') res.end();
-      else res.destroy();
+      if (reason === 'timed_out') close();
+      else if (!collect) res.destroy();
       end(reason ?? 'broken');
     };
     upstream.on('aborted', broken);

@@ -34,7 +34,7 @@ const isObject = (value: unknown): value is Record<string, unknown> => value !==
 /** The plugin's ProxySpec, checked field by field: anything off is the plugin's fault (502 plugin_invalid_response). */
 export function checkProxySpec(value: unknown): CheckedSpec {
   if (!isObject(value)) throw invalid('the spec is not an object');
-  const { url, credential, headers, setBodyFields, meter, rates, limitCents, cutMessage, idleTimeoutMs, maxDurationMs, report } = value;
+  const { url, credential, headers, setBodyFields, meter, rates, limitCents, cutMessage, idleTimeoutMs, maxDurationMs, report, answer } = value;
   if (typeof url !== 'string' || url.length > 8192) throw invalid('url must be a string of at most 8192 characters');
   if (!isObject(credential) || typeof credential.secretId !== 'string' || !isUuid(credential.secretId)) throw invalid('credential.secretId must be a secret id');
   const version = credential.version ?? 'latest';
@@ -53,6 +53,7 @@ export function checkProxySpec(value: unknown): CheckedSpec {
     }
   }
   if (setBodyFields !== undefined && setBodyFields !== null && (!isObject(setBodyFields) || Object.keys(setBodyFields).length > 16)) throw invalid('setBodyFields must be an object of at most 16 fields');
+  if (answer !== undefined && answer !== 'provider' && answer !== 'summary') throw invalid("answer must be 'provider' or 'summary'");
   if (!(METER_KINDS as readonly unknown[]).includes(meter)) throw invalid(`meter must be one of ${METER_KINDS.join(', ')}`);
   if (limitCents !== null && !(typeof limitCents === 'number' && Number.isFinite(limitCents) && limitCents >= 0)) throw invalid('limitCents must be a number >= 0 or null');
   if (cutMessage !== undefined && (typeof cutMessage !== 'string' || cutMessage.length > 1000)) throw invalid('cutMessage must be a string of at most 1000 characters');
@@ -62,7 +63,7 @@ export function checkProxySpec(value: unknown): CheckedSpec {
   if (!Number.isInteger(max) || (max as number) < 10 || (max as number) > DEFAULT_MAX_DURATION_MS * 4) throw invalid('maxDurationMs must be an integer between 10 and 14400000');
   if (!isObject(report) || Buffer.byteLength(JSON.stringify(report)) > MAX_REPORT_BYTES) throw invalid(`report must be an object of at most ${MAX_REPORT_BYTES} bytes of JSON`);
   return {
-    url, meter: meter as MeterKind, rates: checkRates(rates), limitCents: limitCents as number | null, report,
+    url, meter: meter as MeterKind, answer: (answer as CheckedSpec['answer']) ?? 'provider', rates: checkRates(rates), limitCents: limitCents as number | null, report,
     credential: { secretId: credential.secretId.toLowerCase(), version: version as number | 'latest', header: credential.header as CheckedSpec['credential']['header'], prefix },
     headers: upstreamHeaders, ...(isObject(setBodyFields) ? { setBodyFields } : {}),
     cutMessage: (cutMessage as string | undefined) ?? 'The budget for this call is exhausted', idleTimeoutMs: idle as number, maxDurationMs: max as number,

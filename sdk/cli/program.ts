@@ -4,6 +4,7 @@ import { registerAgent } from './groups/agent.ts';
 import { registerAuth } from './groups/auth.ts';
 import { registerCompany } from './groups/company.ts';
 import { registerContext } from './groups/context.ts';
+import { registerModelProvider } from './groups/model-provider.ts';
 import { registerOperations } from './groups/operations.ts';
 import { registerWork } from './groups/work.ts';
 import { cliVersion } from './version.ts';
@@ -54,5 +55,6 @@ export function buildProgram(): Command {
   registerCompany(program);
   registerWork(program);
   registerOperations(program);
+  registerModelProvider(program);
   return program;
 }

@@ -26,19 +26,32 @@ export interface ClientOptions {
   fetch?: typeof fetch;
 }
 
-/** The kernel answered with an error body `{error, code, details?, issues?}`. */
+/**
+ * An error answer. Keel's own is `{error, code, details?, issues?}`. A model gateway route may
+ * pass on a model provider's answer (`{error: {message, ...}}` or `{type: "error", error: {...}}`):
+ * then `fromKeel` is false, `code` is `http_<status>`, the message is the provider's, and `body`
+ * holds the answer as it came.
+ */
 export class KeelApiError extends Error {
   readonly status: number;
   readonly code: string;
   readonly details?: unknown;
   readonly issues?: Array<{ path: string; message: string }>;
-  constructor(status: number, body: { error?: string; code?: string; details?: unknown; issues?: Array<{ path: string; message: string }> } | null, fallback: string) {
-    super(body?.error ?? fallback);
+  /** The parsed answer (null when it was not JSON). */
+  readonly body: unknown;
+  /** Whether the answer is Keel's own error body (a string `error`), not one passed on from elsewhere. */
+  readonly fromKeel: boolean;
+  constructor(status: number, body: { error?: unknown; code?: string; details?: unknown; issues?: Array<{ path: string; message: string }> } | null, fallback: string) {
+    const fromKeel = typeof body?.error === 'string';
+    const passedOn = !fromKeel && body?.error && typeof body.error === 'object' ? (body.error as { message?: unknown }).message : undefined;
+    super(fromKeel ? body!.error as string : typeof passedOn === 'string' && passedOn ? passedOn : fallback);
     this.name = 'KeelApiError';
     this.status = status;
-    this.code = body?.code ?? `http_${status}`;
+    this.code = typeof body?.code === 'string' ? body.code : `http_${status}`;
     this.details = body?.details;
     this.issues = body?.issues;
+    this.body = body;
+    this.fromKeel = fromKeel;
   }
 }
 

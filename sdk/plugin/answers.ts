@@ -83,6 +83,13 @@ export interface ProxySpec {
   maxDurationMs?: number;
   /** JSON (<= 8 KiB) handed back unchanged in proxy.finished (agentId, runId, providerId, model, ...). */
   report: Record<string, unknown>;
+  /**
+   * What the client gets: `provider` (default) the provider's answer as it arrives; `summary` the
+   * kernel's JSON `{ok, status, latencyMs, error}` once the provider's answer has ended (a
+   * provider test: the board learns whether the call works, how long it took and the provider's
+   * own error message, never the provider's bytes). Metered and delivered as proxy.finished alike.
+   */
+  answer?: 'provider' | 'summary';
 }
 
 /** The wire form of a proxy answer (what {@link respondProxy} returns). */

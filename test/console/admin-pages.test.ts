@@ -174,6 +174,8 @@ describe('console: plugin pages, past backups, company deletion and policy deact
   it('shows spend measured by the gateway apart from reported spend, per source and model, on the costs page', async () => {
     expect((await admin.post('/api/plugins/install', { localPath: USAGE_CALLER })).status).toBe(201);
     expect((await admin.post('/api/plugins/usage-caller/enable', {})).status).toBe(200);
+    // The fixture stands in for the gateway plugin (costs config gatewayPlugins).
+    expect((await admin.post('/api/plugins/costs/config', { config: { gatewayPlugins: ['model-gateway', 'usage-caller'] } })).status).toBe(200);
     const agent = await admin.post(`/api/companies/${companyId}/agents`, { name: 'Meter' });
     expect(agent.status, agent.text).toBe(201);
     const at = '2025-03-03T10:00:00.000Z';

@@ -1,16 +1,34 @@
-import type { RouteRequest } from '@keel/sdk/plugin';
+import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import type { CostsContext } from './context.ts';
 import { acceptCostEvents, type CostSource } from './cost-events.ts';
 import { budgetAllowance } from './allowance.ts';
 
 interface UsageInput {
-  /** issueId and projectId may be left out (no issue, no project). */
-  agentId: string; runId: string; issueId?: string | null; projectId?: string | null;
+  /** runId, issueId and projectId may be left out (an agent's own call outside a run; no issue, no project). */
+  agentId: string; runId?: string | null; issueId?: string | null; projectId?: string | null;
   provider: string; model: string; biller: string; billingType: string;
   inputTokens: number; cachedInputTokens: number; outputTokens: number; costCents: number; occurredAt: string;
   /** Who measured the usage (default `adapter`: the runtime read it from a tool's output). */
   source?: CostSource;
 }
+/** The plugins whose proxied calls are the `gateway` source, unless the operator's config names others. */
+const GATEWAY_PLUGINS = ['model-gateway'];
+
+/**
+ * `gateway` spend is what Keel measured itself, and reports show it apart from what agents
+ * claim: only a gateway plugin (config `gatewayPlugins`) may record it, judged by the caller
+ * the kernel names, so no other consumer of this service can dress a claimed figure up as
+ * measured.
+ */
+function assertSourceOfCaller(source: CostSource | undefined, ctx: CostsContext): void {
+  if (source !== 'gateway') return;
+  const allowed = Array.isArray(ctx.config.gatewayPlugins) ? ctx.config.gatewayPlugins as string[] : GATEWAY_PLUGINS;
+  const caller = ctx.invocation.caller?.plugin;
+  if (!caller || !allowed.includes(caller)) {
+    throw new PluginError(403, 'source_not_allowed', `Only a gateway plugin (${allowed.join(', ') || 'none configured'}) records spend with source gateway`, { source });
+  }
+}
+
 type Scope = { scopeType: 'company' | 'agent' | 'project'; scopeId: string };
 
 /**
@@ -24,13 +42,14 @@ type Scope = { scopeType: 'company' | 'agent' | 'project'; scopeId: string };
  */
 export async function recordUsageService(input: unknown, ctx: CostsContext) {
   const usage = input as UsageInput;
+  assertSourceOfCaller(usage.source, ctx);
   const key = ctx.invocation.idempotencyKey;
   const request: RouteRequest = {
     params: {}, query: {}, companyId: ctx.invocation.companyId,
     headers: key ? { 'idempotency-key': `usage:${key}`.slice(0, 255) } : {},
     body: {
       agentId: usage.agentId, provider: usage.provider, model: usage.model, biller: usage.biller, billingType: usage.billingType,
-      costCents: usage.costCents, occurredAt: usage.occurredAt, issueId: usage.issueId ?? null, projectId: usage.projectId ?? null, heartbeatRunId: usage.runId,
+      costCents: usage.costCents, occurredAt: usage.occurredAt, issueId: usage.issueId ?? null, projectId: usage.projectId ?? null, heartbeatRunId: usage.runId ?? null,
       inputTokens: usage.inputTokens, cachedInputTokens: usage.cachedInputTokens, outputTokens: usage.outputTokens,
     },
   };
@@ -55,6 +74,7 @@ interface UsageBatch {
  */
 export async function recordUsagesService(input: unknown, ctx: CostsContext) {
   const batch = input as UsageBatch;
+  assertSourceOfCaller(batch.source, ctx);
   const calls = batch.reports.map((report) => ({
     ctx, source: batch.source ?? 'adapter',
     request: {

@@ -54,8 +54,9 @@ async function decide(key: GatewayRouteKey, request: RouteRequest, ctx: GatewayC
   const model = gemini ? gemini.model : body.model;
   if (typeof model !== 'string' || model.length === 0 || model.length > 200) throw new GatewayRefusal('invalid_request', 'model_required', 'Keel model gateway: the request must name its model');
 
-  if (!runId) throw new GatewayRefusal('unauthenticated', 'run_required', 'Keel model gateway: calls are made for a run: send the run token, or the agent key with X-Service-Run-Id of a live run');
-  if (!run || run.agentId !== agentId || !LIVE_RUN.has(run.status)) throw new GatewayRefusal('unauthenticated', 'run_ended', 'Keel model gateway: the run of this token has ended');
+  // An agent key alone calls outside any run (charged to the agent, no issue or project); a run
+  // token, or a key with X-Service-Run-Id, charges the run, which must still be live.
+  if (runId && (!run || run.agentId !== agentId || !LIVE_RUN.has(run.status))) throw new GatewayRefusal('unauthenticated', 'run_ended', 'Keel model gateway: the run of this token has ended');
 
   if (!config) throw new GatewayRefusal('unauthenticated', 'invalid_api_key', 'Keel model gateway: unknown agent');
   if (config.status === 'paused') throw new GatewayRefusal('forbidden', 'agent_paused', 'Keel model gateway: this agent is paused; no model calls until the board resumes it');
@@ -69,7 +70,7 @@ async function decide(key: GatewayRouteKey, request: RouteRequest, ctx: GatewayC
     if (!rates && !provider.allow_unpriced_models) {
       throw new GatewayRefusal('forbidden', 'model_not_priced', `Keel model gateway: model "${model}" has no price in provider "${provider.name}"; the board adds one (or allows unpriced models)`);
     }
-    const budget = await ctx.services.call<BudgetAnswer>('costs', 'budget-blocks', { agentId, projectId: run.projectId });
+    const budget = await ctx.services.call<BudgetAnswer>('costs', 'budget-blocks', { agentId, projectId: run?.projectId ?? null });
     const block = budget.blocks[0];
     if (block) {
       throw new GatewayRefusal('forbidden', 'budget_exceeded', `Keel model gateway: the ${block.scopeType} budget hard stop is reached (${block.scopeType} ${block.scopeId}); no model calls until the board raises the budget`);
@@ -90,7 +91,7 @@ async function decide(key: GatewayRouteKey, request: RouteRequest, ctx: GatewayC
     limitCents,
     cutMessage: 'Keel cut this stream: a budget hard stop was reached while it ran',
     report: {
-      agentId, runId: run.runId, issueId: run.issueId, projectId: run.projectId,
+      agentId, runId: run?.runId ?? null, issueId: run?.issueId ?? null, projectId: run?.projectId ?? null,
       providerId: provider.id, providerName: provider.name, kind: provider.kind, model,
     },
   });

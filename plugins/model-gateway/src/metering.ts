@@ -4,7 +4,7 @@ import { addTokens } from './rate-limits.ts';
 import { recordTest } from './test-call.ts';
 
 interface CallReport {
-  agentId: string; runId: string; issueId: string | null; projectId: string | null;
+  agentId: string; runId: string | null; issueId: string | null; projectId: string | null;
   providerId: string; providerName: string; kind: string; model: string;
 }
 
@@ -41,6 +41,6 @@ export async function onProxyFinished(payload: Record<string, unknown>, ctx: Gat
 }
 
 function isCallReport(report: Record<string, unknown>): report is Record<string, unknown> & CallReport {
-  return typeof report.agentId === 'string' && typeof report.runId === 'string' && typeof report.providerName === 'string'
+  return typeof report.agentId === 'string' && (typeof report.runId === 'string' || report.runId === null) && typeof report.providerName === 'string'
     && typeof report.kind === 'string' && typeof report.model === 'string';
 }

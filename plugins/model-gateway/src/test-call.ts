@@ -7,8 +7,9 @@ import { credentialFor } from './wire.ts';
  * `POST /api/model-providers/{id}/test`: one minimal call to the provider, by the gateway's own
  * path (the kernel forwards it with the key from the vault, as it forwards agents' calls), so
  * the test proves what an agent's call needs: the address, the key and the model. The answer
- * is the provider's own (its status, its body, as it came), and when the call has ended its
- * outcome is kept as the provider's `lastTest` ({ok, status, latencyMs, error, testedAt}).
+ * is the kernel's summary of the call, `{ok, status, latencyMs, error}` (the provider's own
+ * error message when it refused), and the outcome is also kept as the provider's `lastTest`
+ * ({ok, status, latencyMs, error, testedAt}) for the list of providers.
  *
  * The calls cost nothing where the provider counts tokens for free (Anthropic's count_tokens,
  * Gemini's countTokens); OpenAI has no such call, so its test asks chat completions for at most
@@ -24,24 +25,26 @@ export async function testProvider(request: RouteRequest, ctx: GatewayContext) {
   if (!provider.api_key_secret_id) throw new PluginError(422, 'api_key_required', 'The provider has no API key', { field: 'apiKey' });
   const credential = credentialFor(provider.kind, provider.api_key_secret_id, provider.api_key_version);
   const report = { test: true, providerId: provider.id };
+  // The board gets the kernel's summary ({ok, status, latencyMs, error}), never the provider's bytes.
+  const answer = 'summary' as const;
   const ping = 'ping';
   if (provider.kind === 'anthropic') {
     return respondProxy({
-      url: `${provider.base_url}/v1/messages/count_tokens`, credential, meter: 'none', rates: null, limitCents: null, report,
+      url: `${provider.base_url}/v1/messages/count_tokens`, credential, meter: 'none', rates: null, limitCents: null, report, answer,
       headers: { 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
       setBodyFields: { model, messages: [{ role: 'user', content: ping }] },
     });
   }
   if (provider.kind === 'openai') {
     return respondProxy({
-      url: `${provider.base_url}/v1/chat/completions`, credential, meter: 'openai-chat', rates: null, limitCents: null, report,
+      url: `${provider.base_url}/v1/chat/completions`, credential, meter: 'openai-chat', rates: null, limitCents: null, report, answer,
       headers: { 'content-type': 'application/json' },
       setBodyFields: { model, messages: [{ role: 'user', content: ping }], max_completion_tokens: 16, stream: false },
     });
   }
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$/.test(model)) throw new PluginError(422, 'invalid_model', 'model: letters, digits, dots, dashes and underscores only', { field: 'model' });
   return respondProxy({
-    url: `${provider.base_url}/v1beta/models/${model}:countTokens`, credential, meter: 'none', rates: null, limitCents: null, report,
+    url: `${provider.base_url}/v1beta/models/${model}:countTokens`, credential, meter: 'none', rates: null, limitCents: null, report, answer,
     headers: { 'content-type': 'application/json' },
     setBodyFields: { contents: [{ role: 'user', parts: [{ text: ping }] }] },
   });

@@ -11,18 +11,23 @@ type Options = GlobalOptions & { name?: string; description?: string; provider?:
 
 const COLUMNS = ['id', 'name', 'provider', 'latestVersion', 'description', 'updatedAt'];
 
-export async function readSecretValue(options: Options): Promise<string> {
+/**
+ * A secret value from `valueFile` (`-`: stdin) or stdin. `what` names it in refusals, `usage`
+ * says how to pass it; a terminal on stdin is refused, since what is typed there would be echoed.
+ */
+export async function readSecretValue(options: { valueFile?: string; keepNewline?: boolean }, what = 'The secret value',
+  usage = 'pipe it in (printf %s "$VALUE" | keel secret ...) or pass --value-file <path>'): Promise<string> {
   let raw: string;
   if (options.valueFile && options.valueFile !== '-') {
     raw = readFileSync(userPath(options.valueFile), 'utf8');
   } else {
-    if (process.stdin.isTTY) throw new CliError('value_required', 'The secret value is read from stdin or --value-file, never from a flag: pipe it in (printf %s "$VALUE" | keel secret ...) or pass --value-file <path>');
+    if (process.stdin.isTTY) throw new CliError('value_required', `${what} is read from stdin or a file, never from a flag: ${usage}`);
     const chunks: Buffer[] = [];
     for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
     raw = Buffer.concat(chunks).toString('utf8');
   }
   const value = options.keepNewline ? raw : raw.replace(/\r?\n$/, '');
-  if (!value) throw new CliError('value_required', 'The secret value is empty');
+  if (!value) throw new CliError('value_required', `${what} is empty`);
   return value;
 }
 

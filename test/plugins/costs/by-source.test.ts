@@ -5,6 +5,7 @@ import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../sup
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { installAndEnable } from '../../support/plugins.ts';
 import { addCost, q, settling } from './helpers.ts';
+import { allowGatewayCaller } from './helpers.ts';
 
 /** GET costs/by-source: spend per source (and per model), over ranges read from daily and hourly rollups and raw events. */
 const CALLER = fileURLToPath(new URL('./fixtures/usage-caller', import.meta.url));
@@ -51,6 +52,7 @@ function expected(from: string | undefined, to: string | undefined, byModel: boo
 beforeAll(async () => {
   t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
   await installAndEnable(t, CALLER);
+  await allowGatewayCaller(t.api);
   company = await createCompany(settling(t));
   agentA = await createAgent(settling(t), company.id, { name: 'Ada' });
   agentB = await createAgent(settling(t), company.id, { name: 'Bob' });

@@ -96,3 +96,12 @@ export function settling(t: TestKernel, api: Api = t.api): Api {
   };
   return { ...api, post: after(api.post), patch: after(api.patch), put: after(api.put) } as Api;
 }
+
+/**
+ * Lets the usage-caller fixture record `gateway` spend, as the operator would name a gateway
+ * plugin of their own (costs config `gatewayPlugins`); by default only model-gateway may.
+ */
+export async function allowGatewayCaller(api: Api): Promise<void> {
+  const res = await api.post('/api/plugins/costs/config', { config: { gatewayPlugins: ['model-gateway', 'usage-caller'] } });
+  expect(res.status, res.text).toBe(200);
+}

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { installAndEnable } from '../../support/plugins.ts';
-import { activityCount, addCost, event, eventCount, lastMonthMoment, postCost, settling } from './helpers.ts';
+import { activityCount, addCost, allowGatewayCaller, event, eventCount, lastMonthMoment, postCost, settling } from './helpers.ts';
 
 /** Where a cost event's figures come from: `source` on events, their activity, the usage services and `costs/by-source`. */
 const CALLER = fileURLToPath(new URL('./fixtures/usage-caller', import.meta.url));
@@ -16,6 +16,7 @@ let agent: any;
 beforeAll(async () => {
   t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
   await installAndEnable(t, CALLER);
+  await allowGatewayCaller(t.api);
   company = await createCompany(settling(t));
   agent = await createAgent(settling(t), company.id, { name: 'Ada' });
 });
@@ -84,6 +85,31 @@ describe('source of cost events', () => {
       expect(await storedSource(res.body.costEventId)).toBe(source);
       expect(await activityDetails(res.body.costEventId)).toMatchObject({ source });
     }
+  });
+
+  it('only a gateway plugin of the costs config records gateway spend: another caller is refused (403) and stores nothing', async () => {
+    await t.api.post('/api/plugins/costs/config', { config: {} });
+    try {
+      const before = await eventCount(t, company.id);
+      const one = await callService(company.id, 'record-usage', usage(agent.id, 5, { source: 'gateway' }), randomUUID());
+      expect({ status: one.status, code: one.body.code }).toEqual({ status: 403, code: 'source_not_allowed' });
+      expect(one.body.error).toContain('model-gateway');
+      const many = await callService(company.id, 'record-usages', { agentId: agent.id, runId: randomUUID(), source: 'gateway', reports: [report(1)] });
+      expect({ status: many.status, code: many.body.code }).toEqual({ status: 403, code: 'source_not_allowed' });
+      // Other sources stay open to any consumer of the service.
+      expect((await callService(company.id, 'record-usage', usage(agent.id, 1, { source: 'remote_runner' }), randomUUID())).status).toBe(200);
+      expect(await eventCount(t, company.id)).toBe(before + 1);
+    } finally {
+      await allowGatewayCaller(t.api);
+    }
+  });
+
+  it('record-usage may leave out runId (an agent key\'s call outside a run)', async () => {
+    const { runId: _run, ...bare } = usage(agent.id, 2, { source: 'gateway' });
+    const res = await callService(company.id, 'record-usage', bare, randomUUID());
+    expect(res.status, res.text).toBe(200);
+    const { rows } = await t.sql.query('select heartbeat_run_id from plugin_costs.cost_events where id = $1', [res.body.costEventId]);
+    expect(rows).toEqual([{ heartbeat_run_id: null }]);
   });
 
   it('record-usage may leave out issueId and projectId (a call with no issue or project)', async () => {

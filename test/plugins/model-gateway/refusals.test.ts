@@ -91,11 +91,15 @@ describe('the gateway refuses in the provider\'s own error shape, and forwards n
     expect(forwarded()).toBe(before);
   });
 
-  it('401 for an agent key without a run (the gateway meters calls of runs)', async () => {
+  it('an agent key alone calls outside any run: forwarded, and charged to the agent with no run', async () => {
     const key = await createAgentKey(world.t.api, run.agent.id);
     const before = forwarded();
-    for (const kind of KINDS) expectShape(kind, await call(kind, { token: key }), 401, UNAUTHENTICATED, /run/);
-    expect(forwarded()).toBe(before);
+    for (const kind of KINDS) expect((await call(kind, { token: key })).status).toBe(200);
+    expect(forwarded()).toBe(before + KINDS.length);
+    await callsSettled(world.t);
+    const rows = (await costRows(world.t, company.id)).filter((row) => row.heartbeat_run_id === null);
+    expect(rows).toHaveLength(KINDS.length);
+    expect(rows.every((row) => row.agent_id === run.agent.id && row.source === 'gateway')).toBe(true);
   });
 
   it('404 for an unknown provider id, a malformed one, and a provider of another kind than the path', async () => {

@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startAnthropicModel, type ScriptedAnthropic } from '../../support/scripted-models/anthropic.ts';
@@ -89,7 +91,8 @@ describe('POST /api/model-providers/{id}/test', () => {
     const before = anthropic.requests.length;
     const res = await world.t.api.post(`/api/model-providers/${provider.id}/test`, {});
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toEqual({ input_tokens: expect.any(Number) });
+    // The kernel's summary of the call, never the provider's bytes.
+    expect(res.body).toEqual({ ok: true, status: 200, latencyMs: expect.any(Number), error: null });
     const seen = anthropic.requests.slice(before);
     expect(seen).toHaveLength(1);
     expect(seen[0]).toMatchObject({ path: '/v1/messages/count_tokens', body: { model: 'claude-probe', messages: [{ role: 'user', content: 'ping' }] } });
@@ -100,15 +103,27 @@ describe('POST /api/model-providers/{id}/test', () => {
     expect(await costRows(world.t, company.id)).toEqual([]);
   });
 
-  it('answers the provider\'s own refusal (a wrong key) and keeps it as a failed test', async () => {
+  it('answers the provider\'s own refusal (a wrong key) as a failed test, with the provider\'s message, and keeps it', async () => {
     const company = await createCompany(world.t.api);
     const provider = await addProvider(world.t.api, company.id, { baseUrl: anthropic.url, apiKey: 'sk-wrong', models: [{ ...PRICE[0], model: 'claude-probe' }] });
-    // The provider's own answer, as it came (not a Keel error body).
-    const res = await fetch(`${world.t.url}/api/model-providers/${provider.id}/test`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
-    expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });
+    const res = await world.t.api.post(`/api/model-providers/${provider.id}/test`, {});
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ ok: false, status: 401, latencyMs: expect.any(Number), error: expect.stringMatching(/^The provider answered 401: \S/) });
+    expect(res.text).not.toContain('sk-wrong');
     await callsSettled(world.t);
     expect((await world.t.api.get(`/api/model-providers/${provider.id}`)).body.lastTest).toMatchObject({ ok: false, status: 401, error: 'the provider answered 401' });
+  });
+
+  it('a provider that cannot be reached is a failed test with the reason, not an error of the route', async () => {
+    const company = await createCompany(world.t.api);
+    const closed = await new Promise<number>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => { const { port } = server.address() as AddressInfo; server.close(() => resolve(port)); });
+    });
+    const provider = await addProvider(world.t.api, company.id, { baseUrl: `http://127.0.0.1:${closed}`, apiKey: KEY, models: [{ ...PRICE[0], model: 'claude-probe' }] });
+    const res = await world.t.api.post(`/api/model-providers/${provider.id}/test`, {});
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({ ok: false, status: null, latencyMs: expect.any(Number), error: expect.stringContaining('could not be reached') });
   });
 
   it('needs a model to test with (422) and is board only (403 for an agent)', async () => {
