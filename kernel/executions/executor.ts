@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { MAX_EXECUTION_FILE_BYTES, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProbeInput, type ProbeResult, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
+import { MAX_EXECUTION_FILE_BYTES, type CallbackUrls, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProbeInput, type ProbeResult, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
 import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
@@ -143,6 +143,11 @@ export class Executor {
     return this.homes;
   }
 
+  /** What a run's process calls back (ExecutionsCapability.callbackUrl): the API, and the model gateway under it. */
+  callbackUrls(): CallbackUrls {
+    return { apiUrl: this.apiUrl, llmUrl: `${this.apiUrl}/api/llm` };
+  }
+
   /** ExecutionsCapability.probe (probe.ts). */
   probe(caller: ExecutionCaller, input: ProbeInput): Promise<ProbeResult> {
     return runProbe(this, caller, input);
@@ -228,7 +233,7 @@ export class Executor {
       if (fileBytes > MAX_EXECUTION_FILE_BYTES) throw new KeelError(400, 'invalid_arguments', `files: ${fileBytes} bytes in all; at most ${MAX_EXECUTION_FILE_BYTES}`);
       const workspace = await prepareLeasedWorkspace({ db: this.deps.db, vault: this.deps.vault, identity: () => this.agentUser() },
         { plugin: caller.plugin, runId: input.runId, agentId: agent.id, companyId: agent.company_id }, agent.adapter_config, input.workspace);
-      const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never);
+      const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never, tool?.withhold);
       if (resolved.secrets.length > 0) {
         await this.deps.db.query(
           `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
@@ -236,7 +241,7 @@ export class Executor {
       }
       const secretValues = [
         ...resolved.secrets.map((secret) => resolved.env[secret.envName]!),
-        ...(workspace?.secrets ?? []).map((secret) => workspace!.env[secret.envName]!),
+        ...(workspace?.secrets ?? []).filter((secret) => !tool?.withhold.has(secret.envName)).map((secret) => workspace!.env[secret.envName]!),
       ];
       return { kind: 'process', config, env: resolved.env, extras, files, workspace, secretValues, tool };
     }
@@ -378,7 +383,7 @@ export class Executor {
   private runProcess(entry: Live, prepared: PreparedProcess, token: string, log: ExecutionLog, created: (dir: string) => void): Promise<Partial<Finish>> {
     const identity = this.agentUser();
     return runProcessExecution({
-      db: this.deps.db, identity, workDirs: this.workDirs!, homes: this.agentHomes(), apiUrl: this.apiUrl, timeOut: (live) => this.timeOut(live),
+      db: this.deps.db, identity, workDirs: this.workDirs!, homes: this.agentHomes(), urls: this.callbackUrls(), timeOut: (live) => this.timeOut(live),
     }, entry, prepared, token, log, created);
   }
 

@@ -1,5 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import type { CallbackUrls } from '../../sdk/capabilities/executions.ts';
 import type { Database } from '../db/database.ts';
 import type { AgentHomes } from './agent-homes.ts';
 import type { AgentIdentity, WorkDirectories } from './agent-user.ts';
@@ -18,7 +19,7 @@ export interface PreparedProcess {
 
 /** What running a process needs of the executor. */
 export interface ProcessRunDeps {
-  db: Database; identity: AgentIdentity; workDirs: WorkDirectories; homes: AgentHomes; apiUrl: string;
+  db: Database; identity: AgentIdentity; workDirs: WorkDirectories; homes: AgentHomes; urls: CallbackUrls;
   /** The executor's deadline action (SIGTERM, then SIGKILL after grace). */
   timeOut(entry: Live): void;
 }
@@ -52,12 +53,15 @@ export async function runProcessExecution(deps: ProcessRunDeps, entry: Live, pre
   }
   // Handed over only now: nothing of the agent user's can be in it while the kernel writes there.
   if (prepared.workspace) await handToAgentUser(prepared.workspace.dir, identity);
+  // Withheld names (the provider keys of a run the model gateway serves) reach the process from nowhere.
+  const workspaceEnv = Object.fromEntries(Object.entries(prepared.workspace?.env ?? {}).filter(([name]) => !tool?.withhold.has(name)));
   const env = processEnvironment({
     // The agent's own (board-approved) variables win over its environment's.
-    home: home ?? runDir, tmp: runDir, resolved: { ...prepared.workspace?.env, ...prepared.env }, extras: prepared.extras,
+    home: home ?? runDir, tmp: runDir, resolved: { ...workspaceEnv, ...prepared.env }, extras: prepared.extras,
     defaults: home && tool?.home ? Object.fromEntries(Object.entries(tool.home.variables).map(([name, path]) => [name, join(home, path)])) : {},
+    tokens: Object.fromEntries((tool?.tokenVariables ?? []).map((name) => [name, token])),
     canonical: {
-      SERVICE_API_URL: deps.apiUrl, SERVICE_API_KEY: token, SERVICE_COMPANY_ID: entry.ref.companyId,
+      SERVICE_API_URL: deps.urls.apiUrl, SERVICE_API_KEY: token, SERVICE_LLM_URL: deps.urls.llmUrl, SERVICE_COMPANY_ID: entry.ref.companyId,
       SERVICE_AGENT_ID: entry.ref.agentId, SERVICE_RUN_ID: entry.ref.runId,
     },
   });

@@ -66,12 +66,13 @@ export function safeRelativePath(path: string): string {
 }
 
 /** Names the canonical run variables take; a plugin's or the configuration's value for them is replaced. */
-export const CANONICAL_NAMES = ['SERVICE_API_URL', 'SERVICE_API_KEY', 'SERVICE_COMPANY_ID', 'SERVICE_AGENT_ID', 'SERVICE_RUN_ID'] as const;
+export const CANONICAL_NAMES = ['SERVICE_API_URL', 'SERVICE_API_KEY', 'SERVICE_LLM_URL', 'SERVICE_COMPANY_ID', 'SERVICE_AGENT_ID', 'SERVICE_RUN_ID'] as const;
 
 /**
  * The environment of an agent process, from scratch: PATH, HOME, LANG and TMPDIR only (nothing
  * of the server's environment), then the agent's resolved environment (plain values and
- * secrets), then the plugin's extras, then the canonical run values, which win.
+ * secrets), then the plugin's extras, then a tool launch's token variables (the run token under
+ * the tool's API-key name), then the canonical run values, which win.
  */
 export function processEnvironment(input: {
   home: string; resolved: Record<string, string>; extras: Record<string, string>;
@@ -81,13 +82,15 @@ export function processEnvironment(input: {
   tmp?: string;
   /** A tool launch's home folders and tool variables: defaults the agent's configured env may override. */
   defaults?: Record<string, string>;
+  /** A tool launch's token variables, each with the run token: over the configured and the plugin's values. */
+  tokens?: Record<string, string>;
 }): Record<string, string> {
   const env: Record<string, string> = {
     PATH: '/usr/local/bin:/usr/bin:/bin', HOME: input.home, LANG: 'C.UTF-8', TMPDIR: input.tmp ?? input.home,
   };
   const serviceExtras = Object.fromEntries(Object.entries(input.extras).filter(([name]) => name.startsWith('SERVICE_')));
   const toolDefaults = { ...input.defaults, ...Object.fromEntries(Object.entries(input.extras).filter(([name]) => !name.startsWith('SERVICE_'))) };
-  for (const source of [toolDefaults, input.resolved, serviceExtras]) {
+  for (const source of [toolDefaults, input.resolved, serviceExtras, input.tokens ?? {}]) {
     for (const [name, value] of Object.entries(source)) {
       if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) && !value.includes('\0')) env[name] = value;
     }

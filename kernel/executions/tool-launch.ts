@@ -12,6 +12,10 @@ import { processConfig, safeRelativePath, type ProcessConfig } from './start-che
  */
 export interface ToolLaunch {
   stdin: Buffer | null;
+  /** Variables given the run token (tokenVariables), over everything else but the canonical ones. */
+  tokenVariables: string[];
+  /** Configured variables withheld from the process (withholdVariables): never revealed, never passed. */
+  withhold: Set<string>;
   home: { variables: Record<string, string>; replace: string[]; files: Array<{ path: string; content: Buffer }>; workdir: string | null } | null;
   retry: { args: string[]; needles: string[] } | null;
 }
@@ -53,14 +57,28 @@ export function homeVariables(variables: Record<string, string> | undefined): Re
   return checked;
 }
 
+/**
+ * A tool launch's token variables: names under the run-variable rule (no PATH, LD_*, HOME, ...),
+ * and never a canonical SERVICE_* name (those keep their own values).
+ */
+export function tokenVariables(names: string[] | undefined): string[] {
+  for (const name of names ?? []) {
+    const why = name.startsWith('SERVICE_') ? 'is a SERVICE_* variable; the run token is SERVICE_API_KEY already' : refusedRunVariable(name);
+    if (why) throw new KeelError(400, 'invalid_arguments', `tokenVariables: ${JSON.stringify(name.slice(0, 100))} ${why}`);
+  }
+  return [...(names ?? [])];
+}
+
 export function prepareToolLaunch(input: {
-  args?: string[]; stdin?: string;
+  args?: string[]; stdin?: string; tokenVariables?: string[]; withholdVariables?: string[];
   home?: { variables?: Record<string, string>; replace?: string[]; files?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>; workdir?: string };
   retryOnce?: { args: string[]; ifOutputIncludes: string[] };
 }): ToolLaunch {
   if (input.retryOnce) assertArguments(input.retryOnce.args, 'retryOnce.args');
   return {
     stdin: input.stdin === undefined ? null : Buffer.from(input.stdin, 'utf8'),
+    tokenVariables: tokenVariables(input.tokenVariables),
+    withhold: new Set(input.withholdVariables ?? []),
     home: input.home ? {
       variables: homeVariables(input.home.variables),
       replace: (input.home.replace ?? []).map(safeRelativePath),
@@ -73,7 +91,7 @@ export function prepareToolLaunch(input: {
 
 /** The fields a plain process start may not carry: they belong to tool launches. */
 export function assertNoToolFields(input: Record<string, unknown>): void {
-  for (const field of ['args', 'stdin', 'home', 'retryOnce']) {
+  for (const field of ['args', 'stdin', 'home', 'retryOnce', 'tokenVariables', 'withholdVariables']) {
     if (input[field] !== undefined) {
       throw new KeelError(400, 'invalid_arguments', `${field}: only for an agent whose adapter type this plugin contributes; a process agent runs its configuration's command and arguments`);
     }

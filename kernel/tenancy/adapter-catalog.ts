@@ -45,6 +45,8 @@ interface LocalTool {
   defaultModel: string | null;
   efforts: readonly string[] | null;
   maxTurns: boolean;
+  /** What the model gateway serves for this tool (the kind of provider its runs use by default), in words; null: it does not route through the gateway. */
+  gateway: string | null;
 }
 
 function localTool(spec: LocalTool): AdapterDescription {
@@ -58,6 +60,12 @@ function localTool(spec: LocalTool): AdapterDescription {
       ...(spec.efforts ? [{ name: 'effort', type: 'string', required: false, values: spec.efforts, notes: `reasoning effort: one of ${spec.efforts.join(', ')}; the tool's own default when absent` }] : []),
       ...(spec.maxTurns ? [{ name: 'maxTurns', type: 'integer', required: false, notes: 'the most agent turns of one run (1 to 1000); the run fails with tool_max_turns past it' }] : []),
       INSTRUCTIONS,
+      {
+        name: 'modelProvider', type: 'string', required: false,
+        notes: spec.gateway
+          ? `a model provider of the company (its name) that serves the runs through Keel's model gateway, or "none" for the tool's own credentials; by default the company's default provider of ${spec.gateway}. A served run gets the tool's base URL pointed at the gateway and its run token as the API key; the provider keys of env are withheld`
+          : 'not used: this tool does not route its model calls through Keel\'s model gateway (it keeps its own credentials); "none" or a name is accepted and ignored',
+      },
       { ...EXTRA_ARGS, default: '[]', notes: 'extra flags for the tool, each from its allow-list (a value follows its flag, or --flag=value); never the prompt, a credential, or a flag that moves output or sessions' },
       { name: 'toolSandbox', type: 'boolean', required: false, default: 'false', notes: 'keep the tool\'s own sandbox as well (where it still lets the agent reach Keel); by default the tool runs unattended with its shell and file tools, and Keel\'s isolation (the agent user, its own home, an environment built from scratch) is the boundary' },
       { ...TIMEOUT, default: '3600', notes: 'seconds before the run is stopped as timed_out; 0 means no limit' },
@@ -71,7 +79,7 @@ function localTool(spec: LocalTool): AdapterDescription {
 export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
   {
     type: 'process',
-    summary: 'Starts a command for each run. The process gets SERVICE_API_URL, SERVICE_API_KEY (the run\'s short-lived token), SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID, SERVICE_TASK_ID, SERVICE_WAKE_REASON and SERVICE_WAKE_PAYLOAD_JSON, and reports usage with stdout lines {"type": "service.usage", ...} and its result with {"type": "service.result", ...}.',
+    summary: 'Starts a command for each run. The process gets SERVICE_API_URL, SERVICE_API_KEY (the run\'s short-lived token), SERVICE_LLM_URL (the base of the model gateway, /api/llm), SERVICE_COMPANY_ID, SERVICE_AGENT_ID, SERVICE_RUN_ID, SERVICE_TASK_ID, SERVICE_WAKE_REASON and SERVICE_WAKE_PAYLOAD_JSON, and reports usage with stdout lines {"type": "service.usage", ...} and its result with {"type": "service.result", ...}.',
     fields: [
       { name: 'command', type: 'string', required: true, notes: 'the program to run (absolute path, or a name found on PATH)' },
       { name: 'args', type: 'array of strings', required: false, default: '[]', notes: 'its arguments' },
@@ -91,18 +99,18 @@ export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
     ],
     example: { adapterType: 'http', adapterConfig: { url: 'https://agents.example.com/run', timeoutMs: 60000, payloadTemplate: { team: 'support' } } },
   },
-  localTool({ type: 'alpha_local', tool: 'Claude Code', executable: 'claude', install: 'npm install -g @anthropic-ai/claude-code', defaultModel: null, efforts: ['low', 'medium', 'high', 'xhigh', 'max'], maxTurns: true }),
-  localTool({ type: 'beta_local', tool: 'Codex CLI', executable: 'codex', install: 'npm install -g @openai/codex', defaultModel: 'gpt-6.2-sol', efforts: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'], maxTurns: false }),
-  localTool({ type: 'gamma_local', tool: 'Gemini CLI', executable: 'gemini', install: 'npm install -g @google/gemini-cli', defaultModel: 'auto', efforts: null, maxTurns: true }),
-  localTool({ type: 'delta_local', tool: 'OpenCode', executable: 'opencode', install: 'npm install -g opencode-ai', defaultModel: null, efforts: ['minimal', 'low', 'medium', 'high', 'max'], maxTurns: false }),
-  localTool({ type: 'pi_local', tool: 'Pi', executable: 'pi', install: 'npm install -g @mariozechner/pi-coding-agent', defaultModel: null, efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'], maxTurns: false }),
+  localTool({ type: 'alpha_local', tool: 'Claude Code', executable: 'claude', install: 'npm install -g @anthropic-ai/claude-code', defaultModel: null, efforts: ['low', 'medium', 'high', 'xhigh', 'max'], maxTurns: true, gateway: 'kind anthropic' }),
+  localTool({ type: 'beta_local', tool: 'Codex CLI', executable: 'codex', install: 'npm install -g @openai/codex', defaultModel: 'gpt-6.2-sol', efforts: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'], maxTurns: false, gateway: 'kind openai (the Responses API)' }),
+  localTool({ type: 'gamma_local', tool: 'Gemini CLI', executable: 'gemini', install: 'npm install -g @google/gemini-cli', defaultModel: 'auto', efforts: null, maxTurns: true, gateway: 'kind gemini' }),
+  localTool({ type: 'delta_local', tool: 'OpenCode', executable: 'opencode', install: 'npm install -g opencode-ai', defaultModel: null, efforts: ['minimal', 'low', 'medium', 'high', 'max'], maxTurns: false, gateway: 'the kind its model names (anthropic/…, openai/…, google/…: anthropic, openai, gemini), unless env sets OPENCODE_CONFIG_CONTENT or OPENCODE_CONFIG (its own providers)' }),
+  localTool({ type: 'pi_local', tool: 'Pi', executable: 'pi', install: 'npm install -g @mariozechner/pi-coding-agent', defaultModel: null, efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'], maxTurns: false, gateway: null }),
   {
     type: 'eta_local',
     summary: 'Reserved for a further local coding tool: no tool is driven by it yet, so a wake of such an agent answers 409 adapter_unavailable. Use one of the other local adapters, or `process` with a command of your own.',
     fields: [MODEL, CWD, INSTRUCTIONS, EXTRA_ARGS, ENV, TIMEOUT, GRACE],
     example: { adapterType: 'eta_local', adapterConfig: { cwd: '/srv/work/repo' } },
   },
-  localTool({ type: 'cursor', tool: 'Cursor CLI', executable: 'cursor-agent', install: 'curl https://cursor.com/install -fsS | bash', defaultModel: 'auto', efforts: null, maxTurns: false }),
+  localTool({ type: 'cursor', tool: 'Cursor CLI', executable: 'cursor-agent', install: 'curl https://cursor.com/install -fsS | bash', defaultModel: 'auto', efforts: null, maxTurns: false, gateway: null }),
   {
     type: 'zeta_gateway',
     summary: 'Connects the agent to a gateway device that runs it elsewhere. Skills cannot be pushed to it (sync mode unsupported).',

@@ -15,17 +15,20 @@ export interface ResolvedEnvironment {
  * agent with delivery `env` or `both` are added under their alias. A reference to a deleted
  * secret fails the whole resolution with a clear error rather than launching without it.
  */
-export async function resolveRunEnvironment(db: Queryable, vault: Vault, agent: { id: string; company_id: string; adapter_config: any }): Promise<ResolvedEnvironment> {
+export async function resolveRunEnvironment(db: Queryable, vault: Vault, agent: { id: string; company_id: string; adapter_config: any }, withhold: ReadonlySet<string> = new Set()): Promise<ResolvedEnvironment> {
   const env: Record<string, string> = {};
   const secrets: ResolvedEnvironment['secrets'] = [];
   const configured = (agent.adapter_config?.env ?? {}) as Record<string, unknown>;
   for (const [name, value] of Object.entries(configured)) {
+    if (withhold.has(name)) continue;
     if (typeof value === 'string') env[name] = value;
     else if (typeof value === 'number' || typeof value === 'boolean') env[name] = String(value);
   }
-  const refs = collectSecretRefs(agent.adapter_config);
-  const grants = await db.query<{ key: string; secret_id: string; version_selector: string }>(
-    `select key, secret_id, version_selector from agent_secret_grants where agent_id = ? and delivery in ('env', 'both') order by key`, [agent.id]);
+  // Withheld names (a tool launch's withholdVariables) are not even revealed: the vault is not read for them.
+  const refs = collectSecretRefs(agent.adapter_config).filter((ref) => !withhold.has(ref.envName));
+  const grants = (await db.query<{ key: string; secret_id: string; version_selector: string }>(
+    `select key, secret_id, version_selector from agent_secret_grants where agent_id = ? and delivery in ('env', 'both') order by key`, [agent.id]))
+    .filter((grant) => !withhold.has(grant.key));
   const requests = [
     ...refs.map((ref) => ({ secretId: ref.secretId, selector: ref.version })),
     ...grants.map((grant) => ({ secretId: grant.secret_id, selector: grant.version_selector === 'latest' ? 'latest' as const : Number(grant.version_selector) })),

@@ -39,7 +39,21 @@ export interface ProcessExecutionInput {
    * a system line; the deadline covers both attempts. Tool launches only.
    */
   retryOnce?: { args: string[]; ifOutputIncludes: string[] };
+  /**
+   * Variables that receive the run token (the value of SERVICE_API_KEY), winning over the
+   * agent's configured env and the plugin's `env`: a tool's API-key variable when Keel's model
+   * gateway serves the run (the tool then authenticates to the gateway as the run). Tool launches only.
+   */
+  tokenVariables?: string[];
+  /**
+   * Names of the agent's configured env (adapterConfig.env, secrets granted as env, a leased
+   * workspace's variables) NOT passed to the process, and not revealed from the vault: the
+   * provider keys when the model gateway serves the run, so the process never holds them. Tool launches only.
+   */
+  withholdVariables?: string[];
 }
+/** What an agent calls back: this instance's API (SERVICE_API_URL) and its model gateway base (SERVICE_LLM_URL: `${apiUrl}/api/llm`). */
+export interface CallbackUrls { apiUrl: string; llmUrl: string }
 /**
  * The agent's persistent home, `<dataDir>/agent-homes/<agentId>` (0700, owned by the agent
  * user): HOME for its runs, so a tool's configuration and sessions survive between runs and two
@@ -73,6 +87,14 @@ export interface ProbeInput {
   homeVariables?: Record<string, string>;
   /** Files written into the agent's home first, by the agent user, as for a tool launch (the tool's settings a run would have). */
   homeFiles?: Array<{ path: string; content: string; encoding?: 'utf8' | 'base64' }>;
+  /**
+   * As for a tool launch: these variables receive a run token. A probe has no run, so the
+   * kernel opens one for it (invocation source `adapter_test`, closed when the probe ends): the
+   * tool's call through the model gateway is then the agent's, metered and budgeted as a run's.
+   */
+  tokenVariables?: string[];
+  /** As for a tool launch: configured variables not passed (nor revealed). */
+  withholdVariables?: string[];
 }
 export interface ProbeResult { exitCode: number | null; signal: string | null; stdout: string; stderr: string; timedOut: boolean; spawnError: string | null }
 /**
@@ -199,6 +221,8 @@ export interface ExecutionsCapability {
   cancel(executionId: string, options?: { reason?: string }): Promise<ExecutionSummary>;
   /** See ProbeInput. */
   probe(input: ProbeInput): Promise<ProbeResult>;
+  /** The addresses a run's process is given to call Keel back (SERVICE_API_URL, SERVICE_LLM_URL): a tool's base-URL setting points at the model gateway with these. */
+  callbackUrl(): Promise<CallbackUrls>;
 }
 
 /** One structured output: a stdout line that is a JSON object with a string `type`, or an SSE event (`{event, data}`). */
@@ -235,6 +259,8 @@ const files = {
   items: { type: 'object', additionalProperties: false, required: ['path', 'content'], properties: { path: relativePath, content: { type: 'string', maxLength: 1_398_104 }, encoding: { enum: ['utf8', 'base64'] } } },
 };
 const args = { type: 'array', maxItems: 200, items: { type: 'string', maxLength: 8_192 } };
+/** Variable names a tool launch hands the run token or withholds (names only; the run-variable rule applies to token variables). */
+const variableNames = { type: 'array', maxItems: 20, uniqueItems: true, items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' } };
 const homeVariables = { type: 'object', maxProperties: 20, propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]{0,127}$' }, additionalProperties: relativePath };
 /** A field of a run server's JSON answer that names its run. */
 const idFieldName = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]{0,63}$' };
@@ -272,13 +298,15 @@ const processInput = {
       type: 'object', additionalProperties: false, required: ['args', 'ifOutputIncludes'],
       properties: { args, ifOutputIncludes: { type: 'array', minItems: 1, maxItems: 20, items: { type: 'string', minLength: 3, maxLength: 200 } } },
     },
+    tokenVariables: variableNames,
+    withholdVariables: variableNames,
   },
 };
 const probeInput = {
   type: 'object', additionalProperties: false, required: ['agentId', 'args'],
   properties: {
     agentId: uuid, args, stdin: { type: 'string', maxLength: MAX_STDIN_CHARS }, timeoutSec: { type: 'integer', minimum: 1, maximum: 300 },
-    env: stringMap, homeVariables, homeFiles: files,
+    env: stringMap, homeVariables, homeFiles: files, tokenVariables: variableNames, withholdVariables: variableNames,
   },
 };
 const httpInput = {
@@ -329,6 +357,7 @@ export const executions = defineCapability<{ executions: ExecutionsCapability }>
       }], { type: 'object', required: ['content', 'offset', 'nextOffset', 'eof'] }, { required: 1 }),
       cancel: method('kernel', [uuid, { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } }], summary, { required: 1 }),
       probe: method('kernel', [probeInput], { type: 'object', required: ['exitCode', 'stdout', 'stderr', 'timedOut'] }),
+      callbackUrl: method('kernel', [], { type: 'object', required: ['apiUrl', 'llmUrl'] }, { scope: 'instance' }),
     },
   },
 });

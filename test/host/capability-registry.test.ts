@@ -88,6 +88,7 @@ const examples = (): Record<string, unknown[]> => ({
   'executions.log': [randomUUID(), { offset: 0 }],
   'executions.cancel': [randomUUID()],
   'executions.probe': [{ agentId: randomUUID(), args: ['--version'] }],
+  'executions.callbackUrl': [],
   'workspaceProcesses.start': [{ purpose: 'command', workspaceRef: 'probe', label: 'Probe', cwd: '/srv/work', command: '/bin/true' }],
   'workspaceProcesses.get': [randomUUID()],
   'workspaceProcesses.log': [randomUUID(), { offset: 0 }],

@@ -16,7 +16,7 @@ export const LOCAL_TOOL_TYPES = ['alpha_local', 'beta_local', 'gamma_local', 'de
 
 const LABELS: Record<string, string> = {
   command: 'Command', cwd: 'Working directory', model: 'Model', effort: 'Effort', maxTurns: 'Max turns', instructionsFilePath: 'Instructions file',
-  extraArgs: 'Extra arguments (one per line)', toolSandbox: "Keep the tool's own sandbox", timeoutSec: 'Timeout (seconds)', graceSec: 'Grace before a kill (seconds)',
+  modelProvider: 'Gateway provider (a name, or none)', extraArgs: 'Extra arguments (one per line)', toolSandbox: "Keep the tool's own sandbox", timeoutSec: 'Timeout (seconds)', graceSec: 'Grace before a kill (seconds)',
 };
 
 export function useAdapterCatalog() {

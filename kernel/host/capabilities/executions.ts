@@ -22,6 +22,7 @@ export const executionsCapability: KernelCapability = {
       run: async (call) => call.kernel.executions.readLog(caller(call), uuidArg(call.args[0], 'executionId'), (call.args[1] ?? {}) as { offset?: number; limitBytes?: number }),
     },
     probe: { run: async (call) => call.kernel.executions.probe(caller(call), call.args[0] as ProbeInput) },
+    callbackUrl: { run: async (call) => call.kernel.executions.callbackUrls() },
     cancel: {
       run: async (call) => call.kernel.executions.cancel(caller(call), uuidArg(call.args[0], 'executionId'), ((call.args[1] ?? {}) as { reason?: string }).reason),
     },

@@ -9,6 +9,8 @@ import type { LocalConfig, ToolDriver } from './tools/driver.ts';
  * stored normalised with the defaults filled in (the tool's executable as `command`, its
  * default model), so the command the kernel runs is always the board-approved one. Other keys
  * (env, desired skills, instruction settings) are kept as they are: the kernel checks `env`.
+ * `modelProvider` names a model provider of the company (checked when a run asks the model
+ * gateway for it: an unknown name serves nothing) or is "none".
  */
 export const DEFAULT_TIMEOUT_SEC = 3_600;
 export const DEFAULT_GRACE_SEC = 15;
@@ -79,8 +81,9 @@ export function normaliseConfig(driver: ToolDriver, config: Record<string, unkno
   if (maxTurns !== null && !driver.supportsMaxTurns) throw invalid('maxTurns', `is not a setting of ${driver.displayName}`);
   if (config.toolSandbox !== undefined && typeof config.toolSandbox !== 'boolean') throw invalid('toolSandbox', 'must be a boolean');
   if (config.env !== undefined && !isObject(config.env)) throw invalid('env', 'must be an object of variable names to values');
+  const modelProvider = text(config, 'modelProvider', 100);
   return {
-    ...config, command, cwd, model, extraArgs: extraArgs(driver, config.extraArgs), effort, maxTurns, toolSandbox: config.toolSandbox === true,
+    ...config, command, cwd, model, modelProvider, extraArgs: extraArgs(driver, config.extraArgs), effort, maxTurns, toolSandbox: config.toolSandbox === true,
     timeoutSec: integer(config, 'timeoutSec', 0, MAX_TIMEOUT_SEC, DEFAULT_TIMEOUT_SEC), graceSec: integer(config, 'graceSec', 0, 300, DEFAULT_GRACE_SEC),
   };
 }
@@ -99,6 +102,8 @@ export function localConfig(driver: ToolDriver, config: Record<string, unknown>)
     timeoutSec: typeof config.timeoutSec === 'number' ? config.timeoutSec : DEFAULT_TIMEOUT_SEC,
     graceSec: typeof config.graceSec === 'number' ? config.graceSec : DEFAULT_GRACE_SEC,
     env: isObject(config.env) ? config.env : {},
+    modelProvider: string(config.modelProvider),
+    gateway: null,
   };
 }
 

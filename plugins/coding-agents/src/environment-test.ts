@@ -1,6 +1,7 @@
 import { PluginError } from '@keel/sdk/plugin';
 import { localConfig } from './config.ts';
 import type { CodingAgentsContext } from './context.ts';
+import { gatewayRoute } from './gateway.ts';
 import type { ProbeOutcome, ToolDriver } from './tools/driver.ts';
 import { driverFor } from './tools/index.ts';
 import { unavailable } from './start.ts';
@@ -41,12 +42,25 @@ export async function adapterTestService(input: unknown, ctx: CodingAgentsContex
   return { ok: checks.every((check) => check.ok), adapterType: driver.adapterType, version, checks };
 }
 
-async function modelCall(ctx: CodingAgentsContext, agentId: string, driver: ToolDriver, config: ReturnType<typeof localConfig>): Promise<Check> {
+/** The minimal model call, routed as a run would be: through the model gateway when a provider of the company serves the agent (the probe then runs in a run of its own, whose token the tool presents). */
+async function modelCall(ctx: CodingAgentsContext, agentId: string, driver: ToolDriver, stored: ReturnType<typeof localConfig>): Promise<Check> {
+  const gateway = await gatewayRoute(ctx, agentId, driver, stored);
+  const config = { ...stored, gateway: gateway?.target ?? null };
   const probe = driver.probe(config);
-  const outcome: ProbeOutcome = await ctx.executions.probe({
-    agentId, args: probe.args, stdin: probe.stdin, env: probe.env, homeVariables: probe.homeVariables, timeoutSec: 120,
-    ...(probe.homeFiles && probe.homeFiles.length > 0 ? { homeFiles: probe.homeFiles } : {}),
-  });
+  let outcome: ProbeOutcome;
+  try {
+    outcome = await ctx.executions.probe({
+      agentId, args: probe.args, stdin: probe.stdin, env: { ...probe.env, ...gateway?.routing.env }, homeVariables: probe.homeVariables, timeoutSec: 120,
+      ...(probe.homeFiles && probe.homeFiles.length > 0 ? { homeFiles: probe.homeFiles } : {}),
+      ...(gateway ? { tokenVariables: gateway.routing.tokenVariables, withholdVariables: gateway.routing.withholdVariables } : {}),
+    });
+  } catch (error) {
+    // A call through the gateway needs a run of the agent, which a paused or held agent cannot have.
+    if (gateway && (error as { code?: string }).code === 'agent_not_runnable') {
+      return { name: 'model_call', ok: false, message: `agent_not_runnable: the model provider serves this agent through Keel's model gateway, which takes calls of a run only, and the agent cannot run now`, fix: 'Resume the agent, then test again' };
+    }
+    throw error;
+  }
   const failure = outcome.timedOut ? { errorCode: 'timeout', message: `${driver.displayName} did not answer within 120 s` }
     : driver.classify({ exitCode: outcome.exitCode, signal: outcome.signal, logTail: `${outcome.stdout}\n${outcome.stderr}`, sawResult: outcome.exitCode === 0 });
   if (!failure && outcome.exitCode === 0) return { name: 'model_call', ok: true, message: `a minimal ${config.model ?? 'default-model'} call answered`, fix: null };

@@ -111,6 +111,8 @@ export async function onExecutionFinished(payload: Record<string, unknown>, ctx:
     result: resultText((row.result ?? null) as Row | null), isError: result?.isError ?? status !== 'succeeded', ...(result?.subtype ? { subtype: result.subtype } : {}),
     ...(typeof result?.turns === 'number' ? { turns: result.turns } : {}), ...(typeof result?.durationMs === 'number' ? { durationMs: result.durationMs } : {}),
     sessionId: row.session_id ?? null, ...(row.saw_usage ? {} : { usageUnknown: true }),
+    // Served through Keel's model gateway: its cost events are the gateway's; the tool's own usage is the run's usage.toolReported.
+    ...(row.gateway_provider_id ? { modelGateway: { providerId: row.gateway_provider_id } } : {}),
     ...(retried ? { resumeRefused: { sessionId: row.session_before, startedFresh: true } } : {}),
     ...(failure?.retryAt ? { retryAt: failure.retryAt } : {}),
   };

@@ -1,6 +1,7 @@
 import { PluginError } from '@keel/sdk/plugin';
 import { localConfig } from './config.ts';
 import type { CodingAgentsContext } from './context.ts';
+import { gatewayRoute } from './gateway.ts';
 import { promptFor, type Wake } from './prompt.ts';
 import type { RunFile } from './tools/driver.ts';
 import { driverFor } from './tools/index.ts';
@@ -27,6 +28,9 @@ export function unavailable(adapterType: string): PluginError {
  * stays in the environment (the kernel sets it), the agent's instructions and skills go where
  * the tool reads them (the driver decides: its home's instruction file and skills folder), and
  * the task's session is resumed, with a fresh start in the same run if the tool refuses it.
+ * When a model provider of the company serves the run (gateway.ts), the tool's base URL points
+ * at Keel's model gateway, its API-key variable holds the run token and the configured provider
+ * keys are withheld by the kernel: the tool never holds a provider key.
  */
 export async function adapterRunService(input: unknown, ctx: CodingAgentsContext): Promise<{ executionId: string; startedAt: string | null }> {
   const start = input as StartInput;
@@ -34,7 +38,10 @@ export async function adapterRunService(input: unknown, ctx: CodingAgentsContext
   if (!agent) throw new PluginError(404, 'not_found', 'Agent not found');
   const driver = driverFor(agent.adapterType);
   if (!driver) throw unavailable(agent.adapterType);
-  const config = localConfig(driver, agent.adapterConfig);
+  const stored = localConfig(driver, agent.adapterConfig);
+  // Served by a provider of the company through the model gateway, or by the tool's own credentials.
+  const gateway = await gatewayRoute(ctx, start.agentId, driver, stored);
+  const config = { ...stored, gateway: gateway?.target ?? null };
   const files = start.files ?? [];
   const env = start.env ?? {};
   const skills = (start.skills ?? []).map((runtimeName) => ({
@@ -51,7 +58,7 @@ export async function adapterRunService(input: unknown, ctx: CodingAgentsContext
   const execution = await ctx.executions.start({
     kind: 'process', runId: start.runId,
     env: {
-      ...env, ...launch.env,
+      ...env, ...launch.env, ...gateway?.routing.env,
       SERVICE_WAKE_REASON: typeof wake.reason === 'string' ? wake.reason : '', SERVICE_WAKE_SOURCE: String(wake.source ?? ''),
       SERVICE_WAKE_PAYLOAD_JSON: JSON.stringify(wake.payload ?? {}), SERVICE_TASK_KEY: start.taskKey,
       ...(start.issueId ? { SERVICE_TASK_ID: start.issueId } : {}), ...(sessionId ? { SERVICE_SESSION_ID: sessionId } : {}),
@@ -60,10 +67,11 @@ export async function adapterRunService(input: unknown, ctx: CodingAgentsContext
     // Without a configured cwd the agent works in one folder of its home on every run (a tool keeping sessions per folder finds them).
     home: { variables: launch.homeVariables, replace: launch.homeReplace, files: launch.homeFiles, workdir: WORKDIR },
     ...(launch.retryFresh && sessionId ? { retryOnce: launch.retryFresh } : {}),
+    ...(gateway ? { tokenVariables: gateway.routing.tokenVariables, withholdVariables: gateway.routing.withholdVariables } : {}),
   });
   await ctx.db.query(
-    `insert into tool_runs (run_id, company_id, agent_id, adapter_type, execution_id, session_before, session_id) values ($1, $2, $3, $4, $5, $6, $6)
+    `insert into tool_runs (run_id, company_id, agent_id, adapter_type, execution_id, session_before, session_id, gateway_provider_id) values ($1, $2, $3, $4, $5, $6, $6, $7)
      on conflict (run_id) do nothing`,
-    [start.runId, ctx.invocation.companyId, start.agentId, agent.adapterType, execution.executionId, sessionId]);
+    [start.runId, ctx.invocation.companyId, start.agentId, agent.adapterType, execution.executionId, sessionId, gateway?.target.providerId ?? null]);
   return { executionId: execution.executionId, startedAt: execution.startedAt };
 }

@@ -13,6 +13,7 @@ const count = (value: unknown): number | null => (typeof value === 'number' && N
  * reports one. Figures that are running totals over a session (`cumulative`) are metered as the
  * difference to what earlier reports of the same session recorded (table session_usage), so a
  * resumed session is never counted twice. Null when nothing new (or nothing valid) remains.
+ * A run the model gateway served marks its lines `meteredBy: "gateway"` (docs/api/runtime.md).
  */
 export async function usageLine(ctx: CodingAgentsContext, run: Row, sessionId: string | null, usage: ToolUsage): Promise<Record<string, unknown> | null> {
   const reported = {
@@ -45,5 +46,7 @@ export async function usageLine(ctx: CodingAgentsContext, run: Row, sessionId: s
   return {
     type: 'service.usage', provider: usage.provider, model: usage.model, billingType: usage.billingType, ...added,
     ...(addedCostMicro !== null ? { costUsd: addedCostMicro / 1_000_000 } : {}),
+    // The model gateway served the run and metered the provider's own answers: the runtime keeps this report beside the run, uncharged.
+    ...(run.gateway_provider_id ? { meteredBy: 'gateway' } : {}),
   };
 }

@@ -5,7 +5,7 @@ import type { PluginContext } from '@keel/sdk/plugin';
  * if plugin.json stops declaring one): handlers then get `ctx.db`, `ctx.executions`, ... typed.
  */
 export const RUNTIME_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'agents.read', 'companies.read', 'runs.open', 'runs.close', 'executions',
+  'database.namespace.write', 'activity.write', 'agents.read', 'companies.read', 'runs.open', 'runs.close', 'runs.read', 'executions',
   'services.consume', 'ui.streams', 'jobs.enqueue', 'principals.read', 'agents.instructions',
 ] as const;
 

@@ -3,7 +3,7 @@ import { contributorOf, runChannel, type Row, type RuntimeContext } from './cont
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
 import { keepSession } from './sessions.ts';
-import { countUnmetered, meterUsage, type UsageSource } from './usage.ts';
+import { countUnmetered, keepToolReported, meterUsage, type UsageSource } from './usage.ts';
 import { meteringOf } from './after-stop.ts';
 import { firstDelivery } from './handled-events.ts';
 import { keepTranscript } from './transcript.ts';
@@ -48,7 +48,11 @@ async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt:
   const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
     output, line: output.stream === 'sse' && isObject(output.data.data) ? output.data.data : output.data,
   }));
-  const usage = lines.filter(({ line }) => line.type === 'service.usage');
+  const reported = lines.filter(({ line }) => line.type === 'service.usage');
+  // Usage of calls the model gateway metered itself: kept beside the run, never charged twice.
+  const gatewayServed = reported.filter(({ line }) => line.meteredBy === 'gateway');
+  if (gatewayServed.length > 0) await keepToolReported(ctx, run, gatewayServed.map(({ line }) => line));
+  const usage = reported.filter(({ line }) => line.meteredBy !== 'gateway');
   if (usage.length > 0) {
     const metering = meteringOf(run, recordedAt);
     if (metering.kind === 'after_stop') await countUnmetered(ctx, run, usage.length);

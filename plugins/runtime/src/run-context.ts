@@ -4,7 +4,9 @@ import type { RuntimeContext } from './context.ts';
  * The `run-context` service: a run of the calling company (the kernel attaches the company;
  * another company's run is not found, like an unknown one), with the issue and project it
  * works on and its status. The model gateway attributes a provider call with it, and refuses
- * the calls of a run that has ended.
+ * the calls of a run that has ended. The run the kernel opens for an environment test whose tool
+ * calls a model through the gateway (invocation source `adapter_test`, ctx.executions.probe) is
+ * only the ledger's: it is answered from there, with no issue or project.
  */
 export async function runContextService(input: unknown, ctx: RuntimeContext) {
   const { runId } = input as { runId: string };
@@ -12,6 +14,12 @@ export async function runContextService(input: unknown, ctx: RuntimeContext) {
     'select id::text as id, agent_id::text as agent_id, issue_id::text as issue_id, project_id::text as project_id, status from runs where id = $1 and company_id = $2',
     [runId.toLowerCase(), ctx.invocation.companyId]);
   const run = rows[0];
-  if (!run) return null;
+  if (!run) return probeRun(ctx, runId);
   return { runId: String(run.id), agentId: String(run.agent_id), issueId: (run.issue_id as string | null) ?? null, projectId: (run.project_id as string | null) ?? null, status: String(run.status) };
+}
+
+async function probeRun(ctx: RuntimeContext, runId: string) {
+  const [ledger] = await ctx.runs.get([runId.toLowerCase()]);
+  if (!ledger || ledger.invocationSource !== 'adapter_test') return null;
+  return { runId: ledger.runId, agentId: ledger.agentId, issueId: null, projectId: null, status: ledger.status };
 }

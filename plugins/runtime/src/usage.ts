@@ -108,6 +108,31 @@ async function stoppingScope(ctx: RuntimeContext, run: Row, stopped: Recorded['s
   return undefined;
 }
 
+/**
+ * Usage a run's tool reported for calls Keel's model gateway served (`meteredBy: "gateway"`):
+ * the gateway metered the provider's own answers into cost events, so these are not charged
+ * again. They are kept beside the run for comparison, in its usage as `toolReported`
+ * (reports, tokens and the cents the tool's own figures name). Malformed ones are counted as
+ * rejected, as for metered reports.
+ */
+export async function keepToolReported(ctx: RuntimeContext, run: Row, lines: Array<Record<string, unknown>>): Promise<void> {
+  const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, unknown>) } as Record<string, unknown>;
+  const kept = { reports: 0, inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costCents: 0, ...(totals.toolReported as Record<string, number> | undefined) };
+  let rejected = 0;
+  for (const line of lines) {
+    const report = parseUsage(line);
+    if (!report) { rejected += 1; continue; }
+    kept.reports += 1;
+    kept.inputTokens += report.inputTokens;
+    kept.cachedInputTokens += report.cachedInputTokens;
+    kept.outputTokens += report.outputTokens;
+    kept.costCents += report.costCents;
+  }
+  const after = { ...totals, rejectedReports: Number(totals.rejectedReports ?? 0) + rejected, toolReported: kept };
+  await ctx.db.query('update runs set usage_json = $2::jsonb, updated_at = clock_timestamp() where id = $1', [run.id, JSON.stringify(after)]);
+  run.usage_json = after;
+}
+
 /** Usage reports recorded after the run's stop decision: not metered, only counted on the run (after-stop.ts). */
 export async function countUnmetered(ctx: RuntimeContext, run: Row, reports: number): Promise<void> {
   const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };

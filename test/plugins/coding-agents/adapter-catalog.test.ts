@@ -39,6 +39,8 @@ describe('the adapter catalog of the local adapters', () => {
       expect(field('model')!.default ?? null, type).toBe(driver.defaultModel);
       expect(field('effort')?.values ?? null, type).toEqual(driver.efforts);
       expect(field('maxTurns') !== undefined, type).toBe(driver.supportsMaxTurns);
+      // Whether the tool's runs go through the model gateway by default, as its driver can route them.
+      expect(field('modelProvider')!.notes.includes('not used'), type).toBe(driver.gateway === undefined);
     }
   });
 });

@@ -24,7 +24,10 @@ let stdin = ''; process.stdin.on('data', (d) => { stdin += d; }); process.stdin.
   const read = (path) => { try { return fs.readFileSync(path, 'utf8'); } catch { return null; } };
   console.log(JSON.stringify({ type: 'service.result', result: { args, stdin, home: process.env.HOME, toolConfig: process.env.TOOL_CONFIG ?? null,
     note: read(process.env.HOME + '/note.txt'), skill: read((process.env.TOOL_CONFIG ?? '') + '/skills/a/SKILL.md'), hasToken: Boolean(process.env.SERVICE_API_KEY),
-    tmp: process.env.TMPDIR, flag: process.env.TOOL_FLAG ?? null, uid: process.getuid(), cwd: process.cwd(), given: read('given.txt') } }));
+    tmp: process.env.TMPDIR, flag: process.env.TOOL_FLAG ?? null, uid: process.getuid(), cwd: process.cwd(), given: read('given.txt'),
+    apiUrl: process.env.SERVICE_API_URL, llmUrl: process.env.SERVICE_LLM_URL ?? null,
+    toolKeyIsRunToken: Boolean(process.env.TOOL_API_KEY) && process.env.TOOL_API_KEY === process.env.SERVICE_API_KEY, toolKey: process.env.TOOL_API_KEY ?? null,
+    providerKey: process.env.PROVIDER_KEY ?? null, otherKey: process.env.OTHER_KEY ?? null } }));
 });`;
 
 let t: TestKernel;
@@ -127,6 +130,85 @@ describe('a tool launch', () => {
     await ran(agent.id);
     // The agent user cannot write into a root-owned 0700 folder: nothing arrived there.
     expect(await readdir(target)).toEqual([]);
+  });
+});
+
+describe('a tool launch for the model gateway', () => {
+  const secret = async (value: string) => {
+    const res = await t.api.post(`/api/companies/${company.id}/secrets`, { name: `KEY_${Math.random().toString(36).slice(2, 10)}`, value });
+    expect(res.status, res.text).toBe(201);
+    return res.body.id as string;
+  };
+
+  it('hands the run token to its token variables, over the configured value and the plugin\'s, and SERVICE_LLM_URL names the gateway', async () => {
+    const agent = await toolAgent({ args: [tool], tokenVariables: ['TOOL_API_KEY'], env: { TOOL_API_KEY: 'from-the-plugin' } }, { env: { TOOL_API_KEY: 'from-the-board' } });
+    const run = await ran(agent.id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.resultJson.toolKeyIsRunToken).toBe(true);
+    expect(run.resultJson.llmUrl).toBe(`${run.resultJson.apiUrl}/api/llm`);
+    // The plugin is told the same addresses.
+    const urls = await t.api.get(`/api/plugins/tool-launcher/companies/${company.id}/callback-url`);
+    expect(urls.status, urls.text).toBe(200);
+    expect(urls.body).toEqual({ apiUrl: run.resultJson.apiUrl, llmUrl: run.resultJson.llmUrl });
+    // Without tokenVariables the configured value stays.
+    const plain = await toolAgent({ args: [tool] }, { env: { TOOL_API_KEY: 'from-the-board' } });
+    expect((await ran(plain.id)).resultJson.toolKey).toBe('from-the-board');
+  });
+
+  it('withholds a configured secret reference: the process never gets it and the vault is not read for it', async () => {
+    const provider = await secret('sk-provider-never-in-the-run');
+    const other = await secret('other-value');
+    const agent = await toolAgent({ args: [tool], withholdVariables: ['PROVIDER_KEY'] }, {
+      env: { PROVIDER_KEY: { type: 'secret_ref', secretId: provider }, OTHER_KEY: { type: 'secret_ref', secretId: other } },
+    });
+    const run = await ran(agent.id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.resultJson.providerKey).toBeNull();
+    // The variable that is not withheld arrives (masked in the run's output, as every secret).
+    expect(run.resultJson.otherKey).not.toBeNull();
+    const audit = await t.sql.query(`select details from security_audit_log where run_id = $1 and event = 'secret.environment_resolved'`, [run.id]);
+    expect(audit.rows.flatMap((row: any) => row.details.secrets.map((used: any) => used.envName))).toEqual(['OTHER_KEY']);
+    expect(JSON.stringify(audit.rows)).not.toContain(provider);
+    const log = (await t.api.get(`/api/heartbeat-runs/${run.id}/log`)).body.content as string;
+    expect(log).not.toContain('sk-provider-never-in-the-run');
+  });
+
+  it('refuses a token variable that could change what runs or that is a SERVICE_* variable', async () => {
+    for (const name of ['PATH', 'LD_PRELOAD', 'SERVICE_API_URL']) {
+      const agent = await toolAgent({ args: [tool], tokenVariables: [name] });
+      const run = await ran(agent.id);
+      expect([run.status, run.errorCode], name).toEqual(['failed', 'invalid_arguments']);
+    }
+  });
+
+  it('a process agent gets SERVICE_LLM_URL, canonical over a configured value', async () => {
+    const script = join(tool, '..', 'llm-url.cjs');
+    await writeFile(script, `console.log(JSON.stringify({ type: 'service.result', result: { apiUrl: process.env.SERVICE_API_URL, llmUrl: process.env.SERVICE_LLM_URL } }));`, { mode: 0o644 });
+    const agent = await processAgent(t.api, company.id, script, { env: { SERVICE_LLM_URL: 'http://elsewhere.example' } });
+    const run = await ran(agent.id);
+    expect(run.status, JSON.stringify(run)).toBe('succeeded');
+    expect(run.resultJson.llmUrl).toBe(`${run.resultJson.apiUrl}/api/llm`);
+  });
+
+  it('a probe with token variables runs with a token of a run opened for it, closed when it ends; its answer never shows the token', async () => {
+    const provider = await secret('sk-probe-provider');
+    const agent = await toolAgent({ args: [tool] }, { env: { PROVIDER_KEY: { type: 'secret_ref', secretId: provider } } });
+    const res = await t.api.post(`/api/plugins/tool-launcher/companies/${company.id}/probe`, {
+      agentId: agent.id, tokenVariables: ['TOOL_API_KEY'], withholdVariables: ['PROVIDER_KEY'],
+      args: ['-e', 'fetch(process.env.SERVICE_API_URL + "/api/agents/me", { headers: { authorization: "Bearer " + process.env.TOOL_API_KEY } })'
+        + '.then((r) => console.log(r.status, process.env.SERVICE_LLM_URL, process.env.PROVIDER_KEY ?? "withheld", process.env.TOOL_API_KEY))'],
+    });
+    expect(res.status, res.text).toBe(200);
+    const [status, llmUrl, providerKey, shown] = res.body.stdout.trim().split(' ');
+    expect([status, providerKey]).toEqual(['200', 'withheld']);
+    expect(llmUrl).toMatch(/^http:\/\/.+\/api\/llm$/);
+    expect(shown).not.toMatch(/^eyJ/);
+    const runs = await t.sql.query(`select status, close_reason from runs where agent_id = $1 and invocation_source = 'adapter_test'`, [agent.id]);
+    expect(runs.rows).toEqual([{ status: 'succeeded', close_reason: 'probe succeeded' }]);
+    // Without token variables a probe has no run and no token.
+    const plain = await t.api.post(`/api/plugins/tool-launcher/companies/${company.id}/probe`, { agentId: agent.id, args: ['-e', 'console.log(String(Boolean(process.env.TOOL_API_KEY)), process.env.PROVIDER_KEY === undefined)'] });
+    expect(plain.body.stdout.trim()).toBe('false false');
+    expect((await t.sql.query(`select count(*)::int as n from runs where agent_id = $1`, [agent.id])).rows[0].n).toBe(1);
   });
 });
 

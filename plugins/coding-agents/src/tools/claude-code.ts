@@ -16,7 +16,7 @@
  * - `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` leaves the model API as the only network call
  *   (no telemetry, error reports, update checks, MCP registry or connectivity probe).
  */
-import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import type { GatewaySupport, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
 import { claudeStreamParser, resetTime, UNKNOWN_SESSION } from './claude-code-stream.ts';
 import { LOGIN_STATUS_ARGS, loginAnswer } from './claude-code-login.ts';
 
@@ -24,6 +24,24 @@ const STREAM = ['-p', '--output-format', 'stream-json', '--verbose'];
 const CONFIG_DIR = '.claude';
 /** The tool's own variables: the model API is its only network traffic, and it never updates itself mid-run. */
 const QUIET = { CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1', DISABLE_AUTOUPDATER: '1' };
+
+/**
+ * Through Keel's model gateway (a provider of kind anthropic): ANTHROPIC_BASE_URL is the
+ * gateway's base for the provider and ANTHROPIC_API_KEY the run token, which Claude Code sends
+ * as `x-api-key`. Every other way it could sign in or reach a model is withheld from the
+ * configured env: the provider key, a login token, Bedrock, Vertex AI or Foundry.
+ */
+const gateway: GatewaySupport = {
+  kind: () => 'anthropic',
+  routing: (target) => ({
+    env: { ANTHROPIC_BASE_URL: target.baseUrl },
+    tokenVariables: ['ANTHROPIC_API_KEY'],
+    withholdVariables: [
+      'ANTHROPIC_BASE_URL', 'ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN',
+      'CLAUDE_CODE_USE_BEDROCK', 'CLAUDE_CODE_USE_VERTEX', 'CLAUDE_CODE_USE_FOUNDRY', 'ANTHROPIC_BEDROCK_BASE_URL', 'ANTHROPIC_VERTEX_BASE_URL',
+    ],
+  }),
+};
 
 export const claudeCode: ToolDriver = {
   adapterType: 'alpha_local',
@@ -110,6 +128,7 @@ export const claudeCode: ToolDriver = {
   },
 
   login: { statusArgs: LOGIN_STATUS_ARGS, answer: loginAnswer },
+  gateway,
 };
 
 function argsFor(config: LocalConfig, sessionId: string | null): string[] {

@@ -1,5 +1,5 @@
 import { classifyCodex, parseCodexLine, type UsageContext } from './codex-events.ts';
-import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import type { GatewaySupport, GatewayTarget, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
 
 /**
  * `beta_local`: OpenAI's Codex CLI (`codex`, npm `@openai/codex`), run as `codex exec --json`
@@ -53,7 +53,7 @@ function commonArgs(local: LocalConfig): string[] {
     '--json', '--skip-git-repo-check', ...access,
     '-m', modelOf(local),
     ...(local.effort ? config('model_reasoning_effort', toml(local.effort)) : []),
-    ...providerArgs(local.env),
+    ...(local.gateway ? gatewayProviderArgs(local.gateway) : providerArgs(local.env)),
     ...config('shell_environment_policy.inherit', toml('all')), ...config('shell_environment_policy.ignore_default_excludes', 'true'),
   ];
 }
@@ -73,6 +73,32 @@ function providerArgs(env: Record<string, unknown>): string[] {
     ...(hasKey ? config(`${key}.env_key`, toml('OPENAI_API_KEY')) : config(`${key}.requires_openai_auth`, 'true')),
   ];
 }
+
+const GATEWAY_PROVIDER = 'keel_gateway';
+/** The variable the gateway's provider reads its key from: the run token (tokenVariables). */
+const GATEWAY_KEY = 'OPENAI_API_KEY';
+
+/**
+ * Through Keel's model gateway (a provider of kind openai): a model provider of the run's own
+ * (`-c model_providers.keel_gateway...`) at the gateway's base for the provider plus `/v1`, the
+ * Responses API, its key from OPENAI_API_KEY, which holds the run token (sent as
+ * `Authorization: Bearer`). The configured keys and base URL are withheld.
+ */
+function gatewayProviderArgs(target: GatewayTarget): string[] {
+  const key = `model_providers.${GATEWAY_PROVIDER}`;
+  return [
+    ...config('model_provider', toml(GATEWAY_PROVIDER)),
+    ...config(`${key}.name`, toml('Keel model gateway')),
+    ...config(`${key}.base_url`, toml(`${target.baseUrl}/v1`)),
+    ...config(`${key}.wire_api`, toml('responses')),
+    ...config(`${key}.env_key`, toml(GATEWAY_KEY)),
+  ];
+}
+
+const gateway: GatewaySupport = {
+  kind: () => 'openai',
+  routing: () => ({ env: {}, tokenVariables: [GATEWAY_KEY], withholdVariables: ['OPENAI_API_KEY', 'CODEX_API_KEY', 'OPENAI_BASE_URL'] }),
+};
 
 function usageContext(local: LocalConfig | undefined): UsageContext {
   const env = local?.env ?? {};
@@ -126,6 +152,7 @@ export const codexDriver: ToolDriver = {
     return { line: (data) => parseCodexLine(data, context) };
   },
   classify: (input) => classifyCodex(input),
+  gateway,
   versionArgs: ['--version'],
   parseVersion(stdout) {
     return /codex-cli\s+(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? /\b(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? null;

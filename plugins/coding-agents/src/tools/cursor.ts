@@ -18,6 +18,8 @@ import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
  *   goes at the head of the prompt.
  * - Credentials: CURSOR_API_KEY in adapterConfig.env (or a `cursor-agent login` in the agent's
  *   home). Usage is billed to the Cursor account's plan, not per token by Keel's price list.
+ * - Keel's model gateway does not serve it (no `gateway`): the CLI talks to Cursor's own service
+ *   only, with no base-URL setting; `adapterConfig.modelProvider` is accepted and ignored.
  */
 
 const INSTALL = 'curl https://cursor.com/install -fsS | bash';

@@ -26,6 +26,26 @@ export interface LocalConfig {
   graceSec: number;
   /** Plain values and secret references (the kernel resolves them; the plugin sees secrets masked). */
   env: Record<string, unknown>;
+  /** A model provider of the company (its name) to serve the runs through Keel's model gateway, "none" for the tool's own credentials, null for the company's default. */
+  modelProvider?: string | null;
+  /** Set by the core for a run (or probe) the gateway serves: where the tool's model calls go. Null otherwise. */
+  gateway?: GatewayTarget | null;
+}
+
+/** The kinds of model provider the gateway serves (the wire protocol a tool speaks). */
+export type ProviderKind = 'anthropic' | 'openai' | 'gemini';
+
+/** The provider that serves a run: the tool calls `baseUrl` (`${llmUrl}/<providerId>`) with the run token. */
+export interface GatewayTarget { providerId: string; kind: ProviderKind; baseUrl: string }
+
+/** What a run the gateway serves gets: tool variables (base URLs), the variables holding the run token, and configured ones withheld (provider keys, other base URLs). */
+export interface GatewayRouting { env: Record<string, string>; tokenVariables: string[]; withholdVariables: string[] }
+
+/** How a tool is pointed at Keel's model gateway (docs/api/local-adapters.md, "The model gateway"). */
+export interface GatewaySupport {
+  /** The kind of provider the tool speaks with this configuration, or null when it cannot be routed (its own providers). */
+  kind(config: LocalConfig): ProviderKind | null;
+  routing(target: GatewayTarget, config: LocalConfig): GatewayRouting;
 }
 
 export interface RunFile { path: string; content: string; encoding?: 'utf8' | 'base64' }
@@ -126,6 +146,8 @@ export interface ToolDriver {
   parseVersion(stdout: string): string | null;
   /** `homeFiles`: settings the tool needs in the agent's home to run at all (a run writes them too), written before the probe. */
   probe(config: LocalConfig): { args: string[]; stdin: string; env: Record<string, string>; homeVariables: Record<string, string>; homeFiles?: RunFile[] };
+  /** Present when the tool's model calls can go through Keel's model gateway. */
+  gateway?: GatewaySupport;
   /** The tool's login or token set-up (POST /api/agents/{agentId}/alpha-login), when it has one. */
   login?: {
     /** A probe telling whether the tool is logged in (e.g. ['auth', 'status']), or null. */

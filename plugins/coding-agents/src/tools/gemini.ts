@@ -1,4 +1,4 @@
-import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import type { GatewaySupport, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
 import { classifyGemini, parseGeminiLine, type UsageContext } from './gemini-events.ts';
 
 /**
@@ -50,7 +50,8 @@ const isSet = (value: unknown) => value !== undefined && value !== null && value
 export function geminiSettings(local: LocalConfig): Record<string, unknown> {
   return {
     security: {
-      auth: { selectedType: authType(local.env) },
+      // Through the gateway the CLI signs in with an API key (the run token), whatever the env named.
+      auth: { selectedType: local.gateway ? 'gemini-api-key' : authType(local.env) },
       folderTrust: { enabled: false },
       ...(local.toolSandbox ? { toolSandboxing: true } : {}),
     },
@@ -95,6 +96,21 @@ function launch(input: LaunchInput): Launch {
   };
 }
 
+/**
+ * Through Keel's model gateway (a provider of kind gemini): GOOGLE_GEMINI_BASE_URL is the
+ * gateway's base for the provider (the CLI appends `/v1beta/models/...`) and GEMINI_API_KEY
+ * the run token, sent as `x-goog-api-key`; the settings name the API-key sign-in. The
+ * configured keys, Vertex AI and a Google login are withheld.
+ */
+const gateway: GatewaySupport = {
+  kind: () => 'gemini',
+  routing: (target) => ({
+    env: { GOOGLE_GEMINI_BASE_URL: target.baseUrl },
+    tokenVariables: ['GEMINI_API_KEY'],
+    withholdVariables: ['GEMINI_API_KEY', 'GOOGLE_API_KEY', 'GOOGLE_GEMINI_BASE_URL', 'GOOGLE_GENAI_USE_VERTEXAI', 'GOOGLE_GENAI_USE_GCA', 'GOOGLE_CLOUD_PROJECT', 'GOOGLE_APPLICATION_CREDENTIALS'],
+  }),
+};
+
 function usageContext(local: LocalConfig | undefined): UsageContext {
   const keyed = ['GEMINI_API_KEY', 'GOOGLE_API_KEY'].some((name) => isSet(local?.env[name])) || isSet(local?.env.GOOGLE_GENAI_USE_VERTEXAI);
   // An API key or Vertex AI is billed per token; a Google login of the home may be a free or paid plan Keel cannot tell.
@@ -125,6 +141,7 @@ export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): ReturnTy
     return { line: (data) => parseGeminiLine(data, context) };
   },
   classify: (input) => classifyGemini(input, INSTALL),
+  gateway,
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? null,
   probe(local) {

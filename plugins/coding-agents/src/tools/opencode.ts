@@ -1,4 +1,4 @@
-import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry } from './driver.ts';
+import type { Failure, GatewaySupport, Launch, LaunchInput, LocalConfig, ParsedLine, ProviderKind, ToolDriver, TranscriptEntry } from './driver.ts';
 import { isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
 import { cutOutput } from './lines.ts';
 
@@ -207,6 +207,47 @@ function jsonObject(text: string): Record<string, unknown> | null {
   try { const value: unknown = JSON.parse(text); return isObject(value) ? value : null; } catch { return null; }
 }
 
+/** OpenCode's built-in providers the gateway can serve: the kind, the path under the gateway's base its SDK wants, the variable its key is read from. */
+const GATEWAY_PROVIDERS: Record<string, { kind: ProviderKind; path: string; keyVariable: string; npm: string }> = {
+  anthropic: { kind: 'anthropic', path: '/v1', keyVariable: 'ANTHROPIC_API_KEY', npm: '@ai-sdk/anthropic' },
+  openai: { kind: 'openai', path: '/v1', keyVariable: 'OPENAI_API_KEY', npm: '@ai-sdk/openai' },
+  google: { kind: 'gemini', path: '/v1beta', keyVariable: 'GOOGLE_GENERATIVE_AI_API_KEY', npm: '@ai-sdk/google' },
+};
+const providerOf = (config: LocalConfig): string | null => {
+  const slash = config.model?.indexOf('/') ?? -1;
+  return slash > 0 ? config.model!.slice(0, slash) : null;
+};
+const isSet = (value: unknown) => value !== undefined && value !== null && value !== '';
+
+/**
+ * Through Keel's model gateway: when the agent's model names one of OpenCode's built-in
+ * providers (`anthropic/…`, `openai/…`, `google/…`) and its env brings no configuration of its
+ * own (OPENCODE_CONFIG_CONTENT or OPENCODE_CONFIG, which then holds), OPENCODE_CONFIG_CONTENT
+ * points that provider at the gateway's base for the provider, its key read from the provider's
+ * variable, which holds the run token (the SDKs send it as `x-api-key`, `Authorization: Bearer`,
+ * `x-goog-api-key`). The configured keys are withheld. A model without a provider prefix is
+ * OpenCode's own choice and is not routed.
+ */
+const gateway: GatewaySupport = {
+  kind(config) {
+    if (isSet(config.env.OPENCODE_CONFIG_CONTENT) || isSet(config.env.OPENCODE_CONFIG)) return null;
+    const provider = providerOf(config);
+    return provider ? GATEWAY_PROVIDERS[provider]?.kind ?? null : null;
+  },
+  routing(target, config) {
+    const provider = providerOf(config)!;
+    const served = GATEWAY_PROVIDERS[provider]!;
+    // The SDK package and the model named too: OpenCode then knows them without its model catalog (models.dev).
+    const model = config.model!.slice(provider.length + 1);
+    const settings = { npm: served.npm, options: { baseURL: `${target.baseUrl}${served.path}`, apiKey: `{env:${served.keyVariable}}` }, models: { [model]: {} } };
+    return {
+      env: { OPENCODE_CONFIG_CONTENT: JSON.stringify({ provider: { [provider]: settings } }) },
+      tokenVariables: [served.keyVariable],
+      withholdVariables: ['ANTHROPIC_API_KEY', 'ANTHROPIC_BASE_URL', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'GOOGLE_GENERATIVE_AI_API_KEY', 'GEMINI_API_KEY'],
+    };
+  },
+};
+
 const INSTALL = 'npm install -g opencode-ai';
 
 export const opencodeDriver: ToolDriver = {
@@ -226,6 +267,7 @@ export const opencodeDriver: ToolDriver = {
   launch,
   parser,
   classify,
+  gateway,
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d+\.\d+\.\d+(?:-[\w.]+)?)\b/.exec(stdout)?.[1] ?? null,
   probe: (config) => ({

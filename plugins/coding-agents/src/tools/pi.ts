@@ -23,6 +23,10 @@ import { cutOutput } from './lines.ts';
  * configuration folder (`PI_CODING_AGENT_DIR`: `models.json` for custom providers, `auth.json`,
  * `settings.json`, a global `AGENTS.md`) is `.pi/agent` in the home unless `env` points it at a
  * folder the operator keeps (the agent user must be able to write there: Pi writes `auth.json`).
+ *
+ * Keel's model gateway does not serve Pi (no `gateway`): its providers and their base URLs live
+ * only in that configuration folder's `models.json`, which the operator owns, so a run keeps Pi's
+ * own credentials; `adapterConfig.modelProvider` is accepted and ignored.
  */
 
 const AGENT_DIR = '.pi/agent';
