@@ -233,6 +233,19 @@ describe('real tools through the model gateway', { timeout: 300_000 }, () => {
     expect(anthropic.requests.length).toBe(asked);
   });
 
+  it('a modelProvider the company does not have fails the run with what to fix, and never falls back to the tool\'s own credentials', async () => {
+    const claude = await codingTool('claude');
+    const agent = await createAgent(world.t.api, company.id, { adapterType: 'alpha_local', adapterConfig: { command: claude, model: 'claude-gw', modelProvider: 'Nowhere', env: { ANTHROPIC_API_KEY: await ownKey(company.id) } } });
+    await eventsSettled(world.t);
+    const asked = anthropic.requests.length;
+    const woken = await world.t.api.post(`/api/agents/${agent.id}/wakeup`, { reason: 'misconfigured' });
+    expect(woken.status, woken.text).toBe(202);
+    const run = await ended(woken.body.run.id);
+    expect(run.status).toBe('failed');
+    expect(JSON.stringify(run)).toContain('model_provider_not_found');
+    expect(anthropic.requests.length).toBe(asked);
+  });
+
   it('without the model-gateway plugin the tool keeps its own credentials, and its own usage report is what is charged', async () => {
     const claude = await codingTool('claude');
     script = () => ({ text: 'On my own key.', usage: { inputTokens: 1_000, outputTokens: 100 } });

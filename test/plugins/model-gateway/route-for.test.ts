@@ -31,5 +31,14 @@ it('answers the named provider, or the company\'s default of the kind; null for 
   expect(await ask({ kind: 'anthropic', providerName: 'Plain' })).toEqual({ providerId: plain.id, kind: 'anthropic', path: `/api/llm/${plain.id}` });
   expect(await ask({ kind: 'anthropic', providerName: 'none' })).toBeNull();
   expect(await ask({ kind: 'openai' })).toBeNull();
-  expect(await ask({ kind: 'openai', providerName: 'Elsewhere' })).toBeNull();
+  // A name the company does not have (another company's included), or a provider of another kind, is refused: never a quiet fallback.
+  for (const [body, code] of [
+    [{ kind: 'openai', providerName: 'Elsewhere' }, 'model_provider_not_found'],
+    [{ kind: 'anthropic', providerName: 'Typo' }, 'model_provider_not_found'],
+    [{ kind: 'openai', providerName: 'Plain' }, 'model_provider_kind_mismatch'],
+  ] as const) {
+    const res = await t.api.post(`/api/plugins/route-asker/companies/${company.id}/ask`, { agentId: agent.id, ...body });
+    expect({ status: res.status, code: res.body.code }).toEqual({ status: 422, code });
+    expect(res.body.error).toContain('adapterConfig.modelProvider');
+  }
 });
