@@ -24,8 +24,10 @@ export const PROVIDER_COLUMNS = `id::text as id, company_id::text as company_id,
 export const asProvider = (row: Row): ProviderRow => row as unknown as ProviderRow;
 
 /**
- * A provider as the API answers it. The key is never here: only the reference to its secret in
- * the company's vault (`apiKeySecretId`; `apiKeyVersion` null follows the latest version).
+ * A provider as the API answers it. The key is never here: `apiKey` is the reference to its
+ * secret in the company's vault, as a plain key sent to the API was replaced by (the same
+ * `{type: 'secret_ref', secretId, version?}` a request may send), and `apiKeySecretId` /
+ * `apiKeyVersion` name it flat (`apiKeyVersion` null follows the latest version).
  */
 export function providerJson(row: ProviderRow) {
   return {
@@ -34,6 +36,7 @@ export function providerJson(row: ProviderRow) {
     name: row.name,
     kind: row.kind,
     baseUrl: row.base_url,
+    apiKey: row.api_key_secret_id ? { type: 'secret_ref', secretId: row.api_key_secret_id, ...(row.api_key_version === null ? {} : { version: row.api_key_version }) } : null,
     apiKeySecretId: row.api_key_secret_id,
     apiKeyVersion: row.api_key_version,
     models: row.models,

@@ -16,9 +16,11 @@ describe('model providers: create, read, list', () => {
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
       id: expect.stringMatching(UUID), companyId: company.id, name: 'Anthropic main', kind: 'anthropic', baseUrl: PUBLIC_URL,
+      apiKey: { type: 'secret_ref', secretId: expect.stringMatching(UUID), version: 1 },
       apiKeySecretId: expect.stringMatching(UUID), apiKeyVersion: 1, models: [PRICE], allowUnpricedModels: true, isDefault: true, lastTest: null,
       createdAt: expect.stringMatching(ISO), updatedAt: expect.stringMatching(ISO),
     });
+    expect(res.body.apiKey.secretId).toBe(res.body.apiKeySecretId);
     const got = await t.api.get(`/api/model-providers/${res.body.id}`);
     expect(got.status, got.text).toBe(200);
     expect(got.body).toEqual(res.body);
