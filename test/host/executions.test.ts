@@ -162,8 +162,8 @@ describe('process executions', () => {
     const seen = envEvent.data;
     expect(seen.uid).not.toBe(process.getuid!());
     expect(seen.env[SERVER_SECRET]).toBeUndefined();
-    expect(Object.keys(seen.env).sort()).toEqual(['CONFIGURED', 'HOME', 'LANG', 'PATH', 'SERVICE_AGENT_ID', 'SERVICE_API_KEY', 'SERVICE_API_URL', 'SERVICE_COMPANY_ID', 'SERVICE_MODE', 'SERVICE_RUN_ID', 'TMPDIR']);
-    expect(seen.env).toMatchObject({ CONFIGURED: 'from config', SERVICE_RUN_ID: runId, SERVICE_AGENT_ID: agent.id, SERVICE_COMPANY_ID: companyId, SERVICE_API_URL: t.url });
+    expect(Object.keys(seen.env).sort()).toEqual(['CONFIGURED', 'HOME', 'LANG', 'PATH', 'SERVICE_AGENT_ID', 'SERVICE_API_KEY', 'SERVICE_API_URL', 'SERVICE_COMPANY_ID', 'SERVICE_LLM_URL', 'SERVICE_MODE', 'SERVICE_RUN_ID', 'TMPDIR']);
+    expect(seen.env).toMatchObject({ CONFIGURED: 'from config', SERVICE_RUN_ID: runId, SERVICE_AGENT_ID: agent.id, SERVICE_COMPANY_ID: companyId, SERVICE_API_URL: t.url, SERVICE_LLM_URL: `${t.url}/api/llm` });
     // The run token is masked in the run's output (credentials Keel handed the run never are stored).
     expect(seen.env.SERVICE_API_KEY).toBe('***');
     const token = [...seen.tokenBackwards].reverse().join('');

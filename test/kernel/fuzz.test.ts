@@ -44,6 +44,14 @@ const LENIENT: Record<string, string> = {
  */
 const JSON_RPC = new Set(['POST /mcp', 'POST /api/mcp']);
 
+/**
+ * The model gateway's routes speak the provider's protocol: the plugin's refusals are in the
+ * provider's own error shape (Anthropic, OpenAI and Gemini all carry `error.message`), which
+ * the coding tools read, while what the kernel refuses before the plugin decides (a body that
+ * is not JSON, a malformed path, a foreign origin) keeps Keel's; every other check applies.
+ */
+const providerShaped = (name: string) => name.startsWith('POST /api/llm/');
+
 /** A stack frame, a source path, or PostgreSQL's own wording. */
 const LEAK = /\n\s+at |\bat [\w.<>]+ \(|\.ts:\d+|node_modules|syntax error at|violates|relation "|column "|duplicate key|invalid input syntax|current transaction is aborted|keel_bridge|keel_private|plugin_costs\./i;
 
@@ -97,7 +105,7 @@ function paramValue(f: Fixtures, path: string, name: string, pluginKey: string):
   }
 }
 
-function problemsOf(answer: RawAnswer, successAllowed: boolean, jsonRpc = false): string | undefined {
+function problemsOf(answer: RawAnswer, successAllowed: boolean, jsonRpc = false, provider = false): string | undefined {
   if (answer.transportError) return `no answer (${answer.transportError})`;
   const success = successAllowed && answer.status >= 200 && answer.status < 300;
   if (!success && (answer.status < 400 || answer.status >= 500)) return `answered ${answer.status}`;
@@ -107,6 +115,10 @@ function problemsOf(answer: RawAnswer, successAllowed: boolean, jsonRpc = false)
   if (!success && jsonRpc && answer.status !== 401 && answer.status !== 403) {
     const error = body?.error as { code?: unknown; message?: unknown } | undefined;
     if (body?.jsonrpc !== '2.0' || typeof error?.code !== 'number' || typeof error?.message !== 'string') return `answered ${answer.status} without a JSON-RPC error`;
+  } else if (!success && provider) {
+    const error = body?.error as { message?: unknown } | undefined;
+    const keel = typeof body?.error === 'string' && typeof body?.code === 'string';
+    if (!keel && typeof error?.message !== 'string') return `answered ${answer.status} without the provider's {error: {message}} or Keel's {error, code}`;
   } else if (!success && (typeof body?.error !== 'string' || typeof body?.code !== 'string')) return `answered ${answer.status} without {error, code}`;
   if (LEAK.test(answer.text)) return `answered ${answer.status} with a stack trace or database text`;
   return undefined;
@@ -144,7 +156,7 @@ async function fuzz(t: TestKernel, routes: FuzzRoute[], ctx: FuzzContext, perRou
       const answers = await pool(cases, CONCURRENCY, ({ request }) => client.send(request));
       requests += cases.length;
       answers.forEach((answer, index) => {
-        const problem = problemsOf(answer, lenient, JSON_RPC.has(name));
+        const problem = problemsOf(answer, lenient, JSON_RPC.has(name), providerShaped(name));
         if (problem) problems.push(`${name} #${index} [${cases[index]!.label}] ${cases[index]!.request.method} ${cases[index]!.request.path.slice(0, 160)}: ${problem}: ${answer.text.slice(0, 300)}`);
       });
       await eventsSettled(t);

@@ -60,7 +60,7 @@ describe('llms texts', () => {
     const claude = res.body.adapterTypes.find((entry: any) => entry.type === 'alpha_local');
     expect(claude.summary).toContain('Claude Code');
     expect(claude.summary).toContain('npm install -g @anthropic-ai/claude-code');
-    expect(claude.fields.map((field: any) => field.name)).toEqual(['command', 'cwd', 'model', 'effort', 'maxTurns', 'instructionsFilePath', 'extraArgs', 'toolSandbox', 'timeoutSec', 'graceSec', 'env']);
+    expect(claude.fields.map((field: any) => field.name)).toEqual(['command', 'cwd', 'model', 'effort', 'maxTurns', 'instructionsFilePath', 'modelProvider', 'extraArgs', 'toolSandbox', 'timeoutSec', 'graceSec', 'env']);
     expect(claude.fields.find((field: any) => field.name === 'effort').values).toContain('high');
     // Gemini CLI has no effort setting; Codex has no max turns.
     const names = (type: string) => res.body.adapterTypes.find((entry: any) => entry.type === type).fields.map((field: any) => field.name);
