@@ -4,7 +4,8 @@ import { isIP } from 'node:net';
 import type { RemoteRunFollow } from '../../sdk/capabilities/executions.ts';
 import { pinnedLookup, type ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
 import type { ExecutionLog } from './execution-log.ts';
-import { MAX_RESPONSE_BYTES, SseParser } from './http-runner.ts';
+import { MAX_RESPONSE_BYTES } from './http-runner.ts';
+import { SseParser } from '../http/sse-parser.ts';
 
 /**
  * The remote-run variant of the `http` kind (HttpExecutionInput.remoteRun): the execution's

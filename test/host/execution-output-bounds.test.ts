@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CredentialMask, MaskingStream } from '../../kernel/executions/credential-mask.ts';
-import { SseParser } from '../../kernel/executions/http-runner.ts';
+import { SseParser } from '../../kernel/http/sse-parser.ts';
 import { LineReader, storedLine } from '../../kernel/executions/line-reader.ts';
 
 /**

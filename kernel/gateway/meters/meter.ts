@@ -1,6 +1,7 @@
 import type { MeterKind } from '../../../sdk/plugin/answers.ts';
 import type { MeteredUsage } from '../../../sdk/shared/model-prices.ts';
-import { jsonOf, parseEvents, type SseEvent } from './sse-lines.ts';
+import { SseParser } from '../../http/sse-parser.ts';
+import { jsonOf, type SseEvent } from './sse-lines.ts';
 
 /**
  * What a wire format's meter knows of one answer. Reported figures replace estimates field by
@@ -54,6 +55,8 @@ export class Meter {
   readonly state: MeterState;
   private readonly format: WireFormat | null;
   private readonly decoder = new TextDecoder();
+  /** The kernel's one SSE parser (the executor reads run servers' streams with it too). */
+  private readonly parser: SseParser;
   private json: Buffer[] = [];
   private jsonBytes = 0;
   streaming = false;
@@ -61,6 +64,10 @@ export class Meter {
   constructor(format: WireFormat | null, requestBytes: number) {
     this.format = format;
     this.state = new MeterState(format ? requestBytes : 0);
+    this.parser = new SseParser((event, data) => {
+      // The parser names an event without an `event:` field `message`, as the SSE standard does.
+      this.format?.event(this.state, { event: event === 'message' ? null : event, data }, jsonOf(data));
+    });
   }
 
   get metered(): boolean { return this.format !== null; }
@@ -68,7 +75,7 @@ export class Meter {
   /** Whole events of a streamed answer (the exchange forwards only up to an event boundary). */
   events(bytes: Buffer): void {
     if (!this.format) return;
-    for (const event of parseEvents(this.decoder.decode(bytes, { stream: true }))) this.format.event(this.state, event, jsonOf(event.data));
+    this.parser.push(this.decoder.decode(bytes, { stream: true }));
   }
 
   /** A piece of a JSON answer, read whole at the end. */
@@ -88,6 +95,8 @@ export class Meter {
 
   /** The streamed answer ended on its own: what was last reported may now be final. */
   endStream(): void {
+    // A last event the provider did not close with a blank line still counts.
+    if (this.format) this.parser.end();
     this.format?.streamEnded?.(this.state);
   }
 

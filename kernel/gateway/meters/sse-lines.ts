@@ -1,33 +1,5 @@
-/**
- * Server-sent events as the meters read them: the exchange hands over only whole events (it
- * forwards an SSE answer up to the last event boundary it has seen, see eventBoundary), so a
- * block parses on its own. Lines end in LF, CRLF or CR; `data:` lines join with LF; comments
- * and other fields are skipped.
- */
+/** One server-sent event as the meters read it (`event` null when the event names none). */
 export interface SseEvent { event: string | null; data: string }
-
-export function parseEvents(block: string): SseEvent[] {
-  const events: SseEvent[] = [];
-  let name: string | null = null;
-  let data: string[] = [];
-  for (const line of block.split(/\r\n|\r|\n/)) {
-    if (line === '') {
-      if (data.length > 0) events.push({ event: name, data: data.join('\n') });
-      name = null;
-      data = [];
-      continue;
-    }
-    if (line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon === -1 ? line : line.slice(0, colon);
-    let value = colon === -1 ? '' : line.slice(colon + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'event') name = value;
-    else if (field === 'data') data.push(value);
-  }
-  if (data.length > 0) events.push({ event: name, data: data.join('\n') });
-  return events;
-}
 
 const LF = 0x0a;
 const CR = 0x0d;
