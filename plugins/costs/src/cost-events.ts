@@ -52,13 +52,17 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
   const stored = replays.length ? await storedUnderKeys(ctx, replays.map((c) => c.row)) : new Map<string, Row>();
 
   const ctxOfCompany = new Map<string, CostsContext>();
-  const activity: Array<Promise<void>> = [];
+  // Activity entries are written after the kernel's rows (month-to-date spend, pauses) are
+  // changed: the activity chain's per-company lock is taken last, as every kernel route takes
+  // it, so that this transaction and one that holds an agent row (a key being created) never
+  // wait on each other in a circle.
+  const activity: Array<() => Promise<void>> = [];
   for (const { index, row } of candidates) {
     const call = calls[index]!;
     const created = insertedById.get(idByIndex.get(index)!);
     if (created) {
       ctxOfCompany.set(String(row.company_id), ctxOfCompany.get(String(row.company_id)) ?? call.ctx);
-      activity.push(call.ctx.activity.record({
+      activity.push(() => call.ctx.activity.record({
         action: 'cost_event.created', entityType: 'cost_event', entityId: String(created.id),
         details: { agentId: created.agent_id, source: created.source, provider: created.provider, model: created.model, biller: created.biller, billingType: created.billing_type, costCents: Number(created.cost_cents), occurredAt: created.occurred_at },
       }));
@@ -71,18 +75,22 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
     } else if (previous.fingerprint !== row.fingerprint) {
       answers[index] = new PluginError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different cost event');
     } else {
-      activity.push(call.ctx.activity.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } }));
+      activity.push(() => call.ctx.activity.record({ action: 'cost_event.replayed', entityType: 'cost_event', entityId: String(previous.id), details: { idempotencyKey: row.idempotency_key } }));
       answers[index] = respond(201, costEventJson(previous), { 'x-idempotent-replayed': 'true' });
     }
   }
-  await Promise.all(activity);
-  if (inserted.length === 0) return answers;
+  const writeActivity = () => Promise.all(activity.map((record) => record()));
+  if (inserted.length === 0) {
+    await writeActivity();
+    return answers;
+  }
 
   // From here to the commit, the rows of the company's running totals stay locked: this is
   // the part concurrent batches of one company take turns at, so it does only what needs them.
   const { rows: added } = await ctx.db.query<{ totals: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted)]);
   const totals = added[0]!.totals;
   await reportMonthToDate(ctxOfCompany, totals, now);
+  await writeActivity();
   const touched: Scope[] = totals.map((t) => ({ companyId: String(t.company_id), scopeType: t.scope_type as ScopeType, scopeId: String(t.scope_id) }));
   const incidents = await openIncidents(ctx.db, touched, now);
   for (const [companyId, companyCtx] of ctxOfCompany) {

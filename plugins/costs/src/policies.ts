@@ -114,16 +114,20 @@ export async function openIncidents(db: DatabaseCapability, touched: Scope[], no
  * holds the project (and lifts the hold on costs.budget.resumed).
  */
 export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<string, unknown>>): Promise<void> {
+  // The pauses change kernel rows (the company's, an agent's): they come before this
+  // transaction's activity entries, whose per-company chain lock is taken last (see cost-events.ts).
+  for (const incident of incidents) {
+    if (incident.threshold_type !== 'hard') continue;
+    if (incident.scope_type === 'company') await ctx.companies.pause(HARD_STOP_REASON);
+    else if (incident.scope_type === 'agent') await ctx.agents.pause(String(incident.scope_id), HARD_STOP_REASON);
+    else await announceProjectStop(ctx, String(incident.scope_id), true, String(incident.id));
+  }
   for (const incident of incidents) {
     await ctx.activity.record({
       action: 'budget.incident_opened', entityType: 'budget_incident', entityId: String(incident.id),
       details: { policyId: incident.policy_id, thresholdType: incident.threshold_type, scopeType: incident.scope_type, scopeId: incident.scope_id,
         amountLimit: Number(incident.amount_limit), amountObserved: Number(incident.amount_observed) },
     });
-    if (incident.threshold_type !== 'hard') continue;
-    if (incident.scope_type === 'company') await ctx.companies.pause(HARD_STOP_REASON);
-    else if (incident.scope_type === 'agent') await ctx.agents.pause(String(incident.scope_id), HARD_STOP_REASON);
-    else await announceProjectStop(ctx, String(incident.scope_id), true, String(incident.id));
   }
 }
 
