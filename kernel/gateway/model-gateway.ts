@@ -6,7 +6,7 @@ import type { Database } from '../db/database.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import { KeelError } from '../http/errors.ts';
 import type { Vault } from '../vault/vault.ts';
-import { ZERO_USAGE } from '../../sdk/shared/model-prices.ts';
+import { callCents, ZERO_USAGE } from '../../sdk/shared/model-prices.ts';
 import { meterFor } from './meters/index.ts';
 import { ProxiedCalls, type CallEnd } from './proxied-calls.ts';
 import { ProxyCredentials } from './proxy-credential.ts';
@@ -15,6 +15,9 @@ import { sendSummary, summaryOf, SummaryBody } from './proxy-summary.ts';
 import { checkProxySpec } from './proxy-spec.ts';
 import { checkProxyUrl } from './proxy-target.ts';
 import { sendUpstream, upstreamHeaders } from './upstream.ts';
+
+/** How long a call that crossed its limit waits for the plugin to charge it before its answer ends. */
+const CROSSED_CHARGE_WAIT_MS = 5_000;
 
 /** One request a plugin answered with respondProxy, as the route hands it over. */
 export interface ProxyRequest {
@@ -91,11 +94,14 @@ export class ModelGateway {
     opened.catch(() => undefined);
     // Leased from the start: a provider may take minutes before its first header (a long answer that does not stream).
     void opened.then(() => this.calls.live.set(callId, { id: callId, checkpoint: () => ({ usage: meter.state.usage(), model: meter.state.model }), abort: () => stop('lost') }), () => undefined);
-    const finish = async (end: CallEnd) => {
+    const finish = async (end: CallEnd): Promise<string | null> => {
       clearTimeout(idle);
       clearTimeout(longest);
-      try { await opened; } catch { return; }
-      await this.calls.finish(callId, spec.rates, end).catch((error: unknown) => this.log.error({ err: error, callId }, 'could not record the end of a proxied call'));
+      try { await opened; } catch { return null; }
+      return this.calls.finish(callId, spec.rates, end).catch((error: unknown) => {
+        this.log.error({ err: error, callId }, 'could not record the end of a proxied call');
+        return null;
+      });
     };
     // The key is about to be sent: its use is audited (written after this call's work, off the first-byte path).
     this.credentials.audit({ companyId: request.companyId, plugin: request.plugin, secretId: spec.credential.secretId, version: key.version, callId });
@@ -138,7 +144,17 @@ export class ModelGateway {
       stopped: () => stopReason,
       onStop: (listener) => { stopListeners.push(listener); },
     });
-    await finish(end);
+    // A call that reached its limit (cut, or answered whole past it) ends for the client only once
+    // the plugin has charged it, so that the client's next call is judged on the crossed budget;
+    // any other ends at once.
+    const crossed = spec.limitCents !== null && spec.rates !== null && (end.status === 'cut' || callCents(spec.rates, end.usage) >= spec.limitCents);
+    const endAnswer = () => { if (!collect && !request.res.destroyed && !request.res.writableEnded) request.res.end(); };
+    if (!crossed) endAnswer();
+    const eventId = await finish(end);
+    if (crossed) {
+      if (eventId && !request.res.destroyed) await this.calls.delivered(eventId, CROSSED_CHARGE_WAIT_MS);
+      endAnswer();
+    }
     if (collect) sendSummary(request.res, summaryOf(end, Math.round(performance.now() - sentAt), collect.text(), mask));
   }
 }

@@ -83,17 +83,35 @@ export class ProxiedCalls {
   }
 
   /** The terminal row and proxy.finished, once: only while this process still owns the live row. */
-  async finish(id: string, rates: PriceRates | null, end: CallEnd): Promise<void> {
+  /** The terminal row and proxy.finished; answers the event's id (null when the row was no longer this process's). */
+  async finish(id: string, rates: PriceRates | null, end: CallEnd): Promise<string | null> {
     this.live.delete(id);
     const cost = rates ? callCents(rates, end.usage) : 0;
-    await this.deps.db.transaction(async (tx) => {
+    return this.deps.db.transaction(async (tx) => {
       const row = await tx.maybeOne<Row>(
         `update proxied_calls set status = ?, http_status = ?, model = ?, usage = ?::jsonb, usage_estimated = ?, first_byte_ms = ?,
                 cost_cents = ?, finished_at = now()
           where id = ? and status = 'running' and owner_instance = ? returning *`,
         [end.status, end.httpStatus, end.model, JSON.stringify(end.usage), end.usageEstimated, end.firstByteMs, cost, id, this.instanceId]);
-      if (row) await this.deps.events.appendTo(tx, 'proxy.finished', eventOf(row), row.plugin);
+      return row ? this.deps.events.appendTo(tx, 'proxy.finished', eventOf(row), row.plugin) : null;
     });
+  }
+
+  /**
+   * Waits (at most `timeoutMs`) until the plugin has taken an event in (its delivery done, or
+   * given up on). A call that crossed its budget is answered to its end only then: the client
+   * cannot start its next call before the plugin has charged this one, so the next decision
+   * sees the crossed budget (its hard stop) instead of the allowance from before.
+   */
+  async delivered(eventId: string, timeoutMs: number): Promise<boolean> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const open = await this.deps.db.maybeOne<{ n: number }>(
+        `select count(*)::int as n from keel_events.deliveries where event_id = ? and state in ('pending', 'leased')`, [eventId]);
+      if (!open || open.n === 0) return true;
+      if (Date.now() >= until) return false;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /** Renews this process's leases and checkpoints what each live call has metered so far. */

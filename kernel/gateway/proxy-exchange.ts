@@ -32,7 +32,8 @@ export interface Exchange {
  * Streams the provider's answer to the client as it arrives and meters the copy: an SSE answer
  * is forwarded up to its last complete event (so a cut lands between events), anything else
  * byte for byte. Past the limit, the stream is cut: the provider connection closed, the client
- * given a final error event in the wire's shape. Resolves with how the call ended.
+ * given a final error event in the wire's shape. Resolves with how the call ended; the caller
+ * ends the client's answer.
  */
 export function streamAnswer(x: Exchange): Promise<CallEnd> {
   const { spec, meter, res, upstream } = x;
@@ -47,8 +48,12 @@ export function streamAnswer(x: Exchange): Promise<CallEnd> {
     res.writeHead(status, { ...answerHeaders(upstream.headers), ...(streaming ? { 'cache-control': 'no-cache', 'x-accel-buffering': 'no' } : {}) });
     res.flushHeaders();
   }
-  /** Ends the client's answer (a summary's caller answers it instead). */
-  const close = (last?: string): void => { if (!collect) res.end(last); };
+  /**
+   * Writes the answer's last bytes; the caller ends it once the call is recorded (a call that
+   * crossed its limit only after its cost has reached the plugin, see model-gateway.ts). A
+   * summary's caller answers the client itself.
+   */
+  const close = (last?: string): void => { if (!collect && last) res.write(last); };
 
   const write = (bytes: Buffer | string): void => {
     if (firstByteMs === null) firstByteMs = Math.round(x.elapsed());

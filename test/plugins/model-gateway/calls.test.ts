@@ -214,6 +214,15 @@ describe('calls through the gateway, metered from the provider\'s own answer', (
     expect(text).toContain('event: error');
     expect(text).toContain('permission_error');
     expect(text).not.toContain('event: message_stop');
+    // The cut answer ends only once the call is charged: the next call, sent the moment it ended,
+    // meets the hard stop (403) and reaches no provider.
+    const reachedBefore = anthropic.requests.length;
+    const next = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages`, {
+      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'claude-test-1', max_tokens: 100, messages: [{ role: 'user', content: 'again' }] }),
+    });
+    expect([next.status, ((await next.json()) as any).error?.type]).toEqual([403, 'permission_error']);
+    expect(anthropic.requests.length).toBe(reachedBefore);
     await callsSettled(world.t);
     const { rows } = await world.t.sql.query("select status from proxied_calls where company_id = $1", [company.id]);
     expect(rows).toEqual([{ status: 'cut' }]);
