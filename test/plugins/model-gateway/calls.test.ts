@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createCompany } from '../../support/fixtures.ts';
+import { createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { startAnthropicModel, type ScriptedAnthropic } from '../../support/scripted-models/anthropic.ts';
 import { startScriptedChat, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
 import { startScriptedResponsesServer, type ScriptedResponsesServer } from '../../support/scripted-models/openai-responses.ts';
@@ -204,6 +204,7 @@ describe('calls through the gateway, metered from the provider\'s own answer', (
     const provider = await addProvider(world.t.api, company.id, { baseUrl: anthropic.url, apiKey: 'sk-ant-company-key', models: [{ model: '*', inputCentsPerMTok: 1000, cachedInputCentsPerMTok: 0, cacheWriteCentsPerMTok: 0, outputCentsPerMTok: 0 }] });
     const run = await liveRun(world, company.id);
     const policy = await world.t.api.post(`/api/companies/${company.id}/budgets/policies`, { scopeType: 'agent', scopeId: run.agent.id, amount: 40, hardStopEnabled: true });
+    const agentKey = await createAgentKey(world.t.api, run.agent.id);
     expect(policy.status, policy.text).toBeLessThan(300);
     const res = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages`, {
       method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
@@ -214,11 +215,12 @@ describe('calls through the gateway, metered from the provider\'s own answer', (
     expect(text).toContain('event: error');
     expect(text).toContain('permission_error');
     expect(text).not.toContain('event: message_stop');
-    // The cut answer ends only once the call is charged: the next call, sent the moment it ended,
-    // meets the hard stop (403) and reaches no provider.
+    // The cut answer ends only once the call is charged: the agent's next call, sent the moment it
+    // ended, meets the hard stop (403) and reaches no provider. (It is sent with the agent's key: the
+    // stop also cancels the agent's runs, after which the run token is refused as ended, 401.)
     const reachedBefore = anthropic.requests.length;
     const next = await fetch(`${world.t.url}/api/llm/${provider.id}/v1/messages`, {
-      method: 'POST', headers: { 'x-api-key': run.token, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      method: 'POST', headers: { 'x-api-key': agentKey, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
       body: JSON.stringify({ model: 'claude-test-1', max_tokens: 100, messages: [{ role: 'user', content: 'again' }] }),
     });
     expect([next.status, ((await next.json()) as any).error?.type]).toEqual([403, 'permission_error']);
