@@ -48,10 +48,11 @@ it('ends the run lost after a restart: ledger run closed, token revoked, checkou
   const first = startChild();
   const childApi = createApi(await first.listening);
 
-  // Both processes take start jobs: wake until the child is the one that runs the agent.
+  // Both processes take start jobs: wake until the child is the one that runs the agent (on a loaded
+  // machine the parent, which polls the job queue too, may win many times in a row).
   let run: any;
   let issue: any;
-  for (let attempt = 0; attempt < 12 && !run; attempt++) {
+  for (let attempt = 0; attempt < 30 && !run; attempt++) {
     issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: `Lost work ${attempt}` })).body;
     const woken = await waitFor(async () => {
       const res = await childApi.post(`/api/agents/${agent.id}/wakeup`, { payload: { issueId: issue.id } });
