@@ -73,15 +73,20 @@ export async function getCommand(id: string, options: Options): Promise<void> {
   printProvider(options, await clientFor(options).get<Provider>(path`/api/model-providers/${id}`));
 }
 
+/** --allow-unpriced-models and --default, when given, as the body's fields. */
+function addSwitches(body: Record<string, unknown>, options: Options): void {
+  const allow = booleanOf('--allow-unpriced-models', options.allowUnpricedModels);
+  if (allow !== undefined) body.allowUnpricedModels = allow;
+  const isDefault = booleanOf('--default', options.default);
+  if (isDefault !== undefined) body.isDefault = isDefault;
+}
+
 export async function createCommand(options: Options): Promise<void> {
   if (!options.name || !options.kind || !options.baseUrl) throw new CliError('usage', 'model-provider create needs --name, --kind and --base-url');
   const companyId = companyIdFor(options);
   const models = (options.price ?? []).map(parsePrice);
   const body: Record<string, unknown> = { name: options.name, kind: options.kind, baseUrl: options.baseUrl, models };
-  const allow = booleanOf('--allow-unpriced-models', options.allowUnpricedModels);
-  if (allow !== undefined) body.allowUnpricedModels = allow;
-  const isDefault = booleanOf('--default', options.default);
-  if (isDefault !== undefined) body.isDefault = isDefault;
+  addSwitches(body, options);
   // Read last, after every check of the flags: a refused command has not consumed the key.
   const apiKey = await apiKeyOf(options);
   if (apiKey !== undefined) body.apiKey = apiKey;
@@ -96,10 +101,7 @@ export async function updateCommand(id: string, options: Options): Promise<void>
   if (options.clearPrices && options.price?.length) throw new CliError('usage', 'Pass --price entries or --clear-prices, not both');
   if (options.clearPrices) body.models = [];
   if (options.price?.length) body.models = options.price.map(parsePrice);
-  const allow = booleanOf('--allow-unpriced-models', options.allowUnpricedModels);
-  if (allow !== undefined) body.allowUnpricedModels = allow;
-  const isDefault = booleanOf('--default', options.default);
-  if (isDefault !== undefined) body.isDefault = isDefault;
+  addSwitches(body, options);
   const apiKey = await apiKeyOf(options);
   if (apiKey !== undefined) body.apiKey = apiKey;
   if (!Object.keys(body).length) throw new CliError('usage', 'Nothing to update: pass --name, --base-url, --price (replaces the price table), --clear-prices, --allow-unpriced-models, --default or a new key');
