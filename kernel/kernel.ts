@@ -33,6 +33,7 @@ import { Executor } from './executions/executor.ts';
 import { ModelGateway } from './gateway/model-gateway.ts';
 import { Keyring } from './vault/keyring.ts';
 import { Vault } from './vault/vault.ts';
+import { ResourceDirectory } from './tenancy/resource-resolvers.ts';
 import type { KernelServices } from './services.ts';
 
 export interface RunningKernel {
@@ -218,6 +219,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     gateway: new ModelGateway({ config, log, db, events, vault }),
     points: new KernelPoints(),
     portability: new PortabilityParts(),
+    resources: new ResourceDirectory(),
   };
 }
 
