@@ -46,6 +46,8 @@ export interface RunningKernel {
   embedded: EmbeddedDatabase | null;
   /** Drains HTTP, then stops the job engine, the plugin workers, the kernel's services and PostgreSQL, in that order. */
   stop(): Promise<void>;
+  /** Cuts the HTTP drain of a stop short (a repeated stop signal): requests in flight are closed now, the rest still stops in order. */
+  hurry(): void;
 }
 
 export interface StartOptions {
@@ -128,6 +130,10 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       stop() {
         stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, http);
         return stopping;
+      },
+      hurry() {
+        // Only once the stop has begun: the server no longer accepts, so closing is final.
+        if (stopping) http.server.closeAllConnections();
       },
     };
   } catch (error) {
