@@ -46,13 +46,16 @@ export const runsCapability: KernelCapability = {
       },
     },
     withContext: {
-      // runs.read: the runs of the call's company whose context snapshot holds the given values
-      // (the GIN index of migration 0037 answers the containment), newest first.
+      // runs.read: the runs of the call's company whose context snapshot holds the given values,
+      // newest first. The containment is answered first, by the GIN index of migration 0037 (a
+      // materialised step: otherwise the planner may walk the company's runs newest first for the
+      // LIMIT and test each one), then narrowed to the call's company.
       run: async (call) => {
         const match = contextArg(call.args[0]);
         if (!match || Object.keys(match).length === 0) throw new KeelError(400, 'invalid_arguments', 'match must name at least one context value');
         const rows = await call.kernel.db.query(
-          `select * from runs where context @> ?::jsonb and ${OF_CALL_COMPANY} order by created_at desc, id desc limit ${MAX_RUNS_GET}`,
+          `with matching as materialized (select * from runs where context @> ?::jsonb)
+           select * from matching where ${OF_CALL_COMPANY} order by created_at desc, id desc limit ${MAX_RUNS_GET}`,
           [JSON.stringify(match), callCompany(call)]);
         return rows.map(runSummary);
       },
