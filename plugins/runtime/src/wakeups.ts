@@ -74,7 +74,8 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
   }
 
   // The run's context snapshot in the ledger: what it works on, so that its bound issue finds it (GET /api/issues/{id}/runs).
-  const context = { issueId, projectId, taskKey: taskKeyOf(issueId, payload), wakeupId: String(wakeup.id), wakeReason: input.reason ?? null };
+  // Ids and keys only (the reason, up to 2000 characters, stays in this plugin's runs row).
+  const context = { issueId, projectId, taskKey: taskKeyOf(issueId, payload), wakeupId: String(wakeup.id) };
   const opened = await ctx.runs.open({ agentId, invocationSource: source, trigger: triggerDetail, context });
   const { rows } = await ctx.db.query(
     `insert into runs (id, company_id, agent_id, wakeup_id, invocation_source, trigger_detail, wake_reason, issue_id, project_id, task_key, adapter_type, force_fresh_session)

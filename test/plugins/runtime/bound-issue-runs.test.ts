@@ -68,7 +68,8 @@ describe('runs bound to an issue by payload.issueId', () => {
     const first = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
     await t.api.post(`/api/heartbeat-runs/${first.run.id}/cancel`);
     await runWhen(t, first.run.id);
-    const second = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id }, reason: 'again' });
+    // The longest reason a wakeup takes: the snapshot holds ids and keys only, so it never outgrows the ledger's bound.
+    const second = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id }, reason: 'é'.repeat(2000) });
     expect(second.status).toBe('queued');
     // Neither run touched the issue: no checkout, no activity entry of the issue names them.
     const touched = await t.sql.query(`select count(*)::int as n from activity_log where entity_type = 'issue' and entity_id = $1 and run_id is not null`, [issue.id]);
