@@ -33,6 +33,7 @@ import { Executor } from './executions/executor.ts';
 import { ModelGateway } from './gateway/model-gateway.ts';
 import { Keyring } from './vault/keyring.ts';
 import { Vault } from './vault/vault.ts';
+import { ResourceDirectory } from './tenancy/resource-resolvers.ts';
 import type { KernelServices } from './services.ts';
 
 export interface RunningKernel {
@@ -45,6 +46,8 @@ export interface RunningKernel {
   embedded: EmbeddedDatabase | null;
   /** Drains HTTP, then stops the job engine, the plugin workers, the kernel's services and PostgreSQL, in that order. */
   stop(): Promise<void>;
+  /** Cuts the HTTP drain of a stop short (a repeated stop signal): requests in flight are closed now, the rest still stops in order. */
+  hurry(): void;
 }
 
 export interface StartOptions {
@@ -127,6 +130,10 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
       stop() {
         stopping ??= started.stopAll(options.drainMs ?? DEFAULT_DRAIN_MS, http);
         return stopping;
+      },
+      hurry() {
+        // Only once the stop has begun: the server no longer accepts, so closing is final.
+        if (stopping) http.server.closeAllConnections();
       },
     };
   } catch (error) {
@@ -218,6 +225,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     gateway: new ModelGateway({ config, log, db, events, vault }),
     points: new KernelPoints(),
     portability: new PortabilityParts(),
+    resources: new ResourceDirectory(),
   };
 }
 

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './logger.ts';
 import { startKernel, type RunningKernel } from './kernel.ts';
 import { installProcessGuards } from './process-guards.ts';
+import { onStopSignals } from './stop-signals.ts';
 
 const [major] = process.versions.node.split('.').map(Number);
 if ((major ?? 0) < 24) {
@@ -43,24 +44,28 @@ try {
 const log = createLogger(config.logging.level);
 
 /**
- * SIGINT (Ctrl-C) and SIGTERM stop the server in order: HTTP drains, then the job engine,
- * the plugin workers and PostgreSQL. The handlers are installed before anything starts, so a
- * signal during start-up stops what was started once the start completes, instead of ending
- * the process with PostgreSQL and workers left running. A second signal exits at once.
+ * SIGINT (Ctrl-C), SIGTERM and SIGHUP stop the server in order: HTTP drains, then the job
+ * engine, the plugin workers and PostgreSQL. The handlers are installed before anything starts,
+ * so a signal during start-up stops what was started once the start completes, instead of
+ * ending the process with PostgreSQL and workers left running. A repeated signal (a process
+ * group's SIGTERM plus npm's forward of it, or a second Ctrl-C) hurries the stop and never
+ * skips it (stop-signals.ts).
  */
 let kernel: RunningKernel | undefined;
 let stopRequested: NodeJS.Signals | null = null;
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.on(signal, () => {
-    if (stopRequested) {
-      console.error(`Received ${signal} again, exiting without waiting`);
-      process.exit(130);
-    }
+let hurried = false;
+onStopSignals({
+  stop(signal) {
     stopRequested = signal;
     console.log(`Received ${signal}, stopping`);
     if (kernel) void stop(kernel);
-  });
-}
+  },
+  hurry(signal) {
+    console.log(`Received ${signal} again: cutting requests in flight short; the plugin workers and PostgreSQL still stop before Keel exits`);
+    hurried = true;
+    kernel?.hurry();
+  },
+});
 
 function stop(running: RunningKernel): Promise<never> {
   return running.stop().then(() => {
@@ -85,7 +90,9 @@ try {
 installProcessGuards(log);
 
 if (stopRequested) {
-  await stop(kernel);
+  const stopped = stop(kernel);
+  if (hurried) kernel.hurry();
+  await stopped;
 } else {
   const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
   console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);

@@ -15,6 +15,7 @@ import type { ModelGateway } from './gateway/model-gateway.ts';
 import type { Keyring } from './vault/keyring.ts';
 import type { Vault } from './vault/vault.ts';
 import type { HealthChecks } from './http/health.ts';
+import type { ResourceDirectory } from './tenancy/resource-resolvers.ts';
 
 /**
  * What kernel route modules and services are handed. Built once by kernel/kernel.ts; nothing
@@ -28,6 +29,8 @@ export interface KernelServices {
   resolver: ActorResolver;
   jwt: AgentJwt;
   activity: ActivityLog;
+  /** Whether a project or agent a route names exists in a company, wherever it lives (a plugin's table for projects). */
+  resources: ResourceDirectory;
   events: EventBus;
   /** Questions the kernel asks plugins before a change, answered by the ones that declare them (kernelPoints). */
   points: KernelPoints;

@@ -5,6 +5,7 @@ import { dirname, join, parse } from 'node:path';
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { loadEmbeddedPostgres } from './embedded-postgres-library.ts';
+import { watchPostmaster } from './postgres-watchdog.ts';
 
 /**
  * The embedded PostgreSQL server used when no DATABASE_URL is configured.
@@ -12,8 +13,10 @@ import { loadEmbeddedPostgres } from './embedded-postgres-library.ts';
  * The library initialises the cluster (initdb, and on root-only machines such as containers
  * and CI an unprivileged `postgres` system user that owns the cluster directory); the server
  * itself is spawned here, in a process group of its own, so that a Ctrl-C sent to the
- * terminal's process group reaches the kernel alone and the kernel stops PostgreSQL last,
- * after its requests have drained. A server orphaned by a SIGKILL leaves a live or stale
+ * terminal's process group, or a SIGTERM a service manager sends to Keel's whole group, reaches
+ * the kernel alone and the kernel stops PostgreSQL last (fast shutdown), after its requests
+ * have drained. Should the kernel die without stopping it (SIGKILL), a watchdog stops it
+ * (postgres-watchdog.ts). A server orphaned all the same leaves a live or stale
  * `postmaster.pid` behind; the caller holds the data directory's lock (see
  * config/data-dir-lock.ts), so any postmaster found here is a leftover and is stopped.
  */
@@ -140,7 +143,9 @@ async function spawnPostmaster(clusterDir: string, port: number, isRoot: boolean
     '-D', clusterDir, '-p', String(port),
     '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
   ], { ...ids, detached: true, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Stops this postmaster should Keel die without stopping it; dismissed once it has exited.
+  const watchdog = child.pid ? watchPostmaster(clusterDir, child.pid, ids) : null;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => { watchdog?.dismiss(); resolve(); }));
   await new Promise<void>((resolve, reject) => {
     let ready = false;
     child.stderr!.on('data', (chunk: Buffer) => {

@@ -20,6 +20,7 @@ import { EVENTS_CHANNEL } from './contributions/events.ts';
 import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { hiddenEntitySources } from './hidden-entities.ts';
+import { pluginEntityRows } from './plugin-entity-rows.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { sharesWorker } from './worker-sharing.ts';
@@ -109,6 +110,8 @@ export class ExtensionHost {
     kernel.health.registerGroup('plugins', () => this.health());
     // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
     kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
+    // Resources the kernel asks about but does not own (a membership's project) are the loaded plugins' declared entities.
+    kernel.resources.pluginEntityRows = (type) => pluginEntityRows([...this.plugins.values()].map((loaded) => loaded.manifest), type, kernel.log);
     // A new company gets the managed agents of the enabled plugins in its creating transaction.
     kernel.events.hook('company.created', (tx, payload) => provisionNewCompany(tx, kernel, payload.companyId));
   }

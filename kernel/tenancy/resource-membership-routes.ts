@@ -9,7 +9,7 @@ import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { companyForRequest } from './company-access.ts';
-import { resourceExists, type ResourceType } from './resource-resolvers.ts';
+import type { ResourceType } from './resource-resolvers.ts';
 
 /**
  * Per-user resource memberships: whether the calling board user has joined or left a
@@ -59,7 +59,7 @@ export const resourceMembershipRoutes: RouteModule = (router, kernel) => {
       const { companyId, userId } = await boardInCompany(ctx, kernel);
       const resourceId = uuidParam(ctx, resource.param, resource.name);
       const { state } = await req.body();
-      if (!(await resourceExists(kernel.db, resource.type, companyId, resourceId))) throw notFound(`${resource.name} not found`);
+      if (!(await kernel.resources.exists(kernel.db, resource.type, companyId, resourceId))) throw notFound(`${resource.name} not found`);
       const result = await kernel.db.transaction(async (tx) => {
         const current = await tx.maybeOne<{ state: MembershipState; updated_at: string }>(
           `select state, updated_at from resource_memberships

@@ -2,8 +2,25 @@ import { defineCapability, method } from './define.ts';
 import { id, object, uuid } from './schemas.ts';
 
 export interface RunsOpenCapability {
-  open(input: { agentId: string; invocationSource?: string; trigger?: string }): Promise<{ runId: string; token: string; tokenExpiresAt: string }>;
+  /**
+   * Opens a run of an agent of the call's company. `context` is the run's context snapshot (what
+   * the run works on: `{ issueId, projectId, taskKey, ... }`, a flat object of at most
+   * 4 KiB of JSON), kept in the ledger with the run and found again with `runs.withContext`.
+   */
+  open(input: { agentId: string; invocationSource?: string; trigger?: string; context?: RunContext }): Promise<{ runId: string; token: string; tokenExpiresAt: string }>;
 }
+
+/** A run's context snapshot: flat, plain values (ids, keys), as the ledger stores and matches it. */
+export type RunContext = Record<string, string | number | boolean | null>;
+
+/** The largest context snapshot a run may carry, in bytes of JSON. */
+export const MAX_RUN_CONTEXT_BYTES = 4096;
+
+const runContext = {
+  type: 'object', maxProperties: 32,
+  propertyNames: { type: 'string', maxLength: 64 },
+  additionalProperties: { anyOf: [{ type: 'string', maxLength: 1000 }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] },
+};
 export interface RunsCloseCapability {
   close(runId: string, input: { status: 'succeeded' | 'failed' | 'cancelled' | 'timed_out'; reason?: string }): Promise<{ runId: string; status: string }>;
 }
@@ -11,7 +28,7 @@ export interface RunsCloseCapability {
 export const runsOpen = defineCapability<{ runs: RunsOpenCapability }>()({
   id: 'runs.open',
   summary: 'Open runs of agents of the company a call serves, with a run token',
-  members: { runs: { open: method('kernel', [{ type: 'object', required: ['agentId'] }], { type: 'object', required: ['runId', 'token', 'tokenExpiresAt'] }) } },
+  members: { runs: { open: method('kernel', [{ type: 'object', required: ['agentId'], properties: { context: runContext } }], { type: 'object', required: ['runId', 'token', 'tokenExpiresAt'] }) } },
 });
 
 export const runsClose = defineCapability<{ runs: RunsCloseCapability }>()({
@@ -43,18 +60,25 @@ export interface RunsReadCapability {
    * unknown id and another company's run are left out alike.
    */
   get(runIds: string[]): Promise<RunSummary[]>;
+  /**
+   * The runs of the company the call serves whose context snapshot (given to `runs.open`) holds
+   * every one of these values, newest first, at most 200: `withContext({ issueId })` are the runs
+   * bound to an issue. Indexed in the ledger, whatever plugin opened the runs.
+   */
+  withContext(match: RunContext): Promise<RunSummary[]>;
 }
 
 export const MAX_RUNS_GET = 200;
+
+const runSummaries = { type: 'array', items: { type: 'object', required: ['runId', 'status', 'agentId', 'createdAt'] } };
 
 export const runsRead = defineCapability<{ runs: RunsReadCapability }>()({
   id: 'runs.read',
   summary: 'Read the runs of the company a call serves from the run ledger',
   members: {
     runs: {
-      get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: uuid }], {
-        type: 'array', items: { type: 'object', required: ['runId', 'status', 'agentId', 'createdAt'] },
-      }),
+      get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: uuid }], runSummaries),
+      withContext: method('kernel', [{ ...runContext, minProperties: 1 }], runSummaries),
     },
   },
 });

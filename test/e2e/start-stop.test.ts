@@ -73,6 +73,8 @@ describe('starting and stopping the server', () => {
     await crashed.listening;
     const lock = JSON.parse(await readFile(join(home, 'keel.lock'), 'utf8')) as { pid: number };
     expect(lock.pid).toBe(crashed.child.pid);
+    // Its watchdog killed first (else it stops PostgreSQL itself: stop-signals.test.ts), then the server.
+    for (const pid of await processesMatching(`keel-postgres-watchdog ${join(home, 'db')}`)) process.kill(pid, 'SIGKILL');
     await stopServer(crashed, 'SIGKILL');
     // The orphaned PostgreSQL is still running, and the lock file is still there.
     expect(await processesMatching(`-D ${join(home, 'db')}`)).not.toHaveLength(0);

@@ -64,6 +64,7 @@ const examples = (): Record<string, unknown[]> => ({
   'runs.open': [{ agentId: agent.id }],
   'runs.close': [randomUUID(), { status: 'cancelled' }],
   'runs.get': [[randomUUID()]],
+  'runs.withContext': [{ issueId: randomUUID() }],
   'secrets.resolveEnvironment': [agent.id],
   'secrets.store': [{ name: 'probe', value: 'probe-value' }],
   'secrets.describe': [randomUUID()],

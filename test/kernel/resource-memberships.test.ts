@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_KEY_PREFIX, hashToken, mintToken } from '../../kernel/auth/tokens.ts';
-import { registerResourceResolver } from '../../kernel/tenancy/resource-resolvers.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 
 let local: TestKernel;
@@ -81,7 +80,7 @@ describe('resource memberships (local board)', () => {
     });
   });
 
-  it('answers 404 for agents of another company, unknown agents and projects without a resolver', async () => {
+  it('answers 404 for agents of another company, unknown agents and projects when no enabled plugin declares projects', async () => {
     const companyId = await createCompany(local);
     const otherAgent = await createAgent(local, await createCompany(local));
     const before = await snapshot(local);
@@ -111,22 +110,6 @@ describe('resource memberships (local board)', () => {
       expect(res.body.issues[0].path).toBe('state');
     }
     expect(await snapshot(local)).toEqual(before);
-  });
-
-  it('uses a registered project resolver', async () => {
-    const companyId = await createCompany(local);
-    const projectId = randomUUID();
-    const unregister = registerResourceResolver('project', async (_db, company, id) => company === companyId && id === projectId);
-    try {
-      const res = await local.api.put(`${base(companyId)}/projects/${projectId}`, { state: 'left' });
-      expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ resourceType: 'project', resourceId: projectId, state: 'left' });
-      expect((await local.api.put(`${base(companyId)}/projects/${randomUUID()}`, { state: 'left' })).status).toBe(404);
-      expect((await local.api.get(base(companyId))).body.projectMemberships).toEqual({ [projectId]: 'left' });
-    } finally {
-      unregister();
-    }
-    expect((await local.api.put(`${base(companyId)}/projects/${projectId}`, { state: 'joined' })).status).toBe(404);
   });
 
   it('refuses agent tokens with 403', async () => {

@@ -19,11 +19,17 @@ export interface ServerProcess {
   printed(pattern: RegExp): Promise<void>;
 }
 
-export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined>; entry?: string }): ServerProcess {
+export function startServer(options: { home: string; args?: string[]; env?: Record<string, string | undefined>; entry?: string; npm?: boolean; detached?: boolean }): ServerProcess {
+  const args = options.args ?? ['--port', '0'];
   // `entry`: another module that starts a kernel (test/support/kernel-child.ts: no first-party plugins).
-  const child = spawn(process.execPath, ['--no-node-snapshot', options.entry ?? 'kernel/main.ts', ...(options.args ?? ['--port', '0'])], {
+  // `npm`: through `npm start`, as operators run it (npm forwards the signals it gets); `detached`:
+  // in a process group of its own (`-child.pid`), as a service manager or a container runs it.
+  const [command, argv] = options.npm
+    ? ['npm', ['start', '--silent', '--', ...args]]
+    : [process.execPath, ['--no-node-snapshot', options.entry ?? 'kernel/main.ts', ...args]];
+  const child = spawn(command, argv, {
     env: { ...process.env, KEEL_HOME: options.home, KEEL_LOG_LEVEL: 'warn', DATABASE_URL: undefined, ...options.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached === true,
   });
   let text = '';
   const waiters: Array<() => void> = [];

@@ -41,6 +41,7 @@ const files = [
   '0034-blob-quotas.sql',
   '0035-remote-run-scope-and-deadlines.sql',
   '0036-proxied-calls.sql',
+  '0037-run-context-index.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -73,11 +73,14 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
     return { status: status as 'skipped' | 'coalesced', wakeup: wakeupJson(wakeup), run: runJson(joined), replayed: false };
   }
 
-  const opened = await ctx.runs.open({ agentId, invocationSource: source, trigger: triggerDetail });
+  // The run's context snapshot in the ledger: what it works on, so that its bound issue finds it (GET /api/issues/{id}/runs).
+  // Ids and keys only (the reason, up to 2000 characters, stays in this plugin's runs row).
+  const context = { issueId, projectId, taskKey: taskKeyOf(issueId, payload), wakeupId: String(wakeup.id) };
+  const opened = await ctx.runs.open({ agentId, invocationSource: source, trigger: triggerDetail, context });
   const { rows } = await ctx.db.query(
     `insert into runs (id, company_id, agent_id, wakeup_id, invocation_source, trigger_detail, wake_reason, issue_id, project_id, task_key, adapter_type, force_fresh_session)
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) returning *`,
-    [opened.runId, companyId, agentId, wakeup.id, source, triggerDetail, input.reason ?? null, issueId, projectId, taskKeyOf(issueId, payload),
+    [opened.runId, companyId, agentId, wakeup.id, source, triggerDetail, input.reason ?? null, issueId, projectId, context.taskKey,
       agent.adapterType, input.forceFreshSession === true]);
   const run = rows[0]!;
   const { rows: updated } = await ctx.db.query('update wakeups set run_id = $2 where id = $1 returning *', [wakeup.id, run.id]);

@@ -15,13 +15,15 @@ export async function issueActivity(req: RouteRequest, ctx: WorkContext) {
 }
 
 /**
- * The runs that worked on the issue, newest first: its checkout and execution runs, the runs
- * of its activity entries (the newest 1000) and of its comments, as the run ledger has them.
- * At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no run,
- * recorded before the kernel refused such headers) is left out.
+ * The runs of the issue, newest first: the runs bound to it (their context snapshot in the run
+ * ledger names it: a wakeup with `payload.issueId`), its checkout and execution runs, the runs
+ * of its activity entries (the newest 1000) and of its comments, each once, as the run ledger
+ * has them. At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no
+ * run, recorded before the kernel refused such headers) is left out.
  */
 export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
   const issueId = req.params.issueId!;
+  const bound = await ctx.runs.withContext({ issueId });
   const { rows: [issue] } = await ctx.db.query('select checkout_run_id, execution_run_id from issues where id = $1 and company_id = $2', [issueId, req.companyId]);
   const ids = new Set<string>();
   for (const id of [issue?.execution_run_id, issue?.checkout_run_id]) if (id) ids.add(String(id));
@@ -29,8 +31,12 @@ export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
   const { rows: comments } = await ctx.db.query(
     'select run_id::text as run_id from issue_comments where issue_id = $1 and run_id is not null group by run_id order by max(created_at) desc', [issueId]);
   for (const row of comments) ids.add(String(row.run_id));
-  if (ids.size === 0) return [];
-  return ctx.runs.get([...ids].slice(0, MAX_RUNS));
+  for (const run of bound) ids.delete(run.runId);
+  const others = ids.size === 0 ? [] : await ctx.runs.get([...ids].slice(0, MAX_RUNS));
+  // Both lists come newest first from the ledger; merged in the ledger's order (created, then id).
+  return [...bound, ...others]
+    .sort((a, b) => (a.createdAt === b.createdAt ? b.runId.localeCompare(a.runId) : b.createdAt.localeCompare(a.createdAt)))
+    .slice(0, MAX_RUNS);
 }
 
 /**
