@@ -6,12 +6,14 @@ const BASE = '/api/instance/settings/experimental/issue-graph-liveness-auto-reco
 const SEQUENTIAL = Number(process.env.LIVENESS_BENCH_CALLS ?? 10);
 const CONCURRENT = 8;
 const ISSUES = 200;
+const EMPTY_COMPANIES = Number(process.env.LIVENESS_BENCH_EMPTY_COMPANIES ?? 300);
 
 /**
  * The issue-graph liveness recovery routes (instance admin, served by the work plugin once per
  * company), in one run: preview and run on an instance whose one company has no issues, then
  * with a second company of 200 issues where every live issue is blocked by the next one (about
- * 150 findings of an unassigned or backlog blocker); each one call at a time and 8 at once.
+ * 50 findings of an unassigned blocker), then with 300 more companies that have no issues (an
+ * instance that black-box runs filled with companies); each one call at a time and 8 at once.
  * The first run of the large company creates its escalations; the figures are of the runs
  * after it, which find them (a run's steady state).
  */
@@ -24,6 +26,9 @@ export async function run(): Promise<void> {
     await seedBlocked(kernel, large);
     const first = await timed(() => kernel.call('POST', `${BASE}/run`, {}));
     rows.push(await measure(kernel, `+ one of ${ISSUES} issues (${first.value.counts.findings} findings)`));
+    // Straight into the table: the empty companies need no agents or settings, only to be there.
+    await (await kernel.sql()).query(`insert into companies (name, issue_prefix, status) select 'Empty ' || i, 'EMP' || i, 'active' from generate_series(1, $1::int) as i`, [EMPTY_COMPANIES]);
+    rows.push(await measure(kernel, `+ ${EMPTY_COMPANIES} empty companies`));
     printTable(`issue-graph liveness recovery; first run of the large company (creating its escalations): ${Math.round(first.ms)} ms`, rows);
   } finally {
     await kernel.stop();
