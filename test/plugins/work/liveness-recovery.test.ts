@@ -139,6 +139,18 @@ describe('issue-graph liveness auto-recovery', () => {
     expect(await runEntries(idle.id)).toBe(0);
   });
 
+  it('leaves out an archived company with findings: the plugin\'s selection narrows the companies, never widens them', async () => {
+    const archived = await stalledCompany();
+    expect((await t.api.patch(`/api/companies/${archived.company.id}`, { status: 'archived' })).status).toBe(200);
+    const before = await issueCount();
+    for (const path of [`${BASE}/preview`, `${BASE}/run`]) {
+      const res = await t.api.post(path, {});
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.findings.some((f: { companyId: string }) => f.companyId === archived.company.id)).toBe(false);
+    }
+    expect(await issueCount()).toBe(before);
+  });
+
   it('looks back lookbackHours, by default the experimental setting', async () => {
     const company = await createCompany(t.api);
     const blocker = await issue(company.id, { title: 'Old and unowned', status: 'todo' });
