@@ -24,8 +24,9 @@ type Row = Record<string, unknown>;
  * issues and agents, and numbers its escalations from that company's counter. The host first
  * asks which companies have a candidate relation at all (livenessCompanies, one query over
  * the instance), so an idle company costs nothing and the cost follows the issues, not the
- * number of companies. Two runs of one company take turns on its run lock (liveness_runs):
- * the second finds the first's escalations; previews and other companies never wait.
+ * number of companies. Two runs of one company with escalations to make take turns on its run
+ * lock (liveness_runs): the second finds the first's escalations; previews, runs that find every
+ * escalation made and other companies never wait.
  */
 const UNINVOKABLE = new Set(['paused', 'error', 'pending_approval', 'terminated']);
 const ORIGIN = 'liveness_escalation';
@@ -110,9 +111,13 @@ function defaultLookback(settings: Record<string, unknown>): number {
 
 async function recover(ctx: WorkContext, companyId: string | null, lookbackHours: number, apply: boolean) {
   const findings = companyId ? await findStalled(ctx, companyId, lookbackHours) : [];
-  // After the lock, each statement sees what an earlier run of the company committed.
-  if (apply && findings.length) await takeRunLock(ctx, companyId!);
-  const existing = await existingEscalations(ctx, companyId, findings.map((f) => f.key));
+  const keys = findings.map((f) => f.key);
+  let existing = await existingEscalations(ctx, companyId, keys);
+  if (apply && findings.some((f) => !existing.has(f.key))) {
+    // Something to make: after the company's run lock, each statement sees what a run before this one committed.
+    await takeRunLock(ctx, companyId!);
+    existing = await existingEscalations(ctx, companyId, keys);
+  }
   let created = 0;
   for (const finding of findings) {
     const escalation = existing.get(finding.key);
@@ -135,8 +140,9 @@ async function recover(ctx: WorkContext, companyId: string | null, lookbackHours
 }
 
 /**
- * A run of the company waits here for one in progress (its transaction) and then goes on:
- * the escalations that run made are then found as existing, none is made twice.
+ * A run of the company that has escalations to make waits here for one in progress (its
+ * transaction) and then goes on: the escalations that run made are then found as existing,
+ * none is made twice. A run that finds every escalation made already takes no lock.
  */
 async function takeRunLock(ctx: WorkContext, companyId: string): Promise<void> {
   await ctx.db.query(
