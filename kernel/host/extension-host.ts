@@ -11,7 +11,7 @@ import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { holdManagedAgents, provisionAllCompanies, provisionNewCompany } from './managed-agents.ts';
 import { Broker } from './broker.ts';
-import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
+import { LifecycleQueue } from './lifecycle-queue.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
 import { RouteBatcher } from './contributions/route-batcher.ts';
 import { operatorNetworkHostsFor, privateNetworkHostsFor } from './network-settings.ts';
@@ -75,6 +75,8 @@ export class ExtensionHost {
   /** `signedUntil`: when the call's signed identity expires (epoch seconds; null for a read-only call, which carries none). */
   readonly invocations = new Map<string, { plugin: string; info: InvocationInfo; depth: number; batched?: boolean; signedUntil: number | null; chain: ReadonlyArray<{ id: string; plugin: string }> }>();
   readonly databases: PluginDatabases;
+  /** Lifecycle changes and reconciliations, one at a time per plugin (lifecycle-queue.ts). */
+  private readonly lifecycle: LifecycleQueue;
   private readonly broker: Broker;
   private kernelRouter: Router | null = null;
   /** Contribution points (jobs, events, webhooks, folders) hook in here instead of editing activation. */
@@ -105,6 +107,7 @@ export class ExtensionHost {
     this.databaseUrl = options.databaseUrl;
     this.streams = new StreamHub(kernel.db, (key) => this.plugins.has(key));
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
+    this.lifecycle = new LifecycleQueue(kernel.db);
     this.broker = new Broker(this);
     this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
     kernel.health.registerGroup('plugins', () => this.health());
@@ -164,8 +167,8 @@ export class ExtensionHost {
    * Loads what the database says is enabled. On a fresh instance the first-party plugins are
    * installed and enabled with every capability they declare; a first-party plugin the operator
    * disabled (or uninstalled and reinstalled) is left as the operator left it. Several
-   * processes may start at once on one database: the bootstrap is one step for all of them
-   * (the lifecycle lock), and each then starts one worker per enabled plugin. A plugin that
+   * processes may start at once on one database: the bootstrap of each first-party plugin is
+   * one step for all of them (its lifecycle lock), and each then starts one worker per enabled plugin. A plugin that
    * will not start here is retried in the background (see reconcile) rather than failing the
    * start or being marked failed for every process.
    */
@@ -178,7 +181,7 @@ export class ExtensionHost {
     // read below or announced after it, never lost in between.
     await this.listen();
     await recordMissingApprovals(this.kernel);
-    if (options.bootstrapFirstParty) await this.exclusive(() => this.bootstrapFirstParty(options.firstPartyDir ?? FIRST_PARTY_DIR));
+    if (options.bootstrapFirstParty) await this.bootstrapFirstParty(options.firstPartyDir ?? FIRST_PARTY_DIR);
     await this.reconcileAll();
     this.resyncTimer ??= setInterval(() => void this.reconcileAll().catch((error) => this.kernel.log.warn({ err: error }, 'periodic plugin reconcile failed')), RESYNC_INTERVAL_MS);
     this.resyncTimer.unref();
@@ -194,30 +197,33 @@ export class ExtensionHost {
    * they are part of the release the operator installed.
    */
   private async bootstrapFirstParty(dir: string): Promise<void> {
-    for (const found of await scanFolder(dir, 'first_party')) {
-      const key = found.manifest.key;
-      const existing = await this.kernel.db.maybeOne<{ source_kind: string; manifest: PluginManifest }>('select source_kind, manifest from plugins where key = ?', [key]);
-      if (!existing) {
-        await this.installNow(found);
-        await this.enableNow(key, {});
-        continue;
-      }
-      // Stored as jsonb, whose key order is its own: compared canonically.
-      if (existing.source_kind !== 'first_party' || fingerprint(existing.manifest) === fingerprint(found.manifest)) continue;
-      const before = new Set(existing.manifest.capabilities.map((c) => c.id as string));
-      const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !before.has(id));
-      try {
-        await this.upgradeNow(key, { grant: added, approveTools: true }, found);
-      } catch (error) {
-        this.kernel.log.warn({ err: error, plugin: key }, `first-party plugin ${key} was not upgraded to ${found.manifest.version}: ${(error as Error).message}`);
-      }
+    for (const found of await scanFolder(dir, 'first_party')) await this.lifecycle.exclusive(found.manifest.key, () => this.bootstrapOne(found));
+  }
+
+  private async bootstrapOne(found: FoundPlugin): Promise<void> {
+    const key = found.manifest.key;
+    const existing = await this.kernel.db.maybeOne<{ source_kind: string; manifest: PluginManifest }>('select source_kind, manifest from plugins where key = ?', [key]);
+    if (!existing) {
+      await this.lifecycle.claimingNamespace(found.manifest.database?.namespace, () => this.installNow(found));
+      await this.enableNow(key, {});
+      return;
+    }
+    // Stored as jsonb, whose key order is its own: compared canonically.
+    if (existing.source_kind !== 'first_party' || fingerprint(existing.manifest) === fingerprint(found.manifest)) return;
+    const before = new Set(existing.manifest.capabilities.map((c) => c.id as string));
+    const added = found.manifest.capabilities.map((c) => c.id as string).filter((id) => !before.has(id));
+    try {
+      await this.upgradeNow(key, { grant: added, approveTools: true }, found);
+    } catch (error) {
+      this.kernel.log.warn({ err: error, plugin: key }, `first-party plugin ${key} was not upgraded to ${found.manifest.version}: ${(error as Error).message}`);
     }
   }
 
   // ---- lifecycle -------------------------------------------------------------------------
 
   install(found: FoundPlugin): Promise<Row> {
-    return this.exclusive(() => this.installNow(found));
+    // The namespace it declares is claimed with it: two plugins installed at once never both get one.
+    return this.lifecycle.exclusive(found.manifest.key, () => this.lifecycle.claimingNamespace(found.manifest.database?.namespace, () => this.installNow(found)));
   }
 
   private async installNow(found: FoundPlugin): Promise<Row> {
@@ -243,7 +249,7 @@ export class ExtensionHost {
 
   /** Grants the manifest's capabilities (or the subset given), provisions the database and starts the worker. */
   enable(key: string, options: { grant?: string[] }): Promise<Row> {
-    return this.exclusive(() => this.enableNow(key, options));
+    return this.lifecycle.exclusive(key, () => this.enableNow(key, options));
   }
 
   private async enableNow(key: string, options: { grant?: string[] }): Promise<Row> {
@@ -293,7 +299,7 @@ export class ExtensionHost {
   }
 
   async disable(key: string): Promise<Row> {
-    return this.exclusive(async () => {
+    return this.lifecycle.exclusive(key, async () => {
       await this.row(key);
       await this.deactivate(key);
       const disabled = await this.kernel.db.transaction(async (tx) => {
@@ -308,7 +314,7 @@ export class ExtensionHost {
   }
 
   async uninstall(key: string): Promise<void> {
-    return this.exclusive(async () => {
+    return this.lifecycle.exclusive(key, async () => {
       const row = await this.row(key);
       await this.deactivate(key);
       await this.databases.drop(row.manifest as PluginManifest);
@@ -326,7 +332,7 @@ export class ExtensionHost {
    * for capabilities the operator has not granted is refused until it is enabled again with them.
    */
   upgrade(key: string, options: { grant?: string[] } = {}): Promise<Row> {
-    return this.exclusive(() => this.upgradeNow(key, options));
+    return this.lifecycle.exclusive(key, () => this.upgradeNow(key, options));
   }
 
   /**
@@ -338,6 +344,11 @@ export class ExtensionHost {
     const row = await this.row(key);
     const found = source ?? await readPluginFolder(row.source_path, row.source_kind, row.package_name);
     if (found.manifest.key !== key) throw new KeelError(422, 'plugin_key_changed', `The plugin at ${row.source_path} is now ${found.manifest.key}, not ${key}`);
+    return this.lifecycle.claimingNamespace(found.manifest.database?.namespace, () => this.upgradeFound(row, found, options));
+  }
+
+  private async upgradeFound(row: Row, found: FoundPlugin, options: { grant?: string[]; approveTools?: boolean }): Promise<Row> {
+    const key = row.key as string;
     await this.databases.assertNamespaceFree(found.manifest);
     const declared = found.manifest.capabilities.map((c) => c.id as string);
     const grant = options.grant ?? [];
@@ -381,7 +392,7 @@ export class ExtensionHost {
    * one pending), so that agents see and call them again. Answers the keys approved.
    */
   approveToolChanges(key: string, tools?: string[]): Promise<string[]> {
-    return this.exclusive(async () => {
+    return this.lifecycle.exclusive(key, async () => {
       const row = await this.row(key);
       const pending = pendingToolChanges(row);
       const unknown = (tools ?? []).filter((name) => !pending.some((change) => change.name === name));
@@ -630,27 +641,6 @@ export class ExtensionHost {
     return this.kernel.db.query("select pg_notify('keel_plugins', ?)", [key]);
   }
 
-  private lifecycle: Promise<unknown> = Promise.resolve();
-
-  /**
-   * Lifecycle changes made here and reconciliations of changes made elsewhere run one at a
-   * time: a reconciliation set off by an earlier change (a disable's notification, say) must
-   * not deactivate or start a worker in the middle of a later enable.
-   */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.lifecycle.then(fn, fn);
-    this.lifecycle = run.catch(() => undefined);
-    return run;
-  }
-
-  /**
-   * A lifecycle change: one at a time in this process, and one at a time across every process
-   * on the database, so that its checks (is it installed? enabled?) hold until it is done.
-   */
-  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return this.serial(() => withClusterLock(this.kernel.db, CLUSTER_LOCKS.lifecycle, fn));
-  }
-
   /**
    * Brings this process's worker for a plugin in line with what the database says. When that
    * fails it is tried again with backoff until it succeeds, so a process never keeps serving
@@ -659,7 +649,7 @@ export class ExtensionHost {
   reconcile(key: string): Promise<void> {
     if (this.stopped) return Promise.resolve();
     this.retries.superseded(key);
-    return this.serial(() => this.bringInLine(key)).then(
+    return this.lifecycle.serial(key, () => this.bringInLine(key)).then(
       () => this.retries.succeeded(key),
       (error: Error) => {
         if (this.stopped) return;
@@ -714,7 +704,7 @@ export class ExtensionHost {
     this.listener = null;
     // Work already queued (a reconcile starting a worker) settles first, so that no worker is
     // started after the ones below were stopped.
-    await this.serial(async () => undefined);
+    await this.lifecycle.settled();
     await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
   }
 }
@@ -723,11 +713,22 @@ function sameMoment(a: unknown, b: unknown): boolean {
   return new Date(a as string).getTime() === new Date(b as string).getTime();
 }
 
+/** The build in progress in this process (lifecycle changes of different plugins run at once, their builds do not). */
+let building: Promise<unknown> = Promise.resolve();
+
 /**
  * Bundles a plugin, answering 422 plugin_too_large (naming the limit) or plugin_build_failed
- * (first lines of the build error) when it does not build.
+ * (first lines of the build error) when it does not build. One build at a time per process:
+ * esbuild's service is shared by the process, and a build that crashes it fails every build
+ * running beside it; a build takes tens of milliseconds, the rest of a lifecycle change does not wait.
  */
-async function buildOrRefuse(folder: string, key: string) {
+function buildOrRefuse(folder: string, key: string): ReturnType<typeof buildRefusing> {
+  const run = building.then(() => buildRefusing(folder, key));
+  building = run.catch(() => undefined);
+  return run;
+}
+
+async function buildRefusing(folder: string, key: string) {
   try {
     return await buildPlugin(folder);
   } catch (error) {

@@ -85,11 +85,13 @@ export class PluginDatabases {
   /**
    * Makes a plugin's database ready for its worker: roles, schema and privileges, then its
    * pending migrations (`migrate`). Every kernel process does this when it activates the
-   * plugin, so it runs under a lock shared by all of them (cluster-lock.ts).
+   * plugin, so it runs under the plugin's lock shared by all of them (cluster-lock.ts); only
+   * the provisioning transaction, which grants on objects all plugins share, waits for other
+   * plugins' provisioning, never for their migrations.
    */
   prepare(manifest: PluginManifest, grants: readonly string[], folder: string, options: { migrate: boolean; upTo?: ReadonlyMap<string, string> }): Promise<PluginRoles> {
-    return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, async () => {
-      const roles = await this.provision(manifest, grants);
+    return withClusterLock(this.db, [CLUSTER_LOCKS.pluginDatabases, manifest.key], async () => {
+      const roles = await withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, () => this.provision(manifest, grants));
       if (options.migrate) await this.migrate(manifest, folder, options.upTo);
       return roles;
     });
@@ -174,7 +176,7 @@ export class PluginDatabases {
   /**
    * Applies the plugin's pending migrations (NNNN-name.sql, in name order) as its migrator
    * role, each in its own transaction; an applied migration whose file changed is refused.
-   * Runs under the provisioning lock (prepare), so no two processes apply one migration.
+   * Runs under the plugin's provisioning lock (prepare), so no two processes apply one migration.
    * `upTo` (a database restore) names exactly the migrations to apply, with the checksum each
    * had when it was applied: a file missing or different is refused, later files are left.
    */
@@ -240,9 +242,9 @@ export class PluginDatabases {
     await this.db.query('select pg_terminate_backend(pid) from pg_stat_activity where usename = ? and application_name = ? and pid <> pg_backend_pid()', [role, applicationName]);
   }
 
-  /** Removes the plugin's schema, data and roles (uninstall), under the provisioning lock. */
+  /** Removes the plugin's schema, data and roles (uninstall), under its provisioning lock and the instance-wide one (DROP OWNED revokes on shared objects). */
   drop(manifest: PluginManifest): Promise<void> {
-    return withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, () => this.dropNow(manifest));
+    return withClusterLock(this.db, [CLUSTER_LOCKS.pluginDatabases, manifest.key], () => withClusterLock(this.db, CLUSTER_LOCKS.pluginDatabases, () => this.dropNow(manifest)));
   }
 
   private async dropNow(manifest: PluginManifest): Promise<void> {

@@ -41,7 +41,10 @@ export const routesFragment = {
       perCompany: {
         type: 'object', additionalProperties: false,
         description: "An instance-admin route over every company: the host calls the handler once per company that is not archived (each call serving that company alone, in its own transaction) and answers the answers merged: arrays concatenated, objects merged key by key, the numbers at the sum paths added up, anything else from the first. With no company it calls once with none. Needs auth instance_admin and no company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or stream.",
-        properties: { sum: { type: 'array', maxItems: 50, uniqueItems: true, items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 200 }, description: 'Dotted paths of the numbers added up across companies (counts.findings).' } },
+        properties: {
+          sum: { type: 'array', maxItems: 50, uniqueItems: true, items: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 200 }, description: 'Dotted paths of the numbers added up across companies (counts.findings).' },
+          select: { ...identifier, description: 'Key of a handler in the plugin\'s routes the host calls first, once, read-only and serving no company, with the same request: it answers the ids of the companies the route has work in, and the route is called only in those (an idle company costs nothing).' },
+        },
       },
       batch: {
         type: 'object', additionalProperties: false, description: 'Group commit: concurrent calls share one transaction (a savepoint each) and one commit.',

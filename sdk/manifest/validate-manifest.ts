@@ -84,6 +84,10 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
       if ([route.companyParam, route.agentParam, route.entityParam, route.runParam, route.upload, route.download, route.batch, route.response?.stream].some(Boolean)) {
         issues.push({ path: `routes.${index}.perCompany`, message: 'cannot be combined with a company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or a stream' });
       }
+      // The selection is called serving no company: a declared route under that key would be served as a route too.
+      if (route.perCompany.select !== undefined && typed.routes?.some((other) => other.key === route.perCompany!.select)) {
+        issues.push({ path: `routes.${index}.perCompany.select`, message: `names a handler that is not a route of its own: ${route.perCompany.select} is a declared route` });
+      }
     }
     if (route.batch && (route.method === 'GET' || route.readOnly || route.transactional === false)) {
       issues.push({ path: `routes.${index}.batch`, message: 'needs a mutating, transactional route' });

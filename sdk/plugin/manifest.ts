@@ -106,9 +106,13 @@ export interface RouteManifest {
    * and company-scoped capabilities), and answers the answers merged: arrays concatenated,
    * objects merged key by key, the numbers at the `sum` paths (dotted: `counts.findings`) added
    * up, any other value from the first answer. With no company at all the handler is called
-   * once with `companyId` null, so the answer keeps its shape.
+   * once with `companyId` null, so the answer keeps its shape. `select`: the key of a handler in
+   * the plugin's routes the host calls first, once, read-only and serving no company, with the
+   * same request; it answers the ids of the companies the route has work in (an array), and the
+   * host calls the route only in those (never in a company it did not choose itself): an
+   * instance of many idle companies then costs one call, not one per company.
    */
-  perCompany?: { sum?: string[] };
+  perCompany?: { sum?: string[]; select?: string };
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   /**

@@ -98,7 +98,8 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
 
   it('ends a plugin\'s advisory lock with its call: it cannot block lifecycle changes', async () => {
     // Unhardened, plugins keep pg_advisory_lock; the reset of their connections is what releases it.
-    const held = await pluginSql(a, 'select pg_advisory_lock(727002) as locked, pg_advisory_lock(727003) as also');
+    // The locks costs' lifecycle and provisioning take (cluster-lock.ts): its own, and the instance-wide provisioning one.
+    const held = await pluginSql(a, "select pg_advisory_lock(727002, hashtext('costs')) as locked, pg_advisory_lock(727003, hashtext('costs')) as own, pg_advisory_lock(727003) as also");
     expect(held.error).toBeUndefined();
     const toggled = await Promise.race([
       (async () => {

@@ -57,6 +57,13 @@ describe('perCompany routes', () => {
     expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', batch: {}, perCompany: {} }))).toContainEqual(refused);
   });
 
+  it('may name a selection handler, which is not a declared route itself', () => {
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { select: 'sweep-companies' } }))).toEqual([]);
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { select: 'r' } })))
+      .toContainEqual({ path: 'routes.0.perCompany.select', message: 'names a handler that is not a route of its own: r is a declared route' });
+    expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { select: 'Not A Key' } })).length).toBeGreaterThan(0);
+  });
+
   it('name sums as dotted paths', () => {
     expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: { sum: ['counts..x'] } })).length).toBeGreaterThan(0);
     expect(issuesOf(manifest({ path: '/sweep', method: 'POST', auth: 'instance_admin', perCompany: true })).length).toBeGreaterThan(0);

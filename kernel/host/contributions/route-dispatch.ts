@@ -17,7 +17,7 @@ import type { PluginRoute } from './routes.ts';
 import { routeHeaders } from './route-headers.ts';
 import { resolveEntity } from './route-entities.ts';
 import { respond } from './route-answer.ts';
-import { invokePerCompany } from './route-per-company.ts';
+import { companiesToServe, invokePerCompany } from './route-per-company.ts';
 import { discardUpload, receiveUpload, sendDownload } from './route-blobs.ts';
 import { answerProxy, proxyCaller, readProxyBody } from './route-proxy.ts';
 import type { InvokeResult } from '../plugin-process.ts';
@@ -188,7 +188,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     deadlineMs: route.timeoutMs,
   });
   const invoked = route.perCompany
-    ? invokePerCompany(await activeCompanies(host), route.perCompany.sum ?? [], call)
+    ? servePerCompany(host, plugin, route, input, actor, call)
     : call(companyId);
   const result = await invoked.catch(async (error: unknown) => {
     // A plugin that could not be invoked at all (not running, busy) keeps no upload either.
@@ -202,6 +202,16 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   if (route.download && await sendDownload(ctx, host, plugin, result, companyId)) return;
   if (proxied && await answerProxy(ctx, host, plugin, result, { raw: proxied.raw, parsed: proxied.parsed, companyId, receivedAt })) return;
   respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
+}
+
+/** A perCompany route: its selection first when it declares one (companiesToServe), then one call per company served. */
+async function servePerCompany(host: ExtensionHost, plugin: string, route: RouteManifest, input: Record<string, unknown>, actor: Actor, call: (companyId: string | null) => Promise<InvokeResult>): Promise<InvokeResult> {
+  const select = route.perCompany!.select;
+  const selection = select === undefined ? null : () => host.invoke(plugin, 'route', select, { ...input, companyId: null }, { companyId: null, ...invocationCaller(actor) }, {
+    transactional: true, readOnly: true, defaultActivity: null, deadlineMs: route.timeoutMs,
+  });
+  const served = await companiesToServe(await activeCompanies(host), selection);
+  return 'failed' in served ? served.failed : invokePerCompany(served.companies, route.perCompany!.sum ?? [], call);
 }
 
 /** The companies a perCompany route serves: every one that is not archived, oldest first. */

@@ -4,8 +4,8 @@ import type { InvokeResult } from '../plugin-process.ts';
 /**
  * A `perCompany` route (RouteManifest.perCompany) serves an instance admin across every
  * company without ever handing one call more than one company: the host calls the handler
- * once per company that is not archived, in order, each its own invocation with that company,
- * and merges the answers here. A failing call ends the round with its error; the calls before
+ * once per company that is not archived (or those of them its selection names: companiesToServe),
+ * in order, each its own invocation with that company, and merges the answers here. A failing call ends the round with its error; the calls before
  * it have committed (each company's work is its own transaction).
  */
 export async function invokePerCompany(companies: readonly string[], sum: readonly string[], invoke: (companyId: string | null) => Promise<InvokeResult>): Promise<InvokeResult> {
@@ -24,6 +24,27 @@ export async function invokePerCompany(companies: readonly string[], sum: readon
     merged = index === 0 ? value : mergeAnswers(merged, value, new Set(sum));
   }
   return { ok: true, value: JSON.stringify(merged), activityWritten };
+}
+
+/**
+ * The companies a perCompany route is called in: every active one (`active`, in its order),
+ * or, when the route declares `select`, those of them the plugin's selection call names. The
+ * selection (one read-only call serving no company, given the same request) answers the ids of
+ * the companies the route has work in, so that an instance of many idle companies costs one
+ * call, not one per company; it can only leave companies out, never add one. A failed
+ * selection is the route's answer.
+ */
+export async function companiesToServe(active: readonly string[], select: (() => Promise<InvokeResult>) | null): Promise<{ companies: readonly string[] } | { failed: InvokeResult }> {
+  if (!select || active.length === 0) return { companies: active };
+  const result = await select();
+  if (!result.ok) return { failed: result };
+  let named: unknown;
+  try { named = result.envelope ? undefined : JSON.parse(result.value ?? 'null'); } catch { named = undefined; }
+  if (!Array.isArray(named) || !named.every((id) => typeof id === 'string')) {
+    throw new KeelError(502, 'plugin_invalid_response', 'The selection of a perCompany route answers an array of company ids', { expose: true });
+  }
+  const chosen = new Set(named.map((id: string) => id.toLowerCase()));
+  return { companies: active.filter((id) => chosen.has(id)) };
 }
 
 /**

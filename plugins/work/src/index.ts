@@ -14,7 +14,7 @@ import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
 import { deliverFeedback } from './feedback-delivery.ts';
-import { autoRecoverLiveness, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
+import { autoRecoverLiveness, livenessCompanies, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 import { issueService } from './issue-service.ts';
 import { managedProjectService } from './managed-projects.ts';
@@ -73,6 +73,8 @@ export default definePlugin({
     'list-feedback-traces': listFeedbackTraces,
     'liveness-recovery-preview': previewLivenessRecovery,
     'liveness-recovery-run': runLivenessRecovery,
+    // Not a route of its own: the selection of the two above (perCompany.select).
+    'liveness-recovery-companies': livenessCompanies,
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {

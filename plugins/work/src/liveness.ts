@@ -21,7 +21,12 @@ type Row = Record<string, unknown>;
  * the finding (kind, issue, blocker) in its origin: running again finds it and creates nothing.
  *
  * Served per company by the host (the routes are `perCompany`): each call sees one company's
- * issues and agents, and numbers its escalations from that company's counter.
+ * issues and agents, and numbers its escalations from that company's counter. The host first
+ * asks which companies have a candidate relation at all (livenessCompanies, one query over
+ * the instance), so an idle company costs nothing and the cost follows the issues, not the
+ * number of companies. Two runs of one company with escalations to make take turns on its run
+ * lock (liveness_runs): the second finds the first's escalations; previews, runs that find every
+ * escalation made and other companies never wait.
  */
 const UNINVOKABLE = new Set(['paused', 'error', 'pending_approval', 'terminated']);
 const ORIGIN = 'liveness_escalation';
@@ -51,6 +56,27 @@ interface Finding {
   outcome: 'existing' | 'created' | 'would_create';
 }
 
+/**
+ * The relations the recovery considers, in every company: a live, visible issue blocked by one
+ * that is not done, changed within the look-back ($1 hours). Findings are a subset of them.
+ */
+const CANDIDATES = `
+       from issue_blockers r
+       join issues i on i.id = r.issue_id and i.company_id = r.company_id
+       join issues b on b.id = r.blocker_id and b.company_id = r.company_id
+      where i.hidden_at is null
+        and i.status in ('todo', 'in_progress', 'in_review', 'blocked') and b.status <> 'done'
+        and greatest(r.created_at, i.updated_at, b.updated_at) >= now() - make_interval(hours => $1)`;
+
+/**
+ * The routes' selection (perCompany.select): the companies with a candidate relation, for the
+ * request's look-back. Called serving no company; reads the plugin's own tables only.
+ */
+export async function livenessCompanies(req: RouteRequest, ctx: WorkContext): Promise<string[]> {
+  const { rows } = await ctx.db.query(`select distinct r.company_id ${CANDIDATES}`, [await lookbackOf(req, ctx)]);
+  return rows.map((row) => String(row.company_id));
+}
+
 export function previewLivenessRecovery(req: RouteRequest, ctx: WorkContext) {
   return recoverFromRoute(req, ctx, false);
 }
@@ -71,9 +97,12 @@ export async function autoRecoverLiveness(ctx: WorkContext): Promise<void> {
 }
 
 async function recoverFromRoute(req: RouteRequest, ctx: WorkContext, apply: boolean) {
+  return recover(ctx, req.companyId, await lookbackOf(req, ctx), apply);
+}
+
+async function lookbackOf(req: RouteRequest, ctx: WorkContext): Promise<number> {
   const body = (req.body ?? {}) as { lookbackHours?: number };
-  const lookbackHours = body.lookbackHours ?? defaultLookback(await ctx.instanceSettings.get('experimental'));
-  return recover(ctx, req.companyId, lookbackHours, apply);
+  return body.lookbackHours ?? defaultLookback(await ctx.instanceSettings.get('experimental'));
 }
 
 function defaultLookback(settings: Record<string, unknown>): number {
@@ -82,7 +111,13 @@ function defaultLookback(settings: Record<string, unknown>): number {
 
 async function recover(ctx: WorkContext, companyId: string | null, lookbackHours: number, apply: boolean) {
   const findings = companyId ? await findStalled(ctx, companyId, lookbackHours) : [];
-  const existing = await existingEscalations(ctx, companyId, findings.map((f) => f.key));
+  const keys = findings.map((f) => f.key);
+  let existing = await existingEscalations(ctx, companyId, keys);
+  if (apply && findings.some((f) => !existing.has(f.key))) {
+    // Something to make: after the company's run lock, each statement sees what a run before this one committed.
+    await takeRunLock(ctx, companyId!);
+    existing = await existingEscalations(ctx, companyId, keys);
+  }
   let created = 0;
   for (const finding of findings) {
     const escalation = existing.get(finding.key);
@@ -104,17 +139,24 @@ async function recover(ctx: WorkContext, companyId: string | null, lookbackHours
   };
 }
 
+/**
+ * A run of the company that has escalations to make waits here for one in progress (its
+ * transaction) and then goes on: the escalations that run made are then found as existing,
+ * none is made twice. A run that finds every escalation made already takes no lock.
+ */
+async function takeRunLock(ctx: WorkContext, companyId: string): Promise<void> {
+  await ctx.db.query(
+    `insert into liveness_runs (company_id) values ($1) on conflict (company_id) do update set last_run_at = now()`, [companyId]);
+}
+
 async function findStalled(ctx: WorkContext, companyId: string, lookbackHours: number): Promise<Finding[]> {
   const { rows } = await ctx.db.query(
     `select i.id as issue_id, i.identifier as issue_identifier, b.id as blocker_id, b.identifier as blocker_identifier,
             b.status as blocker_status, b.assignee_agent_id as blocker_agent, b.assignee_user_id as blocker_user
-       from issue_blockers r
-       join issues i on i.id = r.issue_id and i.company_id = $1
-       join issues b on b.id = r.blocker_id and b.company_id = $1
-      where r.company_id = $1 and i.hidden_at is null
-        and i.status in ('todo', 'in_progress', 'in_review', 'blocked') and b.status <> 'done'
-        and greatest(r.created_at, i.updated_at, b.updated_at) >= now() - make_interval(hours => $2)
-      order by i.created_at, i.id, b.created_at, b.id`, [companyId, lookbackHours]);
+       ${CANDIDATES} and r.company_id = $2 and i.company_id = $2 and b.company_id = $2
+      order by i.created_at, i.id, b.created_at, b.id`, [lookbackHours, companyId]);
+  // Only a company with candidates needs its agents (the owner of each finding).
+  if (rows.length === 0) return [];
   const agents = new Map((await ctx.agents.list()).map((agent) => [String(agent.id), agent]));
   const findings: Finding[] = [];
   for (const row of rows) {

@@ -98,6 +98,59 @@ describe('issue-graph liveness auto-recovery', () => {
     expect(previewAfter.body.findings.every((f: Record<string, unknown>) => f.outcome === 'existing')).toBe(true);
   });
 
+  it('answers 8 concurrent previews alike, and 8 concurrent runs make each escalation once', async () => {
+    const third = await stalledCompany();
+    const mine = (body: { findings: Array<Record<string, unknown>> }) => body.findings.filter((f) => f.companyId === third.company.id);
+    const previews = await Promise.all(Array.from({ length: 8 }, () => t.api.post(`${BASE}/preview`, {})));
+    for (const res of previews) {
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toEqual(previews[0]!.body);
+    }
+    expect(mine(previews[0]!.body).map((f) => f.outcome)).toEqual(['would_create', 'would_create', 'would_create', 'would_create']);
+    const before = await issueCount();
+    const runs = await Promise.all(Array.from({ length: 8 }, () => t.api.post(`${BASE}/run`, {})));
+    for (const res of runs) expect(res.status, res.text).toBe(200);
+    // Runs of one company take turns: the first makes the 4 escalations, the others find them.
+    const outcomes = runs.flatMap((res) => mine(res.body).map((f) => f.outcome));
+    expect(outcomes.filter((o) => o === 'created')).toHaveLength(4);
+    expect(outcomes.filter((o) => o === 'existing')).toHaveLength(28);
+    expect(runs.reduce((n, res) => n + res.body.counts.escalationsCreated, 0)).toBe(4);
+    const escalationIds = (res: { body: { findings: Array<Record<string, unknown>> } }) => mine(res.body).map((f) => f.escalationIssueId);
+    for (const res of runs) {
+      expect(escalationIds(res)).toEqual(escalationIds(runs[0]!));
+      expect(res.body.counts.findings).toBe(runs[0]!.body.counts.findings);
+    }
+    expect(await issueCount()).toBe(before + 4);
+  });
+
+  it('calls the plugin only in companies with a candidate: an idle company gets no call and no entry from a run', async () => {
+    const idle = await createCompany(t.api);
+    const busy = await stalledCompany();
+    const runEntries = async (companyId: string) => (await t.sql.query(
+      `select count(*)::int as n from activity_log where company_id = $1 and action = 'plugin.work.liveness-recovery-run'`, [companyId])).rows[0].n;
+    const preview = await t.api.post(`${BASE}/preview`, {});
+    const run = await t.api.post(`${BASE}/run`, {});
+    expect(run.status, run.text).toBe(200);
+    expect(run.body.counts).toEqual(preview.body.counts);
+    expect(run.body.findings.filter((f: { companyId: string }) => f.companyId === busy.company.id)).toHaveLength(4);
+    // The second run finds the escalations and writes nothing of its own: the host's entry records it where it ran.
+    expect((await t.api.post(`${BASE}/run`, {})).status).toBe(200);
+    expect(await runEntries(busy.company.id)).toBe(1);
+    expect(await runEntries(idle.id)).toBe(0);
+  });
+
+  it('leaves out an archived company with findings: the plugin\'s selection narrows the companies, never widens them', async () => {
+    const archived = await stalledCompany();
+    expect((await t.api.patch(`/api/companies/${archived.company.id}`, { status: 'archived' })).status).toBe(200);
+    const before = await issueCount();
+    for (const path of [`${BASE}/preview`, `${BASE}/run`]) {
+      const res = await t.api.post(path, {});
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.findings.some((f: { companyId: string }) => f.companyId === archived.company.id)).toBe(false);
+    }
+    expect(await issueCount()).toBe(before);
+  });
+
   it('looks back lookbackHours, by default the experimental setting', async () => {
     const company = await createCompany(t.api);
     const blocker = await issue(company.id, { title: 'Old and unowned', status: 'todo' });
