@@ -7,7 +7,7 @@
 export type FieldKind =
   | { kind: 'text'; max?: number; nullable?: boolean; blankRefused?: boolean; nulAllowed?: boolean }
   | { kind: 'uuid'; nullable?: boolean; reference?: boolean }
-  | { kind: 'int'; min?: number; max?: number }
+  | { kind: 'int'; min?: number; max?: number; nullable?: boolean }
   | { kind: 'bool' }
   | { kind: 'enum' }
   | { kind: 'object'; nullable?: boolean; stored?: boolean }
@@ -47,8 +47,11 @@ function wrongValues(field: FieldKind): Array<[string, unknown]> {
       return values;
     }
     case 'int':
+      // 1e309 and -1e309 are valid JSON that JSON.parse turns into ±Infinity; 1e308 is finite, an integer, and beyond every integer column.
       return [['a numeric string', '5'], ['a fraction', 1.5], ['a negative number', (field.min ?? 0) - 1], ['a number beyond 2^53', 1e300],
-        ['null', null], ...common, ...(field.max !== undefined ? [['a number over the maximum', field.max + 1] as [string, unknown]] : [])];
+        ['a number beyond a 64-bit float', new RawJson('1e309')], ['a negative number beyond a 64-bit float', new RawJson('-1e309')], ['1e308', 1e308],
+        ...(field.nullable ? [] : [['null', null] as [string, unknown]]), ...common,
+        ...(field.max !== undefined ? [['a number over the maximum', field.max + 1] as [string, unknown]] : [])];
     case 'bool':
       return [['a string', 'true'], ['a number', 1], ['null', null], ['an array', [true]], ['an object', {}]];
     case 'enum':
@@ -91,6 +94,8 @@ export function bodyShapeCases(options: { needsFields: boolean; limitBytes: numb
     { label: 'a JSON number', raw: '42', contentType: 'application/json' },
     { label: 'JSON true', raw: 'true', contentType: 'application/json' },
     { label: 'a body over the JSON limit', raw: JSON.stringify({ name: 'x', pad: 'p'.repeat(options.limitBytes) }), contentType: 'application/json' },
+    { label: 'a number beyond a 64-bit float in an extra field', raw: '{"name": "x", "n": 1e309}', contentType: 'application/json' },
+    { label: 'a negative number beyond a 64-bit float deep inside', raw: '{"name": "x", "a": [{"b": -1e309}]}', contentType: 'application/json' },
     { label: 'JSON nested 100,000 levels deep', raw: '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), contentType: 'application/json' },
   ];
   if (options.needsFields) {
