@@ -116,3 +116,22 @@ export const BAD_IDS: Array<[string, string]> = [
   ['an encoded NUL', 'a%00b'],
   ['an encoded traversal', '..%2F..%2Fetc%2Fpasswd'],
 ];
+
+/**
+ * Requests Node's HTTP parser refuses before any route runs, sent over a raw socket
+ * (test/kernel/connection-limits.test.ts): each answers the JSON error body with this code.
+ * `host` is the Host header line of the server under test.
+ */
+export function malformedHttpCases(host: string): Array<{ label: string; raw: string; status: number; code: string }> {
+  return [
+    { label: 'headers over 16 KiB', raw: `GET /api/health HTTP/1.1\r\n${host}X-Filler: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431, code: 'request_header_too_large' },
+    { label: 'one header line over 16 KiB, never finished', raw: `GET /api/health HTTP/1.1\r\n${host}X-Filler: ${'a'.repeat(70_000)}`, status: 431, code: 'request_header_too_large' },
+    { label: 'a garbage request line', raw: 'GARBAGE \x01\x02 NOT-HTTP\r\n\r\n', status: 400, code: 'malformed_request' },
+    { label: 'an unknown HTTP version', raw: `GET /api/health HTTP/9.9\r\n${host}\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a header line without a colon', raw: `GET /api/health HTTP/1.1\r\n${host}Bad Header Line\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a NUL in a header value', raw: `GET /api/health HTTP/1.1\r\n${host}X-Nul: a\u0000b\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'both Content-Length and chunked', raw: `POST /api/companies HTTP/1.1\r\n${host}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a chunk size that is not hex', raw: `POST /api/companies HTTP/1.1\r\n${host}Transfer-Encoding: chunked\r\n\r\nzz\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'two Content-Length headers that disagree', raw: `POST /api/companies HTTP/1.1\r\n${host}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, status: 400, code: 'malformed_request' },
+  ];
+}
