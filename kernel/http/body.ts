@@ -84,6 +84,19 @@ export function assertStorableQuery(query: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Refuses numbers a query parameter became that no column holds: a schema's number or integer
+ * coerces `?limit=1e309` to Infinity, which passes the type check. Called on the query as the
+ * route's schema left it (kernel and plugin routes alike).
+ */
+export function assertFiniteQuery(query: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(query)) {
+    if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+      throw unstorable('query', name, 'infinite');
+    }
+  }
+}
+
 type TextProblem = 'nul' | 'surrogate';
 type Problem = TextProblem | 'infinite';
 

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
-import { installAndEnable } from '../support/plugins.ts';
+import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 
 /**
  * `1e309` is valid JSON that JSON.parse reads as Infinity: every JSON body, a kernel route's or
@@ -15,7 +15,10 @@ let companyId: string;
 beforeAll(async () => {
   t = await startTestKernel();
   companyId = (await t.api.post('/api/companies', { name: 'Numbers Co' })).body.id;
-  await installAndEnable(t, ECHO);
+  // The echo fixture, with a number in the query of its whoami route.
+  await installAndEnable(t, await pluginVariant(ECHO, (manifest) => {
+    manifest.routes.find((route: { key: string }) => route.key === 'whoami').query = { type: 'object', properties: { n: { type: 'number' } } };
+  }));
 });
 afterAll(async () => { await t?.stop(); });
 
@@ -62,5 +65,14 @@ describe('numbers a JSON body cannot hold', () => {
     const fine = await t.api.request('POST', '/api/plugins/echo/echo', json('{"n": 1e308}'));
     expect(fine.status, fine.text).toBe(200);
     expect(fine.body.body).toEqual({ n: 1e308 });
+  });
+
+  it('in a query string a number schema coerces, on kernel and plugin routes', async () => {
+    for (const path of ['/api/plugins/echo/whoami?n=1e309', '/api/plugins/echo/whoami?n=-1e309', `/api/companies/${companyId}/approvals?limit=1e309`]) {
+      const res = await t.api.get(path);
+      expect(res.status, `${path}: ${res.text}`).toBe(400);
+      expect(res.body.code).toBe('validation_failed');
+    }
+    expect((await t.api.get('/api/plugins/echo/whoami?n=1e308')).status).toBe(200);
   });
 });
