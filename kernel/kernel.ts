@@ -14,6 +14,7 @@ import { startBackupSchedule } from './backup/backup-schedule.ts';
 import { ensureDatabase } from './db/ensure-database.ts';
 import { HealthChecks } from './http/health.ts';
 import { isDatabaseUnavailable } from './db/connection-errors.ts';
+import { connectionTimeouts } from './http/connection-limits.ts';
 import { listenEarly, type EarlyListener } from './http/early-listener.ts';
 import { EventBus } from './events/event-bus.ts';
 import { KernelPoints } from './points/kernel-points.ts';
@@ -80,7 +81,7 @@ export async function startKernel(config: KeelConfig, options: StartOptions = {}
   try {
     const lock = await DataDirLock.acquire(config.dataDir);
     started.add('data directory lock', () => lock.release());
-    listener = await listenEarly(config.server.host, options.port ?? config.server.port);
+    listener = await listenEarly(config.server.host, options.port ?? config.server.port, connectionTimeouts(config));
     let embedded: EmbeddedDatabase | null = null;
     let databaseUrl = config.database.url;
     if (!databaseUrl) {

@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import type { KeelConfig } from '../config/schema.ts';
 import type { Database } from '../db/database.ts';
+import { isBackupInProgress } from './backup-lock.ts';
 import { takeDatabaseBackup } from './database-backup.ts';
 
 /**
@@ -31,7 +32,12 @@ export function startBackupSchedule(deps: { db: Database; config: KeelConfig; lo
   const timer = setInterval(() => {
     if (running || stopped) return;
     running = tick()
-      .catch((error: unknown) => { if (!stopped) deps.log.error({ err: error }, 'scheduled database backup failed'); })
+      .catch((error: unknown) => {
+        if (stopped) return;
+        // A backup asked for by hand (here or in another process) is running: it stands for this one.
+        if (isBackupInProgress(error)) deps.log.info('scheduled database backup skipped: another backup is running');
+        else deps.log.error({ err: error }, 'scheduled database backup failed');
+      })
       .finally(() => { running = null; });
   }, checkMs);
   timer.unref();

@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import type { KeelConfig } from '../config/schema.ts';
 import type { Database } from '../db/database.ts';
 import { readSettings, type BackupRetention } from '../tenancy/instance-settings.ts';
-import { applyRetention, backupFileName } from './retention.ts';
+import { withBackupLock } from './backup-lock.ts';
+import { applyRetention, newBackupFileName } from './retention.ts';
 import { writeSnapshot, type SnapshotProgress } from './write-snapshot.ts';
 
 /** The answer of POST /api/instance/database-backups (docs/api/instance.md). */
@@ -35,20 +36,32 @@ const PROGRESS_LOG_MS = 5_000;
 /**
  * Takes one backup into the backup directory, applies retention and records it in
  * database_backups. The same path serves the manual route, the schedule and `npm run
- * db:backup`, with the embedded PostgreSQL or DATABASE_URL alike.
+ * db:backup`, with the embedded PostgreSQL or DATABASE_URL alike. One backup runs at a time
+ * across every process on the database; another asked for meanwhile is refused with 409
+ * database_backup_in_progress (backup-lock.ts).
  */
 export async function takeDatabaseBackup(
   deps: { db: Database; config: KeelConfig; log: Logger },
   trigger: 'manual' | 'scheduled',
   onProgress?: (progress: SnapshotProgress) => void,
 ): Promise<DatabaseBackupResult> {
+  const databaseUrl = deps.db.orm.config.get('clientUrl') as string;
+  return withBackupLock(databaseUrl, () => takeLockedBackup(deps, databaseUrl, trigger, onProgress));
+}
+
+async function takeLockedBackup(
+  deps: { db: Database; config: KeelConfig; log: Logger },
+  databaseUrl: string,
+  trigger: 'manual' | 'scheduled',
+  onProgress?: (progress: SnapshotProgress) => void,
+): Promise<DatabaseBackupResult> {
   const directory = backupDirectory(deps.config);
   await mkdir(directory, { recursive: true, mode: 0o700 });
   const started = new Date();
-  const name = backupFileName(started);
+  const name = newBackupFileName(started);
   const file = join(directory, name);
   let lastLog = Date.now();
-  const snapshot = await writeSnapshot(deps.db.orm.config.get('clientUrl') as string, file, (progress) => {
+  const snapshot = await writeSnapshot(databaseUrl, file, (progress) => {
     onProgress?.(progress);
     if (Date.now() - lastLog >= PROGRESS_LOG_MS) {
       lastLog = Date.now();

@@ -1,12 +1,22 @@
+import { randomBytes } from 'node:crypto';
 import { readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { BackupRetention } from '../tenancy/instance-settings.ts';
 
-/** Backup files are named `keel-backup-<UTC yyyymmddThhmmssmmmZ>.gz`; nothing else in the directory is touched. */
-const BACKUP_NAME = /^keel-backup-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z\.gz$/;
+/**
+ * Backup files are named `keel-backup-<UTC yyyymmddThhmmssmmmZ>-<8 hex>.gz` (older ones without
+ * the random part); nothing else in the directory is touched. The random part keeps two backups
+ * of one millisecond apart, whichever process or instance sharing the directory takes them.
+ */
+const BACKUP_NAME = /^keel-backup-(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})(\d{3})Z(?:-[0-9a-f]{8})?\.gz$/;
 
-export function backupFileName(at: Date): string {
-  return `keel-backup-${at.toISOString().replace(/[-:.]/g, '')}.gz`;
+export function backupFileName(at: Date, unique?: string): string {
+  return `keel-backup-${at.toISOString().replace(/[-:.]/g, '')}${unique === undefined ? '' : `-${unique}`}.gz`;
+}
+
+/** A name for a backup taken now: its time and 32 random bits. */
+export function newBackupFileName(at: Date): string {
+  return backupFileName(at, randomBytes(4).toString('hex'));
 }
 
 export function backupTime(name: string): Date | null {

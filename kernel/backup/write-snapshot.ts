@@ -1,5 +1,5 @@
 import { createWriteStream } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { open, rename, rm, stat } from 'node:fs/promises';
 import { once } from 'node:events';
 import { finished } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
@@ -25,19 +25,23 @@ export interface SnapshotResult { header: BackupHeader; sizeBytes: number; dataB
  * Writes a consistent snapshot of the kernel's and the plugins' tables to `file` (format in
  * snapshot-format.ts): one REPEATABLE READ READ ONLY transaction on a connection of its own,
  * every table streamed with COPY ... TO STDOUT into gzip. The file appears only when complete
- * (written as `<file>.partial`, then renamed); a failed backup leaves nothing behind.
+ * (written as `<file>.partial`, then renamed); a failed backup leaves nothing behind. The
+ * partial file is created exclusively: a name already taken fails this backup rather than
+ * interleaving two writers in one file.
  */
 export async function writeSnapshot(databaseUrl: string, file: string, onProgress?: (progress: SnapshotProgress) => void): Promise<SnapshotResult> {
+  const partial = `${file}.partial`;
+  // Opened before anything else: an existing partial file of that name is someone else's.
+  const handle = await open(partial, 'wx', 0o600);
   const client = new pg.Client({ connectionString: databaseUrl, application_name: 'keel-backup' });
   client.on('error', () => undefined);
-  await client.connect();
-  const partial = `${file}.partial`;
   const gzip = createGzip({ level: 6 });
-  const out = createWriteStream(partial, { mode: 0o600 });
+  const out = createWriteStream(partial, { fd: handle });
   gzip.pipe(out);
   const written = finished(out);
   let dataBytes = 0;
   try {
+    await client.connect();
     await client.query('begin isolation level repeatable read read only');
     const header = await readHeader(client);
     await write(gzip, `${MAGIC}\n${JSON.stringify(header)}\n`);

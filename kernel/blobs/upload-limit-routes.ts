@@ -2,11 +2,14 @@ import type { RouteModule } from '../http/app.ts';
 import { declareRoutes } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
-import { companyUploadLimit, setCompanyUploadLimit } from './upload-limits.ts';
+import { companyUploadLimit, MAX_COMPANY_UPLOAD_LIMIT_BYTES, setCompanyUploadLimit } from './upload-limits.ts';
 
 const limitValidator = bodyValidator<{ maxBytes: number | null }>({
   type: 'object', additionalProperties: false, required: ['maxBytes'],
-  properties: { maxBytes: { type: ['integer', 'null'], minimum: 1024, description: "The company's upload limit in bytes; null returns to the instance's limits.attachmentBytes." } },
+  properties: { maxBytes: {
+    type: ['integer', 'null'], minimum: 1024, maximum: MAX_COMPANY_UPLOAD_LIMIT_BYTES,
+    description: "The company's upload limit in bytes (1 KiB to 1 TiB); null returns to the instance's limits.attachmentBytes.",
+  } },
 });
 
 /** A company's upload limit: readable by the company's members, set by instance admins. */

@@ -1,6 +1,12 @@
 import type { Queryable } from '../db/database.ts';
 
 /**
+ * The largest company upload limit an admin may set: 1 TiB, far above any upload Keel
+ * streams, and well inside both the bigint column and the integers a double holds exactly.
+ */
+export const MAX_COMPANY_UPLOAD_LIMIT_BYTES = 2 ** 40;
+
+/**
  * The largest upload a company may make: its own limit (company_upload_limits, set by an
  * instance admin) or else the instance's limits.attachmentBytes; a route's maxBytes caps either.
  */

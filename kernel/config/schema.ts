@@ -24,6 +24,14 @@ export const configSchema = {
           items: { type: 'string', minLength: 1, maxLength: 253, pattern: '^([A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)(\\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*\\.?$|^\\[[0-9A-Fa-f:.]+\\]$' },
           description: 'Further names (host names or IP addresses, no port; IPv6 in brackets) that requests may carry in Host and Origin, on any port. Always served: localhost, 127.0.0.1 and [::1] and the bound address (each on the listening port; every interface address when bound to 0.0.0.0 or ::), and the host of auth.publicBaseUrl. Env: KEEL_ALLOWED_HOSTNAMES (comma-separated).',
         },
+        headersTimeoutMs: {
+          type: 'integer', minimum: 100, maximum: 600_000,
+          description: 'A connection must deliver complete request headers this soon after it opens (or after its previous request): one that sends nothing, or stalls mid-headers, is answered 408 request_timeout and closed (default 30000). Requests whose headers are in, SSE streams and streamed answers are not affected. Env: KEEL_HEADERS_TIMEOUT_MS.',
+        },
+        keepAliveTimeoutMs: {
+          type: 'integer', minimum: 100, maximum: 600_000,
+          description: 'An idle keep-alive connection is closed after this long without a new request (default 65000, above the 60 s idle timeout of common load balancers: keep it above that of yours). Env: KEEL_KEEP_ALIVE_TIMEOUT_MS.',
+        },
       },
     },
     auth: {
@@ -150,7 +158,7 @@ export type DeploymentMode = 'local_trusted' | 'authenticated';
 
 export interface KeelConfig {
   deploymentMode: DeploymentMode;
-  server: { host: string; port: number; exposure: 'private' | 'public'; allowedHostnames?: string[] };
+  server: { host: string; port: number; exposure: 'private' | 'public'; allowedHostnames?: string[]; headersTimeoutMs?: number; keepAliveTimeoutMs?: number };
   auth: {
     baseUrlMode: 'auto' | 'explicit';
     publicBaseUrl?: string;

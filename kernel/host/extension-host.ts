@@ -268,11 +268,21 @@ export class ExtensionHost {
       // Enable grants from the manifest installed last; a capability its source declares since is loaded and granted by the upgrade.
       throw new KeelError(422, 'capability_not_declared', `${key} ${manifest.version} does not declare ${unknown.join(', ')}; only declared capabilities can be granted. If its source declares them now, grant them with the upgrade that loads it: keel plugin upgrade ${key} --grant ${unknown.join(' ')}`);
     }
+    // A plugin starts only with every capability it declares (activate): a narrower grant is
+    // refused here, while the stored grant and the running worker are still as they were.
+    const withheld = declared.filter((id) => !requested.includes(id));
+    if (withheld.length) {
+      throw new KeelError(409, 'capability_grant_required',
+        `${key} asks for ${withheld.join(', ')}, which this grant leaves out; a plugin runs only with every capability it declares: POST /api/plugins/${key}/enable {"grant": [${declared.map((id) => JSON.stringify(id)).join(', ')}]}`,
+        { details: { missingCapabilities: withheld } });
+    }
     assertToolTextsShown(key, manifest);
     const claimed = this.claimedRoutes(manifest, requested);
     // Before anything is stored: a refused enable must not leave the plugin enabled with its
     // grants (the next start would activate it, and the first to start would win the route).
     this.assertNoRouteConflicts(key, claimed);
+    // A plugin that does not build is refused before its row changes or its worker stops.
+    const built = await buildOrRefuse(row.source_path as string, key);
     const updated = await this.kernel.db.transaction(async (tx) => {
       const result = await tx.maybeOne(
         `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
@@ -285,17 +295,27 @@ export class ExtensionHost {
       await holdManagedAgents(tx, this.kernel, key, false);
       return result!;
     });
+    await this.startOrMarkFailed(updated, built.code);
+    await this.announce(key);
+    return this.row(key);
+  }
+
+  /**
+   * Starts a plugin whose enabled row has just been stored. A start that fails (its worker
+   * throws on load, say) leaves it stopped and `failed` with the reason, announced to the
+   * other processes, and answers 422 plugin_start_failed.
+   */
+  private async startOrMarkFailed(row: Row, code: string): Promise<void> {
+    const key = row.key as string;
     await this.deactivate(key);
     try {
-      await this.activate(updated);
+      await this.activate(row, code);
     } catch (error) {
       await this.deactivate(key);
       await this.markFailed(key, (error as Error).message);
       await this.announce(key);
       throw error instanceof KeelError ? error : new KeelError(422, 'plugin_start_failed', `${key} could not start: ${(error as Error).message}`);
     }
-    await this.announce(key);
-    return this.row(key);
   }
 
   async disable(key: string): Promise<Row> {
@@ -379,10 +399,7 @@ export class ExtensionHost {
       if (result!.status === 'enabled') await provisionAllCompanies(tx, this.kernel, key, found.manifest, granted);
       return result!;
     });
-    if (updated.status === 'enabled') {
-      await this.deactivate(key);
-      await this.activate(updated, built.code);
-    }
+    if (updated.status === 'enabled') await this.startOrMarkFailed(updated, built.code);
     await this.announce(key);
     return updated;
   }

@@ -43,8 +43,10 @@ export async function readJsonBody(ctx: Context, limit: number): Promise<unknown
  * beyond MAX_JSON_DEPTH (recursive walks would overflow the stack), NUL characters in strings
  * or keys (PostgreSQL text and jsonb cannot hold them, and neither can an environment
  * variable) and lone UTF-16 surrogates (`"\ud800"` is valid JSON, but jsonb refuses it and
- * text would store U+FFFD instead of what was sent). Kernel and plugin routes read bodies
- * here, so both refuse them alike. The walk is iterative, so the check itself cannot overflow.
+ * text would store U+FFFD instead of what was sent), and numbers JSON.parse cannot hold
+ * (`1e309` parses to Infinity, which no column stores and JSON.stringify would turn into null
+ * on its way to a plugin). Kernel and plugin routes read bodies here, so both refuse them
+ * alike. The walk is iterative, so the check itself cannot overflow.
  */
 export function assertStorableJson(root: unknown): void {
   const stack: Array<{ value: unknown; path: string; depth: number }> = [{ value: root, path: '', depth: 0 }];
@@ -53,6 +55,10 @@ export function assertStorableJson(root: unknown): void {
     if (typeof value === 'string') {
       const problem = unstorableText(value);
       if (problem) throw unstorable('request body', path || '(body)', problem);
+      continue;
+    }
+    if (typeof value === 'number') {
+      if (!Number.isFinite(value)) throw unstorable('request body', path || '(body)', 'infinite');
       continue;
     }
     if (value === null || typeof value !== 'object') continue;
@@ -78,7 +84,21 @@ export function assertStorableQuery(query: Record<string, unknown>): void {
   }
 }
 
+/**
+ * Refuses numbers a query parameter became that no column holds: a schema's number or integer
+ * coerces `?limit=1e309` to Infinity, which passes the type check. Called on the query as the
+ * route's schema left it (kernel and plugin routes alike).
+ */
+export function assertFiniteQuery(query: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(query)) {
+    if ((Array.isArray(value) ? value : [value]).some((item) => typeof item === 'number' && !Number.isFinite(item))) {
+      throw unstorable('query', name, 'infinite');
+    }
+  }
+}
+
 type TextProblem = 'nul' | 'surrogate';
+type Problem = TextProblem | 'infinite';
 
 function unstorableText(text: string): TextProblem | undefined {
   if (text.includes('\u0000')) return 'nul';
@@ -86,12 +106,13 @@ function unstorableText(text: string): TextProblem | undefined {
   return undefined;
 }
 
-const PROBLEMS: Record<TextProblem, string> = {
+const PROBLEMS: Record<Problem, string> = {
   nul: 'must not contain NUL (\\u0000) characters',
   surrogate: 'must not contain unpaired UTF-16 surrogates (\\ud800-\\udfff)',
+  infinite: 'must be a finite number (this one is beyond the range of a 64-bit float)',
 };
 
-function unstorable(where: 'request body' | 'query', path: string, problem: TextProblem) {
+function unstorable(where: 'request body' | 'query', path: string, problem: Problem) {
   // A key with a lone surrogate is named with U+FFFD in its place: the answer itself stays well-formed.
   const shown = path.toWellFormed();
   const subject = shown === '(body)' ? 'body' : shown;

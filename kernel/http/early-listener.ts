@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { answerClientErrors, serverTimeoutOptions, type ConnectionTimeouts } from './connection-limits.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -8,6 +9,10 @@ type Handler = (req: IncomingMessage, res: ServerResponse) => void;
  * The kernel's HTTP server, bound before anything else starts: a port in use then fails the
  * start at once with nothing to undo. Until `serve` hands it the application, every request
  * answers 503 `starting`, so a load balancer's health check sees an honest "not yet".
+ *
+ * From the first connection on, the server closes connections that send nothing or stall
+ * mid-headers, and answers what Node's parser refuses with the JSON error body
+ * (connection-limits.ts): the same server serves the kernel once it is up.
  *
  * `close` drains: it stops accepting connections, lets requests in flight finish (their
  * responses ask the client to close the connection), and after the deadline closes whatever
@@ -27,12 +32,12 @@ export class ListenError extends Error {
   }
 }
 
-export async function listenEarly(host: string, port: number): Promise<EarlyListener> {
+export async function listenEarly(host: string, port: number, timeouts: ConnectionTimeouts): Promise<EarlyListener> {
   let handler: Handler = answerStarting;
   let draining = false;
   let inFlight = 0;
   let idle: (() => void) | null = null;
-  const server = createServer((req, res) => {
+  const server = createServer(serverTimeoutOptions(timeouts), (req, res) => {
     inFlight++;
     if (draining) res.setHeader('Connection', 'close');
     res.once('close', () => {
@@ -41,7 +46,7 @@ export async function listenEarly(host: string, port: number): Promise<EarlyList
     });
     handler(req, res);
   });
-  server.keepAliveTimeout = 65_000;
+  answerClientErrors(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', (error: NodeJS.ErrnoException) => reject(new ListenError(describeListenError(error, host, port))));
     server.listen(port, host, () => resolve());

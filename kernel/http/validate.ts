@@ -1,6 +1,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { schemaIssuesOf } from '../../sdk/shared/validation-issues.ts';
+import { assertFiniteQuery } from './body.ts';
 import { validationFailed, type ValidationIssue } from './errors.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -39,7 +40,14 @@ export function bodyValidator<T>(schema: Schema): Validator<T> {
 }
 
 export function queryValidator<T>(schema: Schema): Validator<T> {
-  return build<T>(queryAjv, schema, 'query');
+  const validate = build<T>(queryAjv, schema, 'query');
+  const checked = ((value: unknown) => {
+    const query = validate(value);
+    assertFiniteQuery(query as Record<string, unknown>);
+    return query;
+  }) as Validator<T>;
+  checked.schema = schema;
+  return checked;
 }
 
 export const uuidPattern = '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$';

@@ -55,9 +55,9 @@ export const instanceRoutes: RouteModule = (router, kernel) => {
   });
 
   route({
-    method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', body: NO_FIELDS, success: 201,
+    method: 'POST', path: '/api/instance/database-backups', auth: 'instance_admin', body: NO_FIELDS, success: 201, errors: [409],
     summary: 'Take a database backup now',
-    description: 'Writes a compressed snapshot of every kernel and plugin table into the backup directory, then applies the retention of general.backupRetention. Answers the file, its size, how many older backups were pruned, the directory, the retention and the timing. Instance admins only.',
+    description: 'Writes a compressed snapshot of every kernel and plugin table into the backup directory, then applies the retention of general.backupRetention. Answers the file, its size, how many older backups were pruned, the directory, the retention and the timing. One backup runs at a time across every process on the database: 409 `database_backup_in_progress` while another runs. Instance admins only.',
   }, async (ctx, req) => {
     // No field is known: a body naming one is refused rather than silently ignored.
     await req.body();

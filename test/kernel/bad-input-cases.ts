@@ -7,7 +7,7 @@
 export type FieldKind =
   | { kind: 'text'; max?: number; nullable?: boolean; blankRefused?: boolean; nulAllowed?: boolean }
   | { kind: 'uuid'; nullable?: boolean; reference?: boolean }
-  | { kind: 'int'; min?: number; max?: number }
+  | { kind: 'int'; min?: number; max?: number; nullable?: boolean }
   | { kind: 'bool' }
   | { kind: 'enum' }
   | { kind: 'object'; nullable?: boolean; stored?: boolean }
@@ -47,8 +47,11 @@ function wrongValues(field: FieldKind): Array<[string, unknown]> {
       return values;
     }
     case 'int':
+      // 1e309 and -1e309 are valid JSON that JSON.parse turns into ±Infinity; 1e308 is finite, an integer, and beyond every integer column.
       return [['a numeric string', '5'], ['a fraction', 1.5], ['a negative number', (field.min ?? 0) - 1], ['a number beyond 2^53', 1e300],
-        ['null', null], ...common, ...(field.max !== undefined ? [['a number over the maximum', field.max + 1] as [string, unknown]] : [])];
+        ['a number beyond a 64-bit float', new RawJson('1e309')], ['a negative number beyond a 64-bit float', new RawJson('-1e309')], ['1e308', 1e308],
+        ...(field.nullable ? [] : [['null', null] as [string, unknown]]), ...common,
+        ...(field.max !== undefined ? [['a number over the maximum', field.max + 1] as [string, unknown]] : [])];
     case 'bool':
       return [['a string', 'true'], ['a number', 1], ['null', null], ['an array', [true]], ['an object', {}]];
     case 'enum':
@@ -91,6 +94,8 @@ export function bodyShapeCases(options: { needsFields: boolean; limitBytes: numb
     { label: 'a JSON number', raw: '42', contentType: 'application/json' },
     { label: 'JSON true', raw: 'true', contentType: 'application/json' },
     { label: 'a body over the JSON limit', raw: JSON.stringify({ name: 'x', pad: 'p'.repeat(options.limitBytes) }), contentType: 'application/json' },
+    { label: 'a number beyond a 64-bit float in an extra field', raw: '{"name": "x", "n": 1e309}', contentType: 'application/json' },
+    { label: 'a negative number beyond a 64-bit float deep inside', raw: '{"name": "x", "a": [{"b": -1e309}]}', contentType: 'application/json' },
     { label: 'JSON nested 100,000 levels deep', raw: '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000), contentType: 'application/json' },
   ];
   if (options.needsFields) {
@@ -111,3 +116,22 @@ export const BAD_IDS: Array<[string, string]> = [
   ['an encoded NUL', 'a%00b'],
   ['an encoded traversal', '..%2F..%2Fetc%2Fpasswd'],
 ];
+
+/**
+ * Requests Node's HTTP parser refuses before any route runs, sent over a raw socket
+ * (test/kernel/connection-limits.test.ts): each answers the JSON error body with this code.
+ * `host` is the Host header line of the server under test.
+ */
+export function malformedHttpCases(host: string): Array<{ label: string; raw: string; status: number; code: string }> {
+  return [
+    { label: 'headers over 16 KiB', raw: `GET /api/health HTTP/1.1\r\n${host}X-Filler: ${'a'.repeat(20_000)}\r\n\r\n`, status: 431, code: 'request_header_too_large' },
+    { label: 'one header line over 16 KiB, never finished', raw: `GET /api/health HTTP/1.1\r\n${host}X-Filler: ${'a'.repeat(70_000)}`, status: 431, code: 'request_header_too_large' },
+    { label: 'a garbage request line', raw: 'GARBAGE \x01\x02 NOT-HTTP\r\n\r\n', status: 400, code: 'malformed_request' },
+    { label: 'an unknown HTTP version', raw: `GET /api/health HTTP/9.9\r\n${host}\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a header line without a colon', raw: `GET /api/health HTTP/1.1\r\n${host}Bad Header Line\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a NUL in a header value', raw: `GET /api/health HTTP/1.1\r\n${host}X-Nul: a\u0000b\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'both Content-Length and chunked', raw: `POST /api/companies HTTP/1.1\r\n${host}Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'a chunk size that is not hex', raw: `POST /api/companies HTTP/1.1\r\n${host}Transfer-Encoding: chunked\r\n\r\nzz\r\n`, status: 400, code: 'malformed_request' },
+    { label: 'two Content-Length headers that disagree', raw: `POST /api/companies HTTP/1.1\r\n${host}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, status: 400, code: 'malformed_request' },
+  ];
+}

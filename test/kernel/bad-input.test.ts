@@ -16,7 +16,7 @@ const LIMIT = 64 * 1024;
 /** Whole-table fingerprints: row counts everywhere, full contents where rows can change in place. */
 const COUNTED = ['activity_log', 'agent_api_keys', 'board_api_keys', 'user_sessions', 'runs', 'security_audit_log', 'vault_data_keys', 'agent_config_revisions'];
 const HASHED = ['companies', 'agents', 'secrets', 'secret_versions', 'assets', 'permission_grants', 'company_memberships', 'resource_memberships',
-  'agent_secret_grants', 'approvals', 'cli_auth_challenges', 'instance_settings', 'instance_claims', 'users'];
+  'agent_secret_grants', 'approvals', 'cli_auth_challenges', 'instance_settings', 'instance_claims', 'users', 'company_upload_limits'];
 
 async function fingerprint(k: TestKernel): Promise<Record<string, unknown>> {
   const parts = [
@@ -153,6 +153,8 @@ const LOCAL_ROUTES: JsonRoute[] = [
       { label: 'a retention outside its choices', body: { backupRetention: { dailyDays: 5 } } },
       { label: 'an unknown retention field', body: { backupRetention: { hourlyHours: 1 } } },
       { label: 'a plain-http feedback endpoint that is not loopback', body: { feedbackDataSharingEndpoint: 'http://feedback.example.com/' } }] },
+  { method: 'PUT', path: '/api/companies/:companyId/upload-limit', valid: () => ({ maxBytes: 4096 }), needsFields: true,
+    fields: { maxBytes: { kind: 'int', min: 1024, max: 2 ** 40, nullable: true } } },
   { method: 'PATCH', path: '/api/instance/settings/experimental', valid: () => ({ enableSummaries: true }), needsFields: false,
     fields: { enableSummaries: { kind: 'bool' }, enableEnvironments: { kind: 'bool' }, issueGraphLivenessAutoRecoveryLookbackHours: { kind: 'int', min: 1, max: 720 } } },
 ];

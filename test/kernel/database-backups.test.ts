@@ -33,7 +33,7 @@ describe('POST /api/instance/database-backups', () => {
     const res = await local.api.post('/api/instance/database-backups');
     expect(res.status, res.text).toBe(201);
     expect(res.body).toEqual({
-      file: expect.stringMatching(/keel-backup-\d{8}T\d{9}Z\.gz$/), sizeBytes: expect.any(Number), prunedCount: 0,
+      file: expect.stringMatching(/keel-backup-\d{8}T\d{9}Z-[0-9a-f]{8}\.gz$/), sizeBytes: expect.any(Number), prunedCount: 0,
       directory: backupDir, retention: { dailyDays: 7, weeklyWeeks: 4, monthlyMonths: 1 },
       startedAt: expect.stringMatching(ISO), finishedAt: expect.stringMatching(ISO), durationMs: expect.any(Number),
     });

@@ -22,9 +22,12 @@ export interface ProxySetup {
   secretId: string;
 }
 
-/** A kernel that may forward to 127.0.0.1 (the scripted providers), the fixture enabled, a company with an agent and a vaulted key. */
-export async function startProxySetup(): Promise<ProxySetup> {
-  const t = await startTestKernel({ llm: { privateNetworkHosts: ['127.0.0.1'] } });
+/**
+ * A kernel that may forward to 127.0.0.1 (the scripted providers), the fixture enabled, a company with an agent and a vaulted key.
+ * `overrides`: further configuration of the kernel (its server timeouts, say).
+ */
+export async function startProxySetup(overrides: Record<string, unknown> = {}): Promise<ProxySetup> {
+  const t = await startTestKernel({ llm: { privateNetworkHosts: ['127.0.0.1'] }, ...overrides });
   await installAndEnable(t, PROXY_FX);
   const company = await createCompany(t.api);
   const agent = await createAgent(t.api, company.id);

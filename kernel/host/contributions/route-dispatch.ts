@@ -5,7 +5,7 @@ import { describeIssues, pluginBodyAjv, pluginQueryAjv, schemaIssues } from '../
 import type { Ajv } from 'ajv';
 import type { RouteManifest } from '../../../sdk/plugin/manifest.ts';
 import { invocationCaller, type Actor } from '../../auth/actor.ts';
-import { assertStorableQuery, readJsonBody } from '../../http/body.ts';
+import { assertFiniteQuery, assertStorableQuery, readJsonBody } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import { authorize } from '../../http/route-auth.ts';
 import { canAccessCompany } from '../../http/guards.ts';
@@ -158,6 +158,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   // Whatever the plugin's schema says: its SQL could not send a NUL to PostgreSQL either.
   assertStorableQuery(query);
   validate(pluginQueryAjv, route.query, query, 'query');
+  assertFiniteQuery(query);
   let body: unknown = null;
   const upload = route.upload ? await receiveUpload(ctx, host, plugin, route, companyId) : undefined;
   const proxied = route.proxy ? await readProxyBody(ctx, route.proxy) : undefined;

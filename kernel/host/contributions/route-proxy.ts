@@ -1,6 +1,6 @@
 import type { Context } from 'koa';
 import type { Actor } from '../../auth/actor.ts';
-import { readRaw } from '../../http/body.ts';
+import { assertStorableJson, readRaw } from '../../http/body.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import type { RouteProxyManifest } from '../../../sdk/plugin/manifest.ts';
 import type { ExtensionHost } from '../extension-host.ts';
@@ -49,6 +49,8 @@ export async function readProxyBody(ctx: Context, proxy: RouteProxyManifest): Pr
   const body = parsed as Record<string, unknown>;
   const fields: Record<string, unknown> = {};
   for (const name of proxy.bodyFields ?? []) if (Object.hasOwn(body, name)) fields[name] = body[name];
+  // The fields cross into the isolate as JSON: refused as any body a plugin receives would be.
+  assertStorableJson(fields);
   return { raw, parsed: body, fields };
 }
 

@@ -66,8 +66,8 @@ function multipart(rng: Random, truncated: boolean): FuzzBody {
 /**
  * Bodies every route that reads a JSON body must refuse, whatever its schema: JSON that does
  * not parse (cut short, trailing commas, other syntaxes), another content type with a body,
- * nesting beyond 100 levels, more bytes than the limit, and NULs or lone surrogates in a string
- * or key. A route reading multipart gets JSON, other types and truncated or partless forms.
+ * nesting beyond 100 levels, more bytes than the limit, NULs or lone surrogates in a string
+ * or key, and numbers beyond a 64-bit float (`1e309`, which JSON.parse reads as Infinity). A route reading multipart gets JSON, other types and truncated or partless forms.
  */
 export function invalidBody(rng: Random, reads: 'json' | 'multipart', limitBytes: number): FuzzBody {
   if (reads === 'multipart') {
@@ -77,7 +77,7 @@ export function invalidBody(rng: Random, reads: 'json' | 'multipart', limitBytes
     return multipart(rng, true);
   }
   const json = JSON.stringify(junkObject(rng));
-  switch (rng.int(0, 7)) {
+  switch (rng.int(0, 8)) {
     case 0: return { label: 'JSON cut short', contentType: rng.pick(JSON_TYPES), body: json.slice(0, rng.int(1, Math.max(1, json.length - 1))) || '{' };
     case 1: return { label: 'JSON with a syntax error', contentType: rng.pick(JSON_TYPES), body: rng.pick(['{"a":1,}', "{'a':1}", '{a:1}', '{"a":NaN}', '{"a":Infinity}', '{"a":1} // c', '{"a":1}{"b":2}', '{"a":undefined}', '\ufeff{"a":', '{"a":"\u0001"}', '{"a":1]', '[}', '{"a":01}', '{"\\x41":1}']) };
     case 2: return { label: 'another content type', contentType: rng.pick(OTHER_TYPES), body: rng.pick([json, 'name=x&value=y', '<a/>', 'x']) };
@@ -85,6 +85,7 @@ export function invalidBody(rng: Random, reads: 'json' | 'multipart', limitBytes
     case 4: return { label: 'a body over the limit', contentType: 'application/json', body: JSON.stringify({ name: 'x', pad: 'p'.repeat(limitBytes + rng.int(1, 4096)) }) };
     // Led by a byte that is not UTF-8, so that no draw can be JSON by chance.
     case 5: return { label: 'bytes that are not JSON', contentType: 'application/json', body: Buffer.from([0xff, ...Array.from({ length: rng.int(0, 63) }, () => rng.int(0, 255))]) };
+    case 6: return { label: 'a number JSON reads as Infinity', contentType: rng.pick(JSON_TYPES), body: withInfiniteNumber(rng, json) };
     default: return { label: 'a NUL or lone surrogate in a string or key', contentType: rng.pick(JSON_TYPES), body: withUnstorableText(rng, json) };
   }
 }
@@ -102,4 +103,11 @@ export function anyBody(rng: Random, limitBytes: number): FuzzBody {
   if (roll === 3) return multipart(rng, rng.chance(0.5));
   if (roll <= 6) return { label: 'a JSON object of wrong types, missing and extra fields', contentType: rng.pick(JSON_TYPES), body: JSON.stringify(junkObject(rng)) };
   return invalidBody(rng, 'json', limitBytes);
+}
+
+/** A JSON object with a field, named like a number field, whose value parses to ±Infinity. */
+function withInfiniteNumber(rng: Random, json: string): string {
+  const field = `"${rng.pick(['n', 'budgetMonthlyCents', 'maxBytes', 'limit', 'version', 'costCents'])}":${rng.pick(['1e309', '-1e309', '1E400', '-9e999'])}`;
+  // Last, so that a field of the same name drawn before it does not replace it.
+  return json === '{}' ? `{${field}}` : json.replace(/\}$/, `,${field}}`);
 }
