@@ -48,7 +48,7 @@ export async function takeDatabaseBackup(
   const name = backupFileName(started);
   const file = join(directory, name);
   let lastLog = Date.now();
-  const snapshot = await writeSnapshot(deps.db.orm.config.get('clientUrl') as string, file, (progress) => {
+  const snapshot = await writeSnapshot(deps.db.url, file, (progress) => {
     onProgress?.(progress);
     if (Date.now() - lastLog >= PROGRESS_LOG_MS) {
       lastLog = Date.now();

@@ -5,6 +5,7 @@ import { finished } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { newClient } from '../db/connections.ts';
 import {
   END_OF_FILE, END_OF_TABLE, KERNEL_SCHEMAS, MAGIC, MIGRATION_TABLES, qualified, quoteIdent, TABLE_PREFIX,
   type BackupHeader, type BackupPlugin, type BackupSequence,
@@ -28,7 +29,7 @@ export interface SnapshotResult { header: BackupHeader; sizeBytes: number; dataB
  * (written as `<file>.partial`, then renamed); a failed backup leaves nothing behind.
  */
 export async function writeSnapshot(databaseUrl: string, file: string, onProgress?: (progress: SnapshotProgress) => void): Promise<SnapshotResult> {
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'keel-backup' });
+  const client = newClient(databaseUrl, { application_name: 'keel-backup' });
   client.on('error', () => undefined);
   await client.connect();
   const partial = `${file}.partial`;

@@ -19,3 +19,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   }
   return false;
 }
+
+/** The answer to a call that met an unreachable database (the kernel's and a plugin worker's alike): 503, retry. */
+export const DATABASE_UNAVAILABLE = { status: 503, code: 'database_unavailable', message: 'The database is unavailable; retry shortly' } as const;

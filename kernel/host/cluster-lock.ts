@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { newClient } from '../db/connections.ts';
 import type { Database } from '../db/database.ts';
 
 /**
@@ -21,7 +21,7 @@ export const CLUSTER_LOCKS = { lifecycle: 727002, pluginDatabases: 727003 } as c
  * wait on itself. Ending the connection releases the lock, also when this process dies.
  */
 export async function withClusterLock<T>(db: Database, key: number, fn: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: db.orm.config.get('clientUrl'), application_name: 'keel-host-lock' });
+  const client = newClient(db.url, { application_name: 'keel-host-lock' });
   // A connection lost while held loses the lock with it; the work in hand carries on.
   client.on('error', () => undefined);
   await client.connect();

@@ -15,6 +15,7 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { wiredAnswer } from './wired-answer.ts';
 import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../db/connection-errors.ts';
 import { MAX_ARGS_CHARS, MAX_KERNEL_ARGS_CHARS } from '../../../sdk/plugin/wire-budget.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -354,6 +355,8 @@ export class HostedPlugin {
 
   private transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
     this.log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
+    // A connection lost at COMMIT leaves the outcome unknown: the client retries (with its idempotency key), as for any outage.
+    if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
     return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
   }
 

@@ -4,6 +4,8 @@ import { refusedStatement } from '../../../../sdk/shared/sql-guard.ts';
 import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 import { isolateJsonTypes } from './timestamp-text.ts';
+import { connectionConfig } from '../../../db/connections.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
@@ -48,8 +50,8 @@ export class PluginDatabase {
    */
   constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
-    this.pool = new pg.Pool({
-      connectionString: url,
+    // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
+    this.pool = new pg.Pool(connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
@@ -60,7 +62,7 @@ export class PluginDatabase {
       // not two). Each statement keeps its own Sync, so one that fails aborts the transaction
       // exactly as it would sent alone, and the ones after it fail as they would after it.
       pipeline: true,
-    } as pg.PoolConfig);
+    } as pg.PoolConfig));
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
   }
 
@@ -252,6 +254,8 @@ export class PluginDatabase {
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
         } catch (error) {
           if (error instanceof CapabilityError) throw error;
+          // The server went away or is not the primary any more (a failover): retryable, not the plugin's SQL at fault.
+          if (isDatabaseUnavailable(error)) throw new CapabilityError(DATABASE_UNAVAILABLE.status, DATABASE_UNAVAILABLE.code, DATABASE_UNAVAILABLE.message);
           const pgError = error as { code?: string; message?: string };
           // PostgreSQL's own message names the plugin's objects only; codes let plugins branch (23505 = unique violation).
           // Class 40 (deadlock, serialization failure) is transient and not the caller's fault: retryable 503.
