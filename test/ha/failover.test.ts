@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -95,6 +96,11 @@ describe('Keel on pg_auto_failover', () => {
     const lost = acknowledged.filter((write) => (stored.get(write.key) ?? 0) === 0);
     const doubled = [...stored.entries()].filter(([, count]) => count > 1);
     const servingAgainMs = load.firstAcknowledgedAfter(killedAt) - killedAt;
+    const tally = new Map<string, number>();
+    for (const answer of [...load.answersOf(503), ...load.unexpected()]) tally.set(`${answer.status} ${answer.code ?? answer.error}`, (tally.get(`${answer.status} ${answer.code ?? answer.error}`) ?? 0) + 1);
+    if (tally.size > 0) console.log(`answers other than acknowledgements: ${JSON.stringify(Object.fromEntries(tally))}`);
+    for (const answer of load.unexpected()) console.log(`unexpected answer: ${JSON.stringify(answer)}`);
+    if (process.env.KEEL_HA_OUTPUT) servers.forEach((server, i) => writeFileSync(`${process.env.KEEL_HA_OUTPUT}-${i}.log`, server.output()));
     console.log(`failover: acknowledged ${acknowledged.length}, lost ${lost.length}, doubled ${doubled.length}, serving again after ${servingAgainMs} ms`);
     expect(lost).toEqual([]);
     expect(doubled).toEqual([]);

@@ -5,7 +5,7 @@
  * answer so a test can tell acknowledged writes, 503s and anything unexpected apart.
  */
 export interface AcknowledgedWrite { kind: 'cost' | 'issue'; key: string; id: string; server: number; sentAt: number; ackedAt: number }
-export interface Answer { server: number; kind: 'cost' | 'issue'; key: string; status: number; code?: string; retryAfter?: string | null; error?: string }
+export interface Answer { server: number; kind: 'cost' | 'issue'; key: string; status: number; code?: string; message?: string; retryAfter?: string | null; error?: string }
 
 export interface Load {
   /** Resolves once `count` writes are acknowledged in all. */
@@ -50,13 +50,13 @@ export function startLoad(options: { urls: string[]; companyId: string; agentId:
         const response = await fetch(url + path, {
           method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: payload, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
         });
-        const answer = await response.json().catch(() => ({})) as { id?: string; code?: string };
+        const answer = await response.json().catch(() => ({})) as { id?: string; code?: string; error?: string };
         if (response.status === 200 || response.status === 201) {
           writes.push({ kind, key, id: String(answer.id), server, sentAt, ackedAt: Date.now() });
           wake();
           return;
         }
-        answers.push({ server, kind, key, status: response.status, code: answer.code, retryAfter: response.headers.get('retry-after') });
+        answers.push({ server, kind, key, status: response.status, code: answer.code, message: answer.error, retryAfter: response.headers.get('retry-after') });
       } catch (error) {
         answers.push({ server, kind, key, status: 0, error: (error as Error).message });
       }

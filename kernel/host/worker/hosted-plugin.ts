@@ -29,6 +29,8 @@ function wire(error: unknown): WireError {
   if (candidate && typeof candidate.status === 'number' && typeof candidate.code === 'string') {
     return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
   }
+  // A capability that met an unreachable database (activity, events, issue numbers on the plugin's connection): retryable.
+  if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
   return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
 }
 

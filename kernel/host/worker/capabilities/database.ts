@@ -64,6 +64,11 @@ export class PluginDatabase {
       pipeline: true,
     } as pg.PoolConfig));
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
+    // pg-pool takes its own error listener off a client while a call holds it, and an 'error'
+    // event nobody listens to ends the worker: a database lost mid-transaction (a failover)
+    // would take every plugin of the process down. The statement in flight fails on its own, and
+    // a client whose connection ended is not pooled again.
+    this.pool.on('connect', (client) => { client.on('error', () => undefined); });
   }
 
   /**
