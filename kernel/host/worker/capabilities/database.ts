@@ -102,6 +102,10 @@ export class PluginDatabase {
     this.busy.set(client, entry);
     try {
       return await run();
+    } catch (error) {
+      // Every capability's statements come here: a lost server is a retryable 503 for all of them, never the plugin's SQL at fault.
+      if (!(error instanceof CapabilityError) && isDatabaseUnavailable(error)) throw new CapabilityError(DATABASE_UNAVAILABLE.status, DATABASE_UNAVAILABLE.code, DATABASE_UNAVAILABLE.message);
+      throw error;
     } finally {
       if (--entry.count === 0) {
         this.busy.delete(client);
