@@ -112,8 +112,9 @@ function walkingClientClass(url: string, address: DatabaseAddress): typeof pg.Cl
     private readonly settings: pg.ClientConfig;
 
     constructor(config?: string | pg.ClientConfig) {
-      const settings = typeof config === 'string' ? { connectionString: config } : { ...config };
+      const settings = typeof config === 'string' ? { connectionString: config } : config ?? {};
       super(settings);
+      // Kept as given: pg-pool makes `password` non-enumerable, so a copy by spreading would lose it.
       this.settings = settings;
     }
 
@@ -140,14 +141,14 @@ function walkingClientClass(url: string, address: DatabaseAddress): typeof pg.Cl
       if (!(await serverSuits(this, address.sessionAttrs).catch(() => false))) {
         choice.forget(endpoint);
         await this.end().catch(() => undefined);
-        throw new NoSuitableServerError(`${endpoint.host}:${endpoint.port} is no longer ${address.sessionAttrs}`);
+        throw new NoSuitableServerError(`${endpoint.host}:${endpoint.port} is not ${address.sessionAttrs} (any more)`);
       }
     }
 
     /** A short-lived connection to `endpoint` with this client's settings, asking what kind of server it is. */
     private async probe(endpoint: DatabaseEndpoint): Promise<boolean> {
       const { Client: _walking, ...settings } = this.settings as pg.ClientConfig & { Client?: unknown };
-      const probe = new pg.Client({ ...settings, connectionString: address.urlFor(endpoint), connectionTimeoutMillis: PROBE_TIMEOUT_MS });
+      const probe = new pg.Client({ ...settings, password: this.settings.password, connectionString: address.urlFor(endpoint), connectionTimeoutMillis: PROBE_TIMEOUT_MS });
       probe.on('error', () => undefined);
       await probe.connect();
       try {
