@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,9 +8,9 @@ import pg from 'pg';
 /**
  * A PostgreSQL 15 cluster managed by pg_auto_failover, from Debian's packages: a monitor, a
  * primary and a synchronous standby (replication quorum, so a commit is acknowledged only
- * once the standby has it) on free local ports, with trust authentication on 127.0.0.1. Its
- * processes run as the `postgres` OS user (PostgreSQL refuses root) in a temporary directory
- * that user owns; `stop` ends them all and removes the directory.
+ * once the standby has it) on free local ports: trust on 127.0.0.1 for its own roles, a SCRAM
+ * password for Keel's role `keel`. Its processes run as the `postgres` OS user (PostgreSQL
+ * refuses root) in a temporary directory that user owns; `stop` ends them all and removes it.
  */
 const PG_BIN = '/usr/lib/postgresql/15/bin';
 const INSTALL = 'apt-get install -y postgresql-15 postgresql-15-auto-failover pg-auto-failover-cli';
@@ -117,6 +117,11 @@ export async function startAutoFailoverCluster(): Promise<AutoFailoverCluster> {
     await query(cluster.adminUrl(first), 'alter system set fsync = off');
     await query(cluster.adminUrl(first), 'select pg_reload_conf()');
     await query(cluster.adminUrl(first), "create role keel login superuser password 'keel-ha'");
+    // Keel logs in with a password (SCRAM), as in production; pg_auto_failover's own roles keep trust.
+    // The standby's base backup copies this file.
+    const hba = join(first.pgdata, 'pg_hba.conf');
+    writeFileSync(hba, `host all keel 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+    await query(cluster.adminUrl(first), 'select pg_reload_conf()');
     createNode('node_b', port2!);
     // pg_basebackup waits for a spread checkpoint on the primary: asking for one at once ends the wait.
     await until('the standby to catch up', async () => {
