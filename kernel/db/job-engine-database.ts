@@ -14,11 +14,13 @@ import { NotificationListener } from './notification-listener.ts';
 export class JobEngineDatabase extends Db {
   private readonly url: string;
   private readonly log: Logger;
+  private readonly applicationName: string;
 
   constructor(url: string, options: { max: number; applicationName: string; log: Logger }) {
     super(connectionConfig(url, { max: options.max, application_name: options.applicationName }));
     this.url = url;
     this.log = options.log;
+    this.applicationName = options.applicationName;
   }
 
   override async listen(channel: string, onNotification: (payload: string) => void, onReconnect: () => void): Promise<ListenHandle> {
@@ -26,7 +28,7 @@ export class JobEngineDatabase extends Db {
       onNotification: (_channel, payload) => onNotification(payload),
       // pg-boss asks after every (re)subscription: its workers fetch what a gap may have hidden.
       onListening: () => onReconnect(),
-    });
+    }, this.applicationName);
     await listener.start();
     return { close: () => listener.close() };
   }
