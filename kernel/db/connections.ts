@@ -19,6 +19,8 @@ import { describeEndpoints, parseDatabaseUrl, type DatabaseAddress, type Databas
 
 /** How long a probe of one host may take before the walk moves on to the next. */
 const PROBE_TIMEOUT_MS = 3_000;
+/** How long a connection to the chosen server may take, where the caller set no limit. */
+const CONNECT_TIMEOUT_MS = 10_000;
 
 /** Driver settings for a client or a pool on `url`; `extra` adds or overrides driver options. */
 export function connectionConfig<T extends pg.ClientConfig>(url: string, extra: T = {} as T): T & { connectionString: string; Client?: typeof pg.Client } {
@@ -113,8 +115,10 @@ function walkingClientClass(url: string, address: DatabaseAddress): typeof pg.Cl
 
     constructor(config?: string | pg.ClientConfig) {
       const settings = typeof config === 'string' ? { connectionString: config } : config ?? {};
-      super(settings);
-      // Kept as given: pg-pool makes `password` non-enumerable, so a copy by spreading would lose it.
+      // A primary whose machine vanished answers nothing: without these a connection to it would
+      // wait out the operating system's TCP timeouts (minutes) instead of moving on. pg-pool makes
+      // `password` non-enumerable, so it is copied by name.
+      super({ ...settings, password: settings.password, connectionTimeoutMillis: settings.connectionTimeoutMillis || CONNECT_TIMEOUT_MS, keepAlive: settings.keepAlive ?? true });
       this.settings = settings;
     }
 

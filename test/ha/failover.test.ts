@@ -109,6 +109,8 @@ describe('Keel on pg_auto_failover', () => {
     // Requests that met the outage answered 503 database_unavailable with Retry-After.
     for (const answer of load.answersOf(503)) expect(answer, JSON.stringify(answer)).toMatchObject({ code: 'database_unavailable', retryAfter: '1' });
     expect(servers.every((server) => server.child.exitCode === null)).toBe(true);
+    // Nor did a plugin worker die with its connections (each logs 'plugin worker exited' when it does).
+    for (const server of servers) expect(server.output()).not.toContain('plugin worker exited');
 
     // Every process reports its database, notifications and job engine up again (they reconnected on their own).
     for (const url of urls) {
