@@ -43,6 +43,7 @@ export interface AutoFailoverCluster {
 export function assertPackagesInstalled(): void {
   const missing = [join(PG_BIN, 'pg_ctl'), '/usr/bin/pg_autoctl'].filter((file) => !existsSync(file));
   if (missing.length > 0) throw new Error(`pg_auto_failover is not installed (missing ${missing.join(', ')}); run: ${INSTALL}`);
+  if (process.getuid?.() !== 0) throw new Error('the failover test runs PostgreSQL as the postgres user (runuser): run it as root, as .ci/run does');
 }
 
 export async function startAutoFailoverCluster(): Promise<AutoFailoverCluster> {
