@@ -13,6 +13,7 @@ import pg from 'pg';
  * refuses root) in a temporary directory that user owns; `stop` ends them all and removes it.
  */
 const PG_BIN = '/usr/lib/postgresql/15/bin';
+const SOCKET_DIR = '/var/run/postgresql';
 const INSTALL = 'apt-get install -y postgresql-15 postgresql-15-auto-failover pg-auto-failover-cli';
 /** Failure detection tuned for a test (the defaults take ~30-60 s); docs/high-availability.md lists them. */
 const MONITOR_SETTINGS: Record<string, number> = {
@@ -95,6 +96,10 @@ export async function startAutoFailoverCluster(): Promise<AutoFailoverCluster> {
       const postmasters = [join(dir, 'monitor'), ...nodes.map((node) => node.pgdata)].map(postmasterPid).filter((pid): pid is number => pid !== null);
       await Promise.all(children.map((child) => endGroup(child)));
       for (const pid of postmasters) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+      // A killed PostgreSQL leaves its socket and lock file in Debian's socket directory.
+      for (const port of [monitorPort, port1, port2]) {
+        for (const file of [`.s.PGSQL.${port}`, `.s.PGSQL.${port}.lock`]) rmSync(join(SOCKET_DIR, file), { force: true });
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
