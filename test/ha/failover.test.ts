@@ -112,6 +112,12 @@ describe('Keel on pg_auto_failover', () => {
     // Nor did a plugin worker die with its connections (each logs 'plugin worker exited' when it does).
     for (const server of servers) expect(server.output()).not.toContain('plugin worker exited');
 
+    // Durable events published by the writes (issue created, cost recorded) reach their subscribers:
+    // those stored while the listeners were cut off are drained when they listen again.
+    const deliveries = await eventually(() => deliveryStates(cluster.adminUrl(promoted), companyId), (states) => !states.pending && !states.leased, 30_000);
+    console.log(`event deliveries after the failover: ${JSON.stringify(deliveries)}`);
+    expect(deliveries).toEqual({ delivered: expect.any(Number) });
+
     // Every process reports its database, notifications and job engine up again (they reconnected on their own).
     for (const url of urls) {
       await expect.poll(async () => {
@@ -137,6 +143,18 @@ async function storedWrites(adminUrl: string, companyId: string): Promise<Map<st
     const numbers = await sql.query<{ n: string; distinct: string }>('select count(*) as n, count(distinct issue_number) as distinct from plugin_work.issues where company_id = $1', [companyId]);
     expect(numbers.rows[0]!.n).toBe(numbers.rows[0]!.distinct);
     return new Map([...costs.rows, ...issues.rows].map((row) => [row.key, Number(row.n)]));
+  } finally {
+    await sql.end();
+  }
+}
+
+async function deliveryStates(adminUrl: string, companyId: string): Promise<Record<string, number>> {
+  const sql = new pg.Client({ connectionString: adminUrl });
+  await sql.connect();
+  try {
+    const { rows } = await sql.query<{ state: string; n: string }>(
+      'select d.state, count(*) as n from keel_events.deliveries d join keel_events.outbox o on o.id = d.event_id where o.company_id = $1 group by d.state', [companyId]);
+    return Object.fromEntries(rows.map((row) => [row.state, Number(row.n)]));
   } finally {
     await sql.end();
   }
