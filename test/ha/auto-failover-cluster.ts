@@ -37,6 +37,8 @@ export interface AutoFailoverCluster {
   primary(options?: { not?: ClusterNode; timeoutMs?: number }): Promise<ClusterNode>;
   /** Kills a node outright: its pg_autoctl and its postmaster (SIGKILL), as a machine that died. */
   kill(node: ClusterNode): void;
+  /** Starts a killed node's pg_autoctl again and waits until it has rejoined as the synchronous standby. */
+  rejoin(node: ClusterNode): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -90,6 +92,15 @@ export async function startAutoFailoverCluster(): Promise<AutoFailoverCluster> {
       const postmaster = postmasterPid(node.pgdata);
       try { process.kill(-node.process.pid!, 'SIGKILL'); } catch { /* gone */ }
       if (postmaster) { try { process.kill(postmaster, 'SIGKILL'); } catch { /* gone */ } }
+    },
+    async rejoin(node) {
+      node.process = autoctl(['run', '--pgdata', node.pgdata], `${node.name}.log`);
+      await until(`${node.name} to rejoin as standby`, async () => {
+        const states = await nodeStates();
+        const standby = states.find((state) => state.nodeport === node.port);
+        return standby?.reportedstate === 'secondary' && standby.goalstate === 'secondary'
+          && states.some((state) => state.reportedstate === 'primary' && state.goalstate === 'primary') ? true : undefined;
+      });
     },
     async stop() {
       // SIGINT: pg_autoctl stops its PostgreSQL (fast shutdown) and exits; what remains after that is killed.

@@ -17,6 +17,8 @@ import { startLoad, type Load } from './write-load.ts';
  * `pg_autoctl show uri` prints. Under cost-event and issue-create load the primary is killed:
  * the standby is promoted, every process follows it without a restart, every acknowledged
  * write is there exactly once, and no request answers 500 (503 with Retry-After meanwhile).
+ * Then the killed node rejoins as the standby and the new primary is killed in turn: Keel
+ * follows the primary back to the first host of its list.
  */
 let cluster: AutoFailoverCluster;
 const servers: ServerProcess[] = [];
@@ -63,70 +65,93 @@ describe('Keel on pg_auto_failover', () => {
   });
 
   it('loses and doubles nothing when the primary is killed under load, and every process serves again without a restart', async () => {
-    for (let i = 0; i < 3; i++) {
-      const home = await mkdtemp(join(tmpdir(), 'keel-ha-home-'));
-      homes.push(home);
-      servers.push(startServer({ home, env: { ...shared, DATABASE_URL: cluster.keelUrl, KEEL_LOG_LEVEL: 'warn' } }));
-    }
-    const urls = await Promise.all(servers.map((server) => server.listening));
-    const company = await post(urls[0]!, '/api/companies', { name: 'Failover Co', budgetMonthlyCents: 1_000_000_000 });
-    expect(company.status).toBe(201);
-    const agent = await post(urls[0]!, `/api/companies/${company.body.id}/agents`, { name: 'Spender', role: 'engineer', adapterType: 'process' });
-    expect(agent.status).toBe(201);
-    const companyId = company.body.id as string;
-    // Every process serves both plugins before the load starts.
-    for (const url of urls) {
-      expect((await eventually(() => fetch(`${url}/api/companies/${companyId}/costs/summary`).then((r) => r.status), (s) => s === 200))).toBe(200);
-      expect((await eventually(() => fetch(`${url}/api/companies/${companyId}/issues`).then((r) => r.status), (s) => s === 200))).toBe(200);
-    }
+    await startKeel();
+    killed = await failoverUnderLoad('failover', 'a');
+  }, 240_000);
 
-    const load: Load = startLoad({ urls, companyId, agentId: agent.body.id as string, clientsPerServer: 2 });
-    await load.acknowledged(60);
-    const primary = await cluster.primary();
-    const killedAt = Date.now();
-    cluster.kill(primary);
-    const promoted = await cluster.primary({ not: primary });
-    expect(promoted).not.toBe(primary);
-    // Each process acknowledges writes it received after the kill: it followed the new primary by itself.
-    await load.servedAfter(killedAt, 10);
-    await load.stop();
-
-    const stored = await storedWrites(cluster.adminUrl(promoted), companyId);
-    const acknowledged = load.acknowledgedWrites();
-    const lost = acknowledged.filter((write) => (stored.get(write.key) ?? 0) === 0);
-    const doubled = [...stored.entries()].filter(([, count]) => count > 1);
-    const servingAgainMs = load.firstAcknowledgedAfter(killedAt) - killedAt;
-    const tally = new Map<string, number>();
-    for (const answer of [...load.answersOf(503), ...load.unexpected()]) tally.set(`${answer.status} ${answer.code ?? answer.error}`, (tally.get(`${answer.status} ${answer.code ?? answer.error}`) ?? 0) + 1);
-    if (tally.size > 0) console.log(`answers other than acknowledgements: ${JSON.stringify(Object.fromEntries(tally))}`);
-    for (const answer of load.unexpected()) console.log(`unexpected answer: ${JSON.stringify(answer)}`);
-    if (process.env.KEEL_HA_OUTPUT) servers.forEach((server, i) => writeFileSync(`${process.env.KEEL_HA_OUTPUT}-${i}.log`, server.output()));
-    console.log(`failover: acknowledged ${acknowledged.length}, lost ${lost.length}, doubled ${doubled.length}, serving again after ${servingAgainMs} ms`);
-    expect(lost).toEqual([]);
-    expect(doubled).toEqual([]);
-    expect(load.answersOf(500)).toEqual([]);
-    expect(load.unexpected()).toEqual([]);
-    // Requests that met the outage answered 503 database_unavailable with Retry-After.
-    for (const answer of load.answersOf(503)) expect(answer, JSON.stringify(answer)).toMatchObject({ code: 'database_unavailable', retryAfter: '1' });
-    expect(servers.every((server) => server.child.exitCode === null)).toBe(true);
-    // Nor did a plugin worker die with its connections (each logs 'plugin worker exited' when it does).
-    for (const server of servers) expect(server.output()).not.toContain('plugin worker exited');
-
-    // Durable events published by the writes (issue created, cost recorded) reach their subscribers:
-    // those stored while the listeners were cut off are drained when they listen again.
-    const deliveries = await eventually(() => deliveryStates(cluster.adminUrl(promoted), companyId), (states) => !states.pending && !states.leased, 30_000);
-    console.log(`event deliveries after the failover: ${JSON.stringify(deliveries)}`);
-    expect(deliveries).toEqual({ delivered: expect.any(Number) });
-
-    // Every process reports its database, notifications and job engine up again (they reconnected on their own).
-    for (const url of urls) {
-      await expect.poll(async () => {
-        const health = await (await fetch(`${url}/api/health`)).json() as { components?: Record<string, { status?: string }> };
-        return ['database', 'notifications', 'jobs'].map((part) => health.components?.[part]?.status);
-      }, { timeout: 30_000 }).toEqual(['up', 'up', 'up']);
-    }
+  it('follows the primary back when the old one has rejoined as the standby and the new one dies', async () => {
+    await cluster.rejoin(killed);
+    await failoverUnderLoad('failover back', 'b');
   }, 240_000);
 });
+
+let urls: string[] = [];
+let companyId: string;
+let agentId: string;
+/** The node the first failover killed. */
+let killed: ClusterNode;
+
+/** Three Keel processes on the host-list URL, a company and an agent, both plugins served by each process. */
+async function startKeel(): Promise<void> {
+  for (let i = 0; i < 3; i++) {
+    const home = await mkdtemp(join(tmpdir(), 'keel-ha-home-'));
+    homes.push(home);
+    servers.push(startServer({ home, env: { ...shared, DATABASE_URL: cluster.keelUrl, KEEL_LOG_LEVEL: 'warn' } }));
+  }
+  urls = await Promise.all(servers.map((server) => server.listening));
+  const company = await post(urls[0]!, '/api/companies', { name: 'Failover Co', budgetMonthlyCents: 1_000_000_000 });
+  expect(company.status).toBe(201);
+  const agent = await post(urls[0]!, `/api/companies/${company.body.id}/agents`, { name: 'Spender', role: 'engineer', adapterType: 'process' });
+  expect(agent.status).toBe(201);
+  companyId = company.body.id as string;
+  agentId = agent.body.id as string;
+  for (const url of urls) {
+    expect((await eventually(() => fetch(`${url}/api/companies/${companyId}/costs/summary`).then((r) => r.status), (s) => s === 200))).toBe(200);
+    expect((await eventually(() => fetch(`${url}/api/companies/${companyId}/issues`).then((r) => r.status), (s) => s === 200))).toBe(200);
+  }
+}
+
+/**
+ * Writes through every process, kills the primary, and checks what the clients were told
+ * against what the promoted node holds. Answers the node that was killed.
+ */
+async function failoverUnderLoad(label: string, prefix: string): Promise<ClusterNode> {
+  const load: Load = startLoad({ urls, companyId, agentId, clientsPerServer: 2, prefix });
+  await load.acknowledged(60);
+  const primary = await cluster.primary();
+  const killedAt = Date.now();
+  cluster.kill(primary);
+  const promoted = await cluster.primary({ not: primary });
+  expect(promoted).not.toBe(primary);
+  // Each process acknowledges writes it received after the kill: it followed the new primary by itself.
+  await load.servedAfter(killedAt, 10);
+  await load.stop();
+
+  const stored = await storedWrites(cluster.adminUrl(promoted), companyId);
+  const acknowledged = load.acknowledgedWrites();
+  const lost = acknowledged.filter((write) => (stored.get(write.key) ?? 0) === 0);
+  const doubled = [...stored.entries()].filter(([, count]) => count > 1);
+  const servingAgainMs = load.firstAcknowledgedAfter(killedAt) - killedAt;
+  const tally = new Map<string, number>();
+  for (const answer of [...load.answersOf(503), ...load.unexpected()]) tally.set(`${answer.status} ${answer.code ?? answer.error}`, (tally.get(`${answer.status} ${answer.code ?? answer.error}`) ?? 0) + 1);
+  if (tally.size > 0) console.log(`${label}: answers other than acknowledgements: ${JSON.stringify(Object.fromEntries(tally))}`);
+  for (const answer of load.unexpected()) console.log(`${label}: unexpected answer: ${JSON.stringify(answer)}`);
+  if (process.env.KEEL_HA_OUTPUT) servers.forEach((server, i) => writeFileSync(`${process.env.KEEL_HA_OUTPUT}-${prefix}-${i}.log`, server.output()));
+  console.log(`${label}: acknowledged ${acknowledged.length}, lost ${lost.length}, doubled ${doubled.length}, serving again after ${servingAgainMs} ms`);
+  expect(lost).toEqual([]);
+  expect(doubled).toEqual([]);
+  expect(load.answersOf(500)).toEqual([]);
+  expect(load.unexpected()).toEqual([]);
+  // Requests that met the outage answered 503 database_unavailable with Retry-After.
+  for (const answer of load.answersOf(503)) expect(answer, JSON.stringify(answer)).toMatchObject({ code: 'database_unavailable', retryAfter: '1' });
+  expect(servers.every((server) => server.child.exitCode === null)).toBe(true);
+  // Nor did a plugin worker die with its connections (each logs 'plugin worker exited' when it does).
+  for (const server of servers) expect(server.output()).not.toContain('plugin worker exited');
+
+  // Durable events of the company reach their subscribers: those stored while the listeners were
+  // cut off are drained when they listen again.
+  const deliveries = await eventually(() => deliveryStates(cluster.adminUrl(promoted), companyId), (states) => !states.pending && !states.leased, 30_000);
+  expect(deliveries).toEqual({ delivered: expect.any(Number) });
+
+  // Every process reports its database, notifications and job engine up again (they reconnected on their own).
+  for (const url of urls) {
+    await expect.poll(async () => {
+      const health = await (await fetch(`${url}/api/health`)).json() as { components?: Record<string, { status?: string }> };
+      return ['database', 'notifications', 'jobs'].map((part) => health.components?.[part]?.status);
+    }, { timeout: 30_000 }).toEqual(['up', 'up', 'up']);
+  }
+  return primary;
+}
 
 async function post(url: string, path: string, body: unknown) {
   const response = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });

@@ -25,7 +25,8 @@ export interface Load {
 const REQUEST_TIMEOUT_MS = 20_000;
 const RETRY_DELAY_MS = 100;
 
-export function startLoad(options: { urls: string[]; companyId: string; agentId: string; clientsPerServer: number }): Load {
+/** `prefix` keeps the idempotency keys of two loads on one company apart. */
+export function startLoad(options: { urls: string[]; companyId: string; agentId: string; clientsPerServer: number; prefix: string }): Load {
   const writes: AcknowledgedWrite[] = [];
   const answers: Answer[] = [];
   const waiters = new Set<() => void>();
@@ -68,7 +69,7 @@ export function startLoad(options: { urls: string[]; companyId: string; agentId:
     while (!stopping) {
       const n = next++;
       const kind = n % 2 === 0 ? 'cost' : 'issue';
-      await write(server, kind, `ha-${kind}-${n}`);
+      await write(server, kind, `ha-${options.prefix}-${kind}-${n}`);
     }
   }));
 
