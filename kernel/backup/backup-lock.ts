@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import pg from 'pg';
+import { newClient } from '../db/connections.ts';
 import { KeelError } from '../http/errors.ts';
 
 /**
@@ -14,7 +14,7 @@ import { KeelError } from '../http/errors.ts';
 export const BACKUP_LOCK_KEY = 727004;
 
 export async function withBackupLock<T>(databaseUrl: string, fn: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: `keel-backup-lock ${hostname()}:${process.pid}` });
+  const client = newClient(databaseUrl, { application_name: `keel-backup-lock ${hostname()}:${process.pid}` });
   // A connection lost while held loses the lock with it; the backup in hand carries on.
   client.on('error', () => undefined);
   await client.connect();

@@ -45,7 +45,7 @@ export async function takeDatabaseBackup(
   trigger: 'manual' | 'scheduled',
   onProgress?: (progress: SnapshotProgress) => void,
 ): Promise<DatabaseBackupResult> {
-  const databaseUrl = deps.db.orm.config.get('clientUrl') as string;
+  const databaseUrl = deps.db.url;
   return withBackupLock(databaseUrl, () => takeLockedBackup(deps, databaseUrl, trigger, onProgress));
 }
 
@@ -61,7 +61,7 @@ async function takeLockedBackup(
   const name = newBackupFileName(started);
   const file = join(directory, name);
   let lastLog = Date.now();
-  const snapshot = await writeSnapshot(databaseUrl, file, (progress) => {
+  const snapshot = await writeSnapshot(deps.db.url, file, (progress) => {
     onProgress?.(progress);
     if (Date.now() - lastLog >= PROGRESS_LOG_MS) {
       lastLog = Date.now();

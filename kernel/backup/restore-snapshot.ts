@@ -6,6 +6,7 @@ import { finished } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { newClient } from '../db/connections.ts';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import type { Database } from '../db/database.ts';
 import { PluginDatabases } from '../host/plugin-databases.ts';
@@ -117,7 +118,7 @@ async function migratePlugins(options: RestoreOptions, header: BackupHeader): Pr
 }
 
 async function copyRows(options: RestoreOptions, header: BackupHeader): Promise<number> {
-  const client = new pg.Client({ connectionString: options.databaseUrl, application_name: 'keel-restore' });
+  const client = newClient(options.databaseUrl, { application_name: 'keel-restore' });
   client.on('error', () => undefined);
   await client.connect();
   const lines = lineReader(options.file);

@@ -5,6 +5,7 @@ import { finished } from 'node:stream/promises';
 import { createGzip, type Gzip } from 'node:zlib';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { newClient } from '../db/connections.ts';
 import {
   END_OF_FILE, END_OF_TABLE, KERNEL_SCHEMAS, MAGIC, MIGRATION_TABLES, qualified, quoteIdent, TABLE_PREFIX,
   type BackupHeader, type BackupPlugin, type BackupSequence,
@@ -33,7 +34,7 @@ export async function writeSnapshot(databaseUrl: string, file: string, onProgres
   const partial = `${file}.partial`;
   // Opened before anything else: an existing partial file of that name is someone else's.
   const handle = await open(partial, 'wx', 0o600);
-  const client = new pg.Client({ connectionString: databaseUrl, application_name: 'keel-backup' });
+  const client = newClient(databaseUrl, { application_name: 'keel-backup' });
   client.on('error', () => undefined);
   const gzip = createGzip({ level: 6 });
   const out = createWriteStream(partial, { fd: handle });

@@ -12,10 +12,34 @@ const LOST_CONNECTION = /^(Connection terminated|timeout exceeded when trying to
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (let current = error, depth = 0; current && depth < 4; current = (current as { cause?: unknown }).cause, depth++) {
     const code = (current as { code?: unknown }).code;
+    // Already read as such (a plugin worker's answer, DATABASE_UNAVAILABLE below).
+    if (code === 'database_unavailable') return true;
     // 08P01 (protocol violation) is the request's doing, a NUL sent as a parameter say: not an outage.
     if (typeof code === 'string' && (SOCKET_CODES.has(code) || SERVER_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) return true;
     const message = (current as { message?: unknown }).message;
     if (typeof message === 'string' && LOST_CONNECTION.test(message)) return true;
   }
   return false;
+}
+
+/** The answer to a call that met an unreachable database (the kernel's and a plugin worker's alike): 503, retry. */
+export const DATABASE_UNAVAILABLE = { status: 503, code: 'database_unavailable', message: 'The database is unavailable; retry shortly' } as const;
+
+/**
+ * Runs `work` again while it fails because the database is unreachable (a failover, a restart),
+ * with a growing pause, for at most `budgetMs`; any other failure, or the last one, is thrown.
+ * For work that must be recorded once the database is back and has no client to retry it (the
+ * end of an execution). `work` must be safe to repeat: a commit whose answer was lost may have
+ * happened.
+ */
+export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, budgetMs: number): Promise<T> {
+  const deadline = Date.now() + budgetMs;
+  for (let pause = 200; ; pause = Math.min(pause * 2, 2_000)) {
+    try {
+      return await work();
+    } catch (error) {
+      if (!isDatabaseUnavailable(error) || Date.now() + pause > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, pause));
+    }
+  }
 }

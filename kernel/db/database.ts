@@ -3,6 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { Transaction } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import { kernelMigrations } from './migrations/index.ts';
+import { connectionConfig } from './connections.ts';
 
 /**
  * The kernel's access to PostgreSQL. MikroORM owns the pool, the transaction context and
@@ -32,16 +33,22 @@ export class Database implements Queryable {
   afterEveryCommit?: () => Promise<void>;
   /** Read-through cache of company rows, evicted by database notifications. */
   companyCache?: { get(id: string): Row | undefined; set(id: string, row: Row, since?: number): void; epoch(): number };
+  /** The DATABASE_URL this pool connects with (possibly a host list): other connections of the kernel use it too. */
+  readonly url: string;
   private readonly connection;
 
-  private constructor(orm: MikroORM) {
+  private constructor(orm: MikroORM, url: string) {
     this.orm = orm;
+    this.url = url;
     this.connection = orm.em.getConnection();
   }
 
   static async connect(url: string, options: { poolSize?: number; log?: Logger } = {}): Promise<Database> {
+    // MikroORM reads one host from clientUrl; with a host list, the walking client class (connections.ts) picks the server.
+    const { connectionString, Client } = connectionConfig(url);
     const orm = await MikroORM.init({
-      clientUrl: url,
+      clientUrl: connectionString,
+      ...(Client ? { driverOptions: { Client } } : {}),
       entities: [],
       discovery: { warnWhenNoEntities: false },
       extensions: [Migrator],
@@ -49,7 +56,7 @@ export class Database implements Queryable {
       pool: { min: 0, max: options.poolSize ?? 20 },
       debug: false,
     });
-    return new Database(orm);
+    return new Database(orm, url);
   }
 
   /**

@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
+import { newClient } from './connections.ts';
 
 export type ListenerState = 'connecting' | 'listening' | 'reconnecting' | 'closed';
 
@@ -31,8 +32,12 @@ export class NotificationListener {
     onListening?(reconnected: boolean): void | Promise<void>;
   };
 
-  constructor(url: string, channels: readonly string[], log: Logger, handlers: NotificationListener['handlers']) {
+  /** How the connection shows in pg_stat_activity. */
+  private readonly applicationName: string;
+
+  constructor(url: string, channels: readonly string[], log: Logger, handlers: NotificationListener['handlers'], applicationName = 'keel-listen') {
     this.url = url;
+    this.applicationName = applicationName;
     this.channels = channels;
     this.log = log;
     this.handlers = handlers;
@@ -67,7 +72,8 @@ export class NotificationListener {
 
   private connect(reconnected: boolean): Promise<void> {
     this.connecting = (async () => {
-      const client = new pg.Client({ connectionString: this.url, application_name: 'keel-listen', connectionTimeoutMillis: 5_000 });
+      // keepAlive: a primary whose machine vanished sends no FIN; the socket's keepalive notices instead.
+      const client = newClient(this.url, { application_name: this.applicationName, connectionTimeoutMillis: 5_000, keepAlive: true });
       client.on('error', (error) => this.lost(client, error));
       client.on('end', () => this.lost(client, null));
       client.on('notification', (message) => {

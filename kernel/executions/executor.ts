@@ -23,6 +23,7 @@ import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
 import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { OutputSpool } from './output-spool.ts';
 import { prepareLeasedWorkspace } from './leased-workspace.ts';
+import { retryWhileDatabaseUnavailable } from '../db/connection-errors.ts';
 import { assertUnderConfiguredUrl, runHttp } from './http-runner.ts';
 import { assertInstanceAddress, checkConnectAddress } from './configured-addresses.ts';
 import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
@@ -433,7 +434,10 @@ export class Executor {
         : entry.timedOut ? 'timed_out'
           : outcome.failed === false ? 'succeeded' : 'failed';
     const errorCode = status === 'cancelled' || status === 'lost' ? entry.cancelReason : status === 'timed_out' ? 'timeout' : outcome.errorCode ?? null;
-    await this.deps.db.transaction(async (tx) => {
+    // An execution that ends while the database fails over is recorded once the new primary serves
+    // (its entry stays live meanwhile, so the heartbeat keeps its lease); the update is conditional,
+    // so a repeat after a commit whose answer was lost changes nothing.
+    await retryWhileDatabaseUnavailable(() => this.deps.db.transaction(async (tx) => {
       const row = await tx.maybeOne<Row>(
         `update executions set status = ?, exit_code = ?, signal = ?, http_status = ?, error_code = ?, response = ?::jsonb,
                 log_bytes = ?, log_sha256 = ?, finished_at = now()
@@ -442,7 +446,7 @@ export class Executor {
           outcome.response === undefined || outcome.response === null ? null : JSON.stringify(log.mask.value(outcome.response)),
           written.bytes, written.sha256, entry.ref.executionId, this.instanceId]);
       if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode, entry.attempts);
-    });
+    }), LEASE_SEC * 1000);
   }
 
   private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null, attempts?: number): Promise<void> {

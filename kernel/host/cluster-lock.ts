@@ -1,4 +1,4 @@
-import pg from 'pg';
+import { newClient } from '../db/connections.ts';
 import type { Database } from '../db/database.ts';
 
 /**
@@ -35,7 +35,7 @@ export type ClusterLockKey = number | readonly [family: number, name: string];
  * wait on itself. Ending the connection releases the lock, also when this process dies.
  */
 export async function withClusterLock<T>(db: Database, key: ClusterLockKey, fn: () => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: db.orm.config.get('clientUrl'), application_name: 'keel-host-lock' });
+  const client = newClient(db.url, { application_name: 'keel-host-lock' });
   // A connection lost while held loses the lock with it; the work in hand carries on.
   client.on('error', () => undefined);
   await client.connect();

@@ -3,7 +3,9 @@ import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import { newClient } from '../db/connections.ts';
 import type { Database } from '../db/database.ts';
+import { withCredentials } from '../db/database-url.ts';
 import { KeelError } from '../http/errors.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { hardenDatabaseForPlugins } from './database-hardening.ts';
@@ -36,7 +38,8 @@ export interface PluginRoles { runtime: string; migrator: string; schema: string
 export class PluginDatabases {
   private readonly db: Database;
   private readonly secret: Buffer;
-  private readonly baseUrl: URL;
+  /** The kernel's DATABASE_URL (possibly a host list); plugin roles connect to the same servers. */
+  private readonly baseUrl: string;
   /**
    * Roles are global to a PostgreSQL cluster while plugins belong to one database: role names
    * carry a short tag of the database so two instances on one cluster never share a role.
@@ -48,7 +51,7 @@ export class PluginDatabases {
   constructor(db: Database, secret: Buffer, databaseUrl: string) {
     this.db = db;
     this.secret = secret;
-    this.baseUrl = new URL(databaseUrl);
+    this.baseUrl = databaseUrl;
   }
 
   /** Who the kernel is in the database: a superuser or a role with CREATEROLE (see plugin-login-roles.ts). */
@@ -76,10 +79,7 @@ export class PluginDatabases {
   }
 
   url(role: string): string {
-    const url = new URL(this.baseUrl.href);
-    url.username = role;
-    url.password = this.password(role);
-    return url.href;
+    return withCredentials(this.baseUrl, role, this.password(role));
   }
 
   /**
@@ -211,7 +211,7 @@ export class PluginDatabases {
         }
       }
     }
-    const client = new pg.Client({ connectionString: this.url(roles.migrator), options: `-c search_path=${roles.schema}` } as pg.ClientConfig);
+    const client = newClient(this.url(roles.migrator), { options: `-c search_path=${roles.schema}` } as pg.ClientConfig);
     await client.connect();
     try {
       for (const migration of pending) {

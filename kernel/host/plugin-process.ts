@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CallResult, InvokeMessage, KernelToWorker, RouteEnvelope, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
 import { WorkerHost } from './worker-host.ts';
 
@@ -141,7 +142,9 @@ export class PluginProcess {
               t: 'reply', id: message.id, ok: false,
               error: own
                 ? { status: error.status!, code: error.code!, message: error.expose === false ? 'Kernel call failed' : String(error.message ?? 'Kernel call failed') }
-                : { status: 500, code: 'kernel_error', message: 'Kernel call failed' },
+                // A kernel capability that met an unreachable database (a failover) is as retryable as a kernel route.
+                : isDatabaseUnavailable(failure) ? { ...DATABASE_UNAVAILABLE }
+                  : { status: 500, code: 'kernel_error', message: 'Kernel call failed' },
             });
           },
         );

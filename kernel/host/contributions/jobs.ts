@@ -1,5 +1,6 @@
 import { PgBoss, type Job } from 'pg-boss';
 import type { Row, Tx } from '../../db/database.ts';
+import { JobEngineDatabase } from '../../db/job-engine-database.ts';
 import { conflict, KeelError, notFound } from '../../http/errors.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
 import { JobRuns, type JobTrigger } from './job-runs.ts';
@@ -68,10 +69,9 @@ export class PluginJobs {
   static async start(host: ExtensionHost, databaseUrl: string): Promise<PluginJobs> {
     const log = host.kernel.log;
     const boss = new PgBoss({
-      connectionString: databaseUrl,
+      // Its connections follow the primary of a DATABASE_URL with a host list (job-engine-database.ts).
+      db: new JobEngineDatabase(databaseUrl, { max: 4, applicationName: 'keel-jobs', log }),
       schema: JOB_ENGINE_SCHEMA,
-      application_name: 'keel-jobs',
-      max: 4,
       // A pass every 10 s keeps a job within seconds of its minute; the default is 30 s.
       cronMonitorIntervalSeconds: 10,
       cronWorkerIntervalSeconds: 2,

@@ -15,6 +15,7 @@ import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 import { wiredAnswer } from './wired-answer.ts';
 import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../db/connection-errors.ts';
 import { MAX_ARGS_CHARS, MAX_KERNEL_ARGS_CHARS } from '../../../sdk/plugin/wire-budget.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
@@ -28,6 +29,8 @@ function wire(error: unknown): WireError {
   if (candidate && typeof candidate.status === 'number' && typeof candidate.code === 'string') {
     return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
   }
+  // A capability that met an unreachable database (activity, events, issue numbers on the plugin's connection): retryable.
+  if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
   return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
 }
 
@@ -354,6 +357,8 @@ export class HostedPlugin {
 
   private transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
     this.log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
+    // A connection lost at COMMIT leaves the outcome unknown: the client retries (with its idempotency key), as for any outage.
+    if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
     return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
   }
 

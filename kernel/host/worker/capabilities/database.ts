@@ -4,6 +4,8 @@ import { refusedStatement } from '../../../../sdk/shared/sql-guard.ts';
 import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 import { isolateJsonTypes } from './timestamp-text.ts';
+import { connectionConfig } from '../../../db/connections.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
@@ -48,8 +50,8 @@ export class PluginDatabase {
    */
   constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
-    this.pool = new pg.Pool({
-      connectionString: url,
+    // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
+    this.pool = new pg.Pool(connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
@@ -60,8 +62,13 @@ export class PluginDatabase {
       // not two). Each statement keeps its own Sync, so one that fails aborts the transaction
       // exactly as it would sent alone, and the ones after it fail as they would after it.
       pipeline: true,
-    } as pg.PoolConfig);
+    } as pg.PoolConfig));
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
+    // pg-pool takes its own error listener off a client while a call holds it, and an 'error'
+    // event nobody listens to ends the worker: a database lost mid-transaction (a failover)
+    // would take every plugin of the process down. The statement in flight fails on its own, and
+    // a client whose connection ended is not pooled again.
+    this.pool.on('connect', (client) => { client.on('error', () => undefined); });
   }
 
   /**
@@ -95,6 +102,10 @@ export class PluginDatabase {
     this.busy.set(client, entry);
     try {
       return await run();
+    } catch (error) {
+      // Every capability's statements come here: a lost server is a retryable 503 for all of them, never the plugin's SQL at fault.
+      if (!(error instanceof CapabilityError) && isDatabaseUnavailable(error)) throw new CapabilityError(DATABASE_UNAVAILABLE.status, DATABASE_UNAVAILABLE.code, DATABASE_UNAVAILABLE.message);
+      throw error;
     } finally {
       if (--entry.count === 0) {
         this.busy.delete(client);
@@ -252,6 +263,8 @@ export class PluginDatabase {
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
         } catch (error) {
           if (error instanceof CapabilityError) throw error;
+          // The server went away or is not the primary any more (a failover): retryable, not the plugin's SQL at fault.
+          if (isDatabaseUnavailable(error)) throw new CapabilityError(DATABASE_UNAVAILABLE.status, DATABASE_UNAVAILABLE.code, DATABASE_UNAVAILABLE.message);
           const pgError = error as { code?: string; message?: string };
           // PostgreSQL's own message names the plugin's objects only; codes let plugins branch (23505 = unique violation).
           // Class 40 (deadlock, serialization failure) is transient and not the caller's fault: retryable 503.

@@ -24,6 +24,7 @@ async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: st
     const result = await db.statement(client, () => client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] }));
     return (result.rows[0] as { result?: unknown } | undefined)?.result ?? null;
   } catch (error) {
+    if (error instanceof CapabilityError) throw error;
     const pgError = error as { code?: string; message?: string };
     if (pgError.code === '42501') throw new CapabilityError(403, 'capability_denied', `the database refused: ${pgError.message}`);
     throw new CapabilityError(400, 'invalid_arguments', pgError.message ?? 'refused');
