@@ -112,6 +112,11 @@ export interface RouteManifest {
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   /**
+   * The route takes an `Idempotency-Key` header: a create a client may retry. The OpenAPI
+   * documents the header; the plugin keeps the key with what it creates (`createOnce`).
+   */
+  idempotencyKey?: boolean;
+  /**
    * Query parameter (GET) or top-level body field naming the company, for a route whose path
    * names none: checked by the host like companyParam; an agent omitting it acts in its own company.
    */

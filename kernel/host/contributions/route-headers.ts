@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import { KeelError } from '../../http/errors.ts';
+import type { ParameterDoc } from '../../http/route-spec.ts';
 
 /**
  * The request headers a plugin route sees: besides the basics, what a stream resumes from
@@ -27,3 +28,9 @@ export function routeHeaders(ctx: Context): Record<string, string> {
   }
   return headers;
 }
+
+/** The header of a route declared `idempotencyKey`, as the OpenAPI documents it. */
+export const IDEMPOTENCY_KEY_PARAMETER: ParameterDoc = {
+  name: 'Idempotency-Key', in: 'header', schema: { type: 'string', minLength: 1, maxLength: 255 },
+  description: 'Makes a retried create safe: the first request creates; a retry with the same key and request answers what it created (200, x-idempotent-replayed: true) and writes nothing, also when both arrive at once or at different Keel processes; another request under the key is 409 idempotency_key_reused. Keys are kept per company and kind of entity.',
+};
