@@ -2,7 +2,7 @@ import type { JsonSchema, PluginManifest, RouteResponseManifest } from '../../..
 import { impliedErrors, type ApiOperation } from '../../http/openapi/operation.ts';
 import type { DocumentTag } from '../../http/openapi/document.ts';
 import { AGENT_REFERENCE_PARAMETERS } from '../../tenancy/agent-access.ts';
-import { IDEMPOTENCY_KEY_PARAMETER } from './route-headers.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../../http/idempotency-key.ts';
 import type { PluginRoute } from './routes.ts';
 import type { ParameterDoc } from '../../http/route-spec.ts';
 
