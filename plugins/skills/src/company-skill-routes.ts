@@ -1,6 +1,5 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { authorise } from './authority.ts';
-import { reimportBundledSkills } from './catalog/bundled.ts';
 import type { SkillsContext } from './context.ts';
 import { utf8Length } from './skill-file/bytes.ts';
 import { fileKind, MAX_SKILL_FILE_BYTES, SKILL_FILE, trustLevel } from './skill-file/inventory.ts';
@@ -11,10 +10,12 @@ import { fileInventories, findSkill, policySourceType, saveSkill, skillJson, wri
 type Row = Record<string, unknown>;
 const companyOf = (req: RouteRequest) => req.companyId!;
 
-/** GET /api/companies/{companyId}/skills: every skill of the company, by name, bundled skills re-imported first. */
+/**
+ * GET /api/companies/{companyId}/skills: every skill of the company, by name. A read writes
+ * nothing: the bundled skills are installed when an agent is pointed at them (bundled.ts).
+ */
 export async function listSkills(req: RouteRequest, ctx: SkillsContext): Promise<unknown> {
   const companyId = companyOf(req);
-  await reimportBundledSkills(ctx, companyId);
   const { rows } = await ctx.db.query('select * from company_skills where company_id = $1 order by name, key', [companyId]);
   const inventories = await fileInventories(ctx.db, companyId, rows.map((row) => String(row.id)));
   const usage = await desiringAgentCounts(ctx, companyId);
