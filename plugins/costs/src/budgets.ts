@@ -182,7 +182,7 @@ export async function onAgentChanged(payload: Record<string, unknown>, ctx: Cost
 export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
   const companyId = String(payload.companyId ?? '');
   if (!companyId) return;
-  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events']) {
+  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events', 'idempotency_keys']) {
     await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
   }
 }
