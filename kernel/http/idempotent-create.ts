@@ -23,7 +23,7 @@ function actorKey(actor: Actor): string {
 /**
  * A kernel create under the request's Idempotency-Key (createOnceIn), inside `tx`: answers
  * 201 with what it created, or 200 with `x-idempotent-replayed: true` and what the key made
- * before, as the plugins' creates do.
+ * before (writing nothing, no activity entry either), as the plugins' creates do.
  */
 export async function createOnceForRequest<T>(ctx: Context, tx: Queryable, input: RouteCreate<T>): Promise<T> {
   const actor = ctx.state.actor as Actor;
@@ -31,6 +31,8 @@ export async function createOnceForRequest<T>(ctx: Context, tx: Queryable, input
   if (replayed) {
     ctx.status = 200;
     ctx.set('x-idempotent-replayed', 'true');
+    // A replay changed nothing: no activity entry, not even the audit safety net's.
+    ctx.state.skipAudit = true;
   } else {
     ctx.status = 201;
   }

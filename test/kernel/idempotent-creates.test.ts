@@ -29,7 +29,9 @@ describe('POST /api/companies', () => {
     const before = await count('companies');
     const first = await t.api.post('/api/companies', { name: 'Keyed Co', budgetMonthlyCents: 100 }, keyed('company-1'));
     expect(first.status, first.text).toBe(201);
+    const activity = await count('activity_log');
     const retry = await t.api.post('/api/companies', { name: 'Keyed Co', budgetMonthlyCents: 100 }, keyed('company-1'));
+    expect(await count('activity_log')).toBe(activity);
     expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id]).toEqual([200, 'true', first.body.id]);
     const other = await t.api.post('/api/companies', { name: 'Other Co' }, keyed('company-1'));
     expect([other.status, other.body.code]).toEqual([409, 'idempotency_key_reused']);
@@ -86,5 +88,17 @@ describe('agent creates and hires', () => {
     const board = await t.api.post(`/api/companies/${company.id}/agent-hires`, body, keyed('hire-1'));
     expect(board.status, board.text).toBe(201);
     expect(board.body.agent.id).not.toBe(first.body.agent.id);
+  });
+});
+
+describe('POST /api/companies/{id}/activity', () => {
+  it('a retry answers the same entry and records it once', async () => {
+    const company = await createCompany(t.api, { name: 'Audited Co' });
+    const body = { actorId: 'importer', action: 'import.noted', entityType: 'company', entityId: company.id };
+    const first = await t.api.post(`/api/companies/${company.id}/activity`, body, keyed('activity-1'));
+    expect(first.status, first.text).toBe(201);
+    const retry = await peerApi.post(`/api/companies/${company.id}/activity`, body, keyed('activity-1'));
+    expect([retry.status, retry.body.id]).toEqual([200, first.body.id]);
+    expect(await count("activity_log where company_id = $1 and action = 'import.noted'", [company.id])).toBe(1);
   });
 });

@@ -183,7 +183,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     readOnly,
     batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100, maxInFlight: route.batch.maxInFlight ?? 2 } : undefined,
     // A proxied call is recorded in the proxied-call ledger (and by the plugin on proxy.finished), not once more per request.
-    defaultActivity: readOnly || route.proxy ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+    // A keyed create that wrote nothing answered what its key created before: a replay leaves no entry.
+    defaultActivity: readOnly || route.proxy ? null : {
+      action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}`,
+      ...(route.idempotencyKey && ctx.get('idempotency-key') ? { onlyIfWritten: true } : {}),
+    },
     // A route may declare a longer deadline than the plugin's default (an import): the request keeps its connection meanwhile.
     deadlineMs: route.timeoutMs,
   });

@@ -44,6 +44,9 @@ const CASES: CreateCase[] = [
 async function rowsNamed(table: string, id: string): Promise<number> {
   return (await t.sql.query(`select count(*)::int as n from plugin_work.${table} where id = $1`, [id])).rows[0].n;
 }
+async function activityCount(): Promise<number> {
+  return (await t.sql.query('select count(*)::int as n from activity_log where company_id = $1', [company.id])).rows[0].n;
+}
 async function tableCount(table: string): Promise<number> {
   return (await t.sql.query(`select count(*)::int as n from plugin_work.${table} where company_id = $1`, [company.id])).rows[0].n;
 }
@@ -55,10 +58,13 @@ describe.each(CASES)('$name create with an Idempotency-Key', ({ name, path, body
     const before = await tableCount(table);
     const first = await agentApi.post(path(), body(1), { headers: { 'Idempotency-Key': key('retry') } });
     expect(first.status, first.text).toBe(201);
+    const activity = await activityCount();
     const retry = await agentApi.post(path(), body(1), { headers: { 'Idempotency-Key': key('retry') } });
     expect([retry.status, retry.headers.get('x-idempotent-replayed')], retry.text).toEqual([200, 'true']);
     expect(retry.body.id).toBe(first.body.id);
     expect(await tableCount(table)).toBe(before + 1);
+    // A replay writes nothing at all: no activity entry either.
+    expect(await activityCount()).toBe(activity);
     const other = await agentApi.post(path(), body(2), { headers: { 'Idempotency-Key': key('retry') } });
     expect([other.status, other.body.code]).toEqual([409, 'idempotency_key_reused']);
     expect(await tableCount(table)).toBe(before + 1);
