@@ -1,10 +1,12 @@
 import type { RouteModule } from '../http/app.ts';
 import { unprocessable } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../http/idempotency-key.ts';
+import { createOnceForRequest } from '../http/idempotent-create.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, queryValidator, uuidPattern } from '../http/validate.ts';
 import { companyForRequest } from '../tenancy/company-access.ts';
-import type { ActivityInput } from './activity-log.ts';
+import { toRecord, type ActivityInput } from './activity-log.ts';
 import { forReaders } from './censor.ts';
 
 /**
@@ -54,7 +56,7 @@ export const activityRoutes: RouteModule = (router, kernel) => {
   });
 
   route({
-    method: 'POST', path: '/api/companies/:companyId/activity', auth: 'board', body: createValidator, success: 201, errors: [422],
+    method: 'POST', path: '/api/companies/:companyId/activity', auth: 'board', body: createValidator, success: 201, errors: [409, 422], parameters: [IDEMPOTENCY_KEY_PARAMETER],
     summary: 'Record an activity entry by hand',
   }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
@@ -63,12 +65,18 @@ export const activityRoutes: RouteModule = (router, kernel) => {
     if (agentId && !(await kernel.db.maybeOne('select 1 from agents where id = ? and company_id = ?', [agentId, company.id]))) {
       throw unprocessable('agentId must name an agent of this company', { agentId }, 'agent_not_in_company');
     }
-    const entry = await kernel.db.transaction((tx) => kernel.activity.record(tx, {
-      companyId: company.id, actorType: body.actorType, actorId: body.actorId, action: body.action, entityType: body.entityType,
-      entityId: body.entityId, agentId, runId: actorOf(ctx).runId ?? null, details: body.details ?? undefined,
+    // With an Idempotency-Key, a retry answers the entry it recorded (200) instead of recording it twice.
+    ctx.body = await kernel.db.transaction((tx) => createOnceForRequest(ctx, tx, {
+      kind: 'activity', companyId: company.id, request: body,
+      load: async (id) => { const row = await tx.maybeOne('select * from activity_log where id = ? and company_id = ?', [id, company.id]); return row ? toRecord(row) : null; },
+      create: async () => {
+        const entry = await kernel.activity.record(tx, {
+          companyId: company.id, actorType: body.actorType, actorId: body.actorId, action: body.action, entityType: body.entityType,
+          entityId: body.entityId, agentId, runId: actorOf(ctx).runId ?? null, details: body.details ?? undefined,
+        });
+        ctx.state.activityWritten = true;
+        return { id: String(entry.id), answer: entry };
+      },
     }));
-    ctx.state.activityWritten = true;
-    ctx.status = 201;
-    ctx.body = entry;
   });
 };

@@ -53,6 +53,7 @@ export class EventBus {
   private readonly hooks = new Map<EventName, Array<Hook<any>>>();
   private readonly observers = new Map<EventName, Array<Observer<any>>>();
   private readonly log: Logger;
+  private settler: ((event: EventName, eventId: string) => Promise<void>) | null = null;
 
   constructor(log: Logger) {
     this.log = log;
@@ -72,9 +73,23 @@ export class EventBus {
     return add(this.observers, event, fn);
   }
 
-  async emit<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E]): Promise<string> {
+  /**
+   * `awaited`: the change is a request's own (an API create or update) whose answer must be
+   * readable at once: after the commit, the transaction waits (through the settler the
+   * extension host sets) for the subscribers that declared the event `awaited` to handle it.
+   * Never set where a plugin's own call emits: that call could wait on its own plugin.
+   */
+  async emit<E extends EventName>(tx: Tx, event: E, payload: KernelEvents[E], options: { awaited?: boolean } = {}): Promise<string> {
     for (const hook of this.hooks.get(event) ?? []) await hook(tx, payload);
-    return this.append(tx, event, payload);
+    const id = await this.append(tx, event, payload);
+    const settle = this.settler;
+    if (options.awaited && settle) tx.afterCommit(() => settle(event, id));
+    return id;
+  }
+
+  /** How an awaited event is waited for after its commit (contributions/events.ts). */
+  settleWith(settler: ((event: EventName, eventId: string) => Promise<void>) | null): void {
+    this.settler = settler;
   }
 
   /**

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Database } from '../db/database.ts';
+import type { Database, Queryable } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 
 export interface KeyedServiceCall {
@@ -61,4 +61,52 @@ export class IdempotentServiceCalls {
     if (Math.random() < 0.01) await this.db.exec("delete from keel_host.service_calls where status = 'done' and completed_at < now() - interval '1 day'");
     return result;
   }
+}
+
+export interface KeyedCreate<T> {
+  /** What kind of entity the key creates (`company`, `agent`, ...). */
+  kind: string;
+  /** Who asks (`user:<id>`, `agent:<id>`): keys are kept per actor and company. */
+  actorKey: string;
+  companyId: string | null;
+  idempotencyKey: string | null;
+  /** The request as a retry repeats it (path parameters and body). */
+  request: unknown;
+  /** Performs the create in `tx`; answers the route's body and the new entity's id. */
+  create: () => Promise<{ id: string; answer: T }>;
+  /** The entity the key made, as the route answers it now (null when it is gone). */
+  load: (id: string) => Promise<T | null>;
+}
+
+/**
+ * The same keys for a create the kernel serves itself, kept in keel_host.service_calls under
+ * provider `keel:create`, but claimed inside the create's own transaction and completed with
+ * the new entity's id before its commit: the key and the entity commit together or not at
+ * all, so a process killed in between leaves nothing to take over. A concurrent request with
+ * the same key (in any process) waits on the claim's primary key until the first commits,
+ * then finds it done: the same request answers the entity it made (`replayed`) and writes
+ * nothing; another request under the key is 409 `idempotency_key_reused`. No key: just creates.
+ */
+export async function createOnceIn<T>(tx: Queryable, input: KeyedCreate<T>): Promise<{ answer: T; replayed: boolean }> {
+  if (input.idempotencyKey === null) return { answer: (await input.create()).answer, replayed: false };
+  const key = ['keel:create', input.kind, input.actorKey, input.companyId ?? '', input.idempotencyKey];
+  const inputHash = createHash('sha256').update(JSON.stringify(input.request ?? null)).digest('hex');
+  const claimed = await tx.maybeOne(
+    `insert into keel_host.service_calls (provider, service, caller, company_key, idempotency_key, input_hash, status)
+     values (?, ?, ?, ?, ?, ?, 'running') on conflict do nothing returning claimed_at`, [...key, inputHash]);
+  if (!claimed) {
+    const stored = await tx.maybeOne<{ input_hash: string; result: { id?: string } | null }>(
+      `select input_hash, result from keel_host.service_calls
+        where provider = ? and service = ? and caller = ? and company_key = ? and idempotency_key = ?`, key);
+    if (!stored?.result?.id) throw new KeelError(409, 'idempotency_conflict', 'A request with this Idempotency-Key is still being processed; retry it');
+    if (stored.input_hash !== inputHash) throw new KeelError(409, 'idempotency_key_reused', `This Idempotency-Key was already used for a different ${input.kind} request`);
+    const answer = await input.load(stored.result.id);
+    if (answer === null) throw new KeelError(404, 'not_found', `The ${input.kind} this Idempotency-Key created no longer exists`);
+    return { answer, replayed: true };
+  }
+  const made = await input.create();
+  await tx.exec(
+    `update keel_host.service_calls set status = 'done', result = ?::jsonb, completed_at = now()
+      where provider = ? and service = ? and caller = ? and company_key = ? and idempotency_key = ?`, [JSON.stringify({ id: made.id }), ...key]);
+  return { answer: made.answer, replayed: false };
 }

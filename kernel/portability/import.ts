@@ -117,7 +117,7 @@ async function targetCompany(ctx: Context, kernel: KernelServices, tx: Tx, reque
     companyId: created.id, action: 'company.created', entityType: 'company', entityId: created.id,
     details: { name: created.name, issuePrefix: created.issuePrefix, budgetMonthlyCents: created.budgetMonthlyCents, ownerUserId, imported: true },
   });
-  await kernel.events.emit(tx, 'company.created', { companyId: created.id, company: created, actor: eventActor(ctx) });
+  await kernel.events.emit(tx, 'company.created', { companyId: created.id, company: created, actor: eventActor(ctx) }, { awaited: true });
   return row;
 }
 

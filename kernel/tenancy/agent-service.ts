@@ -92,7 +92,7 @@ export async function insertAgent(ctx: Context, kernel: KernelServices, tx: Tx, 
     companyId, action: 'agent.created', entityType: 'agent', entityId: agent.id,
     details: { name: agent.name, role: agent.role, adapterType: agent.adapter_type, status: agent.status, ...extraDetails },
   });
-  await kernel.events.emit(tx, 'agent.created', { companyId, agentId: agent.id, agent: eventAgent(agent), actor: eventActor(ctx) });
+  await kernel.events.emit(tx, 'agent.created', { companyId, agentId: agent.id, agent: eventAgent(agent), actor: eventActor(ctx) }, { awaited: true });
   return agent;
 }
 

@@ -58,7 +58,7 @@ export async function finishUpdate(ctx: Context, kernel: KernelServices, tx: Tx,
     details: { changedKeys: Object.keys(changes), configRevision: revision?.revision_number ?? null, ...extra.details },
   });
   if (Object.keys(changes).length > 0) {
-    await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) });
+    await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) }, { awaited: true });
   }
   await afterAgentWrite(ctx, kernel, tx, before, after);
 }
@@ -135,7 +135,7 @@ export const agentUpdateRoutes: RouteModule = (router, kernel) => {
       });
       const changes = changesBetween(before, after);
       if (Object.keys(changes).length > 0) {
-        await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) });
+        await kernel.events.emit(tx, 'agent.updated', { companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes, actor: eventActor(ctx) }, { awaited: true });
       }
       return after;
     });

@@ -2,11 +2,13 @@ import type { Context } from 'koa';
 import type { BoardActor } from '../auth/actor.ts';
 import type { RouteModule } from '../http/app.ts';
 import { badRequest, forbidden, notFound, validationFailed } from '../http/errors.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../http/idempotency-key.ts';
+import { createOnceForRequest } from '../http/idempotent-create.ts';
 import { parseBody } from '../http/request.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, queryValidator, uuidPattern, type Schema, type Validator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
-import { addMembership, COMPANY_STATUSES, companyStats, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
+import { addMembership, COMPANY_STATUSES, companyStats, findCompany, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
 import { companyForRequest } from './company-access.ts';
 import { applyStatusSideEffects, purgeCompany, statusColumns } from './company-lifecycle.ts';
 import { applyCompanyPatch, BRANDING_FIELDS, eventActor, NON_BRANDING_FIELDS, type CompanyPatch } from './company-update.ts';
@@ -120,33 +122,38 @@ export const companyRoutes: RouteModule = (router, kernel) => {
     ctx.body = toCompany(company);
   });
 
-  route({ method: 'POST', path: '/api/companies', auth: 'board', body: createValidator, success: 201, summary: 'Create a company' }, async (ctx, req) => {
+  route({
+    method: 'POST', path: '/api/companies', auth: 'board', body: createValidator, success: 201, parameters: [IDEMPOTENCY_KEY_PARAMETER], errors: [409],
+    summary: 'Create a company',
+  }, async (ctx, req) => {
     const actor = req.actor;
     const body = trimName(await req.body());
-    const company = await kernel.db.transaction(async (tx) => {
-      const row = await insertCompany(tx, {
-        name: body.name,
-        description: body.description ?? null,
-        budgetMonthlyCents: body.budgetMonthlyCents ?? 0,
-        requireBoardApprovalForNewAgents: body.requireBoardApprovalForNewAgents ?? false,
-        brandColor: body.brandColor ?? null,
-      });
-      const created = toCompany(row);
-      // A signed-in user owns what they create; the local board reaches every company anyway.
-      const ownerUserId = actor.isLocalBoard ? null : actor.userId;
-      if (ownerUserId) {
-        await addMembership(tx, created.id, ownerUserId, 'owner');
-        await kernel.invalidate(tx, { type: 'user', id: ownerUserId });
-      }
-      await kernel.activity.recordFor(ctx, tx, {
-        companyId: created.id, action: 'company.created', entityType: 'company', entityId: created.id,
-        details: { name: created.name, issuePrefix: created.issuePrefix, budgetMonthlyCents: created.budgetMonthlyCents, ownerUserId },
-      });
-      await kernel.events.emit(tx, 'company.created', { companyId: created.id, company: created, actor: eventActor(ctx) });
-      return created;
-    });
-    ctx.status = 201;
-    ctx.body = company;
+    ctx.body = await kernel.db.transaction((tx) => createOnceForRequest(ctx, tx, {
+      kind: 'company', companyId: null, request: body,
+      load: async (id) => { const row = await findCompany(tx, id); return row ? toCompany(row) : null; },
+      create: async () => {
+        const row = await insertCompany(tx, {
+          name: body.name,
+          description: body.description ?? null,
+          budgetMonthlyCents: body.budgetMonthlyCents ?? 0,
+          requireBoardApprovalForNewAgents: body.requireBoardApprovalForNewAgents ?? false,
+          brandColor: body.brandColor ?? null,
+        });
+        const created = toCompany(row);
+        // A signed-in user owns what they create; the local board reaches every company anyway.
+        const ownerUserId = actor.isLocalBoard ? null : actor.userId;
+        if (ownerUserId) {
+          await addMembership(tx, created.id, ownerUserId, 'owner');
+          await kernel.invalidate(tx, { type: 'user', id: ownerUserId });
+        }
+        await kernel.activity.recordFor(ctx, tx, {
+          companyId: created.id, action: 'company.created', entityType: 'company', entityId: created.id,
+          details: { name: created.name, issuePrefix: created.issuePrefix, budgetMonthlyCents: created.budgetMonthlyCents, ownerUserId },
+        });
+        await kernel.events.emit(tx, 'company.created', { companyId: created.id, company: created, actor: eventActor(ctx) }, { awaited: true });
+        return { id: created.id, answer: created };
+      },
+    }));
   });
 
   route({

@@ -113,7 +113,7 @@ export async function applyCompanyPatch(ctx: Context, kernel: KernelServices, co
     if ('logoAssetId' in changes && before.logoAssetId) details.removedLogoAssetId = before.logoAssetId;
     await kernel.activity.recordFor(ctx, tx, { companyId, action, entityType: 'company', entityId: companyId, details });
     if (Object.keys(changes).length > 0) {
-      await kernel.events.emit(tx, 'company.updated', { companyId, company, changes, actor });
+      await kernel.events.emit(tx, 'company.updated', { companyId, company, changes, actor }, { awaited: true });
       if (changes.status !== undefined) {
         await kernel.events.emit(tx, 'company.status_changed', { companyId, from: before.status, to: company.status, reason: company.status === 'paused' ? row.pause_reason ?? null : null, actor });
       }

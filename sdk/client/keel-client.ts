@@ -70,6 +70,11 @@ export class KeelConnectionError extends Error {
   }
 }
 
+/** How often a create is sent in all when no answer comes back, and the pause before each repeat (times the attempt). */
+const CREATE_ATTEMPTS = 3;
+const RETRY_DELAY_MS = 250;
+const RETRYABLE_STATUSES = new Set([502, 503, 504]);
+
 /**
  * A small typed client for the Keel HTTP API, built on `fetch`. Every method resolves with
  * the parsed answer or rejects with KeelApiError (an error answer) or KeelConnectionError.
@@ -120,6 +125,27 @@ export class KeelClient {
 
   post<T = unknown>(path: string, body: unknown = {}, options?: RequestOptions): Promise<T> {
     return this.request('POST', path, body, options);
+  }
+
+  /**
+   * A create that is safe to retry: it goes with an Idempotency-Key (the one given, else a fresh
+   * one for this logical create) and, when no answer came (the connection failed or timed out)
+   * or the kernel was briefly unavailable (502, 503, 504), it is sent again with the same key,
+   * up to `attempts` times in all. The kernel then answers what the first request created
+   * rather than creating it twice.
+   */
+  async create<T = unknown>(path: string, body: unknown, options: RequestOptions & { idempotencyKey?: string; attempts?: number } = {}): Promise<T> {
+    const { idempotencyKey, attempts = CREATE_ATTEMPTS, ...rest } = options;
+    const key = idempotencyKey ?? globalThis.crypto.randomUUID();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.request<T>('POST', path, body, { ...rest, headers: { ...rest.headers, 'idempotency-key': key } });
+      } catch (error) {
+        const retryable = error instanceof KeelConnectionError || (error instanceof KeelApiError && RETRYABLE_STATUSES.has(error.status));
+        if (!retryable || attempt >= attempts) throw error;
+        await new Promise((resolve) => setTimeout(resolve, RETRY_DELAY_MS * attempt));
+      }
+    }
   }
 
   patch<T = unknown>(path: string, body: unknown): Promise<T> {

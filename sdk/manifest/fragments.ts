@@ -86,6 +86,7 @@ export const eventsFragment = {
     properties: {
       event: { anyOf: [{ enum: KERNEL_EVENT_NAMES }, pluginEventName], description: 'Event name: a kernel event, or <pluginKey>.<name> of a plugin\'s published event.' },
       mode: { enum: ['after_commit', 'in_transaction'], description: 'after_commit: durable subscriber, at least once, in order per entity (events.subscribe); in_transaction: read-only validator that can veto a kernel change (events.hooks).' },
+      awaited: { type: 'boolean', description: 'after_commit on a kernel event only: an API request whose own change emitted the event answers once this subscriber handled it (bounded by its call deadline), so what the plugin derives from the change is readable at once.' },
     },
   },
 };

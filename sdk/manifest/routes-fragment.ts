@@ -33,6 +33,7 @@ export const routesFragment = {
         },
       },
       companyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Query parameter (GET) or top-level body field naming the company, for a route whose path names none: the host checks it like companyParam (unknown 404, another company's caller 403); an agent that omits it acts in its own company, a board caller must give it (400 company_required)." },
+      idempotencyKey: { type: 'boolean', description: 'The route takes an Idempotency-Key header (a create a client may retry): documented as a header parameter of the operation. The plugin keeps the key (createOnce of @keel/sdk/plugin).' },
       agentBodyField: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9]*$', description: "Top-level body field naming an agent that must belong to the call's company; the host answers 404 agent_not_found otherwise, before the isolate runs." },
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },

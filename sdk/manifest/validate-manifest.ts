@@ -165,6 +165,9 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     }
   }
   for (const [index, event] of (typed.events ?? []).entries()) {
+    if (event.awaited && (event.mode !== 'after_commit' || !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event))) {
+      issues.push({ path: `events.${index}.awaited`, message: 'only an after_commit subscription to a kernel event can be awaited' });
+    }
     if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
       issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
     } else if (event.mode === 'in_transaction' && (event.event.startsWith('execution.') || event.event === 'proxy.finished')) {

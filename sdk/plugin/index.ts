@@ -7,6 +7,7 @@ import './runtime.ts';
 export { definePlugin, type PluginDefinition } from './define-plugin.ts';
 export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';
+export { createOnce, type KeyedCreate } from './idempotent-create.ts';
 export type * from './context.ts';
 export type * from './manifest.ts';
 export { respondEvents, respondProxy, RAW_CONTENT_TYPES, METER_KINDS, type ServerSentEvent, type EventsAnswer, type RawContentType, type MeterKind, type ProxySpec, type ProxyAnswer, type ProxyCallStatus, type ProxyFinishedEvent } from './answers.ts';

@@ -116,6 +116,11 @@ export interface RouteManifest {
   /** A top-level body field naming an agent that must belong to the call's company (404 `agent_not_found` otherwise). */
   agentBodyField?: string;
   /**
+   * The route takes an `Idempotency-Key` header: a create a client may retry. The OpenAPI
+   * documents the header; the plugin keeps the key with what it creates (`createOnce`).
+   */
+  idempotencyKey?: boolean;
+  /**
    * Query parameter (GET) or top-level body field naming the company, for a route whose path
    * names none: checked by the host like companyParam; an agent omitting it acts in its own company.
    */
@@ -184,7 +189,17 @@ export interface WebhookManifest {
  * delivered at least once, in order per entity; in_transaction: a read-only validator that may
  * veto a kernel change before it commits (events.hooks).
  */
-export interface EventManifest { event: string; mode: 'after_commit' | 'in_transaction' }
+export interface EventManifest {
+  event: string;
+  mode: 'after_commit' | 'in_transaction';
+  /**
+   * after_commit on a kernel event only: an API request whose own change emitted the event
+   * (a company or agent created or updated through the API) answers once this subscriber has
+   * handled it, at most its call deadline later: what the plugin keeps of the change is
+   * readable from the answer on. For derived state a client reads right after the change.
+   */
+  awaited?: boolean;
+}
 /** An event the plugin publishes with ctx.events.publish (events.publish); `name` starts with the plugin's key. */
 export interface PublishedEventManifest { name: string; description?: string; schema: JsonSchema }
 export interface UiSlotManifest { slot: string; key: string; label?: string; order?: number; dataKey?: string }

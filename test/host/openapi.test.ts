@@ -74,6 +74,9 @@ describe('GET /api/openapi.json with plugins', () => {
         expect(operation.tags).toEqual([`plugin:${loaded.key}`]);
         expect(operation.operationId).toBe(`${loaded.key}.${route.key}`);
         expect(Object.keys(operation.responses)).toContain(String(route.successStatus ?? 200));
+        // A create declared to take an Idempotency-Key documents the header; no other route does.
+        const keyed = (operation.parameters ?? []).some((parameter: any) => parameter.in === 'header' && parameter.name === 'Idempotency-Key');
+        expect(keyed, `${loaded.key} ${route.method} ${route.path}`).toBe(route.idempotencyKey === true);
       }
       expect(pluginOperations(document, loaded.key)).toHaveLength(routes.length);
     }

@@ -84,6 +84,21 @@ export class EventOutbox {
     );
   }
 
+  /**
+   * How many deliveries of one event to these subscribers are still on their way: pending and
+   * never tried, or leased. A failed attempt (pending again, to be retried later) no longer counts.
+   */
+  async unsettled(eventId: string, subscribers: readonly string[]): Promise<number> {
+    const row = await this.db.maybeOne<{ n: number }>(
+      `select count(*)::int as n from keel_events.deliveries d
+        where d.subscriber in (select jsonb_array_elements_text(?::jsonb))
+          and d.event_seq = (select o.seq from keel_events.outbox o where o.id = ?::uuid)
+          and (d.state = 'leased' or (d.state = 'pending' and d.attempts = 0))`,
+      [JSON.stringify(subscribers), eventId],
+    );
+    return row?.n ?? 0;
+  }
+
   /** When the next delivery of these subscribers falls due (a retry's wait, a lease's expiry), if any. */
   async nextDueAt(subscribers: readonly string[]): Promise<Date | null> {
     if (subscribers.length === 0) return null;

@@ -14,6 +14,8 @@ const MAX_IN_FLIGHT = 32;
 const LEASE_MARGIN_MS = 5_000;
 /** Even with no notification, every process looks for due deliveries this often (a missed NOTIFY, an expired lease). */
 const SWEEP_MS = 30_000;
+/** How often a settle() looks whether another process delivered an awaited event. */
+const SETTLE_POLL_MS = 20;
 const PRUNE_EVERY_MS = 60 * 60_000;
 const KEEP_FINISHED_DAYS = 7;
 const DEFAULTS = { maxAttempts: 8, firstRetryMs: 1_000, maxRetryMs: 300_000 };
@@ -44,6 +46,8 @@ export class PluginEvents {
   private readonly owner = `${process.pid}:${randomUUID()}`;
   private readonly validators = new Map<string, Array<() => void>>();
   private readonly inFlight = new Set<string>();
+  /** Waits of settle() for a delivery this process finishes. */
+  private readonly finished = new Set<() => void>();
   private readonly settings: typeof DEFAULTS;
   private stopped = false;
   private running: Promise<void> | null = null;
@@ -58,6 +62,34 @@ export class PluginEvents {
     this.settings = { ...DEFAULTS, ...host.kernel.config.plugins?.events };
     this.sweep = setInterval(() => this.wake(), SWEEP_MS);
     this.sweep.unref();
+    host.kernel.events.settleWith((event, eventId) => this.settle(event, eventId));
+  }
+
+  /**
+   * Awaited subscriptions (`awaited: true`, after_commit): what a subscriber derives from a
+   * request's own change (the costs plugin's budget policy of a company created with a budget)
+   * is there when the request answers. Called after the emitting transaction committed, this
+   * wakes delivery and waits until every running awaited subscriber's delivery of the event is
+   * handled, by this process or another one, or its first attempt failed (it is then retried as
+   * any delivery), at most the subscriber's call deadline. A subscriber without a running
+   * worker here is not waited for.
+   */
+  async settle(event: string, eventId: string): Promise<void> {
+    const awaited = [...this.host.plugins.values()].filter((p) => p.process
+      && (p.row.granted_capabilities as string[] | null ?? []).includes('events.subscribe')
+      && (p.manifest.events ?? []).some((e) => e.event === event && e.mode === 'after_commit' && e.awaited === true));
+    if (awaited.length === 0 || this.stopped) return;
+    const keys = awaited.map((p) => p.key);
+    const deadline = Date.now() + Math.max(...keys.map((key) => this.deadlineOf(key)));
+    this.wake();
+    while (!this.stopped && Date.now() < deadline && await this.outbox.unsettled(eventId, keys) > 0) {
+      // A delivery this process finishes ends the wait at once; one another process delivers is seen on the next look.
+      await new Promise<void>((resolve) => {
+        const done = () => { clearTimeout(timer); this.finished.delete(done); resolve(); };
+        const timer = setTimeout(done, SETTLE_POLL_MS);
+        this.finished.add(done);
+      });
+    }
   }
 
   get store(): EventOutbox {
@@ -150,6 +182,7 @@ export class PluginEvents {
     void this.deliver(delivery).catch((error) => this.host.kernel.log.warn({ err: error, plugin: delivery.subscriber, event: delivery.name }, 'recording an event delivery failed'))
       .finally(() => {
         this.inFlight.delete(id);
+        for (const done of [...this.finished]) done();
         // The next event of the entity (and whatever waited for room) may be due now.
         this.wake();
       });

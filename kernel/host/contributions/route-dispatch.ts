@@ -184,7 +184,11 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     readOnly,
     batch: route.batch && transactional && !readOnly ? { key: route.key, maxItems: route.batch.maxItems ?? 100, maxInFlight: route.batch.maxInFlight ?? 2 } : undefined,
     // A proxied call is recorded in the proxied-call ledger (and by the plugin on proxy.finished), not once more per request.
-    defaultActivity: readOnly || route.proxy ? null : { action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}` },
+    // A keyed create that wrote nothing answered what its key created before: a replay leaves no entry.
+    defaultActivity: readOnly || route.proxy ? null : {
+      action: `plugin.${plugin}.${route.key}`, entityType: 'plugin_route', entityId: `${route.method} ${pluginRoute.fullPath}`,
+      ...(route.idempotencyKey && ctx.get('idempotency-key') ? { onlyIfWritten: true } : {}),
+    },
     // A route may declare a longer deadline than the plugin's default (an import): the request keeps its connection meanwhile.
     deadlineMs: route.timeoutMs,
   });
@@ -199,7 +203,8 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's
   // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
   ctx.state.activityWritten = true;
-  if (upload && !result.ok) await discardUpload(host, upload);
+  // A failed call keeps no upload; nor does a keyed upload the plugin answered as a replay (the first one's file stays).
+  if (upload && (!result.ok || isReplay(result))) await discardUpload(host, upload);
   if (route.download && await sendDownload(ctx, host, plugin, result, companyId)) return;
   if (proxied && await answerProxy(ctx, host, plugin, result, { raw: proxied.raw, parsed: proxied.parsed, companyId, receivedAt })) return;
   respond(ctx, result, route.successStatus ?? 200, { response: route.response, stream: { hub: host.streams, plugin, companyId, actor } });
@@ -218,4 +223,10 @@ async function servePerCompany(host: ExtensionHost, plugin: string, route: Route
 /** The companies a perCompany route serves: every one that is not archived, oldest first. */
 async function activeCompanies(host: ExtensionHost): Promise<string[]> {
   return (await host.kernel.db.query<{ id: string }>("select id from companies where status <> 'archived' order by created_at, id")).map((row) => row.id);
+}
+
+/** Whether a route's answer is the replay of a keyed create (`x-idempotent-replayed: true`, createOnce). */
+function isReplay(result: InvokeResult): boolean {
+  const headers = result.envelope?.headers;
+  return typeof headers === 'object' && headers !== null && (headers as Record<string, unknown>)['x-idempotent-replayed'] === 'true';
 }

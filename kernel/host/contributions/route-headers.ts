@@ -1,13 +1,11 @@
 import type { Context } from 'koa';
-import { KeelError } from '../../http/errors.ts';
+import { idempotencyKeyOf } from '../../http/idempotency-key.ts';
 
 /**
  * The request headers a plugin route sees: besides the basics, what a stream resumes from
  * (Last-Event-ID) and what MCP's Streamable HTTP transport sends on every request.
  */
 const FORWARDED_HEADERS = ['content-type', 'user-agent', 'accept', 'idempotency-key', 'x-request-id', 'last-event-id', 'mcp-session-id', 'mcp-protocol-version'];
-/** Visible ASCII and spaces, as keys are generated (uuids, hashes, counters); what a plugin stores and compares byte for byte. */
-const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
 
 /**
  * The headers forwarded to a plugin route, checked before the call is queued: an
@@ -16,10 +14,7 @@ const IDEMPOTENCY_KEY = /^[\x20-\x7e]{1,255}$/;
  * and inside a batched route's shared one.
  */
 export function routeHeaders(ctx: Context): Record<string, string> {
-  const key = ctx.headers['idempotency-key'];
-  if (key !== undefined && !(typeof key === 'string' && IDEMPOTENCY_KEY.test(key))) {
-    throw new KeelError(400, 'invalid_idempotency_key', 'Idempotency-Key must be 1-255 visible ASCII characters');
-  }
+  idempotencyKeyOf(ctx);
   const headers: Record<string, string> = {};
   for (const name of FORWARDED_HEADERS) {
     const value = ctx.get(name);
@@ -27,3 +22,4 @@ export function routeHeaders(ctx: Context): Record<string, string> {
   }
   return headers;
 }
+

@@ -2,7 +2,9 @@ import type { JsonSchema, PluginManifest, RouteResponseManifest } from '../../..
 import { impliedErrors, type ApiOperation } from '../../http/openapi/operation.ts';
 import type { DocumentTag } from '../../http/openapi/document.ts';
 import { AGENT_REFERENCE_PARAMETERS } from '../../tenancy/agent-access.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../../http/idempotency-key.ts';
 import type { PluginRoute } from './routes.ts';
+import type { ParameterDoc } from '../../http/route-spec.ts';
 
 /**
  * The operations of mounted plugin routes, from the manifests' own route declarations: the
@@ -44,7 +46,7 @@ export function pluginOperations(routes: readonly PluginRoute[]): { operations: 
       } : undefined,
       contentType: route.download ? 'application/octet-stream' : undefined,
       query,
-      parameters: route.agentParam ? AGENT_REFERENCE_PARAMETERS : undefined,
+      parameters: headerAndQueryParameters(route),
       success: [route.successStatus ?? 200],
       response: route.download ? { description: 'The blob the plugin names, streamed by the host.' } : JSON_ANSWER,
       responseContent: route.response ? answerContent(route.response) : undefined,
@@ -53,6 +55,12 @@ export function pluginOperations(routes: readonly PluginRoute[]): { operations: 
     };
   });
   return { operations, schemas };
+}
+
+/** The parameters a route documents beside its query schema: an agent's company, the Idempotency-Key header. */
+function headerAndQueryParameters(route: PluginRoute['route']): ParameterDoc[] | undefined {
+  const parameters = [...(route.agentParam ? AGENT_REFERENCE_PARAMETERS : []), ...(route.idempotencyKey ? [IDEMPOTENCY_KEY_PARAMETER] : [])];
+  return parameters.length ? parameters : undefined;
 }
 
 const JSON_ANSWER = { description: "The plugin's answer: any JSON value (its shape is not declared in the manifest)." };

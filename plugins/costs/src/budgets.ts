@@ -156,9 +156,9 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
 }
 
 /**
- * Durable subscribers (company.created/updated, agent.created/updated): a company or agent
- * created or changed with a monthly budget gets (or updates) its policy shortly after the
- * kernel commits. They run at least once, in commit order per company or agent, so a
+ * Durable subscribers (company.created/updated, agent.created/updated), awaited: a company or
+ * agent created or changed with a monthly budget gets (or updates) its policy after the kernel
+ * commits and before the kernel's route answers. They run at least once, in commit order per company or agent, so a
  * redelivery writes the same policy again (an upsert: idempotent by construction). Budgets set
  * through the plugin's own routes sync the policy in the same transaction, at once.
  */
@@ -182,7 +182,7 @@ export async function onAgentChanged(payload: Record<string, unknown>, ctx: Cost
 export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
   const companyId = String(payload.companyId ?? '');
   if (!companyId) return;
-  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events']) {
+  for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events', 'idempotency_keys']) {
     await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
   }
 }

@@ -1,5 +1,5 @@
 import type { CostsContext } from './context.ts';
-import type { RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, type RouteRequest } from '@keel/sdk/plugin';
 import { financeEventJson } from './json.ts';
 import { rangeOf } from './periods.ts';
 
@@ -8,7 +8,20 @@ interface FinanceBody {
   biller?: string | null; description?: string | null; metadata?: Record<string, unknown> | null; occurredAt?: string;
 }
 
+/** With an Idempotency-Key, a retried create answers the finance event it made (200) and writes nothing (createOnce). */
 export async function createFinanceEvent(req: RouteRequest, ctx: CostsContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'finance_event', request: req.body,
+    load: async (id) => {
+      const { rows } = await ctx.db.query('select * from finance_events where id = $1 and company_id = $2', [id, companyId]);
+      return rows[0] ? financeEventJson(rows[0]) : null;
+    },
+    create: () => insertFinanceEvent(req, ctx),
+  });
+}
+
+async function insertFinanceEvent(req: RouteRequest, ctx: CostsContext) {
   const body = req.body as FinanceBody;
   const { rows } = await ctx.db.query(
     `insert into finance_events (company_id, kind, direction, amount_cents, currency, estimated, biller, description, metadata, occurred_at)
@@ -17,7 +30,7 @@ export async function createFinanceEvent(req: RouteRequest, ctx: CostsContext) {
       body.description ?? null, body.metadata ?? null, body.occurredAt ?? null]);
   const event = financeEventJson(rows[0]!);
   await ctx.activity.record({ action: 'finance_event.created', entityType: 'finance_event', entityId: String(event.id), details: { kind: event.kind, direction: event.direction, amountCents: event.amountCents, currency: event.currency } });
-  return event;
+  return { id: String(event.id), answer: event };
 }
 
 /** `where` for one company's finance events in the query's range; `$1` is the company. */

@@ -111,12 +111,14 @@ function answer(result: WakeAnswer) {
   return respond(202, body, result.replayed ? { 'x-idempotent-replayed': 'true' } : undefined);
 }
 
+/** The body's idempotencyKey, else the Idempotency-Key header: either makes a retry answer the same wakeup. */
 export async function wakeupRoute(req: RouteRequest, ctx: RuntimeContext) {
-  return answer(await wake(ctx, req.params.agentId!, (req.body ?? {}) as WakeInput));
+  const input = (req.body ?? {}) as WakeInput;
+  return answer(await wake(ctx, req.params.agentId!, { ...input, idempotencyKey: input.idempotencyKey ?? req.headers['idempotency-key'] ?? null }));
 }
 
-/** A manual heartbeat: a wakeup with source timer (which coalesces into a run already active). */
+/** A manual heartbeat: a wakeup with source timer (which coalesces into a run already active); an Idempotency-Key makes a retry answer the same one. */
 export async function heartbeatInvokeRoute(req: RouteRequest, ctx: RuntimeContext) {
-  return answer(await wake(ctx, req.params.agentId!, { source: 'timer', triggerDetail: 'manual', reason: 'heartbeat_invoked' }));
+  return answer(await wake(ctx, req.params.agentId!, { source: 'timer', triggerDetail: 'manual', reason: 'heartbeat_invoked', idempotencyKey: req.headers['idempotency-key'] ?? null }));
 }
 

@@ -1,6 +1,5 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { authorise } from './authority.ts';
-import { reimportBundledSkills } from './catalog/bundled.ts';
 import type { SkillsContext } from './context.ts';
 import { utf8Length } from './skill-file/bytes.ts';
 import { fileKind, MAX_SKILL_FILE_BYTES, SKILL_FILE, trustLevel } from './skill-file/inventory.ts';
@@ -11,10 +10,12 @@ import { fileInventories, findSkill, policySourceType, saveSkill, skillJson, wri
 type Row = Record<string, unknown>;
 const companyOf = (req: RouteRequest) => req.companyId!;
 
-/** GET /api/companies/{companyId}/skills: every skill of the company, by name, bundled skills re-imported first. */
+/**
+ * GET /api/companies/{companyId}/skills: every skill of the company, by name. A read writes
+ * nothing: the bundled skills are installed when an agent is pointed at them (bundled.ts).
+ */
 export async function listSkills(req: RouteRequest, ctx: SkillsContext): Promise<unknown> {
   const companyId = companyOf(req);
-  await reimportBundledSkills(ctx, companyId);
   const { rows } = await ctx.db.query('select * from company_skills where company_id = $1 order by name, key', [companyId]);
   const inventories = await fileInventories(ctx.db, companyId, rows.map((row) => String(row.id)));
   const usage = await desiringAgentCounts(ctx, companyId);
@@ -110,8 +111,26 @@ export async function deleteSkill(req: RouteRequest, ctx: SkillsContext): Promis
   return { ...skillJson(row, []), deleted: true };
 }
 
-/** POST .../skills {name, slug?, description?}: an empty managed skill (editable), keyed company/<companyId>/<slug>. */
+/**
+ * POST .../skills {name, slug?, description?}: an empty managed skill (editable), keyed
+ * company/<companyId>/<slug>. With an Idempotency-Key, a retry answers the skill it made (200)
+ * instead of 409 skill_exists, and writes nothing (createOnce).
+ */
 export async function createSkill(req: RouteRequest, ctx: SkillsContext): Promise<unknown> {
+  const companyId = companyOf(req);
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'skill', request: req.body,
+    load: async (id) => {
+      const { rows } = await ctx.db.query('select * from company_skills where id = $1 and company_id = $2', [id, companyId]);
+      if (!rows[0]) return null;
+      const inventories = await fileInventories(ctx.db, companyId, [id]);
+      return { ...skillJson(rows[0], inventories.get(id) ?? []), markdown: rows[0].markdown };
+    },
+    create: () => insertSkill(req, ctx),
+  });
+}
+
+async function insertSkill(req: RouteRequest, ctx: SkillsContext) {
   const companyId = companyOf(req);
   const body = req.body as { name: string; slug?: string | null; description?: string | null };
   const name = body.name.trim();
@@ -130,7 +149,7 @@ export async function createSkill(req: RouteRequest, ctx: SkillsContext): Promis
   });
   await ctx.activity.record({ action: 'company.skill_created', entityType: 'company_skill', entityId: String(row.id), details: { key, slug, name } });
   const inventories = await fileInventories(ctx.db, companyId, [String(row.id)]);
-  return respond(201, { ...skillJson(row, inventories.get(String(row.id)) ?? []), markdown });
+  return { id: String(row.id), answer: respond(201, { ...skillJson(row, inventories.get(String(row.id)) ?? []), markdown }) };
 }
 
 function skeletonMarkdown(name: string, slug: string, description: string | null): string {

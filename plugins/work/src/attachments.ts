@@ -1,9 +1,9 @@
-import { PluginError, respond, type BlobDownload, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type BlobDownload, type RouteRequest } from '@keel/sdk/plugin';
 import { attachmentJson } from './artifact-json.ts';
 import { refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { UUID_PATTERN } from './cursor.ts';
-import { actorOf, lockIssue } from './issues.ts';
+import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`, 'i');
 
@@ -20,10 +20,25 @@ async function issueOfCompany(ctx: WorkContext, ref: string, companyId: string) 
   return lockIssue(ctx, String(rows[0].id), companyId);
 }
 
-/** The kernel has streamed the file into the blob store (type, size and sha256 checked); this keeps its row. */
+/**
+ * The kernel has streamed the file into the blob store (type, size and sha256 checked); this
+ * keeps its row. With an Idempotency-Key, a retried upload of the same file answers the
+ * attachment the first one made (200); the kernel then deletes the file sent again.
+ */
 export async function uploadAttachment(req: RouteRequest, ctx: WorkContext) {
   const file = req.upload;
   if (!file) throw new PluginError(400, 'no_file', "Upload one file in the multipart part named 'file'");
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'attachment',
+    request: { issueId: req.params.issueId, filename: file.filename, contentType: file.contentType, byteSize: file.byteSize, sha256: file.sha256 },
+    load: async (id) => { const row = await rowOfCompany(ctx, 'issue_attachments', id, companyId); return row && attachmentJson(row); },
+    create: () => storeAttachment(req, ctx),
+  });
+}
+
+async function storeAttachment(req: RouteRequest, ctx: WorkContext) {
+  const file = req.upload!;
   const companyId = req.companyId!;
   const issue = await issueOfCompany(ctx, req.params.issueId ?? '', companyId);
   const { agentId, userId } = actorOf(ctx);
@@ -37,7 +52,7 @@ export async function uploadAttachment(req: RouteRequest, ctx: WorkContext) {
     action: 'issue.attachment_added', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, attachmentId: attachment.id, filename: attachment.filename, contentType: attachment.contentType, byteSize: attachment.byteSize },
   });
-  return respond(201, attachment);
+  return { id: String(attachment.id), answer: respond(201, attachment) };
 }
 
 export async function listAttachments(req: RouteRequest, ctx: WorkContext) {

@@ -1,7 +1,7 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { commentJson } from './json.ts';
-import { actorOf, lockIssue } from './issues.ts';
+import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
 
 /** `@shortname` of an agent, as its urlKey is written. */
 const MENTION = /(?:^|[^\w@])@([a-z0-9][a-z0-9-]{0,63})/gi;
@@ -26,7 +26,17 @@ async function agentsToWake(ctx: WorkContext, text: string, repliedToAgentId: st
   return { mentionedAgentIds: [...mentioned].sort(), wakeAgentIds: [...wake].sort() };
 }
 
+/** With an Idempotency-Key, a retried comment answers the comment it made (200) and writes nothing (createOnce). */
 export async function createComment(req: RouteRequest, ctx: WorkContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'comment', request: { issueId: req.params.issueId, body: req.body },
+    load: async (id) => { const row = await rowOfCompany(ctx, 'issue_comments', id, companyId); return row && commentJson(row); },
+    create: () => addComment(req, ctx),
+  });
+}
+
+async function addComment(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as { body: string; parentCommentId?: string | null };
   const companyId = req.companyId!;
   // Locked like any change of the issue, so comments of one issue are stored in the order they commit.
@@ -52,7 +62,7 @@ export async function createComment(req: RouteRequest, ctx: WorkContext) {
   await ctx.events.publish('work.issue.comment_added', {
     issueId: issue.id, identifier: issue.identifier, commentId: comment.id, authorType, authorAgentId: agentId, mentionedAgentIds, wakeAgentIds,
   }, { entityType: 'issue', entityId: String(issue.id) });
-  return respond(201, comment);
+  return { id: String(comment.id), answer: respond(201, comment) };
 }
 
 export async function listComments(req: RouteRequest, ctx: WorkContext) {

@@ -1,5 +1,6 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
+import { rowOfCompany } from './issues.ts';
 import { goalJson } from './json.ts';
 import { assertAgentOfCompany, assertNotUnderItself, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, lockRow, updateRow } from './sql.ts';
@@ -13,7 +14,17 @@ async function checkReferences(ctx: WorkContext, companyId: string, body: Record
   if (goalId) await assertNotUnderItself(ctx, 'goal', goalId, body.parentId, 'a goal cannot be placed under itself or one of its descendants');
 }
 
+/** With an Idempotency-Key, a retried create answers the goal it made (200) and writes nothing (createOnce). */
 export async function createGoal(req: RouteRequest, ctx: WorkContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'goal', request: req.body,
+    load: async (id) => { const row = await rowOfCompany(ctx, 'goals', id, companyId); return row && goalJson(row); },
+    create: () => insertGoal(req, ctx),
+  });
+}
+
+async function insertGoal(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Record<string, unknown>;
   const companyId = req.companyId!;
   await checkReferences(ctx, companyId, body);
@@ -23,7 +34,7 @@ export async function createGoal(req: RouteRequest, ctx: WorkContext) {
     [companyId, body.title, body.description ?? null, body.level ?? null, body.status ?? null, body.parentId ?? null, body.ownerAgentId ?? null]);
   const goal = goalJson(rows[0]!);
   await ctx.activity.record({ action: 'goal.created', entityType: 'goal', entityId: String(goal.id), details: { title: goal.title, level: goal.level } });
-  return respond(201, goal);
+  return { id: String(goal.id), answer: respond(201, goal) };
 }
 
 export async function listGoals(req: RouteRequest, ctx: WorkContext) {

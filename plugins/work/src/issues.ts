@@ -1,4 +1,4 @@
-import { fingerprint, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { publishBlockersResolved } from './blocker-events.ts';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
@@ -83,36 +83,36 @@ async function publishAssigned(ctx: WorkContext, issue: ReturnType<typeof issueJ
  * Creates an issue. Its number is taken from the company's counter in this transaction: the
  * company row stays locked until the commit, so concurrent creates get consecutive numbers and
  * a failed create gives its number back. With an Idempotency-Key, a retried create answers the
- * issue it made (200), and the same key with another body 409.
+ * issue it made (200), and the same key with another body 409 (createOnce).
  */
 export async function createIssue(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Body;
   const companyId = req.companyId!;
-  const key = req.headers['idempotency-key'];
-  const print = fingerprint(body);
-  if (key) {
-    const { rows } = await ctx.db.query(
-      `select k.fingerprint, i.* from idempotency_keys k join issues i on i.id = k.entity_id
-        where k.company_id = $1 and k.kind = 'issue' and k.key = $2`, [companyId, key]);
-    if (rows[0]) {
-      if (rows[0].fingerprint !== print) throw new PluginError(409, 'idempotency_key_reused', 'This Idempotency-Key was already used for a different issue');
-      return respond(200, await issueWithBlockers(ctx, rows[0]));
-    }
-  }
-  const blockers = (await checkReferences(ctx, companyId, body)) ?? [];
-  await assertProjectTakesWork(ctx, companyId, body.projectId);
-  const assigned = Boolean(body.assigneeAgentId || body.assigneeUserId);
-  const status = String(body.status ?? (assigned ? 'todo' : 'backlog'));
-  const row = await insertIssueRow(ctx, companyId, { ...body, status });
-  if (key) {
-    // A concurrent create under the same key loses here (primary key) and its transaction, with its number, rolls back.
-    await ctx.db.query(`insert into idempotency_keys (company_id, kind, key, entity_id, fingerprint) values ($1, 'issue', $2, $3, $4)`, [companyId, key, row.id, print]);
-  }
-  // A new issue has no blockers to remove: only the given ones are stored (the company's counter is held meanwhile).
-  if (blockers.length) await replaceBlockers(ctx, companyId, String(row.id), blockers);
-  const issue = issueJson(row, blockers);
-  await announceCreated(ctx, issue);
-  return respond(201, issue);
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'issue', request: body,
+    load: async (id) => {
+      const row = await rowOfCompany(ctx, 'issues', id, companyId);
+      return row && issueWithBlockers(ctx, row);
+    },
+    create: async () => {
+      const blockers = (await checkReferences(ctx, companyId, body)) ?? [];
+      await assertProjectTakesWork(ctx, companyId, body.projectId);
+      const assigned = Boolean(body.assigneeAgentId || body.assigneeUserId);
+      const status = String(body.status ?? (assigned ? 'todo' : 'backlog'));
+      const row = await insertIssueRow(ctx, companyId, { ...body, status });
+      // A new issue has no blockers to remove: only the given ones are stored (the company's counter is held meanwhile).
+      if (blockers.length) await replaceBlockers(ctx, companyId, String(row.id), blockers);
+      const issue = issueJson(row, blockers);
+      await announceCreated(ctx, issue);
+      return { id: String(row.id), answer: respond(201, issue) };
+    },
+  });
+}
+
+/** A row of one of the plugin's tables, by id, if it belongs to the company. */
+export async function rowOfCompany(ctx: WorkContext, table: string, id: string, companyId: string): Promise<Row | null> {
+  const { rows } = await ctx.db.query(`select * from ${table} where id = $1 and company_id = $2`, [id, companyId]);
+  return rows[0] ?? null;
 }
 
 /**

@@ -1,5 +1,6 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
+import { rowOfCompany } from './issues.ts';
 import { time } from './json.ts';
 import { lockRow, list } from './sql.ts';
 
@@ -73,7 +74,17 @@ export async function getProjectWorkspace(req: RouteRequest, ctx: WorkContext) {
   return projectWorkspaceJson(rows[0]);
 }
 
+/** With an Idempotency-Key, a retried create answers the workspace it made (200) and writes nothing (createOnce). */
 export async function createProjectWorkspace(req: RouteRequest, ctx: WorkContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'project_workspace', request: { projectId: req.params.projectId, body: req.body },
+    load: async (id) => { const row = await rowOfCompany(ctx, 'project_workspaces', id, companyId); return row && projectWorkspaceJson(row); },
+    create: () => insertProjectWorkspace(req, ctx),
+  });
+}
+
+async function insertProjectWorkspace(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Body;
   checkBody(body);
   if (!body.cwd && !body.repoUrl) throw new PluginError(422, 'workspace_location_required', 'A project workspace needs a cwd, a repoUrl or both');
@@ -89,7 +100,7 @@ export async function createProjectWorkspace(req: RouteRequest, ctx: WorkContext
       body.metadata === undefined || body.metadata === null ? null : JSON.stringify(body.metadata)]);
   const workspace = projectWorkspaceJson(rows[0]!);
   await record(ctx, 'project.workspace_created', project.id, workspace);
-  return respond(201, workspace);
+  return { id: String(workspace.id), answer: respond(201, workspace) };
 }
 
 export async function updateProjectWorkspace(req: RouteRequest, ctx: WorkContext) {

@@ -1,5 +1,6 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
+import { rowOfCompany } from './issues.ts';
 import { projectJson } from './json.ts';
 import { assertAgentOfCompany, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, lockRow, updateRow } from './sql.ts';
@@ -15,7 +16,17 @@ async function checkReferences(ctx: WorkContext, companyId: string, body: Record
   await assertAgentOfCompany(ctx, 'leadAgentId', body.leadAgentId);
 }
 
+/** With an Idempotency-Key, a retried create answers the project it made (200) and writes nothing (createOnce). */
 export async function createProject(req: RouteRequest, ctx: WorkContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'project', request: req.body,
+    load: async (id) => { const row = await rowOfCompany(ctx, 'projects', id, companyId); return row && projectJson(row); },
+    create: () => insertProject(req, ctx),
+  });
+}
+
+async function insertProject(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Record<string, unknown>;
   const companyId = req.companyId!;
   await checkReferences(ctx, companyId, body);
@@ -25,7 +36,7 @@ export async function createProject(req: RouteRequest, ctx: WorkContext) {
     [companyId, body.name, body.description ?? null, body.status ?? null, body.leadAgentId ?? null, body.goalId ?? null, body.targetDate ?? null, body.color ?? null]);
   const project = projectJson(rows[0]!);
   await ctx.activity.record({ action: 'project.created', entityType: 'project', entityId: String(project.id), details: { name: project.name, status: project.status } });
-  return respond(201, project);
+  return { id: String(project.id), answer: respond(201, project) };
 }
 
 export async function listProjects(req: RouteRequest, ctx: WorkContext) {

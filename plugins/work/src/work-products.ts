@@ -1,8 +1,8 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { workProductJson } from './artifact-json.ts';
 import { refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
-import { actorOf, lockIssue } from './issues.ts';
+import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
 import { assignments, changedFields, updateRow } from './sql.ts';
 
 type Body = Record<string, unknown>;
@@ -41,7 +41,17 @@ async function clearOtherPrimaries(ctx: WorkContext, issueId: unknown, keepId: u
   await ctx.db.query('update work_products set is_primary = false, updated_at = now() where issue_id = $1 and is_primary and id is distinct from $2', [issueId, keepId]);
 }
 
+/** With an Idempotency-Key, a retried create answers the work product it made (200) and writes nothing (createOnce). */
 export async function createWorkProduct(req: RouteRequest, ctx: WorkContext) {
+  const companyId = req.companyId!;
+  return createOnce(ctx.db, {
+    key: req.headers['idempotency-key'], companyId, kind: 'work_product', request: { issueId: req.params.issueId, body: req.body },
+    load: async (id) => { const row = await rowOfCompany(ctx, 'work_products', id, companyId); return row && workProductJson(row); },
+    create: () => insertWorkProduct(req, ctx),
+  });
+}
+
+async function insertWorkProduct(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Body;
   const issue = await lockIssue(ctx, req.params.issueId!, req.companyId!);
   await checkBody(ctx, String(issue.id), body);
@@ -60,7 +70,7 @@ export async function createWorkProduct(req: RouteRequest, ctx: WorkContext) {
     action: 'issue.work_product_created', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, workProductId: product.id, type: product.type, title: product.title, status: product.status, isPrimary: product.isPrimary },
   });
-  return respond(201, product);
+  return { id: String(product.id), answer: respond(201, product) };
 }
 
 export async function listWorkProducts(req: RouteRequest, ctx: WorkContext) {

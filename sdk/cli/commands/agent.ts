@@ -49,7 +49,7 @@ async function createOrHire(route: 'agents' | 'agent-hires', options: Options): 
   const payload = parsePayload(options.payloadJson);
   const client = clientFor(options);
   await validatePayload(client, 'POST', `/api/companies/{companyId}/${route}`, payload);
-  const answer = await client.post<Record<string, any>>(path`/api/companies/${companyId}/${route}`, payload);
+  const answer = await client.create<Record<string, any>>(path`/api/companies/${companyId}/${route}`, payload);
   const agent = route === 'agents' ? answer : answer.agent;
   const approval = route === 'agents' ? null : answer.approval;
   const lines = [`${route === 'agents' ? 'Created' : 'Hired'} agent ${agent.name} (${agent.id}), status ${agent.status}`];
@@ -103,16 +103,16 @@ export async function wakeCommand(ref: string, options: Options): Promise<void> 
   if (options.trigger) body.triggerDetail = options.trigger;
   if (options.reason) body.reason = options.reason;
   if (options.payloadJson !== undefined) body.payload = parsePayload(options.payloadJson);
-  if (options.idempotencyKey) body.idempotencyKey = options.idempotencyKey;
   if (options.forceFreshSession) body.forceFreshSession = true;
-  const answer = await client.post<Record<string, any>>(path`/api/agents/${id}/wakeup`, body);
+  // The key (given, or fresh for this wakeup) goes as the Idempotency-Key header: a retry gives back the same wakeup.
+  const answer = await client.create<Record<string, any>>(path`/api/agents/${id}/wakeup`, body, { idempotencyKey: options.idempotencyKey });
   emit(options, wakeLines(answer), answer);
 }
 
 export async function heartbeatInvokeCommand(ref: string, options: Options): Promise<void> {
   const client = clientFor(options);
   const id = await agentId(client, ref, options);
-  const answer = await client.post<Record<string, any>>(path`/api/agents/${id}/heartbeat/invoke`, {});
+  const answer = await client.create<Record<string, any>>(path`/api/agents/${id}/heartbeat/invoke`, {});
   emit(options, wakeLines(answer), answer);
 }
 

@@ -87,8 +87,11 @@ export async function importCommand(folder: string, options: Options): Promise<v
     body.target = options.into ? { mode: 'existing_company', companyId: options.into } : { mode: 'new_company', ...(options.name ? { name: options.name } : {}) };
     route = options.preview ? '/api/companies/import/preview' : '/api/companies/import';
   }
-  const headers = options.idempotencyKey ? { 'Idempotency-Key': String(options.idempotencyKey) } : undefined;
-  const answer = await withProgress(options, options.preview ? 'Previewing the import' : 'Importing', () => client.post<Record<string, any>>(route, body, headers ? { headers } : {}));
+  // An import goes with an Idempotency-Key (the one given, else a fresh one) and is repeated with it if no answer comes.
+  const idempotencyKey = options.idempotencyKey ? String(options.idempotencyKey) : undefined;
+  const answer = await withProgress(options, options.preview ? 'Previewing the import' : 'Importing', () => (options.preview
+    ? client.post<Record<string, any>>(route, body, idempotencyKey ? { headers: { 'Idempotency-Key': idempotencyKey } } : {})
+    : client.create<Record<string, any>>(route, body, { idempotencyKey })));
   const c = answer.counts as { create: number; update: number; skip: number };
   const missing = (answer.inputs?.missing ?? []) as string[];
   emit(options, [

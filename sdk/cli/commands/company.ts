@@ -25,7 +25,7 @@ export async function createCommand(options: Options): Promise<void> {
   if (options.description !== undefined) body.description = options.description;
   if (options.budgetMonthlyCents !== undefined) body.budgetMonthlyCents = cents(options.budgetMonthlyCents);
   if (body.name === undefined) throw new CliError('usage', 'company create needs --name <name>');
-  const company = await clientFor(options).post<Record<string, any>>('/api/companies', body);
+  const company = await clientFor(options).create<Record<string, any>>('/api/companies', body);
   emit(options, [`Created company ${company.name} (${company.id}), issue prefix ${company.issuePrefix}`, `Make it the default: keel context set --company-id ${company.id}`], company);
 }
 

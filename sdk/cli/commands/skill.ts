@@ -34,7 +34,7 @@ export async function importCommand(source: string, options: Options): Promise<v
 
 export async function createCommand(options: Options): Promise<void> {
   if (!options.name) throw new CliError('usage', 'skill create needs --name <name>');
-  const skill = await clientFor(options).post<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/skills`, { name: options.name, ...(options.slug ? { slug: options.slug } : {}), ...(options.description ? { description: options.description } : {}) });
+  const skill = await clientFor(options).create<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/skills`, { name: options.name, ...(options.slug ? { slug: options.slug } : {}), ...(options.description ? { description: options.description } : {}) });
   emit(options, `Created skill ${skill.key} (${skill.id})`, skill);
 }
 

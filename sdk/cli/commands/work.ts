@@ -36,7 +36,7 @@ export async function issueGetCommand(id: string, options: Options): Promise<voi
 export async function issueCreateCommand(options: Options): Promise<void> {
   const body = bodyOf(options, ISSUE_FIELDS);
   if (body.title === undefined) throw new CliError('usage', 'issue create needs --title <title> (or a title in --payload-json)');
-  const issue = await clientFor(options).post<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/issues`, body, options.idempotencyKey ? { headers: { 'idempotency-key': options.idempotencyKey } } : undefined);
+  const issue = await clientFor(options).create<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/issues`, body, { idempotencyKey: options.idempotencyKey });
   emit(options, `Created ${issue.identifier}: ${issue.title} (${issue.status})`, issue);
 }
 
@@ -49,7 +49,7 @@ export async function issueUpdateCommand(id: string, options: Options): Promise<
 
 export async function issueCommentCommand(id: string, options: Options): Promise<void> {
   if (!options.body) throw new CliError('usage', 'issue comment needs --body <text>');
-  const comment = await clientFor(options).post<Record<string, any>>(path`/api/issues/${id}/comments`, { body: options.body, ...(options.parentCommentId ? { parentCommentId: options.parentCommentId } : {}) });
+  const comment = await clientFor(options).create<Record<string, any>>(path`/api/issues/${id}/comments`, { body: options.body, ...(options.parentCommentId ? { parentCommentId: options.parentCommentId } : {}) });
   emit(options, `Commented on ${id} (${comment.id})`, comment);
 }
 
@@ -89,7 +89,7 @@ export async function projectGetCommand(id: string, options: Options): Promise<v
 export async function projectCreateCommand(options: Options): Promise<void> {
   const body = bodyOf(options, PROJECT_FIELDS);
   if (body.name === undefined) throw new CliError('usage', 'project create needs --name <name> (or a name in --payload-json)');
-  const project = await clientFor(options).post<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/projects`, body);
+  const project = await clientFor(options).create<Record<string, any>>(path`/api/companies/${companyIdFor(options)}/projects`, body);
   emit(options, `Created project ${project.name} (${project.id})`, project);
 }
 

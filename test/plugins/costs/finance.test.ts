@@ -211,3 +211,24 @@ describe('finance reads', () => {
     expect(summary.body.eventCount).toBe(6);
   });
 });
+
+describe('POST /api/companies/{companyId}/finance-events with an Idempotency-Key', () => {
+  const count = async (companyId: string) => (await t.sql.query('select count(*)::int as n from plugin_costs.finance_events where company_id = $1', [companyId])).rows[0].n;
+  const keyed = (companyId: string, body: unknown, key: string) => t.api.post(`/api/companies/${companyId}/finance-events`, body, { headers: { 'Idempotency-Key': key } });
+
+  it('a retry and a concurrent pair each write one event and answer its id; another body under the key is 409', async () => {
+    const company = await createCompany(t.api, { name: 'Keyed Finance Co' });
+    const body = { kind: 'fee', direction: 'debit', amountCents: 125 };
+    const first = await keyed(company.id, body, 'finance-1');
+    expect(first.status, first.text).toBe(201);
+    const retry = await keyed(company.id, body, 'finance-1');
+    expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id]).toEqual([200, 'true', first.body.id]);
+    const other = await keyed(company.id, { ...body, amountCents: 126 }, 'finance-1');
+    expect([other.status, other.body.code]).toEqual([409, 'idempotency_key_reused']);
+    const pair = await Promise.all([0, 1].map(() => keyed(company.id, body, 'finance-2')));
+    expect(pair.map((res) => res.status).sort()).toEqual([200, 201]);
+    expect(pair[0]!.body.id).toBe(pair[1]!.body.id);
+    expect(await count(company.id)).toBe(2);
+    expect((await t.sql.query("select count(*)::int as n from activity_log where action = 'finance_event.created' and company_id = $1", [company.id])).rows[0].n).toBe(2);
+  });
+});

@@ -34,6 +34,14 @@ export async function activities(t: TestKernel, companyId: string, action: strin
   return rows;
 }
 
+/** Activity entries a request asked for: without the installs of the required bundled skill an agent's create makes. */
+export function requested(entries: any[]): any[] {
+  return entries.filter((entry) => entry.details?.reason !== 'bundled_reimport');
+}
+
+/** The key of the required bundled skill every agent gets (installed when an agent is created). */
+export const REQUIRED_BUNDLED_KEY = 'keel/catalog/service';
+
 export async function storedSkills(t: TestKernel, companyId: string): Promise<any[]> {
   const { rows } = await t.sql.query('select * from plugin_skills.company_skills where company_id = $1 order by key', [companyId]);
   return rows;

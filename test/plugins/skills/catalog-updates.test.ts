@@ -258,8 +258,11 @@ describe('POST .../skills/{skillId}/audit', () => {
 });
 
 describe('bundled skills', () => {
-  it('are re-imported on list: the required base skill appears, installed bundled skills return to the shipped bytes, a second list writes nothing', async () => {
+  it('are re-imported on writes, never on a list: the base skill is there once an agent is, an agent change brings installed bundled skills back to the shipped bytes, lists write nothing', async () => {
     const company = await createCompany(t.api);
+    expect((await t.api.get(skillsPath(company.id))).body).toEqual([]);
+    // No wait: the agent's create answers once the skills plugin installed the bundled skills it is pointed at.
+    await createAgent(t.api, company.id);
     const first = await t.api.get(skillsPath(company.id));
     expect(first.status, first.text).toBe(200);
     expect(first.body.map((skill: any) => skill.key)).toEqual(['keel/catalog/service']);
@@ -268,6 +271,11 @@ describe('bundled skills', () => {
     expect(first.body[0].fileInventory).toEqual(catalog.files);
     const doc = await install(company.id, 'doc-maintenance');
     await asEarlierRelease(doc.id);
+    const stale = await installedHash(doc.id);
+    await t.api.get(skillsPath(company.id));
+    expect(await installedHash(doc.id)).toBe(stale);
+    // Another agent created in the company is pointed at the bundled skills: they are brought up to date first.
+    await createAgent(t.api, company.id);
     const second = await t.api.get(skillsPath(company.id));
     expect(second.body.map((skill: any) => skill.key)).toEqual(['keel/catalog/doc-maintenance', 'keel/catalog/service']);
     const shipped = (await t.api.get('/api/skills/catalog/doc-maintenance')).body;
@@ -281,6 +289,7 @@ describe('bundled skills', () => {
 
   it('cannot be edited or deleted', async () => {
     const company = await createCompany(t.api);
+    await createAgent(t.api, company.id);
     const [base] = (await t.api.get(skillsPath(company.id))).body;
     const edit = await t.api.patch(routes(company.id, base.id).files, { path: 'SKILL.md', content: '# mine\n' });
     expect(edit.status).toBe(422);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
-import { activities, catalogIndex, installPath, listingHash, sha256, shippedFiles, skillsPath, storedSkills } from './catalog-helpers.ts';
+import { activities, catalogIndex, installPath, listingHash, REQUIRED_BUNDLED_KEY, requested, sha256, shippedFiles, skillsPath, storedSkills } from './catalog-helpers.ts';
 
 let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS }); });
@@ -159,7 +159,7 @@ describe('POST /api/companies/{companyId}/skills/install-catalog', () => {
     const detail = await t.api.get(`${skillsPath(company.id)}/${res.body.skill.id}`);
     expect(detail.body).toMatchObject({ attachedAgentCount: 0, usedByAgents: [] });
     expect((await t.api.get(`/api/agents/${agent.id}`)).status).toBe(200);
-    const [entry, ...more] = await activities(t, company.id, 'company.skills_imported');
+    const [entry, ...more] = requested(await activities(t, company.id, 'company.skills_imported'));
     expect(more).toEqual([]);
     expect(entry.details).toMatchObject({ source: 'catalog:qa-acceptance', sourceType: 'catalog', action: 'created', count: 1, skills: [{ id: res.body.skill.id, key: 'keel/catalog/qa-acceptance' }] });
   });
@@ -277,8 +277,8 @@ describe('POST /api/companies/{companyId}/skills/install-catalog', () => {
     const refused = await t.api.as(ceo).post(installPath(company.id), { catalogSkillId: 'wireframe' });
     expect(refused.status).toBe(403);
     expect(refused.body).toMatchObject({ error: 'Skill policy denies skills.install', code: 'skill_policy_denied', details: { decision: { allowed: false, matchedRuleId: 'no-catalog' } } });
-    expect(await storedSkills(t, company.id)).toEqual([]);
-    expect(await activities(t, company.id, 'company.skills_imported')).toEqual([]);
+    expect((await storedSkills(t, company.id)).filter((skill) => skill.key !== REQUIRED_BUNDLED_KEY)).toEqual([]);
+    expect(requested(await activities(t, company.id, 'company.skills_imported'))).toEqual([]);
   });
 
   it('lets an agent with canCreateAgents (a ceo) install', async () => {
@@ -286,7 +286,7 @@ describe('POST /api/companies/{companyId}/skills/install-catalog', () => {
     const key = await createAgentKey(t.api, (await createAgent(t.api, company.id, { role: 'ceo' })).id);
     const res = await t.api.as(key).post(installPath(company.id), { catalogSkillId: 'task-planning' });
     expect(res.status, res.text).toBe(201);
-    const [entry] = await activities(t, company.id, 'company.skills_imported');
+    const [entry] = requested(await activities(t, company.id, 'company.skills_imported'));
     expect(entry.actor_type).toBe('agent');
   });
 });

@@ -140,13 +140,16 @@ describe('scan-projects', () => {
       const res = await scan(body);
       expect([res.status, res.body.code], JSON.stringify(body).slice(0, 80)).toEqual([400, 'validation_failed']);
     }
+    expect(await count()).toBe(before);
+    // (An agent's create installs the required bundled skill: counted from after it.)
     const agent = await createAgent(t.api, company.id);
     const key = await createAgentKey(t.api, agent.id);
+    const afterAgent = await count();
     const denied = await t.api.as(key).post(`/api/companies/${company.id}/skills/scan-projects`, {});
     expect([denied.status, denied.body.code]).toEqual([403, 'permission_denied']);
     const outsider = await createAgentKey(t.api, (await createAgent(t.api, other.id)).id);
     const foreign = await t.api.as(outsider).post(`/api/companies/${company.id}/skills/scan-projects`, {});
     expect(foreign.status).toBe(403);
-    expect(await count()).toBe(before);
+    expect(await count()).toBe(afterAgent);
   });
 });

@@ -215,3 +215,21 @@ describe('who may change skills', () => {
     expect(await skillCount(company.id)).toBe(before);
   });
 });
+
+describe('POST /api/companies/{companyId}/skills with an Idempotency-Key', () => {
+  it('a retry and a concurrent pair each make one skill and answer it; without the key a repeat is 409 skill_exists', async () => {
+    const fresh = await createCompany(t.api, { name: 'Keyed Skills Co' });
+    const path = `/api/companies/${fresh.id}/skills`;
+    const keyed = (body: unknown, key: string) => t.api.post(path, body, { headers: { 'Idempotency-Key': key } });
+    const first = await keyed({ name: 'Keyed Skill' }, 'skill-1');
+    expect(first.status, first.text).toBe(201);
+    const retry = await keyed({ name: 'Keyed Skill' }, 'skill-1');
+    expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id, retry.body.markdown]).toEqual([200, 'true', first.body.id, first.body.markdown]);
+    expect((await t.api.post(path, { name: 'Keyed Skill' })).body.code).toBe('skill_exists');
+    const pair = await Promise.all([0, 1].map(() => keyed({ name: 'Raced Skill' }, 'skill-2')));
+    expect(pair.map((res) => res.status).sort(), pair.map((res) => res.text).join('\n')).toEqual([200, 201]);
+    expect(pair[0]!.body.id).toBe(pair[1]!.body.id);
+    const { rows } = await t.sql.query('select count(*)::int as n from plugin_skills.company_skills where company_id = $1', [fresh.id]);
+    expect(rows[0].n).toBe(2);
+  });
+});

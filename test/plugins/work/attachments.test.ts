@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 import { createAgent, createAgentKey, createCompany } from '../../support/fixtures.ts';
 import { sendLargeUpload } from '../../support/large-upload.ts';
-import { artifactCounts, attach, createIssue, ISO, PNG_1X1, UNKNOWN_ID, upload } from './artifact-helpers.ts';
+import { artifactCounts, attach, createIssue, fileForm, ISO, PNG_1X1, UNKNOWN_ID, upload } from './artifact-helpers.ts';
 
 /** Issue attachments of the work plugin: bytes in the kernel's blob store, rows in the plugin's table. */
 let t: TestKernel;
@@ -195,5 +195,24 @@ describe('attachment scoping', () => {
     expect(await artifactCounts(t)).toEqual(before);
     const download = await agentApi.get(file.contentPath);
     expect([download.status, download.text]).toEqual([200, 'secret contents']);
+  });
+});
+
+describe('uploads with an Idempotency-Key', () => {
+  it('a retried upload answers the first attachment, keeps one row and one file, and deletes the file sent again', async () => {
+    const issue = await issueOf('Uploaded twice');
+    const path = `/api/companies/${company.id}/issues/${issue.id}/attachments`;
+    const send = () => agentApi.post(path, undefined, { rawBody: fileForm('twice the same words', 'text/plain', 'twice.txt'), headers: { 'Idempotency-Key': 'upload-1' } });
+    const blobCount = async () => (await t.sql.query('select count(*)::int as n from blobs where company_id = $1', [company.id])).rows[0].n;
+    const first = await send();
+    expect(first.status, first.text).toBe(201);
+    const blobs = await blobCount();
+    const retry = await send();
+    expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id], retry.text).toEqual([200, 'true', first.body.id]);
+    expect((await t.sql.query('select count(*)::int as n from plugin_work.issue_attachments where issue_id = $1', [issue.id])).rows[0].n).toBe(1);
+    expect(await blobCount()).toBe(blobs);
+    const other = await agentApi.post(path, undefined, { rawBody: fileForm('other words', 'text/plain', 'twice.txt'), headers: { 'Idempotency-Key': 'upload-1' } });
+    expect([other.status, other.body.code]).toEqual([409, 'idempotency_key_reused']);
+    expect(await blobCount()).toBe(blobs);
   });
 });

@@ -1,4 +1,5 @@
 import { PluginError } from '@keel/sdk/plugin';
+import { reimportBundledSkills } from '../catalog/bundled.ts';
 import type { SkillsContext } from '../context.ts';
 import { savePreference } from './preferences.ts';
 import { resolveSelection } from './references.ts';
@@ -27,6 +28,8 @@ export async function followAgentSkills(payload: Record<string, unknown>, ctx: S
   if (!companyId || !agentId) return;
   const agent = await ctx.agents.get(agentId);
   if (!agent) return;
+  // The agent is pointed at the required bundled skills: the company has them at their shipped bytes.
+  await reimportBundledSkills(ctx, companyId);
   const desired = Array.isArray(agent.desiredSkills) ? agent.desiredSkills.filter((key): key is string => typeof key === 'string') : [];
   const { rows } = await ctx.db.query('select 1 from agent_skill_preferences where agent_id = $1', [agentId]);
   if (rows.length === 0 && desired.length === 0) return;

@@ -4,11 +4,13 @@ import { saveSkill } from '../skill-store.ts';
 import { catalogRecord, skillsWithHash } from './catalog-store.ts';
 
 /**
- * Bundled skills are re-imported whenever a company's skills are listed: the required ones
- * (the base skill) are installed if missing, and every bundled skill the company has is
- * brought to the shipped bytes (bundled copies are read-only, so nothing local is lost).
- * Runs in the list route, which has no transaction: each skill is written by one atomic
- * statement, and only when it is missing or differs, so a list normally writes nothing.
+ * Bundled skills are re-imported on the writes that point agents at them, never on a read:
+ * when an agent of the company is created or changed (an awaited subscriber, so the answer of
+ * the agent's create comes after) and when an agent's skills are synced.
+ * The required ones (the base skill) are installed if missing, and every bundled skill the
+ * company has is brought to the shipped bytes (bundled copies are read-only, so nothing local
+ * is lost). Each skill is written by one atomic statement, and only when it is missing or
+ * differs, so a re-import of a company already in step writes nothing.
  */
 export async function reimportBundledSkills(ctx: SkillsContext, companyId: string): Promise<void> {
   const bundled = CATALOG.filter(({ skill }) => skill.kind === 'bundled');
@@ -28,3 +30,4 @@ export async function reimportBundledSkills(ctx: SkillsContext, companyId: strin
     });
   }
 }
+
