@@ -1,13 +1,16 @@
-import { fork, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { KernelToWorker, WorkerToKernel } from './protocol/messages.ts';
-import { workerEntry } from './worker-entry.ts';
+import type { WorkerProcesses } from './worker-standby.ts';
+
+/** How a worker process ended; `culprit` is the plugin that ended it, when one is known. */
+export interface WorkerExit { code: number | null; signal: string | null; reason: string | null; culprit?: string | null }
 
 /** What a plugin loaded in a worker process hears from it. */
 export interface SlotListener {
   message(message: Exclude<WorkerToKernel, { t: 'fatal' }>): void;
   /** The process ended, with every plugin in it. */
-  exited(exit: { code: number | null; signal: string | null; reason: string | null }): void;
+  exited(exit: WorkerExit): void;
 }
 
 /**
@@ -15,7 +18,7 @@ export interface SlotListener {
  * host of its own; the first-party plugins share one (each still in its own isolate, with its
  * own database role and deadlines). The process is started when a plugin is loaded into it and
  * ends when the last one leaves; when it dies, every plugin in it is told and loads itself
- * again (plugin-process.ts), which starts a new process.
+ * again (plugin-process.ts), which takes a new process: the warm standby (worker-standby.ts).
  */
 export class WorkerHost {
   readonly name: string;
@@ -24,11 +27,16 @@ export class WorkerHost {
   private starting: Promise<ChildProcess> | null = null;
   private readonly slots = new Map<string, SlotListener>();
   private fatalReason: string | null = null;
+  /** The plugin that ended the process (a V8 fatal error in its isolate, or a call of its that the kernel's deadline ended). */
+  private culprit: string | null = null;
   private stderr = '';
+  private readonly processes: WorkerProcesses;
 
-  constructor(options: { name: string; log: Logger }) {
+  /** `processes` starts worker processes for every host of the kernel, and keeps the one warm standby they share. */
+  constructor(options: { name: string; log: Logger; processes: WorkerProcesses }) {
     this.name = options.name;
     this.log = options.log;
+    this.processes = options.processes;
   }
 
   get pid(): number | null {
@@ -69,9 +77,11 @@ export class WorkerHost {
     });
   }
 
-  /** Ends a process that stopped answering: every plugin in it is told, and loads itself again. */
-  kill(): void {
-    this.child?.kill('SIGKILL');
+  /** Ends a process that stopped answering (a call of `culprit` overran): every plugin in it is told, and loads itself again. */
+  kill(culprit: string): void {
+    if (!this.child) return;
+    this.culprit ??= culprit;
+    this.child.kill('SIGKILL');
   }
 
   private running(): Promise<ChildProcess> {
@@ -81,30 +91,20 @@ export class WorkerHost {
   }
 
   private async spawn(): Promise<ChildProcess> {
-    const child = fork(await workerEntry(), [], {
-      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
-      // V8's serialization copies the long JSON texts messages carry (answers, inputs) as
-      // they are; the JSON channel escaped and unescaped them again on every hop. Messages
-      // stay plain data (protocol/messages.ts).
-      serialization: 'advanced',
-      // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
-      // which stops workers in order, not every worker at once mid-request.
-      detached: true,
-      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
-    });
+    const child = await this.processes.take();
     this.child = child;
     this.fatalReason = null;
+    this.culprit = null;
     this.stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => { this.stderr = (this.stderr + chunk.toString()).slice(-4000); });
     child.on('message', (message: WorkerToKernel) => {
-      if (message.t === 'fatal') { this.fatalReason = message.reason; return; }
+      if (message.t === 'fatal') { this.fatalReason = message.reason; this.culprit = message.pluginKey ?? this.culprit; return; }
       this.slots.get(message.slot)?.message(message);
     });
     child.on('exit', (code, signal) => this.exited(child, code, signal));
-    // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
-    // a listener that event would end the kernel. The exit handler deals with the worker.
-    child.on('error', (error) => this.log.warn({ worker: this.name, err: error }, 'plugin worker channel error'));
+    this.log.debug({ worker: this.name, pid: child.pid }, 'plugin worker process started');
+    // It may have died while it stood by (between the check and the take).
+    if (child.exitCode !== null || child.signalCode !== null) queueMicrotask(() => this.exited(child, child.exitCode, child.signalCode));
     return child;
   }
 
@@ -114,7 +114,7 @@ export class WorkerHost {
     const reason = this.fatalReason ?? (this.stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
     const listeners = [...this.slots.values()];
     this.slots.clear();
-    for (const listener of listeners) listener.exited({ code, signal, reason });
+    for (const listener of listeners) listener.exited({ code, signal, reason, culprit: this.culprit });
   }
 
   private sendTo(child: ChildProcess, message: KernelToWorker): boolean {
