@@ -59,6 +59,8 @@ export class PluginProcess {
   private loadedAt: number | null = null;
   /** Loadings lost in a row, each within STABLE_MS of loading (or before it): the crash loop the backoff answers. */
   private crashLoop = 0;
+  /** When a call last reached this plugin (performance.now()), for the order of reloads in a shared process. */
+  private lastCalledAt = 0;
   readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
 
@@ -129,6 +131,7 @@ export class PluginProcess {
               this.handle(message);
           }
         },
+        lastCalled: () => this.lastCalledAt,
         exited: (exit) => {
           if (exit.reason) this.onLog({ at: new Date().toISOString(), level: 'error', message: `worker process ended: ${exit.reason}` });
           reject(new Error(`worker exited during boot (code ${exit.code}): ${exit.reason ?? 'no reason given'}`));
@@ -253,6 +256,7 @@ export class PluginProcess {
   async invokeBatch(messages: InvokeMessage[]): Promise<InvokeResult[]> {
     const refuse = (error: WireError) => messages.map(() => ({ ok: false, error, activityWritten: false }) as InvokeResult);
     if (this.stopped) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` });
+    this.lastCalledAt = performance.now();
     // No plugin_busy here: a batch is one unit of work in the worker, and its route's batcher
     // already bounds how many are in flight; counting its calls would refuse the very load
     // that batching exists to absorb.
@@ -285,6 +289,7 @@ export class PluginProcess {
     if (this.stopped) {
       return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` }, activityWritten: false };
     }
+    this.lastCalledAt = performance.now();
     if (this.pending.size >= this.maxConcurrent) {
       return { ok: false, error: { status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` }, activityWritten: false };
     }

@@ -11,6 +11,8 @@ export interface SlotListener {
   message(message: Exclude<WorkerToKernel, { t: 'fatal' }>): void;
   /** The process ended, with every plugin in it. */
   exited(exit: WorkerExit): void;
+  /** When the plugin was last called (performance.now(), 0 if never): the plugins called most recently load first after a crash. */
+  lastCalled(): number;
 }
 
 /**
@@ -31,6 +33,9 @@ export class WorkerHost {
   private culprit: string | null = null;
   private stderr = '';
   private readonly processes: WorkerProcesses;
+  /** Loads waiting their turn, and the slot whose load the process is working on. */
+  private loads: Array<{ slot: string; init: Extract<KernelToWorker, { t: 'load' }>['init'] }> = [];
+  private loadingSlot: string | null = null;
 
   /** `processes` starts worker processes for every host of the kernel, and keeps the one warm standby they share. */
   constructor(options: { name: string; log: Logger; processes: WorkerProcesses }) {
@@ -47,14 +52,37 @@ export class WorkerHost {
     return Boolean(this.child?.connected);
   }
 
-  /** Loads a plugin into the process (starting the process if it is not running). */
+  /**
+   * Loads a plugin into the process (starting the process if it is not running). Loads are sent
+   * one at a time, each once the one before has answered: a load carries the plugin's bundle
+   * (hundreds of KiB), and a call sent to a plugin already loaded must not queue behind the
+   * bundles of every other plugin on their way to a process that took over after a crash.
+   */
   async load(slot: string, init: Extract<KernelToWorker, { t: 'load' }>['init'], listener: SlotListener): Promise<void> {
     const child = await this.running();
+    if (!child.connected) throw new Error(`the ${this.name} worker process is not running`);
     this.slots.set(slot, listener);
-    if (!this.sendTo(child, { t: 'load', slot, init })) {
-      this.slots.delete(slot);
-      throw new Error(`the ${this.name} worker process is not running`);
+    this.loads.push({ slot, init });
+    if (this.loadingSlot === null) this.sendNextLoad(child);
+  }
+
+  private sendNextLoad(child: ChildProcess): void {
+    this.loadingSlot = null;
+    if (this.child !== child) return;
+    for (let next = this.loads.shift(); next; next = this.loads.shift()) {
+      // Unloaded while it waited its turn: nothing to send.
+      if (!this.slots.has(next.slot)) continue;
+      this.loadingSlot = next.slot;
+      // A process that cannot be written to is ending: its exit tells every plugin in it.
+      this.sendTo(child, { t: 'load', slot: next.slot, init: next.init });
+      return;
     }
+  }
+
+  /** The load in flight answered: the next is sent after the calls this answer lets through (they go first). */
+  private loadAnswered(child: ChildProcess, slot: string): void {
+    if (this.child !== child || this.loadingSlot !== slot) return;
+    setImmediate(() => this.sendNextLoad(child));
   }
 
   send(message: KernelToWorker): boolean {
@@ -69,6 +97,8 @@ export class WorkerHost {
     if (!this.slots.delete(slot)) return;
     const child = this.child;
     if (!child) return;
+    // Its load may never be answered now (the process skips a plugin unloaded before its boot).
+    this.loadAnswered(child, slot);
     if (this.slots.size > 0) { this.sendTo(child, { t: 'unload', slot }); return; }
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => child.kill('SIGKILL'), 2000);
@@ -95,11 +125,14 @@ export class WorkerHost {
     this.child = child;
     this.fatalReason = null;
     this.culprit = null;
+    this.loads = [];
+    this.loadingSlot = null;
     this.stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => { this.stderr = (this.stderr + chunk.toString()).slice(-4000); });
     child.on('message', (message: WorkerToKernel) => {
       if (message.t === 'fatal') { this.fatalReason = message.reason; this.culprit = message.pluginKey ?? this.culprit; return; }
       this.slots.get(message.slot)?.message(message);
+      if (message.t === 'loaded' || message.t === 'load_failed') this.loadAnswered(child, message.slot);
     });
     child.on('exit', (code, signal) => this.exited(child, code, signal));
     this.log.debug({ worker: this.name, pid: child.pid }, 'plugin worker process started');
@@ -111,8 +144,12 @@ export class WorkerHost {
   private exited(child: ChildProcess, code: number | null, signal: string | null): void {
     if (this.child !== child) return;
     this.child = null;
+    this.loads = [];
+    this.loadingSlot = null;
     const reason = this.fatalReason ?? (this.stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
-    const listeners = [...this.slots.values()];
+    // Each reloads in the order told, and the new process boots them one after another: the
+    // plugins that serve traffic come back first, the idle ones after them.
+    const listeners = [...this.slots.values()].sort((a, b) => b.lastCalled() - a.lastCalled());
     this.slots.clear();
     for (const listener of listeners) listener.exited({ code, signal, reason, culprit: this.culprit });
   }
