@@ -77,3 +77,14 @@ it('keeps the kernel answering during 1,000 plugin crashes in a row, hard crashe
   expect(health.body.worker.status).toBe('running');
   expect(health.body.worker.restarts).toBeGreaterThanOrEqual(10);
 }, 90_000);
+
+it('replaces a killed worker process by the warm standby, and the plugin answers again', async () => {
+  const health = async () => (await t.api.get(`${P}/health`)).body.worker as { pid: number | null; status: string; restarts: number; standbyPid: number | null };
+  const before = await waitFor(health, (worker) => worker.status === 'running' && worker.standbyPid !== null, 20_000);
+  expect(before.standbyPid).not.toBe(before.pid);
+  process.kill(before.pid!, 'SIGKILL');
+  const after = await waitFor(health, (worker) => worker.status === 'running' && worker.restarts > before.restarts, 20_000);
+  expect(after.pid).toBe(before.standbyPid);
+  const ok = await t.api.get(`${P}/ok`);
+  expect(ok.status, ok.text).toBe(200);
+}, 60_000);
