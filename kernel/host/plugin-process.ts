@@ -96,7 +96,7 @@ export class PluginProcess {
     // they still run (a statement a crashed or killed plugin left behind would otherwise run on
     // until statement_timeout, whatever its call's deadline was).
     const applicationName = `keel-w${randomBytes(6).toString('hex')}-${this.key}`.slice(0, 63);
-    const init: WorkerInit = this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
+    const init = (): WorkerInit => this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
     this.slot = slot;
     this.loadedAt = null;
     const lost = (exit: WorkerExit) => {

@@ -1,6 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
-import type { KernelToWorker, WorkerToKernel } from './protocol/messages.ts';
+import type { KernelToWorker, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import type { WorkerProcesses } from './worker-standby.ts';
 
 /** How a worker process ended; `culprit` is the plugin that ended it, when one is known. */
@@ -34,7 +34,7 @@ export class WorkerHost {
   private stderr = '';
   private readonly processes: WorkerProcesses;
   /** Loads waiting their turn, and the slot whose load the process is working on. */
-  private loads: Array<{ slot: string; init: Extract<KernelToWorker, { t: 'load' }>['init'] }> = [];
+  private loads: Array<{ slot: string; init: () => WorkerInit }> = [];
   private loadingSlot: string | null = null;
 
   /** `processes` starts worker processes for every host of the kernel, and keeps the one warm standby they share. */
@@ -57,8 +57,9 @@ export class WorkerHost {
    * one at a time, each once the one before has answered: a load carries the plugin's bundle
    * (hundreds of KiB), and a call sent to a plugin already loaded must not queue behind the
    * bundles of every other plugin on their way to a process that took over after a crash.
+   * `init` is read when the load is sent, so that a configuration changed meanwhile goes with it.
    */
-  async load(slot: string, init: Extract<KernelToWorker, { t: 'load' }>['init'], listener: SlotListener): Promise<void> {
+  async load(slot: string, init: () => WorkerInit, listener: SlotListener): Promise<void> {
     const child = await this.running();
     if (!child.connected) throw new Error(`the ${this.name} worker process is not running`);
     this.slots.set(slot, listener);
@@ -74,7 +75,7 @@ export class WorkerHost {
       if (!this.slots.has(next.slot)) continue;
       this.loadingSlot = next.slot;
       // A process that cannot be written to is ending: its exit tells every plugin in it.
-      this.sendTo(child, { t: 'load', slot: next.slot, init: next.init });
+      this.sendTo(child, { t: 'load', slot: next.slot, init: next.init() });
       return;
     }
   }
