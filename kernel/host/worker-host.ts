@@ -3,6 +3,9 @@ import type { Logger } from 'pino';
 import type { KernelToWorker, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import type { WorkerProcesses } from './worker-standby.ts';
 
+/** `loadingSlot` between a load's answer and the next load (slot ids are uuids: never this). */
+const NEXT_LOAD_SCHEDULED = 'next load scheduled';
+
 /** How a worker process ended; `culprit` is the plugin that ended it, when one is known. */
 export interface WorkerExit { code: number | null; signal: string | null; reason: string | null; culprit?: string | null }
 
@@ -83,7 +86,8 @@ export class WorkerHost {
   /** The load in flight answered: the next is sent after the calls this answer lets through (they go first). */
   private loadAnswered(child: ChildProcess, slot: string): void {
     if (this.child !== child || this.loadingSlot !== slot) return;
-    setImmediate(() => this.sendNextLoad(child));
+    this.loadingSlot = NEXT_LOAD_SCHEDULED;
+    setImmediate(() => { if (this.child === child && this.loadingSlot === NEXT_LOAD_SCHEDULED) this.sendNextLoad(child); });
   }
 
   send(message: KernelToWorker): boolean {
