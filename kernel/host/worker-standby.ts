@@ -11,7 +11,7 @@ const REPLENISH_DELAY_MS = 300;
  * plugin. A worker that dies is replaced by the standby at once (a fresh process costs a few
  * hundred milliseconds of start-up, most of a plugin's restart), and the next standby starts
  * in the background. One standby in all, whatever the number of worker processes: it costs
- * one idle Node process (about 50 MiB resident), and none before the first worker starts.
+ * one idle Node process (about 60 MiB resident), and none before the first worker starts.
  */
 export class WorkerProcesses {
   private readonly log: Logger;
