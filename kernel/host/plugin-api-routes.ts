@@ -215,7 +215,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
       status: row.status,
       healthy: row.status === 'enabled' && health?.status === 'running' && events.dead === 0,
       // standbyPid: the warm process the next worker to die is replaced by (one for the whole instance).
-      worker: { ...(health ?? { status: 'stopped' }), standbyPid: host.workerProcesses.standbyPid },
+      worker: health ? { ...health, standbyPid: host.workerProcesses.standbyPid } : { status: 'stopped' },
       events: { ...events, deadLetters: `/api/plugins/${row.key}/events/dead-letters` },
       lastError: row.last_error ?? null,
     };

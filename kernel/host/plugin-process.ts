@@ -23,8 +23,9 @@ export interface LogLine { at: string; level: string; message: string; fields?: 
 
 const MAX_BACKOFF_MS = 30_000;
 /**
- * A loading that served this long before it was lost ends any crash loop: the plugin is loaded
- * again at once. One lost sooner (or that never loaded) continues the loop, and waits.
+ * A loading that answered a call successfully, or stayed up this long, before it was lost ends
+ * any crash loop: the plugin is loaded again at once. One lost sooner without a successful
+ * answer (or that never loaded) continues the loop, and waits.
  */
 const STABLE_MS = 500;
 
@@ -37,10 +38,11 @@ const STABLE_MS = 500;
  *
  * A plugin that crashes now and then is loaded again at once (into the warm standby process
  * when its process died), and calls that arrive meanwhile wait for that loading rather than
- * fail. Only a crash loop (loadings lost within STABLE_MS, or that fail to load) backs off,
- * 100 ms doubling to 30 s, and only for the plugin that crashes: calls to it fail at once
- * during the wait, and a plugin beside it in a shared process that another plugin's fatal
- * error or overrun ended is loaded again at once, whatever the culprit's backoff.
+ * fail. Only a crash loop (loadings lost within STABLE_MS without answering a call
+ * successfully, or that fail to load) backs off, 100 ms doubling to 30 s, and only for the
+ * plugin that crashes: calls to it fail at once during the wait, and a plugin beside it in a
+ * shared process that another plugin's fatal error or overrun ended is loaded again at once,
+ * whatever the culprit's backoff.
  */
 export class PluginProcess {
   readonly key: string;
@@ -57,6 +59,8 @@ export class PluginProcess {
   private restartTimer: NodeJS.Timeout | null = null;
   /** When the current loading reported `loaded`; null until then. */
   private loadedAt: number | null = null;
+  /** Whether the current loading has answered a call successfully. */
+  private answered = false;
   /** Loadings lost in a row, each within STABLE_MS of loading (or before it): the crash loop the backoff answers. */
   private crashLoop = 0;
   /** When a call last reached this plugin (performance.now()), for the order of reloads in a shared process. */
@@ -99,6 +103,7 @@ export class PluginProcess {
     const init = (): WorkerInit => this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
     this.slot = slot;
     this.loadedAt = null;
+    this.answered = false;
     const lost = (exit: WorkerExit) => {
       if (this.init.database) this.onExit(applicationName);
       this.lost(slot, exit);
@@ -207,7 +212,7 @@ export class PluginProcess {
 
   /** How long to wait before loading again after this loss: nothing, unless this plugin is in a crash loop. */
   private backoff(exit: WorkerExit): number {
-    const stable = this.loadedAt !== null && performance.now() - this.loadedAt >= STABLE_MS;
+    const stable = this.answered || (this.loadedAt !== null && performance.now() - this.loadedAt >= STABLE_MS);
     if (stable) this.crashLoop = 0;
     // Another plugin ended the shared process: this one did nothing wrong and comes back at once.
     if (exit.culprit && exit.culprit !== this.key) return 0;
@@ -244,6 +249,7 @@ export class PluginProcess {
     this.pending.delete(message.id);
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
+    if (message.ok) this.answered = true;
     waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten });
   }
 

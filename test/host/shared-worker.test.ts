@@ -17,7 +17,7 @@ let company: { id: string };
 const variant = (key: string) => pluginVariant(ECHO, (m) => { m.key = key; m.database.namespace = key.replace(/-/g, '_'); });
 const worker = async (key: string) => (await t.api.get(`/api/plugins/${key}/health`)).body.worker as { pid: number | null; restarts: number; status: string; standbyPid: number | null };
 /** The warm standby worker process, once the kernel has started it (one for the whole instance). */
-const standby = async () => (await eventually(() => worker('costs'), (w) => w.standbyPid !== null, 20_000)).standbyPid!;
+const standby = async () => (await eventually(() => worker('echo-own'), (w) => w.standbyPid !== null, 20_000)).standbyPid!;
 const logLines = async (key: string) => (await t.api.get(`/api/plugins/${key}/logs`)).body.logs as Array<{ message: string }>;
 const serving = (key: string) => eventually(() => worker(key), (w) => w.status === 'running', 20_000);
 
