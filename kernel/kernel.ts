@@ -214,7 +214,7 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
     } catch (error) {
       return { status: 'down', detail: isDatabaseUnavailable(error) ? 'unreachable' : 'query failed' };
     }
-  });
+  }, { readiness: true });
   health.register('notifications', async () => authCache.listenerState === 'listening'
     ? { status: 'up' }
     : { status: 'degraded', detail: 'reconnecting to the database; credential caching is off until it listens again' });

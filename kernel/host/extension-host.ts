@@ -23,6 +23,7 @@ import { hiddenEntitySources } from './hidden-entities.ts';
 import { pluginEntityRows } from './plugin-entity-rows.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
+import { WorkerProcesses } from './worker-standby.ts';
 import { sharesWorker } from './worker-sharing.ts';
 import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
@@ -101,6 +102,8 @@ export class ExtensionHost {
   private stopped = false;
   /** The worker process the first-party plugins share (and plugins the operator puts with them). */
   private readonly sharedWorker: WorkerHost;
+  /** Starts every worker process, and keeps the one warm standby a dead worker is replaced by. */
+  readonly workerProcesses: WorkerProcesses;
 
   constructor(kernel: KernelServices, options: { hostSecret: Buffer; databaseUrl: string }) {
     this.kernel = kernel;
@@ -109,7 +112,8 @@ export class ExtensionHost {
     this.databases = new PluginDatabases(kernel.db, options.hostSecret, options.databaseUrl);
     this.lifecycle = new LifecycleQueue(kernel.db);
     this.broker = new Broker(this);
-    this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log });
+    this.workerProcesses = new WorkerProcesses(kernel.log);
+    this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log, processes: this.workerProcesses });
     kernel.health.registerGroup('plugins', () => this.health());
     // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
     kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
@@ -481,7 +485,8 @@ export class ExtensionHost {
         activitySigning: true,
       },
       log: this.kernel.log,
-      host: sharesWorker(this.kernel.config, { key: row.key as string, sourceKind: row.source_kind as string }) ? this.sharedWorker : undefined,
+      host: sharesWorker(this.kernel.config, { key: row.key as string, sourceKind: row.source_kind as string })
+        ? this.sharedWorker : new WorkerHost({ name: row.key, log: this.kernel.log, processes: this.workerProcesses }),
       maxConcurrent: limits.maxConcurrentCalls,
       onCall: (call) => this.broker.handle(row.key, call),
       onExit: (applicationName) => void this.databases.endWorkerSessions(roles.runtime, applicationName)
@@ -723,6 +728,7 @@ export class ExtensionHost {
     // started after the ones below were stopped.
     await this.lifecycle.settled();
     await Promise.all([...this.plugins.keys()].map((key) => this.deactivate(key)));
+    this.workerProcesses.stop();
   }
 }
 

@@ -214,7 +214,8 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
       pluginKey: row.key,
       status: row.status,
       healthy: row.status === 'enabled' && health?.status === 'running' && events.dead === 0,
-      worker: health ?? { status: 'stopped' },
+      // standbyPid: the warm process the next worker to die is replaced by (one for the whole instance).
+      worker: health ? { ...health, standbyPid: host.workerProcesses.standbyPid } : { status: 'stopped' },
       events: { ...events, deadLetters: `/api/plugins/${row.key}/events/dead-letters` },
       lastError: row.last_error ?? null,
     };

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { CallResult, InvokeMessage, KernelToWorker, RouteEnvelope, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
-import { WorkerHost } from './worker-host.ts';
+import type { WorkerExit, WorkerHost } from './worker-host.ts';
 
 /** A call's outcome: see CallResult (`envelope` only for routes and webhooks). */
 export interface InvokeResult { ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
@@ -23,13 +23,27 @@ export interface PluginHealth {
 export interface LogLine { at: string; level: string; message: string; fields?: Record<string, unknown> }
 
 const MAX_BACKOFF_MS = 30_000;
+/**
+ * A loading that answered a call successfully, or stayed up this long, before it was lost ends
+ * any crash loop: the plugin is loaded again at once. One lost sooner without a successful
+ * answer (or that never loaded) continues the loop, and waits.
+ */
+const STABLE_MS = 500;
 
 /**
  * Supervises one plugin in its worker process (its own, or the first-party plugins' shared one:
  * worker-host.ts): loads it, sends it invocations with a deadline, answers its kernel-capability
- * calls through the broker, and loads it again with exponential backoff when it is gone (its
- * process died, or it must start afresh after running out of memory or overrunning a call).
- * Calls in flight then fail with a clear error; nothing else in the kernel notices.
+ * calls through the broker, and loads it again when it is gone (its process died, or it must
+ * start afresh after running out of memory or overrunning a call). Calls in flight then fail
+ * with a clear error; nothing else in the kernel notices.
+ *
+ * A plugin that crashes now and then is loaded again at once (into the warm standby process
+ * when its process died), and calls that arrive meanwhile wait for that loading rather than
+ * fail. Only a crash loop (loadings lost within STABLE_MS without answering a call
+ * successfully, or that fail to load) backs off, 100 ms doubling to 30 s, and only for the
+ * plugin that crashes: calls to it fail at once during the wait, and a plugin beside it in a
+ * shared process that another plugin's fatal error or overrun ended is loaded again at once,
+ * whatever the culprit's backoff.
  */
 export class PluginProcess {
   readonly key: string;
@@ -44,13 +58,21 @@ export class PluginProcess {
   private ready: Promise<void> | null = null;
   private stopped = false;
   private restartTimer: NodeJS.Timeout | null = null;
+  /** When the current loading reported `loaded`; null until then. */
+  private loadedAt: number | null = null;
+  /** Whether the current loading has answered a call successfully. */
+  private answered = false;
+  /** Loadings lost in a row, each within STABLE_MS of loading (or before it): the crash loop the backoff answers. */
+  private crashLoop = 0;
+  /** When a call last reached this plugin (performance.now()), for the order of reloads in a shared process. */
+  private lastCalledAt = 0;
   readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
 
   /** Told when a loading of the plugin is gone, with the database session name it used (see load). */
   private readonly onExit: (applicationName: string) => void;
 
-  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number; onExit?: (applicationName: string) => void; host?: WorkerHost }) {
+  constructor(options: { init: WorkerInit; log: Logger; onCall: KernelCallHandler; onLog: (line: LogLine) => void; maxConcurrent: number; onExit?: (applicationName: string) => void; host: WorkerHost }) {
     this.key = options.init.pluginKey;
     this.init = options.init;
     this.log = options.log;
@@ -58,7 +80,7 @@ export class PluginProcess {
     this.onLog = options.onLog;
     this.maxConcurrent = options.maxConcurrent;
     this.onExit = options.onExit ?? (() => undefined);
-    this.host = options.host ?? new WorkerHost({ name: this.key, log: options.log });
+    this.host = options.host;
   }
 
   /** Whether this plugin shares its worker process with others (the first-party plugins' worker). */
@@ -79,9 +101,11 @@ export class PluginProcess {
     // they still run (a statement a crashed or killed plugin left behind would otherwise run on
     // until statement_timeout, whatever its call's deadline was).
     const applicationName = `keel-w${randomBytes(6).toString('hex')}-${this.key}`.slice(0, 63);
-    const init: WorkerInit = this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
+    const init = (): WorkerInit => this.init.database ? { ...this.init, database: { ...this.init.database, applicationName } } : this.init;
     this.slot = slot;
-    const lost = (exit: { code: number | null; signal: string | null; reason: string | null }) => {
+    this.loadedAt = null;
+    this.answered = false;
+    const lost = (exit: WorkerExit) => {
       if (this.init.database) this.onExit(applicationName);
       this.lost(slot, exit);
     };
@@ -90,10 +114,15 @@ export class PluginProcess {
         message: (message) => {
           switch (message.t) {
             case 'loaded':
+              // Stopped (or superseded) while it loaded: it must not stay behind in the process.
+              if (this.slot !== slot) { void this.host.unload(slot); resolve(); break; }
               this.health.status = 'running';
               this.health.pid = this.host.pid;
               this.health.lastBootMs = Math.round(message.bootMs);
               this.health.startedAt = new Date().toISOString();
+              this.loadedAt = performance.now();
+              // Kept for the next loading (a restart, a config change keeps it): V8 then compiles little.
+              if (message.codeCache) this.init = { ...this.init, codeCache: message.codeCache };
               resolve();
               break;
             case 'load_failed':
@@ -108,6 +137,7 @@ export class PluginProcess {
               this.handle(message);
           }
         },
+        lastCalled: () => this.lastCalledAt,
         exited: (exit) => {
           if (exit.reason) this.onLog({ at: new Date().toISOString(), level: 'error', message: `worker process ended: ${exit.reason}` });
           reject(new Error(`worker exited during boot (code ${exit.code}): ${exit.reason ?? 'no reason given'}`));
@@ -155,8 +185,8 @@ export class PluginProcess {
     }
   }
 
-  /** This loading of the plugin is gone (its process died, or it must start afresh): calls in flight fail, and it loads again with backoff. */
-  private lost(slot: string, exit: { code: number | null; signal: string | null; reason: string | null }): void {
+  /** This loading of the plugin is gone (its process died, or it must start afresh): calls in flight fail, and it loads again (see the class comment for when it waits). */
+  private lost(slot: string, exit: WorkerExit): void {
     if (this.slot !== slot) return;
     this.slot = null;
     this.health.pid = null;
@@ -171,20 +201,35 @@ export class PluginProcess {
     if (this.stopped) { this.health.status = 'stopped'; return; }
     this.health.consecutiveFailures++;
     this.health.restarts++;
-    const delay = Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.health.consecutiveFailures - 1, 9));
+    const delay = this.backoff(exit);
     this.health.status = 'restarting';
     this.log.warn({ plugin: this.key, code, signal, reason, delay }, 'plugin worker exited; restarting');
-    this.onLog({ at: new Date().toISOString(), level: 'warn', message: `worker exited (code ${code}${signal ? `, ${signal}` : ''}); restarting in ${delay} ms` });
+    this.onLog({ at: new Date().toISOString(), level: 'warn', message: `worker exited (code ${code}${signal ? `, ${signal}` : ''}); restarting${delay ? ` in ${delay} ms` : ''}` });
+    if (delay === 0) { this.reload(); return; }
     this.restartTimer = setTimeout(() => {
       this.restartTimer = null;
-      if (this.stopped) return;
-      this.ready = this.load();
-      this.ready.then(() => {
-        this.health.consecutiveFailures = 0;
-        this.log.info({ plugin: this.key, restarts: this.health.restarts, pid: this.health.pid }, 'plugin worker restarted');
-      }, (error: Error) => this.log.warn({ plugin: this.key, reason: error.message }, 'plugin worker failed to restart'));
+      if (!this.stopped) this.reload();
     }, delay);
     this.restartTimer.unref();
+  }
+
+  /** How long to wait before loading again after this loss: nothing, unless this plugin is in a crash loop. */
+  private backoff(exit: WorkerExit): number {
+    const stable = this.answered || (this.loadedAt !== null && performance.now() - this.loadedAt >= STABLE_MS);
+    if (stable) this.crashLoop = 0;
+    // Another plugin ended the shared process: this one did nothing wrong and comes back at once.
+    if (exit.culprit && exit.culprit !== this.key) return 0;
+    this.crashLoop++;
+    return this.crashLoop <= 1 ? 0 : Math.min(MAX_BACKOFF_MS, 100 * 2 ** Math.min(this.crashLoop - 2, 9));
+  }
+
+  /** Loads the plugin again; calls that arrive meanwhile wait for it (invoke awaits `ready`). */
+  private reload(): void {
+    this.ready = this.load();
+    this.ready.then(() => {
+      this.health.consecutiveFailures = 0;
+      this.log.info({ plugin: this.key, restarts: this.health.restarts, pid: this.health.pid }, 'plugin worker restarted');
+    }, (error: Error) => this.log.warn({ plugin: this.key, reason: error.message }, 'plugin worker failed to restart'));
   }
 
   private get running(): boolean {
@@ -196,9 +241,9 @@ export class PluginProcess {
     return this.host.send({ ...message, slot: this.slot } as KernelToWorker);
   }
 
-  /** A call overran the kernel's own deadline: the worker process did not answer in time, so it is ended. */
+  /** A call overran the kernel's own deadline: the worker process did not answer in time, so it is ended (this plugin is its culprit). */
   private unresponsive(): void {
-    this.host.kill();
+    this.host.kill(this.key);
   }
 
   private settle(message: CallResult): void {
@@ -207,6 +252,7 @@ export class PluginProcess {
     this.pending.delete(message.id);
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
+    if (message.ok) this.answered = true;
     waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten });
   }
 
@@ -219,6 +265,7 @@ export class PluginProcess {
   async invokeBatch(messages: InvokeMessage[]): Promise<InvokeResult[]> {
     const refuse = (error: WireError) => messages.map(() => ({ ok: false, error, activityWritten: false }) as InvokeResult);
     if (this.stopped) return refuse({ status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` });
+    this.lastCalledAt = performance.now();
     // No plugin_busy here: a batch is one unit of work in the worker, and its route's batcher
     // already bounds how many are in flight; counting its calls would refuse the very load
     // that batching exists to absorb.
@@ -251,6 +298,7 @@ export class PluginProcess {
     if (this.stopped) {
       return { ok: false, error: { status: 503, code: 'plugin_unavailable', message: `${this.key} is stopping` }, activityWritten: false };
     }
+    this.lastCalledAt = performance.now();
     if (this.pending.size >= this.maxConcurrent) {
       return { ok: false, error: { status: 503, code: 'plugin_busy', message: `${this.key} has ${this.maxConcurrent} calls in flight; retry shortly` }, activityWritten: false };
     }

@@ -2,13 +2,15 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { answerClientErrors, serverTimeoutOptions, type ConnectionTimeouts } from './connection-limits.ts';
+import { answerLive, isLivenessProbe } from './liveness.ts';
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
 /**
  * The kernel's HTTP server, bound before anything else starts: a port in use then fails the
  * start at once with nothing to undo. Until `serve` hands it the application, every request
- * answers 503 `starting`, so a load balancer's health check sees an honest "not yet".
+ * answers 503 `starting`, so a load balancer's health check sees an honest "not yet"; only the
+ * liveness probe (`/api/health/live`) answers 200, since the process does serve.
  *
  * From the first connection on, the server closes connections that send nothing or stall
  * mid-headers, and answers what Node's parser refuses with the JSON error body
@@ -78,8 +80,9 @@ export async function listenEarly(host: string, port: number, timeouts: Connecti
 
 const STARTING = { status: 503, code: 'starting', message: 'Keel is starting' } as const;
 
-function answerStarting(_req: IncomingMessage, res: ServerResponse): void {
+function answerStarting(req: IncomingMessage, res: ServerResponse): void {
   const requestId = randomUUID();
+  if (isLivenessProbe(req)) { answerLive(req, res, requestId); return; }
   res.writeHead(STARTING.status, { 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', connection: 'close', 'x-request-id': requestId });
   res.end(JSON.stringify({ error: STARTING.message, code: STARTING.code, requestId }));
 }

@@ -58,15 +58,24 @@ export class Sandbox {
     this.context = this.isolate.createContextSync();
   }
 
-  /** Installs the bridge, runs the plugin bundle and hands it its grants and configuration. */
-  load(code: string, host: HostFunctions, setup: { grants: string[]; config: Record<string, unknown> }): void {
+  /**
+   * Installs the bridge, runs the plugin bundle and hands it its grants and configuration.
+   * `codeCache` is V8's code cache of this bundle from an earlier load (it spares most of the
+   * compile, a good part of a restart); V8 checks it against the source and ignores one that
+   * does not fit. Answers a new cache when none was given or it was refused.
+   */
+  load(code: string, host: HostFunctions, setup: { grants: string[]; config: Record<string, unknown> }, codeCache?: Uint8Array): { codeCache?: Uint8Array } {
     const jail = this.context.global;
     jail.setSync('globalThis', jail.derefInto());
     jail.setSync('__keel_raw_call', new ivm.Callback(host.call));
     jail.setSync('__keel_raw_done', new ivm.Callback(host.done));
     jail.setSync('__keel_raw_log', new ivm.Callback(host.log));
     this.isolate.compileScriptSync(BOOTSTRAP).runSync(this.context, { timeout: 1000 });
-    this.isolate.compileScriptSync(code, { filename: 'plugin.js' }).runSync(this.context, { timeout: 5000 });
+    const cachedData = codeCache ? new ivm.ExternalCopy(codeCache.buffer.slice(codeCache.byteOffset, codeCache.byteOffset + codeCache.byteLength) as ArrayBuffer) : undefined;
+    // Given both, V8 produces new data only when the data given does not fit.
+    const script = this.isolate.compileScriptSync(code, { filename: 'plugin.js', cachedData, produceCachedData: true }) as ivm.Script & ivm.CachedDataResult;
+    const produced = script.cachedData?.copy();
+    script.runSync(this.context, { timeout: 5000 });
     this.dispatchRef = jail.getSync('__keel_dispatch', { reference: true }) as ivm.Reference<(json: string) => void>;
     this.settleRef = jail.getSync('__keel_settle', { reference: true }) as ivm.Reference<(op: number, ok: boolean, json: string) => void>;
     if (this.dispatchRef.typeof !== 'function' || this.settleRef.typeof !== 'function') {
@@ -74,6 +83,7 @@ export class Sandbox {
     }
     const init = jail.getSync('__keel_init', { reference: true }) as ivm.Reference<(json: string) => void>;
     init.applySync(undefined, [JSON.stringify(setup)], { timeout: 1000 });
+    return produced ? { codeCache: new Uint8Array(produced) } : {};
   }
 
   /** Enters the isolate to start an invocation; returns when the isolate yields (awaits host work or finishes). */

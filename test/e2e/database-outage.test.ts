@@ -72,6 +72,12 @@ describe('a database lost under a running server', () => {
     expect(down).toMatchObject({ code: 'unhealthy', status: 'unavailable', components: { database: { status: 'down', detail: 'unreachable' } } });
     expect(down.error).toMatch(/^Unhealthy: database/);
     expect(JSON.stringify(down)).not.toMatch(/127\.0\.0\.1|ECONNREFUSED|postgres:\/\//);
+    // A load balancer takes the process out of rotation; a supervisor leaves it running.
+    const ready = await fetch(`${url}/api/health/ready`);
+    expect(ready.status).toBe(503);
+    expect(ready.headers.get('retry-after')).toBe('5');
+    expect(await ready.json()).toMatchObject({ code: 'not_ready', status: 'unavailable', components: { database: { status: 'down' } } });
+    expect((await fetch(`${url}/api/health/live`)).status).toBe(200);
     const refused = await createCompany(url, 'During the outage');
     expect(refused.status).toBe(503);
     expect(await refused.json()).toMatchObject({ code: 'database_unavailable', error: 'The database is unavailable; retry shortly' });

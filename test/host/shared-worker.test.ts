@@ -15,7 +15,10 @@ let t: TestKernel;
 let company: { id: string };
 
 const variant = (key: string) => pluginVariant(ECHO, (m) => { m.key = key; m.database.namespace = key.replace(/-/g, '_'); });
-const worker = async (key: string) => (await t.api.get(`/api/plugins/${key}/health`)).body.worker as { pid: number | null; restarts: number; status: string };
+const worker = async (key: string) => (await t.api.get(`/api/plugins/${key}/health`)).body.worker as { pid: number | null; restarts: number; status: string; standbyPid: number | null };
+/** The warm standby worker process, once the kernel has started it (one for the whole instance). */
+const standby = async () => (await eventually(() => worker('echo-own'), (w) => w.standbyPid !== null, 20_000)).standbyPid!;
+const logLines = async (key: string) => (await t.api.get(`/api/plugins/${key}/logs`)).body.logs as Array<{ message: string }>;
 const serving = (key: string) => eventually(() => worker(key), (w) => w.status === 'running', 20_000);
 
 beforeAll(async () => {
@@ -35,7 +38,10 @@ describe('the shared worker process', () => {
     expect(costs!.pid).toBeTypeOf('number');
     expect([echo!.pid, two!.pid]).toEqual([costs!.pid, costs!.pid]);
     expect(own!.pid).not.toBe(costs!.pid);
-    expect((await workerPids(process.pid)).sort()).toEqual([costs!.pid, own!.pid].sort());
+    // Besides them, one idle standby process, which serves no plugin until a worker dies.
+    const spare = await standby();
+    expect([costs!.pid, own!.pid]).not.toContain(spare);
+    expect((await workerPids(process.pid)).sort()).toEqual([costs!.pid, own!.pid, spare].sort());
     // Each is served, from its own isolate and its own tables.
     expect((await t.api.post('/api/plugins/echo/echo', { n: 1 })).body).toEqual({ body: { n: 1 }, query: {} });
     expect((await t.api.post('/api/plugins/echo-two/echo', { n: 2 })).body).toEqual({ body: { n: 2 }, query: {} });
@@ -48,6 +54,23 @@ describe('the shared worker process', () => {
     expect(peek.status).toBeGreaterThanOrEqual(400);
     expect(peek.status).toBeLessThan(600);
     expect(JSON.stringify(peek.body)).not.toContain('mine');
+  });
+
+  it('replaces a dead shared process by the warm standby at once: a call made right after the crash is served', async () => {
+    const before = await Promise.all(['costs', 'echo-two'].map(worker));
+    const spare = await standby();
+    process.kill(before[0]!.pid!, 'SIGKILL');
+    // Once the kernel has seen the process end, the next call waits for the plugin's loading
+    // into the standby (no backoff for a plugin that crashes now and then), never a 503.
+    await eventually(() => worker('echo-two'), (w) => w.pid !== before[1]!.pid);
+    const call = await t.api.post('/api/plugins/echo-two/echo', { right: 'after' });
+    expect(call.status, call.text).toBe(200);
+    const after = await serving('costs');
+    expect(after.pid).toBe(spare);
+    expect((await worker('echo-two')).pid).toBe(spare);
+    expect((await logLines('echo-two')).map((line) => line.message)).toContain('worker exited (code null, SIGKILL); restarting');
+    // The next standby is started in the background.
+    expect(await standby()).not.toBe(spare);
   });
 
   it('restarts only the plugin that ran out of memory or overran its deadline; the process and the others go on', async () => {
@@ -86,7 +109,7 @@ describe('the shared worker process', () => {
     expect((await t.api.post('/api/plugins/echo-two/disable', {})).status).toBe(200);
     for (const key of FIRST_PARTY_KEYS) expect((await t.api.post(`/api/plugins/${key}/disable`, {})).status).toBe(200);
     const left = await eventually(() => workerPids(process.pid), (pids) => !pids.includes(shared));
-    expect(left).toEqual([(await worker('echo-own')).pid]);
+    expect(left.sort()).toEqual([(await worker('echo-own')).pid, await standby()].sort());
     // Enabled again, it is loaded into a new shared process.
     expect((await t.api.post('/api/plugins/echo/enable', {})).status).toBe(200);
     expect((await t.api.post('/api/plugins/echo/echo', { back: true })).status).toBe(200);

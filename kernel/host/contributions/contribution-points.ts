@@ -40,7 +40,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
   host.onActivation(kernelPoints);
   host.onActivation(new PluginPortabilityParts(host));
   host.onNotify(EVENTS_CHANNEL, () => events.wake());
-  host.kernel.health.register('jobs', () => jobs.health());
+  host.kernel.health.register('jobs', () => jobs.health(), { readiness: true });
   const points: ContributionPoints = {
     jobs,
     enqueued,

@@ -35,6 +35,8 @@ export interface WorkerInit {
   limits: { memoryMb: number; callTimeoutMs: number; cpuSliceMs: number; maxResponseBytes: number; maxLogLinesPerMinute: number };
   /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity.ts). */
   activitySigning: boolean;
+  /** V8's code cache of `code` from an earlier load (the worker answered it with `loaded`): a restart compiles little. */
+  codeCache?: Uint8Array;
 }
 
 export interface InvokeMessage {
@@ -125,9 +127,10 @@ export type SlotReport =
 
 export type WorkerToKernel =
   | Addressed<SlotReport>
-  | { t: 'loaded'; slot: string; bootMs: number }
+  /** `codeCache`: V8's code cache of the plugin's bundle, when this load made one; the kernel sends it with the next load. */
+  | { t: 'loaded'; slot: string; bootMs: number; codeCache?: Uint8Array }
   | { t: 'load_failed'; slot: string; error: WireError }
   /** The plugin of this slot is gone from the process (it must start afresh); the kernel loads it again. */
   | { t: 'restart'; slot: string; reason: string }
-  /** The whole process is ending, with every plugin in it. */
-  | { t: 'fatal'; reason: string };
+  /** The whole process is ending, with every plugin in it; `pluginKey` names the plugin whose isolate ended it. */
+  | { t: 'fatal'; reason: string; pluginKey?: string };

@@ -98,8 +98,8 @@ export class HostedPlugin {
 
   get key(): string { return this.init.pluginKey; }
 
-  /** Connects the plugin's database, builds its capabilities and loads its code. */
-  boot(): void {
+  /** Connects the plugin's database, builds its capabilities and loads its code; answers the code cache the load made, if any. */
+  boot(): Uint8Array | undefined {
     const init = this.init;
     if (init.database) this.database = new PluginDatabase(init.database.url, init.database.schema, PLUGIN_POOL_CONNECTIONS, init.database.resetSessions ?? true, init.database.applicationName);
     this.activityKinds = new ActivityEntityKinds(this.database);
@@ -109,7 +109,7 @@ export class HostedPlugin {
       events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
     };
     if (this.database) this.capabilities.db = this.database.capability();
-    this.loadIsolate();
+    return this.loadIsolate();
   }
 
   /** A message the kernel addressed to this plugin. */
@@ -552,17 +552,19 @@ export class HostedPlugin {
     this.enter(invocation, invocation.id, () => this.sandbox.dispatch(json));
   }
 
-  /** A new isolate with the plugin's code, its grants and its current configuration. */
-  private loadIsolate(): void {
+  /** A new isolate with the plugin's code, its grants and its current configuration; answers a code cache it made. */
+  private loadIsolate(): Uint8Array | undefined {
     this.sandbox = new Sandbox({
       memoryMb: this.init.limits.memoryMb,
       cpuSliceMs: this.init.limits.cpuSliceMs,
       onCatastrophicError: (message) => this.host.catastrophic(message),
     });
-    this.sandbox.load(this.init.code, {
+    const { codeCache } = this.sandbox.load(this.init.code, {
       call: this.shielded('call', (...args: [string, string, string, string]) => this.hostCall(...args), JSON.stringify({ e: { status: 500, code: 'host_error', message: 'The host could not complete the call' } })),
       done: this.shielded('done', (...args: [string, string]) => this.hostDone(...args), undefined),
       log: this.shielded('log', (...args: [string, string, string, string]) => this.hostLog(...args), undefined),
-    }, { grants: this.init.grants, config: this.init.config });
+    }, { grants: this.init.grants, config: this.init.config }, this.init.codeCache);
+    if (codeCache) this.init.codeCache = codeCache;
+    return codeCache;
   }
 }

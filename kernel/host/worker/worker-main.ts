@@ -6,7 +6,8 @@ import { HostedPlugin } from './hosted-plugin.ts';
  * several (the first-party plugins' shared worker), each in its own isolate with its own
  * database connections and deadlines (hosted-plugin.ts). A plugin that must start afresh is
  * unloaded here and loaded again by the kernel; a fatal V8 error ends this process only, with
- * the plugins in it, and the kernel's supervisor starts it again with backoff.
+ * the plugins in it, and the kernel's supervisor loads them again into its warm standby
+ * process (which starts as this one did, and waits for its first `load`).
  */
 const send = (message: WorkerToKernel) => process.send!(message);
 const plugins = new Map<string, HostedPlugin>();
@@ -15,8 +16,8 @@ function load(slot: string, plugin: HostedPlugin): void {
   const started = performance.now();
   plugins.set(slot, plugin);
   try {
-    plugin.boot();
-    send({ t: 'loaded', slot, bootMs: performance.now() - started });
+    const codeCache = plugin.boot();
+    send({ t: 'loaded', slot, bootMs: performance.now() - started, ...(codeCache ? { codeCache } : {}) });
   } catch (error) {
     plugins.delete(slot);
     void plugin.unload();
@@ -32,7 +33,7 @@ function hosted(slot: string, init: Extract<KernelToWorker, { t: 'load' }>['init
       plugins.delete(slot);
       void plugin.unload().finally(() => send({ t: 'restart', slot, reason }));
     },
-    catastrophic: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error in ${init.pluginKey}: ${message}` }); process.exit(71); },
+    catastrophic: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error in ${init.pluginKey}: ${message}`, pluginKey: init.pluginKey }); process.exit(71); },
   });
   return plugin;
 }

@@ -1,0 +1,84 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Logger } from 'pino';
+import { workerEntry } from './worker-entry.ts';
+
+/** After a standby is taken, the next one starts this much later: the restart that took it gets the CPU first. */
+const REPLENISH_DELAY_MS = 300;
+
+/**
+ * Starts the extension host's worker processes, and keeps one of them warm: a standby process
+ * with Node booted and the worker bundle (isolated-vm, pg) loaded, waiting for its first
+ * plugin. A worker that dies is replaced by the standby at once (a fresh process costs a few
+ * hundred milliseconds of start-up, most of a plugin's restart), and the next standby starts
+ * in the background. One standby in all, whatever the number of worker processes: it costs
+ * one idle Node process (about 60 MiB resident), and none before the first worker starts.
+ */
+export class WorkerProcesses {
+  private readonly log: Logger;
+  private spare: ChildProcess | null = null;
+  private replenishing: NodeJS.Timeout | null = null;
+  private stopped = false;
+
+  constructor(log: Logger) {
+    this.log = log;
+  }
+
+  /** The standby's pid, for health diagnostics. */
+  get standbyPid(): number | null {
+    return this.spare?.connected ? this.spare.pid ?? null : null;
+  }
+
+  /** A worker process for a host to adopt: the warm standby when there is one, a fresh one otherwise. */
+  async take(): Promise<ChildProcess> {
+    const spare = this.spare;
+    this.spare = null;
+    const child = spare?.connected ? spare : await this.fork();
+    if (spare && spare !== child) spare.kill('SIGKILL');
+    this.replenish();
+    return child;
+  }
+
+  /** Ends the standby; none is started after this. */
+  stop(): void {
+    this.stopped = true;
+    if (this.replenishing) clearTimeout(this.replenishing);
+    this.replenishing = null;
+    this.spare?.kill('SIGKILL');
+    this.spare = null;
+  }
+
+  private replenish(): void {
+    if (this.stopped || this.replenishing || this.spare) return;
+    this.replenishing = setTimeout(() => {
+      this.replenishing = null;
+      if (this.stopped || this.spare) return;
+      this.fork().then((child) => {
+        if (this.stopped) { child.kill('SIGKILL'); return; }
+        this.spare = child;
+        // A standby that dies idle is simply forgotten: the next take starts a fresh process,
+        // so a worker that cannot start is never restarted in a loop here.
+        child.once('exit', () => { if (this.spare === child) this.spare = null; });
+      }, (error: Error) => this.log.warn({ err: error }, 'could not start a standby plugin worker'));
+    }, REPLENISH_DELAY_MS);
+    this.replenishing.unref();
+  }
+
+  private async fork(): Promise<ChildProcess> {
+    const child = fork(await workerEntry(), [], {
+      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
+      // V8's serialization copies the long JSON texts messages carry (answers, inputs) as
+      // they are; the JSON channel escaped and unescaped them again on every hop. Messages
+      // stay plain data (protocol/messages.ts).
+      serialization: 'advanced',
+      // A process group of its own: a Ctrl-C in the operator's terminal reaches the kernel,
+      // which stops workers in order, not every worker at once mid-request.
+      detached: true,
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
+    });
+    // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
+    // a listener that event would end the kernel. The exit handler deals with the worker.
+    child.on('error', (error) => this.log.warn({ err: error }, 'plugin worker channel error'));
+    return child;
+  }
+}
