@@ -1,5 +1,5 @@
 import type { Row } from './context.ts';
-import type { ParsedLine } from './tools/driver.ts';
+import type { ParsedLine, TranscriptEntry } from './tools/driver.ts';
 
 /** How much of the answer a run keeps for its result (the transcript and the log keep all of it). */
 const MAX_ANSWER_CHARS = 65_536;
@@ -27,4 +27,15 @@ export function resultText(kept: Row | null): string | null {
   if (!kept) return null;
   if (typeof kept.text === 'string') return kept.text;
   return typeof kept.answer === 'string' && kept.answer !== '' ? kept.answer : null;
+}
+
+/**
+ * A line's transcript with its result entry given the run's text when the line names none (a
+ * result event that came in another batch than the answer): the transcript's result says what
+ * the run's result says.
+ */
+export function withResultText(entries: TranscriptEntry[], kept: Row | null): TranscriptEntry[] {
+  const text = resultText(kept);
+  if (!text) return entries;
+  return entries.map((entry) => (entry.kind === 'result' && !entry.text ? { ...entry, text } : entry));
 }

@@ -1,5 +1,5 @@
 import type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } from '@keel/sdk/plugin';
-import { resultText, withAnswer } from './answer.ts';
+import { resultText, withAnswer, withResultText } from './answer.ts';
 import type { CodingAgentsContext, Row } from './context.ts';
 import type { Failure, ParsedLine, ToolDriver } from './tools/driver.ts';
 import { localConfig } from './config.ts';
@@ -45,7 +45,8 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: C
   for (const output of event.outputs) {
     const parsed = parse(parser, output.data);
     const emit = (data: Record<string, unknown>) => outputs.push({ seq: output.seq, stream: 'stdout', data });
-    if (parsed.transcript && parsed.transcript.length > 0) emit({ type: 'service.transcript', entries: parsed.transcript });
+    row.result = withAnswer(row.result, parsed);
+    if (parsed.transcript && parsed.transcript.length > 0) emit({ type: 'service.transcript', entries: withResultText(parsed.transcript, row.result as Row | null) });
     if (parsed.sessionId && parsed.sessionId !== row.session_id) {
       row.session_id = parsed.sessionId;
       emit({ type: 'service.session', sessionId: parsed.sessionId });
@@ -55,7 +56,6 @@ export async function onExecutionOutput(payload: Record<string, unknown>, ctx: C
       const line = await usageLine(ctx, row, typeof row.session_id === 'string' ? row.session_id : null, parsed.usage);
       if (line) emit(line);
     }
-    row.result = withAnswer(row.result, parsed);
     if (parsed.result) row.saw_result = true;
     if (parsed.failure) row.failure = parsed.failure;
   }

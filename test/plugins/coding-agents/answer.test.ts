@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { resultText, withAnswer } from '../../../plugins/coding-agents/src/answer.ts';
+import { resultText, withAnswer, withResultText } from '../../../plugins/coding-agents/src/answer.ts';
 import { geminiDriver } from '../../../plugins/coding-agents/src/tools/gemini.ts';
+import { opencodeDriver } from '../../../plugins/coding-agents/src/tools/opencode.ts';
+import { capturedRun } from './fixture-lines.ts';
 
 /**
  * The answer a run reports when its tool's result event carries no text (Gemini CLI): collected
@@ -37,5 +39,28 @@ describe('the answer of a run whose result event has no text', () => {
 
   it('is null when the tool said nothing', () => {
     expect(resultText(withAnswer(null, { result: { text: null, isError: true } }))).toBeNull();
+  });
+});
+
+describe('the transcript\'s result entry', () => {
+  it('carries the run\'s text wherever the batches split, also when the result event came apart from the answer (OpenCode)', () => {
+    const all = capturedRun('opencode', 'fresh-run').events;
+    for (let split = 0; split <= all.length; split += 1) {
+      let kept: Record<string, unknown> | null = null;
+      const results = [];
+      for (const batch of [all.slice(0, split), all.slice(split)]) {
+        const parser = opencodeDriver.parser();
+        for (const data of batch) {
+          const parsed = parser.line(data);
+          kept = withAnswer(kept, parsed);
+          results.push(...withResultText(parsed.transcript ?? [], kept).filter((entry) => entry.kind === 'result'));
+        }
+      }
+      expect(results, `split at ${split}`).toEqual([{ kind: 'result', text: 'Done: the shell said hello.' }]);
+    }
+  });
+
+  it('stays without text when the run said nothing', () => {
+    expect(withResultText([{ kind: 'result' }], withAnswer(null, { result: { text: null, isError: true } }))).toEqual([{ kind: 'result' }]);
   });
 });
