@@ -284,24 +284,25 @@ export class ExtensionHost {
     const claimed = this.claimedRoutes(manifest, requested);
     // Before anything is stored: a refused enable must not leave the plugin enabled with its
     // grants (the next start would activate it, and the first to start would win the route).
-    this.assertNoRouteConflicts(key, claimed);
-    // A plugin that does not build is refused before its row changes or its worker stops.
-    const built = await buildOrRefuse(row.source_path as string, key);
-    const updated = await this.kernel.db.transaction(async (tx) => {
-      const result = await tx.maybeOne(
-        `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
-           enabled_at = now(), last_error = null, approved_tools = coalesce(approved_tools, ?::jsonb), updated_at = now() where key = ? returning *`,
-        // The first enable approves the tools the plugin has; later ones keep what was approved.
-        [`{${requested.join(',')}}`, JSON.stringify(approvalsOf(manifest.tools ?? [])), key]);
-      await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
-      // Its managed agents: made where missing, and what its disable paused resumed (never the board's pauses).
-      await provisionAllCompanies(tx, this.kernel, key, manifest, requested);
-      await holdManagedAgents(tx, this.kernel, key, false);
-      return result!;
+    return this.withRoutesReserved(key, claimed, async () => {
+      // A plugin that does not build is refused before its row changes or its worker stops.
+      const built = await buildOrRefuse(row.source_path as string, key);
+      const updated = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne(
+          `update plugins set status = 'enabled', granted_capabilities = ?::text[], first_granted_at = coalesce(first_granted_at, now()),
+             enabled_at = now(), last_error = null, approved_tools = coalesce(approved_tools, ?::jsonb), updated_at = now() where key = ? returning *`,
+          // The first enable approves the tools the plugin has; later ones keep what was approved.
+          [`{${requested.join(',')}}`, JSON.stringify(approvalsOf(manifest.tools ?? [])), key]);
+        await this.audit(tx, 'plugin.enabled', key, { granted: requested, firstGrant: row.first_granted_at === null });
+        // Its managed agents: made where missing, and what its disable paused resumed (never the board's pauses).
+        await provisionAllCompanies(tx, this.kernel, key, manifest, requested);
+        await holdManagedAgents(tx, this.kernel, key, false);
+        return result!;
+      });
+      await this.startOrMarkFailed(updated, built.code);
+      await this.announce(key);
+      return this.row(key);
     });
-    await this.startOrMarkFailed(updated, built.code);
-    await this.announce(key);
-    return this.row(key);
   }
 
   /**
@@ -388,24 +389,26 @@ export class ExtensionHost {
         { details: { newCapabilities: added } });
     }
     const claimed = this.claimedRoutes(found.manifest, granted);
-    if (row.status === 'enabled') this.assertNoRouteConflicts(key, claimed);
-    const built = await buildOrRefuse(found.folder, key);
-    const updated = await this.kernel.db.transaction(async (tx) => {
-      const result = await tx.maybeOne(
-        `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, source_path = ?,
-           granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end,
-           approved_tools = case when ? then ?::jsonb else approved_tools end, updated_at = now() where key = ? returning *`,
-        [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
-          found.folder, `{${granted.join(',')}}`, options.approveTools === true, JSON.stringify(approvalsOf(found.manifest.tools ?? [])), key]);
-      const withheld = pendingToolChanges(result!).map((change) => change.key);
-      await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}), ...(withheld.length ? { withheldTools: withheld } : {}) });
-      // A new version may declare managed agents the old one did not.
-      if (result!.status === 'enabled') await provisionAllCompanies(tx, this.kernel, key, found.manifest, granted);
-      return result!;
+    // A disabled plugin claims no routes until it is enabled (whose check it then meets).
+    return this.withRoutesReserved(key, row.status === 'enabled' ? claimed : [], async () => {
+      const built = await buildOrRefuse(found.folder, key);
+      const updated = await this.kernel.db.transaction(async (tx) => {
+        const result = await tx.maybeOne(
+          `update plugins set version = ?, manifest = ?::jsonb, display_name = ?, description = ?, db_namespace = ?, source_path = ?,
+             granted_capabilities = case when status = 'enabled' then ?::text[] else granted_capabilities end,
+             approved_tools = case when ? then ?::jsonb else approved_tools end, updated_at = now() where key = ? returning *`,
+          [found.manifest.version, JSON.stringify(found.manifest), found.manifest.displayName, found.manifest.description ?? null, found.manifest.database?.namespace ?? null,
+            found.folder, `{${granted.join(',')}}`, options.approveTools === true, JSON.stringify(approvalsOf(found.manifest.tools ?? [])), key]);
+        const withheld = pendingToolChanges(result!).map((change) => change.key);
+        await this.audit(tx, 'plugin.upgraded', key, { from: row.version, to: found.manifest.version, ...(grant.length ? { granted: grant } : {}), ...(withheld.length ? { withheldTools: withheld } : {}) });
+        // A new version may declare managed agents the old one did not.
+        if (result!.status === 'enabled') await provisionAllCompanies(tx, this.kernel, key, found.manifest, granted);
+        return result!;
+      });
+      if (updated.status === 'enabled') await this.startOrMarkFailed(updated, built.code);
+      await this.announce(key);
+      return updated;
     });
-    if (updated.status === 'enabled') await this.startOrMarkFailed(updated, built.code);
-    await this.announce(key);
-    return updated;
   }
 
   /**
@@ -524,6 +527,21 @@ export class ExtensionHost {
     if (!grants.includes('http.routes')) return [];
     const granted = (route: RouteManifest) => !route.absolute || grants.includes(isRootPath(route.path) ? 'http.routes.public' : 'http.routes.absolute');
     return (manifest.routes ?? []).filter(granted).map((route) => compileRoute(manifest, route));
+  }
+
+  /**
+   * Runs an enable or upgrade with its routes checked and held: two lifecycle changes of
+   * different plugins may run at once (their locks are per plugin), and the second to claim a
+   * path is refused here, before anything of it is stored, rather than failing at activation.
+   */
+  private async withRoutesReserved<T>(key: string, routes: PluginRoute[], fn: () => Promise<T>): Promise<T> {
+    this.assertNoRouteConflicts(key, routes);
+    const release = this.routes.reserve(key, routes);
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
   }
 
   private assertNoRouteConflicts(key: string, routes: PluginRoute[]): void {

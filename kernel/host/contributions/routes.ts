@@ -42,6 +42,8 @@ export function overlaps(a: PluginRoute, b: PluginRoute): boolean {
 
 export class RouteTable {
   private routes: PluginRoute[] = [];
+  /** Routes of enables and upgrades in progress in this process: checked as if mounted, so two at once cannot both claim one path. */
+  private readonly reserved = new Map<string, PluginRoute[]>();
   private changes = 0;
 
   /** Changes whenever routes are mounted or unmounted: what is derived from the table (the OpenAPI document) is cached by it. */
@@ -62,7 +64,14 @@ export class RouteTable {
   }
 
   conflicts(candidate: PluginRoute): PluginRoute | undefined {
-    return this.routes.find((existing) => existing.plugin !== candidate.plugin && overlaps(existing, candidate));
+    const claimed = [...this.routes, ...[...this.reserved.values()].flat()];
+    return claimed.find((existing) => existing.plugin !== candidate.plugin && overlaps(existing, candidate));
+  }
+
+  /** Holds a plugin's routes while its enable or upgrade runs (it mounts them at the end); answers the release. */
+  reserve(plugin: string, routes: PluginRoute[]): () => void {
+    this.reserved.set(plugin, routes);
+    return () => { if (this.reserved.get(plugin) === routes) this.reserved.delete(plugin); };
   }
 
   match(method: string, path: string): { route: PluginRoute; params: Record<string, string> } | { allowed: string[] } | null {

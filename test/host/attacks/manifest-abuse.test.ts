@@ -149,6 +149,23 @@ describe('routes', () => {
     expect(served.body).toEqual({ claimedBy: 'attack-manifest' });
   });
 
+  it('refuses one of two plugins enabled at the same moment that claim the same route, before anything of it is stored', async () => {
+    const route = { key: 'claim', method: 'GET', path: '/api/attack-manifest/raced', auth: 'board', absolute: true };
+    const first = await hostile((m) => { m.capabilities.push(ABSOLUTE); m.routes = [route]; });
+    const second = await hostile((m) => { m.capabilities.push(ABSOLUTE); m.routes = [{ ...route, path: '/api/attack-manifest/{raced}' }]; });
+    await install(t, first.folder);
+    await install(t, second.folder);
+    const before = (await t.sql.query('select key, status, granted_capabilities, last_error from plugins where key = any($1) order by key', [[first.key, second.key]])).rows;
+    const answers = await Promise.all([first, second].map(({ key }) => t.api.post(`/api/plugins/${key}/enable`, {})));
+    expect(answers.map((res) => res.status).sort(), answers.map((res) => res.text).join('\n')).toEqual([200, 409]);
+    const refused = answers[0]!.status === 409 ? first : second;
+    expect(answers.find((res) => res.status === 409)!.body.code).toBe('route_conflict');
+    // The refused one is as it was: not enabled, not failed, no grant stored.
+    const after = (await t.sql.query('select key, status, granted_capabilities, last_error from plugins where key = $1', [refused.key])).rows[0];
+    expect(after).toEqual(before.find((row: any) => row.key === refused.key));
+    expect((await t.api.get('/api/attack-manifest/raced')).status).toBe(200);
+  });
+
   it('does not serve absolute routes when http.routes.absolute was declared but not granted (the plugin does not start at all)', async () => {
     const { folder, key } = await hostile((m) => {
       m.capabilities.push(ABSOLUTE);
