@@ -196,6 +196,13 @@ export class Executor {
     const prepared = await this.prepare(caller, input, agent, toolLaunch);
     const executionId = randomUUID();
     const row = await db.transaction(async (tx) => {
+      // The run is checked again under a share lock: a close of the ledger run between the first
+      // check and this insert would otherwise find no execution to cancel, and the process would
+      // outlive its run. A close waits for this commit, and its trigger then marks the execution.
+      const current = await tx.maybeOne<Row>('select status from runs where id = ? for share', [run.id]);
+      if (!current || !LIVE_STATUSES.has(current.status)) {
+        throw new KeelError(409, 'run_closed', `The run is already ${current?.status ?? 'gone'}`, { details: { status: current?.status ?? null } });
+      }
       const inserted = await tx.maybeOne<Row>(
         `insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
          values (?, ?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?)) on conflict (run_id) do nothing returning *`,

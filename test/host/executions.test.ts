@@ -431,6 +431,7 @@ describe('http executions', () => {
   it('reads a Server-Sent Events answer as outputs, in order', async () => {
     const agent = await createAgent(t.api, companyId, { adapterType: 'http', adapterConfig: { url: `${localUrl}/agent` } });
     const res = await start({ agentId: agent.id, execution: { kind: 'http', url: `${localUrl}/agent/stream`, stream: 'sse' } });
+    expect(res.status, res.text).toBe(200);
     const id = res.body.execution.executionId;
     expect(await finished(id)).toMatchObject({ status: 'succeeded', httpStatus: 200, response: null });
     const outputs = (await received(id)).filter((row) => row.name === 'execution.output').flatMap((row) => row.payload.outputs);
