@@ -2,6 +2,7 @@ import { api, upload, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import { PluginLaunchers, PluginSlots } from '../slots.tsx';
 import { CompanyDangerZone } from './company-delete.tsx';
+import { Onboarding } from './onboarding.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Paged, Status, useLoad } from '../ui.tsx';
 
 export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
@@ -9,6 +10,7 @@ export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
   return (
     <section>
       <h1>Companies</h1>
+      {companies.data?.length === 0 ? <Onboarding onCreated={async () => { await onChange(); await companies.reload(); }} /> : null}
       <details className="card" open={companies.data?.length === 0}>
         <summary>New company</summary>
         <Form label="New company" submit="Create company" onSubmit={async (fields) => {
