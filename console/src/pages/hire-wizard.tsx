@@ -28,7 +28,8 @@ export function HireWizard({ companyId, company }: { companyId: string; company:
   const [issue, setIssue] = useState<Issue | null | undefined>(undefined);
   const adapter = catalog.data?.adapterTypes.find((entry) => entry.type === adapterType);
   if (catalog.error) return <section><h1>Hire an agent</h1><ErrorNote error={catalog.error} /></section>;
-  if (!catalog.data || !secrets.data || !agents.data) return <Loading what="the hiring form" />;
+  if (agents.error) return <section><h1>Hire an agent</h1><ErrorNote error={agents.error} /></section>;
+  if (!catalog.data || !agents.data || (secrets.loading && !secrets.data)) return <Loading what="the hiring form" />;
   const done = issue !== undefined;
   return (
     <section className="wizard">
@@ -47,7 +48,7 @@ export function HireWizard({ companyId, company }: { companyId: string; company:
             setAdapterType(type);
             setStep(1);
           }} /> : null}
-          {step === 1 && adapter ? <SettingsStep companyId={companyId} adapter={adapter} agents={agents.data} secrets={secrets.data} agent={agent}
+          {step === 1 && adapter ? <SettingsStep companyId={companyId} adapter={adapter} agents={agents.data} secrets={secrets.data ?? []} agent={agent}
             onSaved={(saved, pending) => { setAgent(saved); setWaiting(pending); setStep(2); }} /> : null}
           {step === 2 && agent ? <TestStep agent={agent} onNext={() => setStep(3)} /> : null}
           {step === 3 && agent ? <BudgetStep agent={agent} onDone={(updated) => { setAgent(updated); setStep(4); }} /> : null}
