@@ -12,7 +12,7 @@ import type { AdapterDescription } from './adapter-catalog.ts';
  * - `tool_missing`: the driver is here but the tool's executable is not on the PATH the
  *   drivers search; an agent can still name the tool elsewhere (`command`), and the
  *   environment test says whether it runs;
- * - `unavailable`: no driver (no enabled plugin contributes it, several do, or Keel has none).
+ * - `unavailable`: no driver (no enabled plugin contributes it, several do, or no installed plugin has one).
  * `installHint` is what an operator does: the tool's install command, or which plugin to enable.
  */
 export interface AdapterAvailability {
@@ -44,7 +44,7 @@ async function availabilityOf(kernel: KernelServices, adapter: AdapterDescriptio
   if (owners.length > 1) return unavailable(`Several plugins contribute it (${owners.join(', ')}).`, 'Disable all of them but one.');
   if (owners.length === 0) {
     const declaring = plugins.find((plugin) => (plugin.manifest.kernelPoints ?? []).some((entry) => entry.point === 'agent.adapter-config' && (entry.adapterTypes ?? []).includes(adapter.type)));
-    if (!declaring) return unavailable('Keel has no driver for this adapter type yet.', 'Use process with a command of your own.');
+    if (!declaring) return unavailable('No installed plugin runs this adapter type.', 'Install a plugin that contributes it, or use process with a command of your own.');
     return unavailable(`No enabled plugin runs it: it comes with the ${declaring.key} plugin, which is ${declaring.status}.`, enable(declaring.key));
   }
   if (adapter.tool && !(await onToolPath(adapter.tool.executable))) {

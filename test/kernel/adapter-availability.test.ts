@@ -27,7 +27,7 @@ describe('adapter availability in the catalog', () => {
     const types = await catalog();
     expect(types.process.availability).toEqual({ status: 'ready', reason: null, installHint: null });
     expect(types.http.availability).toEqual({ status: 'ready', reason: null, installHint: null });
-    expect(types.eta_local.availability).toEqual({ status: 'unavailable', reason: 'Keel has no driver for this adapter type yet.', installHint: 'Use process with a command of your own.' });
+    expect(types.eta_local.availability).toEqual({ status: 'unavailable', reason: 'No installed plugin runs this adapter type.', installHint: 'Install a plugin that contributes it, or use process with a command of your own.' });
     expect(types.zeta_gateway.availability.status).toBe('unavailable');
     for (const type of ['alpha_local', 'beta_local', 'gamma_local', 'delta_local', 'pi_local', 'cursor']) {
       const { tool, availability } = types[type];
