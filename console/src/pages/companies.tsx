@@ -11,8 +11,9 @@ export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
     <section>
       <h1>Companies</h1>
       {companies.data?.length === 0 ? <Onboarding onCreated={async () => { await onChange(); await companies.reload(); }} /> : null}
-      <details className="card" open={companies.data?.length === 0}>
-        <summary>New company</summary>
+      {/* On an empty instance the getting-started card leads; this plain form stays one click away. */}
+      <details className="card">
+        <summary>{companies.data?.length === 0 ? 'New company, without the guide' : 'New company'}</summary>
         <Form label="New company" submit="Create company" onSubmit={async (fields) => {
           const company = await api.post<Company>('/api/companies', {
             name: fields.get('name'), description: fields.get('description') || undefined,
