@@ -22,6 +22,7 @@ import { WorkspacesPage } from './pages/workspaces.tsx';
 import { ExecutionWorkspacePage } from './pages/execution-workspace.tsx';
 import { FeedbackPage } from './pages/feedback.tsx';
 import { MembersPage } from './pages/members.tsx';
+import { HireWizard } from './pages/hire-wizard.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -114,6 +115,7 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if (match('/companies', path) || match('/', path)) return <CompaniesPage onChange={reloadCompanies} />;
   if ((params = match('/companies/:companyId/dashboard', path))) return <CompanyPage companyId={params.companyId!} onChange={reloadCompanies} />;
   if ((params = match('/companies/:companyId/agents', path))) return <AgentsPage companyId={params.companyId!} company={company} />;
+  if ((params = match('/companies/:companyId/agents/new', path))) return <HireWizard companyId={params.companyId!} company={company} />;
   if ((params = match('/companies/:companyId/agents/:agentId', path))) return <AgentPage companyId={params.companyId!} agentId={params.agentId!} />;
   if ((params = match('/companies/:companyId/issues', path))) return <IssuesPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/issues/:issueId', path))) return <IssuePage companyId={params.companyId!} issueId={params.issueId!} />;

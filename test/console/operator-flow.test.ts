@@ -62,6 +62,9 @@ describe('console: the operator flow in a browser', () => {
     await page.goto(t.url + '/');
     await page.waitForURL(/\/companies$/);
     await poll(() => page.locator('.who').textContent()).toBe('Local board');
+    // An empty instance opens on the getting-started card; the plain form is one click away.
+    await page.getByRole('region', { name: 'Getting started' }).waitFor();
+    await page.locator('summary', { hasText: 'New company, without the guide' }).click();
     const form = page.getByRole('form', { name: 'New company' });
     await form.getByLabel('Name').fill('Console Works');
     await form.getByLabel('New agents need board approval').check();

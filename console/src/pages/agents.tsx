@@ -89,7 +89,7 @@ export function AgentsPage({ companyId, company }: { companyId: string; company:
   const adapterTypes = catalog.data?.adapterTypes ?? [];
   return (
     <section>
-      <h1>Agents</h1>
+      <div className="title-row"><h1>Agents</h1><Link className="button primary" to={`/companies/${companyId}/agents/new`}>Hire an agent</Link></div>
       <div className="grid2">
         <details className="card">
           <summary>Create agent</summary>

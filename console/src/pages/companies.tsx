@@ -2,6 +2,7 @@ import { api, upload, type Company } from '../api.ts';
 import { Link, navigate } from '../router.tsx';
 import { PluginLaunchers, PluginSlots } from '../slots.tsx';
 import { CompanyDangerZone } from './company-delete.tsx';
+import { Onboarding } from './onboarding.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Paged, Status, useLoad } from '../ui.tsx';
 
 export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
@@ -9,8 +10,10 @@ export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
   return (
     <section>
       <h1>Companies</h1>
-      <details className="card" open={companies.data?.length === 0}>
-        <summary>New company</summary>
+      {companies.data?.length === 0 ? <Onboarding onCreated={async () => { await onChange(); await companies.reload(); }} /> : null}
+      {/* On an empty instance the getting-started card leads; this plain form stays one click away. */}
+      <details className="card">
+        <summary>{companies.data?.length === 0 ? 'New company, without the guide' : 'New company'}</summary>
         <Form label="New company" submit="Create company" onSubmit={async (fields) => {
           const company = await api.post<Company>('/api/companies', {
             name: fields.get('name'), description: fields.get('description') || undefined,
