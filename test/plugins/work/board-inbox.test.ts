@@ -14,7 +14,7 @@ let company: any;
 let agent: any;
 let alice: { id: string; handle: string; api: Api };
 let bob: { id: string; handle: string; api: Api };
-let items: { approval: string; incident: string; blocked: string; run: string; mention: string };
+let items: { approval: string; hard: string; soft: string; blocked: string; run: string; mention: string };
 
 async function boardUser(companyId: string) {
   const id = await insertUser(t);
@@ -37,9 +37,6 @@ beforeAll(async () => {
   expect(hire.status, hire.text).toBe(201);
   agent = await createAgent(t.api, company.id, { name: 'Spender', budgetMonthlyCents: 100 });
   await eventsSettled(t);
-  // Past its budget: a hard incident opens and pauses the agent.
-  const cost = await t.api.post(`/api/companies/${company.id}/cost-events`, { agentId: agent.id, provider: 'alpha', model: 'alpha-large', costCents: 150, occurredAt: new Date().toISOString() });
-  expect(cost.status, cost.text).toBe(201);
   const blocked = await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Stuck on a decision', status: 'blocked' });
   const plain = await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Needs eyes' });
   const mention = await t.api.post(`/api/issues/${plain.body.id}/comments`, { body: `@${alice.handle} can you decide?` });
@@ -51,10 +48,14 @@ beforeAll(async () => {
   await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'failed', result: { error: 'tool crashed' } }));
   const good = await db.transaction((tx) => runs.open(tx, { agentId: agent.id, companyId: company.id, invocationSource: 'on_demand' }));
   await db.transaction((tx) => runs.close(tx, good.run.runId, { status: 'succeeded', result: { ok: true } }));
+  // Past its budget: a soft and a hard incident open (and the agent is paused).
+  const cost = await t.api.post(`/api/companies/${company.id}/cost-events`, { agentId: agent.id, provider: 'alpha', model: 'alpha-large', costCents: 150, occurredAt: new Date().toISOString() });
+  expect(cost.status, cost.text).toBe(201);
   await eventsSettled(t);
-  const incident = (await t.sql.query('select id from plugin_costs.budget_incidents where company_id = $1 and status = $2', [company.id, 'open'])).rows[0];
+  const incidents = (await t.sql.query('select id, threshold_type from plugin_costs.budget_incidents where company_id = $1 and status = $2 order by threshold_type', [company.id, 'open'])).rows;
+  expect(incidents.map((row) => row.threshold_type)).toEqual(['hard', 'soft']);
   items = {
-    approval: `approval:${hire.body.approval.id}`, incident: `incident:${incident.id}`, blocked: `blocked:${blocked.body.id}`,
+    approval: `approval:${hire.body.approval.id}`, hard: `incident:${incidents[0].id}`, soft: `incident:${incidents[1].id}`, blocked: `blocked:${blocked.body.id}`,
     run: `run:${opened.run.runId}`, mention: `comment:${mention.body.id}`,
   };
 });
@@ -70,12 +71,13 @@ describe('GET /api/companies/{companyId}/inbox', () => {
     expect([...byId.keys()].sort()).toEqual(Object.values(items).sort());
     const c = `/companies/${company.id}`;
     expect(byId.get(items.approval)).toMatchObject({ kind: 'approval', href: `${c}/approvals`, read: false });
-    expect(byId.get(items.incident)).toMatchObject({ kind: 'budget_incident', href: `${c}/costs`, read: false });
+    expect(byId.get(items.hard)).toMatchObject({ kind: 'budget_incident', href: `${c}/costs`, read: false, title: expect.stringMatching(/^Budget hard stop: agent at 150 of \d+ cents$/) });
+    expect(byId.get(items.soft)).toMatchObject({ kind: 'budget_incident', title: expect.stringMatching(/^Budget warning: agent at 150 of \d+ cents$/), detail: null });
     expect(byId.get(items.blocked)).toMatchObject({ kind: 'blocked_issue', href: `${c}/issues/${items.blocked.slice(8)}`, detail: 'Stuck on a decision' });
     expect(byId.get(items.run)).toMatchObject({ kind: 'failed_run', href: `${c}/runs/${items.run.slice(4)}`, title: 'Run failed: Spender' });
     expect(byId.get(items.mention)).toMatchObject({ kind: 'mention', href: expect.stringMatching(new RegExp(`^${c}/issues/[0-9a-f-]{36}#comment-`)) });
-    expect(res.body.counts).toMatchObject({ total: 5, unread: 5, byKind: { approval: { total: 1, unread: 1 }, mention: { total: 1, unread: 1 } } });
-    // The mention is alice's alone: bob's inbox has the four others.
+    expect(res.body.counts).toMatchObject({ total: 6, unread: 6, byKind: { approval: { total: 1, unread: 1 }, budget_incident: { total: 2, unread: 2 }, mention: { total: 1, unread: 1 } } });
+    // The mention is alice's alone: bob's inbox has the others.
     const other = await bob.api.get(inboxPath());
     expect(other.body.items.map((item: any) => item.id).sort()).toEqual(Object.values(items).filter((id) => id !== items.mention).sort());
   });
@@ -103,13 +105,13 @@ describe('POST /api/companies/{companyId}/inbox/read', () => {
   it('marks items read for the caller only, lowers the counts, and keeps them read across reads', async () => {
     const res = await alice.api.post(`${inboxPath()}/read`, { itemIds: [items.approval, items.run, items.run] });
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ marked: 2, counts: { total: 5, unread: 3, byKind: { approval: { total: 1, unread: 0 }, failed_run: { total: 1, unread: 0 } } } });
+    expect(res.body).toMatchObject({ marked: 2, counts: { total: 6, unread: 4, byKind: { approval: { total: 1, unread: 0 }, failed_run: { total: 1, unread: 0 } } } });
     const again = await alice.api.post(`${inboxPath()}/read`, { itemIds: [items.approval] });
-    expect(again.body.counts.unread).toBe(3);
+    expect(again.body.counts.unread).toBe(4);
     const inbox = await alice.api.get(inboxPath());
     expect(inbox.body.items.filter((item: any) => item.read).map((item: any) => item.id).sort()).toEqual([items.approval, items.run].sort());
     // Bob's marks are his own: he still has every item unread.
-    expect((await bob.api.get(inboxPath())).body.counts.unread).toBe(4);
+    expect((await bob.api.get(inboxPath())).body.counts.unread).toBe(5);
     expect(await marks()).toEqual([items.approval, items.run].sort().map((item_id) => ({ company_id: company.id, user_id: alice.id, item_id })));
   });
 
@@ -137,12 +139,12 @@ describe('POST /api/companies/{companyId}/inbox/read-all', () => {
   it("marks every item of the caller's inbox read, and only the caller's", async () => {
     const res = await bob.api.post(`${inboxPath()}/read-all`, {});
     expect(res.status, res.text).toBe(200);
-    expect(res.body).toMatchObject({ marked: 4, counts: { total: 4, unread: 0 } });
-    expect((await alice.api.get(inboxPath())).body.counts.unread).toBe(3);
+    expect(res.body).toMatchObject({ marked: 5, counts: { total: 5, unread: 0 } });
+    expect((await alice.api.get(inboxPath())).body.counts.unread).toBe(4);
     // A new item arrives unread.
     const fresh = await t.api.post(`/api/companies/${company.id}/issues`, { title: 'New trouble', status: 'blocked' });
     const after = await bob.api.get(inboxPath());
-    expect(after.body.counts).toMatchObject({ total: 5, unread: 1 });
+    expect(after.body.counts).toMatchObject({ total: 6, unread: 1 });
     expect(after.body.items.find((item: any) => !item.read).id).toBe(`blocked:${fresh.body.id}`);
   });
 });
