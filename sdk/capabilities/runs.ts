@@ -94,7 +94,8 @@ export const runsRead = defineCapability<{ runs: RunsReadCapability }>()({
         type: 'object', additionalProperties: false,
         properties: {
           statuses: { type: 'array', minItems: 1, maxItems: RUN_STATUSES.length, uniqueItems: true, items: { enum: [...RUN_STATUSES] } },
-          since: { type: 'string', format: 'date-time' },
+          // An ISO 8601 instant (the kernel compares it as timestamptz): a pattern, as calls are checked without formats.
+          since: { type: 'string', maxLength: 40, pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?(Z|[+-]\\d{2}:\\d{2})$' },
           limit: { type: 'integer', minimum: 1, maximum: MAX_RUNS_GET },
         },
       }], runSummaries, { required: 0 }),

@@ -51,7 +51,7 @@ export async function markInboxRead(req: RouteRequest, ctx: WorkContext) {
   const { itemIds } = req.body as { itemIds: string[] };
   const companyId = req.companyId!;
   await ctx.db.query(
-    `insert into inbox_reads (company_id, user_id, item_id) select $1, $2, unnest(${list(3, 'text')}) on conflict do nothing`,
+    `insert into inbox_reads (company_id, user_id, item_id) select $1::uuid, $2::text, unnest(${list(3, 'text')}) on conflict do nothing`,
     [companyId, userId, [...new Set(itemIds)]]);
   const { counts } = await inboxOf(ctx, companyId, userId, handle);
   return { marked: new Set(itemIds).size, counts };
@@ -64,7 +64,7 @@ export async function markInboxAllRead(req: RouteRequest, ctx: WorkContext) {
   const items = await collectItems(ctx, companyId, userId, handle);
   if (items.length > 0) {
     await ctx.db.query(
-      `insert into inbox_reads (company_id, user_id, item_id) select $1, $2, unnest(${list(3, 'text')}) on conflict do nothing`,
+      `insert into inbox_reads (company_id, user_id, item_id) select $1::uuid, $2::text, unnest(${list(3, 'text')}) on conflict do nothing`,
       [companyId, userId, items.map((item) => item.id)]);
   }
   const { counts } = await inboxOf(ctx, companyId, userId, handle);

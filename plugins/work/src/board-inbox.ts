@@ -32,7 +32,7 @@ function time(value: unknown): string {
 
 async function approvals(ctx: WorkContext, companyId: string): Promise<BoardInboxItem[]> {
   const rows = await ctx.approvals.list({ status: 'pending', limit: PER_KIND });
-  return rows.map((row) => ({
+  return rows.map((row): BoardInboxItem => ({
     id: `approval:${String(row.id)}`, kind: 'approval', title: `Approval pending: ${String(row.type).replaceAll('_', ' ')}`,
     detail: typeof (row.payload as Row | null)?.name === 'string' ? String((row.payload as Row).name) : null,
     at: time(row.createdAt), href: `/companies/${companyId}/approvals`,
@@ -51,7 +51,7 @@ async function budgetIncidents(ctx: WorkContext, companyId: string): Promise<Boa
     if (COSTS_ABSENT.has(String((error as PluginError).code))) return [];
     throw error;
   }
-  return answer.incidents.map((row) => ({
+  return answer.incidents.map((row): BoardInboxItem => ({
     id: `incident:${String(row.id)}`, kind: 'budget_incident',
     title: `Budget ${row.thresholdType === 'hard' ? 'hard stop' : 'warning'}: ${String(row.scopeType)} at ${String(row.amountObserved)} of ${String(row.amountLimit)} cents`,
     detail: row.thresholdType === 'hard' ? `The ${String(row.scopeType)} is paused until the budget is raised or the incident resolved.` : null,
@@ -63,7 +63,7 @@ async function blockedIssues(ctx: WorkContext, companyId: string): Promise<Board
   const { rows } = await ctx.db.query(
     `select id, identifier, title, updated_at from issues
       where company_id = $1 and status = 'blocked' and hidden_at is null order by updated_at desc, id limit ${PER_KIND}`, [companyId]);
-  return rows.map((row) => ({
+  return rows.map((row): BoardInboxItem => ({
     id: `blocked:${String(row.id)}`, kind: 'blocked_issue', title: `${String(row.identifier)} is blocked`, detail: String(row.title),
     at: time(row.updated_at), href: `/companies/${companyId}/issues/${String(row.id)}`,
   }));
@@ -73,7 +73,7 @@ async function failedRuns(ctx: WorkContext, companyId: string): Promise<BoardInb
   const since = new Date(Date.now() - FAILED_RUN_DAYS * 86_400_000).toISOString();
   const runs = await ctx.runs.recent({ statuses: [...FAILED_RUN_STATUSES], since, limit: PER_KIND });
   const names = new Map((await ctx.agents.list()).map((agent) => [String(agent.id), String(agent.name)]));
-  return runs.map((run) => ({
+  return runs.map((run): BoardInboxItem => ({
     id: `run:${run.runId}`, kind: 'failed_run',
     title: `Run ${run.status === 'timed_out' ? 'timed out' : 'failed'}: ${names.get(run.agentId) ?? 'an agent'}`,
     detail: null, at: run.finishedAt ?? run.createdAt, href: `/companies/${companyId}/runs/${run.runId}`,
@@ -93,7 +93,7 @@ async function mentions(ctx: WorkContext, companyId: string, userId: string, han
         and c.body ~* $3
       order by c.created_at desc, c.id limit ${PER_KIND}`,
     [companyId, userId, `(^|[^[:alnum:]_@])@${handle}($|[^[:alnum:]-])`]);
-  return rows.map((row) => ({
+  return rows.map((row): BoardInboxItem => ({
     id: `comment:${String(row.id)}`, kind: 'mention', title: `Mentioned on ${String(row.identifier)}`,
     detail: String(row.body).slice(0, 200), at: time(row.created_at), href: `/companies/${companyId}/issues/${String(row.issue_id)}#comment-${String(row.id)}`,
   }));
