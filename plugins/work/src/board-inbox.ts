@@ -43,7 +43,7 @@ async function approvals(ctx: WorkContext, companyId: string): Promise<BoardInbo
  * Open budget incidents, from the costs plugin. Without it (not installed, disabled) there are
  * none to show, and the rest of the inbox still answers.
  */
-async function budgetIncidents(ctx: WorkContext, companyId: string): Promise<BoardInboxItem[]> {
+async function budgetIncidents(ctx: WorkContext, companyId: string, names: Map<string, string>): Promise<BoardInboxItem[]> {
   let answer: { incidents: Row[] };
   try {
     answer = await ctx.services.call<{ incidents: Row[] }>('costs', 'open-incidents', {});
@@ -53,10 +53,18 @@ async function budgetIncidents(ctx: WorkContext, companyId: string): Promise<Boa
   }
   return answer.incidents.map((row): BoardInboxItem => ({
     id: `incident:${String(row.id)}`, kind: 'budget_incident',
-    title: `Budget ${row.thresholdType === 'hard' ? 'hard stop' : 'warning'}: ${String(row.scopeType)} at ${String(row.amountObserved)} of ${String(row.amountLimit)} cents`,
+    title: `Budget ${row.thresholdType === 'hard' ? 'hard stop' : 'warning'}: ${scopeName(row, names)} at ${dollars(row.amountObserved)} of ${dollars(row.amountLimit)}`,
     detail: row.thresholdType === 'hard' ? `The ${String(row.scopeType)} is paused until the budget is raised or the incident resolved.` : null,
     at: time(row.createdAt), href: `/companies/${companyId}/costs`,
   }));
+}
+
+const dollars = (cents: unknown) => `$${(Number(cents) / 100).toFixed(2)}`;
+
+/** The agent's name for an agent scope; otherwise the scope's kind (the company, a project). */
+function scopeName(row: Row, names: Map<string, string>): string {
+  if (row.scopeType === 'agent') return names.get(String(row.scopeId)) ?? 'an agent';
+  return row.scopeType === 'company' ? 'the company' : 'a project';
 }
 
 async function blockedIssues(ctx: WorkContext, companyId: string): Promise<BoardInboxItem[]> {
@@ -69,10 +77,9 @@ async function blockedIssues(ctx: WorkContext, companyId: string): Promise<Board
   }));
 }
 
-async function failedRuns(ctx: WorkContext, companyId: string): Promise<BoardInboxItem[]> {
+async function failedRuns(ctx: WorkContext, companyId: string, names: Map<string, string>): Promise<BoardInboxItem[]> {
   const since = new Date(Date.now() - FAILED_RUN_DAYS * 86_400_000).toISOString();
   const runs = await ctx.runs.recent({ statuses: [...FAILED_RUN_STATUSES], since, limit: PER_KIND });
-  const names = new Map((await ctx.agents.list()).map((agent) => [String(agent.id), String(agent.name)]));
   return runs.map((run): BoardInboxItem => ({
     id: `run:${run.runId}`, kind: 'failed_run',
     title: `Run ${run.status === 'timed_out' ? 'timed out' : 'failed'}: ${names.get(run.agentId) ?? 'an agent'}`,
@@ -109,8 +116,10 @@ export async function boardUser(ctx: WorkContext): Promise<{ userId: string; han
 
 /** Every item that needs the user now, newest first. */
 export async function collectItems(ctx: WorkContext, companyId: string, userId: string, handle: string | null): Promise<BoardInboxItem[]> {
+  const names = new Map((await ctx.agents.list()).map((agent) => [String(agent.id), String(agent.name)]));
   const groups = await Promise.all([
-    approvals(ctx, companyId), budgetIncidents(ctx, companyId), blockedIssues(ctx, companyId), failedRuns(ctx, companyId), mentions(ctx, companyId, userId, handle),
+    approvals(ctx, companyId), budgetIncidents(ctx, companyId, names), blockedIssues(ctx, companyId), failedRuns(ctx, companyId, names),
+    mentions(ctx, companyId, userId, handle),
   ]);
   return groups.flat().sort((a, b) => (a.at < b.at ? 1 : a.at > b.at ? -1 : a.id.localeCompare(b.id)));
 }

@@ -71,8 +71,8 @@ describe('GET /api/companies/{companyId}/inbox', () => {
     expect([...byId.keys()].sort()).toEqual(Object.values(items).sort());
     const c = `/companies/${company.id}`;
     expect(byId.get(items.approval)).toMatchObject({ kind: 'approval', href: `${c}/approvals`, read: false });
-    expect(byId.get(items.hard)).toMatchObject({ kind: 'budget_incident', href: `${c}/costs`, read: false, title: expect.stringMatching(/^Budget hard stop: agent at 150 of \d+ cents$/) });
-    expect(byId.get(items.soft)).toMatchObject({ kind: 'budget_incident', title: expect.stringMatching(/^Budget warning: agent at 150 of \d+ cents$/), detail: null });
+    expect(byId.get(items.hard)).toMatchObject({ kind: 'budget_incident', href: `${c}/costs`, read: false, title: expect.stringMatching(/^Budget hard stop: Spender at \$1\.50 of \$\d+\.\d\d$/) });
+    expect(byId.get(items.soft)).toMatchObject({ kind: 'budget_incident', title: expect.stringMatching(/^Budget warning: Spender at \$1\.50 of \$\d+\.\d\d$/), detail: null });
     expect(byId.get(items.blocked)).toMatchObject({ kind: 'blocked_issue', href: `${c}/issues/${items.blocked.slice(8)}`, detail: 'Stuck on a decision' });
     expect(byId.get(items.run)).toMatchObject({ kind: 'failed_run', href: `${c}/runs/${items.run.slice(4)}`, title: 'Run failed: Spender' });
     expect(byId.get(items.mention)).toMatchObject({ kind: 'mention', href: expect.stringMatching(new RegExp(`^${c}/issues/[0-9a-f-]{36}#comment-`)) });
