@@ -27,7 +27,10 @@ describe('console: the inbox', () => {
     expect((await t.api.post(`/api/companies/${companyId}/agent-hires`, { name: 'Applicant' })).status).toBe(201);
     expect((await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Waiting on legal', status: 'blocked' })).status).toBe(201);
     const issue = await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Pricing page' });
-    expect((await t.api.post(`/api/issues/${issue.body.id}/comments`, { body: '@board which price do we show?' })).status).toBe(201);
+    // The mention comes from the agent: the board's own comments are not news to it.
+    const key = await t.api.post(`/api/agents/${worker.id}/keys`, { name: 'comments' });
+    const mention = await t.api.post(`/api/issues/${issue.body.id}/comments`, { body: '@board which price do we show?' }, { token: key.body.token });
+    expect(mention.status, mention.text).toBe(201);
     const { runs, db } = t.kernel.services;
     const opened = await db.transaction((tx) => runs.open(tx, { agentId: worker.id, companyId, invocationSource: 'on_demand' }));
     await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'failed', result: { error: 'exit 1' } }));
