@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
+import { FIRST_PARTY_PLUGINS, startPeerKernel, startTestKernel, type Api, type TestKernel } from '../../support/harness.ts';
 import { addMember, boardToken, createAgent, createCompany, insertUser } from '../../support/fixtures.ts';
 import { eventsSettled } from '../../support/events.ts';
 
@@ -158,5 +158,41 @@ describe('the agent inboxes', () => {
     expect(Array.isArray(res.body)).toBe(true);
     // The board inbox is not an agent's.
     expect((await t.api.get(inboxPath(), { token: keyRes.body.token })).status).toBe(403);
+  });
+});
+
+describe('read marks across processes, the local board, and without the costs plugin', () => {
+  it('are read back by another Keel process on the same database', async () => {
+    const peer = await startPeerKernel(t, {}, { firstPartyDir: FIRST_PARTY_PLUGINS });
+    try {
+      const token = await boardToken(t, alice.id);
+      const seen = await peer.api.get(inboxPath(), { token });
+      expect(seen.status, seen.text).toBe(200);
+      expect(seen.body.items.filter((item: any) => item.read).map((item: any) => item.id).sort()).toEqual([items.approval, items.run].sort());
+      // A mark made there is seen here.
+      expect((await peer.api.post(`${inboxPath()}/read`, { itemIds: [items.mention] }, { token })).status).toBe(200);
+      expect((await alice.api.get(inboxPath())).body.items.find((item: any) => item.id === items.mention).read).toBe(true);
+    } finally {
+      await peer.stop();
+    }
+  });
+
+  it('mention the local board as @board, and mark for it apart from the users', async () => {
+    const res = await t.api.get(inboxPath());
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ userId: 'local-board', mentionHandle: 'board' });
+    expect(res.body.items.some((item: any) => item.read)).toBe(false);
+  });
+
+  it('answers without budget incidents while the costs plugin is disabled', async () => {
+    expect((await t.api.post('/api/plugins/costs/disable', {})).status).toBe(200);
+    try {
+      const res = await alice.api.get(inboxPath());
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.counts.byKind.budget_incident).toEqual({ total: 0, unread: 0 });
+      expect(res.body.items.map((item: any) => item.id)).toContain(items.approval);
+    } finally {
+      expect((await t.api.post('/api/plugins/costs/enable', {})).status).toBe(200);
+    }
   });
 });
