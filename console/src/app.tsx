@@ -23,6 +23,8 @@ import { ExecutionWorkspacePage } from './pages/execution-workspace.tsx';
 import { FeedbackPage } from './pages/feedback.tsx';
 import { MembersPage } from './pages/members.tsx';
 import { HireWizard } from './pages/hire-wizard.tsx';
+import { InboxPage } from './pages/inbox.tsx';
+import { UnreadBadge } from './inbox/unread-badge.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -58,7 +60,7 @@ export function App() {
 }
 
 const SECTIONS = [
-  ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
+  ['dashboard', 'Overview'], ['inbox', 'Inbox'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
   ['costs', 'Costs'], ['secrets', 'Secrets'], ['model-providers', 'Model providers'], ['skills', 'Skills'], ['activity', 'Activity'],
   ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'],
 ] as const;
@@ -94,7 +96,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
           <li><Link to="/companies" aria-current={path === '/companies' ? 'page' : undefined}>Companies</Link></li>
           {company ? SECTIONS.map(([section, label]) => {
             const to = `/companies/${company.id}/${section}`;
-            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}</Link></li>;
+            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}{section === 'inbox' ? <UnreadBadge companyId={company.id} path={path} /> : null}</Link></li>;
           }) : null}
           {company ? <PluginPageLinks companyId={company.id} path={path} /> : null}
           <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}>Plugins</Link></li>
@@ -114,6 +116,7 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   if ((params = match('/cli-auth/:id', path))) return <CliAuthApprove id={params.id!} />;
   if (match('/companies', path) || match('/', path)) return <CompaniesPage onChange={reloadCompanies} />;
   if ((params = match('/companies/:companyId/dashboard', path))) return <CompanyPage companyId={params.companyId!} onChange={reloadCompanies} />;
+  if ((params = match('/companies/:companyId/inbox', path))) return <InboxPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/agents', path))) return <AgentsPage companyId={params.companyId!} company={company} />;
   if ((params = match('/companies/:companyId/agents/new', path))) return <HireWizard companyId={params.companyId!} company={company} />;
   if ((params = match('/companies/:companyId/agents/:agentId', path))) return <AgentPage companyId={params.companyId!} agentId={params.agentId!} />;

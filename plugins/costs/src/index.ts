@@ -1,7 +1,7 @@
 import { exportCompany, importCompany } from './portability.ts';
 import { COSTS_CAPABILITIES, type BatchCall, type CostsContext } from './context.ts';
 import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
-import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
+import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, openIncidentsService, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
 import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
@@ -55,5 +55,6 @@ export default definePlugin({
     'record-usage': recordUsageService,
     'record-usages': recordUsagesService,
     'budget-blocks': budgetBlocksService,
+    'open-incidents': openIncidentsService,
   },
 });

@@ -13,6 +13,7 @@ import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
+import { getBoardInbox, markInboxAllRead, markInboxRead } from './board-inbox-routes.ts';
 import { deliverFeedback } from './feedback-delivery.ts';
 import { autoRecoverLiveness, livenessCompanies, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
@@ -53,6 +54,9 @@ export default definePlugin({
     'list-comments': listComments,
     'inbox-lite': inboxLite,
     'inbox-mine': inboxMine,
+    'board-inbox': getBoardInbox,
+    'board-inbox-read': markInboxRead,
+    'board-inbox-read-all': markInboxAllRead,
     'issue-activity': issueActivity,
     'issue-runs': issueRuns,
     'run-issues': runIssues,
