@@ -142,7 +142,7 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
       <ErrorNote error={error} />
       {active ? <ActionButton kind="danger" action={async () => { setRun(await api.post<Run>(`/api/heartbeat-runs/${runId}/cancel`, {})); }}>Cancel run</ActionButton> : null}
       {run ? <RunFacts companyId={companyId} run={run} active={Boolean(active)} /> : null}
-      <h2>Transcript</h2>
+      <h2>{entries.length ? 'Transcript' : 'Log'}</h2>
       {entries.length ? (
         <>
           <Conversation entries={entries} />
