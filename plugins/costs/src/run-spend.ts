@@ -14,9 +14,10 @@ export async function byRun(req: RouteRequest, ctx: CostsContext) {
     `select heartbeat_run_id::text as run_id, source, ${SUMMED.replace(/sum\(event_count\)/, 'count(*)')}
        from (select heartbeat_run_id, source, cost_cents, coalesce(input_tokens, 0) as input_tokens,
                     coalesce(cached_input_tokens, 0) as cached_input_tokens, coalesce(output_tokens, 0) as output_tokens
-               from cost_events where company_id = $1 and heartbeat_run_id = any($2::uuid[])) e
+               from cost_events where company_id = $1 and heartbeat_run_id = any(string_to_array($2, ',')::uuid[])) e
       group by heartbeat_run_id, source order by cost_cents desc, source`,
-    [req.companyId, runIds]);
+    // The ids travel as one text parameter: an array parameter does not reach PostgreSQL as an array through the plugin's database bridge.
+    [req.companyId, runIds.join(',')]);
   return runIds.map((runId) => {
     const bySource = rows.filter((row) => row.run_id === runId).map((row) => ({ source: String(row.source), ...measures(row) }));
     const total = bySource.reduce((sum, row) => ({
