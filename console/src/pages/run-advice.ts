@@ -46,3 +46,13 @@ export function adviceFor(code: string | null | undefined): string | null {
   if (code.startsWith('company_paused')) return 'The company was paused: resume it to run again.';
   return null;
 }
+
+/**
+ * The code and advice of a run that ended badly: its errorCode, else (cancelled) its cancelReason;
+ * a failed process without a code is advised as a non-zero exit.
+ */
+export function runTrouble(run: { status: string; errorCode?: string | null; cancelReason?: string | null; exitCode?: number | null }): { code: string | null; advice: string | null } {
+  const code = run.errorCode ?? (run.status === 'cancelled' ? run.cancelReason ?? null : null);
+  const nonZeroExit = run.status === 'failed' && run.exitCode !== null && run.exitCode !== undefined && run.exitCode !== 0;
+  return { code, advice: adviceFor(code) ?? (nonZeroExit ? BY_CODE.exit_status! : null) };
+}

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'react';
 import { api, type Agent, type Issue, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
 import { money, Status, useLoad, when } from '../ui.tsx';
-import { adviceFor } from './run-advice.ts';
+import { runTrouble } from './run-advice.ts';
 import { duration, useRunSpend } from './run-list.tsx';
 
 interface TouchedIssue { id: string; identifier: string; title: string; status: string }
@@ -48,8 +48,7 @@ export function RunFacts({ companyId, run, active }: { companyId: string; run: R
   const usage = (run.usageJson ?? {}) as Record<string, number | undefined>;
   // Read again when the run ends and when it reports usage, so the last report is counted.
   const spend = useRunSpend(companyId, [run.id], `${run.status}:${usage.reports ?? 0}`).get(run.id);
-  const code = run.errorCode ?? (run.status === 'cancelled' ? run.cancelReason : null) ?? null;
-  const advice = adviceFor(code);
+  const { code, advice } = runTrouble(run);
   const others = (touched.data ?? []).filter((entry) => entry.id !== run.issueId);
   return (
     <dl className="run-facts" aria-label="Run facts" data-testid="run-facts">
@@ -64,7 +63,7 @@ export function RunFacts({ companyId, run, active }: { companyId: string; run: R
       <div><dt>Started</dt><dd>{when(run.startedAt ?? run.createdAt)}</dd></div>
       <div><dt>Duration</dt><dd data-testid="run-duration">{active ? `running for ${duration(run, now)}` : duration(run)}</dd></div>
       <div><dt>Exit</dt><dd><Status value={run.status} /> <span data-testid="run-exit">{exitOf(run)}</span></dd></div>
-      {code || run.error ? (
+      {code || run.error || advice ? (
         <div className="run-error"><dt>Error</dt><dd>
           {code ? <code>{code}</code> : null}{run.error && run.error !== code ? <span className="prewrap"> {run.error}</span> : null}
           {advice ? <p className="advice" data-testid="run-advice">{advice}</p> : null}
