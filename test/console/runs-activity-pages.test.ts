@@ -155,6 +155,8 @@ describe('console: runs as conversations and readable activity', () => {
   }, 60_000);
 
   it('reads the activity as sentences with names and links, details folded, and filters it by actor and kind', async () => {
+    const manual = await t.api.post(`/api/companies/${companyId}/activity`, { actorId: 'deploy-bot', action: 'deploy.finished', entityType: 'deployment', entityId: 'd-1' });
+    expect(manual.status, manual.text).toBe(201);
     await page.goto(`${t.url}/companies/${companyId}/activity`);
     const feed = page.getByRole('list', { name: 'Activity entries' });
     const comment = feed.locator('li[data-action="issue.comment_added"]');
@@ -168,6 +170,8 @@ describe('console: runs as conversations and readable activity', () => {
     await poll(() => created.locator('.sentence').textContent()).toMatch(new RegExp(`^(The local board|.+) created ${issue.identifier} Write the report$`));
     const agentCreated = feed.locator('li[data-action="agent.created"]').filter({ hasText: 'Breaker' });
     expect(await agentCreated.getByRole('link', { name: 'Breaker' }).getAttribute('href')).toMatch(/\/agents\/[0-9a-f-]{36}$/);
+    // An action the table does not know still reads as a sentence.
+    expect(await feed.locator('li[data-action="deploy.finished"] .sentence').textContent()).toBe('deploy-bot recorded “deploy finished” on deployment d-1');
     // No raw action names and no cut ids in the sentences.
     for (const sentence of await feed.locator('.sentence').allTextContents()) expect(sentence).not.toMatch(/\b[a-z]+\.[a-z_]+\b/);
     expect(await seriousViolations(page)).toEqual([]);

@@ -54,13 +54,15 @@ export function useNames(companyId: string, entries: Entry[] | undefined): Names
 }
 
 const LOCAL_BOARD = 'local-board';
+const KEEL_PARTS = new Set(['system', 'executor', 'extension-host', 'cli-auth', 'webhook', 'anonymous', 'kernel']);
 
 /** Who did it, by name: an agent's or member's name, the local board, a plugin, or Keel itself. */
 export function actorName(entry: Entry, names: Names): string {
   if (entry.actorType === 'agent') return names.agents.get(entry.actorId) ?? 'A removed agent';
   if (entry.actorType === 'user') return entry.actorId === LOCAL_BOARD ? 'The local board' : names.users.get(entry.actorId) ?? 'A board user';
   if (entry.actorId.startsWith('plugin:')) return `The ${entry.actorId.slice('plugin:'.length)} plugin`;
-  return 'Keel';
+  // Keel's own parts are Keel; another system actor (one a board user recorded by hand) keeps its name.
+  return KEEL_PARTS.has(entry.actorId) ? 'Keel' : entry.actorId;
 }
 
 /** The entity by name, linked to its page where the console has one. */
