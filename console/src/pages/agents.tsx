@@ -4,6 +4,7 @@ import { Link, navigate } from '../router.tsx';
 import { AgentGrants } from './grants.tsx';
 import { AgentSkills } from './agent-skills.tsx';
 import { AgentTool } from './agent-tool.tsx';
+import { AgentRuns } from './run-list.tsx';
 import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog, type AdapterType } from './adapter-config.tsx';
 import { useSecrets } from './variables.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
@@ -175,6 +176,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
           </ul>
         </div>
       </div>
+      <AgentRuns companyId={companyId} agentId={agentId} />
       <AgentTool companyId={companyId} agent={a} onSaved={reloadAll} />
       <AgentGrants companyId={companyId} agentId={agentId} agentName={a.name} />
       <AgentSkills agentId={agentId} />

@@ -6,6 +6,7 @@ import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
 import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
+import { byRun } from './run-spend.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
 async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promise<unknown> {
@@ -25,6 +26,7 @@ export default definePlugin({
     'by-biller': breakdown('by-biller'),
     'by-project': breakdown('by-project'),
     'by-source': breakdown('by-source'),
+    'by-run': byRun,
     'window-spend': windowSpend,
     'company-budget': companyBudget,
     'agent-budget': agentBudget,
