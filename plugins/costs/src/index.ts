@@ -6,6 +6,7 @@ import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
 import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
+import { dailySpend } from './daily-spend.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
 async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promise<unknown> {
@@ -26,6 +27,7 @@ export default definePlugin({
     'by-project': breakdown('by-project'),
     'by-source': breakdown('by-source'),
     'window-spend': windowSpend,
+    'daily-spend': dailySpend,
     'company-budget': companyBudget,
     'agent-budget': agentBudget,
     'budget-overview': overview,
