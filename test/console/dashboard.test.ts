@@ -105,6 +105,15 @@ describe('console: the company dashboard', () => {
     }
   }, 60_000);
 
+  it('follows the run live: a cancelled run leaves its agent card without reloading the page', async () => {
+    await page.goto(dashboard(company.id));
+    const card = page.getByTestId(`agent-card-${runner.id}`);
+    await poll(() => card.textContent()).toContain('Fix the build');
+    expect((await t.api.post(`/api/heartbeat-runs/${runId}/cancel`, {})).status).toBe(200);
+    await poll(() => card.textContent()).toContain('No run in progress.');
+    expect(await card.textContent()).not.toContain('Fix the build');
+  }, 60_000);
+
   it("the banner's action raises the budget and resumes the agent, and the banner goes", async () => {
     await page.goto(dashboard(company.id));
     const form = page.getByRole('form', { name: 'Raise the budget of Spender' });
@@ -126,15 +135,6 @@ describe('console: the company dashboard', () => {
     await stop.getByRole('button', { name: 'Resume Dash Works' }).click();
     await poll(() => stop.count()).toBe(0);
     expect((await t.api.get(`/api/companies/${company.id}`)).body).toMatchObject({ status: 'active', pauseReason: null });
-  }, 60_000);
-
-  it('follows the run live: a cancelled run leaves its agent card without reloading the page', async () => {
-    await page.goto(dashboard(company.id));
-    const card = page.getByTestId(`agent-card-${runner.id}`);
-    await poll(() => card.textContent()).toContain('Fix the build');
-    expect((await t.api.post(`/api/heartbeat-runs/${runId}/cancel`, {})).status).toBe(200);
-    await poll(() => card.textContent()).toContain('No run in progress.');
-    expect(await card.textContent()).not.toContain('Fix the build');
   }, 60_000);
 
   it('an empty company says what to do first, with no serious axe-core violation at either width', async () => {

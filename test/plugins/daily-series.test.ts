@@ -7,6 +7,7 @@ import { createAgent, createAgentKey, createCompany } from '../support/fixtures.
 import { installAndEnable } from '../support/plugins.ts';
 import { addCost, allowGatewayCaller, settling } from './costs/helpers.ts';
 import { agentScripts, processAgent, runWhen, wakeOk } from './runtime/helpers.ts';
+import { runCli } from '../sdk/cli-support.ts';
 
 /**
  * The per-day series the console's dashboard and `keel dashboard` draw: runs by outcome
@@ -147,5 +148,30 @@ describe('per-day series refuse', () => {
       const res = await t.api.get(`/api/companies/${randomUUID()}/${route}`);
       expect({ route, status: res.status }).toEqual({ route, status: 404 });
     }
+  });
+});
+
+describe('keel dashboard', () => {
+  it('prints the company at a glance from the same routes, and with --json their answers', async () => {
+    const human = await runCli(['dashboard', '-C', company.id, '--days', '3', '--api-base', t.url]);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toContain('Series Works (active)');
+    expect(human.stdout).toContain('Issues: 2 open, 1 blocked');
+    expect(human.stdout).toContain(`  ${today()}     3   1       1      50%     $4.25        3`);
+    expect(human.stdout).toContain('success rate over the days: 50%');
+    const json = await runCli(['dashboard', '-C', company.id, '--json', '--api-base', t.url]);
+    expect(json.code, json.stderr).toBe(0);
+    const data = JSON.parse(json.stdout);
+    expect(data.runs).toEqual((await t.api.get(`/api/companies/${company.id}/heartbeat-runs/daily`)).body);
+    expect(data.spend).toEqual((await t.api.get(`/api/companies/${company.id}/costs/daily`)).body);
+    expect(data.issues).toEqual((await t.api.get(`/api/companies/${company.id}/issues/daily`)).body);
+    expect(data.monthSpend).toMatchObject({ measuredCents: 305 });
+    expect(data.pendingApprovals).toEqual([]);
+  }, 60_000);
+
+  it('refuses --days out of range before asking the server', async () => {
+    const refused = await runCli(['dashboard', '-C', company.id, '--days', '0', '--json', '--api-base', t.url]);
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.stdout || refused.stderr)).toMatchObject({ code: 'usage' });
   });
 });

@@ -1,3 +1,4 @@
+import { KeelApiError } from '../../client/index.ts';
 import { CliError, clientFor, companyIdFor, emit, type GlobalOptions } from '../output.ts';
 import { path } from './agent-ref.ts';
 
@@ -28,7 +29,9 @@ export async function dashboardCommand(options: Options): Promise<void> {
   const [company, agents, running, queued, overview, approvals, bySource, issues, runs, spend] = await Promise.all([
     client.get<Json>(base), client.get<Json[]>(`${base}/agents`),
     client.get<Json>(`${base}/heartbeat-runs`, { status: 'running', limit: 200 }), client.get<Json>(`${base}/heartbeat-runs`, { status: 'queued', limit: 200 }),
-    client.get<Json>(`${base}/budgets/overview`), client.get<Json[]>(`${base}/approvals`, { status: 'pending' }),
+    // The budget overview is the board's: an agent's key sees no incidents rather than nothing at all.
+    client.get<Json>(`${base}/budgets/overview`).catch((error) => { if (error instanceof KeelApiError && error.status === 403) return { activeIncidents: [] }; throw error; }),
+    client.get<Json[]>(`${base}/approvals`, { status: 'pending' }),
     client.get<Json[]>(`${base}/costs/by-source`, { from: monthStart }),
     client.get<Json>(`${base}/issues/daily`, { days }), client.get<Json>(`${base}/heartbeat-runs/daily`, { days }), client.get<Json>(`${base}/costs/daily`, { days }),
   ]);
