@@ -20,9 +20,10 @@ export const reasonText = (reason: string | null) => (reason ? REASONS[reason] ?
 interface Stop { key: string; scope: Incident['scopeType']; scopeId: string; name: string; to: string; paused: boolean; reason: string | null; incident: Incident | undefined }
 
 /**
- * Every paused scope (the company, an agent, a project) and every open budget incident, each
- * once: a paused scope names its reason and, when a budget stopped it, its incident; an incident
- * on a scope that still works (a warning) stands on its own.
+ * Every paused scope (the company, an agent, a project) and every scope with an open budget
+ * incident, each once: a paused scope names its reason and, when a budget stopped it, its
+ * incident (the hard one before the warning); incidents on a scope that still works (a warning)
+ * stand on their own, one banner for the scope.
  */
 export function stopsOf(companyId: string, company: CompanyView | undefined, agents: Agent[], projects: Project[], incidents: Incident[]): Stop[] {
   const base = `/companies/${companyId}`;
@@ -36,8 +37,12 @@ export function stopsOf(companyId: string, company: CompanyView | undefined, age
   for (const project of projects.filter((p) => p.pausedAt)) {
     stops.push({ key: `project:${project.id}`, scope: 'project', scopeId: project.id, name: project.name, to: `${base}/projects/${project.id}`, paused: true, reason: project.pauseReason, incident: incidentOf('project', project.id) });
   }
-  const covered = new Set(stops.map((stop) => stop.incident?.id));
-  for (const incident of incidents.filter((i) => !covered.has(i.id))) {
+  // One banner per scope: a paused scope's banner holds its incidents (a hard stop passed the warning too).
+  const covered = new Set(stops.map((stop) => `${stop.scope}:${stop.scopeId}`));
+  for (const candidate of incidents) {
+    if (covered.has(`${candidate.scopeType}:${candidate.scopeId}`)) continue;
+    covered.add(`${candidate.scopeType}:${candidate.scopeId}`);
+    const incident = incidentOf(candidate.scopeType, candidate.scopeId)!;
     const name = incident.scopeType === 'company' ? company?.name : incident.scopeType === 'agent'
       ? agents.find((a) => a.id === incident.scopeId)?.name : projects.find((p) => p.id === incident.scopeId)?.name;
     stops.push({ key: `incident:${incident.id}`, scope: incident.scopeType, scopeId: incident.scopeId, name: name ?? incident.scopeId.slice(0, 8), to: `${base}/costs`, paused: false, reason: null, incident });
@@ -93,7 +98,7 @@ export function StopBanners({ companyId, stops, onChange }: { companyId: string;
       {stops.map((stop) => {
         const { incident } = stop;
         const hard = incident?.thresholdType === 'hard';
-        const title = stop.paused ? `The ${stop.scope} ${stop.name} is paused` : `${stop.name} (${stop.scope}) passed its budget warning`;
+        const title = stop.paused ? `The ${stop.scope} ${stop.name} is paused` : `${stop.name} (${stop.scope}) ${hard ? 'reached its budget hard stop' : 'passed its budget warning'}`;
         return (
           <li key={stop.key} className={stop.paused || hard ? 'stop hard' : 'stop warn'} data-testid={`stop-${stop.scope}-${stop.scopeId}`}>
             <p><strong>{title}</strong>{stop.paused ? `: ${reasonText(stop.reason)}.` : '.'}</p>
