@@ -132,7 +132,8 @@ describe('console: the company dashboard', () => {
     await page.goto(dashboard(company.id));
     const stop = page.getByTestId(`stop-company-${company.id}`);
     await poll(() => stop.textContent()).toContain('The company Dash Works is paused: paused by the board.');
-    await stop.getByRole('button', { name: 'Resume Dash Works' }).click();
+    expect(await seriousViolations(page)).toEqual([]);
+    await stop.getByRole('button', { name: 'Resume company Dash Works' }).click();
     await poll(() => stop.count()).toBe(0);
     expect((await t.api.get(`/api/companies/${company.id}`)).body).toMatchObject({ status: 'active', pauseReason: null });
   }, 60_000);

@@ -81,11 +81,11 @@ function RaiseBudget({ companyId, incident, label, onDone }: { companyId: string
 /** What resolves a pause that no budget caused: the board's resume, or the approval of a configuration the board has not seen. */
 function Resume({ stop, onDone }: { stop: Stop; onDone: () => Promise<void> }) {
   if (stop.scope === 'company') {
-    return <ActionButton kind="primary" label={`Resume ${stop.name}`} action={async () => { await api.patch(`/api/companies/${stop.scopeId}`, { status: 'active' }); await onDone(); }}>Resume company</ActionButton>;
+    return <ActionButton kind="primary" label={`Resume company ${stop.name}`} action={async () => { await api.patch(`/api/companies/${stop.scopeId}`, { status: 'active' }); await onDone(); }}>Resume company</ActionButton>;
   }
   if (stop.scope === 'agent' && (stop.reason === 'imported' || stop.reason === 'managed')) return <Link to={stop.to}>Review and approve {stop.name}</Link>;
   if (stop.scope === 'agent') {
-    return <ActionButton kind="primary" label={`Resume ${stop.name}`} action={async () => { await api.post(`/api/agents/${stop.scopeId}/resume`, {}); await onDone(); }}>Resume agent</ActionButton>;
+    return <ActionButton kind="primary" label={`Resume agent ${stop.name}`} action={async () => { await api.post(`/api/agents/${stop.scopeId}/resume`, {}); await onDone(); }}>Resume agent</ActionButton>;
   }
   return <Link to={stop.to}>Open {stop.name}</Link>;
 }
