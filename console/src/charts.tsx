@@ -4,7 +4,8 @@
  * colours that are hard to tell apart.
  */
 
-export interface Series { key: string; label: string; values: number[] }
+/** `tone` picks the series' colour (chart-s0 … chart-s6), its position when absent. */
+export interface Series { key: string; label: string; values: number[]; tone?: number }
 
 const WIDTH = 420;
 const HEIGHT = 150;
@@ -19,7 +20,7 @@ export function shortDate(date: string): string {
 function Axis({ dates, column }: { dates: string[]; column: number }) {
   // Every other day keeps the labels apart at 390 px; the last day (today) is always named.
   return <>{dates.map((date, index) => (index % 2 === (dates.length - 1) % 2
-    ? <text key={date} x={index * column + column / 2} y={HEIGHT - 4} textAnchor="middle" className="chart-axis">{shortDate(date)}</text>
+    ? <text key={date} x={index === dates.length - 1 ? WIDTH : index * column + column / 2} y={HEIGHT - 4} textAnchor={index === dates.length - 1 ? 'end' : 'middle'} className="chart-axis">{shortDate(date)}</text>
     : null))}</>;
 }
 
@@ -44,7 +45,7 @@ export function StackedColumns({ title, dates, series, format = String, empty }:
                   if (!value) return null;
                   const height = (value / max) * (PLOT - 10);
                   top -= height;
-                  return <rect key={s.key} x={index * column + 2} y={top} width={column - 4} height={height} className={`chart-s${position}`}><title>{`${shortDate(date)} ${s.label}: ${format(value)}`}</title></rect>;
+                  return <rect key={s.key} x={index * column + 2} y={top} width={column - 4} height={height} className={`chart-s${s.tone ?? position}`}><title>{`${shortDate(date)} ${s.label}: ${format(value)}`}</title></rect>;
                 })}
               </g>
             );
@@ -54,7 +55,7 @@ export function StackedColumns({ title, dates, series, format = String, empty }:
         </svg>
       )}
       <ul className="legend" aria-label={`${title}: totals`}>
-        {series.map((s, position) => <li key={s.key}><span className={`swatch chart-s${position}`} aria-hidden="true" /> {s.label} <strong>{format(sums[position]!)}</strong></li>)}
+        {series.map((s, position) => <li key={s.key}><span className={`swatch chart-s${s.tone ?? position}`} aria-hidden="true" /> {s.label} <strong>{format(sums[position]!)}</strong></li>)}
       </ul>
     </figure>
   );
@@ -82,7 +83,9 @@ export function RateLine({ title, dates, rates, overall }: { title: string; date
           <Axis dates={dates} column={column} />
         </svg>
       )}
-      <p className="legend">Over the {dates.length} days: <strong data-testid="success-rate">{percent(overall)}</strong> of finished runs succeeded (cancelled runs count for neither side).</p>
+      <p className="legend" data-testid="success-rate">{overall === null
+        ? `No run finished in the ${dates.length} days.`
+        : <>Over the {dates.length} days, <strong>{percent(overall)}</strong> of finished runs succeeded (cancelled runs count for neither side).</>}</p>
     </figure>
   );
 }

@@ -9,7 +9,7 @@ interface RunsDaily { series: Array<{ date: string } & RunCounts>; totals: RunCo
 interface SpendDaily { series: Array<{ date: string; spendCents: number; measuredCents: number; reportedCents: number }> }
 export interface IssuesDaily { byStatus: Record<string, number>; open: number; series: Array<{ date: string; created: number; completed: number; byStatus: Record<string, number> }> }
 
-const ISSUE_SERIES = [['done', 'Done'], ['in_review', 'In review'], ['in_progress', 'In progress'], ['todo', 'To do'], ['blocked', 'Blocked'], ['backlog', 'Backlog'], ['cancelled', 'Cancelled']] as const;
+const ISSUE_SERIES = [['done', 'Done', 0], ['in_review', 'In review', 3], ['in_progress', 'In progress', 5], ['todo', 'To do', 6], ['blocked', 'Blocked', 1], ['backlog', 'Backlog', 4], ['cancelled', 'Cancelled', 2]] as const;
 
 /**
  * The last 14 days from the per-day routes of the plugins that own the data (runtime for runs,
@@ -40,13 +40,13 @@ export function DashboardCharts({ companyId, issues }: { companyId: string; issu
         {spend.data ? (
           <StackedColumns title={`Spend per day, last ${DAYS} days`} dates={spendDates} format={money} empty="No spend in these days."
             series={[
-              { key: 'measured', label: 'Measured (gateway)', values: spend.data.series.map((d) => d.measuredCents) },
-              { key: 'reported', label: 'Reported', values: spend.data.series.map((d) => d.reportedCents) },
+              { key: 'measured', label: 'Measured (gateway)', tone: 5, values: spend.data.series.map((d) => d.measuredCents) },
+              { key: 'reported', label: 'Reported', tone: 3, values: spend.data.series.map((d) => d.reportedCents) },
             ]} />
         ) : null}
         {issues ? (
           <StackedColumns title={`Issues created per day by status now, last ${DAYS} days`} dates={issueDates} empty="No issue was created in these days."
-            series={ISSUE_SERIES.map(([key, label]) => ({ key, label, values: issues.series.map((d) => d.byStatus[key] ?? 0) }))} />
+            series={ISSUE_SERIES.map(([key, label, tone]) => ({ key, label, tone, values: issues.series.map((d) => d.byStatus[key] ?? 0) }))} />
         ) : null}
       </div>
     </>

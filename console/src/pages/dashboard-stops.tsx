@@ -50,9 +50,9 @@ export function stopsOf(companyId: string, company: CompanyView | undefined, age
   return stops;
 }
 
-/** A new budget above what the window has already spent: double the limit, or the spend plus half again when that is more. */
+/** A new budget above what the window has already spent: double the limit, or the spend plus half again when that is more, in whole dollars. */
 function suggestedBudget(incident: Incident): number {
-  return Math.max(incident.amountLimit * 2, Math.ceil(incident.amountObserved * 1.5) + 1, 100);
+  return Math.ceil(Math.max(incident.amountLimit * 2, incident.amountObserved * 1.5 + 1, 100) / 100) * 100;
 }
 
 function RaiseBudget({ companyId, incident, label, onDone }: { companyId: string; incident: Incident; label: string; onDone: () => Promise<void> }) {
