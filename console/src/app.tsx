@@ -3,7 +3,9 @@ import { api, isStatus, type Company, type Me } from './api.ts';
 import { ClaimBanner, CliAuthApprove, SignIn } from './auth.tsx';
 import { Link, match, navigate, usePath } from './router.tsx';
 import { ErrorNote, Loading, useLoad } from './ui.tsx';
-import { CompaniesPage, CompanyPage } from './pages/companies.tsx';
+import { CompaniesPage } from './pages/companies.tsx';
+import { DashboardPage } from './pages/dashboard.tsx';
+import { CompanySettingsPage } from './pages/company-settings.tsx';
 import { AgentPage, AgentsPage } from './pages/agents.tsx';
 import { IssuePage, IssuesPage } from './pages/issues.tsx';
 import { RunPage, RunsPage } from './pages/runs.tsx';
@@ -60,9 +62,9 @@ export function App() {
 }
 
 const SECTIONS = [
-  ['dashboard', 'Overview'], ['inbox', 'Inbox'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
+  ['dashboard', 'Dashboard'], ['inbox', 'Inbox'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
   ['costs', 'Costs'], ['secrets', 'Secrets'], ['model-providers', 'Model providers'], ['skills', 'Skills'], ['activity', 'Activity'],
-  ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'],
+  ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'], ['settings', 'Settings'],
 ] as const;
 
 function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string; refresh: () => void }) {
@@ -115,7 +117,8 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   let params: Record<string, string> | null;
   if ((params = match('/cli-auth/:id', path))) return <CliAuthApprove id={params.id!} />;
   if (match('/companies', path) || match('/', path)) return <CompaniesPage onChange={reloadCompanies} />;
-  if ((params = match('/companies/:companyId/dashboard', path))) return <CompanyPage companyId={params.companyId!} onChange={reloadCompanies} />;
+  if ((params = match('/companies/:companyId/dashboard', path))) return <DashboardPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/settings', path))) return <CompanySettingsPage companyId={params.companyId!} onChange={reloadCompanies} />;
   if ((params = match('/companies/:companyId/inbox', path))) return <InboxPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/agents', path))) return <AgentsPage companyId={params.companyId!} company={company} />;
   if ((params = match('/companies/:companyId/agents/new', path))) return <HireWizard companyId={params.companyId!} company={company} />;

@@ -7,6 +7,7 @@ import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './
 import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
 import { byRun } from './run-spend.ts';
+import { dailySpend } from './daily-spend.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
 async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promise<unknown> {
@@ -28,6 +29,7 @@ export default definePlugin({
     'by-source': breakdown('by-source'),
     'by-run': byRun,
     'window-spend': windowSpend,
+    'daily-spend': dailySpend,
     'company-budget': companyBudget,
     'agent-budget': agentBudget,
     'budget-overview': overview,

@@ -11,6 +11,7 @@ import { listFeedbackTraces } from './feedback-list.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
+import { dailyIssues } from './issue-daily.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
 import { getBoardInbox, markInboxAllRead, markInboxRead } from './board-inbox-routes.ts';
@@ -46,6 +47,7 @@ export default definePlugin({
     'update-goal': updateGoal,
     'create-issue': createIssue,
     'list-issues': listIssues,
+    'daily-issues': dailyIssues,
     'get-issue': getIssue,
     'update-issue': updateIssue,
     'checkout-issue': checkoutIssue,
