@@ -99,7 +99,7 @@ describe('console: the operator flow in a browser', () => {
     await page.goto(`${t.url}/companies/${companyId}/approvals`);
     await page.getByRole('button', { name: /^Approve hire agent/ }).click();
     await waitFor(async () => (await t.api.get(`/api/agents/${recruit.id}`)).body.status === 'idle', 'the hire to be approved');
-    await poll(() => page.locator('.badge').first().textContent()).toBe('approved');
+    await poll(() => page.locator('.badge:not(.unread)').first().textContent()).toBe('approved');
     // The org chart shows both.
     await page.goto(`${t.url}/companies/${companyId}/agents`);
     await poll(() => page.locator('.org').textContent()).toMatch(/Worker.*Recruit|Recruit.*Worker/);
