@@ -38,5 +38,9 @@ export interface Me { userId: string; user: { id: string; email: string | null; 
 export interface Company { id: string; name: string; description: string | null; status: string; issuePrefix: string; budgetMonthlyCents: number; spentMonthlyCents: number; requireBoardApprovalForNewAgents: boolean; brandColor: string | null; logoAssetId?: string | null; logoUrl?: string | null }
 export interface Agent { id: string; companyId: string; name: string; role: string; title: string | null; status: string; reportsTo: string | null; adapterType: string; adapterConfig: Record<string, unknown>; budgetMonthlyCents: number; spentMonthlyCents: number; pauseReason: string | null }
 export interface Issue { id: string; identifier: string; title: string; description: string | null; status: string; priority: string; assigneeAgentId: string | null; createdAt: string; updatedAt: string }
-export interface Run { id: string; agentId: string; status: string; invocationSource: string; createdAt: string; startedAt: string | null; finishedAt: string | null; error: string | null }
+export interface Run {
+  id: string; agentId: string; status: string; invocationSource: string; createdAt: string; startedAt: string | null; finishedAt: string | null; error: string | null;
+  triggerDetail?: string | null; wakeReason?: string | null; issueId?: string | null; adapterType?: string; exitCode?: number | null; signal?: string | null;
+  errorCode?: string | null; cancelReason?: string | null; usageJson?: Record<string, unknown> | null; resultJson?: Record<string, unknown> | null;
+}
 export const ISSUE_STATUSES = ['backlog', 'todo', 'in_progress', 'in_review', 'blocked', 'done', 'cancelled'] as const;

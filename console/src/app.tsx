@@ -3,7 +3,9 @@ import { api, isStatus, type Company, type Me } from './api.ts';
 import { ClaimBanner, CliAuthApprove, SignIn } from './auth.tsx';
 import { Link, match, navigate, usePath } from './router.tsx';
 import { ErrorNote, Loading, useLoad } from './ui.tsx';
-import { CompaniesPage, CompanyPage } from './pages/companies.tsx';
+import { CompaniesPage } from './pages/companies.tsx';
+import { DashboardPage } from './pages/dashboard.tsx';
+import { CompanySettingsPage } from './pages/company-settings.tsx';
 import { AgentPage, AgentsPage } from './pages/agents.tsx';
 import { IssuePage, IssuesPage } from './pages/issues.tsx';
 import { RunPage, RunsPage } from './pages/runs.tsx';
@@ -22,6 +24,9 @@ import { WorkspacesPage } from './pages/workspaces.tsx';
 import { ExecutionWorkspacePage } from './pages/execution-workspace.tsx';
 import { FeedbackPage } from './pages/feedback.tsx';
 import { MembersPage } from './pages/members.tsx';
+import { HireWizard } from './pages/hire-wizard.tsx';
+import { InboxPage } from './pages/inbox.tsx';
+import { UnreadBadge } from './inbox/unread-badge.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -57,9 +62,9 @@ export function App() {
 }
 
 const SECTIONS = [
-  ['dashboard', 'Overview'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
+  ['dashboard', 'Dashboard'], ['inbox', 'Inbox'], ['agents', 'Agents'], ['issues', 'Issues'], ['projects', 'Projects'], ['goals', 'Goals'], ['runs', 'Runs'], ['approvals', 'Approvals'],
   ['costs', 'Costs'], ['secrets', 'Secrets'], ['model-providers', 'Model providers'], ['skills', 'Skills'], ['activity', 'Activity'],
-  ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'],
+  ['workspaces', 'Workspaces'], ['feedback', 'Feedback'], ['members', 'Members'], ['settings', 'Settings'],
 ] as const;
 
 function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string; refresh: () => void }) {
@@ -93,7 +98,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
           <li><Link to="/companies" aria-current={path === '/companies' ? 'page' : undefined}>Companies</Link></li>
           {company ? SECTIONS.map(([section, label]) => {
             const to = `/companies/${company.id}/${section}`;
-            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}</Link></li>;
+            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}{section === 'inbox' ? <UnreadBadge companyId={company.id} path={path} /> : null}</Link></li>;
           }) : null}
           {company ? <PluginPageLinks companyId={company.id} path={path} /> : null}
           <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}>Plugins</Link></li>
@@ -112,8 +117,11 @@ function Route({ path, reloadCompanies, company }: { path: string; reloadCompani
   let params: Record<string, string> | null;
   if ((params = match('/cli-auth/:id', path))) return <CliAuthApprove id={params.id!} />;
   if (match('/companies', path) || match('/', path)) return <CompaniesPage onChange={reloadCompanies} />;
-  if ((params = match('/companies/:companyId/dashboard', path))) return <CompanyPage companyId={params.companyId!} onChange={reloadCompanies} />;
+  if ((params = match('/companies/:companyId/dashboard', path))) return <DashboardPage companyId={params.companyId!} />;
+  if ((params = match('/companies/:companyId/settings', path))) return <CompanySettingsPage companyId={params.companyId!} onChange={reloadCompanies} />;
+  if ((params = match('/companies/:companyId/inbox', path))) return <InboxPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/agents', path))) return <AgentsPage companyId={params.companyId!} company={company} />;
+  if ((params = match('/companies/:companyId/agents/new', path))) return <HireWizard companyId={params.companyId!} company={company} />;
   if ((params = match('/companies/:companyId/agents/:agentId', path))) return <AgentPage companyId={params.companyId!} agentId={params.agentId!} />;
   if ((params = match('/companies/:companyId/issues', path))) return <IssuesPage companyId={params.companyId!} />;
   if ((params = match('/companies/:companyId/issues/:issueId', path))) return <IssuePage companyId={params.companyId!} issueId={params.issueId!} />;

@@ -58,6 +58,8 @@ export class ActivityLog {
     const where = ['company_id = ?'];
     const params: unknown[] = [companyId];
     if (filters.agentId !== undefined) { where.push('agent_id = ?'); params.push(filters.agentId); }
+    if (filters.actorType !== undefined) { where.push('actor_type = ?'); params.push(filters.actorType); }
+    if (filters.actorId !== undefined) { where.push('actor_id = ?'); params.push(filters.actorId); }
     if (filters.entityType !== undefined) { where.push('entity_type = ?'); params.push(filters.entityType); }
     if (filters.entityId !== undefined) { where.push('entity_id = ?'); params.push(filters.entityId); }
     if (filters.runId !== undefined) { where.push('run_id = ?'); params.push(filters.runId); }
@@ -76,7 +78,7 @@ export class ActivityLog {
   }
 }
 
-export interface ActivityFilters { agentId?: string; entityType?: string; entityId?: string; runId?: string; limit?: number }
+export interface ActivityFilters { agentId?: string; actorType?: string; actorId?: string; entityType?: string; entityId?: string; runId?: string; limit?: number }
 
 /**
  * Rows that their owner hides (a hidden issue): entries about them stay in the log, which is

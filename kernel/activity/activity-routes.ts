@@ -13,10 +13,12 @@ import { forReaders } from './censor.ts';
  * The company activity feed and manual activity entries. Issue activity and issue runs
  * are served by the work plugin, which owns issues.
  */
-const listQuery = queryValidator<{ agentId?: string; entityType?: string; entityId?: string }>({
+const listQuery = queryValidator<{ agentId?: string; actorType?: 'agent' | 'user' | 'system'; actorId?: string; entityType?: string; entityId?: string }>({
   type: 'object',
   properties: {
     agentId: { type: 'string', pattern: uuidPattern },
+    actorType: { enum: ['agent', 'user', 'system'] },
+    actorId: { type: 'string', minLength: 1, maxLength: 200 },
     entityType: { type: 'string', minLength: 1, maxLength: 200 },
     entityId: { type: 'string', minLength: 1, maxLength: 500 },
   },
@@ -50,7 +52,8 @@ export const activityRoutes: RouteModule = (router, kernel) => {
     const filters = req.query();
     // Entries about hidden rows (a hidden issue) stay in the log but not in the feed.
     const entries = await kernel.activity.list(kernel.db, company.id, {
-      agentId: filters.agentId?.toLowerCase(), entityType: filters.entityType, entityId: filters.entityId,
+      agentId: filters.agentId?.toLowerCase(), actorType: filters.actorType, actorId: filters.actorId,
+      entityType: filters.entityType, entityId: filters.entityId,
     }, { omitHidden: true });
     ctx.body = await forReaders(kernel.db, entries);
   });

@@ -15,6 +15,7 @@ export function toPluginJson(row: Row, loaded?: LoadedPlugin): Record<string, un
     version: row.version,
     tag: row.tag ?? null,
     experimental: manifest.experimental ?? false,
+    requiresExperimentalSettings: manifest.requiresExperimentalSettings ?? [],
     sourceKind: row.source_kind,
     localPath: row.source_kind === 'npm' ? null : row.source_path,
     status: row.status,

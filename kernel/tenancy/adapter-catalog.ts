@@ -20,6 +20,8 @@ export interface AdapterDescription {
   summary: string;
   fields: AdapterField[];
   example: Record<string, unknown>;
+  /** For an adapter that drives a command-line tool on this machine: the tool, its executable and how to install it. */
+  tool?: { name: string; executable: string; install: string };
 }
 
 const ENV: AdapterField = {
@@ -72,6 +74,7 @@ function localTool(spec: LocalTool): AdapterDescription {
       GRACE,
       { ...ENV, notes: `${ENV.notes}; may set the tool's own variables, such as its API key (as a secret reference) or a base URL` },
     ],
+    tool: { name: spec.tool, executable: spec.executable, install: spec.install },
     example: { adapterType: spec.type, adapterConfig: { cwd: '/srv/work/repo', ...(spec.efforts ? { effort: spec.efforts.includes('medium') ? 'medium' : spec.efforts[0] } : {}), timeoutSec: 1800 } },
   };
 }

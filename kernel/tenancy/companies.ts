@@ -8,6 +8,9 @@ export type Company = {
   name: string;
   description: string | null;
   status: 'active' | 'paused' | 'archived';
+  /** Why the company is paused (the oldest of its holds: `manual` for the board's, `budget_hard_stop`, a plugin's reason); null unless paused. */
+  pauseReason: string | null;
+  pausedAt: string | null;
   issuePrefix: string;
   issueCounter: number;
   budgetMonthlyCents: number;
@@ -45,6 +48,8 @@ export function toCompany(row: Row): Company {
     name: row.name,
     description: row.description ?? null,
     status: row.status,
+    pauseReason: row.status === 'paused' ? row.pause_reason ?? null : null,
+    pausedAt: row.status === 'paused' ? iso(row.paused_at) : null,
     issuePrefix: row.issue_prefix,
     issueCounter: int(row.issue_counter),
     budgetMonthlyCents: int(row.budget_monthly_cents),

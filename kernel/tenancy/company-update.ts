@@ -31,7 +31,7 @@ export const BRANDING_FIELDS = ['name', 'description', 'brandColor', 'logoAssetI
 export const NON_BRANDING_FIELDS = [
   'budgetMonthlyCents', 'status', 'requireBoardApprovalForNewAgents', 'feedbackDataSharingEnabled', 'feedbackDataSharingTermsVersion',
   'feedbackDataSharingConsentAt', 'feedbackDataSharingConsentByUserId',
-  'id', 'issuePrefix', 'issueCounter', 'spentMonthlyCents', 'logoUrl', 'createdAt', 'updatedAt',
+  'id', 'pauseReason', 'pausedAt', 'issuePrefix', 'issueCounter', 'spentMonthlyCents', 'logoUrl', 'createdAt', 'updatedAt',
 ] as const;
 
 export function eventActor(ctx: Context): EventActor {

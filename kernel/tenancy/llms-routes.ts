@@ -5,6 +5,7 @@ import { actorOf } from '../http/guards.ts';
 import { declareRoutes } from '../http/route-spec.ts';
 import { ADAPTER_CATALOG, adapterDescription, AGENT_ICONS, type AdapterDescription } from './adapter-catalog.ts';
 import { agentMayManageAgents } from './agent-access.ts';
+import { adapterAvailability } from './adapter-availability.ts';
 import type { KernelServices } from '../services.ts';
 
 /**
@@ -33,10 +34,11 @@ export const llmsRoutes: RouteModule = (router, kernel) => {
 
   route({
     method: 'GET', path: '/api/llms/agent-configuration.json', auth: 'any', success: 200, errors: [403] as const,
-    summary: 'The same table as JSON: every adapter type with its fields, defaults, accepted values and an example (the console\'s agent form reads it)',
+    summary: 'The same table as JSON: every adapter type with its fields, defaults, accepted values, an example, and whether this instance can run it now (`availability`: status, reason, install hint); the console\'s hiring wizard reads it',
   }, async (ctx) => {
     await assertMayHire(ctx, kernel);
-    ctx.body = { adapterTypes: ADAPTER_CATALOG };
+    const availability = await adapterAvailability(kernel, ADAPTER_CATALOG);
+    ctx.body = { adapterTypes: ADAPTER_CATALOG.map((adapter) => ({ ...adapter, availability: availability.get(adapter.type)! })) };
   });
 
   route({ method: 'GET', path: '/api/llms/agent-icons.txt', auth: 'any', ...text, summary: 'Icon names an agent may be given' }, async (ctx) => {

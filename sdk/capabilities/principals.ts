@@ -20,6 +20,12 @@ export interface ActorFacts {
   instanceAuthority: boolean;
   /** The grants among the asked-for permission keys that the actor holds in the company. */
   grants: HeldGrant[];
+  /**
+   * For a board user, the name comments mention them by (`@alice`): the local part of their
+   * email, lowercased, each run of characters other than letters, digits and `-` made one `-`;
+   * `board` for the implicit local board. Absent for agents and the system.
+   */
+  mentionHandle?: string | null;
 }
 
 /**
@@ -56,6 +62,7 @@ export const principalsRead = defineCapability<{ principals: PrincipalsCapabilit
           role: { type: ['string', 'null'] },
           instanceAuthority: { type: 'boolean' },
           grants: heldGrants,
+          mentionHandle: { type: ['string', 'null'] },
         },
       }, { required: 0 }),
       agent: method('kernel', [uuid, permissionKeys], {

@@ -66,7 +66,18 @@ export interface RunsReadCapability {
    * bound to an issue. Indexed in the ledger, whatever plugin opened the runs.
    */
   withContext(match: RunContext): Promise<RunSummary[]>;
+  /**
+   * The latest runs of the company the call serves, newest first: those in `statuses` when given
+   * (`['failed', 'timed_out']` are the runs that went wrong), created at or after `since` when
+   * given, at most `limit` (1-200, default 50).
+   */
+  recent(filter?: RecentRunsFilter): Promise<RunSummary[]>;
 }
+
+/** Which runs `runs.recent` answers; every field is optional. */
+export interface RecentRunsFilter { statuses?: RunSummary['status'][]; since?: string; limit?: number }
+
+export const RUN_STATUSES = ['queued', 'running', 'succeeded', 'failed', 'cancelled', 'timed_out'] as const;
 
 export const MAX_RUNS_GET = 200;
 
@@ -79,6 +90,15 @@ export const runsRead = defineCapability<{ runs: RunsReadCapability }>()({
     runs: {
       get: method('kernel', [{ type: 'array', maxItems: MAX_RUNS_GET, items: uuid }], runSummaries),
       withContext: method('kernel', [{ ...runContext, minProperties: 1 }], runSummaries),
+      recent: method('kernel', [{
+        type: 'object', additionalProperties: false,
+        properties: {
+          statuses: { type: 'array', minItems: 1, maxItems: RUN_STATUSES.length, uniqueItems: true, items: { enum: [...RUN_STATUSES] } },
+          // An ISO 8601 instant (the kernel compares it as timestamptz): a pattern, as calls are checked without formats.
+          since: { type: 'string', maxLength: 40, pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?(Z|[+-]\\d{2}:\\d{2})$' },
+          limit: { type: 'integer', minimum: 1, maximum: MAX_RUNS_GET },
+        },
+      }], runSummaries, { required: 0 }),
     },
   },
 });

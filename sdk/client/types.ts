@@ -11,6 +11,8 @@ export interface PluginRecord {
   version: string;
   tag: 'example' | 'first-party' | null;
   experimental: boolean;
+  /** Experimental instance settings the plugin's routes need on. */
+  requiresExperimentalSettings: string[];
   sourceKind: 'first_party' | 'example' | 'local_path' | 'npm';
   localPath: string | null;
   status: 'installed' | 'enabled' | 'disabled' | 'failed';

@@ -295,6 +295,10 @@ export const manifestSchema = {
     entry: { type: 'string', pattern: '^[A-Za-z0-9_\\-./]+\\.(ts|js|mjs)$', description: 'Entry module, relative to the plugin folder.' },
     tag: { enum: ['first-party', 'example'], description: 'Origin of the plugin.' },
     experimental: { type: 'boolean', description: 'Shown as experimental.' },
+    requiresExperimentalSettings: {
+      type: 'array', maxItems: 10, uniqueItems: true, items: { type: 'string', pattern: '^[a-z][A-Za-z0-9]{1,63}$' },
+      description: "Experimental instance settings the plugin's routes need on (their keys in /api/instance/settings/experimental); the console offers a switch for each that is off.",
+    },
     distribution: { enum: ['bundled', 'package'], description: 'bundled (default): a plugin of the checkout\'s plugins/ folder is installed and enabled at start. package: it ships in the checkout as a package that an operator installs by its package name (package.json name), never at start.' },
     capabilities: capabilitiesFragment,
     database: {

@@ -233,6 +233,11 @@ export interface PluginManifest {
   entry: string;
   tag?: 'first-party' | 'example';
   experimental?: boolean;
+  /**
+   * Experimental instance settings (`/api/instance/settings/experimental`) the plugin's routes
+   * need on: the console says so on the plugin's card, with a switch that turns each on.
+   */
+  requiresExperimentalSettings?: string[];
   /** `package`: shipped in the checkout but installed only on request, by its package name. */
   distribution?: 'bundled' | 'package';
   capabilities: CapabilityRequest[];

@@ -104,7 +104,7 @@ describe('console: plugin pages, past backups, company deletion and policy deact
 
     // Enabled again, it is back (the navigation asks again on each page).
     expect((await admin.post('/api/plugins/page-probe/enable', {})).status).toBe(200);
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Overview' }).click();
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Dashboard' }).click();
     await poll(() => nav.getByRole('link', { name: 'Probe report' }).count()).toBe(1);
   }, 60_000);
 
@@ -198,7 +198,7 @@ describe('console: plugin pages, past backups, company deletion and policy deact
   }, 60_000);
 
   it('passes axe-core with no serious violations on the new pages and fits a 390-wide screen', async () => {
-    const paths = [`/companies/${companyId}/pages/page-probe/report`, '/settings', `/companies/${companyId}/dashboard`, `/companies/${companyId}/costs`];
+    const paths = [`/companies/${companyId}/pages/page-probe/report`, '/settings', `/companies/${companyId}/dashboard`, `/companies/${companyId}/settings`, `/companies/${companyId}/costs`];
     expect(await seriousViolationsOfPages(page, t.url, paths)).toEqual({});
     await page.setViewportSize({ width: 390, height: 844 });
     try {
@@ -217,14 +217,14 @@ describe('console: plugin pages, past backups, company deletion and policy deact
     const doomed = await createCompany(admin, { name: 'Doomed Co' });
     const gone = await createCompany(admin, { name: 'Gone Already' });
     // A company deleted behind the page's back: the console shows the API's answer.
-    await page.goto(`${t.url}/companies/${gone.id}/dashboard`);
+    await page.goto(`${t.url}/companies/${gone.id}/settings`);
     const goneForm = page.getByRole('form', { name: 'Delete company' });
     await goneForm.getByLabel(/Type the company's name/).fill('Gone Already');
     expect((await admin.delete(`/api/companies/${gone.id}`)).status).toBe(200);
     await goneForm.getByRole('button', { name: 'Delete company' }).click();
     await poll(() => goneForm.getByRole('alert').textContent()).toBe('Company not found');
 
-    await page.goto(`${t.url}/companies/${doomed.id}/dashboard`);
+    await page.goto(`${t.url}/companies/${doomed.id}/settings`);
     const form = page.getByRole('form', { name: 'Delete company' });
     const button = form.getByRole('button', { name: 'Delete company' });
     expect(await button.isDisabled()).toBe(true);

@@ -66,7 +66,7 @@ try {
 
   // [file name, console path, heading to scroll to (for a subject below the fold)]
   const pages: Array<[string, string, string?]> = [
-    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['company-danger-zone', `/companies/${company.id}/dashboard`, 'Danger zone'],
+    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['company-settings', `/companies/${company.id}/settings`], ['company-danger-zone', `/companies/${company.id}/settings`, 'Danger zone'],
     ['agents', `/companies/${company.id}/agents`], ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
     ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['projects', `/companies/${company.id}/projects`], ['project', `/companies/${company.id}/projects/${projects[0].id}`],
     ['project-workspaces', `/companies/${company.id}/projects/${projects[0].id}`, 'Workspaces'],

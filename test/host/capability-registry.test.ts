@@ -65,6 +65,7 @@ const examples = (): Record<string, unknown[]> => ({
   'runs.close': [randomUUID(), { status: 'cancelled' }],
   'runs.get': [[randomUUID()]],
   'runs.withContext': [{ issueId: randomUUID() }],
+  'runs.recent': [{ statuses: ['failed', 'timed_out'], since: new Date(Date.now() - 86_400_000).toISOString(), limit: 5 }],
   'secrets.resolveEnvironment': [agent.id],
   'secrets.store': [{ name: 'probe', value: 'probe-value' }],
   'secrets.describe': [randomUUID()],

@@ -165,6 +165,26 @@ describe('GET /api/companies/{companyId}/activity', () => {
     expect(badAgent.body.issues[0].path).toBe('agentId');
   });
 
+  it('filters by actorType and actorId, alone or with the entity filters', async () => {
+    const byUser = await t.api.post(path(company), { actorType: 'user', actorId: 'user-7', action: 'feed.item', entityType: 'issue', entityId: 'I-9' });
+    const byAgent = await t.api.post(path(company), { actorType: 'agent', actorId: 'user-7', action: 'feed.item', entityType: 'project', entityId: 'P-1' });
+    const users = await t.api.get(`${path(company)}?actorType=user`);
+    expect(users.body.map((e: { id: string }) => e.id)).toEqual([byUser.body.id]);
+    // The same id under two actor types: the type tells them apart.
+    const actor = await t.api.get(`${path(company)}?actorId=user-7`);
+    expect(actor.body.map((e: { id: string }) => e.id)).toEqual([byAgent.body.id, byUser.body.id]);
+    const agentActor = await t.api.get(`${path(company)}?actorType=agent&actorId=user-7`);
+    expect(agentActor.body.map((e: { id: string }) => e.id)).toEqual([byAgent.body.id]);
+    const withEntity = await t.api.get(`${path(company)}?actorId=user-7&entityType=issue`);
+    expect(withEntity.body.map((e: { id: string }) => e.id)).toEqual([byUser.body.id]);
+    const system = await t.api.get(`${path(company)}?actorType=system&actorId=feeder`);
+    expect(system.body.map((e: { id: string }) => e.id)).toEqual([...ids].reverse());
+    const badType = await t.api.get(`${path(company)}?actorType=robot`);
+    expect(badType.status).toBe(400);
+    expect(badType.body.code).toBe('validation_failed');
+    expect(badType.body.issues[0].path).toBe('actorType');
+  });
+
   it('lets agents read their own company only', async () => {
     expect((await t.api.get(path(companyId), { token: agentKey })).status).toBe(200);
     const other = await t.api.get(path(otherCompanyId), { token: agentKey });

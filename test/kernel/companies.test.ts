@@ -21,6 +21,8 @@ describe('POST /api/companies', () => {
       name: 'Zephyr Works',
       description: 'Wind tools',
       status: 'active',
+      pauseReason: null,
+      pausedAt: null,
       issuePrefix: 'ZW',
       issueCounter: 0,
       budgetMonthlyCents: 5000,

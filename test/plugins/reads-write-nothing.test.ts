@@ -20,7 +20,8 @@ it('GETs on the main read routes write no activity entry', async () => {
   const paths = [
     '/api/companies', c, `${c}/agents`, `/api/agents/${agent.id}`, `${c}/issues`, `/api/issues/${issue.id}`, `/api/issues/${issue.id}/comments`,
     `${c}/projects`, `/api/projects/${project.id}`, `${c}/goals`, `${c}/skills`, `${c}/costs/summary`, `${c}/budgets/overview`,
-    `${c}/activity`, `${c}/approvals`, `${c}/secrets`, `/api/agents/${agent.id}/skills`, `${c}/heartbeat-runs`, `${c}/dashboard`,
+    `${c}/activity`, `${c}/approvals`, `${c}/secrets`, `/api/agents/${agent.id}/skills`, `${c}/heartbeat-runs`, `${c}/dashboard`, `${c}/inbox`,
+    `${c}/heartbeat-runs/daily`, `${c}/costs/daily`, `${c}/issues/daily`,
   ];
   const before = await activityIds();
   for (let round = 0; round < 3; round++) {

@@ -5,7 +5,9 @@ import { envOf, rowsOf, VariablesEditor, type VariableRow, type VariableValue } 
 
 /** One adapter type as the server's catalog describes it (GET /api/llms/agent-configuration.json). */
 export interface AdapterField { name: string; type: string; required: boolean; default?: string; values?: string[]; notes: string }
-export interface AdapterType { type: string; summary: string; fields: AdapterField[]; example: Record<string, unknown> }
+/** Whether this instance can run the type now (the catalog's `availability`): the reason and what to do when it cannot. */
+export interface AdapterAvailability { status: 'ready' | 'tool_missing' | 'unavailable'; reason: string | null; installHint: string | null }
+export interface AdapterType { type: string; summary: string; fields: AdapterField[]; example: Record<string, unknown>; tool?: { name: string; executable: string; install: string }; availability?: AdapterAvailability }
 
 /**
  * The adapters that drive a coding-agent tool on this machine: their configuration is a form
@@ -16,6 +18,8 @@ export const LOCAL_TOOL_TYPES = ['alpha_local', 'beta_local', 'gamma_local', 'de
 
 const LABELS: Record<string, string> = {
   command: 'Command', cwd: 'Working directory', model: 'Model', effort: 'Effort', maxTurns: 'Max turns', instructionsFilePath: 'Instructions file',
+  args: 'Arguments (one per line)', url: 'URL', method: 'Method', headers: 'Headers (JSON)', timeoutMs: 'Timeout (milliseconds)', payloadTemplate: 'Payload template (JSON)',
+  apiKey: 'API key (a company secret)', apiBaseUrl: 'Run server URL', instructions: 'Instructions',
   modelProvider: 'Gateway provider (a name, or none)', extraArgs: 'Extra arguments (one per line)', toolSandbox: "Keep the tool's own sandbox", timeoutSec: 'Timeout (seconds)', graceSec: 'Grace before a kill (seconds)',
 };
 
@@ -28,14 +32,16 @@ const inputName = (field: string) => `adapterConfig.${field}`;
 /**
  * A local tool's fields, each from the catalog: a choice where the field takes one of a few values,
  * a number, a check box, lines for a list, and the variables editor (plain values or the company's
- * secrets) for env. `initial` is the stored configuration when an agent is edited.
+ * secrets) for env, JSON for other objects, a choice of the company's secrets for a secret
+ * reference. The hiring wizard draws every adapter's fields with it. `initial` is the stored
+ * configuration when an agent is edited.
  */
-export function LocalToolFields({ adapter, secrets, initial }: { adapter: AdapterType; secrets: Array<{ id: string; name: string }>; initial?: Record<string, unknown> }) {
+export function LocalToolFields({ adapter, secrets, initial, legend = 'Tool settings' }: { adapter: AdapterType; secrets: Array<{ id: string; name: string }>; initial?: Record<string, unknown>; legend?: string }) {
   const [env, setEnv] = useState<VariableRow[]>(() => rowsOf((initial?.env ?? {}) as Record<string, VariableValue>));
   const value = (name: string) => initial?.[name];
   return (
     <fieldset className="adapter-fields" aria-label={`${adapter.type} settings`}>
-      <legend>Tool settings</legend>
+      <legend>{legend}</legend>
       <p className="muted">{adapter.summary}</p>
       {adapter.fields.map((field) => {
         const label = LABELS[field.name] ?? field.name;
@@ -69,6 +75,23 @@ export function LocalToolFields({ adapter, secrets, initial }: { adapter: Adapte
             </div>
           );
         }
+        if (field.type === 'secret reference') {
+          const stored = value(field.name) as { secretId?: string } | undefined;
+          return (
+            <div key={field.name}>
+              <Field label={label} name={inputName(field.name)}>
+                <select name={inputName(field.name)} required={field.required} defaultValue={stored?.secretId ?? ''}>
+                  <option value="">choose a secret</option>
+                  {secrets.map((secret) => <option key={secret.id} value={secret.id}>{secret.name}</option>)}
+                </select>
+              </Field>{hint}
+            </div>
+          );
+        }
+        if (field.type === 'object') {
+          const stored = value(field.name);
+          return <div key={field.name}><Field label={label} name={inputName(field.name)} type="textarea" required={field.required} defaultValue={stored === undefined ? '' : JSON.stringify(stored, null, 2)} placeholder="{}" />{hint}</div>;
+        }
         if (field.type === 'array of strings') {
           const lines = Array.isArray(value(field.name)) ? (value(field.name) as unknown[]).map(String).join('\n') : '';
           return <div key={field.name}><Field label={label} name={inputName(field.name)} type="textarea" defaultValue={lines} />{hint}</div>;
@@ -76,7 +99,7 @@ export function LocalToolFields({ adapter, secrets, initial }: { adapter: Adapte
         const stored = value(field.name);
         return (
           <div key={field.name}>
-            <Field label={label} name={inputName(field.name)} type={field.type === 'integer' ? 'number' : 'text'}
+            <Field label={label} name={inputName(field.name)} type={field.type === 'integer' ? 'number' : 'text'} required={field.required}
               defaultValue={stored === undefined || stored === null ? '' : String(stored)} placeholder={field.default ? `default: ${field.default}` : undefined} />{hint}
           </div>
         );
@@ -98,6 +121,13 @@ export function localToolConfig(adapter: AdapterType, fields: FormData, forPatch
     const text = typeof raw === 'string' ? raw.trim() : '';
     if (field.name === 'env') set('env', JSON.parse(typeof raw === 'string' && raw ? raw : '{}'));
     else if (field.type === 'boolean') set(field.name, raw === 'on');
+    else if (field.type === 'secret reference') set(field.name, text ? { type: 'secret_ref', secretId: text, version: 'latest' } : null);
+    else if (field.type === 'object') {
+      if (!text) set(field.name, null);
+      else {
+        try { set(field.name, JSON.parse(text)); } catch { throw new Error(`${LABELS[field.name] ?? field.name} must be JSON, e.g. {"name": "value"}`); }
+      }
+    }
     else if (field.type === 'array of strings') {
       const lines = (typeof raw === 'string' ? raw : '').split('\n').map((line) => line.trim()).filter(Boolean);
       set(field.name, lines.length ? lines : null);

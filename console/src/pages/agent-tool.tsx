@@ -8,10 +8,10 @@ import { useSecrets } from './variables.tsx';
 const RUNTIME_OWN = ['process', 'http', 'eta_gateway'];
 
 interface Check { name: string; ok: boolean; message: string; fix: string | null }
-interface TestAnswer { ok: boolean; adapterType: string; version: string | null; checks: Check[] }
+export interface TestAnswer { ok: boolean; adapterType: string; version: string | null; checks: Check[] }
 
 /** POST /api/agents/{id}/adapter-test: each check, passed or failed, a failed one with its fix. */
-function TestResult({ answer }: { answer: TestAnswer }) {
+export function TestResult({ answer }: { answer: TestAnswer }) {
   return (
     <div className="env-test" data-testid="environment-test">
       <p role="status">{answer.ok ? 'Environment test passed' : 'Environment test failed'}{answer.version ? ` · version ${answer.version}` : ''}</p>

@@ -4,6 +4,7 @@ import { Link, navigate } from '../router.tsx';
 import { AgentGrants } from './grants.tsx';
 import { AgentSkills } from './agent-skills.tsx';
 import { AgentTool } from './agent-tool.tsx';
+import { AgentRuns } from './run-list.tsx';
 import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog, type AdapterType } from './adapter-config.tsx';
 import { useSecrets } from './variables.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
@@ -89,7 +90,7 @@ export function AgentsPage({ companyId, company }: { companyId: string; company:
   const adapterTypes = catalog.data?.adapterTypes ?? [];
   return (
     <section>
-      <h1>Agents</h1>
+      <div className="title-row"><h1>Agents</h1><Link className="button primary" to={`/companies/${companyId}/agents/new`}>Hire an agent</Link></div>
       <div className="grid2">
         <details className="card">
           <summary>Create agent</summary>
@@ -175,6 +176,7 @@ export function AgentPage({ companyId, agentId }: { companyId: string; agentId: 
           </ul>
         </div>
       </div>
+      <AgentRuns companyId={companyId} agentId={agentId} />
       <AgentTool companyId={companyId} agent={a} onSaved={reloadAll} />
       <AgentGrants companyId={companyId} agentId={agentId} agentName={a.name} />
       <AgentSkills agentId={agentId} />

@@ -4,6 +4,7 @@ import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Status, useLoad, when } from '../ui.tsx';
 import { WorkProducts } from './work-products.tsx';
 import { FeedbackVote, useMyVotes } from './feedback.tsx';
+import { IssueRuns } from './run-list.tsx';
 
 // The first page is small so the board paints soon; later pages are larger.
 const FIRST_PAGE = 100;
@@ -210,6 +211,7 @@ export function IssuePage({ companyId, issueId }: { companyId: string; issueId: 
           </Form>
         </div>
       </div>
+      <IssueRuns companyId={companyId} issueId={i.id} agentNames={new Map((agents.data ?? []).map((agent) => [agent.id, agent.name]))} />
       <WorkProducts issueId={issueId} />
     </section>
   );

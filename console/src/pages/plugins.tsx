@@ -3,6 +3,11 @@ import type { ExamplePlugin, PluginRecord } from '@keel/sdk/client';
 import { api } from '../api.ts';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, Paged, Status, useLoad, when } from '../ui.tsx';
+import { PluginFolders } from './plugin-folders.tsx';
+import { PluginRequirements } from './plugin-requirements.tsx';
+
+/** Whether the plugin asks for local folders (its manifest's `folders`, granted through `local.folders`). */
+const hasFolders = (plugin: PluginRecord) => plugin.capabilities.some((capability) => capability.id === 'local.folders');
 
 export function PluginsPage() {
   const plugins = useLoad(() => api.listPlugins(), []);
@@ -17,6 +22,7 @@ export function PluginsPage() {
           <Link to={`/plugins/${plugin.pluginKey}`}>{plugin.displayName}</Link>
           <span className="muted">{plugin.pluginKey} {plugin.version}</span>
           <Status value={plugin.status} />
+          {plugin.requiresExperimentalSettings?.length ? <PluginRequirements plugin={plugin} /> : null}
         </li>
       )} />
       <div className="grid2">
@@ -100,6 +106,7 @@ export function PluginPage({ pluginKey }: { pluginKey: string }) {
       <p><Link to="/plugins">Plugins</Link> / {p.pluginKey}</p>
       <div className="title-row"><h1>{p.displayName}</h1><Status value={p.status} /></div>
       {p.description ? <p>{p.description}</p> : null}
+      <PluginRequirements plugin={p} />
       {p.status !== 'enabled' ? (
         <div className="card">
           <h2>Enable</h2>
@@ -135,6 +142,9 @@ export function PluginPage({ pluginKey }: { pluginKey: string }) {
           </ul>
         </div>
       </div>
+      {hasFolders(p) ? (
+        <div className="card"><h2>Local folders</h2><PluginFolders pluginKey={pluginKey} /></div>
+      ) : null}
       <div className="card">
         <h2>Logs</h2>
         <ErrorNote error={logs.error} />

@@ -1,14 +1,17 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, type Agent, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ActionButton, ErrorNote, Loading, Status, useLoad, when } from '../ui.tsx';
+import { ActionButton, ErrorNote, Loading, money, Status, useLoad, when } from '../ui.tsx';
 import { Conversation, transcriptReader, type TranscriptEntry } from './transcript.tsx';
+import { RunFacts } from './run-facts.tsx';
+import { duration, useRunSpend } from './run-list.tsx';
 
 export function RunsPage({ companyId }: { companyId: string }) {
   const [cursors, setCursors] = useState<Array<string | null>>([null]);
   const cursor = cursors[cursors.length - 1]!;
   const runs = useLoad(() => api.get<{ runs: Run[]; nextCursor: string | null }>(`/api/companies/${companyId}/heartbeat-runs`, { limit: 50, cursor: cursor ?? undefined }), [companyId, cursor]);
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
+  const spend = useRunSpend(companyId, (runs.data?.runs ?? []).map((run) => run.id));
   return (
     <section>
       <h1>Runs</h1>
@@ -16,12 +19,13 @@ export function RunsPage({ companyId }: { companyId: string }) {
       <ErrorNote error={runs.error} />
       <table className="table">
         <caption className="sr-only">Runs</caption>
-        <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Source</th><th scope="col">Started</th></tr></thead>
+        <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Source</th><th scope="col">Started</th><th scope="col">Duration</th><th scope="col">Cost</th></tr></thead>
         <tbody>{(runs.data?.runs ?? []).map((run) => (
           <tr key={run.id}>
             <td><Link to={`/companies/${companyId}/runs/${run.id}`}>{run.id.slice(0, 8)}</Link></td>
             <td>{agents.data?.find((a) => a.id === run.agentId)?.name ?? run.agentId.slice(0, 8)}</td>
             <td><Status value={run.status} /></td><td>{run.invocationSource}</td><td>{when(run.startedAt ?? run.createdAt)}</td>
+            <td>{duration(run)}</td><td>{spend.has(run.id) ? money(spend.get(run.id)!.spendCents) : '—'}</td>
           </tr>))}
         </tbody>
       </table>
@@ -137,7 +141,8 @@ export function RunPage({ companyId, runId }: { companyId: string; runId: string
       <p className="muted" role="status" data-testid="stream-state">{live === 'live' ? 'Live' : live === 'ended' ? 'Run ended' : live === 'lost' ? 'Connection lost' : 'Connecting…'}</p>
       <ErrorNote error={error} />
       {active ? <ActionButton kind="danger" action={async () => { setRun(await api.post<Run>(`/api/heartbeat-runs/${runId}/cancel`, {})); }}>Cancel run</ActionButton> : null}
-      {run?.error ? <p className="error">{run.error}</p> : null}
+      {run ? <RunFacts companyId={companyId} run={run} active={Boolean(active)} /> : null}
+      <h2>{entries.length ? 'Transcript' : 'Log'}</h2>
       {entries.length ? (
         <>
           <Conversation entries={entries} />

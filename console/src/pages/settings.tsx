@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api } from '../api.ts';
 import { ActionButton, ErrorNote, Field, Form, Loading, Paged, useLoad, when } from '../ui.tsx';
+import { ExperimentalSettingsList } from './experimental-settings.tsx';
 
 interface Backup { file: string; sizeBytes: number; takenAt: string }
 interface General { instanceName: string; timezone: string; keyboardShortcuts: boolean; censorUsernameInLogs: boolean }
@@ -8,7 +9,6 @@ interface General { instanceName: string; timezone: string; keyboardShortcuts: b
 /** Instance settings and database backups (instance admins write; other boards read). */
 export function SettingsPage() {
   const general = useLoad(() => api.get<General>('/api/instance/settings/general'), []);
-  const experimental = useLoad(() => api.get<Record<string, boolean | number>>('/api/instance/settings/experimental'), []);
   const [backup, setBackup] = useState<{ file: string; sizeBytes: number; durationMs: number } | null>(null);
   const backups = useLoad(() => api.get<Backup[]>('/api/instance/database-backups'), []);
   return (
@@ -33,16 +33,11 @@ export function SettingsPage() {
           </Form>
         </div>
       ) : null}
-      {experimental.data ? (
-        <div className="card">
-          <h2>Experimental</h2>
-          <ul className="rows">{Object.entries(experimental.data).filter(([, value]) => typeof value === 'boolean').map(([name, value]) => (
-            <li key={name} className="row-item"><code>{name}</code> {value ? 'on' : 'off'}
-              <ActionButton label={`${value ? 'Turn off' : 'Turn on'} ${name}`} action={async () => { await api.patch('/api/instance/settings/experimental', { [name]: !value }); await experimental.reload(); }}>{value ? 'Turn off' : 'Turn on'}</ActionButton>
-            </li>))}
-          </ul>
-        </div>
-      ) : null}
+      <div className="card">
+        <h2>Experimental</h2>
+        <p className="muted">Features that are still settling. Each is off until turned on here, for the whole instance.</p>
+        <ExperimentalSettingsList />
+      </div>
       <div className="card">
         <h2>Backups</h2>
         <p>A backup is a compressed copy of the database written on the server; retention follows the general setting.</p>

@@ -20,6 +20,15 @@ async function heldGrants(call: BrokeredCall, companyId: string, principalType: 
   return rows.map((row) => ({ permissionKey: row.permission_key, companyWide: row.company_wide }));
 }
 
+const LOCAL_BOARD_HANDLE = 'board';
+
+/** The name comments mention a board user by: the local part of their email, as a `@name` can spell it. */
+async function mentionHandle(call: BrokeredCall, userId: string): Promise<string | null> {
+  const row = await call.kernel.db.maybeOne<{ email: string }>('select email from users where id = ?', [userId]);
+  const local = row?.email.split('@')[0]?.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
+  return local || null;
+}
+
 /**
  * Facts about principals for authorisation decisions a plugin makes (principals.read). Roles
  * and instance-admin flags come from the auth cache (evicted by trigger on every change), grants
@@ -39,9 +48,12 @@ export const principalsCapability: KernelCapability = {
           return { type: 'agent', id: agent.id, role: agent.role, instanceAuthority: false, grants: await heldGrants(call, companyId, 'agent', agent.id, keys) };
         }
         if (actor.type === 'user') {
-          if (actor.id === LOCAL_BOARD_USER_ID) return { type: 'board', id: actor.id, role: null, instanceAuthority: true, grants: [] };
+          if (actor.id === LOCAL_BOARD_USER_ID) return { type: 'board', id: actor.id, role: null, instanceAuthority: true, grants: [], mentionHandle: LOCAL_BOARD_HANDLE };
           const user = isUuid(actor.id) ? await call.kernel.resolver.user(actor.id) : undefined;
-          return { type: 'board', id: actor.id, role: null, instanceAuthority: user?.isInstanceAdmin ?? false, grants: user ? await heldGrants(call, companyId, 'user', user.id, keys) : [] };
+          return {
+            type: 'board', id: actor.id, role: null, instanceAuthority: user?.isInstanceAdmin ?? false,
+            grants: user ? await heldGrants(call, companyId, 'user', user.id, keys) : [], mentionHandle: user ? await mentionHandle(call, user.id) : null,
+          };
         }
         return { type: 'system', id: null, role: null, instanceAuthority: false, grants: [] };
       },

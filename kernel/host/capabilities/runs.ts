@@ -1,11 +1,12 @@
 import { KeelError } from '../../http/errors.ts';
 import { toRun } from '../../runs/run-ledger.ts';
-import { MAX_RUN_CONTEXT_BYTES, MAX_RUNS_GET, type RunSummary } from '../../../sdk/capabilities/runs.ts';
+import { MAX_RUN_CONTEXT_BYTES, MAX_RUNS_GET, type RecentRunsFilter, type RunSummary } from '../../../sdk/capabilities/runs.ts';
 import type { Row } from '../../db/database.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 import { confirmationOf, rememberOpenedRun } from './runs-of-failed-calls.ts';
 
+const RECENT_RUNS_DEFAULT = 50;
 const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 
 /** The run ledger, as the agent runtime plugin reaches it. */
@@ -57,6 +58,20 @@ export const runsCapability: KernelCapability = {
           `with matching as materialized (select * from runs where context @> ?::jsonb)
            select * from matching where ${OF_CALL_COMPANY} order by created_at desc, id desc limit ${MAX_RUNS_GET}`,
           [JSON.stringify(match), callCompany(call)]);
+        return rows.map(runSummary);
+      },
+    },
+    recent: {
+      // runs.read: the call's company only; the registry checked the filter against its schema.
+      run: async (call) => {
+        const filter = (call.args[0] ?? {}) as RecentRunsFilter;
+        const statuses = filter.statuses ? JSON.stringify(filter.statuses) : null;
+        const rows = await call.kernel.db.query(
+          `select * from runs where ${OF_CALL_COMPANY}
+             and (?::jsonb is null or status in (select jsonb_array_elements_text(?::jsonb)))
+             and (?::timestamptz is null or created_at >= ?::timestamptz)
+           order by created_at desc, id desc limit ?`,
+          [callCompany(call), statuses, statuses, filter.since ?? null, filter.since ?? null, filter.limit ?? RECENT_RUNS_DEFAULT]);
         return rows.map(runSummary);
       },
     },

@@ -186,3 +186,13 @@ export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: Co
     await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
   }
 }
+
+/**
+ * The `open-incidents` service: the calling company's open budget incidents (soft and hard),
+ * newest first, as the budget overview answers them. The board user's inbox lists them.
+ */
+export async function openIncidentsService(_input: unknown, ctx: CostsContext) {
+  const { rows } = await ctx.db.query(
+    `select * from budget_incidents where company_id = $1 and status = 'open' order by created_at desc, id limit 200`, [ctx.invocation.companyId]);
+  return { incidents: rows.map(incidentJson) };
+}

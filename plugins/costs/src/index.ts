@@ -1,11 +1,13 @@
 import { exportCompany, importCompany } from './portability.ts';
 import { COSTS_CAPABILITIES, type BatchCall, type CostsContext } from './context.ts';
 import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
-import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
+import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, openIncidentsService, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
 import { budgetBlocksService, recordUsageService, recordUsagesService } from './usage-service.ts';
 import { breakdown, quotaWindows, summary, windowSpend } from './spend-reads.ts';
+import { byRun } from './run-spend.ts';
+import { dailySpend } from './daily-spend.ts';
 
 /** One cost event on its own (a batch's fallback path) is a batch of one. */
 async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promise<unknown> {
@@ -25,7 +27,9 @@ export default definePlugin({
     'by-biller': breakdown('by-biller'),
     'by-project': breakdown('by-project'),
     'by-source': breakdown('by-source'),
+    'by-run': byRun,
     'window-spend': windowSpend,
+    'daily-spend': dailySpend,
     'company-budget': companyBudget,
     'agent-budget': agentBudget,
     'budget-overview': overview,
@@ -55,5 +59,6 @@ export default definePlugin({
     'record-usage': recordUsageService,
     'record-usages': recordUsagesService,
     'budget-blocks': budgetBlocksService,
+    'open-incidents': openIncidentsService,
   },
 });

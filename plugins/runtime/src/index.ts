@@ -13,6 +13,7 @@ import { onAgentStatusChanged, onBudgetStopped, onCompanyStatusChanged } from '.
 import { heartbeatInvokeRoute, wakeupRoute } from './wakeups.ts';
 import { adapterTestRoute, alphaLoginRoute } from './adapter-tools.ts';
 import { runTranscriptRoute } from './transcript.ts';
+import { dailyRunsRoute } from './daily-runs.ts';
 import { runContextService } from './run-context.ts';
 
 export default definePlugin({
@@ -23,6 +24,7 @@ export default definePlugin({
     'alpha-login': withActivity(alphaLoginRoute),
     'adapter-test': withActivity(adapterTestRoute),
     'list-runs': withActivity(listRunsRoute),
+    'daily-runs': withActivity(dailyRunsRoute),
     'get-run': withActivity(getRunRoute),
     'run-log': withActivity(runLogRoute),
     'run-transcript': withActivity(runTranscriptRoute),

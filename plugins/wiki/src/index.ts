@@ -10,6 +10,7 @@ import { wikiListSources, wikiReadSource } from './sources.ts';
 import { archiveSpace, bootstrapRoute, bootstrapSpaceRoute, captureSourceRoute, createSpace, operationsRoute, overviewRoute, spacesRoute, updateSpace } from './spaces.ts';
 import { onAgentCreated } from './managed.ts';
 import { onFolderChanged } from './watch.ts';
+import { wikiConsolePage } from './console-page.ts';
 
 export default definePlugin({
   capabilities: WIKI_CAPABILITIES,
@@ -48,6 +49,10 @@ export default definePlugin({
     'work.issue.comment_added': onIssueEvent,
     'work.issue.document_updated': onIssueEvent,
     'agent.created': onAgentCreated,
+  },
+  // The console's Wiki page (ui.pages key `wiki`) is this handler's answer.
+  data: {
+    wiki: wikiConsolePage,
   },
   jobs: {
     'folder-changed': onFolderChanged,

@@ -6,7 +6,7 @@ import type { PluginContext } from '@keel/sdk/plugin';
  */
 export const WORK_CAPABILITIES = [
   'database.namespace.write', 'activity.write', 'activity.read', 'agents.read', 'issues.number', 'events.publish', 'runs.read', 'blobs.write', 'instance.settings.read',
-  'companies.read', 'http.fetch',
+  'companies.read', 'http.fetch', 'approvals.read', 'principals.read', 'services.consume',
 ] as const;
 
 export type WorkContext = PluginContext<(typeof WORK_CAPABILITIES)[number]>;

@@ -11,8 +11,10 @@ import { listFeedbackTraces } from './feedback-list.ts';
 import { createGoal, getGoal, listGoals, updateGoal } from './goals.ts';
 import { createIssue, getIssue, updateIssue } from './issues.ts';
 import { listIssues } from './issue-list.ts';
+import { dailyIssues } from './issue-daily.ts';
 import { issueActivity, issueRuns, runIssues } from './issue-history.ts';
 import { inboxLite, inboxMine } from './inbox.ts';
+import { getBoardInbox, markInboxAllRead, markInboxRead } from './board-inbox-routes.ts';
 import { deliverFeedback } from './feedback-delivery.ts';
 import { autoRecoverLiveness, livenessCompanies, previewLivenessRecovery, runLivenessRecovery } from './liveness.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
@@ -45,6 +47,7 @@ export default definePlugin({
     'update-goal': updateGoal,
     'create-issue': createIssue,
     'list-issues': listIssues,
+    'daily-issues': dailyIssues,
     'get-issue': getIssue,
     'update-issue': updateIssue,
     'checkout-issue': checkoutIssue,
@@ -53,6 +56,9 @@ export default definePlugin({
     'list-comments': listComments,
     'inbox-lite': inboxLite,
     'inbox-mine': inboxMine,
+    'board-inbox': getBoardInbox,
+    'board-inbox-read': markInboxRead,
+    'board-inbox-read-all': markInboxAllRead,
     'issue-activity': issueActivity,
     'issue-runs': issueRuns,
     'run-issues': runIssues,

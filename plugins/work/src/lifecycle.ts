@@ -7,7 +7,7 @@ import type { WorkContext } from './context.ts';
 export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: WorkContext): Promise<void> {
   const companyId = String(payload.companyId ?? '');
   if (!companyId) return;
-  for (const table of ['idempotency_keys', 'feedback_traces', 'project_holds', 'artifacts', 'artifact_rollups', 'work_products', 'issue_attachments', 'issue_document_revisions', 'issue_documents', 'issue_comments', 'issue_blockers', 'issues', 'projects', 'goals']) {
+  for (const table of ['inbox_reads', 'idempotency_keys', 'feedback_traces', 'project_holds', 'artifacts', 'artifact_rollups', 'work_products', 'issue_attachments', 'issue_document_revisions', 'issue_documents', 'issue_comments', 'issue_blockers', 'issues', 'projects', 'goals']) {
     await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
   }
 }

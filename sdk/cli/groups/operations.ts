@@ -6,6 +6,7 @@ const secret = () => import('../commands/secret.ts');
 const cost = () => import('../commands/cost.ts');
 const skill = () => import('../commands/skill.ts');
 const runs = () => import('../commands/run.ts');
+const dashboard = () => import('../commands/dashboard.ts');
 
 /** approval, secret, cost, budget, activity, skill, run and backup. */
 export function registerOperations(program: Command): void {
@@ -36,6 +37,9 @@ export function registerOperations(program: Command): void {
     .addOption(new Option('--by <what>', 'the breakdown').choices(['agent', 'agent-model', 'provider', 'biller', 'project', 'source', 'source-model']).default('agent'))
     .action(run(lazy(cost, 'breakdownCommand')));
   scoped(costs.command('windows').description('rolling spend over 5h, 24h and 7d')).action(run(lazy(cost, 'windowsCommand')));
+
+  scoped(program.command('dashboard').description("the company at a glance: agents and their runs, stops, the month's spend, approvals, work and the last days"))
+    .option('--days <n>', 'how many UTC days of runs, spend and issues (1-90)', '14').action(run(lazy(dashboard, 'dashboardCommand')));
 
   const budgets = program.command('budget').description('budgets and their incidents');
   scoped(budgets.command('overview').description('policies, incidents and paused counts')).action(run(lazy(cost, 'budgetOverviewCommand')));
