@@ -324,6 +324,33 @@ describe('process executions', () => {
     expect((await t.sql.query('select status, close_reason from runs where id = $1', [res.body.runId])).rows[0]).toEqual({ status: 'cancelled', close_reason: 'closed by its plugin' });
   });
 
+  it('a start racing with an open transaction that closes its run waits for it, and starts nothing for the closed run', async () => {
+    const agent = await processAgent({ graceSec: 0 });
+    const { rows: [run] } = await t.sql.query(`insert into runs (company_id, agent_id, status) values ($1, $2, 'queued') returning id`, [companyId, agent.id]);
+    // The ledger closes the run in a transaction that stays open while the start runs: its status
+    // trigger finds no execution to cancel, so the start itself must see the close.
+    let closedInTransaction!: () => void;
+    let release!: () => void;
+    const closed = new Promise<void>((resolve) => { closedInTransaction = resolve; });
+    const released = new Promise<void>((resolve) => { release = resolve; });
+    const closing = t.kernel.services.db.transaction(async (tx) => {
+      await t.kernel.services.runs.close(tx, run.id, { status: 'cancelled', reason: 'closed during the start' });
+      closedInTransaction();
+      await released;
+    });
+    await closed;
+    let settled = false;
+    const pending = start({ execution: { kind: 'process', runId: run.id, env: { SERVICE_MODE: 'hang' } } }).finally(() => { settled = true; });
+    await waitFor(async () => settled || (await t.sql.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like 'select status from runs where id = % for share'`)).rowCount, 'the start to answer or to wait for the close');
+    release();
+    await closing;
+    const res = await pending;
+    expect(res.status, res.text).toBe(409);
+    expect(res.body.code).toBe('run_closed');
+    expect((await t.sql.query('select count(*)::int as n from executions where run_id = $1', [run.id])).rows[0].n).toBe(0);
+    expect(processesOfRun(run.id)).toEqual([]);
+  });
+
   it('answers a repeated start with the run\'s execution, and refuses a closed run, a configuration no board actor wrote and the wrong kind, leaving no run open', async () => {
     const agent = await processAgent();
     const first = await start({ agentId: agent.id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });
