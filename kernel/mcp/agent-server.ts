@@ -6,7 +6,7 @@ import { validationFailed } from '../http/errors.ts';
 import type { ExtensionHost } from '../host/extension-host.ts';
 import { enabledTool, enabledTools } from '../host/plugin-tools.ts';
 import { executeTool, toolChangePending } from '../host/tool-execution.ts';
-import { availableCoreTools, type AvailableCoreTool } from './core-tools.ts';
+import { availableCoreTools, IDEMPOTENCY_INPUT, type AvailableCoreTool } from './core-tools.ts';
 import type { SelfRequest } from './self-request.ts';
 import { answerResult, toolError, toolResult } from './tool-results.ts';
 
@@ -84,8 +84,10 @@ function callCoreTool(ctx: Context, self: SelfRequest, core: AvailableCoreTool, 
     used.add(param);
     return encodeURIComponent(input[param] as string);
   });
+  if (core.idempotent) used.add(IDEMPOTENCY_INPUT);
   const rest = Object.fromEntries(Object.entries(input).filter(([key]) => !used.has(key)));
-  const headers = { authorization: ctx.get('authorization'), 'x-service-run-id': ctx.get('x-service-run-id') || undefined };
+  const idempotencyKey = core.idempotent && typeof input[IDEMPOTENCY_INPUT] === 'string' ? input[IDEMPOTENCY_INPUT] as string : undefined;
+  const headers = { authorization: ctx.get('authorization'), 'x-service-run-id': ctx.get('x-service-run-id') || undefined, 'idempotency-key': idempotencyKey };
   if (tool.method === 'GET') {
     const query = new URLSearchParams();
     for (const [key, value] of Object.entries(rest)) if (value !== undefined && value !== null) query.set(key, typeof value === 'string' ? value : JSON.stringify(value));

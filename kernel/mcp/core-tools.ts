@@ -47,7 +47,17 @@ export const CORE_TOOLS: readonly CoreTool[] = [
 ];
 
 /** A core tool as the caller may use it now: its route is served and admits the caller. */
-export interface AvailableCoreTool { tool: CoreTool; inputSchema: Record<string, unknown>; bodyFields: string[]; queryFields: string[] }
+export interface AvailableCoreTool { tool: CoreTool; inputSchema: Record<string, unknown>; bodyFields: string[]; queryFields: string[]; idempotent: boolean }
+
+/**
+ * The input of a tool whose route takes an Idempotency-Key: sent as that header, never in the
+ * body, so an agent that retries a call after a lost answer writes nothing twice.
+ */
+export const IDEMPOTENCY_INPUT = 'idempotencyKey';
+const IDEMPOTENCY_INPUT_SCHEMA = {
+  type: 'string', minLength: 1, maxLength: 255, pattern: '^[\\x20-\\x7e]+$',
+  description: 'Any unique string (a uuid): a retry of this call with the same key and input answers what the first call created, and writes nothing again.',
+};
 
 type Schema = { type?: unknown; properties?: Record<string, unknown>; required?: string[] };
 
@@ -61,6 +71,7 @@ export function availableCoreTools(host: ExtensionHost, actor: Actor | null): Av
     let body: Schema | undefined;
     let query: Schema | undefined;
     let auth: string;
+    let idempotent = false;
     if (tool.kernelAuth) {
       auth = tool.kernelAuth;
     } else {
@@ -69,6 +80,7 @@ export function availableCoreTools(host: ExtensionHost, actor: Actor | null): Av
       auth = served.route.auth;
       body = served.route.body as Schema | undefined;
       query = served.route.query as Schema | undefined;
+      idempotent = served.route.idempotencyKey === true;
     }
     if (actor && !admits(auth, actor)) continue;
     const params = Object.keys(tool.params ?? {});
@@ -76,12 +88,14 @@ export function availableCoreTools(host: ExtensionHost, actor: Actor | null): Av
     for (const name of params) properties[name] = { type: 'string', minLength: 1, description: tool.params![name] };
     const extra = tool.method === 'GET' ? query : body;
     for (const [name, schema] of Object.entries(extra?.properties ?? {})) if (!params.includes(name)) properties[name] = schema;
+    if (idempotent && properties[IDEMPOTENCY_INPUT] === undefined) properties[IDEMPOTENCY_INPUT] = IDEMPOTENCY_INPUT_SCHEMA;
     const required = [...params.filter((name) => name !== tool.companyParam), ...(extra?.required ?? []).filter((name) => !params.includes(name))];
     available.push({
       tool,
       inputSchema: { type: 'object', properties, ...(required.length ? { required } : {}) },
       bodyFields: tool.method === 'GET' ? [] : Object.keys(body?.properties ?? {}),
       queryFields: tool.method === 'GET' ? Object.keys(query?.properties ?? {}) : [],
+      idempotent,
     });
   }
   return available;

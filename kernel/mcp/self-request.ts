@@ -6,7 +6,7 @@
  */
 export interface SelfAnswer { status: number; contentType: string; text: string }
 
-const FORWARDED = ['authorization', 'x-service-run-id'];
+const FORWARDED = ['authorization', 'x-service-run-id', 'idempotency-key'];
 
 export class SelfRequest {
   private base: string | undefined;

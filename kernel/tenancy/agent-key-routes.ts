@@ -2,6 +2,8 @@ import type { RouteModule } from '../http/app.ts';
 import { iso, type Queryable } from '../db/database.ts';
 import { conflict, forbidden, notFound } from '../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
+import { createOnceForRequest } from '../http/idempotent-create.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../http/idempotency-key.ts';
 import { bodyValidator, isUuid } from '../http/validate.ts';
 import { AGENT_KEY_PREFIX, displayPrefix, hashToken, mintToken } from '../auth/tokens.ts';
 import { AGENT_REFERENCE_PARAMETERS, agentForRequest, agentMayManageAgents, type Caller } from './agent-access.ts';
@@ -46,14 +48,29 @@ export const agentKeyRoutes: RouteModule = (router, kernel) => {
   });
 
   route({
-    method: 'POST', path: '/api/agents/:agentId/keys', auth: 'any', body: createKeyBody, parameters, success: 201, errors: [409],
-    summary: 'Create an agent API key (the key is in this answer and nowhere else)',
+    method: 'POST', path: '/api/agents/:agentId/keys', auth: 'any', body: createKeyBody, parameters: [...parameters, IDEMPOTENCY_KEY_PARAMETER], success: 201, errors: [409],
+    summary: 'Create an agent API key (the key is in this answer and nowhere else; a replay under the same Idempotency-Key answers the key with token null)',
   }, async (ctx, req) => {
     const { caller, agent } = await agentForRequest(ctx, kernel.db);
     await assertMayManageKeys(kernel.db, caller, agent);
     const body = await req.body();
     const token = mintToken(AGENT_KEY_PREFIX);
-    const row = await kernel.db.transaction(async (tx) => {
+    ctx.set('Cache-Control', 'no-store');
+    // Only the key's hash is stored, so a replay cannot show the token again: it answers the key
+    // it made with token null, and the client revokes that key and creates another.
+    ctx.body = await kernel.db.transaction((tx) => createOnceForRequest(ctx, tx, {
+      kind: 'agent_key', companyId: agent.company_id, request: { agentId: agent.id, ...body },
+      load: async (id) => {
+        const key = await tx.maybeOne<KeyRow>('select * from agent_api_keys where id = ? and agent_id = ?', [id, agent.id]);
+        return key ? { id: key.id, name: key.name, token: null, keyPrefix: key.key_prefix, createdAt: iso(key.created_at) } : null;
+      },
+      create: async () => {
+        const row = await insertKey(tx);
+        return { id: row.id, answer: { id: row.id, name: row.name, token: token as string | null, keyPrefix: row.key_prefix, createdAt: iso(row.created_at) } };
+      },
+    }));
+
+    async function insertKey(tx: Queryable): Promise<KeyRow> {
       const locked = await lockAgent(tx, agent.id);
       if (locked.status === 'terminated') throw conflict('Cannot create keys for terminated agents', { status: locked.status }, 'agent_inactive');
       if (locked.status === 'pending_approval') throw conflict('Cannot create keys for pending approval agents', { status: locked.status }, 'agent_inactive');
@@ -67,10 +84,7 @@ export const agentKeyRoutes: RouteModule = (router, kernel) => {
         details: { keyId: key.id, name: key.name, keyPrefix: key.key_prefix },
       });
       return key;
-    });
-    ctx.status = 201;
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = { id: row.id, name: row.name, token, keyPrefix: row.key_prefix, createdAt: iso(row.created_at) };
+    }
   });
 
   route({ method: 'DELETE', path: '/api/agents/:agentId/keys/:keyId', auth: 'any', parameters, success: 200, summary: 'Revoke an agent API key' }, async (ctx) => {

@@ -3,6 +3,8 @@ import type { AgentActor } from '../auth/actor.ts';
 import { iso, type Row } from '../db/database.ts';
 import type { RouteModule } from '../http/app.ts';
 import { forbidden, KeelError, notFound } from '../http/errors.ts';
+import { createOnceForRequest } from '../http/idempotent-create.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../http/idempotency-key.ts';
 import { uuidParam } from '../http/request.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, uuidPattern } from '../http/validate.ts';
@@ -133,34 +135,36 @@ export const agentSecretRoutes: RouteModule = (router, kernel) => {
   });
 
   route({
-    method: 'POST', path: '/api/agents/:agentId/secret-grants', auth: 'board', body: createGrant, success: 201, errors: [409, 422],
+    method: 'POST', path: '/api/agents/:agentId/secret-grants', auth: 'board', body: createGrant, success: 201, errors: [409, 422], parameters: [IDEMPOTENCY_KEY_PARAMETER],
     summary: 'Grant a secret of the company to the agent under a key',
   }, async (ctx, req) => {
     const agent = await boardAgent(ctx, kernel);
     const body = await req.body();
-    const created = await kernel.db.transaction(async (tx) => {
-      const secret = await tx.maybeOne('select id, company_id, latest_version from secrets where id = ?', [body.secretId.toLowerCase()]);
-      if (!secret || secret.company_id !== agent.company_id) {
-        throw new KeelError(422, 'secret_ref_company_mismatch', 'secretId must name a secret of the agent\'s company');
-      }
-      if (typeof body.version === 'number' && body.version > Number(secret.latest_version)) {
-        throw new KeelError(422, 'secret_version_not_found', `The secret has no version ${body.version}`);
-      }
-      // The unique key decides, not an earlier read: of concurrent identical grants one is stored and the others answer 409.
-      const row = await tx.maybeOne(
-        `insert into agent_secret_grants (company_id, agent_id, secret_id, key, delivery, version_selector, projection_class, description, created_by_user_id)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (agent_id, key) do nothing returning *`,
-        [agent.company_id, agent.id, secret.id, body.key, body.delivery, String(body.version ?? 'latest'), body.projectionClass ?? 'standard', body.description ?? null,
-          (ctx.state.actor as { userId?: string }).userId ?? null]);
-      if (!row) throw new KeelError(409, 'secret_grant_conflict', `The agent already has a secret granted as "${body.key}"`);
-      await kernel.activity.recordFor(ctx, tx, {
-        companyId: agent.company_id, action: 'secret.granted', entityType: 'agent', entityId: agent.id, agentId: agent.id,
-        details: { secretId: secret.id, key: body.key, delivery: body.delivery, versionSelector: String(body.version ?? 'latest') },
-      });
-      return grantRecord(row);
-    });
-    ctx.status = 201;
-    ctx.body = created;
+    ctx.body = await kernel.db.transaction((tx) => createOnceForRequest(ctx, tx, {
+      kind: 'secret_grant', companyId: agent.company_id, request: { agentId: agent.id, ...body },
+      load: async (id) => { const row = await tx.maybeOne('select * from agent_secret_grants where id = ? and agent_id = ?', [id, agent.id]); return row ? grantRecord(row) : null; },
+      create: async () => {
+        const secret = await tx.maybeOne('select id, company_id, latest_version from secrets where id = ?', [body.secretId.toLowerCase()]);
+        if (!secret || secret.company_id !== agent.company_id) {
+          throw new KeelError(422, 'secret_ref_company_mismatch', 'secretId must name a secret of the agent\'s company');
+        }
+        if (typeof body.version === 'number' && body.version > Number(secret.latest_version)) {
+          throw new KeelError(422, 'secret_version_not_found', `The secret has no version ${body.version}`);
+        }
+        // The unique key decides, not an earlier read: of concurrent identical grants one is stored and the others answer 409.
+        const row = await tx.maybeOne(
+          `insert into agent_secret_grants (company_id, agent_id, secret_id, key, delivery, version_selector, projection_class, description, created_by_user_id)
+           values (?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (agent_id, key) do nothing returning *`,
+          [agent.company_id, agent.id, secret.id, body.key, body.delivery, String(body.version ?? 'latest'), body.projectionClass ?? 'standard', body.description ?? null,
+            (ctx.state.actor as { userId?: string }).userId ?? null]);
+        if (!row) throw new KeelError(409, 'secret_grant_conflict', `The agent already has a secret granted as "${body.key}"`);
+        await kernel.activity.recordFor(ctx, tx, {
+          companyId: agent.company_id, action: 'secret.granted', entityType: 'agent', entityId: agent.id, agentId: agent.id,
+          details: { secretId: secret.id, key: body.key, delivery: body.delivery, versionSelector: String(body.version ?? 'latest') },
+        });
+        return { id: String(row.id), answer: grantRecord(row) };
+      },
+    }));
   });
 
   route({ method: 'DELETE', path: '/api/agents/:agentId/secret-grants/:grantId', auth: 'board', success: 200, summary: 'Revoke a secret grant' }, async (ctx) => {

@@ -1,6 +1,8 @@
 import type { Context } from 'koa';
 import type { RouteModule } from '../http/app.ts';
 import { KeelError, notFound } from '../http/errors.ts';
+import { createOnceForRequest } from '../http/idempotent-create.ts';
+import { IDEMPOTENCY_KEY_PARAMETER } from '../http/idempotency-key.ts';
 import { uuidParam } from '../http/request.ts';
 import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator } from '../http/validate.ts';
@@ -68,25 +70,30 @@ export const secretRoutes: RouteModule = (router, kernel) => {
   });
 
   route({
-    method: 'POST', path: '/api/companies/:companyId/secrets', auth: 'board', body: createSecret, success: 201, errors: [409, 422],
+    method: 'POST', path: '/api/companies/:companyId/secrets', auth: 'board', body: createSecret, success: 201, errors: [409, 422], parameters: [IDEMPOTENCY_KEY_PARAMETER],
     summary: 'Create a secret (version 1)',
   }, async (ctx, req) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     const body = await req.body();
     assertValueSize(body.value);
-    const secret = await kernel.db.transaction(async (tx) => {
-      const created = await kernel.vault.create(tx, {
-        companyId: company.id, name: body.name.trim(), value: body.value, provider: body.provider,
-        description: body.description ?? null, externalRef: body.externalRef ?? null, creator: creator(ctx),
-      });
-      await kernel.activity.recordFor(ctx, tx, {
-        companyId: company.id, action: 'secret.created', entityType: 'secret', entityId: created.id,
-        details: { name: created.name, provider: created.provider, version: 1 },
-      });
-      return created;
-    });
-    ctx.status = 201;
-    ctx.body = secret;
+    // The value never reaches the idempotency record, not even hashed (a hash of a short value
+    // can be guessed): a retry is recognised by the secret's name and metadata.
+    const { value: _value, ...retried } = body;
+    ctx.body = await kernel.db.transaction((tx) => createOnceForRequest(ctx, tx, {
+      kind: 'secret', companyId: company.id, request: retried,
+      load: async (id) => { const row = await tx.maybeOne('select * from secrets where id = ? and company_id = ?', [id, company.id]); return row ? toMetadata(row) : null; },
+      create: async () => {
+        const created = await kernel.vault.create(tx, {
+          companyId: company.id, name: body.name.trim(), value: body.value, provider: body.provider,
+          description: body.description ?? null, externalRef: body.externalRef ?? null, creator: creator(ctx),
+        });
+        await kernel.activity.recordFor(ctx, tx, {
+          companyId: company.id, action: 'secret.created', entityType: 'secret', entityId: created.id,
+          details: { name: created.name, provider: created.provider, version: 1 },
+        });
+        return { id: created.id, answer: created };
+      },
+    }));
   });
 
   route({

@@ -102,3 +102,59 @@ describe('POST /api/companies/{id}/activity', () => {
     expect(await count("activity_log where company_id = $1 and action = 'import.noted'", [company.id])).toBe(1);
   });
 });
+
+describe('keys and secrets', () => {
+  it('POST /api/agents/{id}/keys: a retry answers the same key with token null (shown once) and writes nothing; a pair at two processes makes one key', async () => {
+    const company = await createCompany(t.api, { name: 'Keyed Keys Co' });
+    const agent = await createAgent(t.api, company.id);
+    const first = await t.api.post(`/api/agents/${agent.id}/keys`, { name: 'deploy' }, keyed('key-1'));
+    expect(first.status, first.text).toBe(201);
+    expect(first.body.token).toMatch(/^\S{20,}$/);
+    const retry = await peerApi.post(`/api/agents/${agent.id}/keys`, { name: 'deploy' }, keyed('key-1'));
+    expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id, retry.body.token, retry.body.keyPrefix])
+      .toEqual([200, 'true', first.body.id, null, first.body.keyPrefix]);
+    expect(retry.headers.get('cache-control')).toBe('no-store');
+    expect(await count('agent_api_keys where agent_id = $1', [agent.id])).toBe(1);
+    const other = await t.api.post(`/api/agents/${agent.id}/keys`, { name: 'other' }, keyed('key-1'));
+    expect([other.status, other.body.code]).toEqual([409, 'idempotency_key_reused']);
+    const [here, there] = await Promise.all([
+      t.api.post(`/api/agents/${agent.id}/keys`, { name: 'raced' }, keyed('key-race')),
+      peerApi.post(`/api/agents/${agent.id}/keys`, { name: 'raced' }, keyed('key-race')),
+    ]);
+    expect([here.status, there.status].sort(), `${here.text}\n${there.text}`).toEqual([200, 201]);
+    expect(await count('agent_api_keys where agent_id = $1', [agent.id])).toBe(2);
+    expect(await count("activity_log where action = 'agent.key_created' and entity_id = $1", [agent.id])).toBe(2);
+  });
+
+  it('POST /api/companies/{id}/secrets: a retry answers the same secret; the value is never in the idempotency record', async () => {
+    const company = await createCompany(t.api, { name: 'Keyed Secrets Co' });
+    const value = 'sk-idempotent-value-never-stored';
+    const first = await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'OPENAI', value }, keyed('secret-1'));
+    expect(first.status, first.text).toBe(201);
+    const retry = await peerApi.post(`/api/companies/${company.id}/secrets`, { name: 'OPENAI', value }, keyed('secret-1'));
+    expect([retry.status, retry.headers.get('x-idempotent-replayed'), retry.body.id]).toEqual([200, 'true', first.body.id]);
+    expect(retry.text).not.toContain(value);
+    expect(await count('secrets where company_id = $1', [company.id])).toBe(1);
+    const stored = await t.sql.query(`select row_to_json(c)::text as row from keel_host.service_calls c where idempotency_key = 'secret-1'`);
+    expect(stored.rows).toHaveLength(1);
+    expect(stored.rows[0].row).not.toContain(value);
+    const renamed = await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'OTHER', value }, keyed('secret-1'));
+    expect([renamed.status, renamed.body.code]).toEqual([409, 'idempotency_key_reused']);
+    expect(await count('secrets where company_id = $1', [company.id])).toBe(1);
+  });
+
+  it('POST /api/agents/{id}/secret-grants: a retry answers the same grant instead of 409 secret_grant_conflict', async () => {
+    const company = await createCompany(t.api, { name: 'Keyed Grants Co' });
+    const agent = await createAgent(t.api, company.id);
+    const secret = (await t.api.post(`/api/companies/${company.id}/secrets`, { name: 'TOKEN', value: 'v' })).body;
+    const body = { secretId: secret.id, key: 'TOKEN', delivery: 'api' };
+    const first = await t.api.post(`/api/agents/${agent.id}/secret-grants`, body, keyed('grant-1'));
+    expect(first.status, first.text).toBe(201);
+    const retry = await peerApi.post(`/api/agents/${agent.id}/secret-grants`, body, keyed('grant-1'));
+    expect([retry.status, retry.body.id]).toEqual([200, first.body.id]);
+    // Without a key, the same grant again is still the conflict it always was.
+    const unkeyed = await t.api.post(`/api/agents/${agent.id}/secret-grants`, body);
+    expect([unkeyed.status, unkeyed.body.code]).toEqual([409, 'secret_grant_conflict']);
+    expect(await count('agent_secret_grants where agent_id = $1', [agent.id])).toBe(1);
+  });
+});

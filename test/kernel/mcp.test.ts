@@ -69,7 +69,9 @@ describe('POST /api/mcp', () => {
     // Input schemas of core tools come from the route: path parameters plus the body schema.
     const comment = tools.find((tool) => tool.name === 'comment_add')!;
     expect(comment.inputSchema.required).toEqual(['issueId', 'body']);
-    expect(Object.keys(comment.inputSchema.properties!)).toEqual(['issueId', 'body', 'parentCommentId']);
+    expect(Object.keys(comment.inputSchema.properties!)).toEqual(['issueId', 'body', 'parentCommentId', 'idempotencyKey']);
+    // Only a route that takes an Idempotency-Key offers the key as an input.
+    expect(Object.keys(tools.find((tool) => tool.name === 'issue_update')!.inputSchema.properties!)).not.toContain('idempotencyKey');
   });
 
   it("calls a plugin tool as the agent: the plugin sees the caller's identity and company, as through /api/plugins/tools/execute", async () => {
@@ -136,6 +138,15 @@ describe('POST /api/mcp', () => {
     const comment = json(await client.callTool({ name: 'comment_add', arguments: { issueId: issue.id, body: 'Starting.' } }));
     expect(comment.body).toBe('Starting.');
     expect(json(await client.callTool({ name: 'comment_list', arguments: { issueId: issue.id } })).map((c: any) => c.id)).toContain(comment.id);
+    // A retried call under the same idempotencyKey (its answer was lost) answers the same comment and writes nothing.
+    const keyed = json(await client.callTool({ name: 'comment_add', arguments: { issueId: issue.id, body: 'Once.', idempotencyKey: 'mcp-comment-1' } }));
+    const retried = json(await client.callTool({ name: 'comment_add', arguments: { issueId: issue.id, body: 'Once.', idempotencyKey: 'mcp-comment-1' } }));
+    expect(retried.id).toBe(keyed.id);
+    expect(retried.body).toBe('Once.');
+    expect(json(await client.callTool({ name: 'comment_list', arguments: { issueId: issue.id } })).filter((c: any) => c.body === 'Once.')).toHaveLength(1);
+    const reused = await client.callTool({ name: 'comment_add', arguments: { issueId: issue.id, body: 'Other.', idempotencyKey: 'mcp-comment-1' } });
+    expect(reused.isError).toBe(true);
+    expect(JSON.stringify(reused.content)).toContain('idempotency_key_reused');
     const document = await client.callTool({ name: 'document_put', arguments: { issueId: issue.id, key: 'plan', body: '# Plan' } });
     expect(document.isError, JSON.stringify(document)).toBeFalsy();
     expect(json(await client.callTool({ name: 'document_get', arguments: { issueId: issue.id, key: 'plan' } })).body).toBe('# Plan');
