@@ -135,6 +135,38 @@ describe('console: onboarding and the hiring wizard', () => {
     expect(unexpectedErrors(consoleErrors)).toEqual([]);
   }, 120_000);
 
+  it('keeps the free configuration keys apart from the fields: a key that has its field is refused and nothing is hired', async () => {
+    const before = (await t.api.get(`/api/companies/${companyId}/agents`)).body.length;
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const settings = page.getByRole('form', { name: 'Agent settings' });
+    await settings.getByLabel('Name', { exact: true }).fill('Twice');
+    await settings.getByLabel('Command').fill(process.execPath);
+    await settings.locator('summary', { hasText: 'Other configuration keys' }).click();
+    await settings.getByLabel('Other configuration keys (JSON)').fill('{"command": "/bin/sh"}');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await poll(() => settings.getByRole('alert').textContent()).toBe('Set command with its field above, not in the other keys');
+    await settings.getByLabel('Other configuration keys (JSON)').fill('[1]');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await poll(() => settings.getByRole('alert').textContent()).toMatch(/^Other configuration keys must be a JSON object/);
+    expect((await t.api.get(`/api/companies/${companyId}/agents`)).body.length).toBe(before);
+    // A free key is kept; going back, it is shown again, and taking it out removes it.
+    await settings.getByLabel('Other configuration keys (JSON)').fill('{"team": "north"}');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    const hired = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((entry: any) => entry.name === 'Twice');
+    expect(hired.adapterConfig).toMatchObject({ command: process.execPath, team: 'north' });
+    await page.getByRole('button', { name: 'Back' }).click();
+    const again = page.getByRole('form', { name: 'Agent settings' });
+    expect(JSON.parse(await again.getByLabel('Other configuration keys (JSON)').inputValue())).toEqual({ team: 'north' });
+    await again.getByLabel('Other configuration keys (JSON)').fill('');
+    await again.getByRole('button', { name: 'Save and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    expect((await t.api.get(`/api/agents/${hired.id}`)).body.adapterConfig).not.toHaveProperty('team');
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
+  }, 60_000);
+
   it('has no serious accessibility violation on the wizard at 390 px', async () => {
     const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });
     try {
