@@ -27,6 +27,7 @@ import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErr
 const ISSUE_TITLE = 'Say hello to the team';
 const COMMENT = 'Hello, team: I am on board.';
 const FINAL = 'Greeted the team and closed the issue.';
+const API_KEY = 'sk-ant-scripted-first-run';
 
 /** A shell command the model has the agent run: Node's fetch against Keel with the run's token. */
 function keelCall(method: string, path: string, body?: unknown): string {
@@ -112,13 +113,22 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
     await settings.getByLabel('Name', { exact: true }).fill('Greeter');
     await settings.getByLabel('Command').fill(claude);
     await settings.getByLabel('Timeout (seconds)').fill('300');
-    const variables: Array<[string, string]> = [['ANTHROPIC_BASE_URL', model.url], ['ANTHROPIC_API_KEY', 'sk-ant-scripted']];
-    for (const [index, [name, value]] of variables.entries()) {
-      await settings.getByRole('button', { name: 'Add variable to Environment variables' }).click();
-      const row = settings.getByRole('group', { name: `Environment variables: variable ${index + 1}` });
-      await row.getByLabel('Name').fill(name);
-      await row.getByLabel('Value', { exact: true }).fill(value);
-    }
+    await settings.getByRole('button', { name: 'Add variable to Environment variables' }).click();
+    const baseUrl = settings.getByRole('group', { name: 'Environment variables: variable 1' });
+    await baseUrl.getByLabel('Name').fill('ANTHROPIC_BASE_URL');
+    await baseUrl.getByLabel('Value', { exact: true }).fill(model.url);
+    // The key goes to the vault from the wizard itself: the company has no secret yet.
+    await settings.getByRole('button', { name: 'Add variable to Environment variables' }).click();
+    const key = settings.getByRole('group', { name: 'Environment variables: variable 2' });
+    await key.getByLabel('Name').fill('ANTHROPIC_API_KEY');
+    await key.getByLabel(/^Kind/).selectOption('secret');
+    await key.getByRole('button', { name: 'New secret for Environment variables: variable 2' }).click();
+    const newSecret = key.getByRole('group', { name: 'New secret for Environment variables: variable 2' });
+    expect(await newSecret.getByLabel('Secret name').inputValue()).toBe('ANTHROPIC_API_KEY');
+    await newSecret.getByLabel('Secret value').fill(API_KEY);
+    await newSecret.getByRole('button', { name: 'Store secret' }).click();
+    await poll(() => key.getByRole('combobox', { name: /^Secret/ }).locator('option:checked').textContent()).toBe('ANTHROPIC_API_KEY');
+    expect(await page.content()).not.toContain(API_KEY);
     await settings.getByRole('button', { name: 'Hire and test' }).click();
 
     // The environment test runs the real tool: its version, then a minimal model call.
@@ -160,12 +170,18 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
     await page.waitForURL(/\/issues\/[0-9a-f-]{36}$/);
     await poll(() => page.locator('.title-row .badge').textContent()).toBe('done');
     await poll(() => page.locator('.comments').textContent()).toContain(COMMENT);
-    expect(await page.locator('.comments').textContent()).toContain('Greeter');
+    await poll(() => page.locator('.comments').textContent()).toContain('Greeter');
     await poll(() => page.getByTestId('run-list').getByRole('link', { name: `Run ${runId.slice(0, 8)}` }).count()).toBe(1);
 
     // What the browser did, read back from the API.
     const agents = (await api.get(`/api/companies/${companyId}/agents`)).body;
     expect(agents).toEqual([expect.objectContaining({ name: 'Greeter', adapterType: 'alpha_local', budgetMonthlyCents: 2000 })]);
+    const secrets = (await api.get(`/api/companies/${companyId}/secrets`)).body;
+    expect(secrets).toEqual([expect.objectContaining({ name: 'ANTHROPIC_API_KEY' })]);
+    expect(agents[0].adapterConfig.env).toEqual({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: { type: 'secret_ref', secretId: secrets[0].id, version: 'latest' } });
+    // The model was called with the key from the vault.
+    const keysSent = new Set(model.requests.filter((request) => request.path === '/v1/messages').map((request) => request.headers['x-api-key']));
+    expect([...keysSent]).toEqual([API_KEY]);
     const run = (await api.get(`/api/heartbeat-runs/${runId}`)).body;
     expect(run).toMatchObject({ agentId: agents[0].id, status: 'succeeded', resultJson: { result: FINAL, isError: false } });
     const issue = (await api.get(`/api/issues/${run.issueId}`)).body;

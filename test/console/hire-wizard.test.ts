@@ -167,6 +167,42 @@ describe('console: onboarding and the hiring wizard', () => {
     expect(unexpectedErrors(consoleErrors)).toEqual([]);
   }, 60_000);
 
+  it('stores a new secret for a variable without leaving the wizard; a name already taken shows the API\'s refusal and stores nothing', async () => {
+    const taken = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'TAKEN_KEY', value: 'first' });
+    expect(taken.status, taken.text).toBe(201);
+    const refusal = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'TAKEN_KEY', value: 'second' });
+    expect(refusal.status).toBe(409);
+    const before = (await t.api.get(`/api/companies/${companyId}/secrets`)).body.length;
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const settings = page.getByRole('form', { name: 'Agent settings' });
+    await settings.getByLabel('Name', { exact: true }).fill('Keyed');
+    await settings.getByLabel('Command').fill(process.execPath);
+    await settings.getByRole('button', { name: 'Add variable to Environment variables' }).click();
+    const row = settings.getByRole('group', { name: 'Environment variables: variable 1' });
+    await row.getByLabel('Name').fill('TAKEN_KEY');
+    await row.getByLabel(/^Kind/).selectOption('secret');
+    await row.getByRole('button', { name: /^New secret/ }).click();
+    const form = row.getByRole('group', { name: /^New secret/ });
+    expect(await seriousViolations(page)).toEqual([]);
+    await form.getByLabel('Secret value').fill('second');
+    await form.getByRole('button', { name: 'Store secret' }).click();
+    await poll(() => form.getByRole('alert').textContent()).toBe(refusal.body.error);
+    expect((await t.api.get(`/api/companies/${companyId}/secrets`)).body.length).toBe(before);
+    // Another name is stored, and the variable references it.
+    await form.getByLabel('Secret name').fill('FRESH_KEY');
+    await form.getByRole('button', { name: 'Store secret' }).click();
+    await poll(() => row.getByRole('combobox', { name: /^Secret/ }).locator('option:checked').textContent()).toBe('FRESH_KEY');
+    const fresh = (await t.api.get(`/api/companies/${companyId}/secrets`)).body.find((secret: any) => secret.name === 'FRESH_KEY');
+    expect(fresh).toBeDefined();
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    const keyed = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((entry: any) => entry.name === 'Keyed');
+    expect(keyed.adapterConfig.env).toEqual({ TAKEN_KEY: { type: 'secret_ref', secretId: fresh.id, version: 'latest' } });
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
+  }, 60_000);
+
   it('has no serious accessibility violation on the wizard at 390 px', async () => {
     const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });
     try {

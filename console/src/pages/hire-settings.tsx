@@ -1,6 +1,7 @@
 import { api, type Agent, type Company } from '../api.ts';
 import { Field, Form } from '../ui.tsx';
 import { LocalToolFields, localToolConfig, type AdapterType } from './adapter-config.tsx';
+import type { CreateSecret } from './new-secret.tsx';
 
 const ROLES = ['ceo', 'cto', 'cmo', 'cfo', 'engineer', 'designer', 'pm', 'qa', 'devops', 'researcher', 'general'];
 const OTHER_KEYS = 'adapterConfigOther';
@@ -34,8 +35,8 @@ function withOtherKeys(adapter: AdapterType, config: Record<string, unknown>, te
  * where the company asks for it), or, when the board chooses so on such a company, creates it
  * idle at once (`POST .../agents`, a board route); once hired, saving again changes it.
  */
-export function SettingsStep({ companyId, company, adapter, agents, secrets, agent, onSaved }: {
-  companyId: string; company: Company | undefined; adapter: AdapterType; agents: Agent[]; secrets: Array<{ id: string; name: string }>; agent: Agent | null;
+export function SettingsStep({ companyId, company, adapter, agents, secrets, createSecret, agent, onSaved }: {
+  companyId: string; company: Company | undefined; adapter: AdapterType; agents: Agent[]; secrets: Array<{ id: string; name: string }>; createSecret: CreateSecret; agent: Agent | null;
   onSaved: (agent: Agent, pending: boolean) => void;
 }) {
   const editing = agent && agent.adapterType === adapter.type ? agent : null;
@@ -66,7 +67,7 @@ export function SettingsStep({ companyId, company, adapter, agents, secrets, age
       <Field label="Reports to" name="reportsTo">
         <select name="reportsTo" defaultValue={agent?.reportsTo ?? ''}><option value="">nobody</option>{agents.filter((a) => a.id !== agent?.id).map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}</select>
       </Field>
-      <LocalToolFields key={adapter.type} adapter={adapter} secrets={secrets} initial={editing?.adapterConfig} legend={`${adapter.tool?.name ?? adapter.type} settings`} />
+      <LocalToolFields key={adapter.type} adapter={adapter} secrets={secrets} createSecret={createSecret} initial={editing?.adapterConfig} legend={`${adapter.tool?.name ?? adapter.type} settings`} />
       <details className="other-keys" open={adapter.fields.length === 0 || Object.keys(storedOther ?? {}).length > 0}>
         <summary>Other configuration keys</summary>
         <Field label="Other configuration keys (JSON)" name={OTHER_KEYS} type="textarea" placeholder='{"key": "value"}'

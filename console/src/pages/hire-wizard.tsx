@@ -6,7 +6,7 @@ import { useAdapterCatalog } from './adapter-config.tsx';
 import { TestResult, type TestAnswer } from './agent-tool.tsx';
 import { AdapterStep, BudgetStep, IssueStep } from './hire-steps.tsx';
 import { SettingsStep } from './hire-settings.tsx';
-import { useSecrets } from './variables.tsx';
+import { useSecretsWithCreate } from './variables.tsx';
 
 const STEPS = ['Adapter', 'Settings', 'Environment test', 'Budget', 'First issue'] as const;
 
@@ -19,7 +19,7 @@ const STEPS = ['Adapter', 'Settings', 'Environment test', 'Budget', 'First issue
  */
 export function HireWizard({ companyId, company }: { companyId: string; company: Company | undefined }) {
   const catalog = useAdapterCatalog();
-  const secrets = useSecrets(companyId);
+  const { secrets, createSecret } = useSecretsWithCreate(companyId);
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
   const [step, setStep] = useState(0);
   const [adapterType, setAdapterType] = useState<string | null>(null);
@@ -48,7 +48,7 @@ export function HireWizard({ companyId, company }: { companyId: string; company:
             setAdapterType(type);
             setStep(1);
           }} /> : null}
-          {step === 1 && adapter ? <SettingsStep companyId={companyId} company={company} adapter={adapter} agents={agents.data} secrets={secrets.data ?? []} agent={agent}
+          {step === 1 && adapter ? <SettingsStep companyId={companyId} company={company} adapter={adapter} agents={agents.data} secrets={secrets.data ?? []} createSecret={createSecret} agent={agent}
             onSaved={(saved, pending) => { setAgent(saved); setWaiting(pending); setStep(2); }} /> : null}
           {step === 2 && agent ? <TestStep agent={agent} onNext={() => setStep(3)} /> : null}
           {step === 3 && agent ? <BudgetStep agent={agent} onDone={(updated) => { setAgent(updated); setStep(4); }} /> : null}
