@@ -183,7 +183,7 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
     const keysSent = new Set(model.requests.filter((request) => request.path === '/v1/messages').map((request) => request.headers['x-api-key']));
     expect([...keysSent]).toEqual([API_KEY]);
     const run = (await api.get(`/api/heartbeat-runs/${runId}`)).body;
-    expect(run).toMatchObject({ agentId: agents[0].id, status: 'succeeded', resultJson: { result: FINAL, isError: false } });
+    expect(run).toMatchObject({ agentId: agents[0].id, invocationSource: 'assignment', wakeReason: 'issue_assigned', status: 'succeeded', resultJson: { result: FINAL, isError: false } });
     const issue = (await api.get(`/api/issues/${run.issueId}`)).body;
     expect(issue).toMatchObject({ title: ISSUE_TITLE, status: 'done', assigneeAgentId: agents[0].id });
     const comments = (await api.get(`/api/issues/${issue.id}/comments`)).body;
