@@ -94,6 +94,8 @@ describe('console: onboarding and the hiring wizard', () => {
     const issue = (await t.api.get(`/api/companies/${companyId}/issues`)).body.find((entry: any) => entry.title === 'Say hello');
     expect(issue).toMatchObject({ assigneeAgentId: agent.id, status: expect.any(String) });
     expect(await page.getByRole('link', { name: `${issue.identifier} Say hello` }).count()).toBe(1);
+    // The run's status beside the link is followed to its end.
+    await poll(() => page.locator('p', { has: watch }).textContent(), { timeout: 60_000 }).toBe('Watch its first run (succeeded).');
     await watch.click();
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
     const run = await runWhen(t, page.url().split('/').pop()!);

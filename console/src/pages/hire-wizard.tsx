@@ -6,6 +6,7 @@ import { useAdapterCatalog } from './adapter-config.tsx';
 import { TestResult, type TestAnswer } from './agent-tool.tsx';
 import { AdapterStep, BudgetStep, IssueStep } from './hire-steps.tsx';
 import { SettingsStep } from './hire-settings.tsx';
+import { ENDED } from './runs.tsx';
 import { useSecretsWithCreate } from './variables.tsx';
 
 const STEPS = ['Adapter', 'Settings', 'Environment test', 'Budget', 'First issue'] as const;
@@ -80,13 +81,15 @@ function Hired({ companyId, agent, issue, waiting }: { companyId: string; agent:
   const [run, setRun] = useState<Run | null>(null);
   useEffect(() => {
     if (!issue || waiting) return;
-    // The assignment wakes the agent; its run appears once the wake is taken.
+    // The assignment wakes the agent; its run appears once the wake is taken, and its status
+    // is followed to the end so the line never shows a stale "queued".
     let live = true;
     const look = async () => {
       const answer = await api.get<{ runs: Run[] }>(`/api/companies/${companyId}/heartbeat-runs`, { agentId: agent.id, limit: 1 }).catch(() => ({ runs: [] }));
       if (!live) return;
-      if (answer.runs[0]) setRun(answer.runs[0]);
-      else setTimeout(look, 1000);
+      const first = answer.runs[0];
+      if (first) setRun(first);
+      if (!first || !ENDED.includes(first.status)) setTimeout(look, 1000);
     };
     void look();
     return () => { live = false; };
