@@ -94,6 +94,8 @@ describe('console: onboarding and the hiring wizard', () => {
     const issue = (await t.api.get(`/api/companies/${companyId}/issues`)).body.find((entry: any) => entry.title === 'Say hello');
     expect(issue).toMatchObject({ assigneeAgentId: agent.id, status: expect.any(String) });
     expect(await page.getByRole('link', { name: `${issue.identifier} Say hello` }).count()).toBe(1);
+    // The run's status beside the link is followed to its end.
+    await poll(() => page.locator('p', { has: watch }).textContent(), { timeout: 60_000 }).toBe('Watch its first run (succeeded).');
     await watch.click();
     await page.waitForURL(/\/runs\/[0-9a-f-]{36}$/);
     const run = await runWhen(t, page.url().split('/').pop()!);
@@ -134,6 +136,74 @@ describe('console: onboarding and the hiring wizard', () => {
     await poll(() => page.getByRole('heading', { name: 'Claude is hired' }).count()).toBe(1);
     expect(unexpectedErrors(consoleErrors)).toEqual([]);
   }, 120_000);
+
+  it('keeps the free configuration keys apart from the fields: a key that has its field is refused and nothing is hired', async () => {
+    const before = (await t.api.get(`/api/companies/${companyId}/agents`)).body.length;
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const settings = page.getByRole('form', { name: 'Agent settings' });
+    await settings.getByLabel('Name', { exact: true }).fill('Twice');
+    await settings.getByLabel('Command').fill(process.execPath);
+    await settings.locator('summary', { hasText: 'Other configuration keys' }).click();
+    await settings.getByLabel('Other configuration keys (JSON)').fill('{"command": "/bin/sh"}');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await poll(() => settings.getByRole('alert').textContent()).toBe('Set command with its field above, not in the other keys');
+    await settings.getByLabel('Other configuration keys (JSON)').fill('[1]');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await poll(() => settings.getByRole('alert').textContent()).toMatch(/^Other configuration keys must be a JSON object/);
+    expect((await t.api.get(`/api/companies/${companyId}/agents`)).body.length).toBe(before);
+    // A free key is kept; going back, it is shown again, and taking it out removes it.
+    await settings.getByLabel('Other configuration keys (JSON)').fill('{"team": "north"}');
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    const hired = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((entry: any) => entry.name === 'Twice');
+    expect(hired.adapterConfig).toMatchObject({ command: process.execPath, team: 'north' });
+    await page.getByRole('button', { name: 'Back' }).click();
+    const again = page.getByRole('form', { name: 'Agent settings' });
+    expect(JSON.parse(await again.getByLabel('Other configuration keys (JSON)').inputValue())).toEqual({ team: 'north' });
+    await again.getByLabel('Other configuration keys (JSON)').fill('');
+    await again.getByRole('button', { name: 'Save and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    expect((await t.api.get(`/api/agents/${hired.id}`)).body.adapterConfig).not.toHaveProperty('team');
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
+  }, 60_000);
+
+  it('stores a new secret for a variable without leaving the wizard; a name already taken shows the API\'s refusal and stores nothing', async () => {
+    const taken = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'TAKEN_KEY', value: 'first' });
+    expect(taken.status, taken.text).toBe(201);
+    const refusal = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'TAKEN_KEY', value: 'second' });
+    expect(refusal.status).toBe(409);
+    const before = (await t.api.get(`/api/companies/${companyId}/secrets`)).body.length;
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const settings = page.getByRole('form', { name: 'Agent settings' });
+    await settings.getByLabel('Name', { exact: true }).fill('Keyed');
+    await settings.getByLabel('Command').fill(process.execPath);
+    await settings.getByRole('button', { name: 'Add variable to Environment variables' }).click();
+    const row = settings.getByRole('group', { name: 'Environment variables: variable 1' });
+    await row.getByLabel('Name').fill('TAKEN_KEY');
+    await row.getByLabel(/^Kind/).selectOption('secret');
+    await row.getByRole('button', { name: /^New secret/ }).click();
+    const form = row.getByRole('group', { name: /^New secret/ });
+    expect(await seriousViolations(page)).toEqual([]);
+    await form.getByLabel('Secret value').fill('second');
+    await form.getByRole('button', { name: 'Store secret' }).click();
+    await poll(() => form.getByRole('alert').textContent()).toBe(refusal.body.error);
+    expect((await t.api.get(`/api/companies/${companyId}/secrets`)).body.length).toBe(before);
+    // Another name is stored, and the variable references it.
+    await form.getByLabel('Secret name').fill('FRESH_KEY');
+    await form.getByRole('button', { name: 'Store secret' }).click();
+    await poll(() => row.getByRole('combobox', { name: /^Secret/ }).locator('option:checked').textContent()).toBe('FRESH_KEY');
+    const fresh = (await t.api.get(`/api/companies/${companyId}/secrets`)).body.find((secret: any) => secret.name === 'FRESH_KEY');
+    expect(fresh).toBeDefined();
+    await settings.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    const keyed = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((entry: any) => entry.name === 'Keyed');
+    expect(keyed.adapterConfig.env).toEqual({ TAKEN_KEY: { type: 'secret_ref', secretId: fresh.id, version: 'latest' } });
+    expect(unexpectedErrors(consoleErrors)).toEqual([]);
+  }, 60_000);
 
   it('has no serious accessibility violation on the wizard at 390 px', async () => {
     const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });

@@ -88,6 +88,24 @@ describe('console: the inbox', () => {
     expect((await t.api.get(`/api/companies/${companyId}/inbox`)).body.counts.unread).toBe(0);
   }, 60_000);
 
+  it('updates the menu count live, without navigating: a new blocked issue shows, and marks made elsewhere clear it', async () => {
+    await page.goto(`${t.url}/companies/${companyId}/issues`);
+    await page.getByRole('heading', { level: 1 }).waitFor();
+    await page.waitForLoadState('networkidle');
+    expect(await page.getByTestId('inbox-unread').count()).toBe(0);
+    // A mark on the document: a navigation or a reload would lose it.
+    await page.evaluate(() => { (window as unknown as { stayed: boolean }).stayed = true; });
+    const url = page.url();
+    const blocked = await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Waiting on the printer', status: 'blocked' });
+    expect(blocked.status, blocked.text).toBe(201);
+    await poll(menuCount).toBe('1 unread');
+    // Read in another tab (here: the API, as another browser would): the count goes away here too.
+    expect((await t.api.post(`/api/companies/${companyId}/inbox/read-all`, {})).status).toBe(200);
+    await poll(() => page.getByTestId('inbox-unread').count()).toBe(0);
+    expect(page.url()).toBe(url);
+    expect(await page.evaluate(() => (window as unknown as { stayed?: boolean }).stayed)).toBe(true);
+  }, 60_000);
+
   it('has no serious accessibility violation at 1280 and 390 px', async () => {
     // One unread item again, so that both the read and the unread rows are checked.
     await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Another wait', status: 'blocked' });

@@ -149,27 +149,26 @@ describe('console: coding-tool agents in a browser', () => {
     expect(await seriousViolations(page)).toEqual([]);
   }, 60_000);
 
-  it("creates a Claude Code agent from the tool's fields and edits them, and shows the login's answer", async () => {
-    // Without the coding-agents plugin the kernel stores what the form sends as it is, so the
-    // test reads back exactly the form's configuration (with it, the plugin validates it first).
-    const disabled = await t.api.post('/api/plugins/coding-agents/disable', {});
-    expect(disabled.status, disabled.text).toBe(200);
+  it("hires a Claude Code agent from the tool's fields through the wizard, edits them on its page, and shows the login's answer", async () => {
     const catalog = (await t.api.get('/api/llms/agent-configuration.json')).body.adapterTypes as any[];
     const efforts = (type: string) => catalog.find((entry) => entry.type === type).fields.find((field: any) => field.name === 'effort')?.values ?? null;
     const secret = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'anthropic-key', value: 'sk-not-for-the-page' });
-    await page.goto(`${t.url}/companies/${companyId}/agents`);
-    await page.locator('summary', { hasText: 'Create agent' }).click();
-    const form = page.getByRole('form', { name: 'Create agent' });
-    await form.getByLabel('Name', { exact: true }).fill('Claude');
-    await form.getByRole('combobox', { name: /^Adapter/ }).selectOption('beta_local');
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    const settingsOf = async (type: string) => {
+      await page.locator(`input[type="radio"][value="${type}"]`).check();
+      await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+      return page.getByRole('form', { name: 'Agent settings' });
+    };
     // Codex has efforts but no max turns; Claude Code has both.
+    let form = await settingsOf('beta_local');
     expect(await form.getByLabel('Max turns').count()).toBe(0);
-    await form.getByRole('combobox', { name: /^Adapter/ }).selectOption('alpha_local');
-    expect(await form.getByLabel('Adapter configuration (JSON)').count()).toBe(0);
+    await page.getByRole('button', { name: 'Back' }).click();
+    form = await settingsOf('alpha_local');
     expect((await form.getByLabel('Effort').locator('option').allTextContents()).slice(1)).toEqual(efforts('alpha_local'));
+    await form.getByLabel('Name', { exact: true }).fill('Claude');
     await form.getByLabel('Command').fill('/usr/local/bin/claude');
     await form.getByLabel('Working directory').fill('/srv/work/repo');
-    await form.getByLabel('Model').fill('claude-opus-5');
+    await form.getByLabel('Model', { exact: true }).fill('claude-opus-5');
     await form.getByLabel('Effort').selectOption('high');
     await form.getByLabel('Max turns').fill('12');
     await form.getByLabel('Extra arguments (one per line)').fill('--add-dir\n/srv/shared');
@@ -185,15 +184,23 @@ describe('console: coding-tool agents in a browser', () => {
     await url.getByLabel('Name').fill('ANTHROPIC_BASE_URL');
     await url.getByLabel('Value', { exact: true }).fill('http://127.0.0.1:9999');
     expect(await seriousViolations(page)).toEqual([]);
-    await form.getByRole('button', { name: 'Create agent' }).click();
-    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Claude');
-    const agentId = page.url().split('/').pop()!;
-    const created = (await t.api.get(`/api/agents/${agentId}`)).body;
-    expect(created.adapterType).toBe('alpha_local');
-    expect(created.adapterConfig).toEqual({
+    await form.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).waitFor();
+    const hired = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((entry: any) => entry.name === 'Claude');
+    const agentId = hired.id as string;
+    // The coding-agents plugin validated the form's configuration and filled in its defaults.
+    expect(hired.adapterType).toBe('alpha_local');
+    expect(hired.adapterConfig).toMatchObject({
       command: '/usr/local/bin/claude', cwd: '/srv/work/repo', model: 'claude-opus-5', effort: 'high', maxTurns: 12, extraArgs: ['--add-dir', '/srv/shared'],
       toolSandbox: true, timeoutSec: 900, env: { ANTHROPIC_API_KEY: { type: 'secret_ref', secretId: secret.body.id, version: 'latest' }, ANTHROPIC_BASE_URL: 'http://127.0.0.1:9999' },
     });
+    const created = hired;
+    // Without the coding-agents plugin the kernel stores what the agent page sends as it is, so
+    // the edit below reads back exactly the form's configuration.
+    const disabled = await t.api.post('/api/plugins/coding-agents/disable', {});
+    expect(disabled.status, disabled.text).toBe(200);
+    await page.goto(`${t.url}/companies/${companyId}/agents/${agentId}`);
+    await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Claude');
 
     // The agent page edits the same fields: an emptied one is removed, the others kept.
     const settings = page.getByRole('form', { name: 'Tool settings' });

@@ -46,16 +46,38 @@ describe('console: the operator flow in a browser', () => {
   let companyId = '';
   const agentIds: Record<string, string> = {};
 
-  async function createAgent(name: string, script: string, extra: Record<string, unknown> = {}): Promise<string> {
+  /**
+   * Adds a process agent through the hiring wizard, idle at once: the company asks for approval
+   * of hires, and the board skips it with the settings step's check box (the old "Create agent").
+   */
+  async function createAgent(name: string, script: string, env: Record<string, string> = {}): Promise<string> {
     await page.goto(`${t.url}/companies/${companyId}/agents`);
-    await page.locator('summary', { hasText: 'Create agent' }).click();
-    const form = page.getByRole('form', { name: 'Create agent' });
-    await form.getByLabel('Name').fill(name);
-    await form.getByLabel('Adapter configuration (JSON)').fill(JSON.stringify({ command: process.execPath, args: [join(scripts, script)], graceSec: 1, ...extra }));
-    await form.getByRole('button', { name: 'Create agent' }).click();
+    await page.getByRole('link', { name: 'Hire an agent' }).click();
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const form = page.getByRole('form', { name: 'Agent settings' });
+    await form.getByLabel('Name', { exact: true }).fill(name);
+    await form.getByLabel('Command').fill(process.execPath);
+    await form.getByLabel('Arguments (one per line)').fill(join(scripts, script));
+    await form.getByLabel('Grace before a kill (seconds)').fill('1');
+    for (const [index, [key, value]] of Object.entries(env).entries()) {
+      await form.getByRole('button', { name: 'Add variable to Environment variables' }).click();
+      const row = form.getByRole('group', { name: `Environment variables: variable ${index + 1}` });
+      await row.getByLabel('Name').fill(key);
+      await row.getByLabel('Value', { exact: true }).fill(value);
+    }
+    await form.getByLabel('Start at once, without the hiring approval').check();
+    await form.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).getByRole('button', { name: 'Continue to the budget' }).click();
+    await page.getByRole('form', { name: 'Monthly budget' }).getByRole('button', { name: 'Next: a first issue' }).click();
+    await page.getByRole('button', { name: 'Skip: no issue now' }).click();
+    await poll(() => page.getByRole('heading', { name: `${name} is hired` }).count()).toBe(1);
+    await page.getByRole('link', { name: `Open ${name}` }).click();
     await page.waitForURL(/\/agents\/[0-9a-f-]{36}$/);
     await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(name);
-    return page.url().split('/').pop()!;
+    const id = page.url().split('/').pop()!;
+    expect((await t.api.get(`/api/agents/${id}`)).body).toMatchObject({ status: 'idle', adapterConfig: { command: process.execPath, args: [join(scripts, script)], graceSec: 1, ...(Object.keys(env).length ? { env } : {}) } });
+    return id;
   }
 
   it('opens as the local board and creates a company', async () => {
@@ -88,14 +110,23 @@ describe('console: the operator flow in a browser', () => {
 
   it('creates an agent, and hires one that waits for approval until the board approves', async () => {
     agentIds.worker = await createAgent('Worker', 'worker.cjs');
-    await page.goto(`${t.url}/companies/${companyId}/agents`);
-    await page.locator('summary', { hasText: /^Hire agent/ }).click();
-    const hire = page.getByRole('form', { name: 'Hire agent' });
-    await hire.getByLabel('Name').fill('Recruit');
-    await hire.getByRole('button', { name: 'Hire agent' }).click();
-    await poll(() => page.getByRole('status').filter({ hasText: 'Recruit' }).textContent()).toContain('waiting for approval');
+    await page.goto(`${t.url}/companies/${companyId}/agents/new`);
+    await page.locator('input[type="radio"][value="process"]').check();
+    await page.getByRole('button', { name: "Next: the agent's settings" }).click();
+    const hire = page.getByRole('form', { name: 'Agent settings' });
+    await hire.getByLabel('Name', { exact: true }).fill('Recruit');
+    await hire.getByLabel('Command').fill(process.execPath);
+    await hire.getByLabel('Arguments (one per line)').fill('-e\n0');
+    // A key the process adapter's fields do not show, kept as typed.
+    await hire.locator('summary', { hasText: 'Other configuration keys' }).click();
+    await hire.getByLabel('Other configuration keys (JSON)').fill('{"team": "launch"}');
+    await hire.getByRole('button', { name: 'Hire and test' }).click();
+    await page.getByRole('group', { name: 'Step 3: Environment test' }).getByRole('button', { name: 'Continue to the budget' }).click();
+    await page.getByRole('form', { name: 'Monthly budget' }).getByRole('button', { name: 'Next: a first issue' }).click();
+    await page.getByRole('button', { name: 'Skip: no issue now' }).click();
+    await poll(() => page.getByRole('heading', { name: 'Recruit is waiting for approval' }).count()).toBe(1);
     const recruit = (await t.api.get(`/api/companies/${companyId}/agents`)).body.find((a: any) => a.name === 'Recruit');
-    expect(recruit.status).toBe('pending_approval');
+    expect(recruit).toMatchObject({ status: 'pending_approval', adapterType: 'process', adapterConfig: { command: process.execPath, team: 'launch' } });
     await page.goto(`${t.url}/companies/${companyId}/approvals`);
     await page.getByRole('button', { name: /^Approve hire agent/ }).click();
     await waitFor(async () => (await t.api.get(`/api/agents/${recruit.id}`)).body.status === 'idle', 'the hire to be approved');
@@ -145,7 +176,7 @@ describe('console: the operator flow in a browser', () => {
   }, 90_000);
 
   it('sets a budget and sees the hard stop: the run is cancelled, the agent paused, the incident open', async () => {
-    const spender = await createAgent('Spender', 'spender.cjs', { env: { SPEND_CENTS: '4' } });
+    const spender = await createAgent('Spender', 'spender.cjs', { SPEND_CENTS: '4' });
     const budget = page.getByRole('form', { name: 'Agent budget' });
     await budget.getByLabel(/Monthly budget in dollars/).fill('0.10');
     await budget.getByRole('button', { name: 'Set budget' }).click();

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api } from '../api.ts';
 import { Field, useLoad } from '../ui.tsx';
+import type { CreateSecret } from './new-secret.tsx';
 import { envOf, rowsOf, VariablesEditor, type VariableRow, type VariableValue } from './variables.tsx';
 
 /** One adapter type as the server's catalog describes it (GET /api/llms/agent-configuration.json). */
@@ -34,9 +35,9 @@ const inputName = (field: string) => `adapterConfig.${field}`;
  * a number, a check box, lines for a list, and the variables editor (plain values or the company's
  * secrets) for env, JSON for other objects, a choice of the company's secrets for a secret
  * reference. The hiring wizard draws every adapter's fields with it. `initial` is the stored
- * configuration when an agent is edited.
+ * configuration when an agent is edited; `createSecret` lets a variable store a new secret.
  */
-export function LocalToolFields({ adapter, secrets, initial, legend = 'Tool settings' }: { adapter: AdapterType; secrets: Array<{ id: string; name: string }>; initial?: Record<string, unknown>; legend?: string }) {
+export function LocalToolFields({ adapter, secrets, initial, legend = 'Tool settings', createSecret }: { adapter: AdapterType; secrets: Array<{ id: string; name: string }>; initial?: Record<string, unknown>; legend?: string; createSecret?: CreateSecret }) {
   const [env, setEnv] = useState<VariableRow[]>(() => rowsOf((initial?.env ?? {}) as Record<string, VariableValue>));
   const value = (name: string) => initial?.[name];
   return (
@@ -49,7 +50,7 @@ export function LocalToolFields({ adapter, secrets, initial, legend = 'Tool sett
         if (field.name === 'env') {
           return (
             <div key="env">
-              <VariablesEditor label="Environment variables" rows={env} secrets={secrets} onChange={setEnv} />
+              <VariablesEditor label="Environment variables" rows={env} secrets={secrets} onChange={setEnv} createSecret={createSecret} />
               <input type="hidden" name={inputName('env')} value={JSON.stringify(envOf(env))} />
               {hint}
             </div>

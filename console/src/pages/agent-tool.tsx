@@ -2,7 +2,7 @@ import { useState, type ReactNode } from 'react';
 import { api, type Agent } from '../api.ts';
 import { ActionButton, Form, Status } from '../ui.tsx';
 import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog } from './adapter-config.tsx';
-import { useSecrets } from './variables.tsx';
+import { useSecretsWithCreate } from './variables.tsx';
 
 /** The adapters the runtime runs itself: none has an environment test or a login. */
 const RUNTIME_OWN = ['process', 'http', 'eta_gateway'];
@@ -53,7 +53,7 @@ function LoginAnswer({ answer }: { answer: Record<string, unknown> }) {
  */
 export function AgentTool({ companyId, agent, onSaved }: { companyId: string; agent: Agent; onSaved: () => Promise<void> }) {
   const catalog = useAdapterCatalog();
-  const secrets = useSecrets(companyId);
+  const { secrets, createSecret } = useSecretsWithCreate(companyId);
   const [test, setTest] = useState<TestAnswer | null>(null);
   const [login, setLogin] = useState<Record<string, unknown> | null>(null);
   const [saved, setSaved] = useState(false);
@@ -77,7 +77,7 @@ export function AgentTool({ companyId, agent, onSaved }: { companyId: string; ag
           await onSaved();
           setSaved(true);
         }}>
-          <LocalToolFields key={JSON.stringify(agent.adapterConfig)} adapter={local} secrets={secrets.data} initial={agent.adapterConfig} />
+          <LocalToolFields key={JSON.stringify(agent.adapterConfig)} adapter={local} secrets={secrets.data} createSecret={createSecret} initial={agent.adapterConfig} />
         </Form>
       ) : null}
       {saved ? <p role="status">Tool settings saved.</p> : null}

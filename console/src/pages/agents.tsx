@@ -5,53 +5,7 @@ import { AgentGrants } from './grants.tsx';
 import { AgentSkills } from './agent-skills.tsx';
 import { AgentTool } from './agent-tool.tsx';
 import { AgentRuns } from './run-list.tsx';
-import { LOCAL_TOOL_TYPES, LocalToolFields, localToolConfig, useAdapterCatalog, type AdapterType } from './adapter-config.tsx';
-import { useSecrets } from './variables.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, money, Status, useLoad, when } from '../ui.tsx';
-
-/** Reads the agent form: a local tool's settings from their fields, any other adapter's configuration as the JSON the operator types. */
-function agentBody(fields: FormData, catalog: AdapterType[]): Record<string, unknown> {
-  const adapterType = String(fields.get('adapterType') ?? '') || undefined;
-  const local = catalog.find((entry) => entry.type === adapterType && LOCAL_TOOL_TYPES.includes(entry.type));
-  let adapterConfig: unknown = {};
-  if (local) adapterConfig = localToolConfig(local, fields, false);
-  else {
-    const configText = String(fields.get('adapterConfig') ?? '').trim();
-    if (configText) {
-      try { adapterConfig = JSON.parse(configText); } catch { throw new Error('Adapter configuration must be JSON, e.g. {"command": "node"}'); }
-    }
-  }
-  return {
-    name: fields.get('name'), role: fields.get('role') || undefined, title: fields.get('title') || undefined,
-    reportsTo: fields.get('reportsTo') || undefined, adapterType, adapterConfig,
-  };
-}
-
-const FALLBACK_TYPES = ['process', 'http', ...LOCAL_TOOL_TYPES, 'eta_gateway'];
-
-function AgentFields({ agents, catalog, secrets }: { agents: Agent[]; catalog: AdapterType[]; secrets: Array<{ id: string; name: string }> }) {
-  const [adapterType, setAdapterType] = useState('process');
-  const types = catalog.length ? catalog.map((entry) => entry.type) : FALLBACK_TYPES;
-  const local = catalog.find((entry) => entry.type === adapterType && LOCAL_TOOL_TYPES.includes(entry.type));
-  return (
-    <>
-      <Field label="Name" name="name" required />
-      <Field label="Title" name="title" />
-      <Field label="Role" name="role">
-        <select name="role" defaultValue="general">{['ceo', 'cto', 'cmo', 'cfo', 'engineer', 'designer', 'pm', 'qa', 'devops', 'researcher', 'general'].map((r) => <option key={r}>{r}</option>)}</select>
-      </Field>
-      <Field label="Reports to" name="reportsTo">
-        <select name="reportsTo" defaultValue=""><option value="">nobody</option>{agents.map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}</select>
-      </Field>
-      <Field label="Adapter" name="adapterType">
-        <select name="adapterType" value={adapterType} onChange={(event) => setAdapterType(event.target.value)}>{types.map((t) => <option key={t}>{t}</option>)}</select>
-      </Field>
-      {local
-        ? <LocalToolFields key={local.type} adapter={local} secrets={secrets} />
-        : <Field label="Adapter configuration (JSON)" name="adapterConfig" type="textarea" placeholder='{"command": "node", "args": ["agent.mjs"]}' />}
-    </>
-  );
-}
 
 /** The org chart: agents under the ones they report to. */
 function OrgChart({ agents, companyId }: { agents: Agent[]; companyId: string }) {
@@ -82,33 +36,18 @@ function OrgChart({ agents, companyId }: { agents: Agent[]; companyId: string })
   return agents.length ? <>{branch(null, 0)}</> : <p className="muted">No agents yet.</p>;
 }
 
+/**
+ * The company's agents as an org chart. Agents are added through the hiring wizard only
+ * (`/agents/new`): it offers what the old create and hire forms did (any adapter this instance
+ * runs, its free configuration keys as JSON, and, where hires need approval, creating the agent
+ * idle at once); an agent's own page edits it.
+ */
 export function AgentsPage({ companyId, company }: { companyId: string; company: Company | undefined }) {
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
-  const [hired, setHired] = useState<string | null>(null);
-  const catalog = useAdapterCatalog();
-  const secrets = useSecrets(companyId);
-  const adapterTypes = catalog.data?.adapterTypes ?? [];
   return (
     <section>
       <div className="title-row"><h1>Agents</h1><Link className="button primary" to={`/companies/${companyId}/agents/new`}>Hire an agent</Link></div>
-      <div className="grid2">
-        <details className="card">
-          <summary>Create agent</summary>
-          <Form label="Create agent" submit="Create agent" onSubmit={async (fields) => {
-            const agent = await api.post<Agent>(`/api/companies/${companyId}/agents`, agentBody(fields, adapterTypes));
-            navigate(`/companies/${companyId}/agents/${agent.id}`);
-          }}><AgentFields agents={agents.data ?? []} catalog={adapterTypes} secrets={secrets.data ?? []} /></Form>
-        </details>
-        <details className="card">
-          <summary>Hire agent{company?.requireBoardApprovalForNewAgents ? ' (needs approval)' : ''}</summary>
-          <Form label="Hire agent" submit="Hire agent" onSubmit={async (fields) => {
-            const { agent, approval } = await api.post<{ agent: Agent; approval: { id: string } | null }>(`/api/companies/${companyId}/agent-hires`, agentBody(fields, adapterTypes));
-            setHired(approval ? `${agent.name} is waiting for approval.` : `${agent.name} is hired.`);
-            await agents.reload();
-          }}><AgentFields agents={agents.data ?? []} catalog={adapterTypes} secrets={secrets.data ?? []} /></Form>
-          {hired ? <p role="status">{hired} <Link to={`/companies/${companyId}/approvals`}>Approvals</Link></p> : null}
-        </details>
-      </div>
+      {company?.requireBoardApprovalForNewAgents ? <p className="muted">New hires of {company.name} wait for the board's approval (<Link to={`/companies/${companyId}/approvals`}>Approvals</Link>).</p> : null}
       <h2>Org chart</h2>
       {agents.loading && !agents.data ? <Loading what="agents" /> : null}
       <ErrorNote error={agents.error} />

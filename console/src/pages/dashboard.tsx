@@ -1,5 +1,5 @@
-import { useEffect, useRef } from 'react';
 import { api, type Agent, type Issue } from '../api.ts';
+import { LIVE_MS, useEvery } from '../live.ts';
 import { Link } from '../router.tsx';
 import { PluginLaunchers, PluginSlots } from '../slots.tsx';
 import { ErrorNote, Loading, money, Status, useLoad, when } from '../ui.tsx';
@@ -7,21 +7,8 @@ import { AgentCards, type ActiveRun, type IssueSummary } from './dashboard-agent
 import { DashboardCharts, DAYS, type IssuesDaily } from './dashboard-charts.tsx';
 import { StopBanners, stopsOf, type CompanyView, type Incident, type Project } from './dashboard-stops.tsx';
 
-/** How often the live parts (agents, runs, stops, approvals) are asked again while the page is open. */
-const LIVE_MS = 4_000;
-
 interface Approval { id: string; type: string; status: string; payload: Record<string, unknown> | null; createdAt: string }
 interface SourceRow { source: string; spendCents: number }
-
-/** Calls the latest `tick` every `ms` while the tab is visible. */
-function useEvery(ms: number, tick: () => void) {
-  const latest = useRef(tick);
-  latest.current = tick;
-  useEffect(() => {
-    const timer = setInterval(() => { if (document.visibilityState === 'visible') latest.current(); }, ms);
-    return () => clearInterval(timer);
-  }, [ms]);
-}
 
 /** The issues the active runs work on, each asked once per refresh (a handful at most). */
 async function issuesOf(runs: ActiveRun[]): Promise<Map<string, IssueSummary>> {

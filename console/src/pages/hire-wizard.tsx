@@ -2,16 +2,17 @@ import { useEffect, useState } from 'react';
 import { api, type Agent, type Company, type Issue, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
 import { ActionButton, ErrorNote, Field, Form, Loading, useLoad } from '../ui.tsx';
-import { LocalToolFields, localToolConfig, useAdapterCatalog, type AdapterType } from './adapter-config.tsx';
+import { useAdapterCatalog } from './adapter-config.tsx';
 import { TestResult, type TestAnswer } from './agent-tool.tsx';
 import { AdapterStep, BudgetStep, IssueStep } from './hire-steps.tsx';
-import { useSecrets } from './variables.tsx';
+import { SettingsStep } from './hire-settings.tsx';
+import { ENDED } from './runs.tsx';
+import { useSecretsWithCreate } from './variables.tsx';
 
 const STEPS = ['Adapter', 'Settings', 'Environment test', 'Budget', 'First issue'] as const;
-const ROLES = ['ceo', 'cto', 'cmo', 'cfo', 'engineer', 'designer', 'pm', 'qa', 'devops', 'researcher', 'general'];
 
 /**
- * Hiring an agent, step by step: the adapter (among those this instance can run), its
+ * Hiring an agent, step by step (the console's one way to add an agent): the adapter (among those this instance can run), its
  * settings drawn from the adapter's fields in the catalog, the environment test, a monthly
  * budget, and optionally a first issue. The agent is hired (`POST .../agent-hires`, pending
  * approval where the company asks for it) when its settings are saved, since the environment
@@ -19,7 +20,7 @@ const ROLES = ['ceo', 'cto', 'cmo', 'cfo', 'engineer', 'designer', 'pm', 'qa', '
  */
 export function HireWizard({ companyId, company }: { companyId: string; company: Company | undefined }) {
   const catalog = useAdapterCatalog();
-  const secrets = useSecrets(companyId);
+  const { secrets, createSecret } = useSecretsWithCreate(companyId);
   const agents = useLoad(() => api.get<Agent[]>(`/api/companies/${companyId}/agents`), [companyId]);
   const [step, setStep] = useState(0);
   const [adapterType, setAdapterType] = useState<string | null>(null);
@@ -48,7 +49,7 @@ export function HireWizard({ companyId, company }: { companyId: string; company:
             setAdapterType(type);
             setStep(1);
           }} /> : null}
-          {step === 1 && adapter ? <SettingsStep companyId={companyId} adapter={adapter} agents={agents.data} secrets={secrets.data ?? []} agent={agent}
+          {step === 1 && adapter ? <SettingsStep companyId={companyId} company={company} adapter={adapter} agents={agents.data} secrets={secrets.data ?? []} createSecret={createSecret} agent={agent}
             onSaved={(saved, pending) => { setAgent(saved); setWaiting(pending); setStep(2); }} /> : null}
           {step === 2 && agent ? <TestStep agent={agent} onNext={() => setStep(3)} /> : null}
           {step === 3 && agent ? <BudgetStep agent={agent} onDone={(updated) => { setAgent(updated); setStep(4); }} /> : null}
@@ -57,37 +58,6 @@ export function HireWizard({ companyId, company }: { companyId: string; company:
         </div>
       )}
     </section>
-  );
-}
-
-/** Step 2: who the agent is and its adapter's fields; hires it, or saves the changes of a hired one. */
-function SettingsStep({ companyId, adapter, agents, secrets, agent, onSaved }: {
-  companyId: string; adapter: AdapterType; agents: Agent[]; secrets: Array<{ id: string; name: string }>; agent: Agent | null;
-  onSaved: (agent: Agent, pending: boolean) => void;
-}) {
-  const editing = agent && agent.adapterType === adapter.type ? agent : null;
-  return (
-    <Form label="Agent settings" submit={agent ? 'Save and test' : 'Hire and test'} onSubmit={async (fields) => {
-      const body = {
-        name: String(fields.get('name') ?? '').trim(), title: String(fields.get('title') ?? '').trim() || undefined,
-        role: fields.get('role') || undefined, reportsTo: fields.get('reportsTo') || undefined,
-        adapterType: adapter.type, adapterConfig: localToolConfig(adapter, fields, !!agent),
-      };
-      if (agent) {
-        onSaved(await api.patch<Agent>(`/api/agents/${agent.id}`, { ...body, reportsTo: body.reportsTo ?? null, title: body.title ?? null }), agent.status === 'pending_approval');
-        return;
-      }
-      const hired = await api.post<{ agent: Agent; approval: { id: string } | null }>(`/api/companies/${companyId}/agent-hires`, body);
-      onSaved(hired.agent, !!hired.approval);
-    }}>
-      <Field label="Name" name="name" required defaultValue={agent?.name} />
-      <Field label="Title" name="title" defaultValue={agent?.title ?? ''} />
-      <Field label="Role" name="role"><select name="role" defaultValue={agent?.role ?? 'general'}>{ROLES.map((role) => <option key={role}>{role}</option>)}</select></Field>
-      <Field label="Reports to" name="reportsTo">
-        <select name="reportsTo" defaultValue={agent?.reportsTo ?? ''}><option value="">nobody</option>{agents.filter((a) => a.id !== agent?.id).map((a) => <option key={a.id} value={a.id}>{a.name}</option>)}</select>
-      </Field>
-      <LocalToolFields key={adapter.type} adapter={adapter} secrets={secrets} initial={editing?.adapterConfig} legend={`${adapter.tool?.name ?? adapter.type} settings`} />
-    </Form>
   );
 }
 
@@ -111,13 +81,15 @@ function Hired({ companyId, agent, issue, waiting }: { companyId: string; agent:
   const [run, setRun] = useState<Run | null>(null);
   useEffect(() => {
     if (!issue || waiting) return;
-    // The assignment wakes the agent; its run appears once the wake is taken.
+    // The assignment wakes the agent; its run appears once the wake is taken, and its status
+    // is followed to the end so the line never shows a stale "queued".
     let live = true;
     const look = async () => {
       const answer = await api.get<{ runs: Run[] }>(`/api/companies/${companyId}/heartbeat-runs`, { agentId: agent.id, limit: 1 }).catch(() => ({ runs: [] }));
       if (!live) return;
-      if (answer.runs[0]) setRun(answer.runs[0]);
-      else setTimeout(look, 1000);
+      const first = answer.runs[0];
+      if (first) setRun(first);
+      if (!first || !ENDED.includes(first.status)) setTimeout(look, 1000);
     };
     void look();
     return () => { live = false; };

@@ -41,7 +41,7 @@ interface LogLine { seq: number; at: string; stream: string; line: string }
 const MAX_LINES = 5000;
 const ACTIVE = ['queued', 'running'];
 /** The statuses a run ends in; any other status event is progress. */
-const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
+export const ENDED = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
 
 function parseLog(content: string): LogLine[] {
   const lines: LogLine[] = [];

@@ -1,13 +1,12 @@
 import { api } from '../api.ts';
 import { useLoad } from '../ui.tsx';
+import { NewSecret, type CreateSecret, type SecretRef } from './new-secret.tsx';
 
 /** A variable as the API stores it: a plain value or a reference to one of the company's secrets. */
 export type VariableValue = string | { type: 'secret_ref'; secretId: string; version?: 'latest' | number };
 
 /** One row of the editor; `secretId` is used when `kind` is secret. */
 export interface VariableRow { name: string; kind: 'plain' | 'secret'; value: string; secretId: string; version: 'latest' | number }
-
-interface SecretRef { id: string; name: string }
 
 export function rowsOf(env: Record<string, VariableValue> | null | undefined): VariableRow[] {
   return Object.entries(env ?? {}).map(([name, value]) => typeof value === 'string'
@@ -31,11 +30,23 @@ export function useSecrets(companyId: string) {
   return useLoad(() => api.get<SecretRef[]>(`/api/companies/${companyId}/secrets`), [companyId]);
 }
 
+/** The company's secrets and a way to store a new one from a form (NewSecret). */
+export function useSecretsWithCreate(companyId: string) {
+  const secrets = useSecrets(companyId);
+  const createSecret: CreateSecret = async (name, value) => {
+    const secret = await api.post<SecretRef>(`/api/companies/${companyId}/secrets`, { name, value });
+    await secrets.reload();
+    return secret;
+  };
+  return { secrets, createSecret };
+}
+
 /**
  * Variables edited row by row: a name and either a plain value (shown as written: not for
  * secrets) or one of the company's secrets, referenced and resolved only when a process starts.
+ * With `createSecret`, a secret row can also store a new secret on the spot.
  */
-export function VariablesEditor({ rows, onChange, secrets, label }: { rows: VariableRow[]; onChange: (rows: VariableRow[]) => void; secrets: SecretRef[]; label: string }) {
+export function VariablesEditor({ rows, onChange, secrets, label, createSecret }: { rows: VariableRow[]; onChange: (rows: VariableRow[]) => void; secrets: SecretRef[]; label: string; createSecret?: CreateSecret }) {
   const set = (index: number, change: Partial<VariableRow>) => onChange(rows.map((row, i) => (i === index ? { ...row, ...change } : row)));
   return (
     <fieldset>
@@ -58,6 +69,9 @@ export function VariablesEditor({ rows, onChange, secrets, label }: { rows: Vari
                 {row.secretId && !secrets.some((secret) => secret.id === row.secretId) ? <option value={row.secretId}>{row.secretId}</option> : null}
               </select>
             </label>}
+          {row.kind === 'secret' && createSecret
+            ? <NewSecret suggestedName={row.name.trim()} label={`${label}: variable ${index + 1}`} createSecret={createSecret} onCreated={(secret) => set(index, { secretId: secret.id })} />
+            : null}
           <button type="button" onClick={() => onChange(rows.filter((_, i) => i !== index))}>Remove<span className="sr-only"> variable {index + 1}</span></button>
         </div>
       ))}
