@@ -62,7 +62,7 @@ async function transcriptOf(runId: string): Promise<any[]> {
 const costEventsOf = async (runId: string) =>
   (await t.sql.query('select provider, model, billing_type, input_tokens, cached_input_tokens, output_tokens, cost_cents, agent_id, issue_id from plugin_costs.cost_events where heartbeat_run_id = $1', [runId])).rows;
 
-describe('an alpha_local agent works on its issue with the real Claude Code', () => {
+describe('an alpha_local agent works on its issue with the real Claude Code', { timeout: 120_000 }, () => {
   let agent: any;
   let issue: any;
   let first: any;
@@ -147,7 +147,7 @@ describe('an alpha_local agent works on its issue with the real Claude Code', ()
   });
 });
 
-describe('instructions and skills reach Claude Code where it reads them', () => {
+describe('instructions and skills reach Claude Code where it reads them', { timeout: 120_000 }, () => {
   it('the instructions bundle is its user-level CLAUDE.md and a desired skill is in its skills folder: the model sees both; a skill no longer desired goes', async () => {
     const agent = await claudeAgent();
     expect((await t.api.put(`/api/agents/${agent.id}/instructions-bundle/file?path=AGENTS.md`, { content: '# House rules\nAlways answer in haiku (marker-7141).' })).status).toBe(201);
@@ -179,7 +179,7 @@ describe('instructions and skills reach Claude Code where it reads them', () => 
   });
 });
 
-describe('stopping and failing', () => {
+describe('stopping and failing', { timeout: 120_000 }, () => {
   it('a run cancelled while its command runs ends with the tool\'s whole process tree gone', async () => {
     const agent = await claudeAgent();
     script = (request) => (toolResults(request).length === 0 ? bash(node('setInterval(() => {}, 1000)'), { usage: { inputTokens: 10, outputTokens: 2 } }) : { text: 'never' });
@@ -203,7 +203,7 @@ describe('stopping and failing', () => {
   });
 });
 
-describe('alpha-login and the environment test', () => {
+describe('alpha-login and the environment test', { timeout: 120_000 }, () => {
   it('an agent with an API key: logged in, and the test makes one real model call with it', async () => {
     const agent = await claudeAgent();
     const login = await t.api.post(`/api/agents/${agent.id}/alpha-login`, {});

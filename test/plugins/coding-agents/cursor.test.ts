@@ -22,7 +22,7 @@ const cursorAgent = (config: Record<string, unknown> = {}) => createAgent(t.api,
   adapterType: 'cursor', adapterConfig: { env: { CURSOR_API_KEY: 'key' }, graceSec: 1, ...config },
 });
 
-describe('a cursor agent', () => {
+describe('a cursor agent', { timeout: 120_000 }, () => {
   it('is stored with Cursor\'s default model and executable', async () => {
     const agent = await cursorAgent();
     expect(agent.adapterConfig).toMatchObject({ model: 'auto', command: 'cursor-agent' });

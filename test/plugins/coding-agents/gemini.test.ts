@@ -86,7 +86,7 @@ const costEventsOf = async (runId: string) =>
   (await t.sql.query('select provider, model, input_tokens, cached_input_tokens, output_tokens, agent_id, issue_id from plugin_costs.cost_events where heartbeat_run_id = $1 order by created_at', [runId])).rows;
 const ended = (run: any) => ['succeeded', 'failed', 'cancelled', 'timed_out'].includes(run.status) && run.finishedAt !== null;
 
-describe('a Gemini CLI agent', () => {
+describe('a Gemini CLI agent', { timeout: 120_000 }, () => {
   it('uses its shell to comment on its issue with its run token, reports a transcript and its tokens, and resumes the session on the next wake', async () => {
     const agent = await geminiAgent();
     const issue = await createIssue('Look at the Gemini adapter');
