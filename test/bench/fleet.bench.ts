@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { AGENT_SCRIPT_NAME, buildFleet, resumeFleet } from './support/fleet-world.ts';
-import { coalescedSince, heartbeatRuns, load1, readCpu, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
+import { coalescedSince, heartbeatRuns, load1, readCpu, runtimeJobTimes, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
 import { startKernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
 
@@ -95,6 +95,7 @@ export async function run(): Promise<void> {
       { measure: 'succeeded runs without their comment or usage report', value: incomplete },
       { measure: 'timer wakes coalesced into a run still going (a heartbeat that started no run)', value: await coalescedSince(pool, begin, end) },
     ]);
+    printTable("Fleet: the runtime's jobs in the measured minutes (a heartbeat slot firing, a start-runs pass starting a run)", await runtimeJobTimes(pool, begin, end));
   } finally {
     await pool.end();
     await kernel.stop();

@@ -91,3 +91,21 @@ export async function coalescedSince(pool: pg.Pool, since: number, until: number
 }
 
 export const load1 = () => loadavg()[0]!;
+
+/**
+ * Where a run's wait goes: the runtime's jobs (a heartbeat slot firing, a start-runs pass) that
+ * started in [from, until), by job key: how long each waited in the queue after it was due and
+ * how long it ran (p50 / p99, ms).
+ */
+export async function runtimeJobTimes(pool: pg.Pool, from: number, until: number): Promise<Array<Record<string, string | number>>> {
+  const { rows } = await pool.query(
+    `select data->>'jobKey' as job, count(*)::int as n,
+            percentile_cont(array[0.5, 0.99]) within group (order by extract(epoch from started_on - greatest(start_after, created_on)) * 1000) as waited,
+            percentile_cont(array[0.5, 0.99]) within group (order by extract(epoch from completed_on - started_on) * 1000) as ran
+       from keel_jobs.job
+      where name = 'plugin/runtime/enqueued' and state = 'completed'
+        and started_on >= to_timestamp($1::double precision / 1000) and started_on < to_timestamp($2::double precision / 1000)
+      group by 1 order by 1`, [from, until]);
+  const pair = (values: number[]) => values.map((v) => Math.round(v)).join(' / ');
+  return rows.map((row) => ({ job: row.job, jobs: row.n, 'queued after due p50 / p99 ms': pair(row.waited), 'ran p50 / p99 ms': pair(row.ran) }));
+}
