@@ -67,7 +67,7 @@ export async function buildFleet(kernel: KernelProcess, shape: FleetShape, progr
   for (let c = 0; c < shape.companies; c++) companyIds.push((await kernel.call('POST', '/api/companies', { name: `Fleet ${c + 1}` })).id);
   const agentIds: string[] = new Array(shape.agents);
   let done = 0;
-  await inParallel(Array.from({ length: shape.agents }, (_, i) => i), 6, async (i) => {
+  await inParallel(Array.from({ length: shape.agents }, (_, i) => i), 10, async (i) => {
     const companyId = companyIds[i % companyIds.length]!;
     const created = await kernel.call('POST', `/api/companies/${companyId}/agents`, {
       name: `Agent ${i + 1}`, role: 'engineer', adapterType: 'process', adapterConfig: { command: process.execPath, args: [script], timeoutSec: 60, graceSec: 1 },
@@ -84,5 +84,5 @@ export async function buildFleet(kernel: KernelProcess, shape: FleetShape, progr
 
 /** Every agent resumed: from now on each heartbeat slot starts a run. */
 export async function resumeFleet(kernel: KernelProcess, fleet: Fleet): Promise<void> {
-  await inParallel(fleet.agentIds, 6, async (agentId) => { await kernel.call('POST', `/api/agents/${agentId}/resume`, {}); });
+  await inParallel(fleet.agentIds, 10, async (agentId) => { await kernel.call('POST', `/api/agents/${agentId}/resume`, {}); });
 }
