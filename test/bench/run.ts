@@ -1,14 +1,13 @@
-import { readdir } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { runBenches } from './support/bench-runner.ts';
 
 /**
  * Runs the benchmarks in test/bench (`*.bench.ts`), or those whose name contains one of the
- * arguments: `npm run bench -- auth`. Each prints ratios measured in one run; none asserts.
+ * arguments: `npm run bench -- auth`. Each prints ratios measured in one run; none asserts. A
+ * benchmark that fails prints why and the others still run; the exit code is 1 when any failed
+ * (or when the filters match none).
  */
 const filters = process.argv.slice(2);
-const files = (await readdir(new URL('.', import.meta.url))).filter((f) => f.endsWith('.bench.ts')).sort();
-for (const file of files) {
-  if (filters.length && !filters.some((f) => file.includes(f))) continue;
-  console.log(`\n=== ${file} ===`);
-  const module = await import(new URL(file, import.meta.url).href) as { run(): Promise<void> };
-  await module.run();
-}
+const outcomes = await runBenches(fileURLToPath(new URL('.', import.meta.url)), filters);
+// Exit now: a failed benchmark may have left a handle open (a timer, a pool) that would keep the runner alive.
+process.exit(outcomes.length && outcomes.every((o) => o.ok) ? 0 : 1);

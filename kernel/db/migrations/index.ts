@@ -42,6 +42,7 @@ const files = [
   '0035-remote-run-scope-and-deadlines.sql',
   '0036-proxied-calls.sql',
   '0037-run-context-index.sql',
+  '0038-job-runs-running-index.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -14,9 +14,26 @@ function heartbeatInterval(runtimeConfig: Record<string, unknown>): number | nul
 
 const nowSec = () => Math.floor(Date.now() / 1000);
 
+/**
+ * Where in its interval an agent's heartbeat falls: a fixed offset in milliseconds, in
+ * [0, interval), taken from the agent's id, so that agents sharing an interval spread their wakes
+ * over it instead of all waking in the same second (a thousand agents at once would queue behind
+ * each other for many seconds). Every Keel process computes the same offset.
+ */
+export function heartbeatPhaseMs(agentId: string, intervalSec: number): number {
+  return Number.parseInt(agentId.replace(/-/g, '').slice(0, 12), 16) % (intervalSec * 1000);
+}
+
+/** Slot k of an agent's timer is due at k × interval after the epoch, plus the agent's phase. */
+const slotDueMs = (agentId: string, intervalSec: number, slot: number) => slot * intervalSec * 1000 + heartbeatPhaseMs(agentId, intervalSec);
+
+/** The first slot due after now. */
+const nextSlotOf = (agentId: string, intervalSec: number) =>
+  Math.floor((Date.now() - heartbeatPhaseMs(agentId, intervalSec)) / (intervalSec * 1000)) + 1;
+
 async function enqueueSlot(ctx: RuntimeContext, agentId: string, intervalSec: number, slot: number): Promise<void> {
   await ctx.jobs.enqueue('heartbeat', { agentId, slot, intervalSec }, {
-    runAt: new Date(slot * intervalSec * 1000).toISOString(), singletonKey: `hb-${agentId}-${intervalSec}-${slot}`,
+    runAt: new Date(slotDueMs(agentId, intervalSec, slot)).toISOString(), singletonKey: `hb-${agentId}-${intervalSec}-${slot}`,
   });
 }
 
@@ -34,7 +51,7 @@ export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<v
   }
   const { rows } = await ctx.db.query('select * from heartbeat_timers where agent_id = $1 for update', [agentId]);
   const timer = rows[0];
-  const next = Math.floor(nowSec() / interval) + 1;
+  const next = nextSlotOf(agentId, interval);
   const alive = timer && Number(timer.interval_sec) === interval && Number(timer.next_slot) * interval >= nowSec() - 2 * interval - 60;
   if (alive) return;
   await ctx.db.query(
@@ -57,7 +74,7 @@ export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promi
   const { rows } = await ctx.db.query(
     `update heartbeat_timers set last_slot = $2, next_slot = greatest($2 + 1, $4), updated_at = clock_timestamp()
       where agent_id = $1 and interval_sec = $3 and last_slot < $2 returning next_slot`,
-    [agentId, slot, intervalSec, Math.floor(nowSec() / intervalSec) + 1]);
+    [agentId, slot, intervalSec, nextSlotOf(agentId, intervalSec)]);
   if (!rows[0]) return;
   await enqueueSlot(ctx, agentId, intervalSec, Number(rows[0].next_slot));
   try {

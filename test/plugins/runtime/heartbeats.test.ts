@@ -49,3 +49,27 @@ it('fires each interval slot once across two processes, each wakeup running once
   await new Promise((resolve) => setTimeout(resolve, 2500));
   expect((await timerWakeups(agent.id)).length).toBeLessThanOrEqual(settled + 1);
 });
+
+it("spreads agents' heartbeats over the interval: each agent's slots fall at a fixed offset taken from its id", async () => {
+  const company = await createCompany(t.api, { name: 'Heartbeat Phase Co' });
+  const hour = 3600;
+  const before = Date.now();
+  const agents = await Promise.all(Array.from({ length: 4 }, () =>
+    processAgent(t.api, company.id, join(scripts, 'quick.cjs'), {}, { runtimeConfig: { heartbeat: { enabled: true, intervalSec: hour } } })));
+  const dueOf = async (agentId: string) => waitFor(async () => {
+    const { rows } = await t.sql.query(`select start_after from keel_jobs.job where name = 'plugin/runtime/enqueued' and data->>'jobKey' = 'heartbeat' and data->'payload'->>'agentId' = $1`, [agentId]);
+    return rows[0] ? new Date(rows[0].start_after).getTime() : undefined;
+  }, `the first heartbeat slot of ${agentId}`);
+  const offsets: number[] = [];
+  for (const agent of agents) {
+    const due = await dueOf(agent.id);
+    // The next slot to come, within one interval; at the offset docs/api/runtime.md names (the id's first 12 hex digits modulo the interval in ms).
+    expect(due).toBeGreaterThan(before);
+    expect(due).toBeLessThanOrEqual(Date.now() + hour * 1000);
+    const offset = Number.parseInt(agent.id.replace(/-/g, '').slice(0, 12), 16) % (hour * 1000);
+    expect(due % (hour * 1000)).toBe(offset);
+    offsets.push(offset);
+  }
+  // Random ids give different offsets: the agents do not all wake at the same moment.
+  expect(new Set(offsets).size).toBe(agents.length);
+});

@@ -1,0 +1,111 @@
+import { readFile } from 'node:fs/promises';
+import { loadavg } from 'node:os';
+import pg from 'pg';
+import { processTree } from './process-memory.ts';
+
+/** CPU seconds so far of a process (utime + stime), and of its children it has reaped (cutime + cstime). */
+async function cpuOf(pid: number): Promise<{ own: number; reaped: number }> {
+  const text = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  // Fields after the command (which may hold spaces) start at field 3, state.
+  const fields = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
+  const tick = 100; // USER_HZ, 100 on Linux
+  return { own: ((fields[11] ?? 0) + (fields[12] ?? 0)) / tick, reaped: ((fields[13] ?? 0) + (fields[14] ?? 0)) / tick };
+}
+
+/**
+ * CPU seconds used so far by the database (the postmaster, its live backends and those that
+ * exited), by Keel (the kernel process and its plugin workers) and by the agent processes (those
+ * alive, by their script, and every child the kernel has reaped: agents, bar a rare helper). Differences of two readings are what each used between them.
+ */
+export interface CpuReading { at: number; database: number; keel: number; agents: number }
+
+export async function readCpu(kernelPid: number, agentMarker: string): Promise<CpuReading> {
+  const tree = await processTree(kernelPid);
+  const byPid = new Map(tree.map((p) => [p.pid, p]));
+  const parents = new Map<number, number>();
+  for (const p of tree) {
+    const text = await readFile(`/proc/${p.pid}/stat`, 'utf8').catch(() => '');
+    parents.set(p.pid, Number(text.slice(text.lastIndexOf(')') + 2).split(' ')[1]));
+  }
+  const reading: CpuReading = { at: performance.now(), database: 0, keel: 0, agents: 0 };
+  for (const p of tree) {
+    const cpu = await cpuOf(p.pid);
+    const parentKind = byPid.get(parents.get(p.pid) ?? -1)?.kind;
+    if (p.kind === 'kernel') { reading.keel += cpu.own; reading.agents += cpu.reaped; continue; }
+    if (p.kind === 'postgres') { reading.database += cpu.own + (parentKind === 'postgres' ? 0 : cpu.reaped); continue; }
+    if (p.kind === 'worker') { reading.keel += cpu.own; continue; }
+    // A live agent process (its command names the agent's script); other helpers of the kernel (esbuild's service) are left out.
+    const cmdline = await readFile(`/proc/${p.pid}/cmdline`, 'utf8').catch(() => '');
+    if (cmdline.includes(agentMarker)) reading.agents += cpu.own;
+  }
+  return reading;
+}
+
+export interface ConnectionSample { total: number; active: number }
+
+/** The database's client connections, apart from the benchmark's own (application_name fleet-bench). */
+export async function sampleConnections(pool: pg.Pool): Promise<ConnectionSample> {
+  const { rows } = await pool.query(`select count(*)::int as total, count(*) filter (where state = 'active')::int as active
+    from pg_stat_activity where backend_type = 'client backend' and application_name <> 'fleet-bench'`);
+  return rows[0] as ConnectionSample;
+}
+
+export interface RunSample {
+  status: string;
+  finishedAt: number | null;
+  /** The process's own start (its timeOrigin), or the run's start when it answered none. */
+  startedAt: number | null;
+  wokenAt: number;
+  /** When the heartbeat slot that woke the run was due (the job's runAt). */
+  dueAt: number | null;
+  commented: boolean;
+  usageReports: number;
+}
+
+/** The heartbeat runs created since `since` (ms since the epoch), with their wakeup and the due time of their slot. */
+export async function heartbeatRuns(pool: pg.Pool, since: number): Promise<RunSample[]> {
+  const { rows } = await pool.query(
+    `select r.status, r.finished_at, r.started_at, r.result_json, r.usage_json, w.created_at as woken_at, j.start_after as due_at
+       from plugin_runtime.runs r
+       join plugin_runtime.wakeups w on w.id = r.wakeup_id
+       left join keel_jobs.job j on j.name = 'plugin/runtime/enqueued'
+        and j.singleton_key = w.company_id || '/heartbeat/hb-' || w.agent_id || '-' || substr(w.idempotency_key, 7)
+      where w.source = 'timer' and w.reason = 'heartbeat_timer' and r.created_at >= to_timestamp($1::double precision / 1000)`, [since]);
+  const ms = (value: unknown) => (value === null || value === undefined ? null : new Date(value as string).getTime());
+  return rows.map((row) => ({
+    status: row.status,
+    finishedAt: ms(row.finished_at),
+    startedAt: typeof row.result_json?.startedAt === 'number' ? row.result_json.startedAt : ms(row.started_at),
+    wokenAt: ms(row.woken_at)!,
+    dueAt: ms(row.due_at),
+    commented: row.result_json?.commented === true,
+    usageReports: Number(row.usage_json?.reports ?? 0),
+  }));
+}
+
+/** Timer wakes that found the agent's previous run still queued or running (coalesced into it, no new run). */
+export async function coalescedSince(pool: pg.Pool, since: number, until: number): Promise<number> {
+  const { rows } = await pool.query(`select count(*)::int as n from plugin_runtime.wakeups where source = 'timer' and status = 'coalesced'
+    and created_at >= to_timestamp($1::double precision / 1000) and created_at < to_timestamp($2::double precision / 1000)`, [since, until]);
+  return rows[0].n;
+}
+
+export const load1 = () => loadavg()[0]!;
+
+/**
+ * Where a run's wait goes: the runtime's jobs (a heartbeat slot firing, a start-runs pass) that
+ * started in [from, until), by job key: how long each waited in the queue after it was due and
+ * how long it ran (p50 / p99, ms).
+ */
+export async function runtimeJobTimes(pool: pg.Pool, from: number, until: number): Promise<Array<Record<string, string | number>>> {
+  const { rows } = await pool.query(
+    `select data->>'jobKey' as job, count(*)::int as n,
+            percentile_cont(array[0.5, 0.99]) within group (order by extract(epoch from started_on - greatest(start_after, created_on)) * 1000) as waited,
+            percentile_cont(array[0.5, 0.99]) within group (order by extract(epoch from completed_on - started_on) * 1000) as ran
+       from keel_jobs.job
+      where name = 'plugin/runtime/enqueued' and state = 'completed'
+        and started_on >= to_timestamp($1::double precision / 1000) and started_on < to_timestamp($2::double precision / 1000)
+      group by 1 order by 1`, [from, until]);
+  const pair = (values: number[]) => values.map((v) => Math.round(v)).join(' / ');
+  return rows.map((row) => ({ job: row.job, jobs: row.n, 'queued after due p50 / p99 ms': pair(row.waited), 'ran p50 / p99 ms': pair(row.ran) }));
+}
