@@ -28,9 +28,15 @@ export class Invocation {
     this.message = message;
   }
 
-  /** Whether the host owns a transaction for this call (read-write, or read-only). */
+  /**
+   * Whether the host owns a transaction for this call. A read-only call has none of its own:
+   * each of its statements runs in a READ ONLY transaction of its own, opened and ended in the
+   * statement's round trip on a pooled connection (PluginDatabase.pooled). Under READ COMMITTED
+   * a call-long transaction gave its statements no common snapshot anyway; it only held a
+   * connection for the whole call and made the answer wait for a COMMIT.
+   */
   get wantsTransaction(): boolean {
-    return this.message.transactional || this.message.readOnly === true;
+    return this.message.transactional && this.message.readOnly !== true;
   }
 
   /**
@@ -51,7 +57,7 @@ export class Invocation {
         throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
       }
       this.client = client;
-      client.query(this.message.readOnly ? 'BEGIN READ ONLY' : 'BEGIN').catch(() => undefined);
+      client.query('BEGIN').catch(() => undefined);
       return client;
     });
     return this.opening;

@@ -27,7 +27,9 @@ const CANCEL_RETRY_MS = 100;
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
  * database (not string checks) confines it. One statement per call over the extended
  * protocol; results are bounded. Transactional invocations use the client that holds their
- * transaction; others take a pooled client and give it back with its session state reset.
+ * transaction; read-only and non-transactional ones take a pooled client per statement (a
+ * read-only one in a READ ONLY transaction around that statement alone) and give it back with
+ * its session state reset, both pipelined with the statement (see pooled).
  *
  * The pool is reached only through the methods below, each of which knows the call it serves:
  * a call holding a connection (its transaction) never waits for a second one. Were it to, a
@@ -180,10 +182,41 @@ export class PluginDatabase {
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
   }
 
-  /** Gives back a client that ran one statement outside any transaction: its session is reset first. */
-  releaseAfterStatement(client: pg.PoolClient): void {
-    if (this.cancelled.has(client) || this.resetSessions) { this.release(client); return; }
-    client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
+  /**
+   * One statement of a call on a pooled connection, outside the call's own transaction (a
+   * read-only call, or one declared `transactional: false`). What ends the connection's use
+   * is queued right behind the statement, so it travels in the same write and costs no round
+   * trip of its own: the session reset (SESSION_RESET, or DISCARD ALL where sessions are
+   * reset), and for a read-only call the COMMIT of the READ ONLY transaction queued before
+   * the statement. The statement's answer is given as soon as it arrives; the connection goes
+   * back to the pool once the reset has run, so no call ever sees another call's session.
+   * A read-only call holds no connection between its statements and never waits for a COMMIT.
+   */
+  async pooled<T>(invocation: Invocation, run: (client: pg.PoolClient) => Promise<T>, readOnly = invocation.message.readOnly === true): Promise<T> {
+    const client = await this.connectFor(invocation);
+    // Queued, not awaited: the connection pipelines, so BEGIN shares the statement's round trip,
+    // as a transactional call's BEGIN does (Invocation.transactionClient).
+    if (readOnly) client.query('BEGIN READ ONLY').catch(() => undefined);
+    const answer = this.statement(client, () => run(client));
+    const ended = this.endPooled(client, readOnly);
+    try {
+      return await answer;
+    } finally {
+      // From here the call no longer owns the connection: its end does not cancel the reset.
+      invocation.pooledClients.delete(client);
+      void ended.then((failure) => {
+        if (this.cancelled.has(client)) client.release(true);
+        else client.release(failure ?? undefined);
+      });
+    }
+  }
+
+  /** Queues the end of a pooled connection's use (see pooled); answers why it failed, or null. */
+  private endPooled(client: pg.PoolClient, readOnly: boolean): Promise<Error | null> {
+    const texts = this.resetSessions
+      ? [...(readOnly ? ['COMMIT'] : []), 'DISCARD ALL']
+      : [readOnly ? `COMMIT; ${SESSION_RESET}` : SESSION_RESET];
+    return Promise.all(texts.map((text) => client.query(text))).then(() => null, (error: unknown) => error instanceof Error ? error : new Error('the session could not be reset'));
   }
 
   /** The connection holding the call's transaction (opened on first use), or null for a call that runs without one. */
@@ -230,7 +263,8 @@ export class PluginDatabase {
     const byHost = invocation.settling;
     const client = await this.connectUnlessEnclosed(invocation);
     if (invocation.finished && !byHost) {
-      this.releaseAfterStatement(client);
+      // It ran nothing: its session is as the pool gave it.
+      client.release();
       throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     }
     invocation.pooledClients.add(client);
@@ -256,8 +290,7 @@ export class PluginDatabase {
             const client = await transaction;
             result = await this.statement(client, () => client.query(config));
           } else {
-            const client = await this.connectFor(invocation);
-            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.releaseAfterStatement(client); }
+            result = await this.pooled(invocation, (client) => client.query(config));
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
