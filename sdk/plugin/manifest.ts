@@ -131,7 +131,8 @@ export interface RouteManifest {
   transactional?: boolean;
   /**
    * A route that changes nothing (GET by default; also POST routes such as echo or search):
-   * it runs in a READ ONLY transaction and writes no activity entry.
+   * each of its statements runs in a READ ONLY transaction of its own (none spans the call),
+   * and it writes no activity entry.
    */
   readOnly?: boolean;
   /**
