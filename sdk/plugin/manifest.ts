@@ -159,7 +159,13 @@ export interface RouteManifest {
   description?: string;
 }
 
-export interface ToolManifest { key: string; description: string; inputSchema: JsonSchema }
+export interface ToolManifest {
+  key: string;
+  description: string;
+  inputSchema: JsonSchema;
+  /** A tool that changes nothing: it runs as a read-only route does (no transaction, no activity entry). */
+  readOnly?: boolean;
+}
 export interface JobManifest {
   key: string;
   schedule?: string;

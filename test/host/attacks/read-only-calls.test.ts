@@ -65,6 +65,24 @@ describe('a read-only call without a transaction of its own', () => {
   });
 });
 
+describe('a read-only tool', () => {
+  it('runs as a read-only route does: each statement READ ONLY, no write, no activity entry', async () => {
+    const before = await notes();
+    const entries = async () => (await t.sql.query("select count(*)::int as n from activity_log where action like 'plugin.attack-ro-session.tool.%'")).rows[0].n as number;
+    const statement = "select current_setting('transaction_read_only') as ro, transaction_timestamp()::text as began";
+    const res = await t.api.post('/api/plugins/tools/execute', { tool: 'attack-ro-session.statements', companyId: companyA.id, input: {
+      statements: [statement, statement, "insert into notes (company_id, body) values ('00000000-0000-0000-0000-000000000000', 'from a tool')"],
+    } });
+    expect(res.status, res.text).toBe(200);
+    const [first, second, write] = res.body.result as Outcome[];
+    expect(first!.rows![0].ro).toBe('on');
+    expect(second!.rows![0].began).not.toBe(first!.rows![0].began);
+    expect(write!.error?.code).toBe('sql_25006');
+    expect(await notes()).toBe(before);
+    expect(await entries()).toBe(0);
+  });
+});
+
 describe('no call sees another call\'s session state', () => {
   /** Company A leaves settings on its connection; company B's next call, on the same pool, reads them. */
   async function leaveThenLook(leaveHow: 'read' | 'free' | 'write', lookHow: 'read' | 'free' | 'write'): Promise<number> {
