@@ -20,6 +20,8 @@ export const PLUGIN_POOL_CONNECTIONS = 16;
  * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
  */
 const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
+/** How every write begins: the plugin's connections are read-only unless a transaction says otherwise. */
+export const READ_WRITE = 'BEGIN READ WRITE';
 const CANCEL_ATTEMPTS = 20;
 const CANCEL_RETRY_MS = 100;
 
@@ -28,8 +30,8 @@ const CANCEL_RETRY_MS = 100;
  * database (not string checks) confines it. One statement per call over the extended
  * protocol; results are bounded. Transactional invocations use the client that holds their
  * transaction; read-only and non-transactional ones take a pooled client per statement (a
- * read-only one in a READ ONLY transaction around that statement alone) and give it back with
- * its session state reset, both pipelined with the statement (see pooled).
+ * read-only one runs in no transaction: connections are read-only by default) and give it back
+ * with its session state reset, pipelined with the statement (see pooled).
  *
  * The pool is reached only through the methods below, each of which knows the call it serves:
  * a call holding a connection (its transaction) never waits for a second one. Were it to, a
@@ -55,7 +57,10 @@ export class PluginDatabase {
     // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
     this.pool = new pg.Pool(connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
-      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
+      // Read-only unless a transaction says otherwise (BEGIN READ WRITE): a statement outside a
+      // transaction (a read-only call's) is read-only by the session's own default, which RESET
+      // ALL and DISCARD ALL bring back, and a write that lost its BEGIN fails rather than commits.
+      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000 -c default_transaction_read_only=on`,
       application_name: applicationName,
       // Date and time columns reach the isolate as JSON: read straight into that text (timestamp-text.ts).
       types: isolateJsonTypes(),
@@ -184,19 +189,22 @@ export class PluginDatabase {
 
   /**
    * One statement of a call on a pooled connection, outside the call's own transaction (a
-   * read-only call, or one declared `transactional: false`). What ends the connection's use
-   * is queued right behind the statement, so it travels in the same write and costs no round
-   * trip of its own: the session reset (SESSION_RESET, or DISCARD ALL where sessions are
-   * reset), and for a read-only call the COMMIT of the READ ONLY transaction queued before
-   * the statement. The statement's answer is given as soon as it arrives; the connection goes
-   * back to the pool once the reset has run, so no call ever sees another call's session.
-   * A read-only call holds no connection between its statements and never waits for a COMMIT.
+   * read-only call, or one declared `transactional: false`). A read-only call's statement runs
+   * in no transaction but its own implicit one, read-only by the session's default
+   * (`default_transaction_read_only`, set when the connection opens). What ends the
+   * connection's use is queued right behind the statement, so it travels in the same write
+   * and costs no round trip of its own: the session reset (SESSION_RESET, or DISCARD ALL where
+   * sessions are reset), after the COMMIT of a write. The statement's answer is given as soon
+   * as it arrives; the connection goes back to the pool once the reset has run, so no call
+   * ever sees another call's session. A read-only call holds no connection between its
+   * statements and never waits for a COMMIT.
    */
   async pooled<T>(invocation: Invocation, run: (client: pg.PoolClient) => Promise<T>, readOnly = invocation.message.readOnly === true): Promise<T> {
     const client = await this.connectFor(invocation);
-    // Queued, not awaited: the connection pipelines, so BEGIN shares the statement's round trip,
-    // as a transactional call's BEGIN does (Invocation.transactionClient).
-    if (readOnly) client.query('BEGIN READ ONLY').catch(() => undefined);
+    // A read-only statement runs alone, read-only by the session's default. A write (a
+    // `transactional: false` call) is wrapped in BEGIN READ WRITE ... COMMIT, queued, not
+    // awaited: the connection pipelines, so all of it shares the statement's round trip.
+    if (!readOnly) client.query(READ_WRITE).catch(() => undefined);
     const answer = this.statement(client, () => run(client));
     const ended = this.endPooled(client, readOnly);
     try {
@@ -214,8 +222,8 @@ export class PluginDatabase {
   /** Queues the end of a pooled connection's use (see pooled); answers why it failed, or null. */
   private endPooled(client: pg.PoolClient, readOnly: boolean): Promise<Error | null> {
     const texts = this.resetSessions
-      ? [...(readOnly ? ['COMMIT'] : []), 'DISCARD ALL']
-      : [readOnly ? `COMMIT; ${SESSION_RESET}` : SESSION_RESET];
+      ? [...(readOnly ? [] : ['COMMIT']), 'DISCARD ALL']
+      : [readOnly ? SESSION_RESET : `COMMIT; ${SESSION_RESET}`];
     return Promise.all(texts.map((text) => client.query(text))).then(() => null, (error: unknown) => error instanceof Error ? error : new Error('the session could not be reset'));
   }
 
