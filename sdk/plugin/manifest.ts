@@ -131,7 +131,7 @@ export interface RouteManifest {
   transactional?: boolean;
   /**
    * A route that changes nothing (GET by default; also POST routes such as echo or search):
-   * each of its statements runs in a READ ONLY transaction of its own (none spans the call),
+   * each of its statements runs alone and read-only (no transaction spans the call),
    * and it writes no activity entry.
    */
   readOnly?: boolean;
