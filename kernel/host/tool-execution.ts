@@ -14,7 +14,7 @@ export interface ToolCall { tool: string; input?: unknown; companyId?: string }
  * and of MCP's tools/call. The tool must be offered by an enabled plugin granted
  * `tools.register`, as an operator approved it (tool-approvals.ts); an agent acts in its own company, a board caller in the company it names
  * (access checked); the input is checked against the tool's own schema; the plugin runs with
- * the caller's identity and run, in one transaction. Failures throw the KeelError the route
+ * the caller's identity and run, in one transaction (a `readOnly` tool: read-only, in none). Failures throw the KeelError the route
  * answers (the plugin's own status and code kept).
  */
 export async function executeTool(ctx: Context, host: ExtensionHost, call: ToolCall): Promise<{ tool: string; result: unknown }> {
@@ -30,11 +30,11 @@ export async function executeTool(ctx: Context, host: ExtensionHost, call: ToolC
   const input = call.input ?? {};
   const issues = schemaIssues(pluginBodyAjv, found.tool.inputSchema, input, '(input)');
   if (issues.length) throw validationFailed(describeIssues('tool input', issues), issues);
-  const result = await host.invoke(found.plugin.key, 'tool', found.tool.key, input, { companyId, ...invocationCaller(actor) }, {
-    transactional: true,
-    defaultActivity: { action: `plugin.${found.plugin.key}.tool.${found.tool.key}`, entityType: 'plugin_tool', entityId: call.tool },
-  });
-  // The plugin's transaction wrote the entry (its own, or the host's default one).
+  // A read-only tool runs as a read-only route does: no transaction, no activity entry.
+  const result = await host.invoke(found.plugin.key, 'tool', found.tool.key, input, { companyId, ...invocationCaller(actor) }, found.tool.readOnly
+    ? { transactional: false, readOnly: true, defaultActivity: null }
+    : { transactional: true, defaultActivity: { action: `plugin.${found.plugin.key}.tool.${found.tool.key}`, entityType: 'plugin_tool', entityId: call.tool } });
+  // The plugin's transaction wrote the entry (its own, or the host's default one); a read-only tool changed nothing.
   ctx.state.activityWritten = true;
   // A plugin's failure is answered as the route answers it (its status and code kept): respond throws it.
   if (!result.ok) respond(ctx, result, 200);

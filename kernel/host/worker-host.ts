@@ -2,6 +2,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import type { KernelToWorker, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import type { WorkerProcesses } from './worker-standby.ts';
+import { BatchingSender, unbatched, type Batched } from './protocol/message-batch.ts';
 
 /** `loadingSlot` between a load's answer and the next load (slot ids are uuids: never this). */
 const NEXT_LOAD_SCHEDULED = 'next load scheduled';
@@ -39,6 +40,8 @@ export class WorkerHost {
   /** Loads waiting their turn, and the slot whose load the process is working on. */
   private loads: Array<{ slot: string; init: () => WorkerInit }> = [];
   private loadingSlot: string | null = null;
+  /** Messages to the running process, gathered per turn of the event loop (protocol/message-batch.ts). */
+  private channel: { child: ChildProcess; sender: BatchingSender<KernelToWorker> } | null = null;
 
   /** `processes` starts worker processes for every host of the kernel, and keeps the one warm standby they share. */
   constructor(options: { name: string; log: Logger; processes: WorkerProcesses }) {
@@ -134,10 +137,10 @@ export class WorkerHost {
     this.loadingSlot = null;
     this.stderr = '';
     child.stderr?.on('data', (chunk: Buffer) => { this.stderr = (this.stderr + chunk.toString()).slice(-4000); });
-    child.on('message', (message: WorkerToKernel) => {
-      if (message.t === 'fatal') { this.fatalReason = message.reason; this.culprit = message.pluginKey ?? this.culprit; return; }
-      this.slots.get(message.slot)?.message(message);
-      if (message.t === 'loaded' || message.t === 'load_failed') this.loadAnswered(child, message.slot);
+    // A process that stopped reading (it is ending) is not written to: its exit tells every plugin in it.
+    this.channel = { child, sender: new BatchingSender<KernelToWorker>((item) => { if (child.connected) child.send(item); }) };
+    child.on('message', (received: Batched<WorkerToKernel>) => {
+      for (const message of unbatched(received)) this.received(child, message);
     });
     child.on('exit', (code, signal) => this.exited(child, code, signal));
     this.log.debug({ worker: this.name, pid: child.pid }, 'plugin worker process started');
@@ -146,9 +149,16 @@ export class WorkerHost {
     return child;
   }
 
+  private received(child: ChildProcess, message: WorkerToKernel): void {
+    if (message.t === 'fatal') { this.fatalReason = message.reason; this.culprit = message.pluginKey ?? this.culprit; return; }
+    this.slots.get(message.slot)?.message(message);
+    if (message.t === 'loaded' || message.t === 'load_failed') this.loadAnswered(child, message.slot);
+  }
+
   private exited(child: ChildProcess, code: number | null, signal: string | null): void {
     if (this.child !== child) return;
     this.child = null;
+    this.channel = null;
     this.loads = [];
     this.loadingSlot = null;
     const reason = this.fatalReason ?? (this.stderr.split('\n').filter(Boolean).slice(-2).join(' | ') || null);
@@ -161,7 +171,8 @@ export class WorkerHost {
 
   private sendTo(child: ChildProcess, message: KernelToWorker): boolean {
     if (!child.connected) return false;
-    child.send(message);
+    if (this.channel?.child === child) this.channel.sender.send(message);
+    else child.send(message);
     return true;
   }
 }

@@ -30,7 +30,7 @@ export function agentServer(ctx: Context, host: ExtensionHost, self: SelfRequest
 
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     const core: Tool[] = availableCoreTools(host, actor).map(({ tool, inputSchema }) => ({ name: tool.name, description: tool.description, inputSchema: inputSchema as Tool['inputSchema'] }));
-    const plugins: Tool[] = enabledTools(host).map(({ name, tool }) => ({ name, description: tool.description, inputSchema: objectSchema(tool.inputSchema) }));
+    const plugins: Tool[] = enabledTools(host).map(({ name, tool }) => ({ name, description: tool.description, inputSchema: objectSchema(tool.inputSchema), ...(tool.readOnly ? { annotations: { readOnlyHint: true } } : {}) }));
     return { tools: [...core, ...plugins] };
   });
 

@@ -31,6 +31,7 @@ export const toolsFragment = {
       key: { ...identifier, description: 'Tool key; exposed as <pluginKey>.<key>.' },
       description: { type: 'string', minLength: 1, maxLength: 2000, description: 'What the tool does, for the agent.' },
       inputSchema: { ...schemaObject, description: 'Schema of the tool input.' },
+      readOnly: { type: 'boolean', description: 'The tool changes nothing: each statement runs alone and read-only (no transaction for the whole call) and no activity entry is written; MCP clients see readOnlyHint.' },
     },
   },
 };

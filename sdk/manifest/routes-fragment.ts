@@ -38,7 +38,7 @@ export const routesFragment = {
       body: { ...schemaObject, description: 'Schema of the JSON body, validated before the isolate runs.' },
       query: { ...schemaObject, description: 'Schema of the query string (values coerced), validated before the isolate runs.' },
       transactional: { type: 'boolean', description: 'Run in one database transaction (default: true unless GET).' },
-      readOnly: { type: 'boolean', description: 'Changes nothing: runs in a READ ONLY transaction and writes no activity (default: true for GET).' },
+      readOnly: { type: 'boolean', description: 'Changes nothing: each statement runs alone and read-only (no transaction for the whole call) and no activity is written (default: true for GET).' },
       perCompany: {
         type: 'object', additionalProperties: false,
         description: "An instance-admin route over every company: the host calls the handler once per company that is not archived (each call serving that company alone, in its own transaction) and answers the answers merged: arrays concatenated, objects merged key by key, the numbers at the sum paths added up, anything else from the first. With no company it calls once with none. Needs auth instance_admin and no company of its own (companyParam, agentParam, entityParam, runParam), upload, download, batch or stream.",

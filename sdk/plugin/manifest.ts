@@ -131,7 +131,8 @@ export interface RouteManifest {
   transactional?: boolean;
   /**
    * A route that changes nothing (GET by default; also POST routes such as echo or search):
-   * it runs in a READ ONLY transaction and writes no activity entry.
+   * each of its statements runs alone and read-only (no transaction spans the call),
+   * and it writes no activity entry.
    */
   readOnly?: boolean;
   /**
@@ -158,7 +159,13 @@ export interface RouteManifest {
   description?: string;
 }
 
-export interface ToolManifest { key: string; description: string; inputSchema: JsonSchema }
+export interface ToolManifest {
+  key: string;
+  description: string;
+  inputSchema: JsonSchema;
+  /** A tool that changes nothing: it runs as a read-only route does (no transaction, no activity entry). */
+  readOnly?: boolean;
+}
 export interface JobManifest {
   key: string;
   schedule?: string;

@@ -109,25 +109,36 @@ async function throughput(url: string, companyId: string): Promise<LoadResult[]>
   let counter = 0;
   const rowBody = () => JSON.stringify({ key: `k${counter++ % 1000}`, value: 'v'.repeat(100) });
   const headers = { 'content-type': 'application/json' };
-  const cases: Array<[string, string, () => string]> = [
+  const cases: Array<[string, string, (() => string) | null]> = [
     ['echo, kernel', `${url}/api/bench/echo`, () => echoBody],
     ['echo, plugin', `${url}/api/plugins/bench-plugin/echo`, () => echoBody],
     ['row write+read, kernel', `${url}/api/bench/companies/${companyId}/rows`, rowBody],
     ['row write+read, plugin', `${url}/api/plugins/bench-plugin/companies/${companyId}/rows`, rowBody],
     ['row write+read, plugin, batched route', `${url}/api/plugins/bench-plugin/companies/${companyId}/rows-batched`, rowBody],
+    // A read-only call: one statement, no transaction (kernel/host/README.md, "Read-only calls").
+    ['row read, kernel', `${url}/api/bench/companies/${companyId}/rows/read-me`, null],
+    ['row read, plugin', `${url}/api/plugins/bench-plugin/companies/${companyId}/rows/read-me`, null],
   ];
-  for (const [name, target, body] of cases) await load(`${name} (warm-up)`, target, { method: 'POST', headers, body: body(), seconds: 1 });
+  // The row both read routes read, written through each route that writes one.
+  const seed = JSON.stringify({ key: 'read-me', value: 'v'.repeat(100) });
+  for (const path of [`/api/bench/companies/${companyId}/rows`, `/api/plugins/bench-plugin/companies/${companyId}/rows`]) {
+    const res = await fetch(url + path, { method: 'POST', headers, body: seed });
+    if (!res.ok) throw new Error(`seeding ${path}: ${res.status} ${await res.text()}`);
+  }
+  const request = (body: (() => string) | null) => (body ? { method: 'POST', headers, body: body() } : { method: 'GET' });
+  for (const [name, target, body] of cases) await load(`${name} (warm-up)`, target, { ...request(body), seconds: 1 });
   const results: LoadResult[] = [];
-  for (const [name, target, body] of cases) results.push(await load(name, target, { method: 'POST', headers, body: body(), seconds: 5 }));
+  for (const [name, target, body] of cases) results.push(await load(name, target, { ...request(body), seconds: 5 }));
   return results;
 }
 
 function ratios(where: string, results: LoadResult[]): Array<Record<string, string | number>> {
-  const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched] = results;
+  const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched, readKernel, readPlugin] = results;
   const ratio = (plugin: LoadResult, kernel: LoadResult) => `${((plugin.requestsPerSecond / kernel.requestsPerSecond) * 100).toFixed(0)}%`;
   return [
     { worker: where, route: 'echo', kernel: echoKernel!.requestsPerSecond, plugin: echoPlugin!.requestsPerSecond, 'plugin / kernel': ratio(echoPlugin!, echoKernel!), errors: echoKernel!.errors + echoKernel!.non2xx + echoPlugin!.errors + echoPlugin!.non2xx },
     { worker: where, route: 'row write+read (transaction + activity)', kernel: rowKernel!.requestsPerSecond, plugin: rowPlugin!.requestsPerSecond, 'plugin / kernel': ratio(rowPlugin!, rowKernel!), errors: rowKernel!.errors + rowKernel!.non2xx + rowPlugin!.errors + rowPlugin!.non2xx },
     { worker: where, route: 'row write+read, batched plugin route (group commit)', kernel: rowKernel!.requestsPerSecond, plugin: rowBatched!.requestsPerSecond, 'plugin / kernel': ratio(rowBatched!, rowKernel!), errors: rowBatched!.errors + rowBatched!.non2xx },
+    { worker: where, route: 'row read (GET, read-only: one statement, no transaction)', kernel: readKernel!.requestsPerSecond, plugin: readPlugin!.requestsPerSecond, 'plugin / kernel': ratio(readPlugin!, readKernel!), errors: readKernel!.errors + readKernel!.non2xx + readPlugin!.errors + readPlugin!.non2xx },
   ];
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { wiredAnswer } from '../../kernel/host/worker/wired-answer.ts';
+import { readResult, wiredAnswer } from '../../kernel/host/worker/wired-answer.ts';
 
 /** The envelope as the kernel read it from the whole answer's text, body parsed. */
 function rebuilt(envelope: Record<string, unknown>): Record<string, unknown> {
@@ -53,5 +53,34 @@ describe('a plugin answer leaving the worker', () => {
       expect(answer.value).toBe(JSON.stringify(value));
       expect(answer.bytes).toBe(Buffer.byteLength(answer.value!));
     }
+  });
+
+  it('passes the value\'s own text on when it is given (readResult), and still takes an envelope apart', () => {
+    expect(wiredAnswer('route', { a: 1 }, '{"a":1}').value).toBe('{"a":1}');
+    const envelope = wiredAnswer('route', { $response: { status: 201, body: { a: 1 } } }, '{"$response":{"status":201,"body":{"a":1}}}');
+    expect(envelope.envelope).toEqual({ status: 201, body: '{"a":1}' });
+  });
+});
+
+describe('the answer text an isolate hands to done()', () => {
+  it('keeps the value\'s text of an answer in the SDK\'s shape, checked to be one JSON value', () => {
+    for (const value of [{ a: 1, b: ['é ✓ 𝄞'] }, 'text', 0, null, [], { $response: { status: 201 } }]) {
+      const text = JSON.stringify(value);
+      expect(readResult(`{"ok":true,"v":${text}}`)).toEqual({ ok: true, v: value, text });
+    }
+  });
+
+  it('refuses text that only looks like the SDK\'s shape, and reads other shapes whole, without a text', () => {
+    const invalid = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } };
+    expect(readResult('{"ok":true,"v":1,"v":"<b>"}')).toEqual(invalid);
+    expect(readResult('{"ok":true,"v":{"a":1}} x}')).toEqual(invalid);
+    expect(readResult('{"ok":true,"v":}')).toEqual(invalid);
+    expect(readResult('not json')).toEqual(invalid);
+    expect(readResult('{"ok":true,"v": 1 }')).toEqual({ ok: true, v: 1, e: undefined });
+    expect(readResult('{"v":1,"ok":true}')).toEqual({ ok: true, v: 1, e: undefined });
+    expect(readResult('{"ok":true}').e).toMatchObject({ code: 'unserializable_result' });
+    expect(readResult('{"ok":false,"e":{"code":"x"},"text":"y"}')).toEqual({ ok: false, v: undefined, e: { code: 'x' } });
+    expect(readResult('5')).toEqual({ ok: false, e: undefined });
+    expect(readResult(`{"ok":true,"v":${'['.repeat(300)}${']'.repeat(300)}}`).e).toMatchObject({ code: 'plugin_result_too_deep' });
   });
 });

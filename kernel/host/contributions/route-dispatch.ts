@@ -201,7 +201,7 @@ async function serve(ctx: Context, host: ExtensionHost, pluginRoute: PluginRoute
     throw error;
   });
   // A mutating route's entry was written by the plugin's transaction (its own, or the host's
-  // default one); a read-only route ran in a READ ONLY transaction and changed nothing.
+  // default one); a read-only route ran its statements read-only and changed nothing.
   ctx.state.activityWritten = true;
   // A failed call keeps no upload; nor does a keyed upload the plugin answered as a replay (the first one's file stays).
   if (upload && (!result.ok || isReplay(result))) await discardUpload(host, upload);

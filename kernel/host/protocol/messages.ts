@@ -48,7 +48,7 @@ export interface InvokeMessage {
   input: string;
   info: InvocationInfo;
   transactional: boolean;
-  /** A read-only call: its transaction (opened on first use) is READ ONLY and it writes no activity. */
+  /** A read-only call: no transaction (each statement runs alone on a pooled connection, read-only by its default) and no activity. */
   readOnly?: boolean;
   /** The invocation identity signed by the kernel, for writes to kernel tables from the plugin's transaction. */
   signed: { invocation: string; signature: string } | null;

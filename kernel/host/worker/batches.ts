@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { CallResult, InvokeMessage, SlotReport, WireError } from '../protocol/messages.ts';
 import { flushBatchActivity } from './capabilities/activity.ts';
-import type { PluginDatabase } from './capabilities/database.ts';
+import { READ_WRITE, type PluginDatabase } from './capabilities/database.ts';
 import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
 
@@ -54,7 +54,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   let client: pg.PoolClient;
   try {
     client = await db.connectForBatch();
-    await client.query('BEGIN');
+    await client.query(READ_WRITE);
   } catch {
     return false;
   }
@@ -129,7 +129,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   let client: pg.PoolClient;
   try {
     client = await database.connectForBatch();
-    await client.query('BEGIN');
+    await client.query(READ_WRITE);
   } catch (error) {
     fail(host.transactionFailed('open', items[0]!.target, error));
     return;

@@ -12,7 +12,7 @@ import { batchRunner } from './batches.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
 import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
-import { wiredAnswer } from './wired-answer.ts';
+import { readResult, wiredAnswer } from './wired-answer.ts';
 import { wireFromPlugin } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../db/connection-errors.ts';
@@ -386,19 +386,11 @@ export class HostedPlugin {
   private async finish(invocation: Invocation, resultJson: string): Promise<void> {
     clearTimeout(invocation.timer);
     const database = this.database;
-    let parsed: { ok: boolean; v?: unknown; e?: WireError };
-    if (jsonTooDeep(resultJson)) {
-      parsed = { ok: false, e: { status: 502, code: 'plugin_result_too_deep', message: `Plugin result nested deeper than ${MAX_JSON_DEPTH} levels` } };
-    } else {
-      try { parsed = JSON.parse(resultJson) as typeof parsed; } catch { parsed = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } }; }
-    }
-    // `v` is always present in an answer the SDK wrote: a result without it would silently be null.
-    if (parsed?.ok === true && (parsed === null || typeof parsed !== 'object' || !Object.hasOwn(parsed, 'v'))) {
-      parsed = { ok: false, e: { status: 500, code: 'unserializable_result', message: 'Plugin result is not plain JSON: the answer carries no value' } };
-    }
-    let ok = parsed?.ok === true;
-    let error = ok ? undefined : this.wireFromPlugin(parsed?.e, invocation.message.target);
-    let answer = ok ? wiredAnswer(invocation.message.kind, this.delivered.value(parsed.v ?? null)) : undefined;
+    const parsed = readResult(resultJson);
+    let ok = parsed.ok;
+    let error = ok ? undefined : this.wireFromPlugin(parsed.e, invocation.message.target);
+    // The value's text goes on as it is unless delivered secrets must first be taken out of it.
+    let answer = ok ? wiredAnswer(invocation.message.kind, this.delivered.value(parsed.v ?? null), this.delivered.active ? undefined : parsed.text) : undefined;
     if (ok && answer && answer.bytes > this.init.limits.maxResponseBytes) {
       ok = false;
       error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${this.init.limits.maxResponseBytes} bytes` };

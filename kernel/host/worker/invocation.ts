@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type { InvokeMessage } from '../protocol/messages.ts';
 import { CapabilityError } from './capabilities/types.ts';
+import { READ_WRITE } from './capabilities/database.ts';
 
 /**
  * One call into the plugin, from dispatch to result. It owns the database client of its
@@ -28,9 +29,15 @@ export class Invocation {
     this.message = message;
   }
 
-  /** Whether the host owns a transaction for this call (read-write, or read-only). */
+  /**
+   * Whether the host owns a transaction for this call. A read-only call has none: each of its
+   * statements runs alone on a pooled connection, read-only by the connection's default
+   * (PluginDatabase.pooled). Under READ COMMITTED a call-long READ ONLY transaction gave its
+   * statements no common snapshot anyway; it only held a connection for the whole call and
+   * made the answer wait for a COMMIT.
+   */
   get wantsTransaction(): boolean {
-    return this.message.transactional || this.message.readOnly === true;
+    return this.message.transactional && this.message.readOnly !== true;
   }
 
   /**
@@ -51,7 +58,7 @@ export class Invocation {
         throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
       }
       this.client = client;
-      client.query(this.message.readOnly ? 'BEGIN READ ONLY' : 'BEGIN').catch(() => undefined);
+      client.query(READ_WRITE).catch(() => undefined);
       return client;
     });
     return this.opening;

@@ -1,4 +1,5 @@
-import type { InvokeMessage, RouteEnvelope } from '../protocol/messages.ts';
+import type { InvokeMessage, RouteEnvelope, WireError } from '../protocol/messages.ts';
+import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
 
 /** A successful answer as it goes to the kernel, and the length of its whole JSON text in bytes (for the response size limit). */
 export type WiredAnswer = ({ value: string; envelope?: undefined } | { envelope: RouteEnvelope; value?: undefined }) & { bytes: number };
@@ -23,10 +24,11 @@ function envelopeOf(value: unknown): Record<string, unknown> | null {
  * kernel checks as before. Anything else that merely starts like an envelope (another key
  * beside `$response`) goes as text and the kernel reads it as it always has.
  */
-export function wiredAnswer(kind: InvokeMessage['kind'], value: unknown): WiredAnswer {
+export function wiredAnswer(kind: InvokeMessage['kind'], value: unknown, valueText?: string): WiredAnswer {
   const parts = ENVELOPE_KINDS.has(kind) ? envelopeOf(value) : null;
   if (!parts) {
-    const text = JSON.stringify(value);
+    // The value's own text, when the caller has it (readResult): it goes on without a second encoding.
+    const text = valueText ?? JSON.stringify(value);
     return { value: text, bytes: Buffer.byteLength(text) };
   }
   const envelope: RouteEnvelope = {};
@@ -45,4 +47,40 @@ export function wiredAnswer(kind: InvokeMessage['kind'], value: unknown): WiredA
     bytes += '"body":'.length + Buffer.byteLength(envelope.body) + (restText === '{}' ? 0 : 1);
   }
   return { envelope, bytes };
+}
+
+/** The isolate's answer, read: `text` is the value's own JSON text when it may go on as it is. */
+export interface PluginResult { ok: boolean; v?: unknown; e?: unknown; text?: string }
+
+/** How the SDK runtime writes a successful answer: `{"ok":true,"v":<value>}`. */
+const OK_PREFIX = '{"ok":true,"v":';
+
+const blank = (code: number) => code === 0x20 || code === 0x09 || code === 0x0a || code === 0x0d;
+
+/**
+ * Reads the text the plugin handed to `__keel_host.done`, which hostile code may have written
+ * itself. Bounded in depth first (text scan). An answer in the SDK's own shape has its value's
+ * text parsed on its own: that checks it is one JSON value (so the whole is exactly the SDK's
+ * shape: no second `v`, nothing after it), and the text itself is what goes to the kernel and
+ * on to the client, without a second encoding. Anything else is parsed whole as before.
+ */
+export function readResult(resultJson: string): PluginResult {
+  if (jsonTooDeep(resultJson)) return { ok: false, e: { status: 502, code: 'plugin_result_too_deep', message: `Plugin result nested deeper than ${MAX_JSON_DEPTH} levels` } satisfies WireError };
+  const invalid: PluginResult = { ok: false, e: { status: 500, code: 'plugin_error', message: 'Plugin produced no valid result' } satisfies WireError };
+  if (resultJson.startsWith(OK_PREFIX) && resultJson.endsWith('}')) {
+    const text = resultJson.slice(OK_PREFIX.length, -1);
+    // Blanks around the value would change what the kernel sees at the start of an answer (a raw string, an envelope).
+    if (text.length > 0 && !blank(text.charCodeAt(0)) && !blank(text.charCodeAt(text.length - 1))) {
+      try { return { ok: true, v: JSON.parse(text) as unknown, text }; } catch { return invalid; }
+    }
+  }
+  let parsed: PluginResult | null;
+  try { parsed = JSON.parse(resultJson) as PluginResult | null; } catch { return invalid; }
+  // `v` is always present in an answer the SDK wrote: a result without it would silently be null.
+  if (parsed?.ok === true && (typeof parsed !== 'object' || !Object.hasOwn(parsed, 'v'))) {
+    return { ok: false, e: { status: 500, code: 'unserializable_result', message: 'Plugin result is not plain JSON: the answer carries no value' } satisfies WireError };
+  }
+  if (parsed === null || typeof parsed !== 'object') return { ok: false, e: undefined };
+  // Only what the answer says: a `text` of the plugin's own is not taken.
+  return { ok: parsed.ok === true, v: parsed.v, e: parsed.e };
 }

@@ -1,5 +1,6 @@
 import type { KernelToWorker, SlotReport, WorkerToKernel } from '../protocol/messages.ts';
 import { HostedPlugin } from './hosted-plugin.ts';
+import { BatchingSender, unbatched, type Batched } from '../protocol/message-batch.ts';
 
 /**
  * The extension-host worker process. It holds one plugin (a third-party plugin's own worker) or
@@ -9,7 +10,10 @@ import { HostedPlugin } from './hosted-plugin.ts';
  * the plugins in it, and the kernel's supervisor loads them again into its warm standby
  * process (which starts as this one did, and waits for its first `load`).
  */
-const send = (message: WorkerToKernel) => process.send!(message);
+// Reports ready in one turn of the event loop (the answers of calls whose statements returned
+// together) go to the kernel as one message (protocol/message-batch.ts).
+const channel = new BatchingSender<WorkerToKernel>((item) => { if (process.connected) process.send!(item); });
+const send = (message: WorkerToKernel) => channel.send(message);
 const plugins = new Map<string, HostedPlugin>();
 
 function load(slot: string, plugin: HostedPlugin): void {
@@ -33,17 +37,26 @@ function hosted(slot: string, init: Extract<KernelToWorker, { t: 'load' }>['init
       plugins.delete(slot);
       void plugin.unload().finally(() => send({ t: 'restart', slot, reason }));
     },
-    catastrophic: (message) => { send({ t: 'fatal', reason: `V8 catastrophic error in ${init.pluginKey}: ${message}`, pluginKey: init.pluginKey }); process.exit(71); },
+    catastrophic: (message) => {
+      send({ t: 'fatal', reason: `V8 catastrophic error in ${init.pluginKey}: ${message}`, pluginKey: init.pluginKey });
+      channel.flush();
+      process.exit(71);
+    },
   });
   return plugin;
 }
 
 async function shutdown(): Promise<void> {
   await Promise.all([...plugins.values()].map((plugin) => plugin.unload()));
+  channel.flush();
   process.exit(0);
 }
 
-process.on('message', (message: KernelToWorker) => {
+process.on('message', (received: Batched<KernelToWorker>) => {
+  for (const message of unbatched(received)) receive(message);
+});
+
+function receive(message: KernelToWorker): void {
   switch (message.t) {
     case 'load':
       load(message.slot, hosted(message.slot, message.init));
@@ -60,7 +73,7 @@ process.on('message', (message: KernelToWorker) => {
     default:
       plugins.get(message.slot)?.receive(message);
   }
-});
+}
 process.on('disconnect', () => process.exit(0));
 // The kernel owns this process's lifetime: it ends it with `shutdown` after its requests have
 // drained, and the worker exits by itself when the kernel is gone (disconnect). A Ctrl-C or a

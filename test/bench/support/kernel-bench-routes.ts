@@ -33,6 +33,11 @@ export const kernelBenchRoutes: RouteModule = (router, kernel) => {
     });
   });
 
+  route({ method: 'GET', path: '/api/bench/companies/:companyId/rows/:key', auth: 'any', success: 200, summary: 'Reads one row of the company' }, async (ctx) => {
+    const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
+    ctx.body = await kernel.db.maybeOne('select key, value from bench_rows where key = ? and company_id = ?', [ctx.params.key, company.id]) ?? null;
+  });
+
   // The issue baseline: the same numbered insert the work plugin makes (the company counter
   // taken under its row lock, the row, an activity entry), in a kernel transaction.
   route({ method: 'POST', path: '/api/bench/companies/:companyId/issues', auth: 'any', success: 201, summary: 'Creates one numbered issue row' }, async (ctx) => {

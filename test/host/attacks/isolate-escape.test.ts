@@ -162,6 +162,16 @@ describe('hostile values handed to the host', () => {
     const garbage = await result('garbage-done');
     expect(garbage.status).toBe(500);
     expect(garbage.body).toMatchObject({ code: 'plugin_error', error: 'Plugin produced no valid result' });
+    // Answers in the SDK's shape go on as the text the isolate wrote: text that is not exactly one value is refused.
+    for (const kind of ['second-value-done', 'trailing-done']) {
+      const smuggled = await result(kind);
+      expect(smuggled.status, kind).toBe(500);
+      expect(smuggled.body, kind).toMatchObject({ code: 'plugin_error', error: 'Plugin produced no valid result' });
+      expect(smuggled.text, kind).not.toContain('<');
+    }
+    const spaced = await result('spaced-done');
+    expect(spaced.status).toBe(200);
+    expect(spaced.text).toBe('{"a":1}');
     const noProto = await result('non-error-throw');
     expect(noProto.status).toBe(500);
     expect(noProto.body.code).toBe('plugin_error');

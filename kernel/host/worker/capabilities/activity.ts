@@ -47,8 +47,7 @@ export async function onInvocationClient<T>(db: PluginDatabase, invocation: Invo
     const client = await transaction;
     return db.statement(client, () => run(client));
   }
-  const client = await db.connectFor(invocation);
-  try { return await db.statement(client, () => run(client)); } finally { invocation.pooledClients.delete(client); db.releaseAfterStatement(client); }
+  return db.pooled(invocation, run);
 }
 
 /**

@@ -20,6 +20,8 @@ export const PLUGIN_POOL_CONNECTIONS = 16;
  * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
  */
 const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
+/** How every write begins: the plugin's connections are read-only unless a transaction says otherwise. */
+export const READ_WRITE = 'BEGIN READ WRITE';
 const CANCEL_ATTEMPTS = 20;
 const CANCEL_RETRY_MS = 100;
 
@@ -27,7 +29,9 @@ const CANCEL_RETRY_MS = 100;
  * `ctx.db`: SQL in the plugin's own schema, under the plugin's own login role, so that the
  * database (not string checks) confines it. One statement per call over the extended
  * protocol; results are bounded. Transactional invocations use the client that holds their
- * transaction; others take a pooled client and give it back with its session state reset.
+ * transaction; read-only and non-transactional ones take a pooled client per statement (a
+ * read-only one runs in no transaction: connections are read-only by default) and give it back
+ * with its session state reset, pipelined with the statement (see pooled).
  *
  * The pool is reached only through the methods below, each of which knows the call it serves:
  * a call holding a connection (its transaction) never waits for a second one. Were it to, a
@@ -53,7 +57,10 @@ export class PluginDatabase {
     // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
     this.pool = new pg.Pool(connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
-      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
+      // Read-only unless a transaction says otherwise (BEGIN READ WRITE): a statement outside a
+      // transaction (a read-only call's) is read-only by the session's own default, which RESET
+      // ALL and DISCARD ALL bring back, and a write that lost its BEGIN fails rather than commits.
+      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000 -c default_transaction_read_only=on`,
       application_name: applicationName,
       // Date and time columns reach the isolate as JSON: read straight into that text (timestamp-text.ts).
       types: isolateJsonTypes(),
@@ -180,10 +187,44 @@ export class PluginDatabase {
     client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
   }
 
-  /** Gives back a client that ran one statement outside any transaction: its session is reset first. */
-  releaseAfterStatement(client: pg.PoolClient): void {
-    if (this.cancelled.has(client) || this.resetSessions) { this.release(client); return; }
-    client.query(SESSION_RESET).then(() => client.release(), (error: Error) => client.release(error));
+  /**
+   * One statement of a call on a pooled connection, outside the call's own transaction (a
+   * read-only call, or one declared `transactional: false`). A read-only call's statement runs
+   * in no transaction but its own implicit one, read-only by the session's default
+   * (`default_transaction_read_only`, set when the connection opens). What ends the
+   * connection's use is queued right behind the statement, so it travels in the same write
+   * and costs no round trip of its own: the session reset (SESSION_RESET, or DISCARD ALL where
+   * sessions are reset), after the COMMIT of a write. The statement's answer is given as soon
+   * as it arrives; the connection goes back to the pool once the reset has run, so no call
+   * ever sees another call's session. A read-only call holds no connection between its
+   * statements and never waits for a COMMIT.
+   */
+  async pooled<T>(invocation: Invocation, run: (client: pg.PoolClient) => Promise<T>, readOnly = invocation.message.readOnly === true): Promise<T> {
+    const client = await this.connectFor(invocation);
+    // A read-only statement runs alone, read-only by the session's default. A write (a
+    // `transactional: false` call) is wrapped in BEGIN READ WRITE ... COMMIT, queued, not
+    // awaited: the connection pipelines, so all of it shares the statement's round trip.
+    if (!readOnly) client.query(READ_WRITE).catch(() => undefined);
+    const answer = this.statement(client, () => run(client));
+    const ended = this.endPooled(client, readOnly);
+    try {
+      return await answer;
+    } finally {
+      // From here the call no longer owns the connection: its end does not cancel the reset.
+      invocation.pooledClients.delete(client);
+      void ended.then((failure) => {
+        if (this.cancelled.has(client)) client.release(true);
+        else client.release(failure ?? undefined);
+      });
+    }
+  }
+
+  /** Queues the end of a pooled connection's use (see pooled); answers why it failed, or null. */
+  private endPooled(client: pg.PoolClient, readOnly: boolean): Promise<Error | null> {
+    const texts = this.resetSessions
+      ? [...(readOnly ? [] : ['COMMIT']), 'DISCARD ALL']
+      : [readOnly ? SESSION_RESET : `COMMIT; ${SESSION_RESET}`];
+    return Promise.all(texts.map((text) => client.query(text))).then(() => null, (error: unknown) => error instanceof Error ? error : new Error('the session could not be reset'));
   }
 
   /** The connection holding the call's transaction (opened on first use), or null for a call that runs without one. */
@@ -230,7 +271,8 @@ export class PluginDatabase {
     const byHost = invocation.settling;
     const client = await this.connectUnlessEnclosed(invocation);
     if (invocation.finished && !byHost) {
-      this.releaseAfterStatement(client);
+      // It ran nothing: its session is as the pool gave it.
+      client.release();
       throw new CapabilityError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     }
     invocation.pooledClients.add(client);
@@ -256,8 +298,7 @@ export class PluginDatabase {
             const client = await transaction;
             result = await this.statement(client, () => client.query(config));
           } else {
-            const client = await this.connectFor(invocation);
-            try { result = await this.statement(client, () => client.query(config)); } finally { invocation.pooledClients.delete(client); this.releaseAfterStatement(client); }
+            result = await this.pooled(invocation, (client) => client.query(config));
           }
           if (result.rows.length > MAX_ROWS) throw new CapabilityError(413, 'too_many_rows', `a query may return at most ${MAX_ROWS} rows`);
           return { rows: result.rows, rowCount: result.rowCount ?? result.rows.length };
