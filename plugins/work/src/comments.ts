@@ -1,7 +1,7 @@
 import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { commentJson } from './json.ts';
-import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
+import { actorOf, rowOfCompany } from './issues.ts';
 
 /** `@shortname` of an agent, as its urlKey is written. */
 const MENTION = /(?:^|[^\w@])@([a-z0-9][a-z0-9-]{0,63})/gi;
@@ -39,8 +39,12 @@ export async function createComment(req: RouteRequest, ctx: WorkContext) {
 async function addComment(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as { body: string; parentCommentId?: string | null };
   const companyId = req.companyId!;
-  // Locked like any change of the issue, so comments of one issue are stored in the order they commit.
-  const issue = await lockIssue(ctx, req.params.issueId!, companyId);
+  // Read, not locked: a comment changes nothing of the issue, and the comment's foreign key
+  // keeps the issue from being deleted until the commit (KEY SHARE, which neither other comments
+  // nor changes of the issue wait for). Concurrent comments of one issue are listed in the order
+  // they were made (created_at, their transactions' start), not the order they committed.
+  const issue = await rowOfCompany(ctx, 'issues', req.params.issueId!, companyId);
+  if (!issue) throw new PluginError(404, 'not_found', 'Issue not found');
   let repliedToAgentId: string | null = null;
   if (body.parentCommentId) {
     const { rows } = await ctx.db.query('select author_agent_id from issue_comments where id = $1 and issue_id = $2 and deleted_at is null', [body.parentCommentId, issue.id]);
