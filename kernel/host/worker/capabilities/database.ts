@@ -257,10 +257,17 @@ export class PluginDatabase {
    * connection of, so it cannot wait for its own caller. Only host-written statements that
    * take no lock a waiting call could hold come here (one short update of a kernel row), so
    * the connections of this pool are always given back promptly.
+   *
+   * These commits do not wait for the WAL to reach the disk (synchronous_commit off), so the
+   * row is free again as soon as the update is done. That loses nothing that matters: whatever
+   * uses the number commits later, durably, and a durable commit flushes the WAL up to its own
+   * record, this earlier one included; after a crash before that, the number was used by
+   * nothing durable and is simply taken again.
    */
   async autonomous(text: string, values: unknown[]): Promise<pg.QueryResult> {
     if (!this.autonomousPool) {
-      this.autonomousPool = new pg.Pool({ ...this.poolConfig, max: AUTONOMOUS_CONNECTIONS });
+      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off`;
+      this.autonomousPool = new pg.Pool({ ...this.poolConfig, options, max: AUTONOMOUS_CONNECTIONS });
       this.autonomousPool.on('error', () => { /* a broken idle client is dropped by the pool */ });
       this.autonomousPool.on('connect', (client) => { client.on('error', () => undefined); });
     }
