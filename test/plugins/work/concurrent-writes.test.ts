@@ -30,12 +30,12 @@ afterAll(async () => {
   await t?.stop();
 });
 
-/** Resolves once a plugin connection waits on a lock while running a statement that starts with `statement`. */
+/** Resolves once a plugin connection waits on a lock while running a statement that contains `statement`. */
 async function waitingOnLock(statement: string): Promise<void> {
   for (;;) {
     const { rows } = await t.sql.query(
-      "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and application_name like 'keel-w%' and ltrim(query) ilike $1",
-      [`${statement}%`]);
+      "select count(*)::int as n from pg_stat_activity where wait_event_type = 'Lock' and application_name like 'keel-w%' and query ilike $1",
+      [`%${statement}%`]);
     if (rows[0].n > 0) return;
     await new Promise((resolve) => setImmediate(resolve));
   }
