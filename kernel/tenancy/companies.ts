@@ -115,9 +115,9 @@ export interface CompanyStats { agentCount: number; issueCount: number }
 /**
  * Per-company counts for every reachable company (archived ones included, since the ids
  * come from the caller's reach, not from a listing). Issues live in the work plugin, which
- * numbers each from the company's issue counter in the creating transaction (issues.number):
- * a failed create gives its number back and no issue is ever deleted, so the counter is the
- * number of the company's issues.
+ * numbers each from the company's issue counter (issues.number, committed as it is taken) and
+ * never deletes one, so the counter is the number of the company's issues, but for the rare
+ * create that failed after taking its number.
  */
 export async function companyStats(db: Queryable, ids: readonly string[] | null): Promise<Record<string, CompanyStats>> {
   if (ids !== null && ids.length === 0) return {};

@@ -150,14 +150,17 @@ export const companiesPause = defineCapability<{ companies: CompaniesPauseCapabi
 export interface IssueNumber { number: number; prefix: string; identifier: string }
 export interface IssueNumbersCapability {
   /**
-   * Takes the next number of the company's issue counter in the call's own transaction: the
-   * company row stays locked until it ends, so concurrent creates never share a number, and a
-   * call that rolls back gives its number back (no gaps).
+   * Takes the next number of the company's issue counter in a short transaction of its own,
+   * committed at once: concurrent creates (in any process) never share a number and never wait
+   * for each other's commits. A call that fails after taking a number leaves it unused, so take
+   * it after every check that may refuse the create.
    */
   nextIssueNumber(): Promise<IssueNumber>;
   /**
-   * Takes `count` (1-10,000) consecutive numbers at once, the same way: `first`..`last`, each
-   * identifier `<prefix>-<n>`. For bulk creation (a company import): one lock, one update.
+   * Takes `count` (1-10,000) consecutive numbers at once, in the call's own transaction:
+   * `first`..`last`, each identifier `<prefix>-<n>`. For bulk creation (a company import): one
+   * lock, one update; the company's counter stays locked until the call ends, and a call that
+   * rolls back gives its range back.
    */
   nextIssueNumbers(count: number): Promise<IssueNumberRange>;
 }

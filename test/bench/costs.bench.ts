@@ -8,6 +8,7 @@ const AGENTS = 20;
 const CONNECTIONS = Number(process.env.COSTS_BENCH_CONNECTIONS ?? 128);
 const SECONDS = Number(process.env.COSTS_BENCH_SECONDS ?? 8);
 const READS = 60;
+const INGEST_GOAL = 3000;
 
 /**
  * The costs plugin at growing data sizes, in one run: cost events accepted per second (each
@@ -57,6 +58,9 @@ export async function run(): Promise<void> {
     printTable(`bare Koa route, one durable insert per request (${CONNECTIONS} connections)`, [{ 'requests/s': ceiling.perSecond, 'p99 ms': ceiling.p99Ms, errors: ceiling.errors }]);
     printTable(`costs plugin: POST cost-events with budget evaluation (${CONNECTIONS} connections, ${SECONDS} s), reads mean of ${READS} sequential requests`, rows);
     console.log(`consistency: summary spendCents ${spend.spendCents} = sum of stored events ${check.rows[0].s} over ${check.rows[0].n} events: ${String(spend.spendCents) === String(check.rows[0].s)}`);
+    // Issue 30's goal: at least 3,000 events/s, at 10^4 and at 10^6 stored events.
+    const goal = rows.map((row) => `${row['events stored']}: ${row['ingest events/s']}/s ${Number(row['ingest events/s']) >= INGEST_GOAL ? 'met' : 'NOT met'}`);
+    console.log(`goal: ingest at least ${INGEST_GOAL.toLocaleString('en')} events/s at every size: ${goal.join('; ')}`);
   } finally {
     await stopChild(bare.child);
     await kernel.stop();

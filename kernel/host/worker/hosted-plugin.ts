@@ -1,7 +1,7 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
 import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
-import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, ActivityEntityKinds, flushActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
 import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
@@ -436,7 +436,7 @@ export class HostedPlugin {
     const client = await invocation.openedClient();
     if (client && database) {
       invocation.client = null;
-      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK');
+      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', flushActivity(invocation));
       if (failure && ok) {
         ok = false;
         error = this.transactionFailed('commit', invocation.message.target, failure);

@@ -2,7 +2,7 @@ import type { CostsContext, BatchCall } from './context.ts';
 import { fingerprint, PluginError, respond } from '@keel/sdk/plugin';
 import { costEventJson } from './json.ts';
 import { monthKey } from './periods.ts';
-import { actOnIncidents, openIncidents, type Scope, type ScopeType } from './policies.ts';
+import { actOnIncidents, incidentsSql, incidentWindow, STORED_TOTAL } from './policies.ts';
 
 interface CostEventBody {
   agentId: string; provider: string; model: string; costCents: number; occurredAt: string;
@@ -86,15 +86,18 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
   }
 
   // From here to the commit, the rows of the company's running totals stay locked: this is
-  // the part concurrent batches of one company take turns at, so it does only what needs them.
-  const { rows: added } = await ctx.db.query<{ totals: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted)]);
-  const totals = added[0]!.totals;
+  // the part concurrent batches of one company take turns at (several batches are in flight,
+  // each storing its events above while another holds the totals), so it does only what needs
+  // them: one statement adds the events to the rollups and totals and opens the incidents the
+  // new totals call for, then month-to-date spend goes to the kernel's rows, then the commit
+  // (which writes the buffered activity entries in the same round trip).
+  const { rows: added } = await ctx.db.query<{ totals: Row[]; incidents: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted), ...incidentWindow(now)]);
+  const { totals, incidents } = added[0]!;
   await reportMonthToDate(ctxOfCompany, totals, now);
   await writeActivity();
-  const touched: Scope[] = totals.map((t) => ({ companyId: String(t.company_id), scopeType: t.scope_type as ScopeType, scopeId: String(t.scope_id) }));
-  const incidents = await openIncidents(ctx.db, touched, now);
   for (const [companyId, companyCtx] of ctxOfCompany) {
-    await actOnIncidents(companyCtx, incidents.filter((incident) => incident.company_id === companyId));
+    const own = incidents.filter((incident) => incident.company_id === companyId);
+    if (own.length) await actOnIncidents(companyCtx, own);
   }
   return answers;
 }
@@ -192,7 +195,12 @@ function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
   returning 1`;
 }
 
-/** Adds stored events to the hourly and daily rollups and to every scope's running totals, in key order (no deadlocks between batches). */
+/**
+ * Adds stored events to the hourly and daily rollups and to every scope's running totals, in
+ * key order (no deadlocks between batches), and opens the incidents the new totals call for
+ * (policies.ts, incidentsSql): a total this statement changed is read from what it wrote, any
+ * other from the table. Parameters: $1 the events, $2-$4 the incident window (incidentWindow).
+ */
 const ADD_TO_TOTALS = `
 with ins as (
   select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
@@ -212,5 +220,9 @@ totals as (
    group by 1, 2, 3, 4 order by 1, 2, 3, 4
   on conflict (company_id, scope_type, scope_id, period) do update set cost_cents = t.cost_cents + excluded.cost_cents
   returning t.company_id, t.scope_type, t.scope_id, t.period, t.cost_cents
-)
-select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) as totals from totals`;
+),
+touched as (select company_id, scope_type, scope_id from totals),
+${incidentsSql(`coalesce((select n.cost_cents from totals n where n.company_id = p.company_id and n.scope_type = p.scope_type
+                                      and n.scope_id = p.scope_id and n.period = w.period), ${STORED_TOTAL})`)}
+select (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals,
+       (select coalesce(jsonb_agg(to_jsonb(incidents)), '[]'::jsonb) from incidents) as incidents`;

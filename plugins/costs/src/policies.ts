@@ -69,41 +69,56 @@ export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: strin
 }
 
 /**
- * Opens the incidents the current totals call for, for every active policy of the touched
- * scopes: soft at the warn threshold (notifications on), hard at 100% (hard stop on). The
- * unique key (policy, window, threshold, policy revision) makes each fire at most once per
- * window until the budget changes, whichever concurrent transaction gets there first. Totals rows are locked by the
- * transaction that updated them, so two batches of one scope are evaluated one after the other.
+ * The part of a statement that opens the incidents the current totals call for, for every
+ * active policy of the touched scopes (CTE `touched`: company_id, scope_type, scope_id): soft
+ * at the warn threshold (notifications on), hard at 100% (hard stop on). The unique key
+ * (policy, window, threshold, policy revision) makes each fire at most once per window until
+ * the budget changes, whichever concurrent transaction gets there first. `observed` is the SQL
+ * of a scope's total in the policy's period, given `p` (the policy) and `period` (its period
+ * key). Parameters: $2 the current month key, $3 and $4 the month's start and end.
  */
-export async function openIncidents(db: DatabaseCapability, touched: Scope[], now: Date): Promise<Array<Record<string, unknown>>> {
-  if (touched.length === 0) return [];
-  const { rows } = await db.query(
-    `with touched as (
-       select distinct company_id, scope_type, scope_id from jsonb_to_recordset($1::jsonb) as t(company_id uuid, scope_type text, scope_id uuid)
-     ),
-     candidates as (
+export function incidentsSql(observed: string): string {
+  return `candidates as (
        select p.id as policy_id, p.revision, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, p.amount, p.warn_percent,
-              p.hard_stop_enabled, p.notify_enabled, coalesce(s.cost_cents, 0) as observed,
+              p.hard_stop_enabled, p.notify_enabled, ${observed} as observed,
               case when p.window_kind = 'lifetime' then '-infinity'::timestamptz else $3::timestamptz end as window_start,
               case when p.window_kind = 'lifetime' then null else $4::timestamptz end as window_end
          from budget_policies p
-         join touched t on t.company_id = p.company_id and t.scope_type = p.scope_type and t.scope_id = p.scope_id
-         left join spend_totals s on s.company_id = p.company_id and s.scope_type = p.scope_type and s.scope_id = p.scope_id
-                                 and s.period = case when p.window_kind = 'lifetime' then 'lifetime' else $2 end
+         join (select distinct company_id, scope_type, scope_id from touched) t on t.company_id = p.company_id and t.scope_type = p.scope_type and t.scope_id = p.scope_id
+         cross join lateral (select case when p.window_kind = 'lifetime' then 'lifetime' else $2 end as period) w
         where p.is_active and p.amount > 0
      ),
      crossed as (
        select c.*, 'soft' as threshold_type from candidates c where c.notify_enabled and c.observed * 100 >= c.amount * c.warn_percent
        union all
        select c.*, 'hard' as threshold_type from candidates c where c.hard_stop_enabled and c.observed >= c.amount
-     )
-     insert into budget_incidents (company_id, policy_id, policy_revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount_limit, amount_observed)
-     select company_id, policy_id, revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount, observed
-       from crossed order by policy_id, threshold_type
-     on conflict (policy_id, window_start, threshold_type, policy_revision) do nothing
-     returning *`,
-    [JSON.stringify(touched.map((s) => ({ company_id: s.companyId, scope_type: s.scopeType, scope_id: s.scopeId }))), monthKey(now),
-      monthStart(now).toISOString(), nextMonthStart(now).toISOString()]);
+     ),
+     incidents as (
+       insert into budget_incidents (company_id, policy_id, policy_revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount_limit, amount_observed)
+       select company_id, policy_id, revision, scope_type, scope_id, metric, window_kind, window_start, window_end, threshold_type, amount, observed
+         from crossed order by policy_id, threshold_type
+       on conflict (policy_id, window_start, threshold_type, policy_revision) do nothing
+       returning *
+     )`;
+}
+
+/** A scope's stored running total in the policy's period (see incidentsSql). */
+export const STORED_TOTAL = `coalesce((select s.cost_cents from spend_totals s where s.company_id = p.company_id and s.scope_type = p.scope_type
+                                      and s.scope_id = p.scope_id and s.period = w.period), 0)`;
+
+/** The month key and window bounds incidentsSql's parameters $2-$4 take. */
+export function incidentWindow(now: Date): [string, string, string] {
+  return [monthKey(now), monthStart(now).toISOString(), nextMonthStart(now).toISOString()];
+}
+
+/** Opens the incidents the stored totals of the touched scopes call for (see incidentsSql). */
+export async function openIncidents(db: DatabaseCapability, touched: Scope[], now: Date): Promise<Array<Record<string, unknown>>> {
+  if (touched.length === 0) return [];
+  const { rows } = await db.query(
+    `with touched as (select * from jsonb_to_recordset($1::jsonb) as t(company_id uuid, scope_type text, scope_id uuid)),
+     ${incidentsSql(STORED_TOTAL)}
+     select * from incidents`,
+    [JSON.stringify(touched.map((s) => ({ company_id: s.companyId, scope_type: s.scopeType, scope_id: s.scopeId }))), ...incidentWindow(now)]);
   return rows;
 }
 

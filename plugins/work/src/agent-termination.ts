@@ -19,7 +19,7 @@ export async function onAgentStatusChanged(payload: Record<string, unknown>, ctx
     `with held as (
        select id, status, checkout_run_id from issues
         where company_id = $1 and assignee_agent_id = $2 and status not in ('done', 'cancelled')
-        order by id for update)
+        order by id for no key update)
      update issues i set assignee_agent_id = null, checkout_run_id = null, execution_run_id = null,
             status = case when i.status = 'in_progress' then 'todo' else i.status end, updated_at = now()
        from held o where i.id = o.id

@@ -1,7 +1,7 @@
 import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { commentJson } from './json.ts';
-import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
+import { actorOf, rowOfCompany } from './issues.ts';
 
 /** `@shortname` of an agent, as its urlKey is written. */
 const MENTION = /(?:^|[^\w@])@([a-z0-9][a-z0-9-]{0,63})/gi;
@@ -36,24 +36,38 @@ export async function createComment(req: RouteRequest, ctx: WorkContext) {
   });
 }
 
+/**
+ * The comment's insert, reading its issue in the same statement (one round trip): no row when
+ * the call's company has no such issue. The issue is read, not locked: a comment changes
+ * nothing of it, and the comment's foreign key keeps it from being deleted until the commit
+ * (KEY SHARE, which neither other comments nor changes of the issue wait for). Concurrent
+ * comments of one issue are listed in the order they were made (created_at, their
+ * transactions' start), not the order they committed.
+ */
+const INSERT_COMMENT = `
+with issue as (select id, identifier, assignee_agent_id from issues where id = $2::uuid and company_id = $1::uuid),
+ins as (
+  insert into issue_comments (company_id, issue_id, author_type, author_agent_id, author_user_id, run_id, parent_comment_id, body)
+  select $1::uuid, issue.id, $3::text, $4::uuid, $5::text, $6::uuid, $7::uuid, $8::text from issue
+  returning *)
+select ins.*, issue.identifier as issue_identifier, issue.assignee_agent_id as issue_assignee_agent_id from ins, issue`;
+
 async function addComment(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as { body: string; parentCommentId?: string | null };
   const companyId = req.companyId!;
-  // Locked like any change of the issue, so comments of one issue are stored in the order they commit.
-  const issue = await lockIssue(ctx, req.params.issueId!, companyId);
+  const issueId = req.params.issueId!;
   let repliedToAgentId: string | null = null;
   if (body.parentCommentId) {
-    const { rows } = await ctx.db.query('select author_agent_id from issue_comments where id = $1 and issue_id = $2 and deleted_at is null', [body.parentCommentId, issue.id]);
+    const { rows } = await ctx.db.query('select author_agent_id from issue_comments where id = $1 and issue_id = $2 and company_id = $3 and deleted_at is null', [body.parentCommentId, issueId, companyId]);
     if (!rows[0]) throw new PluginError(422, 'comment_not_found', 'parentCommentId: no comment with this id belongs to the issue', { field: 'parentCommentId' });
     repliedToAgentId = (rows[0].author_agent_id as string | null) ?? null;
   }
   const { agentId, userId } = actorOf(ctx);
   const authorType = agentId ? 'agent' : userId ? 'user' : 'system';
-  const { rows } = await ctx.db.query(
-    `insert into issue_comments (company_id, issue_id, author_type, author_agent_id, author_user_id, run_id, parent_comment_id, body)
-     values ($1, $2, $3, $4, $5, $6, $7, $8) returning *`,
-    [companyId, issue.id, authorType, agentId, userId, ctx.invocation.runId, body.parentCommentId ?? null, body.body]);
-  const comment = commentJson(rows[0]!);
+  const { rows } = await ctx.db.query(INSERT_COMMENT, [companyId, issueId, authorType, agentId, userId, ctx.invocation.runId, body.parentCommentId ?? null, body.body]);
+  if (!rows[0]) throw new PluginError(404, 'not_found', 'Issue not found');
+  const issue = { id: rows[0].issue_id, identifier: rows[0].issue_identifier, assignee_agent_id: rows[0].issue_assignee_agent_id };
+  const comment = commentJson(rows[0]);
   const { mentionedAgentIds, wakeAgentIds } = await agentsToWake(ctx, body.body, repliedToAgentId, (issue.assignee_agent_id as string | null) ?? null, agentId);
   await ctx.activity.record({
     action: 'issue.comment_added', entityType: 'issue', entityId: String(issue.id),

@@ -80,10 +80,12 @@ async function publishAssigned(ctx: WorkContext, issue: ReturnType<typeof issueJ
 }
 
 /**
- * Creates an issue. Its number is taken from the company's counter in this transaction: the
- * company row stays locked until the commit, so concurrent creates get consecutive numbers and
- * a failed create gives its number back. With an Idempotency-Key, a retried create answers the
- * issue it made (200), and the same key with another body 409 (createOnce).
+ * Creates an issue. Its number is taken from the company's counter in a short transaction of
+ * its own (issues.number), after every check that can refuse the create: concurrent creates of
+ * the company (in any process) get distinct numbers in the order they took them without waiting
+ * for each other's commits; a create that fails after that leaves its number unused. With an
+ * Idempotency-Key, a retried create answers the issue it made (200), and the same key with
+ * another body 409 (createOnce).
  */
 export async function createIssue(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Body;
@@ -100,7 +102,7 @@ export async function createIssue(req: RouteRequest, ctx: WorkContext) {
       const assigned = Boolean(body.assigneeAgentId || body.assigneeUserId);
       const status = String(body.status ?? (assigned ? 'todo' : 'backlog'));
       const row = await insertIssueRow(ctx, companyId, { ...body, status });
-      // A new issue has no blockers to remove: only the given ones are stored (the company's counter is held meanwhile).
+      // A new issue has no blockers to remove: only the given ones are stored.
       if (blockers.length) await replaceBlockers(ctx, companyId, String(row.id), blockers);
       const issue = issueJson(row, blockers);
       await announceCreated(ctx, issue);
@@ -116,9 +118,9 @@ export async function rowOfCompany(ctx: WorkContext, table: string, id: string, 
 }
 
 /**
- * Numbers and inserts an issue (the company's counter is taken in this transaction: the
- * company row stays locked until the commit). `origin` marks issues the plugin makes itself
- * (a liveness escalation: kind and the finding's key); never taken from a request body.
+ * Numbers and inserts an issue (the number is committed as it is taken; the company row is not
+ * held until this call commits). `origin` marks issues the plugin makes itself (a liveness
+ * escalation: kind and the finding's key); never taken from a request body.
  */
 export async function insertIssueRow(ctx: WorkContext, companyId: string, body: Body, origin?: { kind: string; id: string }): Promise<Row> {
   const { agentId, userId } = actorOf(ctx);
@@ -153,7 +155,11 @@ export async function getIssue(req: RouteRequest, ctx: WorkContext) {
   return issueWithBlockers(ctx, rows[0]);
 }
 
-/** Locks and answers the issue the route names, in the call's company: every change of an issue or its parts takes it first. */
+/**
+ * Locks and answers the issue the route names, in the call's company: every change of an issue
+ * or of parts whose consistency hangs on it (documents, work products, checkout) takes it first.
+ * A comment does not (see comments.ts).
+ */
 export function lockIssue(ctx: WorkContext, issueId: string, companyId: string): Promise<Row> {
   return lockRow(ctx.db, 'issues', issueId, companyId);
 }

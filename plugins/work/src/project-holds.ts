@@ -8,7 +8,7 @@ import type { WorkContext } from './context.ts';
  * lifting the same hold twice changes nothing the second time.
  */
 export async function changeProjectHold(ctx: WorkContext, companyId: string, projectId: string, holder: string, reason: string, held: boolean): Promise<void> {
-  const { rows } = await ctx.db.query('select id, paused_at from projects where id = $1 and company_id = $2 for update', [projectId, companyId]);
+  const { rows } = await ctx.db.query('select id, paused_at from projects where id = $1 and company_id = $2 for no key update', [projectId, companyId]);
   if (!rows[0]) return;
   if (held) {
     const placed = await ctx.db.query(

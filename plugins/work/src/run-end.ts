@@ -14,7 +14,7 @@ export async function onRunClosed(payload: Record<string, unknown>, ctx: WorkCon
   if (!runId || !companyId) return;
   const { rows } = await ctx.db.query(
     `with held as (
-       select id, status from issues where company_id = $1 and (checkout_run_id = $2 or execution_run_id = $2) order by id for update)
+       select id, status from issues where company_id = $1 and (checkout_run_id = $2 or execution_run_id = $2) order by id for no key update)
      update issues i set checkout_run_id = null, execution_run_id = null,
             status = case when i.status = 'in_progress' then 'todo' else i.status end, updated_at = now()
        from held o where i.id = o.id

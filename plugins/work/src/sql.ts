@@ -27,9 +27,14 @@ type Row = Record<string, unknown>;
 const MISSING = { goals: 'Goal not found', projects: 'Project not found', issues: 'Issue not found' } as const;
 type PatchedTable = keyof typeof MISSING;
 
-/** Locks a row of the call's company for the change to come; 404 when the company has none with this id. */
+/**
+ * Locks a row of the call's company for the change to come; 404 when the company has none with
+ * this id. FOR NO KEY UPDATE, the lock an update that keeps the key takes: changes of the row
+ * wait for each other, but rows that only reference it (a comment's foreign key takes KEY
+ * SHARE) are written meanwhile, and do not hold up the change either.
+ */
 export async function lockRow(db: DatabaseCapability, table: PatchedTable, id: string, companyId: string): Promise<Row> {
-  const { rows } = await db.query(`select * from ${table} where id = $1 and company_id = $2 for update`, [id, companyId]);
+  const { rows } = await db.query(`select * from ${table} where id = $1 and company_id = $2 for no key update`, [id, companyId]);
   if (!rows[0]) throw new PluginError(404, 'not_found', MISSING[table]);
   return rows[0];
 }

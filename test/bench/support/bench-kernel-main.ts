@@ -11,5 +11,9 @@ const kernel = await startKernel(config, { log: createLogger(config.logging.leve
 await kernel.services.db.query('create table if not exists bench_rows (key text primary key, company_id uuid not null, value text not null, updated_at timestamptz not null default now())');
 await kernel.services.db.query(`create table if not exists bench_issues (id uuid primary key default gen_random_uuid(), company_id uuid not null, issue_number integer not null,
   identifier text not null unique, title text not null, status text not null, created_at timestamptz not null default now(), updated_at timestamptz not null default now())`);
+await kernel.services.db.query(`create table if not exists bench_comments (id uuid primary key default gen_random_uuid(), company_id uuid not null,
+  issue_id uuid not null references bench_issues (id) on delete cascade, author_type text not null, body text not null,
+  created_at timestamptz not null default now(), updated_at timestamptz not null default now())`);
+await kernel.services.db.query('create index if not exists bench_comments_issue on bench_comments (issue_id, created_at, id)');
 console.log(`Keel is listening on ${kernel.url}`);
 process.on('SIGINT', () => { void kernel.stop().then(() => process.exit(0)); });

@@ -54,6 +54,22 @@ export const kernelBenchRoutes: RouteModule = (router, kernel) => {
     });
   });
 
+  // The comment baseline: the same comment insert the work plugin makes (the issue read, the
+  // row, an activity entry), in a kernel transaction.
+  route({ method: 'POST', path: '/api/bench/issues/:issueId/comments', auth: 'any', success: 201, summary: 'Adds one comment to a benchmark issue' }, async (ctx) => {
+    const issue = await kernel.db.maybeOne<{ id: string; company_id: string }>('select id, company_id from bench_issues where id = ?', [ctx.params.issueId]);
+    if (!issue) throw notFound('Issue not found');
+    const { company } = await companyForRequest(ctx, kernel.db, issue.company_id);
+    const body = await readJsonBody(ctx, kernel.config.limits.jsonBodyBytes) as { body: string };
+    ctx.status = 201;
+    ctx.body = await kernel.db.transaction(async (tx) => {
+      const row = await tx.maybeOne<{ id: string }>(
+        "insert into bench_comments (company_id, issue_id, author_type, body) values (?, ?, 'user', ?) returning *", [company.id, issue.id, body.body]);
+      await kernel.activity.recordFor(ctx, tx, { companyId: company.id, action: 'bench.comment_added', entityType: 'issue', entityId: issue.id });
+      return row;
+    });
+  });
+
   // The blob baseline: the same streamed upload and download, without a plugin in between.
   route({ method: 'POST', path: '/api/bench/companies/:companyId/blobs', auth: 'any', success: 201, summary: 'Stores one uploaded file in the blob store' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);

@@ -32,6 +32,17 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
     invocation.activityWritten = true;
     return;
   }
+  if (invocation.wantsTransaction) {
+    // A call with its own transaction writes its entries just before its COMMIT (flushActivity),
+    // for the same reason: appending takes the company's chain head, a row every write of the
+    // company needs, and holds it until the commit; taken last, it is held for the commit alone
+    // rather than for the rest of the call. The transaction is opened now (it usually is
+    // already), so that the entries have one to join.
+    await db.transactionOf(invocation);
+    invocation.pendingActivity.push(values);
+    invocation.activityWritten = true;
+    return;
+  }
   try {
     await onInvocationClient(db, invocation, (client) => client.query({ text: sql, values }));
   } catch (error) {
@@ -134,6 +145,16 @@ export function activityCapability(db: PluginDatabase | null, kinds: ActivityEnt
       return null;
     },
   };
+}
+
+/**
+ * What a call's transaction does just before its COMMIT: the call's buffered entries (see
+ * writeActivity), in the order recorded; undefined when there are none.
+ */
+export function flushActivity(invocation: Invocation): ((client: import('pg').PoolClient) => Promise<void>) | undefined {
+  const entries = invocation.pendingActivity;
+  if (entries.length === 0) return undefined;
+  return (client) => flushBatchActivity(client, entries);
 }
 
 /**

@@ -13,6 +13,8 @@ const MAX_ROWS = 10_000;
 const MAX_NAMED_STATEMENTS = 200;
 /** Connections each plugin's pool holds in a worker (one pool per plugin, shared by its concurrent calls). */
 export const PLUGIN_POOL_CONNECTIONS = 16;
+/** Connections of the second pool for statements that commit on their own (PluginDatabase.autonomous). */
+const AUTONOMOUS_CONNECTIONS = 2;
 /**
  * What DISCARD ALL would reset that a plugin can still set on a hardened database: the values
  * lastval() and currval() answer (any insert with a serial sets them), and settings, listeners
@@ -41,6 +43,9 @@ const CANCEL_RETRY_MS = 100;
 export class PluginDatabase {
   private readonly pool: pg.Pool;
   private readonly resetSessions: boolean;
+  private readonly poolConfig: pg.PoolConfig;
+  /** Connections for statements that commit on their own (see autonomous), opened on first use. */
+  private autonomousPool: pg.Pool | null = null;
 
   /**
    * `resetSessions`: whether pooled connections must be reset (DISCARD ALL) when returned.
@@ -55,7 +60,7 @@ export class PluginDatabase {
   constructor(url: string, schema: string, maxConnections: number, resetSessions = true, applicationName = `keel-plugin-${schema}`) {
     this.resetSessions = resetSessions;
     // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
-    this.pool = new pg.Pool(connectionConfig<pg.PoolConfig>(url, {
+    this.poolConfig = connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
       // Read-only unless a transaction says otherwise (BEGIN READ WRITE): a statement outside a
       // transaction (a read-only call's) is read-only by the session's own default, which RESET
@@ -69,7 +74,8 @@ export class PluginDatabase {
       // not two). Each statement keeps its own Sync, so one that fails aborts the transaction
       // exactly as it would sent alone, and the ones after it fail as they would after it.
       pipeline: true,
-    } as pg.PoolConfig));
+    } as pg.PoolConfig);
+    this.pool = new pg.Pool(this.poolConfig);
     this.pool.on('error', () => { /* a broken idle client is dropped by the pool */ });
     // pg-pool takes its own error listener off a client while a call holds it, and an 'error'
     // event nobody listens to ends the worker: a database lost mid-transaction (a failover)
@@ -165,8 +171,15 @@ export class PluginDatabase {
    */
   async closeTransaction(client: pg.PoolClient, verb: 'COMMIT' | 'ROLLBACK', beforeCommit?: (client: pg.PoolClient) => Promise<void>): Promise<unknown> {
     try {
-      if (verb === 'COMMIT' && beforeCommit) await beforeCommit(client);
-      await this.endTransaction(client, verb);
+      if (verb === 'COMMIT' && beforeCommit) {
+        // Sent together (the connection pipelines): what beforeCommit writes (activity entries,
+        // which take the company's chain head) is held for the COMMIT alone, not for one more
+        // round trip. Had it failed, the COMMIT answers ROLLBACK; its own error is the one to tell.
+        const [written, ended] = await Promise.all([beforeCommit(client).then(() => null, (error: unknown) => error ?? new Error('beforeCommit failed')), this.endTransaction(client, verb).then(() => null, (error: unknown) => error)]);
+        if (written || ended) throw written ?? ended;
+      } else {
+        await this.endTransaction(client, verb);
+      }
       this.release(client);
       return null;
     } catch (error) {
@@ -279,6 +292,30 @@ export class PluginDatabase {
     return client;
   }
 
+  /**
+   * Runs one statement in a transaction of its own, committed at once, on a connection of a
+   * small second pool: what it changes is not held until the calling call's commit (an issue
+   * number taken from the company's counter, issues.number). Never the pool the call may hold a
+   * connection of, so it cannot wait for its own caller. Only host-written statements that
+   * take no lock a waiting call could hold come here (one short update of a kernel row), so
+   * the connections of this pool are always given back promptly.
+   *
+   * These commits do not wait for the WAL to reach the disk (synchronous_commit off), so the
+   * row is free again as soon as the update is done. That loses nothing that matters: whatever
+   * uses the number commits later, durably, and a durable commit flushes the WAL up to its own
+   * record, this earlier one included; after a crash before that, the number was used by
+   * nothing durable and is simply taken again.
+   */
+  async autonomous(text: string, values: unknown[]): Promise<pg.QueryResult> {
+    if (!this.autonomousPool) {
+      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off`;
+      this.autonomousPool = new pg.Pool({ ...this.poolConfig, options, max: AUTONOMOUS_CONNECTIONS });
+      this.autonomousPool.on('error', () => { /* a broken idle client is dropped by the pool */ });
+      this.autonomousPool.on('connect', (client) => { client.on('error', () => undefined); });
+    }
+    return this.autonomousPool.query({ text, values });
+  }
+
   capability(): WorkerCapability {
     return {
       query: async (invocation: Invocation, args: unknown[]) => {
@@ -317,6 +354,7 @@ export class PluginDatabase {
   }
 
   async close(): Promise<void> {
+    await this.autonomousPool?.end().catch(() => undefined);
     await this.pool.end().catch(() => undefined);
   }
 }

@@ -1,6 +1,7 @@
 import type { PluginDatabase } from './database.ts';
 import type { Invocation } from '../invocation.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MONTH = /^(\d{4})-(0[1-9]|1[0-2])$/;
@@ -14,17 +15,24 @@ const MAX_CENTS = Number.MAX_SAFE_INTEGER;
  * it. The database itself enforces the grant: the functions are executable by the plugin's
  * role only when the operator granted the capability (see plugin-databases.ts).
  */
-async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[]): Promise<unknown> {
+async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[], own: 'call' | 'autonomous' = 'call'): Promise<unknown> {
   if (!db) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this capability needs the plugin database connection');
   if (invocation.message.readOnly || !invocation.message.transactional) throw new CapabilityError(403, 'kernel_rows_read_only', 'kernel rows can be changed only from a mutating, transactional call');
   const signed = invocation.message.signed;
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
-  const client = await db.transactionOf(invocation)!;
+  const query = { text: sql, values: [signed.invocation, signed.signature, ...values] };
   try {
-    const result = await db.statement(client, () => client.query({ text: sql, values: [signed.invocation, signed.signature, ...values] }));
+    let result;
+    if (own === 'autonomous') {
+      result = await db.autonomous(query.text, query.values);
+    } else {
+      const client = await db.transactionOf(invocation)!;
+      result = await db.statement(client, () => client.query(query));
+    }
     return (result.rows[0] as { result?: unknown } | undefined)?.result ?? null;
   } catch (error) {
     if (error instanceof CapabilityError) throw error;
+    if (isDatabaseUnavailable(error)) throw new CapabilityError(DATABASE_UNAVAILABLE.status, DATABASE_UNAVAILABLE.code, DATABASE_UNAVAILABLE.message);
     const pgError = error as { code?: string; message?: string };
     if (pgError.code === '42501') throw new CapabilityError(403, 'capability_denied', `the database refused: ${pgError.message}`);
     throw new CapabilityError(400, 'invalid_arguments', pgError.message ?? 'refused');
@@ -75,9 +83,16 @@ function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
  * Pauses as holds (migration 0020): `ctx.agents.pause/resume` (agents.pause) and
  * `ctx.companies.pause/resume` (companies.pause) place or lift this plugin's hold in this
  * call's transaction. keel_bridge writes the hold, the status, the activity entry and the
- * status event together, so they commit or roll back with the plugin's own writes. And
- * `ctx.companies.nextIssueNumber` (issues.number) takes the company's next issue number there
- * (`nextIssueNumbers(count)` a range of them at once).
+ * status event together, so they commit or roll back with the plugin's own writes.
+ *
+ * `ctx.companies.nextIssueNumber` (issues.number) takes the company's next issue number in a
+ * transaction of its own, committed at once (PluginDatabase.autonomous): the company's row is
+ * locked for that one update, not until the creating call commits, so creates of one company
+ * (in any process) no longer wait for each other's commits, and no write of the company row
+ * (month-to-date spend, a pause) waits for a create. Numbers stay unique and in the order they
+ * were taken; a create that fails after taking its number leaves that number unused.
+ * `nextIssueNumbers(count)` takes a range in the call's own transaction, as before: an import
+ * that fails gives its whole range back.
  */
 export function kernelRowCapabilities(db: PluginDatabase | null): { budgets: WorkerCapability; agents: WorkerCapability; companies: WorkerCapability } {
   const answer = (result: unknown, what: string) => {
@@ -96,7 +111,7 @@ export function kernelRowCapabilities(db: PluginDatabase | null): { budgets: Wor
     companies: {
       pause: company(true),
       resume: company(false),
-      nextIssueNumber: (invocation) => bridge(db, invocation, 'select keel_bridge.next_issue_number($1, $2) as result', []),
+      nextIssueNumber: (invocation) => bridge(db, invocation, 'select keel_bridge.next_issue_number($1, $2) as result', [], 'autonomous'),
       nextIssueNumbers: (invocation, args) => bridge(db, invocation, 'select keel_bridge.next_issue_numbers($1, $2, $3::integer) as result', [args[0]]),
     },
   };
