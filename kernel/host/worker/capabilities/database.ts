@@ -308,7 +308,9 @@ export class PluginDatabase {
    */
   async autonomous(text: string, values: unknown[]): Promise<pg.QueryResult> {
     if (!this.autonomousPool) {
-      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off`;
+      // Its statements write (the plugin's own connections are read-only by default): the later
+      // setting wins over the pool's.
+      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off -c default_transaction_read_only=off`;
       this.autonomousPool = new pg.Pool({ ...this.poolConfig, options, max: AUTONOMOUS_CONNECTIONS });
       this.autonomousPool.on('error', () => { /* a broken idle client is dropped by the pool */ });
       this.autonomousPool.on('connect', (client) => { client.on('error', () => undefined); });
