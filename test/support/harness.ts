@@ -157,7 +157,7 @@ export async function startPeerKernel(t: TestKernel, overrides: Record<string, a
   const dataDir = await mkdtemp(join(tmpdir(), 'keel-peer-'));
   for (const file of ['agent-jwt.secret', 'secrets-master.keys']) await copyFile(join(t.dataDir, file), join(dataDir, file)).catch(() => undefined);
   const config = loadConfig({ env: {}, overrides: { dataDir, database: { url: t.databaseUrl }, logging: { level: 'silent' }, ...overrides, server: { host: '127.0.0.1', port: 0, exposure: 'private' } } });
-  const kernel = await startKernel(config, { log: createLogger('silent'), port: 0, firstPartyDir: options.firstPartyDir ?? join(dataDir, 'no-first-party-plugins') });
+  const kernel = await startKernel(config, { log: createLogger(process.env.KEEL_TEST_LOG as any ?? 'silent'), port: 0, firstPartyDir: options.firstPartyDir ?? join(dataDir, 'no-first-party-plugins') });
   return {
     kernel, url: kernel.url, api: createApi(kernel.url),
     async stop() {

@@ -141,7 +141,8 @@ describe('issue-graph liveness auto-recovery', () => {
 
   it('leaves out an archived company with findings: the plugin\'s selection narrows the companies, never widens them', async () => {
     const archived = await stalledCompany();
-    expect((await t.api.patch(`/api/companies/${archived.company.id}`, { status: 'archived' })).status).toBe(200);
+    const archiving = await t.api.patch(`/api/companies/${archived.company.id}`, { status: 'archived' });
+    expect(archiving.status, archiving.text).toBe(200);
     const before = await issueCount();
     for (const path of [`${BASE}/preview`, `${BASE}/run`]) {
       const res = await t.api.post(path, {});
