@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, ISSUE_STATUSES, page, upload, type Agent, type Issue } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ActionButton, ErrorNote, Field, Form, Loading, Status, useLoad, when } from '../ui.tsx';
+import { ActionButton, ErrorNote, Field, Form, Loading, Status, TableFrame, useLoad, when } from '../ui.tsx';
 import { WorkProducts } from './work-products.tsx';
 import { FeedbackVote, useMyVotes } from './feedback.tsx';
 import { IssueRuns } from './run-list.tsx';
@@ -87,7 +87,7 @@ export function IssuesPage({ companyId }: { companyId: string }) {
           })}
         </div>
       ) : (
-        <table className="table">
+        <TableFrame label="Issues"><table className="table">
           <caption className="sr-only">Issues</caption>
           <thead><tr><th scope="col">Issue</th><th scope="col">Status</th><th scope="col">Priority</th><th scope="col">Assignee</th><th scope="col">Updated</th></tr></thead>
           <tbody>{issues.items.map((issue) => (
@@ -96,7 +96,7 @@ export function IssuesPage({ companyId }: { companyId: string }) {
               <td><Status value={issue.status} /></td><td>{issue.priority}</td><td>{agentName(issue.assigneeAgentId)}</td><td>{when(issue.updatedAt)}</td>
             </tr>))}
           </tbody>
-        </table>
+        </table></TableFrame>
       )}
       {issues.loading ? <Loading what="issues" /> : null}
       {issues.next && !issues.loading ? <button type="button" onClick={() => void issues.more()}>Load {PAGE} more</button> : null}
