@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, isStatus, type Company, type Me } from './api.ts';
 import { ClaimBanner, CliAuthApprove, SignIn } from './auth.tsx';
 import { Link, match, navigate, usePath } from './router.tsx';
@@ -76,12 +76,17 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
   const company = companies.data?.find((c) => c.id === companyId);
   const menuButton = useRef<HTMLButtonElement>(null);
   useEffect(() => { setMenuOpen(false); }, [path]);
-  // Escape closes the open menu (on narrow screens) and gives the focus back to its button.
-  const closeOnEscape = (event: KeyboardEvent) => {
-    if (event.key !== 'Escape' || !menuOpen) return;
-    setMenuOpen(false);
-    menuButton.current?.focus();
-  };
+  // Escape closes the open menu (on narrow screens), wherever the focus is, and gives the focus back to its button.
+  useEffect(() => {
+    if (!menuOpen) return;
+    const close = (event: globalThis.KeyboardEvent) => {
+      if (event.key !== 'Escape') return;
+      setMenuOpen(false);
+      menuButton.current?.focus();
+    };
+    window.addEventListener('keydown', close);
+    return () => window.removeEventListener('keydown', close);
+  }, [menuOpen]);
   useEffect(() => {
     if (path === '/' && companies.data) navigate(companies.data[0] ? `/companies/${companies.data[0].id}/dashboard` : '/companies', true);
   }, [path, companies.data]);
@@ -103,7 +108,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
         <ColourSchemeToggle />
         {mode === 'authenticated' && me.source === 'session' ? <button type="button" onClick={signOut}>Sign out</button> : null}
       </header>
-      <nav id="nav" className={menuOpen ? 'side open' : 'side'} aria-label="Main" onKeyDown={closeOnEscape}>
+      <nav id="nav" className={menuOpen ? 'side open' : 'side'} aria-label="Main">
         <ul>
           <li><Link to="/companies" aria-current={path === '/companies' ? 'page' : undefined}><Icon name="companies" />Companies</Link></li>
           {company ? SECTIONS.map(([section, label]) => {
