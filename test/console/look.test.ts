@@ -71,7 +71,7 @@ describe('console: one look on every page, dark mode and the keyboard', () => {
     expect(await walk(PHONE, 'dark')).toEqual({});
   }, 600_000);
 
-  const background = (page: Page) => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const background = (page: Page) => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
 
   it('follows the browser until the toggle picks a scheme, which this browser remembers', async () => {
     const { context, page, errors: pageErrors } = await openConsolePage(browser, { viewport: LAPTOP, timeout: UI_TIMEOUT });

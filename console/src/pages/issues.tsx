@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, ISSUE_STATUSES, page, upload, type Agent, type Issue } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ActionButton, ErrorNote, Field, Form, Loading, Status, TableFrame, useLoad, when } from '../ui.tsx';
+import { ActionButton, Empty, ErrorNote, Field, Form, Loading, Status, TableFrame, useLoad, when } from '../ui.tsx';
 import { WorkProducts } from './work-products.tsx';
 import { FeedbackVote, useMyVotes } from './feedback.tsx';
 import { IssueRuns } from './run-list.tsx';
@@ -68,8 +68,10 @@ export function IssuesPage({ companyId }: { companyId: string }) {
         <label className="field inline"><span>Search</span><input type="search" defaultValue={q} onKeyDown={(event) => { if (event.key === 'Enter') setQ(event.currentTarget.value); }} onBlur={(event) => setQ(event.currentTarget.value)} /></label>
       </div>
       <ErrorNote error={issues.error} />
+      {!issues.loading && !issues.error && issues.items.length === 0 && !q ? <Empty>No issues yet. Open “New issue” above to write the first one; an issue assigned to an agent wakes it to work on it.</Empty> : null}
       {view === 'board' ? (
-        <div className="board" data-testid="issue-board">
+        // The board scrolls sideways: as a named region that takes the focus, the keyboard can scroll it even with no card to tab to.
+        <div className="board" data-testid="issue-board" role="region" aria-label="Issue board" tabIndex={0}>
           {ISSUE_STATUSES.map((status) => {
             const column = issues.items.filter((issue) => issue.status === status);
             return (
