@@ -91,6 +91,8 @@ describe('console: one look on every page, dark mode and the keyboard', () => {
       await toggle.click();
       await poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
       expect(await background(page)).toBe(light);
+      // The pointer still rests on the toggle: the top bar's hover keeps its text readable.
+      expect(await seriousViolations(page)).toEqual([]);
       await page.goto(t.url + pages.issues);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
@@ -99,6 +101,8 @@ describe('console: one look on every page, dark mode and the keyboard', () => {
       // And the other way: dark chosen under a light system.
       await page.emulateMedia({ colorScheme: 'light' });
       await page.getByRole('button', { name: 'Dark mode' }).click();
+      await poll(() => page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+      expect(await seriousViolations(page)).toEqual([]);
       await page.reload();
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
