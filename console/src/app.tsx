@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { api, isStatus, type Company, type Me } from './api.ts';
 import { ClaimBanner, CliAuthApprove, SignIn } from './auth.tsx';
 import { Link, match, navigate, usePath } from './router.tsx';
@@ -27,6 +27,8 @@ import { MembersPage } from './pages/members.tsx';
 import { HireWizard } from './pages/hire-wizard.tsx';
 import { InboxPage } from './pages/inbox.tsx';
 import { UnreadBadge } from './inbox/unread-badge.tsx';
+import { Icon, sectionIcon } from './icons.tsx';
+import { ColourSchemeToggle } from './theme.tsx';
 
 type Session = { state: 'loading' } | { state: 'signed-out' } | { state: 'signed-in'; me: Me; mode: string } | { state: 'failed'; error: unknown };
 
@@ -72,7 +74,19 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
   const [menuOpen, setMenuOpen] = useState(false);
   const companyId = /^\/companies\/([^/?]+)/.exec(path)?.[1];
   const company = companies.data?.find((c) => c.id === companyId);
+  const menuButton = useRef<HTMLButtonElement>(null);
   useEffect(() => { setMenuOpen(false); }, [path]);
+  // Escape closes the open menu (on narrow screens), wherever the focus is, and gives the focus back to its button.
+  useEffect(() => {
+    if (!menuOpen) return;
+    const close = (event: globalThis.KeyboardEvent) => {
+      if (event.key !== 'Escape') return;
+      setMenuOpen(false);
+      menuButton.current?.focus();
+    };
+    window.addEventListener('keydown', close);
+    return () => window.removeEventListener('keydown', close);
+  }, [menuOpen]);
   useEffect(() => {
     if (path === '/' && companies.data) navigate(companies.data[0] ? `/companies/${companies.data[0].id}/dashboard` : '/companies', true);
   }, [path, companies.data]);
@@ -81,7 +95,7 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
     <div className="shell">
       <a className="skip" href="#main">Skip to content</a>
       <header className="top">
-        <button type="button" className="menu" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}>Menu</button>
+        <button ref={menuButton} type="button" className="menu" aria-expanded={menuOpen} aria-controls="nav" onClick={() => setMenuOpen(!menuOpen)}><Icon name={menuOpen ? 'close' : 'menu'} />Menu</button>
         <Link to="/" className="brand">Keel</Link>
         <label className="company-switch">
           <span className="sr-only">Company</span>
@@ -91,18 +105,19 @@ function Shell({ me, mode, path, refresh }: { me: Me; mode: string; path: string
           </select>
         </label>
         <span className="who">{me.source === 'local_implicit' ? 'Local board' : me.user.email ?? me.user.name ?? me.userId}</span>
+        <ColourSchemeToggle />
         {mode === 'authenticated' && me.source === 'session' ? <button type="button" onClick={signOut}>Sign out</button> : null}
       </header>
       <nav id="nav" className={menuOpen ? 'side open' : 'side'} aria-label="Main">
         <ul>
-          <li><Link to="/companies" aria-current={path === '/companies' ? 'page' : undefined}>Companies</Link></li>
+          <li><Link to="/companies" aria-current={path === '/companies' ? 'page' : undefined}><Icon name="companies" />Companies</Link></li>
           {company ? SECTIONS.map(([section, label]) => {
             const to = `/companies/${company.id}/${section}`;
-            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}>{label}{section === 'inbox' ? <UnreadBadge companyId={company.id} path={path} /> : null}</Link></li>;
+            return <li key={section}><Link to={to} aria-current={path.startsWith(to) ? 'page' : undefined}><Icon name={sectionIcon(section)} />{label}{section === 'inbox' ? <UnreadBadge companyId={company.id} path={path} /> : null}</Link></li>;
           }) : null}
           {company ? <PluginPageLinks companyId={company.id} path={path} /> : null}
-          <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}>Plugins</Link></li>
-          <li><Link to="/settings" aria-current={path.startsWith('/settings') ? 'page' : undefined}>Instance</Link></li>
+          <li><Link to="/plugins" aria-current={path.startsWith('/plugins') ? 'page' : undefined}><Icon name="plugins" />Plugins</Link></li>
+          <li><Link to="/settings" aria-current={path.startsWith('/settings') ? 'page' : undefined}><Icon name="instance" />Instance</Link></li>
         </ul>
       </nav>
       <main id="main" className="content" tabIndex={-1}>

@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState, type ReactNode } from 'react';
 import { errorText } from './api.ts';
+import { Icon } from './icons.tsx';
 
 /** An error from the API, in its own words, announced to screen readers. */
 export function ErrorNote({ error }: { error: unknown }) {
@@ -74,11 +75,11 @@ export function useLoad<T>(load: () => Promise<T>, deps: unknown[]): { data: T |
 }
 
 /** Shows a list page by page: long lists never render more than `size` rows at once. */
-export function Paged<T>({ items, size = 50, render, empty, label }: { items: T[]; size?: number; render: (item: T) => ReactNode; empty: string; label: string }) {
+export function Paged<T>({ items, size = 50, render, empty, label }: { items: T[]; size?: number; render: (item: T) => ReactNode; empty: ReactNode; label: string }) {
   const [pageIndex, setPage] = useState(0);
   const pages = Math.max(1, Math.ceil(items.length / size));
   const current = Math.min(pageIndex, pages - 1);
-  if (items.length === 0) return <p className="muted">{empty}</p>;
+  if (items.length === 0) return <Empty>{empty}</Empty>;
   return (
     <>
       <ul className="rows" aria-label={label}>{items.slice(current * size, current * size + size).map(render)}</ul>
@@ -91,6 +92,19 @@ export function Paged<T>({ items, size = 50, render, empty, label }: { items: T[
       ) : null}
     </>
   );
+}
+
+/** An empty list or page: what is missing and, in the same words, what to do next. */
+export function Empty({ children, testId }: { children: ReactNode; testId?: string }) {
+  return <div className="empty-state" data-testid={testId}><Icon name="empty" /><p>{children}</p></div>;
+}
+
+/**
+ * A table in a frame that scrolls sideways on a narrow screen; the frame takes the focus so the
+ * keyboard can scroll it too, and is named after the table.
+ */
+export function TableFrame({ label, children }: { label: string; children: ReactNode }) {
+  return <div className="table-wrap" role="region" aria-label={label} tabIndex={0}>{children}</div>;
 }
 
 export function Loading({ what }: { what: string }) {

@@ -12,6 +12,7 @@ const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.ur
  * policies, a secret, a backup and a plugin page, and writes a PNG of each main page of the
  * console at 1280×800 (laptop) and 390×844 (phone) into docs/console/screenshots/. A page
  * whose subject is below the fold (the budget policies, the danger zone) is scrolled to it.
+ * A few pages are photographed in the dark scheme too (`*-dark-laptop.png`, `*-dark-phone.png`).
  */
 const OUT = fileURLToPath(new URL('../../docs/console/screenshots/', import.meta.url));
 const SIZES = [{ name: 'laptop', width: 1280, height: 800 }, { name: 'phone', width: 390, height: 844 }] as const;
@@ -66,7 +67,7 @@ try {
 
   // [file name, console path, heading to scroll to (for a subject below the fold)]
   const pages: Array<[string, string, string?]> = [
-    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['company-settings', `/companies/${company.id}/settings`], ['company-danger-zone', `/companies/${company.id}/settings`, 'Danger zone'],
+    ['companies', '/companies'], ['dashboard', `/companies/${company.id}/dashboard`], ['inbox', `/companies/${company.id}/inbox`], ['hire-wizard', `/companies/${company.id}/agents/new`], ['company-settings', `/companies/${company.id}/settings`], ['company-danger-zone', `/companies/${company.id}/settings`, 'Danger zone'],
     ['agents', `/companies/${company.id}/agents`], ['agent', `/companies/${company.id}/agents/${agents[1].id}`], ['issues-board', `/companies/${company.id}/issues`],
     ['issue', `/companies/${company.id}/issues/${issues[0].id}`], ['projects', `/companies/${company.id}/projects`], ['project', `/companies/${company.id}/projects/${projects[0].id}`],
     ['project-workspaces', `/companies/${company.id}/projects/${projects[0].id}`, 'Workspaces'],
@@ -78,16 +79,19 @@ try {
   ];
   await rm(OUT, { recursive: true, force: true });
   await mkdir(OUT, { recursive: true });
-  for (const size of SIZES) {
-    const context = await browser.newContext({ viewport: { width: size.width, height: size.height }, deviceScaleFactor: 1 });
+  const dark = new Set(['dashboard', 'issues-board', 'agent', 'costs', 'activity']);
+  const passes = [...SIZES.map((size) => ({ size, scheme: 'light' as const, suffix: size.name })), ...SIZES.map((size) => ({ size, scheme: 'dark' as const, suffix: `dark-${size.name}` }))];
+  for (const { size, scheme, suffix } of passes) {
+    const context = await browser.newContext({ viewport: { width: size.width, height: size.height }, deviceScaleFactor: 1, colorScheme: scheme });
     const page = await context.newPage();
     for (const [name, path, scrollTo] of pages) {
+      if (scheme === 'dark' && !dark.has(name)) continue;
       await page.goto(kernel.url + path);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
       await page.waitForLoadState('networkidle');
       if (scrollTo) await page.getByRole('heading', { name: scrollTo, exact: true }).first().evaluate((heading) => heading.scrollIntoView({ block: 'start' }));
-      await page.screenshot({ path: `${OUT}${name}-${size.name}.png` });
-      console.log(`${name}-${size.name}.png`);
+      await page.screenshot({ path: `${OUT}${name}-${suffix}.png` });
+      console.log(`${name}-${suffix}.png`);
     }
     await context.close();
   }

@@ -60,7 +60,7 @@ export function ActivityPage({ companyId }: { companyId: string }) {
       </div>
       {activity.loading ? <Loading what="activity" /> : null}
       <ErrorNote error={activity.error} />
-      {activity.data ? <Paged label="Activity entries" size={100} items={activity.data} empty="No activity matches." render={(entry) => (
+      {activity.data ? <Paged label="Activity entries" size={100} items={activity.data} empty="No activity matches. Clear the filters to see every entry; a new company’s log fills as agents and the board work." render={(entry) => (
         <li key={entry.id} className="row-item activity-entry" data-action={entry.action}>
           <Sentence entry={entry} names={names} companyId={companyId} />
           <span className="muted"><time dateTime={entry.createdAt}>{when(entry.createdAt)}</time></span>

@@ -44,7 +44,7 @@ export function AgentSkills({ agentId }: { agentId: string }) {
       <p className="muted">Adapter {s.adapterType}: {s.mode === 'persistent' ? 'skills are installed in its working directory' : s.mode === 'ephemeral' ? 'skills are materialised per run' : 'skills are recorded only'}.</p>
       {s.warnings.map((warning) => <p key={warning} className="error">{warning}</p>)}
       <form aria-label="Agent skills" className="form" onSubmit={(event) => { event.preventDefault(); void sync(); }}>
-        <Paged label="Skills of the agent" size={100} items={s.entries} empty="The company has no skills yet." render={(entry) => (
+        <Paged label="Skills of the agent" size={100} items={s.entries} empty="The company has no skills yet. Add them on the Skills page, then tick them here." render={(entry) => (
           <li key={entry.key} className="row-item">
             <label className="check">
               <input type="checkbox" checked={entry.required || chosen.has(entry.key)} disabled={entry.required || busy} onChange={(event) => toggle(entry.key, event.target.checked)} />

@@ -11,7 +11,7 @@ export function ApprovalsPage({ companyId }: { companyId: string }) {
       <h1>Approvals</h1>
       {approvals.loading && !approvals.data ? <Loading what="approvals" /> : null}
       <ErrorNote error={approvals.error} />
-      <Paged label="Approvals" items={approvals.data ?? []} empty="Nothing waits for approval." render={(approval) => (
+      <Paged label="Approvals" items={approvals.data ?? []} empty="Nothing waits for approval. Hires and other requests that need the board appear here." render={(approval) => (
         <li key={approval.id} className="row-item">
           <strong>{approval.type.replace(/_/g, ' ')}</strong>
           <span>{String(approval.payload?.name ?? approval.payload?.agentName ?? '')}</span>

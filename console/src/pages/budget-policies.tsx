@@ -29,7 +29,7 @@ export function BudgetPolicies({ companyId, companyName, policies, onChange }: {
     <>
       <div className="card">
         <h3>Policies</h3>
-        <Paged label="Budget policies" items={policies} size={100} empty="No budget policies yet." render={(policy) => (
+        <Paged label="Budget policies" items={policies} size={100} empty="No budget policies yet. Set a project’s budget below; the company’s monthly budget is set above, an agent’s on its page." render={(policy) => (
           <li key={policy.id} className="row-item">
             <strong>{scopeName(policy)}</strong> {money(policy.observedAmount)} of {money(policy.amount)} ({policy.utilizationPercent}%)
             <span className="muted">{policy.windowKind === 'lifetime' ? 'lifetime' : 'monthly'} · warn at {policy.warnPercent}%{policy.hardStopEnabled ? ' · hard stop' : ''}{policy.isActive ? '' : ' · inactive'}</span>

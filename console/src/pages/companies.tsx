@@ -27,7 +27,7 @@ export function CompaniesPage({ onChange }: { onChange: () => Promise<void> }) {
       </details>
       {companies.loading && !companies.data ? <Loading what="companies" /> : null}
       <ErrorNote error={companies.error} />
-      <Paged label="Companies" items={companies.data ?? []} empty="No companies yet." render={(company) => (
+      <Paged label="Companies" items={companies.data ?? []} empty="No companies yet. Start with the guide above: a company, then its first agent." render={(company) => (
         <li key={company.id} className="row-item">
           <Link to={`/companies/${company.id}/dashboard`}>{company.name}</Link>
           <Status value={company.status} />

@@ -63,7 +63,7 @@ function Leases({ environment }: { environment: Environment }) {
     <div>
       {leases.loading && !leases.data ? <Loading what="leases" /> : null}
       <ErrorNote error={leases.error} />
-      {leases.data ? <Paged label={`Leases of ${environment.name}`} items={leases.data} empty="No leases yet." render={(lease) => (
+      {leases.data ? <Paged label={`Leases of ${environment.name}`} items={leases.data} empty="No leases yet: a run that uses this environment takes one." render={(lease) => (
         <li key={lease.id} className="row-item">
           <Status value={lease.status} /> <span className="muted">{lease.policy}{lease.reuseKey ? ` (${lease.reuseKey})` : ''}</span>
           <code className="wrap-anywhere">{lease.path}</code>
@@ -111,7 +111,7 @@ export function Environments({ companyId }: { companyId: string }) {
     <>
       {environments.loading && !environments.data ? <Loading what="environments" /> : null}
       <ErrorNote error={environments.error} />
-      {environments.data ? <Paged label="Environments" items={environments.data} empty="No environments." render={(environment) => (
+      {environments.data ? <Paged label="Environments" items={environments.data} empty="No environments. Open “New environment” below to describe where agents run and with which variables." render={(environment) => (
         <EnvironmentRow key={environment.id} companyId={companyId} environment={environment} onChange={environments.reload} />
       )} /> : null}
       <details className="card">

@@ -72,7 +72,7 @@ export function GoalsPage({ companyId }: { companyId: string }) {
       </div>
       {goals.loading && !goals.data ? <Loading what="goals" /> : null}
       <ErrorNote error={goals.error ?? agents.error} />
-      {goals.data ? <Paged label="Goals" items={shown} empty="No goals here." render={(goal) => <GoalRow key={goal.id} goal={goal} goals={all} agentName={agentName} onChange={goals.reload} />} /> : null}
+      {goals.data ? <Paged label="Goals" items={shown} empty="No goals here. Open “New goal” above to give the company’s work a direction; issues and projects can then point to it." render={(goal) => <GoalRow key={goal.id} goal={goal} goals={all} agentName={agentName} onChange={goals.reload} />} /> : null}
     </section>
   );
 }

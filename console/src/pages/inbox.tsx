@@ -25,7 +25,7 @@ export function InboxPage({ companyId }: { companyId: string }) {
       <ErrorNote error={inbox.error} />
       {inbox.data ? <p role="status">{unread === 0 ? 'Everything is read.' : `${unread} unread of ${inbox.data.counts.total}.`}</p> : null}
       {unread > 0 ? <ActionButton action={() => markAllRead(companyId)}>Mark all read</ActionButton> : null}
-      <Paged label="Inbox" items={items} empty="Nothing needs you now." render={(item: InboxItem) => (
+      <Paged label="Inbox" items={items} empty="Nothing needs you now. Approvals, budget stops, blocked issues, failed runs and mentions of you land here." render={(item: InboxItem) => (
         <li key={item.id} className={item.read ? 'row-item read' : 'row-item unread'}>
           <span className="badge">{KIND_LABELS[item.kind]}</span>
           {item.read ? null : <span className="sr-only">Unread:</span>}

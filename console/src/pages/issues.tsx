@@ -1,7 +1,7 @@
 import { useCallback, useEffect, useState } from 'react';
 import { api, ISSUE_STATUSES, page, upload, type Agent, type Issue } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ActionButton, ErrorNote, Field, Form, Loading, Status, useLoad, when } from '../ui.tsx';
+import { ActionButton, Empty, ErrorNote, Field, Form, Loading, Status, TableFrame, useLoad, when } from '../ui.tsx';
 import { WorkProducts } from './work-products.tsx';
 import { FeedbackVote, useMyVotes } from './feedback.tsx';
 import { IssueRuns } from './run-list.tsx';
@@ -68,8 +68,10 @@ export function IssuesPage({ companyId }: { companyId: string }) {
         <label className="field inline"><span>Search</span><input type="search" defaultValue={q} onKeyDown={(event) => { if (event.key === 'Enter') setQ(event.currentTarget.value); }} onBlur={(event) => setQ(event.currentTarget.value)} /></label>
       </div>
       <ErrorNote error={issues.error} />
+      {!issues.loading && !issues.error && issues.items.length === 0 && !q ? <Empty>No issues yet. Open “New issue” above to write the first one; an issue assigned to an agent wakes it to work on it.</Empty> : null}
       {view === 'board' ? (
-        <div className="board" data-testid="issue-board">
+        // The board scrolls sideways: as a named region that takes the focus, the keyboard can scroll it even with no card to tab to.
+        <div className="board" data-testid="issue-board" role="region" aria-label="Issue board" tabIndex={0}>
           {ISSUE_STATUSES.map((status) => {
             const column = issues.items.filter((issue) => issue.status === status);
             return (
@@ -87,7 +89,7 @@ export function IssuesPage({ companyId }: { companyId: string }) {
           })}
         </div>
       ) : (
-        <table className="table">
+        <TableFrame label="Issues"><table className="table">
           <caption className="sr-only">Issues</caption>
           <thead><tr><th scope="col">Issue</th><th scope="col">Status</th><th scope="col">Priority</th><th scope="col">Assignee</th><th scope="col">Updated</th></tr></thead>
           <tbody>{issues.items.map((issue) => (
@@ -96,7 +98,7 @@ export function IssuesPage({ companyId }: { companyId: string }) {
               <td><Status value={issue.status} /></td><td>{issue.priority}</td><td>{agentName(issue.assigneeAgentId)}</td><td>{when(issue.updatedAt)}</td>
             </tr>))}
           </tbody>
-        </table>
+        </table></TableFrame>
       )}
       {issues.loading ? <Loading what="issues" /> : null}
       {issues.next && !issues.loading ? <button type="button" onClick={() => void issues.more()}>Load {PAGE} more</button> : null}

@@ -25,7 +25,7 @@ export function MembersPage({ companyId }: { companyId: string }) {
       {members.loading && !members.data ? <Loading what="members" /> : null}
       <ErrorNote error={members.error} />
       <ErrorNote error={grants.error} />
-      {members.data ? <Paged label="Members" items={members.data} empty="No members yet." render={(member) => (
+      {members.data ? <Paged label="Members" items={members.data} empty="No members yet. A user who signs in and joins the company appears here; until then the board acts alone." render={(member) => (
         <li key={member.userId} className="row-item">
           <span className="wrap-anywhere">{memberName(member)}</span> <span className="muted">{member.role}</span> <Status value={member.status} />
           <span className="muted">{keysOf(member.userId).join(', ') || 'no grants'} · since {when(member.createdAt)}</span>

@@ -1,5 +1,6 @@
 import type { UiContributions } from '@keel/sdk/client';
 import { api } from '../api.ts';
+import { Icon } from '../icons.tsx';
 import { Link } from '../router.tsx';
 import { SlotFrame } from '../slots.tsx';
 import { ErrorNote, Loading, useLoad } from '../ui.tsx';
@@ -33,7 +34,7 @@ export function PluginPageLinks({ companyId, path }: { companyId: string; path: 
     <>
       {(contributions.data?.pages ?? []).map((page) => {
         const to = pluginPagePath(companyId, page);
-        return <li key={`${page.pluginKey}/${page.key}`}><Link to={to} aria-current={trimSlash(path.split('?')[0]!) === trimSlash(to) ? 'page' : undefined}>{page.title}</Link></li>;
+        return <li key={`${page.pluginKey}/${page.key}`}><Link to={to} aria-current={trimSlash(path.split('?')[0]!) === trimSlash(to) ? 'page' : undefined}><Icon name="pages" />{page.title}</Link></li>;
       })}
     </>
   );

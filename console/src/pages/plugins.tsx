@@ -17,7 +17,7 @@ export function PluginsPage() {
       <h1>Plugins</h1>
       {plugins.loading && !plugins.data ? <Loading what="plugins" /> : null}
       <ErrorNote error={plugins.error} />
-      <Paged label="Installed plugins" items={plugins.data ?? []} empty="No plugins installed." render={(plugin) => (
+      <Paged label="Installed plugins" items={plugins.data ?? []} empty="No plugins installed. Install an example or a folder below, then enable it with the grants it asks for." render={(plugin) => (
         <li key={plugin.pluginKey} className="row-item">
           <Link to={`/plugins/${plugin.pluginKey}`}>{plugin.displayName}</Link>
           <span className="muted">{plugin.pluginKey} {plugin.version}</span>

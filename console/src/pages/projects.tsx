@@ -84,7 +84,7 @@ export function ProjectsPage({ companyId }: { companyId: string }) {
       {projects.loading && !projects.data ? <Loading what="projects" /> : null}
       <ErrorNote error={projects.error} />
       {projects.data ? (
-        <Paged label="Projects" items={projects.data} empty="No projects yet." render={(project) => (
+        <Paged label="Projects" items={projects.data} empty="No projects yet. Open “New project” above to group issues, a budget and the code’s workspaces." render={(project) => (
           <li key={project.id} className="row-item">
             <Swatch color={project.color} />
             <Link to={`/companies/${companyId}/projects/${project.id}`}>{project.name}</Link> <Status value={project.status} />

@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'react';
 import { api, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ErrorNote, Loading, money, Status, when } from '../ui.tsx';
+import { Empty, ErrorNote, Loading, money, Status, TableFrame, when } from '../ui.tsx';
 
 /** One run's spend from its cost events (GET .../costs/by-run), every source summed. */
 export interface RunSpend { runId: string; spendCents: number; inputTokens: number; cachedInputTokens: number; outputTokens: number; eventCount: number; bySource: Array<{ source: string; spendCents: number }> }
@@ -57,9 +57,9 @@ export function RunList({ companyId, label, load, deps, agentNames }: { companyI
       <h2>Runs</h2>
       <ErrorNote error={error} />
       {!runs && !error ? <Loading what="runs" /> : null}
-      {runs && runs.length === 0 ? <p className="muted">No runs yet.</p> : null}
+      {runs && runs.length === 0 ? <Empty>No runs yet. A run starts when an agent is woken: an issue assigned to it, its schedule, or “Run now” on the agent’s page.</Empty> : null}
       {runs && runs.length ? (
-          <table className="table">
+          <TableFrame label={label}><table className="table">
             <caption className="sr-only">{label}</caption>
             <thead><tr><th scope="col">Run</th>{agentNames ? <th scope="col">Agent</th> : null}<th scope="col">Status</th><th scope="col">Started</th><th scope="col">Duration</th><th scope="col">Cost</th></tr></thead>
             <tbody>{runs.map((run) => (
@@ -72,7 +72,7 @@ export function RunList({ companyId, label, load, deps, agentNames }: { companyI
                 <td>{spend.has(run.id) ? money(spend.get(run.id)!.spendCents) : '—'}</td>
               </tr>))}
             </tbody>
-          </table>
+          </table></TableFrame>
       ) : null}
     </div>
   );

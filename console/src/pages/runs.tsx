@@ -1,7 +1,7 @@
 import { useEffect, useRef, useState } from 'react';
 import { api, type Agent, type Run } from '../api.ts';
 import { Link } from '../router.tsx';
-import { ActionButton, ErrorNote, Loading, money, Status, useLoad, when } from '../ui.tsx';
+import { ActionButton, Empty, ErrorNote, Loading, money, Status, TableFrame, useLoad, when } from '../ui.tsx';
 import { Conversation, transcriptReader, type TranscriptEntry } from './transcript.tsx';
 import { RunFacts } from './run-facts.tsx';
 import { duration, useRunSpend } from './run-list.tsx';
@@ -17,7 +17,8 @@ export function RunsPage({ companyId }: { companyId: string }) {
       <h1>Runs</h1>
       {runs.loading && !runs.data ? <Loading what="runs" /> : null}
       <ErrorNote error={runs.error} />
-      <table className="table">
+      {runs.data?.runs.length === 0 && cursor === null ? <Empty>No runs yet. A run starts when an agent is woken: assign an issue to an agent, or press “Run now” on its page.</Empty> : null}
+      <TableFrame label="Runs"><table className="table">
         <caption className="sr-only">Runs</caption>
         <thead><tr><th scope="col">Run</th><th scope="col">Agent</th><th scope="col">Status</th><th scope="col">Source</th><th scope="col">Started</th><th scope="col">Duration</th><th scope="col">Cost</th></tr></thead>
         <tbody>{(runs.data?.runs ?? []).map((run) => (
@@ -28,7 +29,7 @@ export function RunsPage({ companyId }: { companyId: string }) {
             <td>{duration(run)}</td><td>{spend.has(run.id) ? money(spend.get(run.id)!.spendCents) : '—'}</td>
           </tr>))}
         </tbody>
-      </table>
+      </table></TableFrame>
       <nav className="pager" aria-label="Run pages">
         <button type="button" disabled={cursors.length === 1} onClick={() => setCursors(cursors.slice(0, -1))}>Newer</button>
         <button type="button" disabled={!runs.data?.nextCursor} onClick={() => setCursors([...cursors, runs.data!.nextCursor])}>Older</button>

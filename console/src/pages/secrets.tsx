@@ -21,7 +21,7 @@ export function SecretsPage({ companyId }: { companyId: string }) {
       </div>
       {secrets.loading && !secrets.data ? <Loading what="secrets" /> : null}
       <ErrorNote error={secrets.error} />
-      <Paged label="Secrets" items={secrets.data ?? []} empty="No secrets yet." render={(secret) => (
+      <Paged label="Secrets" items={secrets.data ?? []} empty="No secrets yet. Store an API key or password with the form above; agents then refer to it by name and never see it in their configuration." render={(secret) => (
         <li key={secret.id} className="row-item stack">
           <div><strong>{secret.name}</strong> <span className="muted">{secret.provider} · version {secret.latestVersion} · updated {when(secret.updatedAt)}</span></div>
           {secret.description ? <p className="muted">{secret.description}</p> : null}

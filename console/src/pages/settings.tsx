@@ -46,7 +46,7 @@ export function SettingsPage() {
         <h3>Past backups</h3>
         {backups.loading && !backups.data ? <Loading what="backups" /> : null}
         <ErrorNote error={backups.error} />
-        {backups.data ? <Paged label="Past backups" items={backups.data} empty="No backups yet." render={(entry) => (
+        {backups.data ? <Paged label="Past backups" items={backups.data} empty="No backups yet. “Back up now” writes the first one." render={(entry) => (
           <li key={entry.file} className="row-item"><code>{entry.file}</code> <span>{kib(entry.sizeBytes)}</span> <span className="muted">{when(entry.takenAt)}</span></li>
         )} /> : null}
       </div>

@@ -18,7 +18,7 @@ export function SkillsPage({ companyId }: { companyId: string }) {
       <h1>Skills</h1>
       {skills.loading && !skills.data ? <Loading what="skills" /> : null}
       <ErrorNote error={skills.error} />
-      <Paged label="Company skills" items={skills.data ?? []} empty="No skills yet." render={(skill) => (
+      <Paged label="Company skills" items={skills.data ?? []} empty="No skills yet. Write one under “New skill” or install one from the catalog below." render={(skill) => (
         <li key={skill.id} className="row-item">
           <button type="button" className="link" onClick={async () => {
             const file = await api.get<{ content: string; editable: boolean }>(`${base}/skills/${skill.id}/files`);
@@ -55,7 +55,7 @@ export function SkillsPage({ companyId }: { companyId: string }) {
         <div className="card">
           <h2>Catalog</h2>
           <ErrorNote error={catalog.error} />
-          <Paged label="Catalog skills" size={20} items={catalog.data ?? []} empty="The catalog is empty." render={(entry) => (
+          <Paged label="Catalog skills" size={20} items={catalog.data ?? []} empty="The catalog is empty: no plugin offers skills. Write your own under “New skill”." render={(entry) => (
             <li key={entry.id} className="row-item">
               <span>{entry.name}</span><span className="muted">{entry.kind}{entry.category ? ` · ${entry.category}` : ''}</span>
               <ActionButton label={`Install ${entry.name}`} action={async () => { await api.post(`${base}/skills/install-catalog`, { catalogSkillId: entry.id }); await skills.reload(); }}>Install</ActionButton>

@@ -1,5 +1,5 @@
 import { api } from '../api.ts';
-import { ErrorNote, money, useLoad } from '../ui.tsx';
+import { Empty, ErrorNote, money, TableFrame, useLoad } from '../ui.tsx';
 
 interface SourceRow { source: string; provider?: string; model?: string; spendCents: number; inputTokens: number; cachedInputTokens: number; outputTokens: number; eventCount: number }
 
@@ -32,9 +32,9 @@ export function SpendBySource({ companyId }: { companyId: string }) {
           <div><dt>Reported (self-reported, adapters, remote runners)</dt><dd data-testid="reported-spend">{money(reported)}</dd></div>
         </dl>
       ) : null}
-      {byModel.data && rows.length === 0 ? <p className="muted">No spend yet.</p> : null}
+      {byModel.data && rows.length === 0 ? <Empty>No spend yet. Spend appears when agents report costs or call models through the gateway.</Empty> : null}
       {rows.length > 0 ? (
-        <table className="table">
+        <TableFrame label="Spend per source and model"><table className="table">
           <caption className="sr-only">Spend per source and model</caption>
           <thead><tr><th scope="col">Source</th><th scope="col">Provider</th><th scope="col">Model</th><th scope="col">Spend</th><th scope="col">Input tokens</th><th scope="col">Cached input</th><th scope="col">Output tokens</th><th scope="col">Events</th></tr></thead>
           <tbody>{rows.map((row) => (
@@ -43,7 +43,7 @@ export function SpendBySource({ companyId }: { companyId: string }) {
               <td>{row.inputTokens}</td><td>{row.cachedInputTokens}</td><td>{row.outputTokens}</td><td>{row.eventCount}</td>
             </tr>
           ))}</tbody>
-        </table>
+        </table></TableFrame>
       ) : null}
     </div>
   );

@@ -58,7 +58,7 @@ export function WorkProducts({ issueId }: { issueId: string }) {
       <h2>Work products</h2>
       {products.loading && !products.data ? <Loading what="work products" /> : null}
       <ErrorNote error={products.error} />
-      {products.data ? <Paged label="Work products" items={products.data} empty="No work products yet." render={(product) => (
+      {products.data ? <Paged label="Work products" items={products.data} empty="No work products yet. Agents record theirs (a pull request, a document); record one by hand below." render={(product) => (
         <li key={product.id} className="row-item stack">
           <div className="row">
             {product.url ? <a href={product.url} rel="noreferrer noopener" target="_blank">{product.title}</a> : <strong>{product.title}</strong>}

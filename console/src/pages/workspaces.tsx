@@ -88,7 +88,7 @@ export function WorkspacesPage({ companyId }: { companyId: string }) {
       </div>
       {workspaces.loading && !workspaces.data ? <Loading what="execution workspaces" /> : null}
       <ErrorNote error={workspaces.error} />
-      {workspaces.data ? <Paged label="Execution workspaces" items={workspaces.data} empty="No execution workspaces." render={(ws) => (
+      {workspaces.data ? <Paged label="Execution workspaces" items={workspaces.data} empty="No execution workspaces. Open “New execution workspace” below to give runs a directory of a project’s code." render={(ws) => (
         <WorkspaceRow key={ws.id} companyId={companyId} ws={ws} project={projectName(ws.projectId)} onChange={workspaces.reload} />
       )} /> : null}
       <details className="card">
