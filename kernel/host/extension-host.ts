@@ -755,22 +755,13 @@ function sameMoment(a: unknown, b: unknown): boolean {
   return new Date(a as string).getTime() === new Date(b as string).getTime();
 }
 
-/** The build in progress in this process (lifecycle changes of different plugins run at once, their builds do not). */
-let building: Promise<unknown> = Promise.resolve();
-
 /**
  * Bundles a plugin, answering 422 plugin_too_large (naming the limit) or plugin_build_failed
- * (first lines of the build error) when it does not build. One build at a time per process:
- * esbuild's service is shared by the process, and a build that crashes it fails every build
- * running beside it; a build takes tens of milliseconds, the rest of a lifecycle change does not wait.
+ * (first lines of the build error) when it does not build. One build at a time per process
+ * (sdk/build/bundler.ts: lifecycle changes of different plugins run at once, their builds do
+ * not); a build takes tens of milliseconds, the rest of a lifecycle change does not wait.
  */
-function buildOrRefuse(folder: string, key: string): ReturnType<typeof buildRefusing> {
-  const run = building.then(() => buildRefusing(folder, key));
-  building = run.catch(() => undefined);
-  return run;
-}
-
-async function buildRefusing(folder: string, key: string) {
+async function buildOrRefuse(folder: string, key: string) {
   try {
     return await buildPlugin(folder);
   } catch (error) {
