@@ -2,7 +2,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { workerEntry } from './worker-entry.ts';
 
-/** After a standby is taken, the next one starts this much later: the restart that took it gets the CPU first. */
+/** After a warm standby is taken, the next one starts this much later: the restart that took it gets the CPU first. */
 const REPLENISH_DELAY_MS = 300;
 
 /**
@@ -12,10 +12,14 @@ const REPLENISH_DELAY_MS = 300;
  * hundred milliseconds of start-up, most of a plugin's restart), and the next standby starts
  * in the background. One standby in all, whatever the number of worker processes: it costs
  * one idle Node process (about 60 MiB resident), and none before the first worker starts.
+ * A process started for want of a standby (the first, or one in a burst of starts) starts the
+ * next standby beside it at once, and a worker asked for while that standby boots takes it:
+ * the second shared worker of a kernel's start is not a second cold start.
  */
 export class WorkerProcesses {
   private readonly log: Logger;
-  private spare: ChildProcess | null = null;
+  /** The standby: booting (`ready` null) or booted. */
+  private spare: { booting: Promise<ChildProcess>; ready: ChildProcess | null } | null = null;
   private replenishing: NodeJS.Timeout | null = null;
   private stopped = false;
 
@@ -25,17 +29,21 @@ export class WorkerProcesses {
 
   /** The standby's pid, for health diagnostics. */
   get standbyPid(): number | null {
-    return this.spare?.connected ? this.spare.pid ?? null : null;
+    const ready = this.spare?.ready;
+    return ready?.connected ? ready.pid ?? null : null;
   }
 
-  /** A worker process for a host to adopt: the warm standby when there is one, a fresh one otherwise. */
+  /** A worker process for a host to adopt: the warm standby when there is one (waiting for it while it boots), a fresh one otherwise. */
   async take(): Promise<ChildProcess> {
     const spare = this.spare;
     this.spare = null;
-    const child = spare?.connected ? spare : await this.fork();
-    if (spare && spare !== child) spare.kill('SIGKILL');
-    this.replenish();
-    return child;
+    const warm = spare ? await spare.booting.then((child) => {
+      if (child.connected) return child;
+      child.kill('SIGKILL');
+      return null;
+    }, () => null) : null;
+    this.replenish(warm ? REPLENISH_DELAY_MS : 0);
+    return warm ?? await this.fork();
   }
 
   /** Ends the standby; none is started after this. */
@@ -43,23 +51,31 @@ export class WorkerProcesses {
     this.stopped = true;
     if (this.replenishing) clearTimeout(this.replenishing);
     this.replenishing = null;
-    this.spare?.kill('SIGKILL');
+    const spare = this.spare;
     this.spare = null;
+    void spare?.booting.then((child) => child.kill('SIGKILL'), () => undefined);
   }
 
-  private replenish(): void {
+  private replenish(delayMs: number): void {
     if (this.stopped || this.replenishing || this.spare) return;
-    this.replenishing = setTimeout(() => {
+    const start = () => {
       this.replenishing = null;
       if (this.stopped || this.spare) return;
-      this.fork().then((child) => {
+      const spare: NonNullable<WorkerProcesses['spare']> = { booting: this.fork(), ready: null };
+      this.spare = spare;
+      spare.booting.then((child) => {
         if (this.stopped) { child.kill('SIGKILL'); return; }
-        this.spare = child;
+        spare.ready = child;
         // A standby that dies idle is simply forgotten: the next take starts a fresh process,
         // so a worker that cannot start is never restarted in a loop here.
-        child.once('exit', () => { if (this.spare === child) this.spare = null; });
-      }, (error: Error) => this.log.warn({ err: error }, 'could not start a standby plugin worker'));
-    }, REPLENISH_DELAY_MS);
+        child.once('exit', () => { if (this.spare === spare) this.spare = null; });
+      }, (error: Error) => {
+        if (this.spare === spare) this.spare = null;
+        this.log.warn({ err: error }, 'could not start a standby plugin worker');
+      });
+    };
+    if (delayMs === 0) { start(); return; }
+    this.replenishing = setTimeout(start, delayMs);
     this.replenishing.unref();
   }
 
