@@ -33,6 +33,7 @@ export async function run(): Promise<void> {
         [`available during ${STORM_SECONDS} s of 1 crash/s (probes)`]: `${storm.available.toFixed(1)}% of ${storm.probes}`,
         'crashes in storm': storm.crashes,
         'standby worker RSS': standby === null ? 'none' : `${standby.toFixed(0)} MiB`,
+        'plugin boot in the worker (last)': `${(await kernel.call('GET', '/api/plugins/bench-plugin/health')).worker.lastBootMs} ms`,
       });
     } finally {
       await kernel.stop();

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KERNEL_NODE_FLAGS } from '../../kernel/node-flags.ts';
+import { KERNEL_ENV, KERNEL_NODE_FLAGS } from '../../kernel/node-flags.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { eventually, workerPids } from '../support/server-process.ts';
@@ -41,9 +41,10 @@ describe('esbuild', () => {
 });
 
 describe('V8 young generation', () => {
-  it('is capped in the kernel as npm start runs it, and in every plugin worker process', async () => {
+  it('is capped in the kernel as npm start runs it (with its allocator arenas), and in every plugin worker process', async () => {
     const scripts = (JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> }).scripts;
     for (const flag of KERNEL_NODE_FLAGS) expect(scripts.start!.split(/\s+/)).toContain(flag);
+    for (const [name, value] of Object.entries(KERNEL_ENV)) expect(scripts.start!.split(/\s+/)).toContain(`${name}=${value}`);
     const workers = await eventually(() => workerPids(process.pid), (pids) => pids.length > 0);
     expect(workers.length).toBeGreaterThan(0);
     for (const pid of workers) {
