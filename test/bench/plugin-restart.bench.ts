@@ -83,6 +83,15 @@ async function coldStarts(): Promise<Record<string, string>> {
   }
 }
 
+function kill(pid: number): boolean {
+  try {
+    process.kill(pid, 'SIGKILL');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function post(url: string): Promise<number> {
   return new Promise((resolve) => {
     const req = http.request(url, { method: 'POST', agent, headers: { 'content-type': 'application/json' } }, (res) => {
@@ -113,7 +122,7 @@ async function restartTimes(kernel: KernelProcess): Promise<{ p50: number; p99: 
   let pid = await waitForPid(kernel, null);
   for (let i = 0; i < CRASHES; i++) {
     const killed = performance.now();
-    process.kill(pid, 'SIGKILL');
+    if (!kill(pid)) { pid = await waitForPid(kernel, pid); i--; continue; }
     while (await post(echo) !== 200) { /* probe again at once */ }
     samples.push(performance.now() - killed);
     pid = await waitForPid(kernel, pid);
@@ -139,7 +148,8 @@ async function crashStorm(kernel: KernelProcess): Promise<{ available: number; p
   let crashes = 0;
   while (performance.now() < until) {
     const pid = await workerPid(kernel);
-    if (pid !== null) { process.kill(pid, 'SIGKILL'); crashes++; }
+    // The health may name a process that has just ended (the kernel not yet told): no crash then.
+    if (pid !== null && kill(pid)) crashes++;
     await new Promise((resolve) => setTimeout(resolve, 1000));
   }
   await prober;
