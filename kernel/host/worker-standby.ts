@@ -2,25 +2,21 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
 import { workerEntry } from './worker-entry.ts';
 
-/** After a warm standby is taken, the next one starts this much later: the restart that took it gets the CPU first. */
-const REPLENISH_DELAY_MS = 300;
-
 /**
  * Starts the extension host's worker processes, and keeps one of them warm: a standby process
  * with Node booted and the worker bundle (isolated-vm, pg) loaded, waiting for its first
  * plugin. A worker that dies is replaced by the standby at once (a fresh process costs a few
  * hundred milliseconds of start-up, most of a plugin's restart), and the next standby starts
- * in the background. One standby in all, whatever the number of worker processes: it costs
- * one idle Node process (about 60 MiB resident), and none before the first worker starts.
- * A process started for want of a standby (the first, or one in a burst of starts) starts the
- * next standby beside it at once, and a worker asked for while that standby boots takes it:
- * the second shared worker of a kernel's start is not a second cold start.
+ * at once, beside it: a standby that started later was often still booting when the next
+ * start or crash came (plugins enabled one after another, a crash a second). One standby in
+ * all, whatever the number of worker processes: it costs one idle Node process (about 60 MiB
+ * resident), and none before the first worker starts. A worker asked for while the standby
+ * boots takes it: the second shared worker of a kernel's start is not a second cold start.
  */
 export class WorkerProcesses {
   private readonly log: Logger;
   /** The standby: booting (`ready` null) or booted. */
   private spare: { booting: Promise<ChildProcess>; ready: ChildProcess | null } | null = null;
-  private replenishing: NodeJS.Timeout | null = null;
   private stopped = false;
 
   constructor(log: Logger) {
@@ -42,41 +38,32 @@ export class WorkerProcesses {
       child.kill('SIGKILL');
       return null;
     }, () => null) : null;
-    this.replenish(warm ? REPLENISH_DELAY_MS : 0);
+    this.replenish();
     return warm ?? await this.fork();
   }
 
   /** Ends the standby; none is started after this. */
   stop(): void {
     this.stopped = true;
-    if (this.replenishing) clearTimeout(this.replenishing);
-    this.replenishing = null;
     const spare = this.spare;
     this.spare = null;
     void spare?.booting.then((child) => child.kill('SIGKILL'), () => undefined);
   }
 
-  private replenish(delayMs: number): void {
-    if (this.stopped || this.replenishing || this.spare) return;
-    const start = () => {
-      this.replenishing = null;
-      if (this.stopped || this.spare) return;
-      const spare: NonNullable<WorkerProcesses['spare']> = { booting: this.fork(), ready: null };
-      this.spare = spare;
-      spare.booting.then((child) => {
-        if (this.stopped) { child.kill('SIGKILL'); return; }
-        spare.ready = child;
-        // A standby that dies idle is simply forgotten: the next take starts a fresh process,
-        // so a worker that cannot start is never restarted in a loop here.
-        child.once('exit', () => { if (this.spare === spare) this.spare = null; });
-      }, (error: Error) => {
-        if (this.spare === spare) this.spare = null;
-        this.log.warn({ err: error }, 'could not start a standby plugin worker');
-      });
-    };
-    if (delayMs === 0) { start(); return; }
-    this.replenishing = setTimeout(start, delayMs);
-    this.replenishing.unref();
+  private replenish(): void {
+    if (this.stopped || this.spare) return;
+    const spare: NonNullable<WorkerProcesses['spare']> = { booting: this.fork(), ready: null };
+    this.spare = spare;
+    spare.booting.then((child) => {
+      if (this.stopped) { child.kill('SIGKILL'); return; }
+      spare.ready = child;
+      // A standby that dies idle is simply forgotten: the next take starts a fresh process,
+      // so a worker that cannot start is never restarted in a loop here.
+      child.once('exit', () => { if (this.spare === spare) this.spare = null; });
+    }, (error: Error) => {
+      if (this.spare === spare) this.spare = null;
+      this.log.warn({ err: error }, 'could not start a standby plugin worker');
+    });
   }
 
   private async fork(): Promise<ChildProcess> {
