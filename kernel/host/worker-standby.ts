@@ -68,9 +68,10 @@ export class WorkerProcesses {
 
   private async fork(): Promise<ChildProcess> {
     const child = fork(await workerEntry(), [], {
-      // 16 MiB semi-spaces, as the kernel's (kernel/node-flags.ts): V8 would let the young
-      // generation of a busy worker grow to 128 MiB, kept for the life of the process.
-      execArgv: ['--no-node-snapshot', '--max-semi-space-size=16', '--disable-warning=ExperimentalWarning'],
+      // No --max-semi-space-size here (the kernel has one, kernel/node-flags.ts): V8's flag
+      // overrides the young generation isolated-vm sizes for each plugin's isolate from its
+      // memory limit, and would give every isolate 16 MiB semi-spaces.
+      execArgv: ['--no-node-snapshot', '--disable-warning=ExperimentalWarning'],
       // V8's serialization copies the long JSON texts messages carry (answers, inputs) as
       // they are; the JSON channel escaped and unescaped them again on every hop. Messages
       // stay plain data (protocol/messages.ts).
