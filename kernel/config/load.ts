@@ -79,6 +79,7 @@ export function loadConfig(sources: ConfigSources = {}): KeelConfig {
   if (env.KEEL_LLM_PRIVATE_NETWORK_HOSTS) fromEnv.llm = { privateNetworkHosts: env.KEEL_LLM_PRIVATE_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
   if (env.KEEL_PLUGIN_NETWORK_HOSTS) fromEnv.plugins = { ...fromEnv.plugins, networkHosts: env.KEEL_PLUGIN_NETWORK_HOSTS.split(/[\s,]+/).filter(Boolean) };
   if (env.KEEL_PLUGIN_SHARED_WORKER) fromEnv.plugins = { ...fromEnv.plugins, sharedWorker: { firstParty: parseSwitch('KEEL_PLUGIN_SHARED_WORKER', env.KEEL_PLUGIN_SHARED_WORKER) } };
+  if (env.KEEL_PLUGIN_SHARED_WORKERS) fromEnv.plugins = { ...fromEnv.plugins, sharedWorker: { ...fromEnv.plugins?.sharedWorker, processes: Number(env.KEEL_PLUGIN_SHARED_WORKERS) } };
   merge(config, fromEnv);
 
   const fromFlags: Record<string, any> = { server: {}, auth: {}, database: {} };

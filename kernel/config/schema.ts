@@ -120,12 +120,13 @@ export const configSchema = {
         },
         sharedWorker: {
           type: 'object', additionalProperties: false,
-          description: 'Which plugins share one extension-host worker process (kernel/host/worker-sharing.ts). Each keeps its own isolate, database role and deadlines; a fatal error restarts the process with every plugin in it.',
+          description: 'Which plugins share the shared extension-host worker processes, and how many there are (kernel/host/worker-sharing.ts). Each plugin runs in one of them and keeps its own isolate, database role and deadlines; a fatal error restarts that process with every plugin in it, and none in the others.',
           properties: {
-            firstParty: { type: 'boolean', description: 'First-party plugins share one worker process (default true); false gives each its own. Env: KEEL_PLUGIN_SHARED_WORKER=off.' },
+            firstParty: { type: 'boolean', description: 'First-party plugins share the shared worker processes (default true); false gives each a process of its own. Env: KEEL_PLUGIN_SHARED_WORKER=off.' },
+            processes: { type: 'integer', minimum: 1, maximum: 64, description: 'How many shared worker processes the shared plugins are spread over, each plugin in one of them (default: one per core of the machine, os.availableParallelism()). Env: KEEL_PLUGIN_SHARED_WORKERS.' },
             plugins: {
               type: 'array', maxItems: 200, items: { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*$', maxLength: 48 },
-              description: 'Keys of other plugins the operator puts in the shared worker process too (default none: each has its own).',
+              description: 'Keys of other plugins the operator puts in the shared worker processes too (default none: each has its own).',
             },
           },
         },
@@ -172,5 +173,5 @@ export interface KeelConfig {
   logging: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   limits: { jsonBodyBytes: number; attachmentBytes: number; uploadSeconds?: number; blobQuota?: { companyBlobs?: number; companyBytes?: number; pluginBlobs?: number; pluginBytes?: number } };
   llm?: { privateNetworkHosts?: string[] };
-  plugins?: { privateNetworkHosts?: string[]; networkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
+  plugins?: { privateNetworkHosts?: string[]; networkHosts?: string[]; localImport?: { roots?: string[]; allowAgents?: boolean }; sharedWorker?: { firstParty?: boolean; processes?: number; plugins?: string[] }; events?: { maxAttempts?: number; firstRetryMs?: number; maxRetryMs?: number } };
 }

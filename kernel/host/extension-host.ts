@@ -24,7 +24,7 @@ import { pluginEntityRows } from './plugin-entity-rows.ts';
 import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { WorkerProcesses } from './worker-standby.ts';
-import { sharesWorker } from './worker-sharing.ts';
+import { SharedWorkers, sharedWorkerCount, sharesWorker } from './worker-sharing.ts';
 import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
@@ -100,8 +100,8 @@ export class ExtensionHost {
   private resyncTimer: NodeJS.Timeout | null = null;
   private resyncing = false;
   private stopped = false;
-  /** The worker process the first-party plugins share (and plugins the operator puts with them). */
-  private readonly sharedWorker: WorkerHost;
+  /** The worker processes the first-party plugins share (and plugins the operator puts with them), one per core. */
+  private readonly sharedWorkers: SharedWorkers;
   /** Starts every worker process, and keeps the one warm standby a dead worker is replaced by. */
   readonly workerProcesses: WorkerProcesses;
 
@@ -113,7 +113,7 @@ export class ExtensionHost {
     this.lifecycle = new LifecycleQueue(kernel.db);
     this.broker = new Broker(this);
     this.workerProcesses = new WorkerProcesses(kernel.log);
-    this.sharedWorker = new WorkerHost({ name: 'shared', log: kernel.log, processes: this.workerProcesses });
+    this.sharedWorkers = new SharedWorkers({ count: sharedWorkerCount(kernel.config), log: kernel.log, processes: this.workerProcesses });
     kernel.health.registerGroup('plugins', () => this.health());
     // The company feed leaves out entries about rows loaded plugins hide (database.entities hiddenColumn).
     kernel.activity.hiddenEntities = () => hiddenEntitySources([...this.plugins.values()].map((loaded) => loaded.manifest), kernel.log);
@@ -489,7 +489,7 @@ export class ExtensionHost {
       },
       log: this.kernel.log,
       host: sharesWorker(this.kernel.config, { key: row.key as string, sourceKind: row.source_kind as string })
-        ? this.sharedWorker : new WorkerHost({ name: row.key, log: this.kernel.log, processes: this.workerProcesses }),
+        ? this.sharedWorkers.place(row.key) : new WorkerHost({ name: row.key, log: this.kernel.log, processes: this.workerProcesses }),
       maxConcurrent: limits.maxConcurrentCalls,
       onCall: (call) => this.broker.handle(row.key, call),
       onExit: (applicationName) => void this.databases.endWorkerSessions(roles.runtime, applicationName)
@@ -517,6 +517,7 @@ export class ExtensionHost {
       await loaded.process?.stop();
       if (this.plugins.get(key) === loaded) this.plugins.delete(key);
     }
+    this.sharedWorkers.release(key);
     // Its open streams (plugin routes' held streams, the UI bridge's) end with it, here and, as
     // each process follows the change (bringInLine), on every other: a client of a disabled
     // plugin must not go on hearing what the plugin publishes once it is enabled again.
@@ -754,22 +755,13 @@ function sameMoment(a: unknown, b: unknown): boolean {
   return new Date(a as string).getTime() === new Date(b as string).getTime();
 }
 
-/** The build in progress in this process (lifecycle changes of different plugins run at once, their builds do not). */
-let building: Promise<unknown> = Promise.resolve();
-
 /**
  * Bundles a plugin, answering 422 plugin_too_large (naming the limit) or plugin_build_failed
- * (first lines of the build error) when it does not build. One build at a time per process:
- * esbuild's service is shared by the process, and a build that crashes it fails every build
- * running beside it; a build takes tens of milliseconds, the rest of a lifecycle change does not wait.
+ * (first lines of the build error) when it does not build. One build at a time per process
+ * (sdk/build/bundler.ts: lifecycle changes of different plugins run at once, their builds do
+ * not); a build takes tens of milliseconds, the rest of a lifecycle change does not wait.
  */
-function buildOrRefuse(folder: string, key: string): ReturnType<typeof buildRefusing> {
-  const run = building.then(() => buildRefusing(folder, key));
-  building = run.catch(() => undefined);
-  return run;
-}
-
-async function buildRefusing(folder: string, key: string) {
+async function buildOrRefuse(folder: string, key: string) {
   try {
     return await buildPlugin(folder);
   } catch (error) {

@@ -16,6 +16,8 @@ export interface PluginHealth {
   consecutiveFailures: number;
   lastExit: { code: number | null; signal: string | null; reason: string | null; at: string } | null;
   lastBootMs: number | null;
+  /** The last loading, from asking for it to the plugin loaded: a worker process (the warm standby, or a fresh one), the bundle sent, the boot. */
+  lastStartMs: number | null;
   inFlight: number;
   startedAt: string | null;
 }
@@ -66,7 +68,7 @@ export class PluginProcess {
   private crashLoop = 0;
   /** When a call last reached this plugin (performance.now()), for the order of reloads in a shared process. */
   private lastCalledAt = 0;
-  readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, inFlight: 0, startedAt: null };
+  readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, lastStartMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
 
   /** Told when a loading of the plugin is gone, with the database session name it used (see load). */
@@ -96,6 +98,7 @@ export class PluginProcess {
 
   private async load(): Promise<void> {
     this.health.status = this.health.restarts > 0 ? 'restarting' : 'starting';
+    const asked = performance.now();
     const slot = randomUUID();
     // Each loading names its database sessions uniquely: once it is gone, the kernel ends what
     // they still run (a statement a crashed or killed plugin left behind would otherwise run on
@@ -119,6 +122,7 @@ export class PluginProcess {
               this.health.status = 'running';
               this.health.pid = this.host.pid;
               this.health.lastBootMs = Math.round(message.bootMs);
+              this.health.lastStartMs = Math.round(performance.now() - asked);
               this.health.startedAt = new Date().toISOString();
               this.loadedAt = performance.now();
               // Kept for the next loading (a restart, a config change keeps it): V8 then compiles little.

@@ -2,6 +2,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { bundling } from '../../sdk/build/bundler.ts';
 import { REPO_ROOT } from './plugin-sources.ts';
 
 const SOURCE = fileURLToPath(new URL('./worker/worker-main.ts', import.meta.url));
@@ -17,10 +18,10 @@ export function workerEntry(): Promise<string> {
   entry ??= (async () => {
     const dir = join(REPO_ROOT, 'node_modules', '.cache', 'keel');
     await mkdir(dir, { recursive: true });
-    const result = await build({
+    const result = await bundling(() => build({
       entryPoints: [SOURCE], bundle: true, platform: 'node', format: 'esm', target: 'node24', write: false,
       external: ['isolated-vm', 'pg', 'pg-native'], logLevel: 'silent', legalComments: 'none',
-    });
+    }));
     const file = join(dir, 'plugin-worker.mjs');
     const temp = `${file}.${process.pid}.${Date.now()}.tmp`;
     await writeFile(temp, result.outputFiles[0]!.text);

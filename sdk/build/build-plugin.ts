@@ -1,5 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve, sep } from 'node:path';
+import { bundling } from './bundler.ts';
 import { folderImports, FOLDER_IMPORT_SUFFIX } from './folder-imports.ts';
 import { fileURLToPath } from 'node:url';
 import { build, stop, type Plugin } from 'esbuild';
@@ -56,7 +57,7 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
   const entry = (JSON.parse(manifestText) as { entry?: string }).entry;
   if (typeof entry !== 'string') throw new Error(`${join(root, 'plugin.json')}: "entry" is required`);
   const budget = new SourceBudget(root);
-  const result = await bounded(build({
+  const result = await bundling(() => bounded(build({
     entryPoints: [join(root, entry)],
     bundle: true,
     write: false,
@@ -68,7 +69,7 @@ export async function buildPlugin(folder: string): Promise<BuiltPlugin> {
     legalComments: 'none',
     logLevel: 'silent',
     plugins: [confineImports(root), boundSources(root, budget), folderImports(root, budget)],
-  })).catch((error: { errors?: Array<{ pluginName?: string; text?: string }> }) => {
+  }))).catch((error: { errors?: Array<{ pluginName?: string; text?: string }> }) => {
     const tooLarge = error?.errors?.find((message) => message.pluginName === 'keel-bound-sources' || message.text?.includes(SOURCES_TOO_LARGE));
     throw tooLarge ? new PluginBuildError('plugin_too_large', tooLarge.text ?? 'source files too large') : error;
   });

@@ -37,10 +37,15 @@ async function firstPartyServed(kernel: KernelProcess): Promise<string[]> {
 }
 
 /**
- * Memory of a whole instance, all its processes together (kernel, plugin workers, embedded
- * PostgreSQL), as the proportional set size: with every first-party plugin enabled in their
- * shared worker (what `npm start` runs) and each in a process of its own; and what each
- * additional third-party plugin adds, in its own process (the default) and in the shared one.
+ * Memory of a whole instance, all its processes together (kernel, plugin workers with the warm
+ * standby, embedded PostgreSQL; not npm, which `npm start` keeps beside them), as resident
+ * sizes summed (RSS: pages several processes share, such as the Node.js and PostgreSQL binaries
+ * and PostgreSQL's shared buffers, counted once per process) and as proportional set sizes
+ * (PSS: shared pages split among their sharers, adding up to what the instance occupies):
+ * with every first-party plugin enabled in their shared workers (one per core: what `npm start`
+ * runs) and each in a process of its own; and what each additional third-party plugin adds, in
+ * its own process (the default) and in the shared ones. The kernel runs with the flags
+ * `npm start` passes (kernel/node-flags.ts).
  */
 export async function run(): Promise<void> {
   const scratch = await mkdtemp(join(tmpdir(), 'keel-bench-memory-'));
@@ -54,13 +59,13 @@ export async function run(): Promise<void> {
     try {
       const firstParty = await firstPartyServed(kernel);
       const base = await settledInstance(kernel);
-      row(`first-party plugins (${firstParty.join(', ')}), shared worker`, base);
+      row(`first-party plugins (${firstParty.join(', ')}), shared workers`, base);
       for (let i = 1; i <= COPIES; i++) await addPlugin(kernel, scratch, `own-copy-${i}`);
       const withOwn = await settledInstance(kernel);
       row(`+ ${COPIES} third-party plugins, a process each`, withOwn, { 'per plugin': mib((sum(withOwn) - sum(base)) / COPIES) });
       for (const key of sharedKeys) await addPlugin(kernel, scratch, key);
       const withShared = await settledInstance(kernel);
-      row(`+ ${COPIES} more in the shared worker (operator's choice)`, withShared, { 'per plugin': mib((sum(withShared) - sum(withOwn)) / COPIES) });
+      row(`+ ${COPIES} more in the shared workers (operator's choice)`, withShared, { 'per plugin': mib((sum(withShared) - sum(withOwn)) / COPIES) });
     } finally {
       await kernel.stop();
     }
@@ -71,7 +76,7 @@ export async function run(): Promise<void> {
     } finally {
       await separate.stop();
     }
-    printTable('instance memory, all processes (PSS); goal: under 600 MiB with every first-party plugin', rows);
+    printTable('instance memory, all processes (RSS summed and PSS); goal: under 600 MiB RSS summed with every first-party plugin', rows);
   } finally {
     await rm(scratch, { recursive: true, force: true });
   }

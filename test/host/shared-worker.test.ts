@@ -22,7 +22,8 @@ const logLines = async (key: string) => (await t.api.get(`/api/plugins/${key}/lo
 const serving = (key: string) => eventually(() => worker(key), (w) => w.status === 'running', 20_000);
 
 beforeAll(async () => {
-  t = await startTestKernel({ plugins: { sharedWorker: { plugins: ['echo', 'echo-two'] } } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
+  // One shared process (the default is one per core: shared-workers.test.ts spreads plugins over two).
+  t = await startTestKernel({ plugins: { sharedWorker: { processes: 1, plugins: ['echo', 'echo-two'] } } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
   // Its CPU slice (min of callTimeoutMs and 5 s) is raised so that a loaded machine's slow
   // collections near the memory limit end in the out-of-memory answer this test is about.
   await installAndEnable(t, await pluginVariant(ECHO, (m) => { m.limits.callTimeoutMs = 10_000; }));

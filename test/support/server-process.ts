@@ -1,5 +1,6 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { promisify } from 'node:util';
+import { KERNEL_ENV, KERNEL_NODE_FLAGS } from '../../kernel/node-flags.ts';
 
 /**
  * The server as operators run it: `kernel/main.ts` in a process of its own. Tests read what
@@ -26,9 +27,9 @@ export function startServer(options: { home: string; args?: string[]; env?: Reco
   // in a process group of its own (`-child.pid`), as a service manager or a container runs it.
   const [command, argv] = options.npm
     ? ['npm', ['start', '--silent', '--', ...args]]
-    : [process.execPath, ['--no-node-snapshot', options.entry ?? 'kernel/main.ts', ...args]];
+    : [process.execPath, [...KERNEL_NODE_FLAGS, options.entry ?? 'kernel/main.ts', ...args]];
   const child = spawn(command, argv, {
-    env: { ...process.env, KEEL_HOME: options.home, KEEL_LOG_LEVEL: 'warn', DATABASE_URL: undefined, ...options.env },
+    env: { ...process.env, ...KERNEL_ENV, KEEL_HOME: options.home, KEEL_LOG_LEVEL: 'warn', DATABASE_URL: undefined, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'], detached: options.detached === true,
   });
   let text = '';

@@ -3,6 +3,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { KERNEL_ENV, KERNEL_NODE_FLAGS } from '../../../kernel/node-flags.ts';
 
 /**
  * A kernel started the way operators start it (`kernel/main.ts` in its own process, embedded
@@ -26,8 +27,8 @@ export async function startKernelProcess(env: Record<string, string> = {}, entry
   // Settings with no environment variable (for example plugins.sharedWorker.plugins) go in the directory's config file.
   if (config) await writeFile(join(dataDir, 'config.json'), JSON.stringify(config));
   const args = entry[0] === 'kernel/main.ts' ? [...entry, '--data-dir', dataDir, '--port', '0'] : [...entry, dataDir];
-  const child = spawn(process.execPath, ['--no-node-snapshot', ...args], {
-    env: { ...process.env, KEEL_LOG_LEVEL: 'warn', ...env },
+  const child = spawn(process.execPath, [...KERNEL_NODE_FLAGS, ...args], {
+    env: { ...process.env, ...KERNEL_ENV, KEEL_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const url = await new Promise<string>((resolve, reject) => {
