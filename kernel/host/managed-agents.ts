@@ -55,8 +55,10 @@ export async function provisionOnDemand(kernel: KernelServices, plugin: string, 
   if (!spec) throw new KeelError(404, 'managed_agent_not_declared', `The plugin declares no managed agent "${key}" (managed.agents in plugin.json)`);
   try {
     return await kernel.db.transaction(async (tx) => {
-      // A call that already wrote the company's activity holds the tail of its chain until it
-      // commits, and would wait for this forever: such a wait ends in a clear refusal instead.
+      // A call that already holds what making the agent needs (the tail of the company's activity
+      // chain, which a kernel capability writing activity in the call's transaction takes; a
+      // plugin's own entries wait for its COMMIT and hold nothing) would wait for this forever:
+      // such a wait ends in a clear refusal instead.
       await tx.exec(`set local lock_timeout = '${PROVISION_LOCK_TIMEOUT_MS}ms'`);
       // A company being archived or deleted gets nothing new.
       const company = await tx.maybeOne<{ status: string }>('select status from companies where id = ? for share', [companyId]);
@@ -67,7 +69,7 @@ export async function provisionOnDemand(kernel: KernelServices, plugin: string, 
   } catch (error) {
     if ((error as { code?: string }).code !== '55P03') throw error;
     throw new KeelError(409, 'managed_agent_busy',
-      `The managed agent "${key}" could not be made: the call holds the company's activity log (it recorded activity before asking). Ask for the agent before writing activity, or in a call of its own`);
+      `The managed agent "${key}" could not be made: the call holds the company's activity log (a kernel capability it called wrote activity before asking). Ask for the agent first, or in a call of its own`);
   }
 }
 
