@@ -16,12 +16,24 @@ export const PLUGIN_POOL_CONNECTIONS = 16;
 /** Connections of the second pool for statements that commit on their own (PluginDatabase.autonomous). */
 const AUTONOMOUS_CONNECTIONS = 2;
 /**
+ * A plugin connection is read-only unless a transaction says otherwise (BEGIN READ WRITE): a
+ * statement outside a transaction (a read-only call's) is read-only by the session's default,
+ * and a write that lost its BEGIN fails rather than commits. It is set once the connection is
+ * open, and again after every reset, never in the startup packet: a session that starts
+ * read-only by default is not `read-write` to a multi-host DATABASE_URL's server choice
+ * (kernel/db/connections.ts), which would then find no primary at all.
+ */
+const READ_ONLY_DEFAULT = 'SET default_transaction_read_only = on';
+/** The full reset where sessions are reset, then the read-only default again (two statements: DISCARD ALL refuses to run in a multi-statement query). */
+const DISCARD_ALL = ['DISCARD ALL', READ_ONLY_DEFAULT];
+
+/**
  * What DISCARD ALL would reset that a plugin can still set on a hardened database: the values
  * lastval() and currval() answer (any insert with a serial sets them), and settings, listeners
  * and open cursors a function it declared could leave. Prepared statements are kept (they are
  * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
  */
-const SESSION_RESET = 'DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *';
+const SESSION_RESET = `DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *; ${READ_ONLY_DEFAULT}`;
 /** How every write begins: the plugin's connections are read-only unless a transaction says otherwise. */
 export const READ_WRITE = 'BEGIN READ WRITE';
 const CANCEL_ATTEMPTS = 20;
@@ -62,10 +74,8 @@ export class PluginDatabase {
     // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
     this.poolConfig = connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
-      // Read-only unless a transaction says otherwise (BEGIN READ WRITE): a statement outside a
-      // transaction (a read-only call's) is read-only by the session's own default, which RESET
-      // ALL and DISCARD ALL bring back, and a write that lost its BEGIN fails rather than commits.
-      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000 -c default_transaction_read_only=on`,
+      // Read-only by default too, but not from here (READ_ONLY_DEFAULT).
+      options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
       // Date and time columns reach the isolate as JSON: read straight into that text (timestamp-text.ts).
       types: isolateJsonTypes(),
@@ -81,7 +91,11 @@ export class PluginDatabase {
     // event nobody listens to ends the worker: a database lost mid-transaction (a failover)
     // would take every plugin of the process down. The statement in flight fails on its own, and
     // a client whose connection ended is not pooled again.
-    this.pool.on('connect', (client) => { client.on('error', () => undefined); });
+    this.pool.on('connect', (client) => {
+      client.on('error', () => undefined);
+      // Queued ahead of anything the pool's first user sends on this connection.
+      client.query(READ_ONLY_DEFAULT).catch(() => undefined);
+    });
   }
 
   /**
@@ -197,7 +211,7 @@ export class PluginDatabase {
   release(client: pg.PoolClient): void {
     if (this.cancelled.has(client)) { client.release(true); return; }
     if (!this.resetSessions) { client.release(); return; }
-    client.query('DISCARD ALL').then(() => client.release(), (error: Error) => client.release(error));
+    Promise.all(DISCARD_ALL.map((text) => client.query(text))).then(() => client.release(), (error: Error) => client.release(error));
   }
 
   /**
@@ -235,7 +249,7 @@ export class PluginDatabase {
   /** Queues the end of a pooled connection's use (see pooled); answers why it failed, or null. */
   private endPooled(client: pg.PoolClient, readOnly: boolean): Promise<Error | null> {
     const texts = this.resetSessions
-      ? [...(readOnly ? [] : ['COMMIT']), 'DISCARD ALL']
+      ? [...(readOnly ? [] : ['COMMIT']), ...DISCARD_ALL]
       : [readOnly ? SESSION_RESET : `COMMIT; ${SESSION_RESET}`];
     return Promise.all(texts.map((text) => client.query(text))).then(() => null, (error: unknown) => error instanceof Error ? error : new Error('the session could not be reset'));
   }
@@ -308,9 +322,8 @@ export class PluginDatabase {
    */
   async autonomous(text: string, values: unknown[]): Promise<pg.QueryResult> {
     if (!this.autonomousPool) {
-      // Its statements write (the plugin's own connections are read-only by default): the later
-      // setting wins over the pool's.
-      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off -c default_transaction_read_only=off`;
+      // Its statements write: its connections are not given the read-only default (READ_ONLY_DEFAULT).
+      const options = `${this.poolConfig.options ?? ''} -c synchronous_commit=off`;
       this.autonomousPool = new pg.Pool({ ...this.poolConfig, options, max: AUTONOMOUS_CONNECTIONS });
       this.autonomousPool.on('error', () => { /* a broken idle client is dropped by the pool */ });
       this.autonomousPool.on('connect', (client) => { client.on('error', () => undefined); });
