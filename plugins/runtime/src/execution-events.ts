@@ -2,6 +2,7 @@ import { PluginError } from '@keel/sdk/plugin';
 import { contributorOf, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
+import { lockAgentState } from './wakeups.ts';
 import { keepSession } from './sessions.ts';
 import { countUnmetered, keepToolReported, meterUsage, type UsageSource } from './usage.ts';
 import { meteringOf } from './after-stop.ts';
@@ -23,7 +24,15 @@ const MAX_RELAYED = 6_000;
 /** The plugin that runs agents on run servers (plugins/remote-runner). */
 const REMOTE_RUNNER = 'remote-runner';
 
+/**
+ * The run, locked, after its agent's state: every path takes an agent's state before a run of
+ * it (dispatch holds the state while it starts a run), so an output or end arriving while the
+ * run is being started waits for that start instead of deadlocking with it.
+ */
 async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefined> {
+  const { rows: [found] } = await ctx.db.query('select agent_id from runs where id = $1 and company_id = $2', [runId, ctx.invocation.companyId]);
+  if (!found) return undefined;
+  await lockAgentState(ctx, String(ctx.invocation.companyId), String(found.agent_id));
   const { rows } = await ctx.db.query('select * from runs where id = $1 and company_id = $2 for update', [runId, ctx.invocation.companyId]);
   return rows[0];
 }

@@ -3,6 +3,7 @@ import { errorCode, runChannel, type Row, type RuntimeContext } from './context.
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { runJson } from './json.ts';
 import { cancelRun } from './stopping.ts';
+import { lockAgentState } from './wakeups.ts';
 
 const MICROS = `(extract(epoch from created_at) * 1000000)::bigint`;
 
@@ -84,7 +85,11 @@ export async function runStreamRoute(req: RouteRequest, ctx: RuntimeContext) {
 }
 
 export async function cancelRunRoute(req: RouteRequest, ctx: RuntimeContext) {
-  const run = await runRow(ctx, req.params.runId!);
+  const found = await runRow(ctx, req.params.runId!);
+  // The agent's state first, as dispatch takes it before the run it starts: a cancel racing a
+  // start waits for it and then stops what it started, and the two never lock in opposite order.
+  await lockAgentState(ctx, String(found.company_id), String(found.agent_id));
+  const run = (await ctx.db.query('select * from runs where id = $1 for update', [found.id])).rows[0]!;
   if (run.status === 'cancelled') return runJson(run);
   if (!ACTIVE.has(String(run.status))) {
     throw new PluginError(409, 'run_not_active', `The run is already ${String(run.status)}`, { status: run.status });

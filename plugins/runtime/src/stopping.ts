@@ -3,6 +3,7 @@ import { cancelQueued, stopExecution } from './dispatch.ts';
 import { firstDelivery } from './handled-events.ts';
 import { finishRun } from './run-end.ts';
 import { recordActivity } from './activity.ts';
+import { lockAgentState } from './wakeups.ts';
 
 /**
  * Cancels one active run: a queued one with its wakeup and ledger run, a running one by
@@ -24,6 +25,11 @@ export async function cancelRun(ctx: RuntimeContext, run: Row, reason: string): 
 
 /** Cancels every active run of the call's company that the condition selects (one parameter, $2). */
 async function cancelActive(ctx: RuntimeContext, condition: string, value: string, reason: string): Promise<void> {
+  // The agents' states first, in one order, as dispatch takes an agent's state before its runs:
+  // a cancel racing a start waits for it, and the two never lock in opposite order.
+  const { rows: agents } = await ctx.db.query(
+    `select distinct agent_id from runs where company_id = $1 and ${condition} and ${ACTIVE_RUN} order by agent_id`, [ctx.invocation.companyId, value]);
+  for (const agent of agents) await lockAgentState(ctx, String(ctx.invocation.companyId), String(agent.agent_id));
   const { rows } = await ctx.db.query(
     `select * from runs where company_id = $1 and ${condition} and ${ACTIVE_RUN} order by created_at for update`, [ctx.invocation.companyId, value]);
   for (const run of rows) await cancelRun(ctx, run, reason);
