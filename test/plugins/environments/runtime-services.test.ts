@@ -140,6 +140,9 @@ describe('runtime services and workspace commands', () => {
     const [running] = await until('the service runs', () => services(ws.id), ([service]) => service.status === 'running');
     expect(running).toMatchObject({ id: 'web', status: 'running', executionId: first, startedAt: expect.stringMatching(ISO), stoppedAt: null, exitCode: null });
     const pids = await until('its processes appear', async () => processesOf(first), (found) => found.length > 0);
+    // Its shell has printed its line before anything stops it (on a loaded machine a process can exist a while before it prints).
+    const logOf = async (operationId: string) => (await t.api.get(`/api/execution-workspaces/${ws.id}/workspace-operations/${operationId}/log`)).body.lines.map((line: any) => line.line) as string[];
+    await until('the service says it listens', () => logOf(started.body.operation.id), (lines) => lines.some((line) => line.startsWith('listening as')));
     expect((await t.api.post(`/api/execution-workspaces/${ws.id}/runtime-services/start`, { serviceIndex: 0 })).body).toMatchObject({ code: 'runtime_service_running' });
 
     const readiness = (await t.api.get(`/api/execution-workspaces/${ws.id}/close-readiness`)).body;
