@@ -64,5 +64,25 @@ Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   return { context, page, errors };
 }
 
+/** A browser with one console page (see openConsolePage); `close` ends the browser and with it every context. */
+export interface ConsoleBrowser {
+  browser: Browser;
+  context: BrowserContext;
+  page: Page;
+  errors: string[];
+  close(): Promise<void>;
+}
+
+/** Launches Chromium and opens the console page a test drives (the set-up every browser test shares). */
+export async function startConsoleBrowser(options: Parameters<typeof openConsolePage>[1] = {}): Promise<ConsoleBrowser> {
+  const browser = await launchChromium();
+  try {
+    return { browser, ...(await openConsolePage(browser, options)), close: () => browser.close() };
+  } catch (error) {
+    await browser.close();
+    throw error;
+  }
+}
+
 /** The recorded errors other than the browser's report of a 4xx answer (the console shows those to the operator). */
 export const unexpectedErrors = (errors: readonly string[]) => errors.filter((text) => !/status of 4\d\d/.test(text));

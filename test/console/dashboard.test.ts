@@ -1,11 +1,11 @@
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { eventsSettled } from '../support/events.ts';
 import { agentScripts, processAgent, runWhen, waitFor, wakeOk } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolations, unexpectedErrors } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -17,8 +17,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: the company dashboard', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let company: any;
@@ -54,12 +53,10 @@ describe('console: the company dashboard', () => {
     const hire = await t.api.post(`/api/companies/${company.id}/agent-hires`, { name: 'Candidate', role: 'engineer' });
     expect(hire.status, hire.text).toBe(201);
 
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   }, 180_000);
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 

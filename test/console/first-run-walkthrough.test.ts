@@ -3,13 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { codingTool } from '../support/coding-tools.ts';
 import { createApi, type Api } from '../support/harness.ts';
 import { bash, conversationText, startAnthropicModel, toolResults, type ScriptedAnthropic } from '../support/scripted-models/anthropic.ts';
 import { startServer, type ServerProcess } from '../support/server-process.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolations, unexpectedErrors } from './browser.ts';
 
 /**
  * The first-run walkthrough of issue 29, as a new operator does it: `npm start` on a fresh
@@ -43,8 +43,7 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
   let api: Api;
   let model: ScriptedAnthropic;
   let claude = '';
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let errors: string[] = [];
   const databaseName = `walk_${randomBytes(6).toString('hex')}`;
@@ -70,13 +69,11 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
     server = startServer({ home, npm: true, detached: true, env: { DATABASE_URL: adminUrl.replace(/\/[^/]*$/, `/${databaseName}`) } });
     url = await server.listening;
     api = createApi(url);
-    browser = await launchChromium();
-    ({ context, page, errors } = await openConsolePage(browser, { timeout: 30_000 }));
+    ({ page, errors } = ui = await startConsoleBrowser({ timeout: 30_000 }));
   }, 240_000);
 
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     if (server && server.child.exitCode === null && server.child.signalCode === null) {
       // The whole group, as a service manager stops `npm start` (npm forwards it to Keel as well).
       process.kill(-server.child.pid!, 'SIGTERM');

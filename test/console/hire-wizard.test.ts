@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentScripts, runWhen } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
 
 /**
  * From an empty instance to a first run in the browser alone (the getting-started card, then
@@ -17,8 +17,7 @@ const claudeInstalled = ['/usr/local/bin', '/usr/bin', '/bin'].some((dir) => exi
 
 describe('console: onboarding and the hiring wizard', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let scripts = '';
@@ -27,12 +26,10 @@ describe('console: onboarding and the hiring wizard', () => {
   beforeAll(async () => {
     t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
     scripts = await agentScripts();
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser());
   });
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 
@@ -206,7 +203,7 @@ describe('console: onboarding and the hiring wizard', () => {
   }, 60_000);
 
   it('has no serious accessibility violation on the wizard at 390 px', async () => {
-    const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });
+    const narrow = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 } });
     try {
       await narrow.page.goto(`${t.url}/companies/${companyId}/agents/new`);
       await narrow.page.getByRole('form', { name: 'Choose an adapter' }).waitFor();

@@ -1,9 +1,9 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { eventsSettled } from '../support/events.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -14,7 +14,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: the inbox', () => {
   let t: TestKernel;
-  let browser: Browser;
+  let ui: ConsoleBrowser;
   let page: Page;
   let errors: string[] = [];
   let companyId = '';
@@ -35,11 +35,10 @@ describe('console: the inbox', () => {
     const opened = await db.transaction((tx) => runs.open(tx, { agentId: worker.id, companyId, invocationSource: 'on_demand' }));
     await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'failed', result: { error: 'exit 1' } }));
     await eventsSettled(t);
-    browser = await launchChromium();
-    ({ page, errors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 
@@ -74,7 +73,7 @@ describe('console: the inbox', () => {
     await poll(menuCount).toBe('3 unread');
     expect(await page.getByRole('list', { name: 'Inbox' }).getByRole('button', { name: `Mark read: ${titles.approval}` }).count()).toBe(0);
     // Another browser context (no shared storage) sees the same marks: they are the server's.
-    const other = await openConsolePage(browser, { timeout: UI_TIMEOUT });
+    const other = await openConsolePage(ui.browser, { timeout: UI_TIMEOUT });
     await other.page.goto(`${t.url}/companies/${companyId}/inbox`);
     await poll(() => other.page.getByRole('navigation', { name: 'Main' }).getByTestId('inbox-unread').textContent()).toBe('3 unread');
     await other.context.close();
@@ -110,7 +109,7 @@ describe('console: the inbox', () => {
     // One unread item again, so that both the read and the unread rows are checked.
     await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Another wait', status: 'blocked' });
     expect(await seriousViolationsOfPages(page, t.url, [`/companies/${companyId}/inbox`])).toEqual({});
-    const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 }, timeout: UI_TIMEOUT });
+    const narrow = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 }, timeout: UI_TIMEOUT });
     expect(await seriousViolationsOfPages(narrow.page, t.url, [`/companies/${companyId}/inbox`])).toEqual({});
     // The menu (closed at 390 px) shows the count once opened.
     await narrow.page.getByRole('button', { name: 'Menu' }).click();

@@ -1,13 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
 import { agentScripts, runWhen, wakeOk } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolations, unexpectedErrors } from './browser.ts';
 
 /**
  * The console's pages for agents that run a coding tool, in a real browser against a real
@@ -42,8 +42,7 @@ wait();`;
 
 describe('console: coding-tool agents in a browser', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let companyId = '';
@@ -57,12 +56,10 @@ describe('console: coding-tool agents in a browser', () => {
     scripts = await agentScripts();
     tool = join(scripts, 'tool.cjs');
     await writeFile(tool, TOOL, { mode: 0o644 });
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser());
   });
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 

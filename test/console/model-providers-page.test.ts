@@ -1,10 +1,10 @@
 import { createServer, type Server } from 'node:http';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -18,8 +18,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: model providers', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let companyId = '';
@@ -41,12 +40,10 @@ describe('console: model providers', () => {
     providerUrl = `http://127.0.0.1:${(provider.address() as { port: number }).port}`;
     t = await startTestKernel({ llm: { privateNetworkHosts: ['127.0.0.1'] } }, { firstPartyDir: FIRST_PARTY_PLUGINS });
     companyId = (await createCompany(t.api, { name: 'Provider Works' })).id;
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
     await new Promise((resolve) => provider?.close(resolve));
   });
@@ -190,7 +187,7 @@ describe('console: model providers', () => {
 
   it('fits on a 390-wide screen with its forms open, and passes axe-core with no serious violations', async () => {
     const path = `/companies/${companyId}/model-providers`;
-    const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
     try {
       await phone.goto(t.url + path);
       await phone.getByRole('heading', { level: 1 }).first().waitFor();

@@ -1,11 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { agentScripts, waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, poll, seriousViolationsOfPages, openConsolePage, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 const SLOT_PROBE = fileURLToPath(new URL('./fixtures/slot-probe', import.meta.url));
 const UI_TIMEOUT = 20_000;
@@ -22,8 +22,7 @@ console.log('all done'); } }, 250);`;
  */
 describe('console: the operator flow in a browser', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let scripts: string;
   let consoleErrors: string[] = [];
@@ -32,14 +31,13 @@ describe('console: the operator flow in a browser', () => {
     scripts = await agentScripts();
     await writeFile(join(scripts, 'worker.cjs'), WORKER, { mode: 0o644 });
     t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
-    browser = await launchChromium();
     // The probe plugin's frame logs the refusals of its own attempts under the frame's policy
     // (default-src 'none'), which the console's own policy does not have; those are its test's point.
     const fromProbeFrame = (text: string) => text.includes("\"default-src 'none'\"") || /^Fetch API cannot load \S+\/api\/companies\. Refused to connect/.test(text);
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT, keep: (text) => !fromProbeFrame(text) }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT, keep: (text) => !fromProbeFrame(text) }));
   });
   afterAll(async () => {
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 

@@ -1,12 +1,12 @@
 import { mkdtemp, realpath } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installWiki, WIKI } from '../plugins/wiki/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
 
 /**
  * Plugins that work from the console, in a real browser against a real kernel with the
@@ -18,8 +18,7 @@ import { launchChromium, openConsolePage, poll, seriousViolations, seriousViolat
  */
 describe('console: plugin pages, local folders and instance settings', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let companyId = '';
@@ -28,12 +27,10 @@ describe('console: plugin pages, local folders and instance settings', () => {
     t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
     companyId = (await createCompany(t.api, { name: 'Archive Works' })).id;
     await installWiki(t);
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { keep: (text) => !/status of 4\d\d/.test(text) }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ keep: (text) => !/status of 4\d\d/.test(text) }));
   });
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 
@@ -106,7 +103,7 @@ describe('console: plugin pages, local folders and instance settings', () => {
   }, 60_000);
 
   it('has no serious accessibility violation on these pages at 390 px', async () => {
-    const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });
+    const narrow = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 } });
     try {
       expect(await seriousViolationsOfPages(narrow.page, t.url, ['/plugins', `/plugins/${WIKI}`, '/plugins/summaries', '/settings', `/companies/${companyId}/pages/${WIKI}/wiki`])).toEqual({});
     } finally {

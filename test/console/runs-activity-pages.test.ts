@@ -1,13 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
 import { agentScripts, runWhen, wakeOk } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
 
 /**
  * The run page as a conversation with its facts, the runs listed on the agent's and the issue's
@@ -40,8 +40,7 @@ when(gateOne, () => {
 
 describe('console: runs as conversations and readable activity', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let companyId = '';
@@ -58,15 +57,13 @@ describe('console: runs as conversations and readable activity', () => {
     scripts = await agentScripts();
     tool = join(scripts, 'tool.cjs');
     await writeFile(tool, TOOL, { mode: 0o644 });
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser());
     const created = await t.api.post(`/api/companies/${companyId}/issues`, { title: 'Write the report' });
     expect(created.status, created.text).toBe(201);
     issue = created.body;
   });
   afterAll(async () => {
-    await context?.close();
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 
@@ -196,7 +193,7 @@ describe('console: runs as conversations and readable activity', () => {
   }, 60_000);
 
   it('has no serious accessibility violation on the run, agent, issue and activity pages at 390 px', async () => {
-    const narrow = await openConsolePage(browser, { viewport: { width: 390, height: 844 } });
+    const narrow = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 } });
     try {
       for (const path of [`/companies/${companyId}/runs/${runId}`, `/companies/${companyId}/agents/${writer.id}`, `/companies/${companyId}/issues/${issue.id}`, `/companies/${companyId}/activity`]) {
         await narrow.page.goto(t.url + path);

@@ -1,13 +1,13 @@
 import { chmod, mkdir, mkdtemp, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
 import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
-import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -21,8 +21,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: runtime services, workspace commands and environments in a browser', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let mount = '';
@@ -48,11 +47,10 @@ describe('console: runtime services, workspace commands and environments in a br
     const secret = await t.api.post(`/api/companies/${companyId}/secrets`, { name: 'deploy-token', value: 'not-for-the-page' });
     expect(secret.status, secret.text).toBe(201);
     secretId = secret.body.id;
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
     if (mount) await rm(mount, { recursive: true, force: true });
   });
@@ -278,7 +276,7 @@ describe('console: runtime services, workspace commands and environments in a br
   const pages = () => [`/companies/${companyId}/workspaces`, `/companies/${companyId}/workspaces/${workspaceId}`];
 
   it('fits these pages on a 390-wide screen without sideways scrolling, with their forms open', async () => {
-    const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
     try {
       for (const path of pages()) {
         await phone.goto(t.url + path);

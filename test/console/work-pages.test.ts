@@ -1,9 +1,9 @@
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -14,7 +14,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: projects, goals, grants and project budgets in a browser', () => {
   let t: TestKernel;
-  let browser: Browser;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let companyId = '';
@@ -25,11 +25,10 @@ describe('console: projects, goals, grants and project budgets in a browser', ()
     t = await startTestKernel({}, { firstPartyDir: FIRST_PARTY_PLUGINS });
     companyId = (await createCompany(t.api, { name: 'Project Works' })).id;
     lead = await createAgent(t.api, companyId, { name: 'Lead' });
-    browser = await launchChromium();
-    ({ page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
   });
 

@@ -1,12 +1,12 @@
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { addMember, createAgent, createAgentKey, createCompany, insertUser } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
 import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
-import { launchChromium, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -19,8 +19,7 @@ const UI_TIMEOUT = 20_000;
  */
 describe('console: workspaces, agent skills, work products, feedback and member grants in a browser', () => {
   let t: TestKernel;
-  let browser: Browser;
-  let context: BrowserContext;
+  let ui: ConsoleBrowser;
   let page: Page;
   let consoleErrors: string[] = [];
   let mount = '';
@@ -40,11 +39,10 @@ describe('console: workspaces, agent skills, work products, feedback and member 
     // A folder the operator mounted for the company, where a local environment may have its root.
     mount = await realpath(await mkdtemp(`${tmpdir()}/keel-console-envs-`));
     await mountWorkspacesFolder(t, companyId, mount);
-    browser = await launchChromium();
-    ({ context, page, errors: consoleErrors } = await openConsolePage(browser, { timeout: UI_TIMEOUT }));
+    ({ page, errors: consoleErrors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });
   afterAll(async () => {
-    await browser?.close();
+    await ui?.close();
     await t?.stop();
     if (mount) await rm(mount, { recursive: true, force: true });
   });
@@ -355,7 +353,7 @@ describe('console: workspaces, agent skills, work products, feedback and member 
   ];
 
   it('fits these pages on a 390-wide screen without sideways scrolling', async () => {
-    const phone = await browser.newPage({ viewport: { width: 390, height: 844 } });
+    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
     try {
       for (const path of newPages()) {
         await phone.goto(t.url + path);
