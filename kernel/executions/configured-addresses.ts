@@ -2,9 +2,9 @@ import type { KeelConfig } from '../config/schema.ts';
 import { KeelError } from '../http/errors.ts';
 import { ALLOW_SETTING, type ServedHosts } from '../http/served-hosts.ts';
 import { privateNetworkHostsFor } from '../host/network-settings.ts';
-import { normaliseHost } from '../host/worker/capabilities/network-allow-list.ts';
-import { systemResolver, type Resolver } from '../host/worker/capabilities/http-fetch.ts';
-import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import { normaliseHost } from '../net/allow-list.ts';
+import { systemResolver, type Resolver } from '../net/resolver.ts';
+import type { ResolvedAddress } from '../net/http-exchange.ts';
 import { checkHttpTarget } from './http-runner.ts';
 
 /**

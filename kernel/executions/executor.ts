@@ -10,7 +10,7 @@ import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
 import { KeelError } from '../http/errors.ts';
 import type { ServedHosts } from '../http/served-hosts.ts';
-import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import type { ResolvedAddress } from '../net/http-exchange.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';

@@ -2,17 +2,17 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { KeelError } from '../http/errors.ts';
-import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from '../host/worker/capabilities/address-policy.ts';
-import { systemResolver, type Resolver } from '../host/worker/capabilities/http-fetch.ts';
-import { pinnedLookup, type ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
-import { normaliseHost } from '../host/worker/capabilities/network-allow-list.ts';
+import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from '../net/address-policy.ts';
+import { systemResolver, type Resolver } from '../net/resolver.ts';
+import { pinnedLookup, type ResolvedAddress } from '../net/http-exchange.ts';
+import { normaliseHost } from '../net/allow-list.ts';
 import type { ExecutionLog } from './execution-log.ts';
 import { SseParser } from '../http/sse-parser.ts';
 
 /**
  * The `http` kind: one request to the agent's configured URL, with a deadline, its answer read
  * whole (JSON) or as Server-Sent Events. The address rules are those of ctx.http.fetch
- * (worker/capabilities/address-policy.ts): the name is resolved here, every address checked
+ * (kernel/net/address-policy.ts): the name is resolved here, every address checked
  * (private, loopback, link-local, metadata refused; the operator may open non-public addresses
  * for one host of one plugin with `plugins.privateNetworkHosts`, never metadata), and the
  * connection goes only to the checked addresses. Redirects are not followed.

@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import type { LeasedWorkspace } from '../../sdk/capabilities/executions.ts';
 import { refusedRunVariable } from '../../sdk/capabilities/run-variable-names.ts';
 import type { Database, Queryable } from '../db/database.ts';
-import { isInside, mountRoot, resolveExisting } from '../host/worker/capabilities/folder-paths.ts';
+import { isInside, mountRoot, resolveExisting } from '../files/folder-paths.ts';
 import { KeelError } from '../http/errors.ts';
 import { isSecretRefShape } from '../vault/secret-refs.ts';
 import type { Vault } from '../vault/vault.ts';

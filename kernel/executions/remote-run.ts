@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { RemoteRunFollow } from '../../sdk/capabilities/executions.ts';
-import { pinnedLookup, type ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import { pinnedLookup, type ResolvedAddress } from '../net/http-exchange.ts';
 import type { ExecutionLog } from './execution-log.ts';
 import { MAX_RESPONSE_BYTES } from './http-runner.ts';
 import { SseParser } from '../http/sse-parser.ts';

@@ -1,9 +1,9 @@
 import type { KeelConfig } from '../config/schema.ts';
 import { KeelError } from '../http/errors.ts';
 import { checkHttpTarget } from '../executions/http-runner.ts';
-import { normaliseHost, parseAllowEntry } from '../host/worker/capabilities/network-allow-list.ts';
-import { systemResolver, type Resolver } from '../host/worker/capabilities/http-fetch.ts';
-import type { ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import { normaliseHost, parseAllowEntry } from '../net/allow-list.ts';
+import { systemResolver, type Resolver } from '../net/resolver.ts';
+import type { ResolvedAddress } from '../net/http-exchange.ts';
 
 /**
  * Where a proxy answer may send a request (and the company's key with it): https to a public

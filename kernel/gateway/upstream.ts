@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
-import { pinnedLookup, type ResolvedAddress } from '../host/worker/capabilities/http-request.ts';
+import { pinnedLookup, type ResolvedAddress } from '../net/http-exchange.ts';
 
 /**
  * The HTTP side of a proxied call towards the provider. Connections are pooled (keep-alive):

@@ -6,10 +6,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addressAllowed, canonicalIp, classifyAddress, parseIPv4 } from '../../kernel/host/worker/capabilities/address-policy.ts';
+import { addressAllowed, canonicalIp, classifyAddress, parseIPv4 } from '../../kernel/net/address-policy.ts';
 import { parseFetchArgs } from '../../kernel/host/worker/capabilities/fetch-request.ts';
-import { fetchPolicy, performFetch, type Resolver } from '../../kernel/host/worker/capabilities/http-fetch.ts';
-import { AllowList, parseAllowEntry } from '../../kernel/host/worker/capabilities/network-allow-list.ts';
+import { fetchPolicy, performFetch } from '../../kernel/host/worker/capabilities/http-fetch.ts';
+import type { Resolver } from '../../kernel/net/resolver.ts';
+import { AllowList, parseAllowEntry } from '../../kernel/net/allow-list.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 
 /**

@@ -3,7 +3,7 @@ import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { FolderMount } from '../../protocol/messages.ts';
 import type { Invocation } from '../invocation.ts';
-import { assertDescriptorInside, CREATE_FLAGS, ensureParent, escapes, isInside, mountRoot, pathSegments, READ_FLAGS, resolveExisting } from './folder-paths.ts';
+import { assertDescriptorInside, CREATE_FLAGS, ensureParent, escapes, isInside, mountRoot, pathSegments, READ_FLAGS, resolveExisting } from '../../../files/folder-paths.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
 /**

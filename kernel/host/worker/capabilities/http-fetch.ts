@@ -1,10 +1,10 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import type { WorkerInit } from '../../protocol/messages.ts';
 import type { Invocation } from '../invocation.ts';
-import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from './address-policy.ts';
+import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from '../../../net/address-policy.ts';
 import { headersForOtherOrigin, parseFetchArgs, type FetchRequest } from './fetch-request.ts';
-import { exchange, type ResolvedAddress } from './http-request.ts';
-import { AllowList, normaliseHost } from './network-allow-list.ts';
+import { exchange, type ResolvedAddress } from '../../../net/http-exchange.ts';
+import { systemResolver, type Resolver } from '../../../net/resolver.ts';
+import { AllowList, normaliseHost } from '../../../net/allow-list.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
 /**
@@ -17,11 +17,6 @@ import { CapabilityError, type WorkerCapability } from './types.ts';
  * body; a plugin's body is meant for the origin it named, so it stays there). An operator may open non-public addresses for an exactly allow-listed host of one plugin
  * (configuration `plugins.privateNetworkHosts`); metadata addresses stay closed regardless.
  */
-export type Resolver = (host: string) => Promise<ResolvedAddress[]>;
-
-export const systemResolver: Resolver = async (host) =>
-  (await dnsLookup(host, { all: true, order: 'verbatim' })).map((entry) => ({ address: entry.address, family: entry.family === 6 ? 6 : 4 }));
-
 export interface FetchPolicy {
   allow: AllowList;
   /** Hosts (normalised) for which the operator allowed non-public addresses. */

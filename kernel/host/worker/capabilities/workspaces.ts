@@ -3,7 +3,7 @@ import { constants, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { FolderMount } from '../../protocol/messages.ts';
 import type { Invocation } from '../invocation.ts';
-import { ensureParent, escapes, isInside, mountRoot, resolveExisting } from './folder-paths.ts';
+import { ensureParent, escapes, isInside, mountRoot, resolveExisting } from '../../../files/folder-paths.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
 /**
@@ -11,7 +11,7 @@ import { CapabilityError, type WorkerCapability } from './types.ts';
  * mounted for the invocation's company (the same mounts `ctx.folders` uses, attached to the
  * invocation by the kernel). The path is checked as text first (absolute, no `.`/`..`, no
  * control characters), matched to the mount it lies in, and then resolved segment by segment
- * with the mount's own confinement (folder-paths.ts), so a link never leads out of the mount.
+ * with the mount's own confinement (kernel/files/folder-paths.ts), so a link never leads out of the mount.
  * Errors name the path the plugin gave, never another host path.
  */
 const MAX_PATH = 4096;

@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP, type LookupFunction } from 'node:net';
 import zlib from 'node:zlib';
-import { CapabilityError } from './types.ts';
+import { CapabilityError } from '../../sdk/shared/capability-error.ts';
 
 /**
  * One HTTP exchange to an address that the caller has already checked. The connection

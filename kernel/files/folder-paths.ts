@@ -1,6 +1,6 @@
 import { constants, promises as fs } from 'node:fs';
 import { join, sep } from 'node:path';
-import { CapabilityError } from './types.ts';
+import { CapabilityError } from '../../sdk/shared/capability-error.ts';
 
 /**
  * Path confinement for `ctx.folders`. A plugin names a file by a relative path inside a
