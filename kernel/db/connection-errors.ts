@@ -22,6 +22,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false;
 }
 
+/**
+ * True when a transaction failed because another one conflicted with it: a deadlock it lost
+ * (40P01) or a serialization failure (40001). Nothing of it was committed and the same request,
+ * sent again, normally goes through: the server answers 503 with Retry-After, not 500.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 4; current = (current as { cause?: unknown }).cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (code === '40P01' || code === '40001') return true;
+  }
+  return false;
+}
+
 /** The answer to a call that met an unreachable database (the kernel's and a plugin worker's alike): 503, retry. */
 export const DATABASE_UNAVAILABLE = { status: 503, code: 'database_unavailable', message: 'The database is unavailable; retry shortly' } as const;
 

@@ -5,7 +5,7 @@ import type { KernelServices } from '../services.ts';
 import { errorBody, KeelError } from './errors.ts';
 import { activityActor, type Actor } from '../auth/actor.ts';
 import { requestLog } from './request-log.ts';
-import { isDatabaseUnavailable } from '../db/connection-errors.ts';
+import { isDatabaseUnavailable, isTransactionConflict } from '../db/connection-errors.ts';
 import { pathGuard } from './path-guard.ts';
 import { assertEveryRouteDeclared } from './route-spec.ts';
 import { discardUnreadBody } from './unread-body.ts';
@@ -81,9 +81,9 @@ function errorHandler(kernel: KernelServices): Koa.Middleware {
       if (!error.expose) kernel.log.error({ err: thrown, requestId: ctx.state.requestId, method: ctx.method }, 'request failed');
       ctx.status = error.status;
       ctx.body = error.expose ? errorBody(error) : { error: 'Internal server error', code: 'internal_error' };
-      if (error.code === 'database_unavailable') {
+      if (error.code === 'database_unavailable' || error.code === 'transaction_conflict') {
         ctx.set('Retry-After', '1');
-        kernel.log.warn({ err: thrown, requestId: ctx.state.requestId }, 'request failed: database unavailable');
+        kernel.log.warn({ err: thrown, requestId: ctx.state.requestId }, `request failed: ${error.message}`);
       }
       // A refusal sent while the client is still sending would reach it as a broken pipe:
       // read and discard the rest first (bounded), then answer and close the connection.
@@ -112,6 +112,9 @@ function normalise(thrown: unknown): KeelError {
   }
   if (isDatabaseUnavailable(thrown)) {
     return new KeelError(503, 'database_unavailable', 'The database is unavailable; retry shortly', { expose: true, cause: thrown });
+  }
+  if (isTransactionConflict(thrown)) {
+    return new KeelError(503, 'transaction_conflict', 'The request met a conflicting change and was not applied; retry it', { expose: true, cause: thrown });
   }
   return new KeelError(500, 'internal_error', 'Internal server error', { expose: false, cause: thrown });
 }
