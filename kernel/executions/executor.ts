@@ -1,73 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
-import { MAX_EXECUTION_FILE_BYTES, type CallbackUrls, type ExecutionStatus, type ExecutionSummary, type HttpExecutionInput, type ProbeInput, type ProbeResult, type ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
+import type { CallbackUrls, ExecutionSummary, HttpExecutionInput, ProbeInput, ProbeResult, ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
-import { iso, int, type Database, type Row, type Tx } from '../db/database.ts';
+import { int, type Database, type Row } from '../db/database.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
 import { KeelError } from '../http/errors.ts';
 import type { ServedHosts } from '../http/served-hosts.ts';
-import type { ResolvedAddress } from '../net/http-exchange.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
-import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import type { Vault } from '../vault/vault.ts';
 import { agentIdentity, WorkDirectories, type AgentIdentity } from './agent-user.ts';
 import { AgentHomes } from './agent-homes.ts';
-import { assertNoToolFields, assertToolExtras, prepareToolLaunch, toolProcessConfig } from './tool-launch.ts';
-import { runProcessExecution, type PreparedProcess } from './process-execution.ts';
-import { runProbe } from './probe.ts';
-import { CredentialMask, credentialHeaderValues } from './credential-mask.ts';
+import { CredentialMask } from './credential-mask.ts';
+import { closeExecutionRun, recordExecutionEnd } from './execution-end.ts';
 import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
-import { OutputSpool } from './output-spool.ts';
-import { prepareLeasedWorkspace } from './leased-workspace.ts';
-import { retryWhileDatabaseUnavailable } from '../db/connection-errors.ts';
-import { assertUnderConfiguredUrl, runHttp } from './http-runner.ts';
-import { assertInstanceAddress, checkConnectAddress } from './configured-addresses.ts';
-import { askToStop, followRemoteRun, type RemoteRunSpec, type RemoteStopRecipe } from './remote-run.ts';
-import { claimRemoteRun } from './remote-run-claims.ts';
-import { isSecretRef } from '../tenancy/agent-config.ts';
-import { AgentProcess, killOrphanedGroup } from './process-runner.ts';
+import { prepareExecution, secretHeadersFor, type Prepared } from './execution-prepare.ts';
 import {
-  assertBoardApprovedConfig, assertPluginExtras, assertRunnable, processConfig, safeRelativePath,
-} from './start-checks.ts';
+  EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, LIVE_EXECUTION_STATUSES, MAX_LIVE_PER_COMPANY, orphanMarker, toSummary,
+  type ExecutionCaller, type Finish, type Live,
+} from './execution-rows.ts';
+import { runHttpExecution } from './http-execution.ts';
+import { OutputSpool } from './output-spool.ts';
+import { runProbe } from './probe.ts';
+import { runProcessExecution, type PreparedProcess } from './process-execution.ts';
+import { killOrphanedGroup } from './process-runner.ts';
+import { stopRemoteRun } from './remote-stop.ts';
+import { assertBoardApprovedConfig, assertRunnable } from './start-checks.ts';
+import { assertNoToolFields } from './tool-launch.ts';
 
-export const EXECUTIONS_CHANNEL = 'keel_executions';
-export const LEASE_SEC = 30;
 const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
-const DEFAULT_HTTP_TIMEOUT_MS = 120_000;
-export const LIVE = "status in ('starting', 'running')";
 /** A live log event is one stream event (MAX_STREAM_EVENT_BYTES, with room for the envelope). */
 const LIVE_LOG_EVENT_BYTES = 6_500;
-/** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
-export const MAX_LIVE_PER_COMPANY = 100;
-
-/** Who asks: the plugin and the company the brokered call serves; `contributes`: whether the plugin contributes an adapter type (the kernel point agent.adapter-config). */
-export interface ExecutionCaller { plugin: string; companyId: string; contributes?: (adapterType: string) => boolean }
-
-/** An execution this process supervises (agent runs here, workspace processes in workspace-processes.ts). */
-export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
-  ref: Ref;
-  logChannel: string | null;
-  cancelReason: string | null;
-  timedOut: boolean;
-  graceSec: number;
-  process: AgentProcess | null;
-  abort: AbortController | null;
-  /** 2 once a tool launch's retryOnce started the command again. */
-  attempts?: number;
-}
-
-/** `secretValues`: the credentials the start hands to the run besides its token (masked in its output). */
-type Prepared = { secretValues: string[] } & (
-  | PreparedProcess
-  | { kind: 'http'; url: URL; addresses: ResolvedAddress[]; method: string; headers: Record<string, string>; body: Buffer | null; sse: boolean; timeoutMs: number; tokenHeader: string;
-    secretHeaders: Record<string, string>; remote: RemoteRunSpec['follow'] | null; notes: string[];
-    /** What the stop of a remote run needs again after this process is gone (never a secret value). */
-    stopRecipe: Omit<RemoteStopRecipe, 'url'> });
 
 /**
  * The executor tier: agent processes and HTTP exchanges, started for a plugin granted
@@ -193,7 +160,7 @@ export class Executor {
     if (int(running!.n) >= MAX_LIVE_PER_COMPANY) {
       throw new KeelError(429, 'too_many_executions', `A company runs at most ${MAX_LIVE_PER_COMPANY} executions at once; wait for one to end`);
     }
-    const prepared = await this.prepare(caller, input, agent, toolLaunch);
+    const prepared = await prepareExecution({ ...this.deps, servedHosts: this.servedHosts, agentUser: () => this.agentUser() }, caller, input, agent, toolLaunch);
     const executionId = randomUUID();
     const row = await db.transaction(async (tx) => {
       // The run is checked again under a share lock: a close of the ledger run between the first
@@ -228,107 +195,7 @@ export class Executor {
     return toSummary(existing);
   }
 
-  /** Everything that can be refused is checked before the row exists: configuration, secrets, files, address. */
-  private async prepare(caller: ExecutionCaller, input: ProcessExecutionInput | HttpExecutionInput, agent: Row, toolLaunch: boolean): Promise<Prepared> {
-    if (input.kind === 'process') {
-      const config = toolLaunch ? toolProcessConfig(agent.adapter_config, input.args ?? []) : processConfig(agent.adapter_config);
-      const extras = input.env ?? {};
-      if (toolLaunch) assertToolExtras(extras);
-      else assertPluginExtras(extras);
-      const tool = toolLaunch ? prepareToolLaunch(input) : null;
-      const files = (input.files ?? []).map((file) => ({ path: safeRelativePath(file.path), content: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8') }));
-      const fileBytes = [...files, ...(tool?.home?.files ?? [])].reduce((sum, file) => sum + file.content.length, 0);
-      if (fileBytes > MAX_EXECUTION_FILE_BYTES) throw new KeelError(400, 'invalid_arguments', `files: ${fileBytes} bytes in all; at most ${MAX_EXECUTION_FILE_BYTES}`);
-      const workspace = await prepareLeasedWorkspace({ db: this.deps.db, vault: this.deps.vault, identity: () => this.agentUser() },
-        { plugin: caller.plugin, runId: input.runId, agentId: agent.id, companyId: agent.company_id }, agent.adapter_config, input.workspace);
-      const resolved = await resolveRunEnvironment(this.deps.db, this.deps.vault, agent as never, tool?.withhold);
-      if (resolved.secrets.length > 0) {
-        await this.deps.db.query(
-          `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
-          [agent.company_id, `plugin:${caller.plugin}`, agent.id, input.runId, JSON.stringify({ plugin: caller.plugin, execution: true, secrets: resolved.secrets })]);
-      }
-      const secretValues = [
-        ...resolved.secrets.map((secret) => resolved.env[secret.envName]!),
-        ...(workspace?.secrets ?? []).filter((secret) => !tool?.withhold.has(secret.envName)).map((secret) => workspace!.env[secret.envName]!),
-      ];
-      return { kind: 'process', config, env: resolved.env, extras, files, workspace, secretValues, tool };
-    }
-    const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
-    const configured = config[input.baseUrlKey ?? 'url'];
-    const url = assertUnderConfiguredUrl(input.url, configured);
-    const addresses = await checkConnectAddress(url, this.deps.config, caller.plugin);
-    // The address the remote side is handed as Keel's (it calls back with the run token): this instance only.
-    const instanceUrl = input.instanceUrlKey ? config[input.instanceUrlKey] : undefined;
-    if (instanceUrl !== undefined && instanceUrl !== null) assertInstanceAddress(instanceUrl, this.servedHosts, input.instanceUrlKey!);
-    let remote: RemoteRunSpec['follow'] | null = null;
-    if (input.remoteRun) {
-      const follow = input.remoteRun;
-      // Each template must stay under the configured base whatever the run server names its run.
-      for (const template of [follow.eventsUrl, follow.statusUrl, follow.stopUrl]) assertUnderConfiguredUrl(template.replaceAll('{id}', 'run-id'), configured);
-      remote = {
-        eventsUrl: follow.eventsUrl, statusUrl: follow.statusUrl, stopUrl: follow.stopUrl, reconnectMs: follow.reconnectMs,
-        terminalEvents: follow.terminalEvents, idFields: typeof follow.idField === 'string' ? [follow.idField] : follow.idField ?? ['id'], createAttempts: follow.createAttempts ?? 3,
-      };
-    }
-    const secretValues: string[] = [];
-    const secretHeaders = await this.secretHeadersFor(caller, input.secretHeaders ?? [], input.runId, agent, config, secretValues);
-    const tokenHeader = (input.tokenHeader ?? 'authorization').toLowerCase();
-    const headers: Record<string, string> = {};
-    for (const [name, value] of Object.entries(input.headers ?? {})) {
-      const lower = name.toLowerCase();
-      if (!/^[a-z0-9-]{1,100}$/.test(lower) || /[\r\n\0]/.test(value)) throw new KeelError(400, 'invalid_arguments', `headers: ${JSON.stringify(name.slice(0, 100))} is not a valid header`);
-      if (['host', 'content-length', 'transfer-encoding', 'connection', tokenHeader].includes(lower)) continue;
-      headers[lower] = value;
-    }
-    secretValues.push(...credentialHeaderValues(headers));
-    const body = input.body === undefined ? null : Buffer.from(JSON.stringify(input.body));
-    if (body) headers['content-type'] = 'application/json';
-    if (input.stream === 'sse') headers.accept = 'text/event-stream';
-    return {
-      kind: 'http', url, addresses, method: input.method ?? 'POST', headers, body, sse: input.stream === 'sse',
-      timeoutMs: Math.min(input.timeoutMs ?? DEFAULT_HTTP_TIMEOUT_MS, 24 * 3600 * 1000), tokenHeader, secretHeaders, remote,
-      stopRecipe: { headers: Object.fromEntries(Object.entries(headers).filter(([name]) => name !== 'content-type' && name !== 'idempotency-key')), secretHeaders: input.secretHeaders ?? [], baseUrlKey: input.baseUrlKey ?? 'url' },
-      notes: (input.notes ?? []).map((note) => note.replace(/[\r\n]+/g, ' ')), secretValues,
-    };
-  }
 
-  /**
-   * The headers whose values are secrets of the agent's configuration (a secret reference,
-   * revealed here; the isolate never sees the value). A value that cannot be resolved refuses
-   * the start. Which secrets were read is written to the security audit log, never the values;
-   * the values themselves are added to `revealed` (to be masked in the run's output).
-   */
-  async secretHeadersFor(caller: ExecutionCaller, specs: NonNullable<HttpExecutionInput['secretHeaders']>, runId: string, agent: Row, config: Record<string, unknown>, revealed: string[] = []): Promise<Record<string, string>> {
-    const headers: Record<string, string> = {};
-    const used: Array<{ header: string; configKey: string; secretId: string | null; version: number | null }> = [];
-    for (const entry of specs) {
-      const stored = config[entry.configKey];
-      let value: string;
-      if (isSecretRef(stored)) {
-        const selector = stored.version === undefined || stored.version === 'latest' ? 'latest' : stored.version;
-        let revealed;
-        try { revealed = await this.deps.vault.reveal(this.deps.db, agent.company_id, stored.secretId, selector); } catch (error) {
-          throw new KeelError(422, 'secret_ref_unresolvable', `Cannot resolve adapterConfig.${entry.configKey}: ${error instanceof Error ? error.message : 'unknown secret'}`, { details: { path: `adapterConfig.${entry.configKey}` } });
-        }
-        value = revealed.value;
-        used.push({ header: entry.header.toLowerCase(), configKey: entry.configKey, secretId: stored.secretId, version: revealed.version });
-      } else if (typeof stored === 'string' && stored.length > 0) {
-        value = stored;
-        used.push({ header: entry.header.toLowerCase(), configKey: entry.configKey, secretId: null, version: null });
-      } else {
-        throw new KeelError(409, 'adapter_config_invalid', `The agent's adapterConfig has no ${entry.configKey} for the ${entry.header} header`);
-      }
-      if (/[\r\n\0]/.test(value)) throw new KeelError(409, 'adapter_config_invalid', `adapterConfig.${entry.configKey} cannot be sent in a header`);
-      headers[entry.header.toLowerCase()] = entry.scheme ? `${entry.scheme} ${value}` : value;
-      revealed.push(value);
-    }
-    if (used.length > 0) {
-      await this.deps.db.query(
-        `insert into security_audit_log (company_id, actor_type, actor_id, event, agent_id, run_id, details) values (?, 'system', ?, 'secret.environment_resolved', ?, ?, ?::jsonb)`,
-        [agent.company_id, `plugin:${caller.plugin}`, agent.id, runId, JSON.stringify({ plugin: caller.plugin, execution: true, headers: used })]);
-    }
-    return headers;
-  }
 
   private async launch(entry: Live, prepared: Prepared): Promise<void> {
     const { db } = this.deps;
@@ -360,7 +227,7 @@ export class Executor {
       if (prepared.kind === 'process') {
         outcome = await this.runProcess(entry, prepared, token, log, (dir) => { workDir = dir; });
       } else {
-        outcome = await this.runHttpExchange(entry, prepared, token, log);
+        outcome = await runHttpExecution({ db, timeOut: (live) => this.timeOut(live) }, entry, prepared, token, log);
       }
     } catch (error) {
       const code = error instanceof KeelError ? error.code : 'executor_failed';
@@ -395,82 +262,12 @@ export class Executor {
     }, entry, prepared, token, log, created);
   }
 
-  private async runHttpExchange(entry: Live, prepared: Extract<Prepared, { kind: 'http' }>, token: string, log: ExecutionLog): Promise<Partial<Finish>> {
-    const abort = new AbortController();
-    entry.abort = abort;
-    if (entry.cancelReason) abort.abort();
-    // The kernel's own headers win over the plugin's: the run token, then the configured secrets.
-    const headers = { ...prepared.headers, [prepared.tokenHeader]: prepared.tokenHeader === 'authorization' ? `Bearer ${token}` : token, ...prepared.secretHeaders };
-    // The deadline is the row's (the heartbeat enforces it, whatever the exchange reads); the timer only acts on it on time.
-    const timer = setTimeout(() => this.timeOut(entry), prepared.timeoutMs);
-    await this.deps.db.exec(`update executions set status = 'running', started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
-      [prepared.timeoutMs / 1000, entry.ref.executionId]);
-    for (const note of prepared.notes) log.line('system', `warning: ${note}`);
-    if (prepared.remote) {
-      try {
-        const { 'content-type': _type, 'idempotency-key': _key, ...followHeaders } = headers;
-        const outcome = await followRemoteRun({
-          create: { url: prepared.url, method: prepared.method, headers, body: prepared.body },
-          follow: prepared.remote, headers: followHeaders, addresses: prepared.addresses,
-        }, log, abort.signal, (runUrl, stopUrl) => claimRemoteRun(this.deps.db, entry.ref.executionId, runUrl, { ...prepared.stopRecipe, url: stopUrl.href }));
-        if (abort.signal.aborted) return { failed: true, httpStatus: outcome.httpStatus };
-        return outcome;
-      } finally {
-        clearTimeout(timer);
-      }
-    }
-    try {
-      const answer = await runHttp({ url: prepared.url, addresses: prepared.addresses, method: prepared.method, headers, body: prepared.body, sse: prepared.sse, signal: abort.signal }, log);
-      const ok = answer.status >= 200 && answer.status < 300;
-      return { httpStatus: answer.status, response: answer.response, failed: !ok, errorCode: ok ? null : 'http_status' };
-    } catch (error) {
-      if (abort.signal.aborted) return { failed: true };
-      const code = error instanceof KeelError ? error.code : 'http_failed';
-      log.line('system', `request failed: ${code}`);
-      return { failed: true, errorCode: code };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
+
+
 
   /** The terminal row, the run's close and execution.finished, in one transaction; only while this process still owns it. */
-  async finish(entry: Live<AnyExecutionRef>, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
-    const written = await log.close();
-    const status: ExecutionStatus = entry.cancelReason === 'server_stopped' ? 'lost'
-      : entry.cancelReason ? 'cancelled'
-        : entry.timedOut ? 'timed_out'
-          : outcome.failed === false ? 'succeeded' : 'failed';
-    const errorCode = status === 'cancelled' || status === 'lost' ? entry.cancelReason : status === 'timed_out' ? 'timeout' : outcome.errorCode ?? null;
-    // An execution that ends while the database fails over is recorded once the new primary serves
-    // (its entry stays live meanwhile, so the heartbeat keeps its lease); the update is conditional,
-    // so a repeat after a commit whose answer was lost changes nothing.
-    await retryWhileDatabaseUnavailable(() => this.deps.db.transaction(async (tx) => {
-      const row = await tx.maybeOne<Row>(
-        `update executions set status = ?, exit_code = ?, signal = ?, http_status = ?, error_code = ?, response = ?::jsonb,
-                log_bytes = ?, log_sha256 = ?, finished_at = now()
-          where id = ? and ${LIVE} and owner_instance = ? returning *`,
-        [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
-          outcome.response === undefined || outcome.response === null ? null : JSON.stringify(log.mask.value(outcome.response)),
-          written.bytes, written.sha256, entry.ref.executionId, this.instanceId]);
-      if (row) await this.closeRun(tx, row, status === 'lost' ? 'failed' : status, errorCode, entry.attempts);
-    }), LEASE_SEC * 1000);
-  }
-
-  private async closeRun(tx: Tx, row: Row, runStatus: 'succeeded' | 'failed' | 'cancelled' | 'timed_out', reason: string | null, attempts?: number): Promise<void> {
-    // A workspace process has no run to close; the rest (event, activity) is the same.
-    const live = row.run_id ? await tx.maybeOne<Row>(`select status from runs where id = ? for update`, [row.run_id]) : null;
-    if (live && LIVE_STATUSES.has(live.status)) {
-      await this.deps.runs.close(tx, row.run_id, { status: runStatus, reason: reason ?? `execution ${row.status}` });
-    }
-    await this.deps.events.appendTo(tx, 'execution.finished', {
-      executionId: row.id, runId: row.run_id, companyId: row.company_id, agentId: row.agent_id, status: row.status,
-      exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null, errorCode: row.error_code ?? null,
-      logBytes: int(row.log_bytes), response: row.response ?? null, ...(attempts ? { attempts } : {}),
-    }, row.plugin);
-    await this.deps.activity.record(tx, {
-      companyId: row.company_id, actorType: 'system', actorId: 'executor', agentId: row.agent_id, runId: row.run_id,
-      action: 'execution.finished', entityType: 'execution', entityId: row.id, details: { status: row.status, errorCode: row.error_code ?? null, plugin: row.plugin },
-    });
+  finish(entry: Live<AnyExecutionRef>, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
+    return recordExecutionEnd(this.deps, this.instanceId, entry, outcome, log);
   }
 
   async get(caller: ExecutionCaller, executionId: string): Promise<ExecutionSummary> {
@@ -479,13 +276,13 @@ export class Executor {
 
   async readLog(caller: ExecutionCaller, executionId: string, options: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }> {
     const row = await this.find(caller, executionId, true);
-    return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_STATUSES_EXEC.has(row.status));
+    return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_EXECUTION_STATUSES.has(row.status));
   }
 
   /** Marks the row and tells its owner (NOTIFY); the owner stops it. Idempotent. */
   async cancel(caller: ExecutionCaller, executionId: string, reason: string | undefined): Promise<ExecutionSummary> {
     const row = await this.find(caller, executionId);
-    if (!LIVE_STATUSES_EXEC.has(row.status)) return toSummary(row);
+    if (!LIVE_EXECUTION_STATUSES.has(row.status)) return toSummary(row);
     const updated = await this.deps.db.transaction(async (tx) => {
       const marked = await tx.maybeOne<Row>(
         `update executions set cancel_requested_at = coalesce(cancel_requested_at, now()), cancel_reason = coalesce(cancel_reason, 'cancelled')
@@ -585,55 +382,19 @@ export class Executor {
         `update executions set status = 'lost', error_code = 'lost', finished_at = now()
           where id = ? and ${LIVE} and (lease_until < now() or (owner_node = ? and owner_instance <> ?)) returning *`,
         [executionId, this.node, this.instanceId]);
-      if (lost) await this.closeRun(tx, lost, 'failed', 'lost');
+      if (lost) await closeExecutionRun(this.deps, tx, lost, 'failed', 'lost');
       return lost;
     });
     if (!row) return;
     this.deps.log.warn({ executionId, owner: row.owner_instance }, 'execution lost: the process that ran it is gone');
-    if (row.remote_stop) void stopRemoteRun({ secretHeadersFor: (...args) => this.secretHeadersFor(...args), config: this.deps.config, db: this.deps.db, log: this.deps.log }, row);
+    if (row.remote_stop) void stopRemoteRun({ secretHeadersFor: (...args) => secretHeadersFor(this.deps, ...args), config: this.deps.config, db: this.deps.db, log: this.deps.log }, row);
     if (row.owner_node === this.node && row.pid) {
       if (killOrphanedGroup(row.pid, orphanMarker(row))) this.deps.log.warn({ executionId, pid: row.pid }, 'killed the process group a dead Keel process left behind');
     }
   }
 }
 
-/**
- * The remote run of an execution marked lost is still running on its run server, which nobody
- * follows any more: it is asked to stop, as the dead process would have at its deadline. The
- * secrets are revealed again from the agent's configuration (audited like a start), and only
- * while the stop URL is still under the configured base URL and its address passes the same
- * checks (a changed configuration is not sent the key). Best effort, logged.
- */
-async function stopRemoteRun(executor: { secretHeadersFor: Executor['secretHeadersFor']; config: KeelConfig; db: Database; log: Logger }, row: Row): Promise<void> {
-  const recipe = row.remote_stop as RemoteStopRecipe;
-  try {
-    const agent = await executor.db.maybeOne<Row>('select id, company_id, adapter_config from agents where id = ?', [row.agent_id]);
-    if (!agent) return;
-    const config = (agent.adapter_config ?? {}) as Record<string, unknown>;
-    const url = assertUnderConfiguredUrl(recipe.url, config[recipe.baseUrlKey]);
-    const addresses = await checkConnectAddress(url, executor.config, row.plugin);
-    const secrets = await executor.secretHeadersFor({ plugin: row.plugin, companyId: row.company_id }, recipe.secretHeaders, row.run_id, agent, config);
-    const status = await askToStop({ headers: { ...recipe.headers, ...secrets }, addresses }, url);
-    executor.log.warn({ executionId: row.id, status }, status === null ? 'asked the run server to stop the remote run of a lost execution: no answer' : 'asked the run server to stop the remote run of a lost execution');
-  } catch (error) {
-    executor.log.warn({ err: error, executionId: row.id }, 'could not ask the run server to stop the remote run of a lost execution');
-  }
-}
 
-/** The variable that recognises an execution's process group in /proc (the run's, or a workspace process's own id). */
-export function orphanMarker(row: Row): string {
-  return row.run_id ? `SERVICE_RUN_ID=${row.run_id}` : `KEEL_EXECUTION_ID=${row.id}`;
-}
 
-export interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }
 
-const LIVE_STATUSES_EXEC: ReadonlySet<string> = new Set(['starting', 'running']);
 
-export function toSummary(row: Row): ExecutionSummary {
-  return {
-    executionId: row.id, runId: row.run_id, agentId: row.agent_id, kind: row.kind, status: row.status,
-    pid: row.pid ?? null, exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null,
-    errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
-    startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
-  };
-}

@@ -1,5 +1,5 @@
-import type { Row } from '../db/database.ts';
-import type { Executor } from './executor.ts';
+import type { Database, Row } from '../db/database.ts';
+import type { RunLedger } from '../runs/run-ledger.ts';
 
 /** Where a probe's run comes from, in the ledger (runs.invocation_source). */
 export const PROBE_INVOCATION_SOURCE = 'adapter_test';
@@ -13,7 +13,7 @@ export interface ProbeRun { runId: string; token: string; close(outcome: 'succee
  * `agent_not_runnable`), its token living no longer than the probe's deadline and a minute, and
  * closed when the probe ends, which revokes the token at once.
  */
-export async function probeRun(executor: Executor, plugin: string, agent: Row, ttlSeconds: number): Promise<ProbeRun> {
+export async function probeRun(executor: { deps: { db: Database; runs: RunLedger } }, plugin: string, agent: Row, ttlSeconds: number): Promise<ProbeRun> {
   const { db, runs } = executor.deps;
   const opened = await db.transaction((tx) => runs.open(tx, {
     companyId: agent.company_id, agentId: agent.id, invocationSource: PROBE_INVOCATION_SOURCE, trigger: 'probe', openedByPlugin: plugin, ttlSeconds,

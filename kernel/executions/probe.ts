@@ -1,11 +1,18 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import { join } from 'node:path';
 import type { ProbeInput, ProbeResult } from '../../sdk/capabilities/executions.ts';
 import type { Row } from '../db/database.ts';
 import { KeelError } from '../http/errors.ts';
 import { resolveRunEnvironment } from '../vault/run-environment.ts';
 import { CredentialMask } from './credential-mask.ts';
-import type { ExecutionCaller, Executor } from './executor.ts';
+import type { CallbackUrls } from '../../sdk/capabilities/executions.ts';
+import type { Database } from '../db/database.ts';
+import type { RunLedger } from '../runs/run-ledger.ts';
+import type { Vault } from '../vault/vault.ts';
+import type { AgentHomes } from './agent-homes.ts';
+import type { AgentIdentity, WorkDirectories } from './agent-user.ts';
+import type { ExecutionCaller } from './execution-rows.ts';
 import { AgentProcess } from './process-runner.ts';
 import { assertBoardApprovedConfig, processEnvironment, safeRelativePath } from './start-checks.ts';
 import { assertToolExtras, homeVariables, tokenVariables, toolProcessConfig } from './tool-launch.ts';
@@ -29,7 +36,16 @@ const running = new Map<string, number>();
  * opened for the probe (probe-run.ts) and closed when it ends, and only those variables hold its
  * token. Not an execution: nothing is logged or leased; the deadline (at most 300 s) bounds it.
  */
-export async function runProbe(executor: Executor, caller: ExecutionCaller, input: ProbeInput): Promise<ProbeResult> {
+/** What a probe needs of the executor: its stores, the agent user with its directories and homes, and the callback URLs. */
+export interface ProbeExecutor {
+  deps: { db: Database; vault: Vault; runs: RunLedger; log: Logger };
+  workDirectories(): WorkDirectories;
+  agentUser(): AgentIdentity;
+  agentHomes(): AgentHomes;
+  callbackUrls(): CallbackUrls;
+}
+
+export async function runProbe(executor: ProbeExecutor, caller: ExecutionCaller, input: ProbeInput): Promise<ProbeResult> {
   const { db, vault } = executor.deps;
   const agent = await db.maybeOne<Row>('select id, company_id, status, adapter_type, adapter_config from agents where id = ? and company_id = ?', [input.agentId.toLowerCase(), caller.companyId]);
   if (!agent) throw new KeelError(404, 'agent_not_found', 'Agent not found');

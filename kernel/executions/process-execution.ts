@@ -5,7 +5,7 @@ import type { Database } from '../db/database.ts';
 import type { AgentHomes } from './agent-homes.ts';
 import type { AgentIdentity, WorkDirectories } from './agent-user.ts';
 import { heldLineChars, type ExecutionLog } from './execution-log.ts';
-import { LIVE, type Finish, type Live } from './executor.ts';
+import { LIVE, type Finish, type Live } from './execution-rows.ts';
 import { handToAgentUser, type PreparedWorkspace } from './leased-workspace.ts';
 import { AgentProcess } from './process-runner.ts';
 import { processEnvironment, type ProcessConfig } from './start-checks.ts';

@@ -11,7 +11,8 @@ import { KeelError } from '../http/errors.ts';
 import { isUuid } from '../http/validate.ts';
 import { ExecutionLog, heldLineChars, readExecutionLog, type WorkspaceExecutionRef } from './execution-log.ts';
 import { CredentialMask } from './credential-mask.ts';
-import { EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, MAX_LIVE_PER_COMPANY, type Executor, type Live } from './executor.ts';
+import { EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, MAX_LIVE_PER_COMPANY, type Live } from './execution-rows.ts';
+import type { Executor } from './executor.ts';
 import { AgentProcess } from './process-runner.ts';
 
 /**

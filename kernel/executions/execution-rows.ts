@@ -1,0 +1,48 @@
+import type { ExecutionSummary } from '../../sdk/capabilities/executions.ts';
+import { iso, int, type Row } from '../db/database.ts';
+import type { AnyExecutionRef, ExecutionRef } from './execution-log.ts';
+import type { AgentProcess } from './process-runner.ts';
+
+/**
+ * What every part of the executor tier shares about an execution: its row (live statuses, the
+ * lease, the NOTIFY channel of cancels), the entry of one this process supervises and the
+ * summary a plugin reads.
+ */
+export const EXECUTIONS_CHANNEL = 'keel_executions';
+export const LEASE_SEC = 30;
+export const LIVE = "status in ('starting', 'running')";
+export const LIVE_EXECUTION_STATUSES: ReadonlySet<string> = new Set(['starting', 'running']);
+/** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
+export const MAX_LIVE_PER_COMPANY = 100;
+
+/** Who asks: the plugin and the company the brokered call serves; `contributes`: whether the plugin contributes an adapter type (the kernel point agent.adapter-config). */
+export interface ExecutionCaller { plugin: string; companyId: string; contributes?: (adapterType: string) => boolean }
+
+/** An execution this process supervises (agent runs here, workspace processes in workspace-processes.ts). */
+export interface Live<Ref extends AnyExecutionRef = ExecutionRef> {
+  ref: Ref;
+  logChannel: string | null;
+  cancelReason: string | null;
+  timedOut: boolean;
+  graceSec: number;
+  process: AgentProcess | null;
+  abort: AbortController | null;
+  /** 2 once a tool launch's retryOnce started the command again. */
+  attempts?: number;
+}
+
+export interface Finish { exitCode: number | null; signal: string | null; httpStatus: number | null; errorCode: string | null; response: unknown; failed: boolean }
+
+/** The variable that recognises an execution's process group in /proc (the run's, or a workspace process's own id). */
+export function orphanMarker(row: Row): string {
+  return row.run_id ? `SERVICE_RUN_ID=${row.run_id}` : `KEEL_EXECUTION_ID=${row.id}`;
+}
+
+export function toSummary(row: Row): ExecutionSummary {
+  return {
+    executionId: row.id, runId: row.run_id, agentId: row.agent_id, kind: row.kind, status: row.status,
+    pid: row.pid ?? null, exitCode: row.exit_code ?? null, signal: row.signal ?? null, httpStatus: row.http_status ?? null,
+    errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
+    startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
+  };
+}
