@@ -24,8 +24,9 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * The append-only activity log. The database assigns each entry its place in the company's
  * hash chain (trigger keel_activity_append) and refuses updates and deletes; this service
- * only sanitises and inserts. Write entries inside the transaction of the change they
- * describe, so that a change and its record commit or vanish together.
+ * only sanitises and appends, through keel_private.append_activities like every other writer.
+ * Write entries inside the transaction of the change they describe, so that a change and its
+ * record commit or vanish together.
  */
 export class ActivityLog {
   /** Installed by the extension host; none until it is. */
@@ -33,13 +34,11 @@ export class ActivityLog {
 
   async record(db: Queryable, input: ActivityInput): Promise<ActivityRecord> {
     const details = input.details === undefined ? null : sanitizeDetails(input.details);
-    const rows = await db.query(
-      `insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, agent_id, run_id, details, seq, prev_hash, hash)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, 0, '', '')
-       returning *`,
-      [input.companyId, input.actorType, input.actorId, input.action, input.entityType, input.entityId,
-        validUuid(input.agentId), validUuid(input.runId), details === null ? null : JSON.stringify(details)],
-    );
+    // The one writer of the log (keel_private.append_activities), which the plugins' bridge uses too.
+    const rows = await db.query('select * from keel_private.append_activities(?::jsonb)', [JSON.stringify([{
+      companyId: input.companyId, actorType: input.actorType, actorId: input.actorId, action: input.action, entityType: input.entityType,
+      entityId: input.entityId, agentId: validUuid(input.agentId), runId: validUuid(input.runId), details,
+    }])]);
     return toRecord(rows[0]!);
   }
 

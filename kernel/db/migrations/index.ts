@@ -43,6 +43,7 @@ const files = [
   '0036-proxied-calls.sql',
   '0037-run-context-index.sql',
   '0038-job-runs-running-index.sql',
+  '0040-one-activity-writer.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
