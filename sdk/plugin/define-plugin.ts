@@ -48,6 +48,20 @@ export function definePlugin<const Ids extends readonly CapabilityId[] = readonl
   return definition;
 }
 
+/**
+ * `definePlugin` bound to a plugin's capabilities: what the module `keel plugin build` writes
+ * from plugin.json (`src/plugin.gen.ts`) exports, so the handlers' `ctx` is typed from the
+ * manifest and the bundle carries the list the code was typed against (the runtime refuses
+ * every call when plugin.json no longer declares one of them).
+ */
+export function definePluginWith<const Ids extends readonly CapabilityId[]>(capabilities: Ids) {
+  return (definition: PluginDefinition<Ids[number]>): PluginDefinition<Ids[number]> => {
+    const bound = { ...definition, capabilities };
+    (globalThis as Record<symbol, unknown>)[REGISTERED] = bound;
+    return bound;
+  };
+}
+
 /** The registered definition, as the runtime calls it (the ctx it builds has what was granted). */
 export function registeredDefinition(): PluginDefinition | undefined {
   return (globalThis as Record<symbol, unknown>)[REGISTERED] as PluginDefinition | undefined;
