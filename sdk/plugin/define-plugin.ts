@@ -5,7 +5,8 @@ type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginC
 
 /**
  * What a plugin implements; keys match the manifest's contributions. `capabilities` lists the
- * ids of plugin.json's capabilities this code uses: each handler's `ctx` then has their
+ * ids of plugin.json's capabilities this code is typed for (the `definePlugin` of the module
+ * `keel plugin build` writes from plugin.json sets it): each handler's `ctx` then has their
  * members, typed and present, and the host refuses to run the code if plugin.json does not
  * declare one of them.
  */
