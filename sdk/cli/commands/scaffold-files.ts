@@ -66,6 +66,8 @@ function projectFiles(key: string, project: ProjectInput): Record<string, string
       moduleResolution: 'nodenext',
       strict: true,
       noEmit: true,
+      // Plugin files import each other with their .ts names (src/plugin.gen.ts), as the bundler reads them.
+      allowImportingTsExtensions: true,
       isolatedModules: true,
       verbatimModuleSyntax: true,
       skipLibCheck: true,
