@@ -39,10 +39,10 @@ describe('greeting-panel (sdk/testing)', () => {
     await expect(host.callAction('wave')).rejects.toMatchObject({ status: 400, code: 'company_required' });
   });
 
-  it('still works without companies.read: the capability is absent from ctx', async () => {
+  it('is not run without companies.read, which its code is typed for', async () => {
     const limited = await createTestHost(new URL('.', import.meta.url), { grants: ['ui.slots'] });
     try {
-      expect(await limited.callData('greeting', null, { companyId: ACME })).toEqual({ title: 'Hello!', lines: ['Open a company to be greeted by name.'] });
+      await expect(limited.callData('greeting', null, { companyId: ACME })).rejects.toMatchObject({ status: 500, code: 'capability_not_granted' });
       expect(limited.kernel.calls).toEqual([]);
     } finally {
       limited.dispose();

@@ -91,7 +91,8 @@ export interface BaseContext {
 
 /**
  * The `ctx` of a plugin granted `Granted`: those capabilities' members are present and typed
- * (`definePlugin({ capabilities: ['database.namespace.write'], ... })` gives `ctx.db`).
+ * (a plugin.json declaring `database.namespace.write` gives `ctx.db` through the `Context` of
+ * its `plugin.gen.ts`, which `keel plugin build` writes).
  * Without a list, every member is optional: the host builds only what was granted.
  */
 export type PluginContext<Granted extends CapabilityId | undefined = undefined> = BaseContext & (

@@ -5,7 +5,8 @@ type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginC
 
 /**
  * What a plugin implements; keys match the manifest's contributions. `capabilities` lists the
- * ids of plugin.json's capabilities this code uses: each handler's `ctx` then has their
+ * ids of plugin.json's capabilities this code is typed for (the `definePlugin` of the module
+ * `keel plugin build` writes from plugin.json sets it): each handler's `ctx` then has their
  * members, typed and present, and the host refuses to run the code if plugin.json does not
  * declare one of them.
  */
@@ -46,6 +47,20 @@ export function definePlugin<const Ids extends readonly CapabilityId[] = readonl
 ): PluginDefinition<Ids extends readonly [] ? undefined : Ids[number]> {
   (globalThis as Record<symbol, unknown>)[REGISTERED] = definition;
   return definition;
+}
+
+/**
+ * `definePlugin` bound to a plugin's capabilities: what the module `keel plugin build` writes
+ * from plugin.json (`src/plugin.gen.ts`) exports, so the handlers' `ctx` is typed from the
+ * manifest and the bundle carries the list the code was typed against (the runtime refuses
+ * every call when plugin.json no longer declares one of them).
+ */
+export function definePluginWith<const Ids extends readonly CapabilityId[]>(capabilities: Ids) {
+  return (definition: PluginDefinition<Ids[number]>): PluginDefinition<Ids[number]> => {
+    const bound = { ...definition, capabilities };
+    (globalThis as Record<symbol, unknown>)[REGISTERED] = bound;
+    return bound;
+  };
 }
 
 /** The registered definition, as the runtime calls it (the ctx it builds has what was granted). */

@@ -4,7 +4,7 @@
  */
 import './runtime.ts';
 
-export { definePlugin, type PluginDefinition } from './define-plugin.ts';
+export { definePlugin, definePluginWith, type PluginDefinition } from './define-plugin.ts';
 export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';
 export { createOnce, type KeyedCreate } from './idempotent-create.ts';

@@ -174,7 +174,7 @@ function dispatch(json: string): void {
   const definition = registeredDefinition();
   const undeclared = (definition?.capabilities ?? []).filter((id) => !setup.grants.includes(id));
   if (undeclared.length) {
-    finish(false, { status: 500, code: 'capability_not_granted', message: `The plugin's code uses ${undeclared.join(', ')} (definePlugin({ capabilities })), which plugin.json does not declare or the operator has not granted` });
+    finish(false, { status: 500, code: 'capability_not_granted', message: `The plugin's code is typed for ${undeclared.join(', ')} (definePlugin's capabilities), which plugin.json does not declare or the operator has not granted; keel plugin build writes src/plugin.gen.ts from plugin.json again` });
     return;
   }
   const handler = definition && handlerFor(definition, kind, target);

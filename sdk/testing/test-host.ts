@@ -19,7 +19,11 @@ import { IsolateRunner, type LogLine } from './isolate-runner.ts';
 export interface TestHostOptions {
   /** Instance configuration; validated against the manifest's config schema (defaults applied). */
   config?: Record<string, unknown>;
-  /** Capabilities the operator grants; default: every capability the manifest declares. */
+  /**
+   * Capabilities the operator grants; default: every capability the manifest declares (the real
+   * host runs a plugin only with all of them). Code typed for one left out (its plugin.gen.ts)
+   * is refused on every call with 500 capability_not_granted, as the runtime does.
+   */
   grants?: string[];
   /** Company of calls that name none (routes without a company parameter, tools, jobs). Default null. */
   companyId?: string | null;

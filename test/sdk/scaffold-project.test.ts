@@ -81,14 +81,15 @@ describe('a plugin scaffolded outside the checkout', () => {
     expect(existsSync(join(folder, 'node_modules', '@keel', 'sdk', 'dist', 'testing.js'))).toBe(true);
   }, 60_000);
 
-  it('the typecheck reads the SDK types: a member the plugin did not list is an error', async () => {
+  it('the typecheck reads the SDK types: a member of a capability plugin.json does not declare is an error', async () => {
     const source = join(folder, 'src', 'index.ts');
     const good = await readFile(source, 'utf8');
     await writeFile(source, good.replace('await ctx.activity.record(', "await ctx.http.fetch('https://example.com');\n      await ctx.activity.record("));
     const result = await inFolder(['npm', 'run', 'typecheck']);
     await writeFile(source, good);
     expect(result.code).not.toBe(0);
-    expect(result.stdout).toContain("Property 'http' does not exist on type 'PluginContext<\"database.namespace.write\" | \"activity.write\">'");
+    // ctx is typed from plugin.json (src/plugin.gen.ts), which does not declare http.fetch.
+    expect(result.stdout).toMatch(/Property 'http' does not exist on type '(Context|PluginContext<[^']*>)'/);
   });
 
   it('runs against a running kernel with npm run dev, and a capability added later is granted with upgrade --grant', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { definePlugin, type PluginContext } from '../../sdk/plugin/index.ts';
+import { definePlugin, definePluginWith, type PluginContext } from '../../sdk/plugin/index.ts';
 
 /**
  * The ctx type follows the capabilities a plugin lists: granted members are present and
@@ -23,6 +23,24 @@ describe('typed ctx from definePlugin({ capabilities })', () => {
       },
     });
     expect(definition.capabilities).toEqual(['database.namespace.write', 'agents.read']);
+  });
+
+  it('gives the capabilities of plugin.json through the module keel plugin build writes (definePluginWith)', () => {
+    // What src/plugin.gen.ts does with the manifest's list.
+    const definePluginOfManifest = definePluginWith(['http.routes', 'database.namespace.write', 'companies.read'] as const);
+    const definition = definePluginOfManifest({
+      routes: {
+        read: async (_request, ctx) => {
+          const rows = await ctx.db.query<{ n: number }>('select 1 as n');
+          const company = await ctx.companies.get('00000000-0000-0000-0000-000000000000');
+          // @ts-expect-error agents.read is not in the manifest
+          void ctx.agents;
+          return { n: rows.rows[0]?.n, company };
+        },
+      },
+    });
+    // The bundle keeps the list the code was typed against, for the runtime's check.
+    expect(definition.capabilities).toEqual(['http.routes', 'database.namespace.write', 'companies.read']);
   });
 
   it('keeps every member optional without a list', () => {

@@ -1,4 +1,5 @@
-import { definePlugin, PluginError, respond } from '@keel/sdk/plugin';
+import { PluginError, respond } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 const STEP = 100;
 
@@ -7,7 +8,6 @@ interface ImportRow { id: string; name: string; lines: string[]; imported: numbe
 const view = (row: ImportRow) => ({ id: Number(row.id), name: row.name, total: row.lines.length, imported: row.imported, status: row.status, jobId: row.job_id });
 
 export default definePlugin({
-  capabilities: ['database.namespace.write', 'jobs.enqueue'],
   routes: {
     // The import row and the job are one unit: the job is queued only if this transaction commits.
     start: async (req, ctx) => {

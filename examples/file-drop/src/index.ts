@@ -1,4 +1,5 @@
-import { definePlugin, PluginError } from '@keel/sdk/plugin';
+import { PluginError } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 /**
  * The kernel streams each upload into the blob store before this code runs; the plugin only
@@ -6,7 +7,6 @@ import { definePlugin, PluginError } from '@keel/sdk/plugin';
  * the plugin writes itself, named after the drop so that they can be found again.
  */
 export default definePlugin({
-  capabilities: ['blobs.write'],
   routes: {
     drop: async (req, ctx) => {
       const file = req.upload;

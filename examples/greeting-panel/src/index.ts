@@ -1,10 +1,11 @@
-import { definePlugin, PluginError, type PluginContext } from '@keel/sdk/plugin';
+import { PluginError } from '@keel/sdk/plugin';
+import { definePlugin, type Context } from './plugin.gen.ts';
 
 /** What the UI sends to data and action handlers. */
 interface UiInput { params: unknown; companyId: string | null }
 
-async function companyName(ctx: PluginContext, companyId: string | null): Promise<string | null> {
-  if (!companyId || !ctx.companies) return null;
+async function companyName(ctx: Context, companyId: string | null): Promise<string | null> {
+  if (!companyId) return null;
   const company = await ctx.companies.get(companyId);
   return typeof company?.name === 'string' ? company.name : null;
 }

@@ -1,4 +1,5 @@
-import { definePlugin, respond, respondEvents } from '@keel/sdk/plugin';
+import { respond, respondEvents } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 interface NoteRow { id: string; text: string; created_at: string }
 
@@ -8,7 +9,6 @@ const note = (row: NoteRow) => ({ id: Number(row.id), text: row.text, createdAt:
 const csvField = (value: string | number) => `"${String(value).replaceAll('"', '""')}"`;
 
 export default definePlugin({
-  capabilities: ['database.namespace.write', 'ui.streams'],
   routes: {
     add: async (req, ctx) => {
       const { text } = req.body as { text: string };

@@ -1,11 +1,10 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 interface BeatRow { id: string; beat_at: string; invocation_id: string }
 
 const beat = (row: BeatRow) => ({ id: Number(row.id), beatAt: row.beat_at, invocationId: row.invocation_id });
 
 export default definePlugin({
-  capabilities: ['database.namespace.write'],
   jobs: {
     // Runs in one transaction: the insert and the trim commit together or not at all.
     beat: async (ctx) => {

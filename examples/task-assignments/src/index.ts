@@ -1,9 +1,8 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 interface Assigned { taskId: string; assignee: string; previous: string | null }
 
 export default definePlugin({
-  capabilities: ['database.namespace.write', 'events.publish'],
   routes: {
     /** The assignment and its event commit together: if either fails, neither happened. */
     assign: async (request, ctx) => {

@@ -1,11 +1,11 @@
-import { definePlugin, PluginError, respond } from '@keel/sdk/plugin';
+import { PluginError, respond } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 
 interface DeliveryRow { id: string; event: string; payload: unknown; bytes: number; received_at: string }
 
 const EVENT = /^[A-Za-z0-9_.:-]{1,100}$/;
 
 export default definePlugin({
-  capabilities: ['database.namespace.write'],
   webhooks: {
     deliveries: async (req, ctx) => {
       // The host verified the signature (and refused replays) before this runs; a delivery that

@@ -1,4 +1,4 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 import { countText } from './count.ts';
 
 export default definePlugin({

@@ -1,9 +1,5 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const CODING_AGENTS_CAPABILITIES = ['database.namespace.write', 'agents.read', 'executions', 'services.consume'] as const;
-
-export type CodingAgentsContext = PluginContext<(typeof CODING_AGENTS_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as CodingAgentsContext } from './plugin.gen.ts';
 
 export type Row = Record<string, unknown>;
 

@@ -1,6 +1,7 @@
 import { exportCompany, importCompany } from './portability.ts';
-import { COSTS_CAPABILITIES, type BatchCall, type CostsContext } from './context.ts';
-import { definePlugin, type RouteRequest } from '@keel/sdk/plugin';
+import type { BatchCall, CostsContext } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
+import type { RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, openIncidentsService, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
 import { createFinanceEvent, financeBy, financeEvents, financeSummary } from './finance.ts';
@@ -17,7 +18,6 @@ async function createCostEvent(request: RouteRequest, ctx: CostsContext): Promis
 }
 
 export default definePlugin({
-  capabilities: COSTS_CAPABILITIES,
   routes: {
     'create-cost-event': createCostEvent,
     summary,

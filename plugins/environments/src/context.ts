@@ -1,8 +1,2 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const ENVIRONMENTS_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'principals.read', 'local.workspaces', 'services.consume', 'executions.workspace',
-] as const;
-
-export type EnvironmentsContext = PluginContext<(typeof ENVIRONMENTS_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as EnvironmentsContext } from './plugin.gen.ts';

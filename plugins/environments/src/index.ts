@@ -1,5 +1,4 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { ENVIRONMENTS_CAPABILITIES } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvironment, listEnvironments, probeConfig, probeEnvironment, updateEnvironment } from './environments.ts';
 import {
   createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, getRuntimeServices, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
@@ -9,7 +8,6 @@ import { onExecutionFinished, operationLog } from './runtime-services.ts';
 import { onCompanyDeleted } from './lifecycle.ts';
 
 export default definePlugin({
-  capabilities: ENVIRONMENTS_CAPABILITIES,
   routes: {
     'list-environments': listEnvironments,
     'create-environment': createEnvironment,

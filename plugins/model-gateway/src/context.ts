@@ -1,11 +1,5 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const GATEWAY_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'secrets.store', 'agents.read', 'services.consume', 'http.proxy',
-] as const;
-
-export type GatewayContext = PluginContext<(typeof GATEWAY_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as GatewayContext } from './plugin.gen.ts';
 
 export type Row = Record<string, unknown>;
 

@@ -1,5 +1,4 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { GATEWAY_CAPABILITIES } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { gatewayRoute } from './gateway.ts';
 import { getLimits, putLimits } from './limits.ts';
 import { onProxyFinished } from './metering.ts';
@@ -8,7 +7,6 @@ import { routeForService } from './route-for.ts';
 import { testProvider } from './test-call.ts';
 
 export default definePlugin({
-  capabilities: GATEWAY_CAPABILITIES,
   routes: {
     'list-providers': listProviders,
     'create-provider': createProvider,

@@ -1,9 +1,5 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const REMOTE_RUNNER_CAPABILITIES = ['database.namespace.write', 'agents.read', 'executions', 'services.consume'] as const;
-
-export type RemoteRunnerContext = PluginContext<(typeof REMOTE_RUNNER_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as RemoteRunnerContext } from './plugin.gen.ts';
 
 /** The adapter type this plugin contributes to the agent runtime. */
 export const ADAPTER_TYPE = 'eta_gateway';

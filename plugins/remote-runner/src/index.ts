@@ -1,11 +1,9 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 import { adapterConfigService } from './config.ts';
-import { REMOTE_RUNNER_CAPABILITIES } from './context.ts';
 import { onExecutionFinished, onExecutionOutput } from './reports.ts';
 import { adapterRunService } from './start.ts';
 
 export default definePlugin({
-  capabilities: REMOTE_RUNNER_CAPABILITIES,
   services: {
     'adapter-config': adapterConfigService,
     'adapter-run': adapterRunService,

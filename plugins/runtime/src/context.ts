@@ -1,15 +1,7 @@
-import type { PluginContext } from '@keel/sdk/plugin';
+import type { Context as RuntimeContext } from './plugin.gen.ts';
 
-/**
- * The capabilities of plugin.json this code calls through `ctx` (the host refuses to run it
- * if plugin.json stops declaring one): handlers then get `ctx.db`, `ctx.executions`, ... typed.
- */
-export const RUNTIME_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'agents.read', 'companies.read', 'runs.open', 'runs.close', 'runs.read', 'executions',
-  'services.consume', 'ui.streams', 'jobs.enqueue', 'principals.read', 'agents.instructions',
-] as const;
-
-export type RuntimeContext = PluginContext<(typeof RUNTIME_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { RuntimeContext };
 
 export type Row = Record<string, unknown>;
 

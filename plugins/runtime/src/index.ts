@@ -1,7 +1,6 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 import { jobWithActivity, withActivity } from './activity.ts';
 import { onApprovalDecided, onBlockersResolved, onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
-import { RUNTIME_CAPABILITIES } from './context.ts';
 import { startRunsJob } from './dispatch.ts';
 import { adapterReportService, onExecutionFinished, onExecutionOutput } from './execution-events.ts';
 import { deleteFileRoute, getBundleRoute, getFileRoute, instructionsPathRoute, patchBundleRoute, putFileRoute } from './instructions.ts';
@@ -17,7 +16,6 @@ import { dailyRunsRoute } from './daily-runs.ts';
 import { runContextService } from './run-context.ts';
 
 export default definePlugin({
-  capabilities: RUNTIME_CAPABILITIES,
   routes: {
     wakeup: withActivity(wakeupRoute),
     'heartbeat-invoke': withActivity(heartbeatInvokeRoute),

@@ -1,11 +1,10 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { SKILL_POLICY_CAPABILITIES, type SkillPolicyContext } from './context.ts';
+import type { SkillPolicyContext } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { evaluateRoute, getPolicy, replacePolicyRoute, resetPolicyRoute } from './routes.ts';
 import { decideService } from './service.ts';
 import { forgetCompany } from './store.ts';
 
 export default definePlugin({
-  capabilities: SKILL_POLICY_CAPABILITIES,
   routes: {
     'get-policy': getPolicy,
     'replace-policy': replacePolicyRoute,

@@ -1,6 +1,5 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
-import { SKILLS_CAPABILITIES } from './context.ts';
 import { importSkills } from './import-route.ts';
 import { scanProjects } from './scan-projects-route.ts';
 import { getCatalogFile, getCatalogSkill, listCatalog } from './catalog/browse-routes.ts';
@@ -17,7 +16,6 @@ import { managedSkillService } from './managed-skills.ts';
  * first; the catalog's routes (src/catalog/) follow as their own group.
  */
 export default definePlugin({
-  capabilities: SKILLS_CAPABILITIES,
   routes: {
     'list-skills': listSkills,
     'create-skill': createSkill,

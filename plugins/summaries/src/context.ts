@@ -1,11 +1,6 @@
-import type { PluginContext } from '@keel/sdk/plugin';
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as SummariesContext } from './plugin.gen.ts';
 
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const SUMMARIES_CAPABILITIES = [
-  'database.namespace.write', 'activity.write', 'agents.managed', 'principals.read', 'instance.settings.read', 'services.consume',
-] as const;
-
-export type SummariesContext = PluginContext<(typeof SUMMARIES_CAPABILITIES)[number]>;
 export type Row = Record<string, unknown>;
 
 /** The only slot key there is today. */

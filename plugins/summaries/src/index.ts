@@ -1,5 +1,4 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { SUMMARIES_CAPABILITIES } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { generate } from './generate.ts';
 import { getSlot, listRevisions } from './reads.ts';
 import { getSummarizer } from './summarizer.ts';
@@ -7,7 +6,6 @@ import { onCompanyDeleted, onIssueUpdated } from './task-end.ts';
 import { writeSummary } from './write.ts';
 
 export default definePlugin({
-  capabilities: SUMMARIES_CAPABILITIES,
   routes: {
     'get-slot': getSlot,
     'list-revisions': listRevisions,

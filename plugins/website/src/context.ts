@@ -1,6 +1,2 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const WEBSITE_CAPABILITIES = ['catalog.read', 'database.namespace.write'] as const;
-
-export type WebsiteContext = PluginContext<(typeof WEBSITE_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as WebsiteContext } from './plugin.gen.ts';

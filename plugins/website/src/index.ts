@@ -1,11 +1,9 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { WEBSITE_CAPABILITIES } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { catalogPage, connectorPage } from './connectors.ts';
 import { llmsText } from './llms.ts';
 import { joinWaitlist } from './waitlist.ts';
 
 export default definePlugin({
-  capabilities: WEBSITE_CAPABILITIES,
   routes: {
     llms: llmsText,
     connectors: catalogPage,

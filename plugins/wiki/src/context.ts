@@ -1,9 +1,5 @@
-import type { PluginContext } from '@keel/sdk/plugin';
-
-/** The capabilities of plugin.json this code calls through `ctx`. */
-export const WIKI_CAPABILITIES = ['database.namespace.write', 'activity.write', 'local.folders', 'services.consume', 'agents.managed'] as const;
-
-export type WikiContext = PluginContext<(typeof WIKI_CAPABILITIES)[number]>;
+/** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
+export type { Context as WikiContext } from './plugin.gen.ts';
 
 /** The one folder mount the wiki lives in. */
 export const ROOT = 'wiki-root';

@@ -1,5 +1,4 @@
-import { definePlugin } from '@keel/sdk/plugin';
-import { WIKI_CAPABILITIES } from './context.ts';
+import { definePlugin } from './plugin.gen.ts';
 import { wikiAdvanceCursor, wikiNextCursorWindow } from './cursor.ts';
 import { wikiAppendLog, wikiUpdateIndex } from './index-log.ts';
 import { onIssueEvent } from './ingest-events.ts';
@@ -13,7 +12,6 @@ import { onFolderChanged } from './watch.ts';
 import { wikiConsolePage } from './console-page.ts';
 
 export default definePlugin({
-  capabilities: WIKI_CAPABILITIES,
   routes: {
     overview: overviewRoute,
     bootstrap: bootstrapRoute,

@@ -1,10 +1,9 @@
-import { definePlugin } from '@keel/sdk/plugin';
+import { definePlugin } from './plugin.gen.ts';
 import { onAgentStatusChanged } from './agent-termination.ts';
 import { listArtifacts } from './artifacts.ts';
 import { deleteAttachment, downloadAttachment, listAttachments, uploadAttachment } from './attachments.ts';
 import { checkoutIssue, releaseIssue } from './checkout.ts';
 import { createComment, listComments } from './comments.ts';
-import { WORK_CAPABILITIES } from './context.ts';
 import { getDocument, listDocuments, listRevisions, putDocument } from './documents.ts';
 import { voteFeedback, withdrawFeedback } from './feedback.ts';
 import { listFeedbackTraces } from './feedback-list.ts';
@@ -30,7 +29,6 @@ import { createProjectWorkspace, deleteProjectWorkspace, getProjectWorkspace, li
 import { createWorkProduct, listWorkProducts, updateWorkProduct } from './work-products.ts';
 
 export default definePlugin({
-  capabilities: WORK_CAPABILITIES,
   routes: {
     'create-project': createProject,
     'list-projects': listProjects,

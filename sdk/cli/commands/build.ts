@@ -1,6 +1,7 @@
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { buildPlugin } from '../../build/build-plugin.ts';
+import { writeContextModule } from '../../build/context-module.ts';
 import { checkManifest } from '../../build/validate-manifest.ts';
 import type { PluginManifest } from '../../plugin/manifest.ts';
 import { CliError, emit, formatBytes, formatMs, shownPath, userPath, type GlobalOptions } from '../output.ts';
@@ -8,8 +9,9 @@ import { CliError, emit, formatBytes, formatMs, shownPath, userPath, type Global
 export interface BuildResult { manifest: PluginManifest; folder: string; output: string; bytes: number; ms: number }
 
 /**
- * Validates the manifest exactly as install would, bundles the entry with sdk/build and writes
- * `<folder>/dist/plugin.js`. Throws InvalidManifestError (with every issue) or a build error.
+ * Validates the manifest exactly as install would, writes the plugin's ctx types from it
+ * (`src/plugin.gen.ts`, sdk/build/context-module.ts), bundles the entry with sdk/build and
+ * writes `<folder>/dist/plugin.js`. Throws InvalidManifestError (with every issue) or a build error.
  */
 export async function buildToDist(folder: string): Promise<BuildResult> {
   const started = performance.now();
@@ -17,6 +19,7 @@ export async function buildToDist(folder: string): Promise<BuildResult> {
   const manifestPath = join(root, 'plugin.json');
   const text = await readFile(manifestPath, 'utf8').catch(() => { throw new CliError('plugin_not_found', `No plugin.json in ${root}`); });
   const manifest = checkManifest(text, manifestPath);
+  await writeContextModule(root, text);
   const built = await buildPlugin(root).catch((error: Error) => {
     throw new CliError('plugin_build_failed', `${manifest.key} does not build: ${error.message.split('\n').filter(Boolean).slice(0, 6).join('\n  ')}`);
   });

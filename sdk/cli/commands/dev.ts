@@ -2,9 +2,12 @@ import { sep } from 'node:path';
 import { watch } from 'chokidar';
 import { KeelApiError, type KeelClient, type PluginRecord } from '../../client/index.ts';
 import { clientFor, CliError, describeError, emit, formatMs, shownPath, userPath, type GlobalOptions } from '../output.ts';
+import { CONTEXT_MODULE } from '../../build/context-module.ts';
 import { buildToDist, describeBuild } from './build.ts';
 
 const IGNORED = [`${sep}dist${sep}`, `${sep}node_modules${sep}`, `${sep}.git${sep}`];
+/** The ctx module is written by the build itself from plugin.json, whose change already rebuilt. */
+const WRITTEN = `${sep}${CONTEXT_MODULE}${sep}`;
 
 /**
  * Makes sure the kernel runs this folder: installs and enables it when it is not installed,
@@ -71,7 +74,7 @@ export async function devCommand(folder: string, options: GlobalOptions): Promis
   let timer: NodeJS.Timeout | null = null;
   const watcher = watch(root, {
     ignoreInitial: true,
-    ignored: (path: string) => IGNORED.some((part) => `${path}${sep}`.includes(part)),
+    ignored: (path: string) => `${path}${sep}`.endsWith(WRITTEN) || IGNORED.some((part) => `${path}${sep}`.includes(part)),
   });
   watcher.on('all', (_event, path) => {
     if (timer) clearTimeout(timer);

@@ -1,3 +1,5 @@
+import { contextModuleText } from '../../build/context-module.ts';
+
 /**
  * The files `keel plugin create` writes: a small but complete plugin (a table of its own,
  * two routes, a tool, activity) and a test of it on @keel/sdk/testing that passes as generated.
@@ -21,9 +23,12 @@ export interface ProjectInput {
 }
 
 export function scaffoldFiles(input: ScaffoldInput): Record<string, string> {
+  const declared = manifest(input);
   return {
-    'plugin.json': `${JSON.stringify(manifest(input), null, 2)}\n`,
+    'plugin.json': `${JSON.stringify(declared, null, 2)}\n`,
     'src/index.ts': source(input),
+    // What `keel plugin build` writes again from plugin.json: the handlers' ctx type.
+    'src/plugin.gen.ts': contextModuleText(declared as { capabilities: Array<{ id: string }> }),
     'migrations/0001-notes.sql': migration(),
     [`${input.key}.test.ts`]: test(input),
     'README.md': readme(input),
@@ -61,6 +66,8 @@ function projectFiles(key: string, project: ProjectInput): Record<string, string
       moduleResolution: 'nodenext',
       strict: true,
       noEmit: true,
+      // Plugin files import each other with their .ts names (src/plugin.gen.ts), as the bundler reads them.
+      allowImportingTsExtensions: true,
       isolatedModules: true,
       verbatimModuleSyntax: true,
       skipLibCheck: true,
@@ -121,14 +128,14 @@ function manifest({ key, namespace, displayName, tag }: ScaffoldInput): Record<s
 }
 
 function source({ key }: ScaffoldInput): string {
-  return `import { definePlugin } from '@keel/sdk/plugin';
+  return `import { definePlugin } from './plugin.gen.ts';
 
 interface NoteRow { id: string; text: string; created_at: string }
 
-// The capabilities this code uses, from plugin.json: ctx.db and ctx.activity are then typed
-// and present (the host refuses to run this code if plugin.json stops declaring one).
+// ctx is typed from plugin.json's capabilities (plugin.gen.ts, written by \`keel plugin build\`):
+// ctx.db and ctx.activity are present; the host refuses to run this code if plugin.json stops
+// declaring one of the capabilities it was built for.
 export default definePlugin({
-  capabilities: ['database.namespace.write', 'activity.write'],
   routes: {
     'list-notes': async (req, ctx) => {
       const { rows } = await ctx.db.query<NoteRow>('select id, text, created_at from notes where company_id = $1 order by id', [req.companyId]);
@@ -256,7 +263,8 @@ ${working}
 
 ## Adding a capability later
 
-Declare it in \`plugin.json\` (with its reason) and list it in \`definePlugin\`'s \`capabilities\`. The
+Declare it in \`plugin.json\` (with its reason) and build (\`keel plugin build .\`, or let \`plugin dev\`
+rebuild): \`src/plugin.gen.ts\` is written again from plugin.json, and \`ctx\` has the new member. The
 running server keeps the old version until the operator grants it with the upgrade:
 \`keel plugin upgrade ${key} --grant <capability>\` (\`plugin dev\` prints this command, filled in).
 `;

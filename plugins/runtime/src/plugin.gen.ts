@@ -1,0 +1,33 @@
+// Written by `keel plugin build` from plugin.json; do not edit (the build writes it again).
+import { definePluginWith, type BatchCall as BatchCallOf, type PluginContext } from '@keel/sdk/plugin';
+
+/** The capabilities plugin.json declares: `ctx` has their members, typed and present. */
+export const capabilities = [
+  'http.routes',
+  'http.routes.absolute',
+  'database.namespace.write',
+  'database.namespace.migrate',
+  'activity.write',
+  'agents.read',
+  'companies.read',
+  'runs.open',
+  'runs.close',
+  'runs.read',
+  'executions',
+  'events.subscribe',
+  'services.consume',
+  'ui.streams',
+  'jobs.enqueue',
+  'principals.read',
+  'agents.instructions',
+  'services.provide',
+] as const;
+
+export type Capability = (typeof capabilities)[number];
+/** The `ctx` of every handler of this plugin. */
+export type Context = PluginContext<Capability>;
+/** One call of a batched route, with its own `ctx`. */
+export type BatchCall = BatchCallOf<Capability>;
+
+/** Declares this plugin (the default export of its entry): handlers get `Context`. */
+export const definePlugin = definePluginWith(capabilities);

@@ -1,0 +1,52 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { join, posix } from 'node:path';
+
+/**
+ * The module `keel plugin build` writes beside a plugin's entry from its plugin.json: the
+ * plugin's `Context` (its `ctx` type) and a `definePlugin` bound to the capabilities the
+ * manifest declares. The code is then typed from the manifest, with no list of its own, and
+ * the bundle carries the list it was typed against: the plugin runtime refuses every call
+ * (500 capability_not_granted) when plugin.json no longer declares one of them, so code typed
+ * against an older manifest never runs with a `ctx` member missing.
+ */
+export const CONTEXT_MODULE = 'plugin.gen.ts';
+
+/** Where the module of a plugin goes: beside its entry (`src/index.ts` gives `src/plugin.gen.ts`). */
+export function contextModulePath(manifest: { entry: string }): string {
+  return posix.join(posix.dirname(manifest.entry.replaceAll('\\', '/')), CONTEXT_MODULE);
+}
+
+/** The module's text for a manifest: one line per declared capability, in plugin.json's order. */
+export function contextModuleText(manifest: { capabilities: ReadonlyArray<{ id: string }> }): string {
+  const ids = [...new Set(manifest.capabilities.map((capability) => capability.id))];
+  const literal = (id: string) => (/^[a-z0-9._-]+$/.test(id) ? `'${id}'` : JSON.stringify(id));
+  const list = ids.length ? `[\n${ids.map((id) => `  ${literal(id)},\n`).join('')}]` : '[]';
+  return `// Written by \`keel plugin build\` from plugin.json; do not edit (the build writes it again).
+import { definePluginWith, type BatchCall as BatchCallOf, type PluginContext } from '@keel/sdk/plugin';
+
+/** The capabilities plugin.json declares: \`ctx\` has their members, typed and present. */
+export const capabilities = ${list} as const;
+
+export type Capability = (typeof capabilities)[number];
+/** The \`ctx\` of every handler of this plugin. */
+export type Context = PluginContext<Capability>;
+/** One call of a batched route, with its own \`ctx\`. */
+export type BatchCall = BatchCallOf<Capability>;
+
+/** Declares this plugin (the default export of its entry): handlers get \`Context\`. */
+export const definePlugin = definePluginWith(capabilities);
+`;
+}
+
+/**
+ * Writes the module of the plugin in `root` when it differs from plugin.json (a build of an
+ * unchanged manifest touches nothing, so a watcher is not woken). Answers its path.
+ */
+export async function writeContextModule(root: string, manifestText: string): Promise<string> {
+  const manifest = JSON.parse(manifestText) as { entry: string; capabilities: Array<{ id: string }> };
+  const path = join(root, contextModulePath(manifest));
+  const text = contextModuleText(manifest);
+  const current = await readFile(path, 'utf8').catch(() => null);
+  if (current !== text) await writeFile(path, text);
+  return path;
+}
