@@ -7,15 +7,15 @@ import type { RawContentType } from './answers.ts';
 
 export type JsonSchema = Record<string, unknown>;
 
-/** A capability the plugin asks for, with the reason shown to the operator on enable. */
+/**
+ * A capability the plugin asks for, with the reason shown to the operator on enable. The id is
+ * one of the registry's (sdk/capabilities CapabilityId): the manifest's JSON schema enumerates
+ * them, and this type stays free of the registry, whose declarations read manifests.
+ */
 export interface CapabilityRequest {
-  id: CapabilityId;
+  id: string;
   reason: string;
 }
-
-/** The ids of the capability registry (sdk/capabilities). */
-export type { CapabilityId } from '../capabilities/index.ts';
-import type { CapabilityId } from '../capabilities/index.ts';
 
 export type RouteAuth = 'board' | 'agent' | 'any' | 'none' | 'instance_admin';
 
