@@ -1,25 +1,16 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
+import { enableBenchPluginCopy } from './support/plugin-copies.ts';
 import { mib, processTree, sum } from './support/process-memory.ts';
 
-const FIXTURE = fileURLToPath(new URL('./fixtures/bench-plugin', import.meta.url));
 const COPIES = 4;
 
 /** A copy of the benchmark plugin under another key, installed, enabled and called once. */
 async function addPlugin(kernel: KernelProcess, scratch: string, key: string): Promise<void> {
-  const folder = join(scratch, key);
-  await cp(FIXTURE, folder, { recursive: true });
-  const manifest = JSON.parse(await readFile(join(folder, 'plugin.json'), 'utf8'));
-  manifest.key = key;
-  manifest.database.namespace = key.replace(/-/g, '_');
-  manifest.routes = manifest.routes.filter((r: { absolute?: boolean }) => !r.absolute);
-  await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
-  await kernel.call('POST', '/api/plugins/install', { localPath: folder });
-  await kernel.call('POST', `/api/plugins/${key}/enable`, {});
+  await enableBenchPluginCopy(kernel, scratch, key);
   await kernel.call('POST', `/api/plugins/${key}/echo`, { warm: true });
 }
 

@@ -1,10 +1,11 @@
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
+import { enableBenchPluginCopy } from './support/plugin-copies.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/bench-plugin', import.meta.url));
 const CRASHES = 20;
@@ -59,15 +60,7 @@ async function coldStarts(): Promise<Record<string, string>> {
     const starts: number[] = [];
     for (let i = 1; i <= COLD_STARTS; i++) {
       const key = `cold-copy-${i}`;
-      const folder = join(scratch, key);
-      await cp(FIXTURE, folder, { recursive: true });
-      const manifest = JSON.parse(await readFile(join(folder, 'plugin.json'), 'utf8'));
-      manifest.key = key;
-      manifest.database.namespace = key.replace(/-/g, '_');
-      manifest.routes = manifest.routes.filter((r: { absolute?: boolean }) => !r.absolute);
-      await writeFile(join(folder, 'plugin.json'), JSON.stringify(manifest));
-      await kernel.call('POST', '/api/plugins/install', { localPath: folder });
-      await kernel.call('POST', `/api/plugins/${key}/enable`, {});
+      await enableBenchPluginCopy(kernel, scratch, key);
       starts.push((await kernel.call('GET', `/api/plugins/${key}/health`)).worker.lastStartMs);
     }
     const later = starts.slice(1).sort((a, b) => a - b);
@@ -162,7 +155,6 @@ async function standbyRssMiB(kernel: KernelProcess): Promise<number | null> {
   const health = await kernel.call('GET', '/api/plugins/bench-plugin/health');
   const pid = health.worker.standbyPid as number | undefined;
   if (!pid) return null;
-  const { readFile } = await import('node:fs/promises');
   const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
   return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
 }
