@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from './config/load.ts';
 import { createLogger } from './logger.ts';
 import { startKernel, type RunningKernel } from './kernel.ts';
+import { releaseStartupMemory } from './startup-memory.ts';
 import { installProcessGuards } from './process-guards.ts';
 import { onStopSignals } from './stop-signals.ts';
 
@@ -97,4 +98,6 @@ if (stopRequested) {
   const where = kernel.embedded ? `embedded PostgreSQL in ${kernel.embedded.clusterDir}` : 'external PostgreSQL (DATABASE_URL)';
   console.log(`Keel is listening on ${kernel.url} (mode ${config.deploymentMode}, ${config.server.exposure} exposure)`);
   console.log(`Data directory: ${config.dataDir}; database: ${where}`);
+  // Once the first requests had their turn: a collection of the whole heap pauses the process.
+  setTimeout(releaseStartupMemory, 200).unref();
 }

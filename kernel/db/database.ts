@@ -3,7 +3,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import type { Transaction } from '@mikro-orm/core';
 import type { Logger } from 'pino';
 import { kernelMigrations } from './migrations/index.ts';
-import { connectionConfig } from './connections.ts';
+import { connectionConfig, IDLE_CONNECTIONS } from './connections.ts';
 
 /**
  * The kernel's access to PostgreSQL. MikroORM owns the pool, the transaction context and
@@ -53,7 +53,7 @@ export class Database implements Queryable {
       discovery: { warnWhenNoEntities: false },
       extensions: [Migrator],
       migrations: { migrationsList: kernelMigrations, tableName: 'kernel_migrations', silent: true, snapshot: false },
-      pool: { min: 0, max: options.poolSize ?? 20 },
+      pool: { ...IDLE_CONNECTIONS, max: options.poolSize ?? 20 },
       debug: false,
     });
     return new Database(orm, url);

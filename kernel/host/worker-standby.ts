@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import type { Logger } from 'pino';
+import { KERNEL_ENV } from '../node-flags.ts';
 import { workerEntry } from './worker-entry.ts';
 
 /**
@@ -80,7 +81,9 @@ export class WorkerProcesses {
       // which stops workers in order, not every worker at once mid-request.
       detached: true,
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
-      env: { NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
+      // The kernel's allocator setting too (MALLOC_ARENA_MAX, node-flags.ts): a worker's threads
+      // (V8's platform, libuv's pool, isolated-vm's) each kept a glibc arena of their own.
+      env: { ...KERNEL_ENV, NODE_ENV: process.env.NODE_ENV ?? 'production', PATH: process.env.PATH ?? '' },
     });
     // A write to a worker that is dying fails with EPIPE, reported as an 'error' event: without
     // a listener that event would end the kernel. The exit handler deals with the worker.

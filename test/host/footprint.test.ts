@@ -3,15 +3,19 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runInNewContext } from 'node:vm';
 import { KERNEL_ENV, KERNEL_NODE_FLAGS } from '../../kernel/node-flags.ts';
+import { releaseStartupMemory } from '../../kernel/startup-memory.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable, pluginVariant } from '../support/plugins.ts';
 import { eventually, workerPids } from '../support/server-process.ts';
 
 /**
  * What an instance keeps resident besides its work: esbuild's service process lives only while
- * builds run (sdk/build/bundler.ts), and the kernel caps V8's young generation
- * (kernel/node-flags.ts), which `npm start` passes.
+ * builds run (sdk/build/bundler.ts), the kernel caps V8's young generation
+ * (kernel/node-flags.ts), which `npm start` passes, and gives back what start-up left
+ * (kernel/startup-memory.ts), and database pools close the connections they do not use
+ * (kernel/db/connections.ts).
  */
 const ECHO = fileURLToPath(new URL('./fixtures/echo', import.meta.url));
 let t: TestKernel;
@@ -51,6 +55,34 @@ describe('V8 young generation', () => {
     for (const pid of workers) {
       const argv = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
       expect(argv.filter((arg) => arg.startsWith('--max-semi-space-size'))).toEqual([]);
+      // The kernel's allocator setting, though: one glibc arena per allocating thread otherwise.
+      const environ = (await readFile(`/proc/${pid}/environ`, 'utf8')).split('\0');
+      for (const [name, value] of Object.entries(KERNEL_ENV)) expect(environ).toContain(`${name}=${value}`);
     }
+  });
+
+  it('is collected once after start-up without leaving a gc function to any context', () => {
+    releaseStartupMemory();
+    expect(typeof (globalThis as { gc?: unknown }).gc).toBe('undefined');
+    expect(runInNewContext('typeof gc')).toBe('undefined');
+  });
+});
+
+describe('idle database connections', () => {
+  /** The open connections of this test database whose application name ends with `suffix`. */
+  const connections = async (suffix: string) => Number((await t.sql.query<{ n: number }>(
+    "select count(*)::int as n from pg_stat_activity where datname = $1 and application_name like '%' || $2", [t.databaseName, suffix])).rows[0]!.n);
+
+  it("a plugin's pool keeps one connection open once a burst is over; the others close after a second unused", async () => {
+    await installAndEnable(t, await pluginVariant(ECHO, (m) => { m.key = 'echo-idle'; m.database.namespace = 'echo_idle'; }));
+    // Six calls at once, each holding its own connection (a POST runs in a transaction) for a moment.
+    const burst = await Promise.all(Array.from({ length: 6 }, () => t.api.post('/api/plugins/echo-idle/sql', { sql: 'select pg_sleep(0.2) is null as slept' })));
+    expect(burst.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 200]);
+    expect(await connections('-echo-idle')).toBeGreaterThanOrEqual(2);
+    expect(await eventually(() => connections('-echo-idle'), (n) => n <= 1)).toBe(1);
+  });
+
+  it('the job engine holds at most two connections', async () => {
+    expect(await connections('keel-jobs')).toBeLessThanOrEqual(2);
   });
 });

@@ -70,7 +70,10 @@ export class PluginJobs {
     const log = host.kernel.log;
     const boss = new PgBoss({
       // Its connections follow the primary of a DATABASE_URL with a host list (job-engine-database.ts).
-      db: new JobEngineDatabase(databaseUrl, { max: 4, applicationName: 'keel-jobs', log }),
+      // Two connections: its queues' pollers, started together, poll together every two seconds,
+      // and four connections kept four PostgreSQL backends (15-23 MiB resident each) open for
+      // polls of a few milliseconds that wait little for one another.
+      db: new JobEngineDatabase(databaseUrl, { max: 2, applicationName: 'keel-jobs', log }),
       schema: JOB_ENGINE_SCHEMA,
       // A pass every 10 s keeps a job within seconds of its minute; the default is 30 s.
       cronMonitorIntervalSeconds: 10,

@@ -4,7 +4,7 @@ import { refusedStatement } from '../../../../sdk/shared/sql-guard.ts';
 import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 import { isolateJsonTypes } from './timestamp-text.ts';
-import { connectionConfig } from '../../../db/connections.ts';
+import { connectionConfig, IDLE_CONNECTIONS } from '../../../db/connections.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
 const MAX_SQL_LENGTH = 100_000;
@@ -74,6 +74,7 @@ export class PluginDatabase {
     // connectionConfig: a DATABASE_URL with a host list follows the primary (kernel/db/connections.ts).
     this.poolConfig = connectionConfig<pg.PoolConfig>(url, {
       max: maxConnections,
+      ...IDLE_CONNECTIONS,
       // Read-only by default too, but not from here (READ_ONLY_DEFAULT).
       options: `-c search_path=${schema} -c statement_timeout=30000 -c idle_in_transaction_session_timeout=60000`,
       application_name: applicationName,
