@@ -359,3 +359,30 @@ describe('POST cost-events: Idempotency-Key', () => {
     expect(replay.body.code).toBe('forbidden');
   });
 });
+
+describe('POST cost-events: the kernel\'s cached company row', () => {
+  it('takes the new month-to-date spend in place (patched, not evicted), while any other change still evicts it', async () => {
+    const company = await createCompany(settling(t), { name: 'Spend Cache' });
+    const agent = await createAgent(settling(t), company.id);
+    // Read once: the kernel caches the row.
+    expect((await t.api.get(`/api/companies/${company.id}`)).body).toMatchObject({ name: 'Spend Cache', spentMonthlyCents: 0 });
+    // A change the cache cannot hear of (no trigger runs): only a re-read from the database would show it.
+    const client = await t.sql.connect();
+    try {
+      await client.query("set session_replication_role = replica");
+      await client.query("update companies set name = 'Renamed Unheard' where id = $1", [company.id]);
+    } finally {
+      await client.query('reset session_replication_role');
+      client.release();
+    }
+    await addCost(t.api, company.id, event(agent.id, 70));
+    // The spend is new and the name is still the cached one: the row was patched, not read again.
+    expect((await t.api.get(`/api/companies/${company.id}`)).body).toMatchObject({ name: 'Spend Cache', spentMonthlyCents: 70 });
+    await addCost(t.api, company.id, event(agent.id, 5));
+    expect((await t.api.get(`/api/companies/${company.id}`)).body).toMatchObject({ name: 'Spend Cache', spentMonthlyCents: 75 });
+    // Any other change of the row evicts it: the next read comes from the database.
+    expect((await t.api.patch(`/api/companies/${company.id}`, { description: 'changed' })).status).toBe(200);
+    const fresh = await t.api.get(`/api/companies/${company.id}`);
+    expect(fresh.body).toMatchObject({ name: 'Renamed Unheard', spentMonthlyCents: 75 });
+  });
+});
