@@ -386,3 +386,22 @@ describe('POST cost-events: the kernel\'s cached company row', () => {
     expect(fresh.body).toMatchObject({ name: 'Renamed Unheard', spentMonthlyCents: 75 });
   });
 });
+
+describe('POST cost-events: what a batch costs the database', () => {
+  it('a batch of new events waits for the database twice: one statement that stores and adds them, and the COMMIT with the month-to-date report and the activity entries', async () => {
+    const company = await createCompany(settling(t));
+    const agents = [await createAgent(settling(t), company.id), await createAgent(settling(t), company.id)];
+    const traffic = () => ({ ...t.kernel.host.plugins.get('costs')!.process!.batchTraffic });
+    // The worker reads the activity entity kinds once, in the first call that records activity.
+    await addCost(t.api, company.id, event(agents[0]!.id, 1));
+    const before = traffic();
+    const sent = await Promise.all(Array.from({ length: 24 }, (_, i) => postCost(t.api, company.id, event(agents[i % 2]!.id, 1 + i))));
+    expect(sent.map((res) => res.status)).toEqual(sent.map(() => 201));
+    const after = traffic();
+    const batches = after.batches - before.batches;
+    expect(after.calls - before.calls).toBe(24);
+    // BEGIN, the statement, the report, the activity entries, COMMIT: five statements in two round trips.
+    expect({ statements: (after.statements - before.statements) / batches, roundTrips: (after.roundTrips - before.roundTrips) / batches }).toEqual({ statements: 5, roundTrips: 2 });
+    expect(await companySpent(t.api, company.id)).toBe(1 + Array.from({ length: 24 }, (_, i) => 1 + i).reduce((a, b) => a + b, 0));
+  });
+});
