@@ -81,7 +81,7 @@ export type Invalidation =
   | { type: 'user'; id: string }
   | { type: 'run'; id: string }
   | { type: 'company'; id: string }
-  /** A company's month-to-date spend changed and nothing else did (migration 0039): its cached row is patched, not evicted. */
+  /** A company's month-to-date spend changed and nothing else did (migration 0041): its cached row is patched, not evicted. */
   | { type: 'company_spend'; id: string; spentMonthlyCents: string | null; spentMonth: string | null }
   | { type: 'all' };
 
