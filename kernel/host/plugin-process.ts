@@ -70,6 +70,12 @@ export class PluginProcess {
   private lastCalledAt = 0;
   readonly health: PluginHealth = { status: 'starting', pid: null, restarts: 0, consecutiveFailures: 0, lastExit: null, lastBootMs: null, lastStartMs: null, inFlight: 0, startedAt: null };
   readonly maxConcurrent: number;
+  /**
+   * What the batches this process committed through a batch handler sent to PostgreSQL, summed
+   * (the worker counts each batch's statements and round trips): how many round trips a batch
+   * costs, read by the costs benchmark.
+   */
+  readonly batchTraffic = { batches: 0, calls: 0, statements: 0, roundTrips: 0 };
 
   /** Told when a loading of the plugin is gone, with the database session name it used (see load). */
   private readonly onExit: (applicationName: string) => void;
@@ -159,6 +165,12 @@ export class PluginProcess {
         this.settle(message);
         break;
       case 'results':
+        if (message.database) {
+          this.batchTraffic.batches++;
+          this.batchTraffic.calls += message.results.length;
+          this.batchTraffic.statements += message.database.statements;
+          this.batchTraffic.roundTrips += message.database.roundTrips;
+        }
         for (const result of message.results) this.settle(result);
         break;
       case 'call':

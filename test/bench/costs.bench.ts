@@ -9,6 +9,16 @@ const CONNECTIONS = Number(process.env.COSTS_BENCH_CONNECTIONS ?? 128);
 const SECONDS = Number(process.env.COSTS_BENCH_SECONDS ?? 8);
 const READS = 60;
 const INGEST_GOAL = 3000;
+const ROUND_TRIPS_GOAL = 5;
+
+interface BatchTraffic { batches: number; calls: number; statements: number; roundTrips: number }
+
+/** Per batch, between two readings of the costs plugin's batch traffic (the bench kernel's /api/bench/batch-traffic). */
+function perBatch(before: BatchTraffic, after: BatchTraffic): { calls: string; statements: string; roundTrips: string } {
+  const batches = after.batches - before.batches;
+  const each = (field: keyof BatchTraffic) => (batches > 0 ? ((after[field] - before[field]) / batches).toFixed(2) : '-');
+  return { calls: each('calls'), statements: each('statements'), roundTrips: each('roundTrips') };
+}
 
 /**
  * The costs plugin at growing data sizes, in one run: cost events accepted per second (each
@@ -35,7 +45,9 @@ export async function run(): Promise<void> {
       await seed(kernel, company.id, agents, size - stored);
       stored = size;
       await drive(ingestUrl, agents, 2);
+      const before = await kernel.call('GET', '/api/bench/batch-traffic/costs');
       const ingest = await drive(ingestUrl, agents, SECONDS);
+      const traffic = perBatch(before, await kernel.call('GET', '/api/bench/batch-traffic/costs'));
       stored += ingest.accepted + 0;
       const monthStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1)).toISOString();
       const weekAgo = new Date(Date.now() - 7 * 86_400_000).toISOString();
@@ -45,6 +57,9 @@ export async function run(): Promise<void> {
         'ingest events/s': ingest.perSecond,
         'vs bare Koa insert': `${((ingest.perSecond / ceiling.perSecond) * 100).toFixed(0)}%`,
         'ingest p99 ms': ingest.p99Ms,
+        'events/batch': traffic.calls,
+        'statements/batch': traffic.statements,
+        'round trips/batch': traffic.roundTrips,
         'summary ms (all time)': await latency(`${base}/summary`),
         'summary ms (this month)': await latency(`${base}/summary?from=${encodeURIComponent(monthStart)}`),
         'by-agent ms (all time)': await latency(`${base}/by-agent`),
@@ -60,6 +75,9 @@ export async function run(): Promise<void> {
     console.log(`consistency: summary spendCents ${spend.spendCents} = sum of stored events ${check.rows[0].s} over ${check.rows[0].n} events: ${String(spend.spendCents) === String(check.rows[0].s)}`);
     // Issue 30's goal: at least 3,000 events/s, at 10^4 and at 10^6 stored events.
     const goal = rows.map((row) => `${row['events stored']}: ${row['ingest events/s']}/s ${Number(row['ingest events/s']) >= INGEST_GOAL ? 'met' : 'NOT met'}`);
+    // Issue 31's figure: the cost event's batch with at most 5 database round trips.
+    const trips = rows.map((row) => `${row['events stored']}: ${row['round trips/batch']} ${Number(row['round trips/batch']) <= ROUND_TRIPS_GOAL ? 'met' : 'NOT met'}`);
+    console.log(`goal: at most ${ROUND_TRIPS_GOAL} database round trips per batch of cost events (the worker's transaction, BEGIN to COMMIT): ${trips.join('; ')}`);
     console.log(`goal: ingest at least ${INGEST_GOAL.toLocaleString('en')} events/s at every size: ${goal.join('; ')}`);
   } finally {
     await stopChild(bare.child);

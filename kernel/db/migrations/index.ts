@@ -44,6 +44,7 @@ const files = [
   '0037-run-context-index.sql',
   '0038-job-runs-running-index.sql',
   '0040-one-activity-writer.sql',
+  '0041-company-spend-notifications.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -117,11 +117,20 @@ export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: u
  */
 export interface CallResult { id: string; ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
 
+/**
+ * What a batch's transaction sent to PostgreSQL. `statements`: query messages (a multi-statement
+ * text, such as COMMIT with the session reset, is one). `roundTrips`: times the connection went
+ * from nothing in flight to a statement in flight; a statement sent while another is still
+ * unanswered rides that one's round trip (the connection pipelines), so this is how many times
+ * the batch waited for the server.
+ */
+export interface DatabaseTraffic { statements: number; roundTrips: number }
+
 /** What one plugin of a worker process says to the kernel. */
 export type SlotReport =
   | ({ t: 'result' } & CallResult)
-  /** The results of a batch, in one message (one write instead of one per call). */
-  | { t: 'results'; results: CallResult[] }
+  /** The results of a batch, in one message (one write instead of one per call); `database`: what its transaction sent (round-trips.ts). */
+  | { t: 'results'; results: CallResult[]; database?: DatabaseTraffic }
   | { t: 'call'; id: number; invocationId: string; capability: string; method: string; args: unknown[] }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error'; message: string; fields?: Record<string, unknown>; invocationId?: string };
 

@@ -4,6 +4,9 @@ import { flushBatchActivity } from './capabilities/activity.ts';
 import { READ_WRITE, type PluginDatabase } from './capabilities/database.ts';
 import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
+import { countTraffic } from './round-trips.ts';
+import { flushKernelRows } from './capabilities/kernel-rows.ts';
+import type { DeferredStatement } from './invocation.ts';
 
 /** What the batch runner needs of the worker (worker-main.ts). */
 export interface BatchHost {
@@ -54,10 +57,13 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   let client: pg.PoolClient;
   try {
     client = await db.connectForBatch();
-    await client.query(READ_WRITE);
   } catch {
     return false;
   }
+  const traffic = countTraffic(client);
+  // Not awaited: the BEGIN goes out with the handler's first statement (the connection pipelines).
+  // Had it failed, that statement fails too, and the batch runs again call by call.
+  client.query(READ_WRITE).catch(() => undefined);
   const leadId = `${first.id}:batch`;
   const members = items.map((item) => {
     const member = new Invocation(item);
@@ -76,6 +82,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   });
   for (const member of members) { member.finished = true; host.invocations.delete(member.id); }
   const giveUp = async (): Promise<false> => {
+    traffic.done();
     await db.closeTransaction(client, 'ROLLBACK');
     return false;
   };
@@ -93,6 +100,8 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
   const results: CallResult[] = [];
   const activity: unknown[][] = [];
+  // The handler's kernel-row writes are part of its transaction whatever it answered a call.
+  const kernelRows = members.flatMap((member) => member.pendingKernelRows);
   items.forEach((item, index) => {
     const answer = answers[index];
     const member = members[index]!;
@@ -108,12 +117,13 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     const { value, envelope } = host.answer(item.kind, answer.v ?? null);
     results.push({ id: item.id, ok: true, value, envelope, activityWritten: true });
   });
-  const failure = await db.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity));
+  const failure = await db.closeTransaction(client, 'COMMIT', (c) => beforeCommit(c, kernelRows, activity));
+  const database = traffic.done();
   if (failure) {
     host.log('warn', `batch ${first.target} could not commit (${String((failure as Error)?.message ?? failure).slice(0, 200)}); running its ${items.length} calls one by one`);
     return false;
   }
-  host.send({ t: 'results', results });
+  host.send({ t: 'results', results, database });
   return true;
 }
 
@@ -136,11 +146,12 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   }
   const outcomes: CallResult[] = [];
   const activity: unknown[][] = [];
+  const kernelRows: DeferredStatement[] = [];
   let failure: unknown = null;
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const { activity: entries, ...outcome } = await new Promise<Omit<CallResult, 'id'> & { activity: unknown[][] }>((resolve) => {
+      const { activity: entries, kernelRows: rows, ...outcome } = await new Promise<Omit<CallResult, 'id'> & { activity: unknown[][]; kernelRows: DeferredStatement[] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };
@@ -149,12 +160,13 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
       await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
       outcomes.push({ id: item.id, ...outcome });
       activity.push(...entries);
+      kernelRows.push(...rows);
     }
   } catch (error) {
     failure = error;
   }
   failure = failure === null
-    ? await database.closeTransaction(client, 'COMMIT', (c) => flushBatchActivity(c, activity))
+    ? await database.closeTransaction(client, 'COMMIT', (c) => beforeCommit(c, kernelRows, activity))
     : (await database.closeTransaction(client, 'ROLLBACK'), failure);
   if (failure) {
     if (items.length === 1) {
@@ -166,4 +178,13 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
     return;
   }
   host.send({ t: 'results', results: outcomes });
+}
+
+/**
+ * What a batch sends with its COMMIT, in this order and in the same round trip: the deferred
+ * kernel-row writes (month-to-date spend), then the activity entries, whose per-company chain
+ * lock is taken last, as every kernel route takes it.
+ */
+async function beforeCommit(client: pg.PoolClient, kernelRows: DeferredStatement[], activity: unknown[][]): Promise<void> {
+  await Promise.all([flushKernelRows(client, kernelRows), flushBatchActivity(client, activity)]);
 }

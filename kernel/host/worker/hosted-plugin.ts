@@ -430,7 +430,7 @@ export class HostedPlugin {
     if (invocation.batch) {
       // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
       this.invocations.delete(invocation.id);
-      invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
+      invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [], kernelRows: ok ? invocation.pendingKernelRows : [] });
       return;
     }
     const client = await invocation.openedClient();

@@ -9,6 +9,10 @@ import { READ_WRITE } from './capabilities/database.ts';
  * every further call naming it is refused, so a `ctx` captured by plugin code in one
  * invocation is useless in any other.
  */
+
+/** A statement a batch sends with its COMMIT instead of at once (Invocation.pendingKernelRows). */
+export interface DeferredStatement { text: string; values: unknown[] }
+
 export class Invocation {
   readonly message: InvokeMessage;
   readonly startedAt = performance.now();
@@ -81,7 +85,7 @@ export class Invocation {
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.
    */
-  batch?: { resolve(outcome: Omit<import('../protocol/messages.ts').CallResult, 'id'> & { activity: unknown[][] }): void };
+  batch?: { resolve(outcome: Omit<import('../protocol/messages.ts').CallResult, 'id'> & { activity: unknown[][]; kernelRows: DeferredStatement[] }): void };
 
   /**
    * Set on the one call that runs a plugin's batch handler: it receives the handler's answers.
@@ -98,6 +102,12 @@ export class Invocation {
 
   /** Activity entries of a batched call, written with the batch's other entries before COMMIT. */
   readonly pendingActivity: unknown[][] = [];
+
+  /**
+   * Kernel-row writes of a batched call that answer nothing (month-to-date spend), sent with
+   * the batch's COMMIT, ahead of its activity entries (capabilities/kernel-rows.ts).
+   */
+  readonly pendingKernelRows: DeferredStatement[] = [];
 
   /** Set while the host itself finishes the call (writing its default activity entry). */
   settling = false;

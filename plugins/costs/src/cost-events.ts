@@ -23,11 +23,13 @@ export type SourcedCall = BatchCall & { source?: CostSource };
 
 /**
  * Accepts the cost events of one group commit together. One statement stores the new events
- * (and finds the stored ones of retried idempotency keys); the activity entries are buffered;
- * one statement adds the events to the rollups and to the running totals of every scope and
- * period, whose rows then stay locked until commit (which orders concurrent batches of one
- * company); one more opens the incidents those totals call for. Month-to-date spend goes back
- * to the company and agent rows and hard stops pause their scope, all in the same transaction.
+ * (and finds the stored ones of retried idempotency keys), adds them to the rollups and to the
+ * running totals of every scope and period, whose rows then stay locked until commit (which
+ * orders concurrent batches of one company), and opens the incidents those totals call for.
+ * The activity entries are buffered; month-to-date spend goes back to the company and agent
+ * rows and hard stops pause their scope, all in the same transaction. A batch without retried
+ * keys or incidents waits for the database twice: for this statement (its BEGIN travels with
+ * it) and for the COMMIT (the month-to-date report and the activity entries travel with it).
  */
 export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext): Promise<unknown[]> {
   const answers: unknown[] = new Array(calls.length).fill(null);
@@ -42,9 +44,13 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
   if (candidates.length === 0) return answers;
 
   const now = new Date();
-  // Storing the events locks nothing another batch needs (bar a shared idempotency key).
-  const { rows } = await ctx.db.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[] }>(STORE, [JSON.stringify(candidates.map((c) => c.row))]);
-  const { ids, inserted } = rows[0]!;
+  // One statement stores the new events (finding the stored ones of retried idempotency keys)
+  // and adds what it stored to the rollups and running totals, opening the incidents the new
+  // totals call for. From it to the commit, the rows of the company's running totals stay
+  // locked: concurrent batches of one company take turns there (several are in flight).
+  const { rows } = await ctx.db.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[]; totals: Row[]; incidents: Row[] }>(
+    STORE_AND_ADD, [JSON.stringify(candidates.map((c) => c.row)), ...incidentWindow(now)]);
+  const { ids, inserted, totals, incidents } = rows[0]!;
   const insertedById = new Map(inserted.map((row) => [String(row.id), row]));
   const idByIndex = new Map(ids.map((entry) => [entry.ord, entry.id]));
 
@@ -85,14 +91,9 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
     return answers;
   }
 
-  // From here to the commit, the rows of the company's running totals stay locked: this is
-  // the part concurrent batches of one company take turns at (several batches are in flight,
-  // each storing its events above while another holds the totals), so it does only what needs
-  // them: one statement adds the events to the rollups and totals and opens the incidents the
-  // new totals call for, then month-to-date spend goes to the kernel's rows, then the commit
-  // (which writes the buffered activity entries in the same round trip).
-  const { rows: added } = await ctx.db.query<{ totals: Row[]; incidents: Row[] }>(ADD_TO_TOTALS, [JSON.stringify(inserted), ...incidentWindow(now)]);
-  const { totals, incidents } = added[0]!;
+  // Month-to-date spend goes to the kernel's rows with the commit (the host sends a batch's
+  // report just before its activity entries and COMMIT, in the same round trip), then the
+  // buffered activity entries; hard stops pause their scope now.
   await reportMonthToDate(ctxOfCompany, totals, now);
   await writeActivity();
   for (const [companyId, companyCtx] of ctxOfCompany) {
@@ -161,25 +162,6 @@ async function reportMonthToDate(ctxOfCompany: Map<string, CostsContext>, totals
   }
 }
 
-const STORE = `
-with input as materialized (
-  select gen_random_uuid() as id, x.*
-    from jsonb_to_recordset($1::jsonb) as x(ord int, company_id uuid, agent_id uuid, project_id uuid, issue_id uuid, goal_id uuid, heartbeat_run_id uuid,
-         provider text, biller text, model text, billing_type text, billing_code text, cost_cents bigint, input_tokens bigint,
-         cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz, source text, idempotency_key text, fingerprint text)
-),
-ins as (
-  insert into cost_events (id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
-                           billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint)
-  select id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
-         billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint
-    from input order by company_id, idempotency_key, ord
-  on conflict (company_id, idempotency_key) where idempotency_key is not null do nothing
-  returning *
-)
-select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
-       (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted`;
-
 /** Adds the events of CTE `ins` to a rollup table keyed by `unit` ('hour' or 'day', UTC), in key order. */
 function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
   return `
@@ -196,15 +178,29 @@ function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
 }
 
 /**
- * Adds stored events to the hourly and daily rollups and to every scope's running totals, in
- * key order (no deadlocks between batches), and opens the incidents the new totals call for
+ * Stores the events (CTE `ins`: those it inserted; a retried idempotency key inserts nothing)
+ * and adds what it stored to the hourly and daily rollups and to every scope's running totals,
+ * in key order (no deadlocks between batches), and opens the incidents the new totals call for
  * (policies.ts, incidentsSql): a total this statement changed is read from what it wrote, any
- * other from the table. Parameters: $1 the events, $2-$4 the incident window (incidentWindow).
+ * other from the table. Answers the id of every input row (`ids`, by `ord`), the inserted rows,
+ * the new totals and the opened incidents. Parameters: $1 the events, $2-$4 the incident
+ * window (incidentWindow).
  */
-const ADD_TO_TOTALS = `
-with ins as (
-  select * from jsonb_to_recordset($1::jsonb) as x(company_id uuid, agent_id uuid, project_id uuid, provider text, biller text, model text,
-         billing_type text, source text, cost_cents bigint, input_tokens bigint, cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz)
+const STORE_AND_ADD = `
+with input as materialized (
+  select gen_random_uuid() as id, x.*
+    from jsonb_to_recordset($1::jsonb) as x(ord int, company_id uuid, agent_id uuid, project_id uuid, issue_id uuid, goal_id uuid, heartbeat_run_id uuid,
+         provider text, biller text, model text, billing_type text, billing_code text, cost_cents bigint, input_tokens bigint,
+         cached_input_tokens bigint, output_tokens bigint, occurred_at timestamptz, source text, idempotency_key text, fingerprint text)
+),
+ins as (
+  insert into cost_events (id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
+                           billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint)
+  select id, company_id, agent_id, project_id, issue_id, goal_id, heartbeat_run_id, provider, biller, model, billing_type,
+         billing_code, cost_cents, input_tokens, cached_input_tokens, output_tokens, occurred_at, source, idempotency_key, fingerprint
+    from input order by company_id, idempotency_key, ord
+  on conflict (company_id, idempotency_key) where idempotency_key is not null do nothing
+  returning *
 ),
 rolled as (${rollupUpsert('cost_rollups', 'hour')}),
 rolled_daily as (${rollupUpsert('cost_rollups_daily', 'day')}),
@@ -224,5 +220,7 @@ totals as (
 touched as (select company_id, scope_type, scope_id from totals),
 ${incidentsSql(`coalesce((select n.cost_cents from totals n where n.company_id = p.company_id and n.scope_type = p.scope_type
                                       and n.scope_id = p.scope_id and n.period = w.period), ${STORED_TOTAL})`)}
-select (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals,
+select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
+       (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted,
+       (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals,
        (select coalesce(jsonb_agg(to_jsonb(incidents)), '[]'::jsonb) from incidents) as incidents`;

@@ -1,5 +1,5 @@
 import type { PluginDatabase } from './database.ts';
-import type { Invocation } from '../invocation.ts';
+import type { DeferredStatement, Invocation } from '../invocation.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
@@ -15,12 +15,20 @@ const MAX_CENTS = Number.MAX_SAFE_INTEGER;
  * it. The database itself enforces the grant: the functions are executable by the plugin's
  * role only when the operator granted the capability (see plugin-databases.ts).
  */
-async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[], own: 'call' | 'autonomous' = 'call'): Promise<unknown> {
+async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[], own: 'call' | 'autonomous' | 'with_commit' = 'call'): Promise<unknown> {
   if (!db) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this capability needs the plugin database connection');
   if (invocation.message.readOnly || !invocation.message.transactional) throw new CapabilityError(403, 'kernel_rows_read_only', 'kernel rows can be changed only from a mutating, transactional call');
   const signed = invocation.message.signed;
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
   const query = { text: sql, values: [signed.invocation, signed.signature, ...values] };
+  // A write that answers nothing, made by a call of a batch, goes with the batch's COMMIT
+  // (batches.ts): no round trip of its own, and the rows it changes are locked for the commit
+  // alone. Should the database refuse it there, the batch's calls run again one by one, and
+  // each of them fails its commit.
+  if (own === 'with_commit' && invocation.batch) {
+    invocation.pendingKernelRows.push(query);
+    return null;
+  }
   try {
     let result;
     if (own === 'autonomous') {
@@ -54,7 +62,15 @@ function reason(value: unknown): string {
   return value;
 }
 
-/** `ctx.budgets` (budgets.write): monthly budgets and month-to-date spend of the company and its agents. */
+/** Sends a batch's deferred kernel-row writes (Invocation.pendingKernelRows), pipelined, in the order made. */
+export async function flushKernelRows(client: import('pg').PoolClient, statements: DeferredStatement[]): Promise<void> {
+  await Promise.all(statements.map((statement) => client.query(statement)));
+}
+
+/**
+ * `ctx.budgets` (budgets.write): monthly budgets and month-to-date spend of the company and its
+ * agents. A batch's month-to-date report is sent with its COMMIT (bridge, 'with_commit').
+ */
 function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
   return {
     reportMonthlySpend: async (invocation, args) => {
@@ -66,7 +82,7 @@ function budgetsCapability(db: PluginDatabase | null): WorkerCapability {
       if (!Array.isArray(agents) || agents.length > 10_000) throw new CapabilityError(400, 'invalid_arguments', 'agents must be an array of at most 10,000 {agentId, cents}');
       const rows = agents.map((entry: { agentId?: unknown; cents?: unknown }) => ({ id: uuid(entry?.agentId, 'agentId'), cents: cents(entry?.cents, 'cents') }));
       const companyCents = report.companyCents === undefined || report.companyCents === null ? null : cents(report.companyCents, 'companyCents');
-      await bridge(db, invocation, 'select keel_bridge.report_monthly_spend($1, $2, $3::date, $4, $5::jsonb) as result', [`${month[1]}-${month[2]}-01`, companyCents, JSON.stringify(rows)]);
+      await bridge(db, invocation, 'select keel_bridge.report_monthly_spend($1, $2, $3::date, $4, $5::jsonb) as result', [`${month[1]}-${month[2]}-01`, companyCents, JSON.stringify(rows)], 'with_commit');
       return null;
     },
     setMonthlyBudget: async (invocation, args) => {
