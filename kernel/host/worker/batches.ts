@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import type { CallResult, InvokeMessage, SlotReport, WireError } from '../protocol/messages.ts';
 import { flushBatchActivity } from './capabilities/activity.ts';
-import { READ_WRITE, type PluginDatabase } from './capabilities/database.ts';
+import type { PluginDatabase } from './capabilities/database.ts';
+import { READ_WRITE } from './read-write.ts';
 import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
 import { countTraffic } from './round-trips.ts';

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { InvokeMessage } from '../protocol/messages.ts';
 import { CapabilityError } from './capabilities/types.ts';
-import { READ_WRITE } from './capabilities/database.ts';
+import { READ_WRITE } from './read-write.ts';
 
 /**
  * One call into the plugin, from dispatch to result. It owns the database client of its

@@ -6,6 +6,7 @@ import { CapabilityError, type WorkerCapability } from './types.ts';
 import { isolateJsonTypes } from './timestamp-text.ts';
 import { connectionConfig, IDLE_CONNECTIONS } from '../../../db/connections.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
+import { READ_WRITE } from '../read-write.ts';
 
 const MAX_SQL_LENGTH = 100_000;
 const MAX_PARAMS = 1000;
@@ -34,8 +35,6 @@ const DISCARD_ALL = ['DISCARD ALL', READ_ONLY_DEFAULT];
  * the host's, and their texts are hidden: pg_prepared_statement() is revoked from plugin roles).
  */
 const SESSION_RESET = `DISCARD SEQUENCES; RESET ALL; CLOSE ALL; UNLISTEN *; ${READ_ONLY_DEFAULT}`;
-/** How every write begins: the plugin's connections are read-only unless a transaction says otherwise. */
-export const READ_WRITE = 'BEGIN READ WRITE';
 const CANCEL_ATTEMPTS = 20;
 const CANCEL_RETRY_MS = 100;
 
