@@ -57,8 +57,8 @@ export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<v
  * A run the wake queued is started here, in this job, under the agent-state lock the wake took:
  * a second job per run (start-runs) doubled the queue's work per heartbeat and, fetched after the
  * heartbeats due before it, waited behind them (test/bench/fleet.bench.ts). A run this pass
- * cannot start yet (the agent at its maxConcurrentRuns, its environment's leases taken) stays
- * queued, and the end of a run or the lease's release starts it, as after a start-runs pass.
+ * cannot start yet stays queued, as after a start-runs pass: the end of a run of the agent starts
+ * it, or (its environment's leases taken) the start-runs job waitForLease queues.
  */
 export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
   const { agentId, slot, intervalSec } = payload as { agentId: string; slot: number; intervalSec: number };
