@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { AGENT_SCRIPT_NAME, buildFleet, resumeFleet } from './support/fleet-world.ts';
-import { coalescedSince, heartbeatRuns, load1, readCpu, runtimeJobTimes, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
+import { coalescedSince, heartbeatRuns, load1, meanOf, readCpu, runtimeJobTimes, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
 import { startKernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
 
@@ -33,6 +33,9 @@ const ms = (value: number) => (Number.isNaN(value) ? '-' : `${Math.round(value)}
  * default 10, spreads the agents over companies). Agents are set up paused, so that the setup
  * starts no run, and resumed together when the measured minutes begin.
  */
+/** The runner's time limit for this run: the setup (about 0.3 s an agent on a loaded machine), the measured minutes, the settling and the stop. */
+export const timeLimitSec = () => 240 + 0.3 * positive('KEEL_BENCH_FLEET_AGENTS', 200) + 60 * positive('KEEL_BENCH_FLEET_MINUTES', 2);
+
 export async function run(): Promise<void> {
   const shape = { agents: positive('KEEL_BENCH_FLEET_AGENTS', 200), companies: positive('KEEL_BENCH_FLEET_COMPANIES', 10), intervalSec: INTERVAL_SEC };
   const minutes = positive('KEEL_BENCH_FLEET_MINUTES', 2);
@@ -76,7 +79,9 @@ export async function run(): Promise<void> {
         'wake->start p50/p99 ms': `${ms(pct(wakeToStart, 50))} / ${ms(pct(wakeToStart, 99))}`,
         'due->start p50/p99/max ms': `${ms(pct(dueToStart, 50))} / ${ms(pct(dueToStart, 99))} / ${ms(dueToStart.length ? Math.max(...dueToStart) : NaN)}`,
         'coalesced wakes': await coalescedSince(pool, from, until),
-        'db conns mean/max': `${(connections.reduce((t, c) => t + c.total, 0) / connections.length).toFixed(0)} / ${Math.max(...connections.map((c) => c.total))} (active max ${Math.max(...connections.map((c) => c.active))})`,
+        'db conns mean/max': `${(connections.reduce((t, c) => t + c.total, 0) / connections.length).toFixed(0)} / ${Math.max(...connections.map((c) => c.total))} (active max ${Math.max(...connections.map((c) => c.active))}, idle in tx max ${Math.max(...connections.map((c) => c.idleInTransaction))})`,
+        'db waits (mean busy backends)': meanOf(connections.map((c) => c.waits)),
+        'jobs due not started (mean)': meanOf(connections.map((c) => c.backlog)),
         'CPU cores db/keel/agents': cores.join(' / '),
         load: load1().toFixed(1),
       });

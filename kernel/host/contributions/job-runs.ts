@@ -57,22 +57,27 @@ export class JobRuns {
 
   /**
    * Starts an attempt of an enqueued job when fewer than `concurrency` attempts of the same job
-   * key run (in any process); answers null otherwise. The same advisory-lock pattern as acquire.
+   * key run (in any process); answers null otherwise. The same advisory-lock pattern as acquire,
+   * with the fewest statements under the lock: every attempt of a key passes through it one at a
+   * time (a fleet's heartbeats queued on it), so the count and the insert are one statement, and
+   * runs abandoned by a stopped process are closed only when the slots look full.
    */
   async acquireSlot(tx: Tx, attempt: { pluginKey: string; jobKey: string; concurrency: number; deadlineMs: number; jobId: string; companyId: string | null; attempt: number }): Promise<Row | null> {
     const { pluginKey, jobKey } = attempt;
     await tx.query('select pg_advisory_xact_lock(hashtextextended(?, 7271))', [`plugin-enqueued-job:${pluginKey}/${jobKey}`]);
-    await tx.exec(
+    const insertIfFree = () => tx.maybeOne(
+      `insert into plugin_job_runs (plugin_key, job_key, trigger, status, job_id, company_id, attempt)
+       select ?, ?, 'enqueued', 'running', ?, ?, ?
+        where (select count(*) from plugin_job_runs where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running') < ?
+       returning *`,
+      [pluginKey, jobKey, attempt.jobId, attempt.companyId, attempt.attempt, pluginKey, jobKey, attempt.concurrency]);
+    const row = await insertIfFree();
+    if (row) return row;
+    const abandoned = await tx.query(
       `update plugin_job_runs set status = 'failed', error = 'abandoned: the process running it stopped before it finished', finished_at = now()
-        where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running' and started_at < now() - make_interval(secs => ?)`,
+        where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running' and started_at < now() - make_interval(secs => ?) returning id`,
       [pluginKey, jobKey, (attempt.deadlineMs + LEASE_GRACE_MS) / 1000]);
-    const running = await tx.maybeOne<{ n: number }>(
-      "select count(*)::int as n from plugin_job_runs where plugin_key = ? and job_key = ? and trigger = 'enqueued' and status = 'running'", [pluginKey, jobKey]);
-    if ((running?.n ?? 0) >= attempt.concurrency) return null;
-    const row = await tx.maybeOne(
-      "insert into plugin_job_runs (plugin_key, job_key, trigger, status, job_id, company_id, attempt) values (?, ?, 'enqueued', 'running', ?, ?, ?) returning *",
-      [pluginKey, jobKey, attempt.jobId, attempt.companyId, attempt.attempt]);
-    return row!;
+    return abandoned.length > 0 ? ((await insertIfFree()) ?? null) : null;
   }
 
   async finish(runId: string, outcome: { ok: boolean; error?: string | null; cancelled?: boolean }): Promise<Row | undefined> {

@@ -27,12 +27,16 @@ const REMOTE_RUNNER = 'remote-runner';
 /**
  * The run, locked, after its agent's state: every path takes an agent's state before a run of
  * it (dispatch holds the state while it starts a run), so an output or end arriving while the
- * run is being started waits for that start instead of deadlocking with it.
+ * run is being started waits for that start instead of deadlocking with it. A heartbeat starts
+ * the run in the transaction that stores it, so until that commits its row is not seen here: its
+ * agent is then read from the run ledger (committed when the run was opened), and the lock on
+ * the agent's state waits for the start's commit.
  */
 async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefined> {
   const { rows: [found] } = await ctx.db.query('select agent_id from runs where id = $1 and company_id = $2', [runId, ctx.invocation.companyId]);
-  if (!found) return undefined;
-  await lockAgentState(ctx, String(ctx.invocation.companyId), String(found.agent_id));
+  const agentId = found ? String(found.agent_id) : (await ctx.runs.get([runId]))[0]?.agentId;
+  if (!agentId) return undefined;
+  await lockAgentState(ctx, String(ctx.invocation.companyId), agentId);
   const { rows } = await ctx.db.query('select * from runs where id = $1 and company_id = $2 for update', [runId, ctx.invocation.companyId]);
   return rows[0];
 }

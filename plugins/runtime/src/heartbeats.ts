@@ -1,5 +1,7 @@
 import { errorStatus, type RuntimeContext } from './context.ts';
 import { rearmLostRoutines } from './routines.ts';
+import { dispatch } from './dispatch.ts';
+import { nextSlotOf, slotDueMs } from './slots.ts';
 import { wake } from './wakeups.ts';
 
 const MAX_INTERVAL_SEC = 30 * 24 * 3600;
@@ -13,23 +15,6 @@ function heartbeatInterval(runtimeConfig: Record<string, unknown>): number | nul
 }
 
 const nowSec = () => Math.floor(Date.now() / 1000);
-
-/**
- * Where in its interval an agent's heartbeat falls: a fixed offset in milliseconds, in
- * [0, interval), taken from the agent's id, so that agents sharing an interval spread their wakes
- * over it instead of all waking in the same second (a thousand agents at once would queue behind
- * each other for many seconds). Every Keel process computes the same offset.
- */
-export function heartbeatPhaseMs(agentId: string, intervalSec: number): number {
-  return Number.parseInt(agentId.replace(/-/g, '').slice(0, 12), 16) % (intervalSec * 1000);
-}
-
-/** Slot k of an agent's timer is due at k × interval after the epoch, plus the agent's phase. */
-const slotDueMs = (agentId: string, intervalSec: number, slot: number) => slot * intervalSec * 1000 + heartbeatPhaseMs(agentId, intervalSec);
-
-/** The first slot due after now. */
-const nextSlotOf = (agentId: string, intervalSec: number) =>
-  Math.floor((Date.now() - heartbeatPhaseMs(agentId, intervalSec)) / (intervalSec * 1000)) + 1;
 
 async function enqueueSlot(ctx: RuntimeContext, agentId: string, intervalSec: number, slot: number): Promise<void> {
   await ctx.jobs.enqueue('heartbeat', { agentId, slot, intervalSec }, {
@@ -68,6 +53,12 @@ export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<v
  * since changed finds no timer to claim. The wake is a `timer` wakeup, which coalesces into a
  * run already active instead of queueing behind it; a refused wake (agent paused, budget
  * stop) skips this slot and the timer goes on.
+ *
+ * A run the wake queued is started here, in this job, under the agent-state lock the wake took:
+ * a second job per run (start-runs) doubled the queue's work per heartbeat and, fetched after the
+ * heartbeats due before it, waited behind them (test/bench/fleet.bench.ts). A run this pass
+ * cannot start yet stays queued, as after a start-runs pass: the end of a run of the agent starts
+ * it, or (its environment's leases taken) the start-runs job waitForLease queues.
  */
 export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
   const { agentId, slot, intervalSec } = payload as { agentId: string; slot: number; intervalSec: number };
@@ -77,12 +68,16 @@ export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promi
     [agentId, slot, intervalSec, nextSlotOf(agentId, intervalSec)]);
   if (!rows[0]) return;
   await enqueueSlot(ctx, agentId, intervalSec, Number(rows[0].next_slot));
+  let queued = false;
   try {
-    await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` });
+    const woken = await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` }, { startInCall: true });
+    queued = woken.status === 'queued';
   } catch (error) {
     if (errorStatus(error) >= 500) throw error;
     ctx.log.info('heartbeat wake refused', { agentId, slot, code: (error as { code?: string }).code ?? null });
   }
+  // Outside the try: a failed start rolls the whole slot back, and the job's retry fires it again.
+  if (queued) await dispatch(ctx, agentId);
 }
 
 export async function onAgentConfigChanged(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {

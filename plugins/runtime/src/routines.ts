@@ -1,10 +1,11 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import { recordActivity } from './activity.ts';
 import { errorStatus, type RuntimeContext } from './context.ts';
+import { dispatch } from './dispatch.ts';
+import { nextSlotOf, slotDueMs } from './slots.ts';
 import { wake } from './wakeups.ts';
 
 type Row = Record<string, unknown>;
-const nowSec = () => Math.floor(Date.now() / 1000);
 const iso = (value: unknown) => (value === null || value === undefined ? null : new Date(String(value)).toISOString());
 
 export function routineJson(row: Row) {
@@ -17,14 +18,18 @@ export function routineJson(row: Row) {
 
 async function enqueueSlot(ctx: RuntimeContext, routineId: string, intervalSec: number, slot: number): Promise<void> {
   await ctx.jobs.enqueue('routine', { routineId, slot, intervalSec }, {
-    runAt: new Date(slot * intervalSec * 1000).toISOString(), singletonKey: `routine-${routineId}-${intervalSec}-${slot}`,
+    runAt: new Date(slotDueMs(routineId, intervalSec, slot)).toISOString(), singletonKey: `routine-${routineId}-${intervalSec}-${slot}`,
   });
 }
 
-/** Arms an active routine: its next slot's job queued (the slot is claimed when it fires, so a second arm fires nothing twice). */
+/**
+ * Arms an active routine: its next slot's job queued (the slot is claimed when it fires, so a second
+ * arm fires nothing twice). Slots are spread over the interval by the routine's id, as heartbeats
+ * are by the agent's (slots.ts), so routines of one interval do not all fire in the same second.
+ */
 async function arm(ctx: RuntimeContext, row: Row): Promise<void> {
   const interval = Number(row.interval_sec);
-  const next = Math.floor(nowSec() / interval) + 1;
+  const next = nextSlotOf(String(row.id), interval);
   await ctx.db.query('update routines set next_slot = $2, updated_at = clock_timestamp() where id = $1', [row.id, next]);
   await enqueueSlot(ctx, String(row.id), interval, next);
 }
@@ -80,26 +85,30 @@ export async function patchRoutineRoute(req: RouteRequest, ctx: RuntimeContext) 
  * The `routine` job: fires one slot of an active routine. Claiming the slot under the row lock
  * (last_slot < slot) makes it fire once across every process; a paused routine, or one whose
  * interval changed, claims nothing. The wake is a `timer` wakeup with the routine's key as reason;
- * a refused wake (its agent paused, for instance by its plugin's disable) skips the slot.
+ * a refused wake (its agent paused, for instance by its plugin's disable) skips the slot. A run
+ * the wake queued is started in this job, as a heartbeat's is (heartbeats.ts).
  */
 export async function routineJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
   const { routineId, slot, intervalSec } = payload as { routineId: string; slot: number; intervalSec: number };
   const { rows } = await ctx.db.query(
     `update routines set last_slot = $2, next_slot = greatest($2 + 1, $4), last_fired_at = clock_timestamp(), updated_at = clock_timestamp()
       where id = $1 and status = 'active' and interval_sec = $3 and last_slot < $2 returning *`,
-    [routineId, slot, intervalSec, Math.floor(nowSec() / intervalSec) + 1]);
+    [routineId, slot, intervalSec, nextSlotOf(routineId, intervalSec)]);
   const routine = rows[0];
   if (!routine) return;
   await enqueueSlot(ctx, routineId, intervalSec, Number(routine.next_slot));
+  let queued = false;
   try {
-    await wake(ctx, String(routine.agent_id), {
+    const woken = await wake(ctx, String(routine.agent_id), {
       source: 'timer', triggerDetail: 'system', reason: `routine:${String(routine.key)}`, idempotencyKey: `routine-${routineId}-${slot}`,
       payload: { routineId, routineKey: routine.key },
-    });
+    }, { startInCall: true });
+    queued = woken.status === 'queued';
   } catch (error) {
     if (errorStatus(error) >= 500) throw error;
     ctx.log.info('routine wake refused', { routineId, slot, code: (error as { code?: string }).code ?? null });
   }
+  if (queued) await dispatch(ctx, String(routine.agent_id));
 }
 
 /** Part of the per-company sweep: active routines whose chain of slot jobs was lost are armed again. */

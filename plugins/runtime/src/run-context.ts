@@ -6,7 +6,10 @@ import type { RuntimeContext } from './context.ts';
  * works on and its status. The model gateway attributes a provider call with it, and refuses
  * the calls of a run that has ended. The run the kernel opens for an environment test whose tool
  * calls a model through the gateway (invocation source `adapter_test`, ctx.executions.probe) is
- * only the ledger's: it is answered from there, with no issue or project.
+ * only the ledger's: it is answered from there, with no issue or project. So is a timer run
+ * whose heartbeat (or routine) job is starting it: the job stores the run and starts its process
+ * in one transaction, and until that commits the run is only in the ledger; a timer wake names
+ * no issue or project.
  */
 export async function runContextService(input: unknown, ctx: RuntimeContext) {
   const { runId } = input as { runId: string };
@@ -20,6 +23,6 @@ export async function runContextService(input: unknown, ctx: RuntimeContext) {
 
 async function probeRun(ctx: RuntimeContext, runId: string) {
   const [ledger] = await ctx.runs.get([runId.toLowerCase()]);
-  if (!ledger || ledger.invocationSource !== 'adapter_test') return null;
+  if (!ledger || (ledger.invocationSource !== 'adapter_test' && ledger.invocationSource !== 'timer')) return null;
   return { runId: ledger.runId, agentId: ledger.agentId, issueId: null, projectId: null, status: ledger.status };
 }

@@ -13,6 +13,9 @@ export interface WakeInput {
   forceFreshSession?: boolean;
 }
 
+/** `startInCall`: the caller starts a queued run itself (dispatch) in this transaction, so no start-runs job is enqueued for it. */
+export interface WakeOptions { startInCall?: boolean }
+
 export interface WakeAnswer { status: 'queued' | 'skipped' | 'coalesced'; wakeup: ReturnType<typeof wakeupJson>; run: ReturnType<typeof runJson> | null; replayed: boolean }
 
 /** The task a run works on, for its adapter session: the bound issue, a payload `taskKey`, or `default`. */
@@ -27,9 +30,10 @@ function taskKeyOf(issueId: string | null, payload: Record<string, unknown>): st
  * claims the idempotency key (a concurrent request with the same key waits on the unique index
  * and then answers the first one's wakeup), then either records a skipped or coalesced wakeup
  * that points at the run already doing the work, or opens the run in the run ledger, stores it
- * queued and enqueues the job that starts it once this transaction commits.
+ * queued and enqueues the job that starts it once this transaction commits (unless the caller
+ * starts it itself, as the heartbeat job does).
  */
-export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInput): Promise<WakeAnswer> {
+export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInput, options: WakeOptions = {}): Promise<WakeAnswer> {
   const companyId = ctx.invocation.companyId!;
   const key = input.idempotencyKey ?? null;
   if (key !== null) {
@@ -84,7 +88,7 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
       agent.adapterType, input.forceFreshSession === true]);
   const run = rows[0]!;
   const { rows: updated } = await ctx.db.query('update wakeups set run_id = $2 where id = $1 returning *', [wakeup.id, run.id]);
-  await ctx.jobs.enqueue('start-runs', { agentId, runId: run.id }, { singletonKey: `start-${String(run.id)}` });
+  if (!options.startInCall) await ctx.jobs.enqueue('start-runs', { agentId, runId: run.id }, { singletonKey: `start-${String(run.id)}` });
   recordActivity(ctx, { action: 'agent.wakeup_queued', entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: run.id, source, triggerDetail, reason: input.reason ?? null, issueId } });
   await ctx.streams.publish(runChannel(String(run.id)), { event: 'status', status: 'queued' });
   return { status: 'queued', wakeup: wakeupJson(updated[0]!), run: runJson(run), replayed: false };

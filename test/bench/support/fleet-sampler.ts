@@ -41,13 +41,33 @@ export async function readCpu(kernelPid: number, agentMarker: string): Promise<C
   return reading;
 }
 
-export interface ConnectionSample { total: number; active: number }
+export interface ConnectionSample {
+  total: number; active: number; idleInTransaction: number;
+  /** What the non-idle backends wait on (`type:event`, or `cpu` when none), to tell a lock or a pool from work. */
+  waits: Record<string, number>;
+  /** The runtime's jobs due and not yet taken by a worker, by job key: a backlog means the queue, not the database, is behind. */
+  backlog: Record<string, number>;
+}
 
 /** The database's client connections, apart from the benchmark's own (application_name fleet-bench). */
 export async function sampleConnections(pool: pg.Pool): Promise<ConnectionSample> {
-  const { rows } = await pool.query(`select count(*)::int as total, count(*) filter (where state = 'active')::int as active
+  const { rows } = await pool.query(`select state, coalesce(wait_event_type || ':' || wait_event, 'cpu') as wait
     from pg_stat_activity where backend_type = 'client backend' and application_name <> 'fleet-bench'`);
-  return rows[0] as ConnectionSample;
+  const waits: Record<string, number> = {};
+  for (const row of rows) if (row.state !== 'idle') waits[row.wait] = (waits[row.wait] ?? 0) + 1;
+  const { rows: due } = await pool.query(`select data->>'jobKey' as job, count(*)::int as n from keel_jobs.job
+    where name = 'plugin/runtime/enqueued' and state in ('created', 'retry') and start_after <= now() group by 1`);
+  return {
+    total: rows.length, active: rows.filter((r) => r.state === 'active').length, idleInTransaction: rows.filter((r) => r.state === 'idle in transaction').length,
+    waits, backlog: Object.fromEntries(due.map((r) => [r.job, r.n])),
+  };
+}
+
+/** Mean per sample of each wait (or backlog) over a minute's samples, the largest first. */
+export function meanOf(samples: Array<Record<string, number>>, top = 4): string {
+  const sums: Record<string, number> = {};
+  for (const sample of samples) for (const [key, n] of Object.entries(sample)) sums[key] = (sums[key] ?? 0) + n;
+  return Object.entries(sums).sort((a, b) => b[1] - a[1]).slice(0, top).map(([key, n]) => `${key} ${(n / Math.max(1, samples.length)).toFixed(1)}`).join(', ') || '-';
 }
 
 export interface RunSample {

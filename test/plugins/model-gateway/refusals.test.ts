@@ -185,6 +185,25 @@ describe('the gateway refuses in the provider\'s own error shape, and forwards n
     expect(forwarded()).toBe(before);
   });
 
+  it('a timer run still being started (in the run ledger only) is served; a ledger-only run of another source is refused', async () => {
+    const other = await createCompany(world.t.api);
+    const provider = await addProvider(world.t.api, other.id, { baseUrl: anthropic.url, models: PRICES('claude-*') });
+    const agent = await createAgent(world.t.api, other.id, { name: 'Ledger only' });
+    const { db, runs } = world.t.kernel.services;
+    const open = (invocationSource: string) => db.transaction((tx) => runs.open(tx, { agentId: agent.id, companyId: other.id, invocationSource }));
+    // A heartbeat's job opens its run in the ledger and starts its process before its own
+    // transaction, which stores the run in the runtime, commits: the runtime does not name it yet.
+    const timer = await open('timer');
+    expect((await world.t.sql.query('select 1 from plugin_runtime.runs where id = $1', [timer.run.runId])).rows).toHaveLength(0);
+    const before = forwarded();
+    const served = await call('anthropic', { providerId: provider.id, token: timer.token });
+    expect(served.status, served.text).toBe(200);
+    expect(forwarded()).toBe(before + 1);
+    const onDemand = await open('on_demand');
+    expectShape('anthropic', await call('anthropic', { providerId: provider.id, token: onDemand.token }), 401, UNAUTHENTICATED);
+    expect(forwarded()).toBe(before + 1);
+  });
+
   it('a paused company\'s agent is refused before any provider call', async () => {
     const other = await createCompany(world.t.api);
     const provider = await addProvider(world.t.api, other.id, { baseUrl: anthropic.url, models: PRICES('claude-*') });

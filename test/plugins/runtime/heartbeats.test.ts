@@ -40,6 +40,12 @@ it('fires each interval slot once across two processes, each wakeup running once
   expect(new Set(runIds).size).toBe(runIds.length);
   const { rows: executions } = await t.sql.query('select run_id, count(*)::int as n from executions where agent_id = $1 group by run_id', [agent.id]);
   expect(executions.every((row: any) => row.n === 1)).toBe(true);
+  // The slot's job started each run in the transaction that queued it: a committed timer run has
+  // its execution already, and no start-runs job was ever queued for the agent.
+  expect(runIds.every((runId: string) => executions.some((row: any) => row.run_id === runId))).toBe(true);
+  const { rows: startJobs } = await t.sql.query(
+    `select count(*)::int as n from keel_jobs.job where name = 'plugin/runtime/enqueued' and data->>'jobKey' = 'start-runs' and data->'payload'->>'agentId' = $1`, [agent.id]);
+  expect(startJobs[0].n).toBe(0);
 
   const off = await peer.api.patch(`/api/agents/${agent.id}`, { runtimeConfig: { heartbeat: { enabled: false } } });
   expect(off.status, off.text).toBe(200);
