@@ -22,14 +22,20 @@ async function enqueueSlot(ctx: RuntimeContext, agentId: string, intervalSec: nu
   });
 }
 
+/** Agents whose timer is not armed: nothing may wake them on a heartbeat until their status changes. */
+const RESTING = new Set(['terminated', 'paused', 'pending_approval']);
+
 /**
- * Keeps an agent's timer in step with its configuration: armed (its next slot's job queued)
- * while the heartbeat is enabled and the agent not terminated, removed otherwise. A timer whose
- * chain of jobs was lost (its next slot long past) is armed again; a live chain is left alone.
+ * Keeps an agent's timer in step with its configuration and status: armed (its next slot's job
+ * queued) while the heartbeat is enabled and the agent can run, removed otherwise. A paused
+ * agent's timer is removed rather than left to fire refused wakes every interval (a job each,
+ * for nothing: a fleet paused by a budget stop would keep the queue busy); its resume arms it
+ * again from the next slot (agent.status_changed). A timer whose chain of jobs was lost (its
+ * next slot long past) is armed again; a live chain is left alone.
  */
 export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<void> {
   const agent = await ctx.agents.getConfig(agentId);
-  const interval = agent && agent.status !== 'terminated' ? heartbeatInterval(agent.runtimeConfig) : null;
+  const interval = agent && !RESTING.has(String(agent.status)) ? heartbeatInterval(agent.runtimeConfig) : null;
   if (interval === null) {
     await ctx.db.query('delete from heartbeat_timers where agent_id = $1', [agentId]);
     return;

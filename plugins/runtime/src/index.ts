@@ -57,7 +57,11 @@ export default definePlugin({
     'execution.finished': withActivity(onExecutionFinished),
     'agent.created': withActivity(onAgentConfigChanged),
     'agent.updated': withActivity(onAgentConfigChanged),
-    'agent.status_changed': withActivity(onAgentStatusChanged),
+    // A stop cancels the agent's runs; any change arms or removes its heartbeat timer (heartbeats.ts).
+    'agent.status_changed': withActivity(async (payload, ctx) => {
+      await onAgentStatusChanged(payload, ctx);
+      await onAgentConfigChanged(payload, ctx);
+    }),
     'company.status_changed': withActivity(onCompanyStatusChanged),
     'costs.budget.stopped': withActivity(onBudgetStopped),
     'work.issue.assigned': withActivity(onIssueAssigned),

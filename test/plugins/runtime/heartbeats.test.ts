@@ -79,3 +79,20 @@ it("spreads agents' heartbeats over the interval: each agent's slots fall at a f
   // Random ids give different offsets: the agents do not all wake at the same moment.
   expect(new Set(offsets).size).toBe(agents.length);
 });
+
+it("removes a paused agent's timer, so no job fires for it while it rests, and its resume arms it again from the next slot", async () => {
+  const company = await createCompany(t.api, { name: 'Heartbeat Rest Co' });
+  const hour = 3600;
+  const agent = await processAgent(t.api, company.id, join(scripts, 'quick.cjs'), {}, { runtimeConfig: { heartbeat: { enabled: true, intervalSec: hour } } });
+  const timer = async () => (await t.sql.query('select next_slot from plugin_runtime.heartbeat_timers where agent_id = $1', [agent.id])).rows[0];
+  const armed = await waitFor(timer, 'the timer to be armed');
+
+  const paused = await t.api.post(`/api/agents/${agent.id}/pause`, {});
+  expect(paused.status, paused.text).toBe(200);
+  await waitFor(async () => ((await timer()) === undefined ? true : undefined), 'the paused agent\'s timer to be removed');
+
+  const resumed = await peer.api.post(`/api/agents/${agent.id}/resume`, {});
+  expect(resumed.status, resumed.text).toBe(200);
+  const again = await waitFor(timer, 'the resumed agent\'s timer to be armed again');
+  expect(Number(again.next_slot)).toBeGreaterThanOrEqual(Number(armed.next_slot));
+});
