@@ -11,6 +11,8 @@ import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { holdManagedAgents, provisionAllCompanies, provisionNewCompany } from './managed-agents.ts';
 import { Broker } from './broker.ts';
+import { kernelRowGrants } from './capabilities/unit.ts';
+import { KERNEL_UNITS } from './capabilities/units.ts';
 import { LifecycleQueue } from './lifecycle-queue.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
 import { RouteBatcher } from './contributions/route-batcher.ts';
@@ -60,8 +62,9 @@ const RESYNC_INTERVAL_MS = 30_000;
  */
 export const lifecycleActor = new AsyncLocalStorage<{ actorType: 'user' | 'agent' | 'system'; actorId: string }>();
 const DEFAULT_LIMITS = { memoryMb: 64, callTimeoutMs: 10_000, maxConcurrentCalls: 64 };
-const KERNEL_ROW_GRANTS = ['budgets.write', 'agents.pause', 'companies.pause'];
-const writesKernelRows = (loaded: LoadedPlugin) => (loaded.row.granted_capabilities as string[] | null ?? []).some((grant) => KERNEL_ROW_GRANTS.includes(grant));
+/** The capabilities whose units write kernel rows this process caches (capabilities/units.ts), read on first use. */
+let kernelRowGrantIds: string[] | undefined;
+const writesKernelRows = (loaded: LoadedPlugin) => (loaded.row.granted_capabilities as string[] | null ?? []).some((grant) => (kernelRowGrantIds ??= kernelRowGrants(KERNEL_UNITS)).includes(grant));
 
 /**
  * The extension host: installs plugins, grants their capabilities on enable, runs each in
