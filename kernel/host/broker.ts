@@ -1,6 +1,7 @@
 import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
 import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
+import type { CapabilityHost } from './capabilities/capability-host.ts';
 import type { KernelCapability } from './capabilities/types.ts';
 import { brokerTable } from './capabilities/unit.ts';
 import { KERNEL_UNITS } from './capabilities/units.ts';
@@ -21,9 +22,20 @@ const kernelCapabilities = (): Record<string, KernelCapability> => (derivedTable
  */
 export class Broker {
   private readonly host: ExtensionHost;
+  /** What a capability's handler gets of the host: a narrow view, never the host itself. */
+  private readonly services: CapabilityHost;
 
   constructor(host: ExtensionHost) {
     this.host = host;
+    this.services = {
+      get kernel() { return host.kernel; },
+      get plugins() { return host.plugins; },
+      get invocations() { return host.invocations; },
+      get afterInvoke() { return host.afterInvoke; },
+      get streams() { return host.streams; },
+      invoke: (...args) => host.invoke(...args),
+      contributionPoints: () => host.contributionPoints(),
+    };
   }
 
   async handle(plugin: string, call: Extract<SlotReport, { t: 'call' }>): Promise<unknown> {
@@ -50,6 +62,6 @@ export class Broker {
       }
       throw new KeelError(status, code, message);
     }
-    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth });
+    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.services, depth: invocation.depth });
   }
 }

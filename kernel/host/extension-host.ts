@@ -32,25 +32,10 @@ import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 import { approvalsOf, pendingToolChanges, recordMissingApprovals, type ToolApprovals } from './tool-approvals.ts';
 import { assertToolTextsShown } from './plugin-tools.ts';
+import type { InvokeOptions, LoadedPlugin } from './loaded-plugin.ts';
+import type { CapabilityContributions } from './capabilities/capability-host.ts';
 
-export interface LoadedPlugin {
-  key: string;
-  manifest: PluginManifest;
-  folder: string;
-  row: Row;
-  process: PluginProcess | null;
-  routes: PluginRoute[];
-  logs: LogLine[];
-}
-
-export interface InvokeOptions {
-  transactional: boolean;
-  readOnly?: boolean;
-  /** Group this call with concurrent calls of the same route into one commit (manifest `batch`). */
-  batch?: { key: string; maxItems: number; maxInFlight: number };
-  defaultActivity?: DefaultActivity | null;
-  deadlineMs?: number;
-}
+export type { InvokeOptions, LoadedPlugin } from './loaded-plugin.ts';
 
 const LOG_RING = 500;
 /** How often every process compares all plugins with the database, in case a notification was missed. */
@@ -566,6 +551,18 @@ export class ExtensionHost {
    * Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it.
    * `callerId`: the invocation this one is nested in (a service call), whose chain it extends.
    */
+  /** What capabilities reach of the contribution points, handed over by startContributionPoints. */
+  private capabilityContributions: CapabilityContributions | undefined;
+
+  provideContributionPoints(points: CapabilityContributions): void {
+    this.capabilityContributions = points;
+  }
+
+  contributionPoints(): CapabilityContributions {
+    if (!this.capabilityContributions) throw new KeelError(503, 'extension_host_unavailable', 'The extension host is not running', { expose: true });
+    return this.capabilityContributions;
+  }
+
   async invoke(key: string, kind: InvocationInfo['kind'], target: string, input: unknown, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, options: InvokeOptions, depth = 0, callerId?: string): Promise<InvokeResult> {
     const loaded = this.plugins.get(key);
     if (!loaded?.process) throw new KeelError(404, 'plugin_not_enabled', `Plugin ${key} is not enabled`);
