@@ -23,11 +23,11 @@ import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { hiddenEntitySources } from './hidden-entities.ts';
 import { pluginEntityRows } from './plugin-entity-rows.ts';
-import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
+import { PluginProcess, type InvokeResult } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { WorkerProcesses } from './worker-standby.ts';
 import { SharedWorkers, sharedWorkerCount, sharesWorker } from './worker-sharing.ts';
-import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
+import type { InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 import { approvalsOf, pendingToolChanges, recordMissingApprovals, type ToolApprovals } from './tool-approvals.ts';
@@ -547,10 +547,6 @@ export class ExtensionHost {
     }
   }
 
-  /**
-   * Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it.
-   * `callerId`: the invocation this one is nested in (a service call), whose chain it extends.
-   */
   /** What capabilities reach of the contribution points, handed over by startContributionPoints. */
   private capabilityContributions: CapabilityContributions | undefined;
 
@@ -563,6 +559,10 @@ export class ExtensionHost {
     return this.capabilityContributions;
   }
 
+  /**
+   * Carries one call into a plugin. Identity is signed here so the plugin's transaction can prove it.
+   * `callerId`: the invocation this one is nested in (a service call), whose chain it extends.
+   */
   async invoke(key: string, kind: InvocationInfo['kind'], target: string, input: unknown, info: Omit<InvocationInfo, 'id' | 'kind' | 'target'>, options: InvokeOptions, depth = 0, callerId?: string): Promise<InvokeResult> {
     const loaded = this.plugins.get(key);
     if (!loaded?.process) throw new KeelError(404, 'plugin_not_enabled', `Plugin ${key} is not enabled`);
