@@ -1,51 +1,18 @@
 import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
-import { activityCapability } from './capabilities/activity.ts';
-import { agentsCapability } from './capabilities/agents.ts';
-import { localImportCapability } from './capabilities/local-import.ts';
-import { configSecretsCapability } from './capabilities/config-secrets.ts';
-import { approvalsCapability } from './capabilities/approvals.ts';
-import { blobsCapability } from './capabilities/blobs.ts';
-import { companiesCapability } from './capabilities/companies.ts';
-import { instanceSettingsCapability } from './capabilities/instance-settings.ts';
-import { httpProxyCapability } from './capabilities/http-proxy.ts';
-import { catalogCapability } from './capabilities/catalog.ts';
-import { eventChecksCapability } from './capabilities/events.ts';
-import { executionsCapability } from './capabilities/executions.ts';
-import { workspaceProcessesCapability } from './capabilities/workspace-processes.ts';
-import { runsCapability } from './capabilities/runs.ts';
-import { secretsCapability } from './capabilities/secrets.ts';
-import { servicesCapability } from './capabilities/services.ts';
-import { streamsCapability } from './capabilities/streams.ts';
-import { jobChecksCapability } from './capabilities/jobs.ts';
-import { progressCapability } from './capabilities/progress.ts';
-import { principalsCapability } from './capabilities/principals.ts';
 import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
+import type { CapabilityHost } from './capabilities/capability-host.ts';
 import type { KernelCapability } from './capabilities/types.ts';
+import { brokerTable } from './capabilities/unit.ts';
+import { KERNEL_UNITS } from './capabilities/units.ts';
 import type { ExtensionHost } from './extension-host.ts';
 
-const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
-  activity: activityCapability,
-  companies: companiesCapability,
-  agents: agentsCapability,
-  approvals: approvalsCapability,
-  runs: runsCapability,
-  secrets: secretsCapability,
-  services: servicesCapability,
-  streams: streamsCapability,
-  jobChecks: jobChecksCapability,
-  progress: progressCapability,
-  eventChecks: eventChecksCapability,
-  blobs: blobsCapability,
-  principals: principalsCapability,
-  executions: executionsCapability,
-  workspaceProcesses: workspaceProcessesCapability,
-  catalog: catalogCapability,
-  localImport: localImportCapability,
-  configSecrets: configSecretsCapability,
-  instanceSettings: instanceSettingsCapability,
-  http: httpProxyCapability,
-};
+/**
+ * Member -> method -> handler, derived from the registered units (capabilities/units.ts) on
+ * first use: the units' modules import types of the host, so this is not read while modules load.
+ */
+let derivedTable: Record<string, KernelCapability> | undefined;
+const kernelCapabilities = (): Record<string, KernelCapability> => (derivedTable ??= brokerTable(KERNEL_UNITS));
 
 /**
  * The one place where plugin power is decided for kernel-served capabilities. A call is
@@ -55,9 +22,20 @@ const KERNEL_CAPABILITIES: Record<string, KernelCapability> = {
  */
 export class Broker {
   private readonly host: ExtensionHost;
+  /** What a capability's handler gets of the host: a narrow view, never the host itself. */
+  private readonly services: CapabilityHost;
 
   constructor(host: ExtensionHost) {
     this.host = host;
+    this.services = {
+      get kernel() { return host.kernel; },
+      get plugins() { return host.plugins; },
+      get invocations() { return host.invocations; },
+      get afterInvoke() { return host.afterInvoke; },
+      get streams() { return host.streams; },
+      invoke: (...args) => host.invoke(...args),
+      contributionPoints: () => host.contributionPoints(),
+    };
   }
 
   async handle(plugin: string, call: Extract<SlotReport, { t: 'call' }>): Promise<unknown> {
@@ -66,7 +44,8 @@ export class Broker {
       throw new KeelError(409, 'invocation_closed', 'This ctx belongs to an invocation that has finished');
     }
     // Own properties only: prototype names (`constructor`, `toString`) are not capabilities or methods.
-    const capability = Object.hasOwn(KERNEL_CAPABILITIES, call.capability) ? KERNEL_CAPABILITIES[call.capability] : undefined;
+    const table = kernelCapabilities();
+    const capability = Object.hasOwn(table, call.capability) ? table[call.capability] : undefined;
     const method = capability && Object.hasOwn(capability.methods, call.method) ? capability.methods[call.method] : undefined;
     if (!method) throw new KeelError(400, 'unknown_capability', `Unknown capability ${call.capability}.${call.method}`);
     if (JSON.stringify(call.args ?? null).length > 1_000_000) throw new KeelError(400, 'invalid_arguments', 'Arguments must be a JSON array under 1 MB');
@@ -83,6 +62,6 @@ export class Broker {
       }
       throw new KeelError(status, code, message);
     }
-    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.host, depth: invocation.depth });
+    return method.run({ plugin, grants, info: invocation.info, args: call.args, kernel: this.host.kernel, host: this.services, depth: invocation.depth });
   }
 }

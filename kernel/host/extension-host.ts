@@ -11,6 +11,8 @@ import { conflict, KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { holdManagedAgents, provisionAllCompanies, provisionNewCompany } from './managed-agents.ts';
 import { Broker } from './broker.ts';
+import { kernelRowGrants } from './capabilities/unit.ts';
+import { KERNEL_UNITS } from './capabilities/units.ts';
 import { LifecycleQueue } from './lifecycle-queue.ts';
 import { compileRoute, RouteTable, samplePath, type PluginRoute } from './contributions/routes.ts';
 import { RouteBatcher } from './contributions/route-batcher.ts';
@@ -21,34 +23,19 @@ import { StreamHub, STREAM_CHANNEL } from './stream-hub.ts';
 import { PluginDatabases } from './plugin-databases.ts';
 import { hiddenEntitySources } from './hidden-entities.ts';
 import { pluginEntityRows } from './plugin-entity-rows.ts';
-import { PluginProcess, type InvokeResult, type LogLine } from './plugin-process.ts';
+import { PluginProcess, type InvokeResult } from './plugin-process.ts';
 import { WorkerHost } from './worker-host.ts';
 import { WorkerProcesses } from './worker-standby.ts';
 import { SharedWorkers, sharedWorkerCount, sharesWorker } from './worker-sharing.ts';
-import type { DefaultActivity, InvokeMessage } from './protocol/messages.ts';
+import type { InvokeMessage } from './protocol/messages.ts';
 import { ReconcileRetries } from './reconcile-retries.ts';
 import { FIRST_PARTY_DIR, readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 import { approvalsOf, pendingToolChanges, recordMissingApprovals, type ToolApprovals } from './tool-approvals.ts';
 import { assertToolTextsShown } from './plugin-tools.ts';
+import type { InvokeOptions, LoadedPlugin } from './loaded-plugin.ts';
+import type { CapabilityContributions } from './capabilities/capability-host.ts';
 
-export interface LoadedPlugin {
-  key: string;
-  manifest: PluginManifest;
-  folder: string;
-  row: Row;
-  process: PluginProcess | null;
-  routes: PluginRoute[];
-  logs: LogLine[];
-}
-
-export interface InvokeOptions {
-  transactional: boolean;
-  readOnly?: boolean;
-  /** Group this call with concurrent calls of the same route into one commit (manifest `batch`). */
-  batch?: { key: string; maxItems: number; maxInFlight: number };
-  defaultActivity?: DefaultActivity | null;
-  deadlineMs?: number;
-}
+export type { InvokeOptions, LoadedPlugin } from './loaded-plugin.ts';
 
 const LOG_RING = 500;
 /** How often every process compares all plugins with the database, in case a notification was missed. */
@@ -60,8 +47,9 @@ const RESYNC_INTERVAL_MS = 30_000;
  */
 export const lifecycleActor = new AsyncLocalStorage<{ actorType: 'user' | 'agent' | 'system'; actorId: string }>();
 const DEFAULT_LIMITS = { memoryMb: 64, callTimeoutMs: 10_000, maxConcurrentCalls: 64 };
-const KERNEL_ROW_GRANTS = ['budgets.write', 'agents.pause', 'companies.pause'];
-const writesKernelRows = (loaded: LoadedPlugin) => (loaded.row.granted_capabilities as string[] | null ?? []).some((grant) => KERNEL_ROW_GRANTS.includes(grant));
+/** The capabilities whose units write kernel rows this process caches (capabilities/units.ts), read on first use. */
+let kernelRowGrantIds: string[] | undefined;
+const writesKernelRows = (loaded: LoadedPlugin) => (loaded.row.granted_capabilities as string[] | null ?? []).some((grant) => (kernelRowGrantIds ??= kernelRowGrants(KERNEL_UNITS)).includes(grant));
 
 /**
  * The extension host: installs plugins, grants their capabilities on enable, runs each in
@@ -557,6 +545,18 @@ export class ExtensionHost {
         }
       }
     }
+  }
+
+  /** What capabilities reach of the contribution points, handed over by startContributionPoints. */
+  private capabilityContributions: CapabilityContributions | undefined;
+
+  provideContributionPoints(points: CapabilityContributions): void {
+    this.capabilityContributions = points;
+  }
+
+  contributionPoints(): CapabilityContributions {
+    if (!this.capabilityContributions) throw new KeelError(503, 'extension_host_unavailable', 'The extension host is not running', { expose: true });
+    return this.capabilityContributions;
   }
 
   /**

@@ -7,24 +7,15 @@ import { newClient } from '../db/connections.ts';
 import type { Database } from '../db/database.ts';
 import { withCredentials } from '../db/database-url.ts';
 import { KeelError } from '../http/errors.ts';
+import { bridgeGrants } from './capabilities/unit.ts';
+import { KERNEL_UNITS } from './capabilities/units.ts';
 import { CLUSTER_LOCKS, withClusterLock } from './cluster-lock.ts';
 import { hardenDatabaseForPlugins } from './database-hardening.ts';
 import { refusedMigration } from './migration-guard.ts';
 import { ensurePluginLoginRole, ident, readKernelRole, type KernelRole } from './plugin-login-roles.ts';
 
-/** Kernel bridge functions a plugin's runtime role may execute, each behind its capability. */
-const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
-  ['keel_bridge.report_monthly_spend(text, text, date, bigint, jsonb)', 'budgets.write'],
-  ['keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)', 'budgets.write'],
-  ['keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'agents.pause'],
-  ['keel_bridge.hold_company(text, text, boolean, text)', 'companies.pause'],
-  ['keel_bridge.next_issue_number(text, text)', 'issues.number'],
-  ['keel_bridge.next_issue_numbers(text, text, integer)', 'issues.number'],
-  ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'events.publish'],
-  ['keel_bridge.stage_job(text, text, text, text)', 'jobs.enqueue'],
-  ['keel_bridge.unstage_job(text, text, uuid)', 'jobs.enqueue'],
-  ['keel_bridge.confirm_opened_runs(text, text)', 'runs.open'],
-];
+/** Kernel bridge functions a plugin's runtime role may execute, each behind its capability (registered with its unit). */
+const grantedBridgeFunctions = (): ReadonlyArray<[string, string]> => bridgeGrants(KERNEL_UNITS);
 
 /**
  * Each plugin gets two PostgreSQL login roles: a migrator that owns the plugin's schema and
@@ -119,7 +110,7 @@ export class PluginDatabases {
       await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.activity_entity_refusal(text, text, text, text) to ${ident(roles.runtime)}`);
       // Bridge functions that write kernel rows are executable only with their capability granted.
-      for (const [signature, grant] of GRANTED_BRIDGE_FUNCTIONS) {
+      for (const [signature, grant] of grantedBridgeFunctions()) {
         await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
       }
       if (roles.schema) {

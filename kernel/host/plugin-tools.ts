@@ -1,8 +1,11 @@
 import type { PluginManifest, ToolManifest } from '../../sdk/plugin/manifest.ts';
 import { toolTextIssues, toolTextRefusal } from '../../sdk/manifest/tool-text.ts';
 import { KeelError } from '../http/errors.ts';
-import type { ExtensionHost, LoadedPlugin } from './extension-host.ts';
+import type { LoadedPlugin } from './loaded-plugin.ts';
 import { isApproved } from './tool-approvals.ts';
+
+/** What the tool lists read of the host: the plugins this process runs. */
+export interface RunningPlugins { readonly plugins: ReadonlyMap<string, LoadedPlugin> }
 
 /** A tool of an enabled plugin, under the name every caller uses: `<pluginKey>.<toolKey>`. */
 export interface EnabledTool { name: string; plugin: LoadedPlugin; tool: ToolManifest }
@@ -16,7 +19,7 @@ export interface EnabledTool { name: string; plugin: LoadedPlugin; tool: ToolMan
  * manifest check refuses it at install, upgrade and enable, and a manifest stored before that
  * check existed is caught here.
  */
-export function enabledTools(host: ExtensionHost): EnabledTool[] {
+export function enabledTools(host: RunningPlugins): EnabledTool[] {
   const tools: EnabledTool[] = [];
   for (const plugin of [...host.plugins.values()].sort((a, b) => a.key.localeCompare(b.key))) {
     if (!(plugin.row.granted_capabilities ?? []).includes('tools.register')) continue;
@@ -29,7 +32,7 @@ export function enabledTools(host: ExtensionHost): EnabledTool[] {
  * One tool by its full name: undefined when no enabled plugin offers it; `withheld` when it
  * is offered but new or changed since it was approved (callers refuse it, saying why).
  */
-export function enabledTool(host: ExtensionHost, name: string): (EnabledTool & { withheld: boolean }) | undefined {
+export function enabledTool(host: RunningPlugins, name: string): (EnabledTool & { withheld: boolean }) | undefined {
   const dot = name.indexOf('.');
   if (dot <= 0) return undefined;
   const plugin = host.plugins.get(name.slice(0, dot));

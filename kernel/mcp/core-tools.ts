@@ -1,4 +1,4 @@
-import type { ExtensionHost } from '../host/extension-host.ts';
+import type { RouteTable } from '../host/contributions/routes.ts';
 import type { Actor } from '../auth/actor.ts';
 
 /**
@@ -65,7 +65,7 @@ type Schema = { type?: unknown; properties?: Record<string, unknown>; required?:
  * The core tools for this caller: a tool whose route no enabled plugin serves is not offered,
  * nor one whose route refuses the caller's kind (agent-only routes to a board key).
  */
-export function availableCoreTools(host: ExtensionHost, actor: Actor | null): AvailableCoreTool[] {
+export function availableCoreTools(host: { readonly routes: Pick<RouteTable, 'all'> }, actor: Actor | null): AvailableCoreTool[] {
   const available: AvailableCoreTool[] = [];
   for (const tool of CORE_TOOLS) {
     let body: Schema | undefined;

@@ -1,11 +1,10 @@
 import type { InstanceCatalog } from '../../../sdk/capabilities/catalog.ts';
 import { CORE_TOOLS } from '../../mcp/core-tools.ts';
-import type { ExtensionHost } from '../extension-host.ts';
-import { enabledTools } from '../plugin-tools.ts';
+import { enabledTools, type RunningPlugins } from '../plugin-tools.ts';
 import type { KernelCapability } from './types.ts';
 
 /** What the instance serves, as this process's host knows it: the plugins it runs and their contributions. */
-export function instanceCatalog(host: ExtensionHost): InstanceCatalog {
+export function instanceCatalog(host: RunningPlugins): InstanceCatalog {
   const tools = enabledTools(host);
   const plugins = [...host.plugins.values()].sort((a, b) => a.key.localeCompare(b.key)).map((plugin) => ({
     key: plugin.key,

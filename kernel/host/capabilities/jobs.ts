@@ -1,8 +1,7 @@
-import { contributionsOf } from '../contributions/contribution-points.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 
 function enqueuedJobs(call: BrokeredCall) {
-  return { jobs: contributionsOf(call.host).enqueued, plugin: call.host.plugins.get(call.plugin)! };
+  return { jobs: call.host.contributionPoints().enqueued, plugin: call.host.plugins.get(call.plugin)! };
 }
 
 /**

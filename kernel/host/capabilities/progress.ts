@@ -1,5 +1,4 @@
 import { KeelError } from '../../http/errors.ts';
-import { contributionsOf } from '../contributions/contribution-points.ts';
 import type { KernelCapability } from './types.ts';
 
 const MAX_MESSAGE = 500;
@@ -32,7 +31,7 @@ export const progressCapability: KernelCapability = {
         const progress = progressOf(call.args[0]);
         const job = call.info.job;
         if (!job) return { recorded: false };
-        const points = contributionsOf(call.host);
+        const points = call.host.contributionPoints();
         if (job.jobId && await points.enqueued.cancelled(call.plugin, job.jobId)) {
           throw new KeelError(409, 'job_cancelled', `Job ${job.jobId} was cancelled; stop and let this error through (the run's transaction rolls back)`);
         }

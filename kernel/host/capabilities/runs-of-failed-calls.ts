@@ -1,7 +1,7 @@
 import { LIVE_STATUSES } from '../../runs/run-ledger.ts';
 import type { Tx } from '../../db/database.ts';
 import type { KernelServices } from '../../services.ts';
-import type { ExtensionHost } from '../extension-host.ts';
+import type { CapabilityHost } from './capability-host.ts';
 import type { BrokeredCall } from './types.ts';
 
 /**
@@ -18,9 +18,9 @@ import type { BrokeredCall } from './types.ts';
  *   (`keel_bridge.confirm_opened_runs`, kernel migration 0026), and `UnconfirmedRunSweep` in any
  *   process closes the live runs still unconfirmed after `confirm_by` the same way.
  */
-const opened = new WeakMap<ExtensionHost, Map<string, Array<{ runId: string; plugin: string }>>>();
+const opened = new WeakMap<CapabilityHost, Map<string, Array<{ runId: string; plugin: string }>>>();
 
-export function rememberOpenedRun(host: ExtensionHost, invocationId: string, runId: string, plugin: string): void {
+export function rememberOpenedRun(host: CapabilityHost, invocationId: string, runId: string, plugin: string): void {
   let byCall = opened.get(host);
   if (!byCall) {
     byCall = new Map();

@@ -1,6 +1,6 @@
 import type { PluginManifest, ServiceManifest } from '../../../sdk/plugin/manifest.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
-import type { LoadedPlugin } from '../extension-host.ts';
+import type { LoadedPlugin } from '../loaded-plugin.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
 import { IdempotentServiceCalls } from '../service-calls.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';

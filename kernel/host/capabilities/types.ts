@@ -1,6 +1,6 @@
 import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
 import type { KernelServices } from '../../services.ts';
-import type { ExtensionHost } from '../extension-host.ts';
+import type { CapabilityHost } from './capability-host.ts';
 
 /** What a kernel-served capability method receives: identity comes from the kernel's own record of the call. */
 export interface BrokeredCall {
@@ -9,7 +9,8 @@ export interface BrokeredCall {
   info: InvocationInfo;
   args: unknown[];
   kernel: KernelServices;
-  host: ExtensionHost;
+  /** The host's services a capability may use (never the ExtensionHost itself). */
+  host: CapabilityHost;
   /** How deep in a chain of service calls this call is (0 for a call a request started). */
   depth: number;
 }

@@ -53,6 +53,7 @@ export async function startContributionPoints(host: ExtensionHost, options: { da
     },
   };
   started.set(host, points);
+  host.provideContributionPoints(points);
   return points;
 }
 

@@ -1,11 +1,9 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
 import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
-import { activityCapability, ActivityEntityKinds, flushActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { ActivityEntityKinds, flushActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
-import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
-import { eventsCapability, type KernelCall } from './capabilities/events.ts';
-import { jobsCapability } from './capabilities/jobs.ts';
+import type { KernelCall } from './capabilities/events.ts';
 import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
@@ -104,11 +102,7 @@ export class HostedPlugin {
     if (init.database) this.database = new PluginDatabase(init.database.url, init.database.schema, PLUGIN_POOL_CONNECTIONS, init.database.resetSessions ?? true, init.database.applicationName);
     this.activityKinds = new ActivityEntityKinds(this.database);
     const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
-    this.capabilities = {
-      ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), ...kernelRowCapabilities(this.database),
-      events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
-    };
-    if (this.database) this.capabilities.db = this.database.capability();
+    this.capabilities = workerCapabilities({ init, database: this.database, activityKinds: this.activityKinds, delivered: this.delivered, kernel });
     return this.loadIsolate();
   }
 

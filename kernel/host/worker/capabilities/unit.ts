@@ -1,0 +1,57 @@
+import type { CapabilitySpec } from '../../../../sdk/capabilities/define.ts';
+import type { WorkerInit } from '../../protocol/messages.ts';
+import type { DeliveredSecrets } from '../delivered-secrets.ts';
+import type { ActivityEntityKinds } from './activity.ts';
+import type { PluginDatabase } from './database.ts';
+import type { KernelCall } from './events.ts';
+import type { WorkerCapability } from './types.ts';
+
+/** What a worker-served capability is built from, once per loaded plugin. */
+export interface WorkerServices {
+  init: WorkerInit;
+  /** The plugin's own database connection (null for a plugin without one). */
+  database: PluginDatabase | null;
+  activityKinds: ActivityEntityKinds;
+  delivered: DeliveredSecrets;
+  /** A call to the kernel's broker for this plugin (the broker checks invocation and grant again). */
+  kernel: KernelCall;
+}
+
+/**
+ * What the worker serves for one capability (its `worker` and `database` methods), registered
+ * against its SDK declaration: `serve` builds the handlers by `ctx` member, then method. The
+ * worker's method table is derived from these units (registry.ts).
+ */
+export interface WorkerUnit {
+  spec: CapabilitySpec;
+  serve(services: WorkerServices): Record<string, WorkerCapability>;
+}
+
+export function workerUnit(spec: CapabilitySpec, serve: WorkerUnit['serve']): WorkerUnit {
+  return { spec, serve };
+}
+
+/** Some methods of a table that serves several declarations' methods of one member. */
+export function pickMethods(table: WorkerCapability, ...names: string[]): WorkerCapability {
+  const picked: WorkerCapability = {};
+  for (const name of names) {
+    if (!Object.hasOwn(table, name)) throw new Error(`No worker method ${name} to register`);
+    picked[name] = table[name]!;
+  }
+  return picked;
+}
+
+/** The worker's table (member -> method -> handler) for one plugin; a method registered twice is an error. */
+export function workerTable(units: readonly WorkerUnit[], services: WorkerServices): Record<string, WorkerCapability> {
+  const table: Record<string, WorkerCapability> = {};
+  for (const unit of units) {
+    for (const [member, methods] of Object.entries(unit.serve(services))) {
+      const served = (table[member] ??= {});
+      for (const [name, handler] of Object.entries(methods)) {
+        if (Object.hasOwn(served, name)) throw new Error(`${member}.${name} is served by two worker units (the second: ${unit.spec.id})`);
+        served[name] = handler;
+      }
+    }
+  }
+  return table;
+}

@@ -1,0 +1,95 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { allCapabilityMethods, CAPABILITIES, type CapabilitySpec } from '../../sdk/capabilities/index.ts';
+import { DeliveredSecrets } from '../../kernel/host/worker/delivered-secrets.ts';
+import { brokerTable, kernelUnit } from '../../kernel/host/capabilities/unit.ts';
+import { KERNEL_UNITS } from '../../kernel/host/capabilities/units.ts';
+import { ActivityEntityKinds } from '../../kernel/host/worker/capabilities/activity.ts';
+import { PluginDatabase } from '../../kernel/host/worker/capabilities/database.ts';
+import { WORKER_UNITS } from '../../kernel/host/worker/capabilities/registry.ts';
+import { workerTable, workerUnit } from '../../kernel/host/worker/capabilities/unit.ts';
+import type { WorkerServices } from '../../kernel/host/worker/capabilities/unit.ts';
+import type { WorkerInit } from '../../kernel/host/protocol/messages.ts';
+
+/**
+ * Every method a capability declaration grants has exactly one server: a kernel unit for a
+ * `kernel` method, a worker unit for a `worker` or `database` method, and never both or two of
+ * one kind. A unit serves only methods its own declaration declares, and a bridge function is
+ * granted by exactly one capability. The tables the broker and the worker use are derived from
+ * the same units, so what is checked here is what runs.
+ */
+// A database that never connects (pg pools connect on first query): the worker units are only built.
+const database = new PluginDatabase('postgres://keel@127.0.0.1:1/keel', 'plugin_probe', 1, true, 'capability-servers');
+const services: WorkerServices = {
+  init: { pluginKey: 'probe', grants: [], network: [], privateNetworkHosts: [] } as unknown as WorkerInit,
+  database,
+  activityKinds: new ActivityEntityKinds(database),
+  delivered: new DeliveredSecrets(),
+  kernel: async () => null,
+};
+afterAll(() => database.close());
+
+function servedMethods(part: Record<string, Record<string, unknown>>): string[] {
+  return Object.entries(part).flatMap(([member, methods]) => Object.keys(methods).map((name) => `${member}.${name}`));
+}
+
+const kernelServers = new Map<string, string[]>();
+for (const unit of KERNEL_UNITS) {
+  for (const key of servedMethods(unit.serves ?? {})) kernelServers.set(key, [...(kernelServers.get(key) ?? []), unit.spec.id]);
+}
+const workerServers = new Map<string, string[]>();
+for (const unit of WORKER_UNITS) {
+  for (const key of servedMethods(unit.serve(services))) workerServers.set(key, [...(workerServers.get(key) ?? []), unit.spec.id]);
+}
+
+function declares(spec: CapabilitySpec, key: string): string | undefined {
+  const [member, name] = key.split('.') as [string, string];
+  return spec.members[member]?.[name]?.servedBy;
+}
+
+describe('capability servers', () => {
+  it.each(allCapabilityMethods().map((found) => [`${found.member}.${found.method}`, found.spec.servedBy] as const))('%s (%s) has exactly one server', (key, servedBy) => {
+    const kernel = kernelServers.get(key) ?? [];
+    const worker = workerServers.get(key) ?? [];
+    const servers = [...kernel.map((id) => `kernel unit ${id}`), ...worker.map((id) => `worker unit ${id}`)];
+    expect(servers, `${key} is declared ${servedBy}-served`).toHaveLength(1);
+    if (servedBy === 'kernel') expect(kernel).toHaveLength(1);
+    else expect(worker).toHaveLength(1);
+  });
+
+  it('each unit serves only methods its own declaration declares, where it declares them served', () => {
+    const wrong: string[] = [];
+    for (const unit of KERNEL_UNITS) {
+      for (const key of servedMethods(unit.serves ?? {})) if (declares(unit.spec, key) !== 'kernel') wrong.push(`kernel unit ${unit.spec.id}: ${key}`);
+      for (const [member, methods] of Object.entries(unit.internal ?? {})) {
+        for (const [name, entry] of Object.entries(methods)) {
+          if (!entry.checkedAs || declares(unit.spec, entry.checkedAs) !== 'database') wrong.push(`kernel unit ${unit.spec.id}: internal ${member}.${name} is not checked as one of its database methods`);
+        }
+      }
+    }
+    for (const unit of WORKER_UNITS) {
+      for (const key of servedMethods(unit.serve(services))) if (!['worker', 'database'].includes(declares(unit.spec, key) ?? '')) wrong.push(`worker unit ${unit.spec.id}: ${key}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
+  it('each capability has at most one unit on each side, and every unit names a declared capability', () => {
+    const declared = new Set((CAPABILITIES as readonly CapabilitySpec[]).map((spec) => spec));
+    for (const units of [KERNEL_UNITS, WORKER_UNITS]) {
+      const ids = units.map((unit) => unit.spec.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      for (const unit of units) expect(declared.has(unit.spec), unit.spec.id).toBe(true);
+    }
+  });
+
+  it('a bridge function is granted by exactly one capability', () => {
+    const signatures = KERNEL_UNITS.flatMap((unit) => unit.bridgeFunctions ?? []);
+    expect(new Set(signatures).size).toBe(signatures.length);
+  });
+
+  it('deriving a table refuses a method registered twice', () => {
+    const [first] = KERNEL_UNITS.filter((unit) => unit.serves);
+    expect(() => brokerTable([...KERNEL_UNITS, kernelUnit(first!.spec, { serves: first!.serves! })])).toThrow(/served by two kernel units/);
+    const [worker] = WORKER_UNITS;
+    expect(() => workerTable([...WORKER_UNITS, workerUnit(worker!.spec, worker!.serve)], services)).toThrow(/served by two worker units/);
+  });
+});
