@@ -14,7 +14,8 @@ import { respond } from './contributions/route-answer.ts';
 import { executeTool } from './tool-execution.ts';
 import { enabledTools } from './plugin-tools.ts';
 import { pendingToolChanges } from './tool-approvals.ts';
-import { lifecycleActor, type ExtensionHost } from './extension-host.ts';
+import type { ExtensionHost } from './extension-host.ts';
+import { lifecycleActor } from './lifecycle-actor.ts';
 import { manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { toPluginJson } from './plugin-json.ts';
 import { FIRST_PARTY_DIR, fetchNpmPackage, findPackagedPlugin, readPluginFolder, scanExamples, unpackTarball } from './plugin-sources.ts';
@@ -140,7 +141,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
       const example = (await scanExamples()).find((e) => `@keel-examples/${e.manifest.key}` === body.packageName);
       found = example ?? await findPackagedPlugin(FIRST_PARTY_DIR, body.packageName!) ?? await fetchNpmPackage(kernel.config.dataDir, body.packageName!);
     }
-    const row = await asOperator(ctx, () => host.install(found));
+    const row = await asOperator(ctx, () => host.changes.install(found));
     audit(ctx);
     ctx.status = 201;
     ctx.body = toPluginJson(row);
@@ -155,7 +156,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     method: 'DELETE', path: '/api/plugins/:pluginId', auth: 'instance_admin', success: 200,
     summary: "Uninstall a plugin: stops it and drops its schema and roles",
   }, async (ctx) => {
-    await asOperator(ctx, () => host.uninstall(ctx.params.pluginId!));
+    await asOperator(ctx, () => host.changes.uninstall(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = { ok: true, pluginKey: ctx.params.pluginId };
   });
@@ -165,13 +166,13 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     summary: 'Grant capabilities and start a plugin',
   }, async (ctx, req) => {
     const body = await req.body();
-    const row = await asOperator(ctx, () => host.enable(ctx.params.pluginId!, { grant: body.grant }));
+    const row = await asOperator(ctx, () => host.changes.enable(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, host.plugins.get(row.key));
   });
 
   route({ method: 'POST', path: '/api/plugins/:pluginId/disable', auth: 'instance_admin', success: 200, summary: 'Stop a plugin and unmount what it contributes' }, async (ctx) => {
-    const row = await asOperator(ctx, () => host.disable(ctx.params.pluginId!));
+    const row = await asOperator(ctx, () => host.changes.disable(ctx.params.pluginId!));
     audit(ctx);
     ctx.body = toPluginJson(row);
   });
@@ -181,7 +182,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     summary: "Re-read a plugin's source, migrate and restart it, granting capabilities it newly asks for",
   }, async (ctx, req) => {
     const body = await req.body();
-    const row = await asOperator(ctx, () => host.upgrade(ctx.params.pluginId!, { grant: body.grant }));
+    const row = await asOperator(ctx, () => host.changes.upgrade(ctx.params.pluginId!, { grant: body.grant }));
     audit(ctx);
     ctx.body = toPluginJson(row, host.plugins.get(row.key));
   });
@@ -199,7 +200,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     summary: "Approve a plugin's new or changed tools (all pending, or the ones named) so agents may use them",
   }, async (ctx, req) => {
     const body = await req.body();
-    const approved = await asOperator(ctx, () => host.approveToolChanges(ctx.params.pluginId!, body.tools));
+    const approved = await asOperator(ctx, () => host.changes.approveToolChanges(ctx.params.pluginId!, body.tools));
     audit(ctx);
     ctx.body = { pluginKey: ctx.params.pluginId, approved, pending: pendingToolChanges(await host.row(ctx.params.pluginId!)) };
   });
@@ -243,7 +244,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
     const row = await host.row(ctx.params.pluginId!);
     const body = await req.body();
     validateConfigShape(row.manifest as PluginManifest, body.config);
-    const updated = await asOperator(ctx, () => host.setConfig(row.key, body.config));
+    const updated = await asOperator(ctx, () => host.changes.setConfig(row.key, body.config));
     audit(ctx);
     ctx.body = { pluginKey: updated.key, config: updated.config };
   });

@@ -1,5 +1,5 @@
 import type { InvokeMessage } from '../protocol/messages.ts';
-import type { InvokeResult } from '../plugin-process.ts';
+import type { InvokeResult, PluginProcess } from '../plugin-process.ts';
 
 /**
  * Calls that must be waiting before a batch starts beside one already in flight. Fewer ride
@@ -50,5 +50,20 @@ export class RouteBatcher {
         this.pump();
       });
     }
+  }
+}
+
+/** The batchers of every batched route of the running plugin processes, one per route and process. */
+export class RouteBatchers {
+  private readonly batchers = new Map<string, { process: PluginProcess; batcher: RouteBatcher }>();
+
+  of(plugin: string, process: PluginProcess, batch: { key: string; maxItems: number; maxInFlight: number }): RouteBatcher {
+    const key = `${plugin}/${batch.key}`;
+    const known = this.batchers.get(key);
+    // A restarted or upgraded plugin has a new process: its batches start afresh.
+    if (known && known.process === process) return known.batcher;
+    const batcher = new RouteBatcher((messages) => process.invokeBatch(messages), { maxItems: batch.maxItems, maxInFlight: batch.maxInFlight });
+    this.batchers.set(key, { process, batcher });
+    return batcher;
   }
 }
