@@ -21,6 +21,7 @@ const GRANTED_BRIDGE_FUNCTIONS: ReadonlyArray<[string, string]> = [
   ['keel_bridge.next_issue_number(text, text)', 'issues.number'],
   ['keel_bridge.next_issue_numbers(text, text, integer)', 'issues.number'],
   ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'events.publish'],
+  ['keel_bridge.publish_event(text, text, text, text, text, jsonb, uuid)', 'events.publish'],
   ['keel_bridge.stage_job(text, text, text, text)', 'jobs.enqueue'],
   ['keel_bridge.unstage_job(text, text, uuid)', 'jobs.enqueue'],
   ['keel_bridge.confirm_opened_runs(text, text)', 'runs.open'],

@@ -1,7 +1,8 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
 import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
-import { activityCapability, ActivityEntityKinds, flushActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { activityCapability, ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { beforeCommit } from './capabilities/events-at-commit.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
 import { kernelRowCapabilities } from './capabilities/kernel-rows.ts';
 import { eventsCapability, type KernelCall } from './capabilities/events.ts';
@@ -106,7 +107,7 @@ export class HostedPlugin {
     const kernel: KernelCall = (invocation, capability, method, args) => this.callKernel(invocation.message.id, capability, method, args);
     this.capabilities = {
       ...workerCapabilities(init), activity: activityCapability(this.database, this.activityKinds, this.delivered), ...kernelRowCapabilities(this.database),
-      events: eventsCapability(this.database, kernel), jobs: jobsCapability(this.database, kernel),
+      events: eventsCapability(this.database, kernel, this.activityKinds), jobs: jobsCapability(this.database, kernel),
     };
     if (this.database) this.capabilities.db = this.database.capability();
     return this.loadIsolate();
@@ -436,7 +437,7 @@ export class HostedPlugin {
     const client = await invocation.openedClient();
     if (client && database) {
       invocation.client = null;
-      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', flushActivity(invocation));
+      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', beforeCommit(invocation));
       if (failure && ok) {
         ok = false;
         error = this.transactionFailed('commit', invocation.message.target, failure);
