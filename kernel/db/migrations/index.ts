@@ -45,6 +45,7 @@ const files = [
   '0038-job-runs-running-index.sql',
   '0040-one-activity-writer.sql',
   '0041-company-spend-notifications.sql',
+  '0042-events-published-at-commit.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

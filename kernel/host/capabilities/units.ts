@@ -72,7 +72,7 @@ export const KERNEL_UNITS: readonly KernelUnit[] = [
   kernelUnit(issuesNumber, { bridgeFunctions: ['keel_bridge.next_issue_number(text, text)', 'keel_bridge.next_issue_numbers(text, text, integer)'] }),
   kernelUnit(eventsPublish, {
     internal: { eventChecks: eventChecksCapability.methods },
-    bridgeFunctions: ['keel_bridge.publish_event(text, text, text, text, text, jsonb)'],
+    bridgeFunctions: ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'keel_bridge.publish_event(text, text, text, text, text, jsonb, uuid)'],
   }),
   kernelUnit(blobsRead, { serves: { blobs: pick(blobsCapability, 'get', 'readText') } }),
   kernelUnit(blobsWrite, { serves: { blobs: pick(blobsCapability, 'createText', 'link', 'delete') } }),

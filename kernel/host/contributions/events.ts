@@ -148,12 +148,15 @@ export class PluginEvents {
       const leaseMs = Math.max(...subscribers.map((key) => this.deadlineOf(key)), 0) + LEASE_MARGIN_MS;
       const claimed = await this.outbox.claim(subscribers, room, leaseMs, this.owner);
       for (const delivery of claimed) this.start(delivery);
-      if (claimed.length === 0) {
-        if (!this.again) {
-          this.schedule(await this.outbox.nextDueAt(subscribers));
-          await this.pruneNowAndThen();
-          return;
-        }
+      // Fewer than there was room for: every queue's due head was claimed, and another claim
+      // now would find nothing (a queue's next event waits for its head, whose end wakes
+      // delivery again) unless a notification came meanwhile (again).
+      if (claimed.length < room && !this.again) {
+        // With deliveries started, their ends run the next round, which looks for the next due time.
+        if (claimed.length > 0) return;
+        this.schedule(await this.outbox.nextDueAt(subscribers));
+        await this.pruneNowAndThen();
+        return;
       }
     }
   }

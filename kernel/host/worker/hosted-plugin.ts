@@ -1,7 +1,8 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
 import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
 import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
-import { ActivityEntityKinds, flushActivity, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
+import { beforeCommit } from './capabilities/events-at-commit.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
 import type { KernelCall } from './capabilities/events.ts';
 import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
@@ -430,7 +431,7 @@ export class HostedPlugin {
     const client = await invocation.openedClient();
     if (client && database) {
       invocation.client = null;
-      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', flushActivity(invocation));
+      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', beforeCommit(invocation));
       if (failure && ok) {
         ok = false;
         error = this.transactionFailed('commit', invocation.message.target, failure);

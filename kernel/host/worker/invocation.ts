@@ -2,6 +2,7 @@ import type pg from 'pg';
 import type { InvokeMessage } from '../protocol/messages.ts';
 import { CapabilityError } from './capabilities/types.ts';
 import { READ_WRITE } from './read-write.ts';
+import type { EventValues } from './capabilities/events-at-commit.ts';
 
 /**
  * One call into the plugin, from dispatch to result. It owns the database client of its
@@ -108,6 +109,12 @@ export class Invocation {
    * the batch's COMMIT, ahead of its activity entries (capabilities/kernel-rows.ts).
    */
   readonly pendingKernelRows: DeferredStatement[] = [];
+
+  /** Events the call published that are written just before its COMMIT, each with its id (capabilities/events-at-commit.ts). */
+  readonly pendingEvents: Array<[...EventValues, string]> = [];
+
+  /** Set once an event of the call was written when published: the later ones are too, so that their order holds. */
+  eventsWrittenAtOnce = false;
 
   /** Set while the host itself finishes the call (writing its default activity entry). */
   settling = false;

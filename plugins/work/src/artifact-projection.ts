@@ -1,3 +1,4 @@
+import { PluginError } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 
 /**
@@ -75,4 +76,26 @@ export async function refreshIssueArtifacts(ctx: WorkContext, issueId: unknown, 
        update artifact_rollups r set artifact_count = counted.n, latest_at = counted.latest, media_kinds = counted.kinds
          from counted where r.issue_id = $1 and counted.n > 0 returning 1)
      delete from artifact_rollups r using counted where r.issue_id = $1 and counted.n = 0`, [issueId]);
+}
+
+/**
+ * Reads the issue a write of one of its documents, attachments or work products is for (404
+ * when the call's company has no such issue) and locks the issue's artifacts for that write:
+ * the rollup row, made here if the issue has none yet, which refreshIssueArtifacts locks
+ * anyway. Writes of one issue's artifacts wait for each other from their start (a document's
+ * revision check, the one primary work product, the projection), but not for a change of the
+ * issue itself, a checkout or a comment, nor these for them: the issue row is read, not
+ * locked; the rollup's foreign key keeps it from being deleted until the commit (KEY SHARE,
+ * which no update of the issue waits for).
+ */
+export async function lockIssueArtifacts(ctx: WorkContext, issueId: string, companyId: string): Promise<Record<string, unknown>> {
+  const { rows } = await ctx.db.query(
+    `with issue as (select * from issues where id = $1::uuid and company_id = $2::uuid),
+     locked as (
+       insert into artifact_rollups (issue_id, company_id, artifact_count, latest_at) select id, company_id, 0, '-infinity' from issue
+       on conflict (issue_id) do update set artifact_count = artifact_rollups.artifact_count
+       returning issue_id)
+     select issue.* from issue join locked on locked.issue_id = issue.id`, [issueId, companyId]);
+  if (!rows[0]) throw new PluginError(404, 'not_found', 'Issue not found');
+  return rows[0];
 }

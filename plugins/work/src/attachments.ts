@@ -1,9 +1,9 @@
 import { createOnce, PluginError, respond, type BlobDownload, type RouteRequest } from '@keel/sdk/plugin';
 import { attachmentJson } from './artifact-json.ts';
-import { refreshIssueArtifacts } from './artifact-projection.ts';
+import { lockIssueArtifacts, refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { UUID_PATTERN } from './cursor.ts';
-import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
+import { actorOf, rowOfCompany } from './issues.ts';
 
 const UUID = new RegExp(`^${UUID_PATTERN}$`, 'i');
 
@@ -17,7 +17,7 @@ async function issueOfCompany(ctx: WorkContext, ref: string, companyId: string) 
     UUID.test(ref) ? 'select id from issues where id = $1 and company_id = $2' : 'select id from issues where identifier = upper($1) and company_id = $2',
     [ref, companyId]);
   if (!rows[0]) throw new PluginError(404, 'not_found', 'Issue not found');
-  return lockIssue(ctx, String(rows[0].id), companyId);
+  return lockIssueArtifacts(ctx, String(rows[0].id), companyId);
 }
 
 /**
@@ -84,7 +84,7 @@ export async function downloadAttachment(req: RouteRequest, ctx: WorkContext): P
  */
 export async function deleteAttachment(req: RouteRequest, ctx: WorkContext) {
   const found = await findAttachment(ctx, req);
-  const issue = await lockIssue(ctx, String(found.issue_id), req.companyId!);
+  const issue = await lockIssueArtifacts(ctx, String(found.issue_id), req.companyId!);
   const { rows: products } = await ctx.db.query('select id from work_products where attachment_id = $1 order by created_at, id', [found.id]);
   const { rows } = await ctx.db.query('delete from issue_attachments where id = $1 returning *', [found.id]);
   if (!rows[0]) throw new PluginError(404, 'not_found', 'Attachment not found');

@@ -1,8 +1,8 @@
 import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { documentJson, documentSummaryJson, revisionJson } from './artifact-json.ts';
-import { refreshIssueArtifacts } from './artifact-projection.ts';
+import { lockIssueArtifacts, refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
-import { actorOf, lockIssue } from './issues.ts';
+import { actorOf } from './issues.ts';
 
 type Row = Record<string, unknown>;
 interface DocumentBody { body: string; title?: string | null; changeSummary?: string | null; baseRevisionId?: string | null }
@@ -45,14 +45,15 @@ export async function listRevisions(req: RouteRequest, ctx: WorkContext) {
  * Writes a document as a new revision. Optimistic concurrency: a write names the revision it
  * was based on (`baseRevisionId`; none for the write that creates the document), and a write
  * based on anything but the current revision answers 409 with the current one, so two writers
- * never silently overwrite each other. Writes of one issue are serialised by the issue's row
- * lock, so of two writes based on the same revision exactly one wins. Restoring an old
+ * never silently overwrite each other. Writes of one issue's artifacts are serialised by their
+ * lock (lockIssueArtifacts, not the issue's row), so of two writes based on the same revision
+ * exactly one wins. Restoring an old
  * revision is a write of its body: history only grows.
  */
 export async function putDocument(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as DocumentBody;
   const key = documentKey(req);
-  const issue = await lockIssue(ctx, req.params.issueId!, req.companyId!);
+  const issue = await lockIssueArtifacts(ctx, req.params.issueId!, req.companyId!);
   const { rows: found } = await ctx.db.query('select * from issue_documents where issue_id = $1 and key = $2', [issue.id, key]);
   const current = found[0];
   const currentRevisionId = (current?.latest_revision_id as string | undefined) ?? null;

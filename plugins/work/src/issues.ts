@@ -156,9 +156,10 @@ export async function getIssue(req: RouteRequest, ctx: WorkContext) {
 }
 
 /**
- * Locks and answers the issue the route names, in the call's company: every change of an issue
- * or of parts whose consistency hangs on it (documents, work products, checkout) takes it first.
- * A comment does not (see comments.ts).
+ * Locks and answers the issue the route names, in the call's company: every change of the issue
+ * row itself (a patch, checkout and release) and a feedback vote take it first. A comment does
+ * not (see comments.ts), nor does a write of a document, attachment or work product, which
+ * locks the issue's artifacts instead (lockIssueArtifacts).
  */
 export function lockIssue(ctx: WorkContext, issueId: string, companyId: string): Promise<Row> {
   return lockRow(ctx.db, 'issues', issueId, companyId);

@@ -1,8 +1,8 @@
 import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { workProductJson } from './artifact-json.ts';
-import { refreshIssueArtifacts } from './artifact-projection.ts';
+import { lockIssueArtifacts, refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
-import { actorOf, lockIssue, rowOfCompany } from './issues.ts';
+import { actorOf, rowOfCompany } from './issues.ts';
 import { assignments, changedFields, updateRow } from './sql.ts';
 
 type Body = Record<string, unknown>;
@@ -53,7 +53,7 @@ export async function createWorkProduct(req: RouteRequest, ctx: WorkContext) {
 
 async function insertWorkProduct(req: RouteRequest, ctx: WorkContext) {
   const body = req.body as Body;
-  const issue = await lockIssue(ctx, req.params.issueId!, req.companyId!);
+  const issue = await lockIssueArtifacts(ctx, req.params.issueId!, req.companyId!);
   await checkBody(ctx, String(issue.id), body);
   if (body.isPrimary === true) await clearOtherPrimaries(ctx, issue.id, null);
   const { agentId, userId } = actorOf(ctx);
@@ -83,8 +83,8 @@ export async function updateWorkProduct(req: RouteRequest, ctx: WorkContext) {
   const companyId = req.companyId!;
   const { rows: found } = await ctx.db.query('select issue_id from work_products where id = $1 and company_id = $2', [req.params.workProductId, companyId]);
   if (!found[0]) throw new PluginError(404, 'not_found', 'Work product not found');
-  // The issue first, as every write of the issue's parts takes it: then the product cannot change underneath.
-  const issue = await lockIssue(ctx, String(found[0].issue_id), companyId);
+  // The issue's artifacts first, as every write of them takes that lock: then the product cannot change underneath.
+  const issue = await lockIssueArtifacts(ctx, String(found[0].issue_id), companyId);
   const { rows: locked } = await ctx.db.query('select * from work_products where id = $1', [req.params.workProductId]);
   const current = locked[0];
   if (!current) throw new PluginError(404, 'not_found', 'Work product not found');

@@ -120,3 +120,33 @@ describe('comments across two Keel processes', () => {
     expect(rows[0].n).toBe(3);
   });
 });
+
+describe('document, attachment and work product writes across two Keel processes', () => {
+  it('do not lock their issue: while a document write is open, the issue is patched and commented at the other process, and a second write based on the same revision waits for it and loses', async () => {
+    const company = await createCompany(t.api, { name: 'Open Document Co' });
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Documented' })).body;
+    const first = (await t.api.put(`/api/issues/${issue.id}/documents/plan`, { body: 'v1' })).body;
+    // The issue's artifact lock (its rollup row), held here, stops the next document write at its start.
+    await holder.query('begin');
+    await holder.query('select 1 from plugin_work.artifact_rollups where issue_id = $1 for update', [issue.id]);
+    const write = t.api.put(`/api/issues/${issue.id}/documents/plan`, { body: 'v2', baseRevisionId: first.latestRevisionId });
+    let racing: Promise<any> | undefined;
+    try {
+      await waitingOnLock('insert into artifact_rollups');
+      expect(await lockedAtOnce('select 1 from plugin_work.issues where id = $1 for no key update nowait', [issue.id])).toBe(true);
+      const patched = await peerApi.patch(`/api/issues/${issue.id}`, { title: 'Documented, renamed' });
+      expect([patched.status, patched.body.title], patched.text).toEqual([200, 'Documented, renamed']);
+      const comment = await peerApi.post(`/api/issues/${issue.id}/comments`, { body: 'Meanwhile' });
+      expect(comment.status, comment.text).toBe(201);
+      // A second write based on the same revision, at the other process, waits behind the first (it cannot see v1 as current and win too).
+      racing = peerApi.put(`/api/issues/${issue.id}/documents/plan`, { body: 'v2 elsewhere', baseRevisionId: first.latestRevisionId });
+    } finally {
+      await holder.query('rollback');
+    }
+    const [written, lost] = [await write, await racing!];
+    expect([written.status, lost.status], `${written.text} ${lost.text}`).toEqual([200, 409]);
+    expect(lost.body.code).toBe('document_revision_conflict');
+    expect((await t.api.get(`/api/issues/${issue.id}/documents/plan`)).body.body).toBe('v2');
+  });
+});
+

@@ -1,4 +1,6 @@
+import type { ActivityEntityKinds } from './activity.ts';
 import type { PluginDatabase } from './database.ts';
+import { deferEvent, writePendingEvents, type EventValues } from './events-at-commit.ts';
 import type { Invocation } from '../invocation.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 
@@ -11,14 +13,15 @@ interface CheckedPublication { name: string; entityType: string; entityId: strin
  * `ctx.events.publish(name, payload, { entityType, entityId })` (events.publish). The kernel
  * checks the name (the plugin's own key, declared in its manifest) and the payload (the
  * declared schema) first; then the event is appended to the outbox in this invocation's own
- * transaction through `keel_bridge.publish_event`, which verifies the kernel-signed identity,
+ * transaction through `keel_bridge.publish_event` (usually just before its COMMIT:
+ * events-at-commit.ts), which verifies the kernel-signed identity,
  * takes the company from it and checks the name and the declaration again. The event therefore
  * exists exactly when the plugin's writes commit, and a plugin can never publish under another
  * key or as the kernel. The database also refuses an entity of another company (as it refuses
  * such an activity entry) and a call's events beyond the per-call bounds (migration 0033);
  * each refusal raises there, so the call's transaction, with its earlier events, rolls back.
  */
-export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall): WorkerCapability {
+export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall, kinds: ActivityEntityKinds): WorkerCapability {
   return {
     publish: async (invocation, args) => {
       if (!db) throw new CapabilityError(403, 'events_unavailable', 'publishing events needs the plugin database connection');
@@ -30,11 +33,18 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall):
         throw new CapabilityError(403, 'company_scope_required', 'events belong to a company, and this call serves none; publish from a route under a company, or from a job declared perCompany: true');
       }
       const checked = await kernel(invocation, 'eventChecks', 'check', args) as CheckedPublication;
+      const values: EventValues = [signed.invocation, signed.signature, checked.name, checked.entityType, checked.entityId, JSON.stringify(checked.payload)];
+      // The transaction is opened now (it usually is already), so that a buffered event has one to join.
       const client = await db.transactionOf(invocation)!;
+      const deferred = await deferEvent(invocation, values, kinds);
+      if (deferred) return { eventId: deferred };
+      invocation.eventsWrittenAtOnce = true;
       try {
+        // Events buffered before this one go first: the call's events of one entity keep their order.
+        await db.statement(client, () => writePendingEvents(client, invocation));
         const result = await db.statement(client, () => client.query({
           text: 'select keel_bridge.publish_event($1, $2, $3, $4, $5, $6::jsonb) as id',
-          values: [signed.invocation, signed.signature, checked.name, checked.entityType, checked.entityId, JSON.stringify(checked.payload)],
+          values,
         }));
         return { eventId: (result.rows[0] as { id: string }).id };
       } catch (error) {
