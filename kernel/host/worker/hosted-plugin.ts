@@ -1,43 +1,22 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
-import { capabilityMethod } from '../../../sdk/capabilities/index.ts';
-import { checkCapabilityCall, parseCallArguments } from '../../../sdk/capabilities/check-call.ts';
-import { ActivityEntityKinds, recordInBatch, writeActivity } from './capabilities/activity.ts';
-import { beforeCommit } from './capabilities/events-at-commit.ts';
+import { ActivityEntityKinds, recordInBatch } from './capabilities/activity.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
 import type { KernelCall } from './capabilities/events.ts';
-import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
+import { cancelStatements, finishCall, type FinishingPlugin } from './call-finish.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
 import { Invocation } from './invocation.ts';
-import { jsonTooDeep, MAX_JSON_DEPTH } from './json-bounds.ts';
-import { readResult, wiredAnswer } from './wired-answer.ts';
-import { wireFromPlugin } from './plugin-wire-error.ts';
+import { checkHostCall } from './host-call-checks.ts';
+import { isolateFailureError, withdrawnAnswerError } from './isolate-failures.ts';
+import { KernelCalls } from './kernel-calls.ts';
+import { LogBudget } from './log-budget.ts';
+import { wiredAnswer } from './wired-answer.ts';
+import { TRANSACTION_FAILURES, transactionFailure, wireFromPlugin, wireHostError } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
-import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../db/connection-errors.ts';
-import { MAX_ARGS_CHARS, MAX_KERNEL_ARGS_CHARS } from '../../../sdk/plugin/wire-budget.ts';
 import { workerCapabilities } from './capabilities/registry.ts';
 
-/** Host work one invocation may have in flight; a burst of un-awaited calls must not flood the kernel. */
-const MAX_PENDING_OPS = 64;
 const closed = (message = 'This ctx belongs to an invocation that has finished') => JSON.stringify({ e: { status: 409, code: 'invocation_closed', message } });
-
-function wire(error: unknown): WireError {
-  if (error instanceof CapabilityError) return { status: error.status, code: error.code, message: error.message };
-  const candidate = error as { status?: number; code?: string; message?: string };
-  if (candidate && typeof candidate.status === 'number' && typeof candidate.code === 'string') {
-    return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
-  }
-  // A capability that met an unreachable database (activity, events, issue numbers on the plugin's connection): retryable.
-  if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
-  return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
-}
-
-const TRANSACTION_FAILURES = {
-  open: "The plugin's transaction could not be opened",
-  activity: 'The activity entry could not be written',
-  commit: "The plugin's transaction could not commit",
-} as const;
 
 export interface PluginSlotHost {
   /** Sends a report of this plugin to the kernel (the process stamps it with the slot). */
@@ -65,24 +44,27 @@ export class HostedPlugin {
   /** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
   private activityKinds = new ActivityEntityKinds(null);
   private readonly invocations = new Map<string, Invocation>();
-  private readonly kernelCalls = new Map<number, { resolve(value: unknown): void; reject(error: unknown): void }>();
+  /** Calls to kernel-served capabilities awaiting the kernel's reply. */
+  private readonly kernelCalls: KernelCalls;
   /** Results being finished (a commit in flight): a restart lets them reach the kernel first. */
   private readonly finishing = new Set<Promise<void>>();
   private nextOp = 1;
   /** The invocation whose code the isolate is running right now (set while the host is inside dispatch or settle). */
   private entered: string | null = null;
-  private nextKernelCall = 1;
-  private logBudget = { windowStart: Date.now(), lines: 0, dropped: 0 };
+  private readonly logBudget: LogBudget;
   /** Set when the isolate was disposed because code kept running after its call answered. */
   private strayReason: string | null = null;
   /** Answers given during the current entry into the isolate, held until it ends (see enter). */
   private answeredInEntry: Array<{ invocation: Invocation; resultJson: string }> = [];
   private unloaded = false;
   private readonly invokeBatch: (items: InvokeMessage[]) => Promise<void>;
+  private readonly finisher: FinishingPlugin;
 
   constructor(init: WorkerInit, host: PluginSlotHost) {
     this.init = init;
     this.host = host;
+    this.logBudget = new LogBudget(init.limits.maxLogLinesPerMinute);
+    this.kernelCalls = new KernelCalls((report) => this.host.send(report), this.delivered);
     this.invokeBatch = batchRunner({
       database: () => this.database,
       invocations: this.invocations,
@@ -93,6 +75,11 @@ export class HostedPlugin {
       answer: (kind, value) => wiredAnswer(kind, this.delivered.value(value)),
       transactionFailed: (stage, target, error) => this.transactionFailed(stage, target, error),
     });
+    this.finisher = {
+      pluginKey: init.pluginKey, maxResponseBytes: init.limits.maxResponseBytes, delivered: this.delivered, invocations: this.invocations,
+      database: () => this.database, send: (report) => this.host.send(report),
+      wireFromPlugin: (raw, target) => this.wireFromPlugin(raw, target), transactionFailed: (stage, target, error) => this.transactionFailed(stage, target, error),
+    };
   }
 
   get key(): string { return this.init.pluginKey; }
@@ -116,15 +103,9 @@ export class HostedPlugin {
       case 'invoke_batch':
         void this.invokeBatch(message.items);
         break;
-      case 'reply': {
-        const waiter = this.kernelCalls.get(message.id);
-        if (!waiter) return;
-        this.kernelCalls.delete(message.id);
-        if (message.secrets?.length) this.delivered.add(message.secrets);
-        if (message.ok) waiter.resolve(message.json === undefined ? undefined : JSON.parse(message.json));
-        else waiter.reject(new CapabilityError(message.error?.status ?? 500, message.error?.code ?? 'kernel_error', message.error?.message ?? 'kernel call failed'));
+      case 'reply':
+        this.kernelCalls.reply(message);
         break;
-      }
       case 'config':
         this.init.config = message.config;
         this.sandbox.updateConfig({ grants: this.init.grants, config: message.config });
@@ -142,7 +123,7 @@ export class HostedPlugin {
     this.unloaded = true;
     this.sandbox?.dispose();
     for (const invocation of this.invocations.values()) invocation.finished = true;
-    await Promise.all([...this.invocations.values()].map((invocation) => this.cancelStatements(invocation).catch(() => false)));
+    await Promise.all([...this.invocations.values()].map((invocation) => cancelStatements(this.database, invocation).catch(() => false)));
     await this.database?.close().catch(() => undefined);
   }
 
@@ -187,28 +168,17 @@ export class HostedPlugin {
     // Plugin code runs only while the host has entered the isolate for one invocation; a ctx
     // kept from another invocation (even one still running) is refused.
     if (this.entered !== null && this.entered !== invocation.scopeId) return closed('This ctx belongs to another invocation');
-    const declared = capabilityMethod(capability, method);
-    if (!declared) return JSON.stringify({ e: { status: 400, code: 'unknown_capability', message: `Unknown capability ${capability}.${method}` } });
-    const kernelServed = declared.spec.servedBy === 'kernel';
-    const maxChars = kernelServed ? MAX_KERNEL_ARGS_CHARS : MAX_ARGS_CHARS;
-    if (argsJson.length > maxChars) return JSON.stringify({ e: { status: 413, code: 'invalid_arguments', message: `Arguments larger than ${maxChars} characters` } });
-    if (jsonTooDeep(argsJson)) return JSON.stringify({ e: { status: 400, code: 'invalid_arguments', message: `Arguments nested deeper than ${MAX_JSON_DEPTH} levels` } });
-    if (invocation.ops.size >= MAX_PENDING_OPS) {
-      return JSON.stringify({ e: { status: 429, code: 'too_many_pending_calls', message: `${this.init.pluginKey}: at most ${MAX_PENDING_OPS} host calls may be in flight per invocation; await them` } });
-    }
-    // The registry's check (sdk/capabilities): granted, in a company when it must be, arguments as declared.
-    const parsed = parseCallArguments(argsJson);
-    const checked = checkCapabilityCall({ plugin: this.init.pluginKey, grants: this.init.grants, member: capability, method, args: parsed, companyId: invocation.message.info.companyId });
+    const checked = checkHostCall({ plugin: this.init.pluginKey, grants: this.init.grants, companyId: invocation.message.info.companyId, pendingOps: invocation.ops.size }, capability, method, argsJson);
     if ('refusal' in checked) {
       if (checked.refusal.code === 'capability_denied') this.log('warn', `denied ${capability}.${method}: not granted`, { capability, method }, invocationId);
       return JSON.stringify({ e: checked.refusal });
     }
-    const args = parsed!;
+    const { args, kernelServed } = checked;
     if (capability === 'activity' && method === 'record' && invocation.batch) {
       try {
         if (recordInBatch(this.database, invocation, args, this.activityKinds, this.delivered) === null) return '{"v":null}';
       } catch (error) {
-        return JSON.stringify({ e: wire(error) });
+        return JSON.stringify({ e: wireHostError(error) });
       }
     }
     const op = this.nextOp++;
@@ -228,19 +198,15 @@ export class HostedPlugin {
     });
     work.then(
       (value) => this.settle(invocation, op, true, value),
-      (error) => this.settle(invocation, op, false, wire(error)),
+      (error) => this.settle(invocation, op, false, wireHostError(error)),
     );
     return JSON.stringify({ op });
   }
 
   private callKernel(invocationId: string, capability: string, method: string, args: unknown[]): Promise<unknown> {
-    const id = this.nextKernelCall++;
-    return new Promise((resolve, reject) => {
-      this.kernelCalls.set(id, { resolve, reject });
-      // Kernel calls carry the plugin's words onwards (a pause reason, a service's input, a stream event).
-      this.host.send({ t: 'call', id, invocationId, capability, method, args: this.delivered.value(args) });
-    });
+    return this.kernelCalls.call(invocationId, capability, method, args);
   }
+
 
   private settle(invocation: Invocation, op: number, ok: boolean, value: unknown): void {
     invocation.ops.delete(op);
@@ -285,20 +251,11 @@ export class HostedPlugin {
    * that ran out of memory restarts the plugin (failFromIsolate).
    */
   private withdrawAnswers(answered: Array<{ invocation: Invocation }>, error: unknown): void {
-    const key = this.init.pluginKey;
     const message = String((error as Error)?.message ?? error);
-    const withdrawn = 'the answer was withdrawn';
-    let wireError: WireError;
-    if (this.strayReason !== null) {
-      wireError = { status: 503, code: 'plugin_crashed', message: `${key} answered, but code it left running kept calling the host; its isolate was replaced and ${withdrawn}` };
-    } else if (/timed out/i.test(message)) {
-      wireError = { status: 504, code: 'plugin_timeout', message: `${key} answered, but code it left running (a promise chain) exceeded its CPU time limit; ${withdrawn}` };
+    const { wireError, outOfCpu } = withdrawnAnswerError(this.init.pluginKey, message, { stray: this.strayReason !== null, disposed: this.sandbox.disposed });
+    if (outOfCpu) {
       this.strayReason = `code of a ${answered[0]!.invocation.message.kind} call kept running after its call answered, until its CPU slice ran out`;
       this.sandbox.dispose();
-    } else if (this.sandbox.disposed || /memory limit/i.test(message)) {
-      wireError = { status: 503, code: 'plugin_out_of_memory', message: `${key} answered, but code it left running ran out of memory; it is being restarted and ${withdrawn}` };
-    } else {
-      wireError = { status: 500, code: 'plugin_error', message: `${key} answered, but code it left running failed; ${withdrawn}` };
     }
     for (const { invocation } of answered) void this.finishTracked(invocation, JSON.stringify({ ok: false, e: wireError }));
   }
@@ -313,13 +270,7 @@ export class HostedPlugin {
   }
 
   private log(level: 'debug' | 'info' | 'warn' | 'error', message: string, fields?: Record<string, unknown>, invocationId?: string): void {
-    const now = Date.now();
-    if (now - this.logBudget.windowStart > 60_000) {
-      if (this.logBudget.dropped > 0) this.host.send({ t: 'log', level: 'warn', message: `dropped ${this.logBudget.dropped} log lines over the per-minute limit` });
-      this.logBudget = { windowStart: now, lines: 0, dropped: 0 };
-    }
-    if (++this.logBudget.lines > this.init.limits.maxLogLinesPerMinute) { this.logBudget.dropped++; return; }
-    this.host.send({ t: 'log', level, message: message.slice(0, 2000), fields, invocationId });
+    for (const report of this.logBudget.admit({ t: 'log', level, message: message.slice(0, 2000), fields, invocationId })) this.host.send(report);
   }
 
   private hostLog(invocationId: string, level: string, message: string, fieldsJson: string): void {
@@ -335,26 +286,8 @@ export class HostedPlugin {
 
   // ---- finishing a call ----------------------------------------------------------------------
 
-  /**
-   * A transaction that could not be opened, written or committed, as the caller sees it: a fixed
-   * message. PostgreSQL's own text names the plugin's tables, constraints and values, so it goes
-   * to the plugin's log only.
-   */
-  /** Whether the host's entry is due: always, or (`onlyIfWritten`) when the call's transaction wrote something. */
-  private async defaultActivityDue(invocation: Invocation): Promise<boolean> {
-    if (!invocation.message.defaultActivity?.onlyIfWritten) return true;
-    const client = await invocation.openedClient();
-    if (!client) return false;
-    // A transaction is given an id on its first write, and only then.
-    const { rows } = await client.query<{ wrote: boolean }>('select pg_current_xact_id_if_assigned() is not null as wrote');
-    return rows[0]!.wrote;
-  }
-
   private transactionFailed(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown): WireError {
-    this.log('error', `${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
-    // A connection lost at COMMIT leaves the outcome unknown: the client retries (with its idempotency key), as for any outage.
-    if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
-    return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
+    return transactionFailure(stage, target, error, (message) => this.log('error', message));
   }
 
   private wireFromPlugin(raw: unknown, target: string): WireError {
@@ -363,7 +296,7 @@ export class HostedPlugin {
 
   /** Finishes a call and keeps track of it until its result has gone to the kernel. */
   private finishTracked(invocation: Invocation, resultJson: string): Promise<void> {
-    const finishing = this.finish(invocation, resultJson).catch((error) => this.finishFailed(invocation, error));
+    const finishing = finishCall(this.finisher, invocation, resultJson).catch((error) => this.finishFailed(invocation, error));
     this.finishing.add(finishing);
     void finishing.finally(() => this.finishing.delete(finishing));
     return finishing;
@@ -375,88 +308,6 @@ export class HostedPlugin {
     if (invocation.client) { invocation.client.release(error instanceof Error ? error : new Error('finish failed')); invocation.client = null; }
     if (!this.invocations.delete(invocation.id)) return;
     this.host.send({ t: 'result', id: invocation.id, ok: false, error: { status: 500, code: 'host_error', message: 'The host could not finish the call' }, activityWritten: false });
-  }
-
-  /** Commits or rolls back the invocation's transaction, then reports the result once. */
-  private async finish(invocation: Invocation, resultJson: string): Promise<void> {
-    clearTimeout(invocation.timer);
-    const database = this.database;
-    const parsed = readResult(resultJson);
-    let ok = parsed.ok;
-    let error = ok ? undefined : this.wireFromPlugin(parsed.e, invocation.message.target);
-    // The value's text goes on as it is unless delivered secrets must first be taken out of it.
-    let answer = ok ? wiredAnswer(invocation.message.kind, this.delivered.value(parsed.v ?? null), this.delivered.active ? undefined : parsed.text) : undefined;
-    if (ok && answer && answer.bytes > this.init.limits.maxResponseBytes) {
-      ok = false;
-      error = { status: 502, code: 'plugin_response_too_large', message: `Plugin response exceeds ${this.init.limits.maxResponseBytes} bytes` };
-      answer = undefined;
-    }
-    if (await this.cancelStatements(invocation) && ok) {
-      ok = false;
-      error = { status: 500, code: 'plugin_transaction_failed', message: `${this.init.pluginKey} answered while a statement of its transaction was still running; the statement was cancelled and the transaction rolled back` };
-      answer = undefined;
-    }
-    invocation.settling = true;
-    if (ok && invocation.wantsTransaction && !invocation.message.readOnly && invocation.message.defaultActivity && !invocation.activityWritten && database) {
-      // The host's own entry joins the call's transaction (opening it if the handler never did).
-      try {
-        if (await this.defaultActivityDue(invocation)) await writeActivity(database, invocation, invocation.message.defaultActivity);
-      } catch (activityError) {
-        ok = false;
-        error = this.transactionFailed('activity', invocation.message.target, activityError);
-        answer = undefined;
-      }
-    }
-    if (ok && invocation.openedRuns && database) {
-      try {
-        await confirmOpenedRuns(database, invocation);
-      } catch (confirmError) {
-        ok = false;
-        error = this.transactionFailed('commit', invocation.message.target, confirmError);
-        answer = undefined;
-      }
-    }
-    if (invocation.batchLead) {
-      // The batch handler's answers go to the batch, which owns the transaction.
-      this.invocations.delete(invocation.id);
-      invocation.batchLead.resolve({ ok, value: answer?.value, error });
-      return;
-    }
-    if (invocation.batch) {
-      // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
-      this.invocations.delete(invocation.id);
-      invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [], kernelRows: ok ? invocation.pendingKernelRows : [] });
-      return;
-    }
-    const client = await invocation.openedClient();
-    if (client && database) {
-      invocation.client = null;
-      const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', beforeCommit(invocation));
-      if (failure && ok) {
-        ok = false;
-        error = this.transactionFailed('commit', invocation.message.target, failure);
-        answer = undefined;
-      }
-    } else if (ok && !invocation.wantsTransaction && invocation.message.defaultActivity && !invocation.activityWritten && database && invocation.message.signed) {
-      await writeActivity(database, invocation, invocation.message.defaultActivity).catch(() => undefined);
-    }
-    this.invocations.delete(invocation.id);
-    // Status changes are reported only when the transaction that made them committed.
-    this.host.send({ t: 'result', id: invocation.id, ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten });
-  }
-
-  /**
-   * Statements a call still has running when it ends (it answered with one in flight, failed,
-   * or overran its deadline) are cancelled in PostgreSQL, not left to statement_timeout: they
-   * would hold locks and a connection for up to 30 s, and outlive a plugin restarted for the
-   * overrun. Answers whether one was running in the call's transaction, which then cannot commit.
-   */
-  private async cancelStatements(invocation: Invocation): Promise<boolean> {
-    const db = this.database;
-    if (!db) return false;
-    await Promise.all([...invocation.pooledClients].map((client) => db.cancel(client, true)));
-    const client = await invocation.openedClient();
-    return client ? db.cancel(client) : false;
   }
 
   // ---- failures --------------------------------------------------------------------------------
@@ -471,15 +322,7 @@ export class HostedPlugin {
       this.log('warn', `code of call ${invocation.message.kind}:${invocation.message.target} kept running after its call answered, until its CPU slice ran out`);
       return;
     }
-    const key = this.init.pluginKey;
-    let wireError: WireError;
-    if (this.sandbox.disposed || /memory limit/i.test(message)) {
-      wireError = { status: 503, code: 'plugin_out_of_memory', message: `${key} ran out of memory; it is being restarted` };
-    } else if (/timed out/i.test(message)) {
-      wireError = { status: 504, code: 'plugin_timeout', message: `${key} exceeded its CPU time limit` };
-    } else {
-      wireError = { status: 500, code: 'plugin_error', message: `${key} failed: ${message.split('\n')[0]!.slice(0, 500)}` };
-    }
+    const wireError = isolateFailureError(this.init.pluginKey, message, this.sandbox.disposed);
     if (!invocation.finished) {
       invocation.finished = true;
       this.finishTracked(invocation, JSON.stringify({ ok: false, e: wireError }));

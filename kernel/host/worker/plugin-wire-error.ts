@@ -1,4 +1,6 @@
 import type { WireError } from '../protocol/messages.ts';
+import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../db/connection-errors.ts';
+import { CapabilityError } from './capabilities/types.ts';
 import type { DeliveredSecrets } from './delivered-secrets.ts';
 
 /** Codes of the database errors ctx.db.query rejects with (kernel/host/worker/capabilities/database.ts). */
@@ -37,4 +39,35 @@ function isIssue(value: unknown): boolean {
   const { path, message } = value as Record<string, unknown>;
   const pathOk = typeof path === 'string' || (Array.isArray(path) && path.every((part) => typeof part === 'string' || typeof part === 'number'));
   return pathOk && typeof message === 'string';
+}
+
+/** A host function's failure as the isolate sees it: a capability's own error, or a fixed message that names nothing of the host. */
+export function wireHostError(error: unknown): WireError {
+  if (error instanceof CapabilityError) return { status: error.status, code: error.code, message: error.message };
+  const candidate = error as { status?: number; code?: string; message?: string };
+  if (candidate && typeof candidate.status === 'number' && typeof candidate.code === 'string') {
+    return { status: candidate.status, code: candidate.code, message: String(candidate.message ?? 'failed') };
+  }
+  // A capability that met an unreachable database (activity, events, issue numbers on the plugin's connection): retryable.
+  if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
+  return { status: 500, code: 'host_error', message: 'The host could not complete the call' };
+}
+
+
+/**
+ * A transaction that could not be opened, written or committed, as the caller sees it: a fixed
+ * message. PostgreSQL's own text names the plugin's tables, constraints and values, so it goes
+ * to the plugin's log only (`log`).
+ */
+export const TRANSACTION_FAILURES = {
+  open: "The plugin's transaction could not be opened",
+  activity: 'The activity entry could not be written',
+  commit: "The plugin's transaction could not commit",
+} as const;
+
+export function transactionFailure(stage: keyof typeof TRANSACTION_FAILURES, target: string, error: unknown, log: (message: string) => void): WireError {
+  log(`${target}: ${TRANSACTION_FAILURES[stage]}: ${String((error as Error)?.message ?? error).slice(0, 500)}`);
+  // A connection lost at COMMIT leaves the outcome unknown: the client retries (with its idempotency key), as for any outage.
+  if (isDatabaseUnavailable(error)) return { ...DATABASE_UNAVAILABLE };
+  return { status: 500, code: 'plugin_transaction_failed', message: TRANSACTION_FAILURES[stage] };
 }
