@@ -4,7 +4,7 @@ import { notFound } from '../../http/errors.ts';
 import { declareRoutes, LIST_RESPONSE } from '../../http/route-spec.ts';
 import { queryValidator } from '../../http/validate.ts';
 import { contributionsOf } from '../contributions/contribution-points.ts';
-import { ENQUEUED_STATES } from '../contributions/enqueued-jobs.ts';
+import { ENQUEUED_STATES } from '../contributions/enqueued-job-json.ts';
 import { toJobRunJson } from '../contributions/job-runs.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 

@@ -9,17 +9,10 @@ import type { InvokeResult } from '../plugin-process.ts';
 import { JOB_ENGINE_SCHEMA, jobDeadlineOf } from './jobs.ts';
 import type { JobRuns } from './job-runs.ts';
 import { appendPluginLog } from './plugin-log.ts';
+import { DEFAULT_RETRY_LIMIT, ENQUEUE_LIMITS, enqueueOptions } from './enqueue-options.ts';
+import { ENGINE_STATE, SELECT_JOBS, STATE_NAMES, toEnqueuedJobJson, type EnqueuedData } from './enqueued-job-json.ts';
 
-/** Bounds of ctx.jobs.enqueue (docs/plugins/jobs.md). */
-export const ENQUEUE_LIMITS = {
-  payloadBytes: 64 * 1024,
-  perCall: 100,
-  /** Queued (not yet running) jobs of one plugin in one company. */
-  queuedPerCompany: 1000,
-  runAtMaxDays: 30,
-  retryLimitMax: 10,
-} as const;
-const DEFAULT_RETRY_LIMIT = 2;
+
 /** Retries wait 1 s, 2 s, 4 s, ... (with jitter), at most 5 minutes. */
 const RETRY_DELAY_SECONDS = 1;
 const RETRY_DELAY_MAX_SECONDS = 300;
@@ -31,24 +24,13 @@ const RETRY_DELAY_MAX_SECONDS = 300;
  * each other while the CPU idled (test/bench/fleet.bench.ts).
  */
 const LOCAL_CONCURRENCY = 16;
-const SINGLETON_KEY = /^[\x21-\x7e]{1,255}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** What the kernel stores with a job; the plugin never writes the engine's tables. */
-interface EnqueuedData {
-  jobKey: string; companyId: string | null; payload: unknown; singletonKey: string | null;
-  /** How often the job went back to the queue with no slot free (each raised its retry count and limit by one). */
-  requeued?: number;
-}
 /** A checked job, as the kernel signs it for the call's transaction to stage (keel_bridge.stage_job). */
 interface JobTicket { id: string; plugin: string; invocationId: string; data: EnqueuedData; runAt: string | null; singletonKey: string; retryLimit: number; deadlineMs: number }
 /** How often staged jobs are looked for that no call moved to the engine (their process died after the commit). */
 const SWEEP_MS = 2000;
 
-/** Engine states as operators see them. */
-const STATE_NAMES: Record<string, string> = { created: 'queued', retry: 'retrying', active: 'running', completed: 'succeeded', cancelled: 'cancelled', failed: 'failed' };
-export const ENQUEUED_STATES = Object.values(STATE_NAMES);
-const ENGINE_STATE = Object.fromEntries(Object.entries(STATE_NAMES).map(([engine, shown]) => [shown, engine]));
 
 export function enqueuedQueueOf(pluginKey: string): string {
   return `plugin/${pluginKey}/enqueued`;
@@ -375,58 +357,3 @@ export class EnqueuedJobs {
   }
 }
 
-const SELECT_JOBS = `
-  select j.id, j.state, j.data, j.retry_count, j.retry_limit, j.start_after, j.created_on, j.started_on, j.completed_on,
-         r.id as run_id, r.status as run_status, r.error as run_error, r.progress, r.progress_at, r.attempt as run_attempt
-    from ${JOB_ENGINE_SCHEMA}.job j
-    left join lateral (select * from plugin_job_runs r where r.job_id = j.id order by r.started_at desc limit 1) r on true`;
-
-function isoOf(value: unknown): string | null {
-  return value === null || value === undefined ? null : new Date(value as string).toISOString();
-}
-
-/** An enqueued job as operators see it; the payload is shown (secrets delivered to the plugin never reach it: the worker redacts them from kernel calls). */
-function toEnqueuedJobJson(pluginKey: string, row: Row): Record<string, unknown> {
-  const data = (row.data ?? {}) as Partial<EnqueuedData>;
-  return {
-    id: row.id,
-    pluginKey,
-    jobKey: data.jobKey ?? null,
-    companyId: data.companyId ?? null,
-    state: STATE_NAMES[row.state] ?? row.state,
-    singletonKey: data.singletonKey ?? null,
-    payload: data.payload ?? null,
-    retries: row.retry_count - (data.requeued ?? 0),
-    retryLimit: row.retry_limit - (data.requeued ?? 0),
-    runAt: isoOf(row.start_after),
-    createdAt: isoOf(row.created_on),
-    startedAt: isoOf(row.started_on),
-    finishedAt: isoOf(row.completed_on),
-    progress: row.progress ?? null,
-    progressAt: isoOf(row.progress_at),
-    lastRun: row.run_id ? { id: row.run_id, status: row.run_status, attempt: row.run_attempt, error: row.run_error ?? null } : null,
-  };
-}
-
-function enqueueOptions(options: unknown, job: JobManifest): { runAt: Date | null; singletonKey: string | null; retryLimit: number } {
-  const usage = 'jobs.enqueue options are { runAt?: ISO time, singletonKey?: string, retryLimit?: integer }';
-  const retryDefault = job.retryLimit ?? DEFAULT_RETRY_LIMIT;
-  if (options === undefined || options === null) return { runAt: null, singletonKey: null, retryLimit: retryDefault };
-  if (typeof options !== 'object' || Array.isArray(options) || Object.keys(options).some((name) => !['runAt', 'singletonKey', 'retryLimit'].includes(name))) {
-    throw new KeelError(400, 'invalid_arguments', usage);
-  }
-  const { runAt, singletonKey, retryLimit } = options as { runAt?: unknown; singletonKey?: unknown; retryLimit?: unknown };
-  let at: Date | null = null;
-  if (runAt !== undefined && runAt !== null) {
-    at = typeof runAt === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(runAt) ? new Date(runAt) : new Date(Number.NaN);
-    if (Number.isNaN(at.getTime())) throw new KeelError(400, 'invalid_arguments', `runAt must be an ISO 8601 time; ${usage}`);
-    if (at.getTime() > Date.now() + ENQUEUE_LIMITS.runAtMaxDays * 86_400_000) throw new KeelError(400, 'invalid_arguments', `runAt is at most ${ENQUEUE_LIMITS.runAtMaxDays} days ahead`);
-  }
-  if (singletonKey !== undefined && singletonKey !== null && (typeof singletonKey !== 'string' || !SINGLETON_KEY.test(singletonKey))) {
-    throw new KeelError(400, 'invalid_arguments', 'singletonKey must be 1-255 visible ASCII characters');
-  }
-  if (retryLimit !== undefined && retryLimit !== null && (!Number.isInteger(retryLimit) || (retryLimit as number) < 0 || (retryLimit as number) > ENQUEUE_LIMITS.retryLimitMax)) {
-    throw new KeelError(400, 'invalid_arguments', `retryLimit must be an integer from 0 to ${ENQUEUE_LIMITS.retryLimitMax}`);
-  }
-  return { runAt: at, singletonKey: (singletonKey as string | undefined) ?? null, retryLimit: (retryLimit as number | undefined) ?? retryDefault };
-}
