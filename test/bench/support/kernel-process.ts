@@ -27,7 +27,9 @@ export async function startKernelProcess(env: Record<string, string> = {}, entry
   // Settings with no environment variable (for example plugins.sharedWorker.plugins) go in the directory's config file.
   if (config) await writeFile(join(dataDir, 'config.json'), JSON.stringify(config));
   const args = entry[0] === 'kernel/main.ts' ? [...entry, '--data-dir', dataDir, '--port', '0'] : [...entry, dataDir];
-  const child = spawn(process.execPath, [...KERNEL_NODE_FLAGS, ...args], {
+  // KEEL_BENCH_CPU_PROFILE=<dir>: the kernel writes a V8 CPU profile there when it stops (node --cpu-prof), to see where a benchmark's time goes.
+  const profile = process.env.KEEL_BENCH_CPU_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.KEEL_BENCH_CPU_PROFILE}`] : [];
+  const child = spawn(process.execPath, [...KERNEL_NODE_FLAGS, ...profile, ...args], {
     env: { ...process.env, ...KERNEL_ENV, KEEL_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
