@@ -1,13 +1,12 @@
 import type pg from 'pg';
 import type { CallResult, InvokeMessage, SlotReport, WireError } from '../protocol/messages.ts';
-import { flushBatchActivity } from './capabilities/activity.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
 import { READ_WRITE } from './read-write.ts';
 import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
 import { countTraffic } from './round-trips.ts';
-import { flushKernelRows } from './capabilities/kernel-rows.ts';
 import type { DeferredStatement } from './invocation.ts';
+import { withCommit } from './with-commit.ts';
 
 /** What the batch runner needs of the worker (worker-main.ts). */
 export interface BatchHost {
@@ -118,7 +117,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     const { value, envelope } = host.answer(item.kind, answer.v ?? null);
     results.push({ id: item.id, ok: true, value, envelope, activityWritten: true });
   });
-  const failure = await db.closeTransaction(client, 'COMMIT', (c) => beforeCommit(c, kernelRows, activity));
+  const failure = await db.closeTransaction(client, 'COMMIT', withCommit({ kernelRows, activity }));
   const database = traffic.done();
   if (failure) {
     host.log('warn', `batch ${first.target} could not commit (${String((failure as Error)?.message ?? failure).slice(0, 200)}); running its ${items.length} calls one by one`);
@@ -167,7 +166,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
     failure = error;
   }
   failure = failure === null
-    ? await database.closeTransaction(client, 'COMMIT', (c) => beforeCommit(c, kernelRows, activity))
+    ? await database.closeTransaction(client, 'COMMIT', withCommit({ kernelRows, activity }))
     : (await database.closeTransaction(client, 'ROLLBACK'), failure);
   if (failure) {
     if (items.length === 1) {
@@ -179,13 +178,4 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
     return;
   }
   host.send({ t: 'results', results: outcomes });
-}
-
-/**
- * What a batch sends with its COMMIT, in this order and in the same round trip: the deferred
- * kernel-row writes (month-to-date spend), then the activity entries, whose per-company chain
- * lock is taken last, as every kernel route takes it.
- */
-async function beforeCommit(client: pg.PoolClient, kernelRows: DeferredStatement[], activity: unknown[][]): Promise<void> {
-  await Promise.all([flushKernelRows(client, kernelRows), flushBatchActivity(client, activity)]);
 }

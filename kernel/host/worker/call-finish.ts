@@ -1,12 +1,12 @@
 import type { SlotReport, WireError } from '../protocol/messages.ts';
 import { writeActivity } from './capabilities/activity.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
-import { beforeCommit } from './capabilities/events-at-commit.ts';
 import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
 import type { DeliveredSecrets } from './delivered-secrets.ts';
 import type { Invocation } from './invocation.ts';
 import type { TRANSACTION_FAILURES } from './plugin-wire-error.ts';
 import { readResult, wiredAnswer } from './wired-answer.ts';
+import { withCommit } from './with-commit.ts';
 
 /** What finishing a call needs of its plugin (hosted-plugin.ts). */
 export interface FinishingPlugin {
@@ -81,7 +81,7 @@ export async function finishCall(plugin: FinishingPlugin, invocation: Invocation
   const client = await invocation.openedClient();
   if (client && database) {
     invocation.client = null;
-    const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', beforeCommit(invocation));
+    const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', withCommit({ events: invocation, kernelRows: invocation.pendingKernelRows, activity: invocation.pendingActivity }));
     if (failure && ok) {
       ok = false;
       error = plugin.transactionFailed('commit', invocation.message.target, failure);

@@ -33,7 +33,7 @@ export async function writeActivity(db: PluginDatabase, invocation: Invocation, 
     return;
   }
   if (invocation.wantsTransaction) {
-    // A call with its own transaction writes its entries just before its COMMIT (flushActivity),
+    // A call with its own transaction writes its entries just before its COMMIT (with-commit.ts),
     // for the same reason: appending takes the company's chain head, a row every write of the
     // company needs, and holds it until the commit; taken last, it is held for the commit alone
     // rather than for the rest of the call. The transaction is opened now (it usually is
@@ -145,16 +145,6 @@ export function activityCapability(db: PluginDatabase | null, kinds: ActivityEnt
       return null;
     },
   };
-}
-
-/**
- * What a call's transaction does just before its COMMIT: the call's buffered entries (see
- * writeActivity), in the order recorded; undefined when there are none.
- */
-export function flushActivity(invocation: Invocation): ((client: import('pg').PoolClient) => Promise<void>) | undefined {
-  const entries = invocation.pendingActivity;
-  if (entries.length === 0) return undefined;
-  return (client) => flushBatchActivity(client, entries);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Invocation } from '../invocation.ts';
-import { flushActivity, type ActivityEntityKinds } from './activity.ts';
+import type { ActivityEntityKinds } from './activity.ts';
 
 /**
  * Events a call publishes, written just before its COMMIT rather than when published.
@@ -56,17 +56,4 @@ export async function writePendingEvents(client: pg.PoolClient, invocation: Invo
   const ordered = pending.map((event, index) => ({ event, index }))
     .sort((a, b) => (key(a.event) < key(b.event) ? -1 : key(a.event) > key(b.event) ? 1 : a.index - b.index));
   await Promise.all(ordered.map(({ event }) => client.query({ text: PUBLISH, values: event })));
-}
-
-/**
- * What a call's own transaction writes just before its COMMIT, queued with it: its buffered
- * events, then its buffered activity entries (the order their locks were always taken in: an
- * event's entity, then the company's activity chain). Undefined when there is nothing.
- */
-export function beforeCommit(invocation: Invocation): ((client: pg.PoolClient) => Promise<void>) | undefined {
-  const activity = flushActivity(invocation);
-  if (invocation.pendingEvents.length === 0) return activity;
-  return async (client) => {
-    await Promise.all([writePendingEvents(client, invocation), activity?.(client)]);
-  };
 }
