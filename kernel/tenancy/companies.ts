@@ -88,8 +88,13 @@ export async function findCompany(db: Queryable, id: string): Promise<Row | unde
 }
 
 /** Reads the company under a row lock, so that concurrent patches, archives and deletes serialise. */
-export async function lockCompany(db: Queryable, id: string): Promise<Row | undefined> {
-  return db.maybeOne('select * from companies where id = ? for update', [id]);
+export async function lockCompany(db: Queryable, id: string, strength: 'no key update' | 'update' = 'no key update'): Promise<Row | undefined> {
+  // A change of the row's other columns takes FOR NO KEY UPDATE, as PostgreSQL's own UPDATE of
+  // them does: it leaves the key-share locks of inserts that reference the company (runs,
+  // activity, executions) free. FOR UPDATE would make such an insert, made by a transaction that
+  // holds one of the company's agents, wait for the archive that waits for that agent: a
+  // deadlock. Only the delete takes FOR UPDATE.
+  return db.maybeOne(`select * from companies where id = ? for ${strength}`, [id]);
 }
 
 /**

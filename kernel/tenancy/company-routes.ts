@@ -200,7 +200,7 @@ export const companyRoutes: RouteModule = (router, kernel) => {
   route({ method: 'DELETE', path: '/api/companies/:companyId', auth: 'board', success: 200, summary: 'Delete a company and everything it holds' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
     await kernel.db.transaction(async (tx) => {
-      const current = await lockCompany(tx, company.id);
+      const current = await lockCompany(tx, company.id, 'update');
       if (!current) throw notFound('Company not found');
       const purged = await purgeCompany(tx, company.id);
       for (const agentId of purged.agentIds) await kernel.invalidate(tx, { type: 'agent', id: agentId });
