@@ -5,13 +5,14 @@ import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 import { setInstructionKeys } from './agent-instructions.ts';
 import { provisionOnDemand } from '../managed-agents.ts';
+import { AGENT_WITH_SPEND } from '../../tenancy/month-spend.ts';
 
 export const agentsCapability: KernelCapability = {
   methods: {
     get: {
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
-        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!row) return null;
         // Configuration stays with the kernel: plugins see the redacted view.
         return toAgentJson(row, { redacted: true });
@@ -21,14 +22,14 @@ export const agentsCapability: KernelCapability = {
       run: async (call) => {
         // Only the agents of the company the call serves.
         const companyId = callCompany(call);
-        const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
+        const rows = await call.kernel.db.query(`select ${AGENT_WITH_SPEND} from agents where company_id = ? order by created_at, id`, [companyId]);
         return rows.map((row) => toAgentJson(row as never, { redacted: true }));
       },
     },
     getConfig: {
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
-        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!row) return null;
         // Masked as the configuration route shows it to the board: secret references stay references, secret-looking values are redacted.
         const config = (value: unknown) => (value && typeof value === 'object' && !Array.isArray(value) ? maskConfig(value) : {});
@@ -41,7 +42,7 @@ export const agentsCapability: KernelCapability = {
         if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'key must be a string');
         // The plugin is the one the kernel started this call for: it reaches its own managed agents only.
         const row = await call.kernel.db.maybeOne<AgentRow>(
-          `select * from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
+          `select ${AGENT_WITH_SPEND} from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
         return row ? toAgentJson(row, { redacted: true }) : null;
       },
     },
@@ -70,12 +71,12 @@ async function setDesiredSkills(call: BrokeredCall): Promise<{ desiredSkills: st
   if (!Array.isArray(requested) || requested.some((key) => typeof key !== 'string')) throw new KeelError(400, 'invalid_arguments', 'desiredSkills must be an array of strings');
   const desiredSkills = [...new Set(requested as string[])];
   return call.kernel.db.transaction(async (tx) => {
-    const before = await tx.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
+    const before = await tx.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
     if (!before) throw new KeelError(404, 'agent_not_found', 'Agent not found');
     const config = isPlainObject(before.adapter_config) ? before.adapter_config : {};
     if (JSON.stringify(readDesiredSkills(config)) === JSON.stringify(desiredSkills)) return { desiredSkills, changed: false };
     const next = withDesiredSkills(config, desiredSkills);
-    const rows = await tx.query<AgentRow>('update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning *', [JSON.stringify(next), agentId]);
+    const rows = await tx.query<AgentRow>(`update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning ${AGENT_WITH_SPEND}`, [JSON.stringify(next), agentId]);
     const after = rows[0]!;
     await call.kernel.events.emit(tx, 'agent.updated', {
       companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes: { desiredSkills },

@@ -1,5 +1,6 @@
 import { toCompany } from '../../tenancy/companies.ts';
 import { readCompany } from '../../tenancy/company-access.ts';
+import { companyMonthSpend } from '../../tenancy/month-spend.ts';
 import { assertSameCompany, uuidArg } from './scope.ts';
 import type { KernelCapability } from './types.ts';
 
@@ -10,7 +11,8 @@ export const companiesCapability: KernelCapability = {
         const companyId = uuidArg(call.args[0], 'companyId');
         assertSameCompany(call, companyId, `company ${companyId}`);
         const row = await readCompany(call.kernel.db, companyId);
-        return row ? toCompany(row) : null;
+        // The company guard's row (possibly the cached one) carries no spend (month-spend.ts).
+        return row ? toCompany({ ...row, spent_monthly_cents: await companyMonthSpend(call.kernel.db, companyId) }) : null;
       },
     },
   },

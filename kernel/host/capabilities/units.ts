@@ -66,7 +66,7 @@ export const KERNEL_UNITS: readonly KernelUnit[] = [
   kernelUnit(servicesConsume, { serves: { services: servicesCapability.methods } }),
   kernelUnit(companiesPause, { bridgeFunctions: ['keel_bridge.hold_company(text, text, boolean, text)'], writesKernelRows: true }),
   kernelUnit(budgetsWrite, {
-    bridgeFunctions: ['keel_bridge.report_monthly_spend(text, text, date, bigint, jsonb)', 'keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)'],
+    bridgeFunctions: ['keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)'],
     writesKernelRows: true,
   }),
   kernelUnit(issuesNumber, { bridgeFunctions: ['keel_bridge.next_issue_number(text, text)', 'keel_bridge.next_issue_numbers(text, text, integer)'] }),
