@@ -7,10 +7,15 @@
 
 -- A scope's month-to-date spend in cents: 0 when the costs plugin was never installed (no view).
 -- A disabled plugin keeps its tables, so its figures still read as they were when it stopped.
+-- The view runs with the kernel's privileges, so it is read only when the plugin holding the
+-- namespace is the first-party costs plugin, whose migrations are the project's own code: a
+-- plugin of another origin that took the namespace `costs` could otherwise have the kernel run
+-- SQL of its choosing (or show figures of its choosing).
 create function keel_private.month_spend(of_company uuid, of_scope text, of_id uuid)
   returns bigint language plpgsql stable set search_path = pg_catalog, pg_temp as $$
 begin
-  if to_regclass('plugin_costs.month_spend') is null then
+  if to_regclass('plugin_costs.month_spend') is null
+     or not exists (select 1 from public.plugins p where p.key = 'costs' and p.source_kind = 'first_party' and p.db_namespace = 'costs') then
     return 0;
   end if;
   return coalesce((select m.cost_cents from plugin_costs.month_spend m
