@@ -46,6 +46,7 @@ const files = [
   '0040-one-activity-writer.sql',
   '0041-company-spend-notifications.sql',
   '0042-events-published-at-commit.sql',
+  '0043-one-hold-writer.sql',
   '0052-subscribed-events-column.sql',
 ];
 
