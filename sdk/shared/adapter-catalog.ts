@@ -1,10 +1,20 @@
-import { BUILT_IN_ADAPTER_TYPES } from './adapter-defaults.ts';
-
 /**
  * What an agent hiring other agents needs to know about each built-in adapter type: what it
  * does, its configuration fields with their defaults, and an example. The llms texts are
  * rendered from this one table, so a field documented here is a field the adapter reads.
+ *
+ * Declared in the SDK, not the kernel: it is the contract between the kernel (which stores an
+ * agent's adapterConfig and serves these texts, kernel/tenancy/llms-routes.ts, even with no
+ * plugin installed), the plugins that run the types (the coding-agents drivers take their
+ * tool's facts from LOCAL_TOOLS below) and the console, which reads it as JSON.
  */
+
+/** The adapter types Keel documents; externally registered types are accepted as well (kernel/tenancy/adapter-defaults.ts). */
+export const BUILT_IN_ADAPTER_TYPES = [
+  'process', 'http', 'alpha_local', 'beta_local', 'gamma_local', 'delta_local', 'pi_local',
+  'eta_local', 'cursor', 'zeta_gateway', 'eta_gateway',
+] as const;
+
 export interface AdapterField {
   name: string;
   type: string;
