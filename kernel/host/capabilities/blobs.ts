@@ -3,7 +3,8 @@ import { blobForPlugin } from '../../blobs/blob-access.ts';
 import { blobQuota } from '../../blobs/blob-quota.ts';
 import { KeelError } from '../../http/errors.ts';
 import { MAX_TEXT_BYTES } from '../../../sdk/capabilities/blobs.ts';
-import { cleanFilename, mediaType } from '../../tenancy/assets.ts';
+import { mediaType } from '../../blobs/content-types.ts';
+import { cleanFilename } from '../../blobs/file-names.ts';
 import { callCompany } from './scope.ts';
 import type { BrokeredCall, KernelCapability } from './types.ts';
 

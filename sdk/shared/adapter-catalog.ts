@@ -1,10 +1,22 @@
-import { BUILT_IN_ADAPTER_TYPES } from './adapter-defaults.ts';
+import { LOCAL_TOOLS, type LocalTool } from './local-tools.ts';
 
 /**
  * What an agent hiring other agents needs to know about each built-in adapter type: what it
  * does, its configuration fields with their defaults, and an example. The llms texts are
  * rendered from this one table, so a field documented here is a field the adapter reads.
+ *
+ * Declared in the SDK, not the kernel: it is the contract between the kernel (which stores an
+ * agent's adapterConfig and serves these texts, kernel/tenancy/llms-routes.ts, even with no
+ * plugin installed), the plugins that run the types (the coding-agents drivers take their
+ * tool's facts from LOCAL_TOOLS, local-tools.ts) and the console, which reads it as JSON.
  */
+
+/** The adapter types Keel documents; externally registered types are accepted as well (kernel/tenancy/adapter-defaults.ts). */
+export const BUILT_IN_ADAPTER_TYPES = [
+  'process', 'http', 'alpha_local', 'beta_local', 'gamma_local', 'delta_local', 'pi_local',
+  'eta_local', 'cursor', 'zeta_gateway', 'eta_gateway',
+] as const;
+
 export interface AdapterField {
   name: string;
   type: string;
@@ -35,23 +47,8 @@ const MODEL: AdapterField = { name: 'model', type: 'string', required: false, no
 const INSTRUCTIONS: AdapterField = { name: 'instructionsFilePath', type: 'string', required: false, notes: 'path of the agent\'s instructions file (AGENTS.md); relative paths need cwd' };
 const EXTRA_ARGS: AdapterField = { name: 'extraArgs', type: 'array of strings', required: false, notes: 'extra command-line arguments for the tool' };
 
-/**
- * A coding-agent command-line tool the coding-agents plugin drives on this machine (one driver
- * per tool, plugins/coding-agents/src/tools/): the fields every local adapter shares
- * (plugins/coding-agents/src/config.ts), the effort values and max turns where the tool has
- * them. test/plugins/coding-agents/adapter-catalog.test.ts holds these rows to the drivers.
- */
-interface LocalTool {
-  type: AdapterDescription['type'];
-  tool: string; executable: string; install: string;
-  defaultModel: string | null;
-  efforts: readonly string[] | null;
-  maxTurns: boolean;
-  /** What the model gateway serves for this tool (the kind of provider its runs use by default), in words; null: it does not route through the gateway. */
-  gateway: string | null;
-}
-
-function localTool(spec: LocalTool): AdapterDescription {
+/** A local tool's catalog row, from its facts (local-tools.ts) and the fields every local adapter shares. */
+function localTool(spec: LocalTool & { type: AdapterDescription['type'] }): AdapterDescription {
   return {
     type: spec.type,
     summary: `Runs ${spec.tool} (\`${spec.executable}\`) on this machine for each run, unattended, in its non-interactive mode: the prompt on standard input, the run token only in the environment, the agent's instructions and skills where the tool reads them, its session resumed per task, its output read into a transcript, usage and a result. The tool must be installed where Keel runs (\`${spec.install}\`); POST /api/agents/{agentId}/adapter-test checks it and the model call before a run.`,
@@ -102,18 +99,18 @@ export const ADAPTER_CATALOG: readonly AdapterDescription[] = [
     ],
     example: { adapterType: 'http', adapterConfig: { url: 'https://agents.example.com/run', timeoutMs: 60000, payloadTemplate: { team: 'support' } } },
   },
-  localTool({ type: 'alpha_local', tool: 'Claude Code', executable: 'claude', install: 'npm install -g @anthropic-ai/claude-code', defaultModel: null, efforts: ['low', 'medium', 'high', 'xhigh', 'max'], maxTurns: true, gateway: 'kind anthropic' }),
-  localTool({ type: 'beta_local', tool: 'Codex CLI', executable: 'codex', install: 'npm install -g @openai/codex', defaultModel: 'gpt-6.2-sol', efforts: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'], maxTurns: false, gateway: 'kind openai (the Responses API)' }),
-  localTool({ type: 'gamma_local', tool: 'Gemini CLI', executable: 'gemini', install: 'npm install -g @google/gemini-cli', defaultModel: 'auto', efforts: null, maxTurns: true, gateway: 'kind gemini' }),
-  localTool({ type: 'delta_local', tool: 'OpenCode', executable: 'opencode', install: 'npm install -g opencode-ai', defaultModel: null, efforts: ['minimal', 'low', 'medium', 'high', 'max'], maxTurns: false, gateway: 'the kind its model names (anthropic/…, openai/…, google/…: anthropic, openai, gemini), unless env sets OPENCODE_CONFIG_CONTENT or OPENCODE_CONFIG (its own providers)' }),
-  localTool({ type: 'pi_local', tool: 'Pi', executable: 'pi', install: 'npm install -g @mariozechner/pi-coding-agent', defaultModel: null, efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'], maxTurns: false, gateway: null }),
+  localTool(LOCAL_TOOLS.alpha_local),
+  localTool(LOCAL_TOOLS.beta_local),
+  localTool(LOCAL_TOOLS.gamma_local),
+  localTool(LOCAL_TOOLS.delta_local),
+  localTool(LOCAL_TOOLS.pi_local),
   {
     type: 'eta_local',
     summary: 'Reserved for a further local coding tool: no tool is driven by it yet, so a wake of such an agent answers 409 adapter_unavailable. Use one of the other local adapters, or `process` with a command of your own.',
     fields: [MODEL, CWD, INSTRUCTIONS, EXTRA_ARGS, ENV, TIMEOUT, GRACE],
     example: { adapterType: 'eta_local', adapterConfig: { cwd: '/srv/work/repo' } },
   },
-  localTool({ type: 'cursor', tool: 'Cursor CLI', executable: 'cursor-agent', install: 'curl https://cursor.com/install -fsS | bash', defaultModel: 'auto', efforts: null, maxTurns: false, gateway: null }),
+  localTool(LOCAL_TOOLS.cursor),
   {
     type: 'zeta_gateway',
     summary: 'Connects the agent to a gateway device that runs it elsewhere. Skills cannot be pushed to it (sync mode unsupported).',
