@@ -31,16 +31,6 @@ export function kernelUnit(spec: CapabilitySpec, parts: Omit<KernelUnit, 'spec'>
   return { spec, ...parts };
 }
 
-/** Some methods of a kernel capability module that serves several declarations' methods of one member. */
-export function pick(capability: KernelCapability, ...names: string[]): Methods {
-  const picked: Methods = {};
-  for (const name of names) {
-    if (!Object.hasOwn(capability.methods, name)) throw new Error(`No kernel method ${name} to register`);
-    picked[name] = capability.methods[name]!;
-  }
-  return picked;
-}
-
 /** The broker's table (member -> method -> handler), derived from the units; a method registered twice is an error at load. */
 export function brokerTable(units: readonly KernelUnit[]): Record<string, KernelCapability> {
   const table: Record<string, KernelCapability> = {};

@@ -1,7 +1,7 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
-import { ActivityEntityKinds, recordInBatch } from './capabilities/activity.ts';
+import { ActivityEntityKinds, recordInBatch } from '../capabilities/activity-write/worker.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
-import type { KernelCall } from './capabilities/events.ts';
+import type { KernelCall } from '../capabilities/events-publish/worker.ts';
 import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { cancelStatements, finishCall, type FinishingPlugin } from './call-finish.ts';
@@ -14,7 +14,7 @@ import { LogBudget } from './log-budget.ts';
 import { wiredAnswer } from './wired-answer.ts';
 import { TRANSACTION_FAILURES, transactionFailure, wireFromPlugin, wireHostError } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
-import { workerCapabilities } from './capabilities/registry.ts';
+import { workerCapabilities } from '../capabilities/worker-units.ts';
 
 const closed = (message = 'This ctx belongs to an invocation that has finished') => JSON.stringify({ e: { status: 409, code: 'invocation_closed', message } });
 

@@ -1,7 +1,7 @@
 import type pg from 'pg';
-import { flushBatchActivity } from './capabilities/activity.ts';
-import { writePendingEvents } from './capabilities/events-at-commit.ts';
-import { flushKernelRows } from './capabilities/kernel-rows.ts';
+import { flushBatchActivity } from '../capabilities/activity-write/worker.ts';
+import { writePendingEvents } from '../capabilities/events-publish/events-at-commit.ts';
+import { flushKernelRows } from './capabilities/kernel-row-bridge.ts';
 import type { DeferredStatement, Invocation } from './invocation.ts';
 
 /** What a transaction holds back to send with its COMMIT (a call's own, or a batch's for all its calls). */

@@ -1,7 +1,9 @@
-import { forReaders } from '../../activity/censor.ts';
-import { MAX_ACTIVITY_LIST } from '../../../sdk/capabilities/activity.ts';
-import { callCompany, uuidArg } from './scope.ts';
-import type { KernelCapability } from './types.ts';
+import { activityRead as spec } from '../../../../sdk/capabilities/activity.ts';
+import { forReaders } from '../../../activity/censor.ts';
+import { MAX_ACTIVITY_LIST } from '../../../../sdk/capabilities/activity.ts';
+import { callCompany, uuidArg } from '../scope.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const DEFAULT_LIMIT = 100;
 
@@ -11,7 +13,7 @@ const DEFAULT_LIMIT = 100;
  * record of the call, never from the plugin. Entries about hidden rows are not left out: the
  * plugin asks about entities it knows, hidden or not.
  */
-export const activityCapability: KernelCapability = {
+const activityCapability: KernelCapability = {
   methods: {
     list: {
       run: async (call) => {
@@ -27,3 +29,5 @@ export const activityCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { activity: activityCapability.methods } });

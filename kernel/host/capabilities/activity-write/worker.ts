@@ -1,9 +1,11 @@
+import { activityWrite as spec } from '../../../../sdk/capabilities/activity.ts';
 import { sanitizeDetails } from '../../../../sdk/shared/sanitize.ts';
-import type { DeliveredSecrets } from '../delivered-secrets.ts';
-import type { PluginDatabase } from './database.ts';
-import type { Invocation } from '../invocation.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import type { DeliveredSecrets } from '../../worker/delivered-secrets.ts';
+import type { PluginDatabase } from '../../worker/capabilities/database.ts';
+import type { Invocation } from '../../worker/invocation.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
 import { checkedActivityEntry, type ActivityEntry } from '../../../../sdk/shared/activity-entry.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /**
  * `ctx.activity.record`: an entry in the kernel's activity log, written in the invocation's
@@ -156,3 +158,5 @@ export async function flushBatchActivity(client: import('pg').PoolClient, entrie
   const rows = entries.map(([invocation, signature, action, entityType, entityId, details]) => ({ invocation, signature, action, entityType, entityId, details: details === null ? null : JSON.parse(details as string) }));
   await client.query({ text: 'select keel_bridge.record_activities($1::jsonb)', values: [JSON.stringify(rows)] });
 }
+
+export const workerSide = workerUnit(spec, ({ database, activityKinds, delivered }) => ({ activity: activityCapability(database, activityKinds, delivered) }));

@@ -1,10 +1,11 @@
-import { INSTRUCTION_KEY } from '../../../sdk/capabilities/kernel-data.ts';
-import { KeelError } from '../../http/errors.ts';
-import { isPlainObject, maskConfig } from '../../tenancy/agent-config.ts';
-import { deepEqual, recordRevision } from '../../tenancy/agent-config-revisions.ts';
-import { eventAgent, type AgentRow } from '../../tenancy/agents.ts';
-import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
-import type { BrokeredCall } from './types.ts';
+import { agentsInstructions as spec, INSTRUCTION_KEY } from '../../../../sdk/capabilities/kernel-data.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { isPlainObject, maskConfig } from '../../../tenancy/agent-config.ts';
+import { deepEqual, recordRevision } from '../../../tenancy/agent-config-revisions.ts';
+import { eventAgent, type AgentRow } from '../../../tenancy/agents.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
+import type { BrokeredCall } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * `ctx.agents.setInstructionKeys` (agents.instructions): writes instruction keys of an agent's
@@ -50,3 +51,5 @@ export async function setInstructionKeys(call: BrokeredCall): Promise<{ adapterC
     return { adapterConfig: maskConfig(next) as Record<string, unknown>, changed: true };
   });
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { agents: { setInstructionKeys: { run: setInstructionKeys } } } });

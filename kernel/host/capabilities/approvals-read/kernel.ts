@@ -1,7 +1,9 @@
-import type { ApprovalStatus } from '../../../sdk/capabilities/kernel-data.ts';
-import { APPROVAL_LIST_LIMIT, countApprovals, listApprovals, toApprovalJson, type ApprovalFilter } from '../../tenancy/approvals.ts';
-import { callCompany } from './scope.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { approvalsRead as spec } from '../../../../sdk/capabilities/kernel-data.ts';
+import type { ApprovalStatus } from '../../../../sdk/capabilities/kernel-data.ts';
+import { APPROVAL_LIST_LIMIT, countApprovals, listApprovals, toApprovalJson, type ApprovalFilter } from '../../../tenancy/approvals.ts';
+import { callCompany } from '../scope.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /** The registry checked the filter against its schema before the call got here; an omitted one arrives as null. */
 function filterOf(call: BrokeredCall): ApprovalFilter & { limit?: number } {
@@ -9,7 +11,7 @@ function filterOf(call: BrokeredCall): ApprovalFilter & { limit?: number } {
   return { status: given.status, type: given.type, limit: given.limit };
 }
 
-export const approvalsCapability: KernelCapability = {
+const approvalsCapability: KernelCapability = {
   methods: {
     list: {
       run: async (call) => {
@@ -27,3 +29,5 @@ export const approvalsCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { approvals: approvalsCapability.methods } });

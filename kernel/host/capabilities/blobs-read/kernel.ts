@@ -1,18 +1,15 @@
-import { writeBlobFromBuffer, deleteBlob, readBlobBuffer, type BlobMetadata } from '../../blobs/blob-store.ts';
-import { blobForPlugin } from '../../blobs/blob-access.ts';
-import { blobQuota } from '../../blobs/blob-quota.ts';
-import { KeelError } from '../../http/errors.ts';
-import { MAX_TEXT_BYTES } from '../../../sdk/capabilities/blobs.ts';
-import { cleanFilename, mediaType } from '../../tenancy/assets.ts';
-import { callCompany } from './scope.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
-
-const TEXT_TYPES = /^(text\/[a-z0-9.+-]+|application\/(json|x-ndjson|[a-z0-9.+-]+\+json))$/;
-const PLUGIN_KEY = /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/;
+import { readBlobBuffer, type BlobMetadata } from '../../../blobs/blob-store.ts';
+import { blobForPlugin } from '../../../blobs/blob-access.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { blobsRead as spec, MAX_TEXT_BYTES } from '../../../../sdk/capabilities/blobs.ts';
+import { callCompany } from '../scope.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const notFound = () => new KeelError(404, 'blob_not_found', 'No blob with this id is reachable by this plugin in this company');
 
-async function reachable(call: BrokeredCall, id: unknown) {
+/** A blob this plugin reaches in the call's company (also used by blobs.write), or not found. */
+export async function reachable(call: BrokeredCall, id: unknown) {
   const blob = await blobForPlugin(call.kernel.db, call.plugin, callCompany(call), id);
   if (!blob) throw notFound();
   return blob;
@@ -21,13 +18,13 @@ async function reachable(call: BrokeredCall, id: unknown) {
 const view = ({ owned: _owned, ...blob }: BlobMetadata & { owned?: boolean }) => blob;
 
 /**
- * `ctx.blobs`: metadata, small text, blobs from text, links and deletes, always in the company
+ * `ctx.blobs` reads (blobs.read): metadata and small text (writes: blobs-write), always in the company
  * the call serves and only for blobs the plugin owns or was handed (an upload to its route, a
  * link from another plugin). Another company's or another plugin's blob is not found, exactly
  * like an unknown id. Bytes of uploads never cross into the isolate; downloads are streamed
  * by the kernel from routes declared `download`.
  */
-export const blobsCapability: KernelCapability = {
+const blobsRead: KernelCapability = {
   methods: {
     get: {
       run: async (call) => {
@@ -42,38 +39,7 @@ export const blobsCapability: KernelCapability = {
         return (await readBlobBuffer(call.kernel.db, blob.id)).toString('utf8');
       },
     },
-    createText: {
-      run: async (call) => {
-        const input = call.args[0] as { text?: unknown; contentType?: unknown; filename?: unknown } | null;
-        if (!input || typeof input.text !== 'string') throw new KeelError(400, 'invalid_arguments', 'createText({ text, contentType?, filename? }): text must be a string');
-        const contentType = input.contentType === undefined || input.contentType === null ? 'text/plain' : mediaType(String(input.contentType));
-        if (!TEXT_TYPES.test(contentType)) throw new KeelError(400, 'invalid_arguments', 'createText: contentType must be a text/* or JSON type');
-        // Measured before it is copied: a UTF-8 encoding has at least one byte per UTF-16 unit.
-        const tooLarge = () => new KeelError(413, 'blob_too_large', `createText writes at most ${MAX_TEXT_BYTES} bytes`);
-        if (input.text.length > MAX_TEXT_BYTES || Buffer.byteLength(input.text, 'utf8') > MAX_TEXT_BYTES) throw tooLarge();
-        const data = Buffer.from(input.text, 'utf8');
-        const filename = typeof input.filename === 'string' ? cleanFilename(input.filename) : null;
-        const companyId = callCompany(call);
-        return call.kernel.db.transaction((tx) => writeBlobFromBuffer(tx, { companyId, owner: call.plugin, contentType, filename }, data, blobQuota(call.kernel.config)));
-      },
-    },
-    link: {
-      run: async (call) => {
-        const blob = await reachable(call, call.args[0]);
-        const target = call.args[1];
-        if (typeof target !== 'string' || !PLUGIN_KEY.test(target)) throw new KeelError(400, 'invalid_arguments', 'link(blobId, pluginKey): pluginKey must be a plugin key');
-        if (target === blob.owner) return { linked: true };
-        await call.kernel.db.exec('insert into blob_links (blob_id, plugin_key, linked_by) values (?, ?, ?) on conflict do nothing', [blob.id, target, call.plugin]);
-        return { linked: true };
-      },
-    },
-    delete: {
-      run: async (call) => {
-        const blob = await reachable(call, call.args[0]);
-        // The owner deletes the blob; a plugin it was handed to only lets go of it.
-        if (blob.owned) return { deleted: await deleteBlob(call.kernel.db, blob.id) };
-        return { deleted: (await call.kernel.db.exec('delete from blob_links where blob_id = ? and plugin_key = ?', [blob.id, call.plugin])) > 0 };
-      },
-    },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { blobs: blobsRead.methods } });

@@ -1,7 +1,9 @@
-import type { InstanceCatalog } from '../../../sdk/capabilities/catalog.ts';
-import { CORE_TOOLS } from '../../mcp/core-tools.ts';
-import { enabledTools, type RunningPlugins } from '../plugin-tools.ts';
-import type { KernelCapability } from './types.ts';
+import { catalogRead as spec } from '../../../../sdk/capabilities/catalog.ts';
+import type { InstanceCatalog } from '../../../../sdk/capabilities/catalog.ts';
+import { CORE_TOOLS } from '../../../mcp/core-tools.ts';
+import { enabledTools, type RunningPlugins } from '../../plugin-tools.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /** What the instance serves, as this process's host knows it: the plugins it runs and their contributions. */
 export function instanceCatalog(host: RunningPlugins): InstanceCatalog {
@@ -20,6 +22,8 @@ export function instanceCatalog(host: RunningPlugins): InstanceCatalog {
   };
 }
 
-export const catalogCapability: KernelCapability = {
+const catalogCapability: KernelCapability = {
   methods: { get: { run: async (call) => instanceCatalog(call.host) } },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { catalog: catalogCapability.methods } });

@@ -1,9 +1,11 @@
-import { toCompany } from '../../tenancy/companies.ts';
-import { readCompany } from '../../tenancy/company-access.ts';
-import { assertSameCompany, uuidArg } from './scope.ts';
-import type { KernelCapability } from './types.ts';
+import { companiesRead as spec } from '../../../../sdk/capabilities/kernel-data.ts';
+import { toCompany } from '../../../tenancy/companies.ts';
+import { readCompany } from '../../../tenancy/company-access.ts';
+import { assertSameCompany, uuidArg } from '../scope.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
-export const companiesCapability: KernelCapability = {
+const companiesCapability: KernelCapability = {
   methods: {
     get: {
       run: async (call) => {
@@ -15,3 +17,5 @@ export const companiesCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { companies: companiesCapability.methods } });

@@ -1,8 +1,10 @@
-import type { PluginManifest } from '../../../sdk/plugin/manifest.ts';
-import { KeelError } from '../../http/errors.ts';
-import { KERNEL_EVENT_NAMES } from '../../../sdk/manifest/fragments.ts';
-import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
-import type { KernelCapability } from './types.ts';
+import { eventsPublish as spec } from '../../../../sdk/capabilities/events.ts';
+import type { PluginManifest } from '../../../../sdk/plugin/manifest.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { KERNEL_EVENT_NAMES } from '../../../../sdk/manifest/fragments.ts';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../../sdk/manifest/plugin-schema-ajv.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /** Largest published payload, as JSON text. */
 export const MAX_EVENT_PAYLOAD_CHARS = 64 * 1024;
@@ -43,7 +45,7 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
  * schemas are checked where every other plugin schema is, with the RE2-backed ajv. Not a
  * method plugins can call: the registry declares no `eventChecks`, so the worker refuses it to the isolate.
  */
-export const eventChecksCapability: KernelCapability = {
+const eventChecksCapability: KernelCapability = {
   methods: {
     check: {
       checkedAs: 'events.publish',
@@ -55,3 +57,8 @@ export const eventChecksCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, {
+  internal: { eventChecks: eventChecksCapability.methods },
+  bridgeFunctions: ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'keel_bridge.publish_event(text, text, text, text, text, jsonb, uuid)'],
+});

@@ -1,8 +1,10 @@
-import type { ActivityEntityKinds } from './activity.ts';
-import type { PluginDatabase } from './database.ts';
+import { eventsPublish as spec } from '../../../../sdk/capabilities/events.ts';
+import type { ActivityEntityKinds } from '../activity-write/worker.ts';
+import type { PluginDatabase } from '../../worker/capabilities/database.ts';
 import { deferEvent, writePendingEvents, type EventValues } from './events-at-commit.ts';
-import type { Invocation } from '../invocation.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import type { Invocation } from '../../worker/invocation.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /** Asks the kernel over IPC (the broker checks the invocation and the grant there). */
 export type KernelCall = (invocation: Invocation, capability: string, method: string, args: unknown[]) => Promise<unknown>;
@@ -71,3 +73,5 @@ function refusal(error: unknown): CapabilityError | null {
   if (refused) return new CapabilityError(refused.status, refused.code, refused.message);
   return pgError?.code === '42501' ? new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`) : null;
 }
+
+export const workerSide = workerUnit(spec, ({ database, kernel, activityKinds }) => ({ events: eventsCapability(database, kernel, activityKinds) }));

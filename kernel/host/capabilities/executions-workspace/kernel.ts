@@ -1,7 +1,9 @@
-import type { WorkspaceProcessInput } from '../../../sdk/capabilities/workspace-processes.ts';
-import { workspaceProcessesOf, type WorkspaceCaller } from '../../executions/workspace-processes.ts';
-import { callCompany, uuidArg } from './scope.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { executionsWorkspace as spec } from '../../../../sdk/capabilities/workspace-processes.ts';
+import type { WorkspaceProcessInput } from '../../../../sdk/capabilities/workspace-processes.ts';
+import { workspaceProcessesOf, type WorkspaceCaller } from '../../../executions/workspace-processes.ts';
+import { callCompany, uuidArg } from '../scope.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * `ctx.workspaceProcesses`: a workspace's services and commands, run by the executor tier
@@ -13,7 +15,7 @@ import type { BrokeredCall, KernelCapability } from './types.ts';
 const caller = (call: BrokeredCall): WorkspaceCaller => ({ plugin: call.plugin, companyId: callCompany(call), actor: call.info.actor });
 const processes = (call: BrokeredCall) => workspaceProcessesOf(call.kernel.executions, call.kernel.resolver);
 
-export const workspaceProcessesCapability: KernelCapability = {
+const workspaceProcessesCapability: KernelCapability = {
   methods: {
     start: { run: async (call) => processes(call).begin(caller(call), call.args[0] as WorkspaceProcessInput) },
     get: { run: async (call) => processes(call).get(caller(call), uuidArg(call.args[0], 'executionId')) },
@@ -25,3 +27,5 @@ export const workspaceProcessesCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { workspaceProcesses: workspaceProcessesCapability.methods } });

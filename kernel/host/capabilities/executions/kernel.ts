@@ -1,6 +1,8 @@
-import type { HttpExecutionInput, ProbeInput, ProcessExecutionInput } from '../../../sdk/capabilities/executions.ts';
-import { callCompany, uuidArg } from './scope.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { executions as spec } from '../../../../sdk/capabilities/executions.ts';
+import type { HttpExecutionInput, ProbeInput, ProcessExecutionInput } from '../../../../sdk/capabilities/executions.ts';
+import { callCompany, uuidArg } from '../scope.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * `ctx.executions`: the executor tier (kernel/executions/), reached through the broker. The
@@ -14,7 +16,7 @@ const caller = (call: BrokeredCall) => ({
   contributes: (adapterType: string) => call.kernel.points.contributors('agent.adapter-config', adapterType).includes(call.plugin),
 });
 
-export const executionsCapability: KernelCapability = {
+const executionsCapability: KernelCapability = {
   methods: {
     start: { run: async (call) => call.kernel.executions.begin(caller(call), call.args[0] as ProcessExecutionInput | HttpExecutionInput) },
     get: { run: async (call) => call.kernel.executions.get(caller(call), uuidArg(call.args[0], 'executionId')) },
@@ -28,3 +30,5 @@ export const executionsCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { executions: executionsCapability.methods } });

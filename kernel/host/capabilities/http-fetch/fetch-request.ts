@@ -1,4 +1,4 @@
-import { CapabilityError } from './types.ts';
+import { CapabilityError } from '../../worker/capabilities/types.ts';
 
 /**
  * The arguments of `ctx.http.fetch(url, {method, headers, body, timeoutMs})`, checked and

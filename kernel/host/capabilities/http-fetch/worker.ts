@@ -1,11 +1,13 @@
+import { httpFetch as spec } from '../../../../sdk/capabilities/http.ts';
 import type { WorkerInit } from '../../protocol/messages.ts';
-import type { Invocation } from '../invocation.ts';
+import type { Invocation } from '../../worker/invocation.ts';
 import { addressAllowed, describeClass, METADATA_HOST_NAMES, OVERRIDABLE_CLASSES } from '../../../net/address-policy.ts';
 import { headersForOtherOrigin, parseFetchArgs, type FetchRequest } from './fetch-request.ts';
 import { exchange, type ResolvedAddress } from '../../../net/http-exchange.ts';
 import { systemResolver, type Resolver } from '../../../net/resolver.ts';
 import { AllowList, normaliseHost } from '../../../net/allow-list.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /**
  * `ctx.http.fetch`: HTTP(S) to the hosts of the manifest's `network.allow` list and to no
@@ -173,3 +175,5 @@ function transportError(error: unknown, signal: AbortSignal, url: URL, timeoutMs
 function safeUrl(url: URL): string {
   return `${url.protocol}//${url.host}${url.pathname.length > 200 ? `${url.pathname.slice(0, 200)}…` : url.pathname}`;
 }
+
+export const workerSide = workerUnit(spec, ({ init }) => ({ http: httpCapability(init) }));

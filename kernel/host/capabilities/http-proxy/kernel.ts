@@ -1,12 +1,16 @@
-import { proxyTargetVerdict } from '../../gateway/proxy-target.ts';
-import type { KernelCapability } from './types.ts';
+import { httpProxy as spec } from '../../../../sdk/capabilities/http.ts';
+import { proxyTargetVerdict } from '../../../gateway/proxy-target.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * The kernel-served part of `ctx.http` (capability http.proxy): whether a model provider address
  * passes the rule the kernel applies when it forwards a proxy answer (kernel/gateway/proxy-target.ts).
  */
-export const httpProxyCapability: KernelCapability = {
+const httpProxyCapability: KernelCapability = {
   methods: {
     checkProxyTarget: { run: async (call) => proxyTargetVerdict(call.args[0] as string, call.kernel.config) },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { http: httpProxyCapability.methods } });

@@ -1,4 +1,6 @@
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { jobsEnqueue as spec } from '../../../../sdk/capabilities/jobs.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 function enqueuedJobs(call: BrokeredCall) {
   return { jobs: call.host.contributionPoints().enqueued, plugin: call.host.plugins.get(call.plugin)! };
@@ -12,7 +14,7 @@ function enqueuedJobs(call: BrokeredCall) {
  * kernel's record of the call; a cancel reaches only this plugin's jobs of that same company.
  * Not a member plugins can call: the registry declares no `jobChecks`.
  */
-export const jobChecksCapability: KernelCapability = {
+const jobChecksCapability: KernelCapability = {
   methods: {
     enqueue: {
       checkedAs: 'jobs.enqueue',
@@ -30,3 +32,8 @@ export const jobChecksCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, {
+  internal: { jobChecks: jobChecksCapability.methods },
+  bridgeFunctions: ['keel_bridge.stage_job(text, text, text, text)', 'keel_bridge.unstage_job(text, text, uuid)'],
+});

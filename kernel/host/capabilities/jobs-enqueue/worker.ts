@@ -1,6 +1,8 @@
-import type { PluginDatabase } from './database.ts';
-import type { KernelCall } from './events.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import { jobsEnqueue as spec } from '../../../../sdk/capabilities/jobs.ts';
+import type { PluginDatabase } from '../../worker/capabilities/database.ts';
+import type { KernelCall } from '../events-publish/worker.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /** What the kernel answers an enqueue it has checked: the job already queued, or a signed ticket to stage. */
 type CheckedEnqueue = { jobId: string; duplicate: true } | { jobId: string; duplicate: false; ticket: string; signature: string };
@@ -41,3 +43,5 @@ export function jobsCapability(db: PluginDatabase | null, kernel: KernelCall): W
     },
   };
 }
+
+export const workerSide = workerUnit(spec, ({ database, kernel }) => ({ jobs: jobsCapability(database, kernel) }));

@@ -1,5 +1,7 @@
-import { KeelError } from '../../http/errors.ts';
-import type { KernelCapability } from './types.ts';
+import { jobsSchedule as spec } from '../../../../sdk/capabilities/jobs.ts';
+import { KeelError } from '../../../http/errors.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const MAX_MESSAGE = 500;
 
@@ -24,7 +26,7 @@ function progressOf(value: unknown): { done: number; total: number | null; messa
  * enqueued job was cancelled is refused with 409 job_cancelled, so the handler stops and its
  * transaction rolls back.
  */
-export const progressCapability: KernelCapability = {
+const progressCapability: KernelCapability = {
   methods: {
     report: {
       run: async (call) => {
@@ -40,3 +42,5 @@ export const progressCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { progress: progressCapability.methods } });

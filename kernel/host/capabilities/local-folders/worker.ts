@@ -1,10 +1,12 @@
+import { localFolders as spec } from '../../../../sdk/capabilities/folders.ts';
 import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { FolderMount } from '../../protocol/messages.ts';
-import type { Invocation } from '../invocation.ts';
+import type { Invocation } from '../../worker/invocation.ts';
 import { assertDescriptorInside, CREATE_FLAGS, ensureParent, escapes, isInside, mountRoot, pathSegments, READ_FLAGS, resolveExisting } from '../../../files/folder-paths.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /**
  * `ctx.folders`: text files in the local folders an operator mounted for the invocation's
@@ -150,3 +152,5 @@ async function exists(invocation: Invocation, args: unknown[]): Promise<boolean>
 export function foldersCapability(): WorkerCapability {
   return { read, write, list, exists };
 }
+
+export const workerSide = workerUnit(spec, () => ({ folders: foldersCapability() }));

@@ -1,10 +1,12 @@
+import { localImport as spec } from '../../../../sdk/capabilities/local-import.ts';
 import { lstat, open, readdir, realpath, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, resolve, sep } from 'node:path';
-import type { LocalImportFile, LocalImportTree } from '../../../sdk/capabilities/local-import.ts';
-import type { KeelConfig } from '../../config/schema.ts';
-import { KeelError } from '../../http/errors.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import type { LocalImportFile, LocalImportTree } from '../../../../sdk/capabilities/local-import.ts';
+import type { KeelConfig } from '../../../config/schema.ts';
+import { KeelError } from '../../../http/errors.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const MAX_FILES = 2000;
 const MAX_DEPTH = 12;
@@ -18,7 +20,7 @@ const NOT_WALKED = new Set(['.git', 'node_modules']);
  * inside a root and outside the data directory (its keyring and secrets), except
  * `<dataDir>/skills`. Only regular files are opened (a FIFO or a device would block or never end).
  */
-export const localImportCapability: KernelCapability = {
+const localImportCapability: KernelCapability = {
   methods: {
     read: { run: (call) => readTree(call) },
   },
@@ -138,3 +140,5 @@ function decodeUtf8(bytes: Buffer): string | null {
     return null;
   }
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { localImport: localImportCapability.methods } });

@@ -1,10 +1,12 @@
+import { localWorkspaces as spec } from '../../../../sdk/capabilities/workspaces.ts';
 import { execFile, execFileSync } from 'node:child_process';
 import { constants, promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import type { FolderMount } from '../../protocol/messages.ts';
-import type { Invocation } from '../invocation.ts';
+import type { Invocation } from '../../worker/invocation.ts';
 import { ensureParent, escapes, isInside, mountRoot, resolveExisting } from '../../../files/folder-paths.ts';
-import { CapabilityError, type WorkerCapability } from './types.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { workerUnit } from '../../worker/capabilities/unit.ts';
 
 /**
  * `ctx.workspaces`: working directories by absolute path, confined to the folders an operator
@@ -150,3 +152,5 @@ async function gitStatus(invocation: Invocation, args: unknown[]) {
 export function workspacesCapability(): WorkerCapability {
   return { inspect, makeDirectory, removeDirectory, gitStatus };
 }
+
+export const workerSide = workerUnit(spec, () => ({ workspaces: workspacesCapability() }));

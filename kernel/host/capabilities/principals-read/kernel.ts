@@ -1,8 +1,10 @@
-import type { ActorFacts, AgentFacts, HeldGrant } from '../../../sdk/capabilities/principals.ts';
-import { LOCAL_BOARD_USER_ID } from '../../auth/actor.ts';
-import { isUuid } from '../../http/validate.ts';
-import { callCompany, uuidArg } from './scope.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { principalsRead as spec } from '../../../../sdk/capabilities/principals.ts';
+import type { ActorFacts, AgentFacts, HeldGrant } from '../../../../sdk/capabilities/principals.ts';
+import { LOCAL_BOARD_USER_ID } from '../../../auth/actor.ts';
+import { isUuid } from '../../../http/validate.ts';
+import { callCompany, uuidArg } from '../scope.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /** The permission keys a call asked about (the registry checked their shape); none when omitted. */
 function keysOf(value: unknown): string[] {
@@ -34,7 +36,7 @@ async function mentionHandle(call: BrokeredCall, userId: string): Promise<string
  * and instance-admin flags come from the auth cache (evicted by trigger on every change), grants
  * from the database; everything is read in the call's company.
  */
-export const principalsCapability: KernelCapability = {
+const principalsCapability: KernelCapability = {
   methods: {
     actor: {
       run: async (call): Promise<ActorFacts> => {
@@ -71,3 +73,5 @@ export const principalsCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { principals: principalsCapability.methods } });

@@ -1,6 +1,6 @@
-import type { Invocation } from '../invocation.ts';
-import { onInvocationClient } from './activity.ts';
-import type { PluginDatabase } from './database.ts';
+import type { Invocation } from '../../worker/invocation.ts';
+import { onInvocationClient } from '../activity-write/worker.ts';
+import type { PluginDatabase } from '../../worker/capabilities/database.ts';
 
 /**
  * Confirms the ledger runs this call opened (`ctx.runs.open`), inside the call's own

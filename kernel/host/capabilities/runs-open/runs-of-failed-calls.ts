@@ -1,8 +1,8 @@
-import { LIVE_STATUSES } from '../../runs/run-ledger.ts';
-import type { Tx } from '../../db/database.ts';
-import type { KernelServices } from '../../services.ts';
-import type { CapabilityHost } from './capability-host.ts';
-import type { BrokeredCall } from './types.ts';
+import { LIVE_STATUSES } from '../../../runs/run-ledger.ts';
+import type { Tx } from '../../../db/database.ts';
+import type { KernelServices } from '../../../services.ts';
+import type { CapabilityHost } from '../capability-host.ts';
+import type { BrokeredCall } from '../types.ts';
 
 /**
  * A run opened by a call whose transaction then failed must not stay open (its token live, no

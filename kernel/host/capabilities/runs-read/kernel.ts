@@ -1,40 +1,16 @@
-import { KeelError } from '../../http/errors.ts';
-import { toRun } from '../../runs/run-ledger.ts';
-import { MAX_RUN_CONTEXT_BYTES, MAX_RUNS_GET, type RecentRunsFilter, type RunSummary } from '../../../sdk/capabilities/runs.ts';
-import type { Row } from '../../db/database.ts';
-import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
-import type { KernelCapability } from './types.ts';
-import { confirmationOf, rememberOpenedRun } from './runs-of-failed-calls.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { toRun } from '../../../runs/run-ledger.ts';
+import { MAX_RUN_CONTEXT_BYTES, MAX_RUNS_GET, runsRead as spec, type RecentRunsFilter, type RunSummary } from '../../../../sdk/capabilities/runs.ts';
+import type { Row } from '../../../db/database.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const RECENT_RUNS_DEFAULT = 50;
-const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 
-/** The run ledger, as the agent runtime plugin reaches it. */
-export const runsCapability: KernelCapability = {
+/** The run ledger, read (runs.read): runs of the call's company. */
+const runsRead: KernelCapability = {
   methods: {
-    open: {
-      run: async (call) => {
-        const input = (call.args[0] ?? {}) as { agentId?: unknown; invocationSource?: unknown; trigger?: unknown; context?: unknown };
-        const agentId = uuidArg(input.agentId, 'agentId');
-        const context = contextArg(input.context);
-        const agent = await call.kernel.db.maybeOne<{ company_id: string }>(`select company_id from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
-        if (!agent) throw new KeelError(404, 'not_found', 'Agent not found');
-        const source = typeof input.invocationSource === 'string' && /^[a-z_]{1,40}$/.test(input.invocationSource) ? input.invocationSource : 'on_demand';
-        const confirm = confirmationOf(call);
-        const opened = await call.kernel.db.transaction(async (tx) => {
-          const result = await call.kernel.runs.open(tx, {
-            companyId: agent.company_id, agentId, invocationSource: source, trigger: typeof input.trigger === 'string' ? input.trigger.slice(0, 200) : undefined, openedByPlugin: call.plugin, confirm, context,
-          });
-          await call.kernel.activity.record(tx, {
-            companyId: agent.company_id, actorType: 'system', actorId: `plugin:${call.plugin}`, agentId, runId: result.run.runId,
-            action: 'run.opened', entityType: 'run', entityId: result.run.runId, details: { invocationSource: source, plugin: call.plugin },
-          });
-          return result;
-        });
-        rememberOpenedRun(call.host, call.info.id, opened.run.runId, call.plugin);
-        return { runId: opened.run.runId, token: opened.token, tokenExpiresAt: opened.tokenExpiresAt };
-      },
-    },
     get: {
       // runs.read: rows of the call's company only, so another company's run is left out like an unknown id.
       run: async (call) => {
@@ -75,25 +51,6 @@ export const runsCapability: KernelCapability = {
         return rows.map(runSummary);
       },
     },
-    close: {
-      run: async (call) => {
-        const runId = uuidArg(call.args[0], 'runId');
-        const input = (call.args[1] ?? {}) as { status?: unknown; reason?: unknown };
-        if (typeof input.status !== 'string' || !CLOSE_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_arguments', `status must be one of ${[...CLOSE_STATUSES].join(', ')}`);
-        const found = await call.kernel.db.maybeOne<{ company_id: string; agent_id: string }>(`select company_id, agent_id from runs where id = ? and ${OF_CALL_COMPANY}`, [runId, callCompany(call)]);
-        if (!found) throw new KeelError(404, 'not_found', 'Run not found');
-        const run = { companyId: found.company_id, agentId: found.agent_id };
-        const closed = await call.kernel.db.transaction(async (tx) => {
-          const result = await call.kernel.runs.close(tx, runId, { status: input.status as 'succeeded', reason: typeof input.reason === 'string' ? input.reason.slice(0, 500) : undefined });
-          await call.kernel.activity.record(tx, {
-            companyId: run.companyId, actorType: 'system', actorId: `plugin:${call.plugin}`, agentId: run.agentId, runId,
-            action: 'run.closed', entityType: 'run', entityId: runId, details: { status: result.status, plugin: call.plugin },
-          });
-          return result;
-        });
-        return { runId: closed.runId, status: closed.status };
-      },
-    },
   },
 };
 
@@ -110,7 +67,7 @@ function runSummary(row: Row): RunSummary {
 }
 
 /** A run's context snapshot (the registry's schema has checked its shape), bounded in size; undefined when none is given. */
-function contextArg(value: unknown): Record<string, unknown> | undefined {
+export function contextArg(value: unknown): Record<string, unknown> | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value !== 'object' || Array.isArray(value)) throw new KeelError(400, 'invalid_arguments', 'context must be an object');
   if (Buffer.byteLength(JSON.stringify(value)) > MAX_RUN_CONTEXT_BYTES) {
@@ -118,3 +75,5 @@ function contextArg(value: unknown): Record<string, unknown> | undefined {
   }
   return value as Record<string, unknown>;
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { runs: runsRead.methods } });

@@ -1,8 +1,10 @@
-import { isSecretRef } from '../../tenancy/agent-config.ts';
-import { KeelError } from '../../http/errors.ts';
-import { isUuid } from '../../http/validate.ts';
-import { callCompany } from './scope.ts';
-import { DeliversSecrets, type BrokeredCall, type KernelCapability } from './types.ts';
+import { secretsConfig as spec } from '../../../../sdk/capabilities/config-secrets.ts';
+import { isSecretRef } from '../../../tenancy/agent-config.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { isUuid } from '../../../http/validate.ts';
+import { callCompany } from '../scope.ts';
+import { DeliversSecrets, type BrokeredCall, type KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const FIELD = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
 
@@ -11,7 +13,7 @@ const FIELD = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
  * reference, for the company the call serves only. The configuration is read from the plugins
  * table (what the operator saved), not from anything the plugin sends.
  */
-export const configSecretsCapability: KernelCapability = {
+const configSecretsCapability: KernelCapability = {
   methods: {
     resolve: { run: (call) => resolveConfigSecret(call) },
   },
@@ -36,3 +38,5 @@ async function resolveConfigSecret(call: BrokeredCall): Promise<DeliversSecrets 
     [companyId, `plugin:${call.plugin}`, JSON.stringify({ plugin: call.plugin, field, secretId: ref.secretId.toLowerCase(), version: revealed.version })]);
   return new DeliversSecrets({ value: revealed.value, secretId: ref.secretId.toLowerCase(), version: revealed.version }, [revealed.value]);
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { configSecrets: configSecretsCapability.methods } });

@@ -1,16 +1,17 @@
-import { KeelError } from '../../http/errors.ts';
-import { resolveRunEnvironment } from '../../vault/run-environment.ts';
-import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
-import { DeliversSecrets, type KernelCapability } from './types.ts';
-import { describeSecret, storeSecret } from './secrets-store.ts';
+import { secretsResolve as spec } from '../../../../sdk/capabilities/runs.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { resolveRunEnvironment } from '../../../vault/run-environment.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
+import { DeliversSecrets, type KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
- * Secret resolution for the agent runtime: the environment of a run of an agent (and, for
- * secrets.store, values a plugin writes into the vault: secrets-store.ts). Values reach
+ * Secret resolution for the agent runtime (secrets.resolve): the environment of a run of an
+ * agent (values a plugin writes into the vault: secrets-store/). Values reach
  * only a plugin that declared secrets.resolve and was granted it, and every resolution is
  * written to the security audit trail (names and versions, never values).
  */
-export const secretsCapability: KernelCapability = {
+const secretsCapability: KernelCapability = {
   methods: {
     resolveEnvironment: {
       run: async (call) => {
@@ -27,7 +28,7 @@ export const secretsCapability: KernelCapability = {
         return new DeliversSecrets(resolved.env, resolved.secrets.map((secret) => resolved.env[secret.envName]!));
       },
     },
-    store: { run: storeSecret },
-    describe: { run: describeSecret },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { secrets: secretsCapability.methods } });

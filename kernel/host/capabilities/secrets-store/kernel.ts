@@ -1,8 +1,9 @@
-import { MAX_STORED_SECRET_BYTES } from '../../../sdk/capabilities/secrets-store.ts';
-import { KeelError } from '../../http/errors.ts';
-import { isUuid } from '../../http/validate.ts';
-import { callCompany, OF_CALL_COMPANY, uuidArg } from './scope.ts';
-import type { BrokeredCall } from './types.ts';
+import { MAX_STORED_SECRET_BYTES, secretsStore as spec } from '../../../../sdk/capabilities/secrets-store.ts';
+import { KeelError } from '../../../http/errors.ts';
+import { isUuid } from '../../../http/validate.ts';
+import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
+import type { BrokeredCall } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * `ctx.secrets.store` (secrets.store): a value the plugin was handed becomes a secret of the
@@ -10,7 +11,7 @@ import type { BrokeredCall } from './types.ts';
  * exists. One transaction of its own (the vault write and its activity entry, with the call's
  * actor), never the value in the entry; the plugin gets the reference only.
  */
-export async function storeSecret(call: BrokeredCall): Promise<{ secretId: string; version: number }> {
+async function storeSecret(call: BrokeredCall): Promise<{ secretId: string; version: number }> {
   const input = call.args[0] as { name: string; value: string; description?: string | null };
   if (input.value.trim().length === 0) throw new KeelError(400, 'invalid_arguments', 'secrets.store: value must not be blank');
   if (Buffer.byteLength(input.value, 'utf8') > MAX_STORED_SECRET_BYTES) throw new KeelError(400, 'invalid_arguments', `secrets.store: value must be at most ${MAX_STORED_SECRET_BYTES} bytes`);
@@ -38,8 +39,10 @@ export async function storeSecret(call: BrokeredCall): Promise<{ secretId: strin
 }
 
 /** `ctx.secrets.describe` (secrets.store): a secret of the call's company by id, metadata only. */
-export async function describeSecret(call: BrokeredCall): Promise<{ secretId: string; name: string; latestVersion: number } | null> {
+async function describeSecret(call: BrokeredCall): Promise<{ secretId: string; name: string; latestVersion: number } | null> {
   const secretId = uuidArg(call.args[0], 'secretId');
   const row = await call.kernel.db.maybeOne(`select id::text as id, name, latest_version from secrets where id = ? and ${OF_CALL_COMPANY}`, [secretId, callCompany(call)]);
   return row ? { secretId: row.id, name: row.name, latestVersion: Number(row.latest_version) } : null;
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { secrets: { store: { run: storeSecret }, describe: { run: describeSecret } } } });

@@ -1,9 +1,11 @@
-import type { PluginManifest, ServiceManifest } from '../../../sdk/plugin/manifest.ts';
-import { KeelError, validationFailed } from '../../http/errors.ts';
-import type { LoadedPlugin } from '../loaded-plugin.ts';
-import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
-import { IdempotentServiceCalls } from '../service-calls.ts';
-import type { BrokeredCall, KernelCapability } from './types.ts';
+import { servicesConsume as spec } from '../../../../sdk/capabilities/services.ts';
+import type { PluginManifest, ServiceManifest } from '../../../../sdk/plugin/manifest.ts';
+import { KeelError, validationFailed } from '../../../http/errors.ts';
+import type { LoadedPlugin } from '../../loaded-plugin.ts';
+import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../../sdk/manifest/plugin-schema-ajv.ts';
+import { IdempotentServiceCalls } from '../../service-calls.ts';
+import type { BrokeredCall, KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 const MAX_DEPTH = 4;
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -22,7 +24,7 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  * key runs the service and stores its result, and a retry gets the stored result without
  * running the service again (service-calls.ts).
  */
-export const servicesCapability: KernelCapability = {
+const servicesCapability: KernelCapability = {
   methods: {
     call: {
       run: async (call: BrokeredCall) => {
@@ -106,3 +108,5 @@ async function invokeService(call: BrokeredCall, callee: LoadedPlugin, offered: 
   }
   return value;
 }
+
+export const kernelSide = kernelUnit(spec, { serves: { services: servicesCapability.methods } });

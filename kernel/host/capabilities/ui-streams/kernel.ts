@@ -1,11 +1,13 @@
-import type { KernelCapability } from './types.ts';
+import { uiStreams as spec } from '../../../../sdk/capabilities/services.ts';
+import type { KernelCapability } from '../types.ts';
+import { kernelUnit } from '../unit.ts';
 
 /**
  * `ctx.streams.publish(channel, data)`: a server-sent event to the subscribers of the plugin's
  * channel in the scope of the call: the company the call serves, or the instance when it
  * serves none. The host attaches the scope; the plugin cannot name another company's channel.
  */
-export const streamsCapability: KernelCapability = {
+const streamsCapability: KernelCapability = {
   methods: {
     publish: {
       run: async (call) => {
@@ -17,3 +19,5 @@ export const streamsCapability: KernelCapability = {
     },
   },
 };
+
+export const kernelSide = kernelUnit(spec, { serves: { streams: streamsCapability.methods } });
