@@ -46,6 +46,7 @@ const files = [
   '0040-one-activity-writer.sql',
   '0041-company-spend-notifications.sql',
   '0042-events-published-at-commit.sql',
+  '0050-bridge-function-sources.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {
