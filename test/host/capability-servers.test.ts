@@ -138,4 +138,19 @@ describe('capability servers', () => {
     expect(inputs.some((input) => input.endsWith('capabilities/worker-units.ts'))).toBe(true);
     expect(inputs.filter((input) => /kernel\/host\/capabilities\/([^/]+\/kernel\.ts|units\.ts|capability-host\.ts)$/.test(input))).toEqual([]);
   });
+
+  it('a handler gets only the kernel and host services its unit declares', async () => {
+    const probe = kernelUnit(KERNEL_UNITS[0]!.spec, {
+      uses: { kernel: ['db'], host: ['plugins'] },
+      serves: { probe: { seen: { run: async (call) => ({ kernel: Object.keys(call.kernel), host: Object.keys(call.host), db: call.kernel.db }) } } },
+    });
+    const kernel = { db: 'the database', vault: 'the vault', config: 'the configuration' };
+    const host = { plugins: new Map(), invocations: new Map(), invoke: async () => null };
+    const call = { plugin: 'probe', grants: [], info: {}, args: [], kernel, host, depth: 0 } as never;
+    const seen = await brokerTable([probe]).probe!.methods.seen!.run(call);
+    expect(seen).toEqual({ kernel: ['db'], host: ['plugins'], db: 'the database' });
+    for (const unit of KERNEL_UNITS) {
+      expect(Object.keys(unit.uses).every((side) => side === 'kernel' || side === 'host'), unit.spec.id).toBe(true);
+    }
+  });
 });

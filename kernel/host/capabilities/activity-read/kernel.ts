@@ -13,7 +13,7 @@ const DEFAULT_LIMIT = 100;
  * record of the call, never from the plugin. Entries about hidden rows are not left out: the
  * plugin asks about entities it knows, hidden or not.
  */
-const activityCapability: KernelCapability = {
+const activityCapability: KernelCapability<'activity' | 'db'> = {
   methods: {
     list: {
       run: async (call) => {
@@ -30,4 +30,4 @@ const activityCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { activity: activityCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['activity', 'db'] }, serves: { activity: activityCapability.methods } });

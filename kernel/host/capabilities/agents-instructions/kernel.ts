@@ -14,7 +14,7 @@ import { kernelUnit } from '../unit.ts';
  * what runs are out of reach (INSTRUCTION_KEY), which is why such a revision is not one the
  * executor's approval check looks at (executions/start-checks.ts).
  */
-export async function setInstructionKeys(call: BrokeredCall): Promise<{ adapterConfig: Record<string, unknown>; changed: boolean }> {
+export async function setInstructionKeys(call: BrokeredCall<'activity' | 'db' | 'events'>): Promise<{ adapterConfig: Record<string, unknown>; changed: boolean }> {
   const agentId = uuidArg(call.args[0], 'agentId');
   const values = call.args[1] as Record<string, string | null>;
   for (const [key, value] of Object.entries(values)) {
@@ -52,4 +52,4 @@ export async function setInstructionKeys(call: BrokeredCall): Promise<{ adapterC
   });
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { agents: { setInstructionKeys: { run: setInstructionKeys } } } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['activity', 'db', 'events'] }, serves: { agents: { setInstructionKeys: { run: setInstructionKeys } } } });

@@ -7,7 +7,7 @@ import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
 
 /** `ctx.agents.getManaged/provisionManaged` (agents.managed): the agents this plugin manages, by its own key. */
-const agentsManaged: KernelCapability = {
+const agentsManaged: KernelCapability<'activity' | 'db' | 'events'> = {
   methods: {
     getManaged: {
       run: async (call) => {
@@ -31,4 +31,4 @@ const agentsManaged: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { agents: agentsManaged.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['activity', 'db', 'events'] }, serves: { agents: agentsManaged.methods } });

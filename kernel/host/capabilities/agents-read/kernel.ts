@@ -6,7 +6,7 @@ import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
 
 /** `ctx.agents` reads (agents.read): the call's company's agents, their configuration redacted. */
-const agentsRead: KernelCapability = {
+const agentsRead: KernelCapability<'db'> = {
   methods: {
     get: {
       run: async (call) => {
@@ -38,4 +38,4 @@ const agentsRead: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { agents: agentsRead.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db'] }, serves: { agents: agentsRead.methods } });

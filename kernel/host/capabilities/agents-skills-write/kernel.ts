@@ -11,7 +11,7 @@ import { kernelUnit } from '../unit.ts';
  * in its own transaction (agent row locked) with an `agent.updated` event naming the change.
  * Nothing else of the configuration changes; an unchanged list writes nothing.
  */
-async function setDesiredSkills(call: BrokeredCall): Promise<{ desiredSkills: string[]; changed: boolean }> {
+async function setDesiredSkills(call: BrokeredCall<'db' | 'events'>): Promise<{ desiredSkills: string[]; changed: boolean }> {
   const agentId = uuidArg(call.args[0], 'agentId');
   const requested = call.args[1];
   if (!Array.isArray(requested) || requested.some((key) => typeof key !== 'string')) throw new KeelError(400, 'invalid_arguments', 'desiredSkills must be an array of strings');
@@ -32,4 +32,4 @@ async function setDesiredSkills(call: BrokeredCall): Promise<{ desiredSkills: st
   });
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { agents: { setDesiredSkills: { run: setDesiredSkills } } } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db', 'events'] }, serves: { agents: { setDesiredSkills: { run: setDesiredSkills } } } });

@@ -6,12 +6,12 @@ import type { BrokeredCall, KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
 
 /** The registry checked the filter against its schema before the call got here; an omitted one arrives as null. */
-function filterOf(call: BrokeredCall): ApprovalFilter & { limit?: number } {
+function filterOf(call: BrokeredCall<'db'>): ApprovalFilter & { limit?: number } {
   const given = (call.args[0] ?? {}) as { status?: ApprovalStatus; type?: string; limit?: number };
   return { status: given.status, type: given.type, limit: given.limit };
 }
 
-const approvalsCapability: KernelCapability = {
+const approvalsCapability: KernelCapability<'db'> = {
   methods: {
     list: {
       run: async (call) => {
@@ -30,4 +30,4 @@ const approvalsCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { approvals: approvalsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db'] }, serves: { approvals: approvalsCapability.methods } });

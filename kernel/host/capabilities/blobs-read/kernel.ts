@@ -9,7 +9,7 @@ import { kernelUnit } from '../unit.ts';
 const notFound = () => new KeelError(404, 'blob_not_found', 'No blob with this id is reachable by this plugin in this company');
 
 /** A blob this plugin reaches in the call's company (also used by blobs.write), or not found. */
-export async function reachable(call: BrokeredCall, id: unknown) {
+export async function reachable(call: BrokeredCall<'db'>, id: unknown) {
   const blob = await blobForPlugin(call.kernel.db, call.plugin, callCompany(call), id);
   if (!blob) throw notFound();
   return blob;
@@ -24,7 +24,7 @@ const view = ({ owned: _owned, ...blob }: BlobMetadata & { owned?: boolean }) =>
  * like an unknown id. Bytes of uploads never cross into the isolate; downloads are streamed
  * by the kernel from routes declared `download`.
  */
-const blobsRead: KernelCapability = {
+const blobsRead: KernelCapability<'db'> = {
   methods: {
     get: {
       run: async (call) => {
@@ -42,4 +42,4 @@ const blobsRead: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { blobs: blobsRead.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db'] }, serves: { blobs: blobsRead.methods } });

@@ -15,7 +15,7 @@ const PLUGIN_KEY = /^[a-z][a-z0-9]*([-_.][a-z0-9]+)*$/;
  * `ctx.blobs` writes (blobs.write): blobs from text, links to another plugin and deletes, in the
  * company the call serves, of blobs this plugin reaches as blobs.read does (blobs-read/kernel.ts).
  */
-const blobsWrite: KernelCapability = {
+const blobsWrite: KernelCapability<'config' | 'db'> = {
   methods: {
     createText: {
       run: async (call) => {
@@ -53,4 +53,4 @@ const blobsWrite: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { blobs: blobsWrite.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['config', 'db'] }, serves: { blobs: blobsWrite.methods } });

@@ -22,8 +22,8 @@ export function instanceCatalog(host: RunningPlugins): InstanceCatalog {
   };
 }
 
-const catalogCapability: KernelCapability = {
+const catalogCapability: KernelCapability<never, 'plugins'> = {
   methods: { get: { run: async (call) => instanceCatalog(call.host) } },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { catalog: catalogCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { host: ['plugins'] }, serves: { catalog: catalogCapability.methods } });

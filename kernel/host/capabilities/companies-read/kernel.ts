@@ -5,7 +5,7 @@ import { assertSameCompany, uuidArg } from '../scope.ts';
 import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
 
-const companiesCapability: KernelCapability = {
+const companiesCapability: KernelCapability<'db'> = {
   methods: {
     get: {
       run: async (call) => {
@@ -18,4 +18,4 @@ const companiesCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { companies: companiesCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db'] }, serves: { companies: companiesCapability.methods } });

@@ -45,7 +45,7 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
  * schemas are checked where every other plugin schema is, with the RE2-backed ajv. Not a
  * method plugins can call: the registry declares no `eventChecks`, so the worker refuses it to the isolate.
  */
-const eventChecksCapability: KernelCapability = {
+const eventChecksCapability: KernelCapability<never, 'plugins'> = {
   methods: {
     check: {
       checkedAs: 'events.publish',
@@ -59,6 +59,7 @@ const eventChecksCapability: KernelCapability = {
 };
 
 export const kernelSide = kernelUnit(spec, {
+  uses: { host: ['plugins'] },
   internal: { eventChecks: eventChecksCapability.methods },
   bridgeFunctions: ['keel_bridge.publish_event(text, text, text, text, text, jsonb)', 'keel_bridge.publish_event(text, text, text, text, text, jsonb, uuid)'],
 });

@@ -12,10 +12,10 @@ import { kernelUnit } from '../unit.ts';
  * access to the company), and a process is found only by the plugin that started it, in the
  * company the call serves.
  */
-const caller = (call: BrokeredCall): WorkspaceCaller => ({ plugin: call.plugin, companyId: callCompany(call), actor: call.info.actor });
-const processes = (call: BrokeredCall) => workspaceProcessesOf(call.kernel.executions, call.kernel.resolver);
+const caller = (call: BrokeredCall<'executions' | 'resolver'>): WorkspaceCaller => ({ plugin: call.plugin, companyId: callCompany(call), actor: call.info.actor });
+const processes = (call: BrokeredCall<'executions' | 'resolver'>) => workspaceProcessesOf(call.kernel.executions, call.kernel.resolver);
 
-const workspaceProcessesCapability: KernelCapability = {
+const workspaceProcessesCapability: KernelCapability<'executions' | 'resolver'> = {
   methods: {
     start: { run: async (call) => processes(call).begin(caller(call), call.args[0] as WorkspaceProcessInput) },
     get: { run: async (call) => processes(call).get(caller(call), uuidArg(call.args[0], 'executionId')) },
@@ -28,4 +28,4 @@ const workspaceProcessesCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { workspaceProcesses: workspaceProcessesCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['executions', 'resolver'] }, serves: { workspaceProcesses: workspaceProcessesCapability.methods } });

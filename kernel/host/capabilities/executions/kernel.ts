@@ -10,13 +10,13 @@ import { kernelUnit } from '../unit.ts';
  * be one of the call's company, and an execution is found only by the plugin that started it
  * in the company that call serves (anything else is not found, like an unknown id).
  */
-const caller = (call: BrokeredCall) => ({
+const caller = (call: BrokeredCall<'executions' | 'points'>) => ({
   plugin: call.plugin, companyId: callCompany(call),
   // Tool launches and probes: agents of an adapter type this plugin contributes (the kernel point agent.adapter-config).
   contributes: (adapterType: string) => call.kernel.points.contributors('agent.adapter-config', adapterType).includes(call.plugin),
 });
 
-const executionsCapability: KernelCapability = {
+const executionsCapability: KernelCapability<'executions' | 'points'> = {
   methods: {
     start: { run: async (call) => call.kernel.executions.begin(caller(call), call.args[0] as ProcessExecutionInput | HttpExecutionInput) },
     get: { run: async (call) => call.kernel.executions.get(caller(call), uuidArg(call.args[0], 'executionId')) },
@@ -31,4 +31,4 @@ const executionsCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { executions: executionsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['executions', 'points'] }, serves: { executions: executionsCapability.methods } });

@@ -7,10 +7,10 @@ import { kernelUnit } from '../unit.ts';
  * The kernel-served part of `ctx.http` (capability http.proxy): whether a model provider address
  * passes the rule the kernel applies when it forwards a proxy answer (kernel/gateway/proxy-target.ts).
  */
-const httpProxyCapability: KernelCapability = {
+const httpProxyCapability: KernelCapability<'config'> = {
   methods: {
     checkProxyTarget: { run: async (call) => proxyTargetVerdict(call.args[0] as string, call.kernel.config) },
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { http: httpProxyCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['config'] }, serves: { http: httpProxyCapability.methods } });

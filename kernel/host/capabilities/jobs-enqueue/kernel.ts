@@ -2,7 +2,7 @@ import { jobsEnqueue as spec } from '../../../../sdk/capabilities/jobs.ts';
 import type { BrokeredCall, KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
 
-function enqueuedJobs(call: BrokeredCall) {
+function enqueuedJobs(call: BrokeredCall<never, 'contributionPoints' | 'plugins'>) {
   return { jobs: call.host.contributionPoints().enqueued, plugin: call.host.plugins.get(call.plugin)! };
 }
 
@@ -14,7 +14,7 @@ function enqueuedJobs(call: BrokeredCall) {
  * kernel's record of the call; a cancel reaches only this plugin's jobs of that same company.
  * Not a member plugins can call: the registry declares no `jobChecks`.
  */
-const jobChecksCapability: KernelCapability = {
+const jobChecksCapability: KernelCapability<never, 'contributionPoints' | 'plugins'> = {
   methods: {
     enqueue: {
       checkedAs: 'jobs.enqueue',
@@ -34,6 +34,7 @@ const jobChecksCapability: KernelCapability = {
 };
 
 export const kernelSide = kernelUnit(spec, {
+  uses: { host: ['contributionPoints', 'plugins'] },
   internal: { jobChecks: jobChecksCapability.methods },
   bridgeFunctions: ['keel_bridge.stage_job(text, text, text, text)', 'keel_bridge.unstage_job(text, text, uuid)'],
 });

@@ -26,7 +26,7 @@ function progressOf(value: unknown): { done: number; total: number | null; messa
  * enqueued job was cancelled is refused with 409 job_cancelled, so the handler stops and its
  * transaction rolls back.
  */
-const progressCapability: KernelCapability = {
+const progressCapability: KernelCapability<never, 'contributionPoints'> = {
   methods: {
     report: {
       run: async (call) => {
@@ -43,4 +43,4 @@ const progressCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { progress: progressCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { host: ['contributionPoints'] }, serves: { progress: progressCapability.methods } });

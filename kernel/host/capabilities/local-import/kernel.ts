@@ -20,7 +20,7 @@ const NOT_WALKED = new Set(['.git', 'node_modules']);
  * inside a root and outside the data directory (its keyring and secrets), except
  * `<dataDir>/skills`. Only regular files are opened (a FIFO or a device would block or never end).
  */
-const localImportCapability: KernelCapability = {
+const localImportCapability: KernelCapability<'config'> = {
   methods: {
     read: { run: (call) => readTree(call) },
   },
@@ -51,7 +51,7 @@ function denied(path: string): KeelError {
   return new KeelError(403, 'local_import_denied', `${path} is outside the paths this server allows imports from (plugins.localImport.roots)`);
 }
 
-async function readTree(call: BrokeredCall): Promise<LocalImportTree> {
+async function readTree(call: BrokeredCall<'config'>): Promise<LocalImportTree> {
   const asked = call.args[0];
   if (typeof asked !== 'string' || !isAbsolute(asked) || asked.includes('\0')) throw new KeelError(400, 'invalid_arguments', 'localImport.read(path): an absolute path');
   if (asked.split(/[\\/]/).includes('..')) throw new KeelError(400, 'invalid_arguments', 'localImport.read(path): ".." is not allowed');
@@ -141,4 +141,4 @@ function decodeUtf8(bytes: Buffer): string | null {
   }
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { localImport: localImportCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['config'] }, serves: { localImport: localImportCapability.methods } });

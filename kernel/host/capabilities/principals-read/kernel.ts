@@ -12,7 +12,7 @@ function keysOf(value: unknown): string[] {
 }
 
 /** Which of `keys` the principal holds in the company; a grant without a scope (null or `{}`) covers the whole company. */
-async function heldGrants(call: BrokeredCall, companyId: string, principalType: 'user' | 'agent', principalId: string, keys: string[]): Promise<HeldGrant[]> {
+async function heldGrants(call: BrokeredCall<'db' | 'resolver'>, companyId: string, principalType: 'user' | 'agent', principalId: string, keys: string[]): Promise<HeldGrant[]> {
   if (keys.length === 0) return [];
   const rows = await call.kernel.db.query<{ permission_key: string; company_wide: boolean }>(
     `select permission_key, (scope is null or scope = '{}'::jsonb) as company_wide from permission_grants
@@ -25,7 +25,7 @@ async function heldGrants(call: BrokeredCall, companyId: string, principalType: 
 const LOCAL_BOARD_HANDLE = 'board';
 
 /** The name comments mention a board user by: the local part of their email, as a `@name` can spell it. */
-async function mentionHandle(call: BrokeredCall, userId: string): Promise<string | null> {
+async function mentionHandle(call: BrokeredCall<'db' | 'resolver'>, userId: string): Promise<string | null> {
   const row = await call.kernel.db.maybeOne<{ email: string }>('select email from users where id = ?', [userId]);
   const local = row?.email.split('@')[0]?.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 64);
   return local || null;
@@ -36,7 +36,7 @@ async function mentionHandle(call: BrokeredCall, userId: string): Promise<string
  * and instance-admin flags come from the auth cache (evicted by trigger on every change), grants
  * from the database; everything is read in the call's company.
  */
-const principalsCapability: KernelCapability = {
+const principalsCapability: KernelCapability<'db' | 'resolver'> = {
   methods: {
     actor: {
       run: async (call): Promise<ActorFacts> => {
@@ -74,4 +74,4 @@ const principalsCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { principals: principalsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db', 'resolver'] }, serves: { principals: principalsCapability.methods } });

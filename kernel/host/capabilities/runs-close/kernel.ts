@@ -7,7 +7,7 @@ import { kernelUnit } from '../unit.ts';
 const CLOSE_STATUSES = new Set(['succeeded', 'failed', 'cancelled', 'timed_out']);
 
 /** `ctx.runs.close` (runs.close): a run of the call's company closed in the ledger, with its activity entry. */
-const runsClose: KernelCapability = {
+const runsClose: KernelCapability<'activity' | 'db' | 'runs'> = {
   methods: {
     close: {
       run: async (call) => {
@@ -31,4 +31,4 @@ const runsClose: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { runs: runsClose.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['activity', 'db', 'runs'] }, serves: { runs: runsClose.methods } });

@@ -12,7 +12,7 @@ import { confirmationOf, rememberOpenedRun } from './runs-of-failed-calls.ts';
  * (runs-of-failed-calls.ts); the worker confirms the runs of a call that commits
  * (keel_bridge.confirm_opened_runs, bridge.sql; worker side: opened-runs.ts).
  */
-const runsOpen: KernelCapability = {
+const runsOpen: KernelCapability<'activity' | 'db' | 'log' | 'runs', 'afterInvoke' | 'invocations'> = {
   methods: {
     open: {
       run: async (call) => {
@@ -33,7 +33,7 @@ const runsOpen: KernelCapability = {
           });
           return result;
         });
-        rememberOpenedRun(call.host, call.info.id, opened.run.runId, call.plugin);
+        rememberOpenedRun(call, opened.run.runId);
         return { runId: opened.run.runId, token: opened.token, tokenExpiresAt: opened.tokenExpiresAt };
       },
     },
@@ -41,6 +41,7 @@ const runsOpen: KernelCapability = {
 };
 
 export const kernelSide = kernelUnit(spec, {
+  uses: { kernel: ['activity', 'db', 'log', 'runs'], host: ['afterInvoke', 'invocations'] },
   serves: { runs: runsOpen.methods },
   bridgeFunctions: ['keel_bridge.confirm_opened_runs(text, text)'],
 });

@@ -1,7 +1,6 @@
 import { LIVE_STATUSES } from '../../../runs/run-ledger.ts';
 import type { Tx } from '../../../db/database.ts';
 import type { KernelServices } from '../../../services.ts';
-import type { CapabilityHost } from '../capability-host.ts';
 import type { BrokeredCall } from '../types.ts';
 
 /**
@@ -18,9 +17,11 @@ import type { BrokeredCall } from '../types.ts';
  *   (`keel_bridge.confirm_opened_runs`, kernel migration 0026), and `UnconfirmedRunSweep` in any
  *   process closes the live runs still unconfirmed after `confirm_by` the same way.
  */
-const opened = new WeakMap<CapabilityHost, Map<string, Array<{ runId: string; plugin: string }>>>();
+const opened = new WeakMap<object, Map<string, Array<{ runId: string; plugin: string }>>>();
 
-export function rememberOpenedRun(host: CapabilityHost, invocationId: string, runId: string, plugin: string): void {
+export function rememberOpenedRun(call: BrokeredCall<'db' | 'runs' | 'activity' | 'log', 'afterInvoke'>, runId: string): void {
+  const { host, kernel, plugin } = call;
+  const invocationId = call.info.id;
   let byCall = opened.get(host);
   if (!byCall) {
     byCall = new Map();
@@ -30,7 +31,7 @@ export function rememberOpenedRun(host: CapabilityHost, invocationId: string, ru
       const runs = calls.get(id);
       if (!runs) return result;
       calls.delete(id);
-      if (!result?.ok) await closeLeftOpen(host.kernel, runs).catch((error: Error) => host.kernel.log.error({ err: error, invocationId: id }, 'could not close the runs of a failed call'));
+      if (!result?.ok) await closeLeftOpen(kernel, runs).catch((error: Error) => kernel.log.error({ err: error, invocationId: id }, 'could not close the runs of a failed call'));
       return result;
     });
   }
@@ -45,7 +46,7 @@ export function rememberOpenedRun(host: CapabilityHost, invocationId: string, ru
  * plus a margin). A call that carries no signed identity (read-only) can never confirm: its
  * runs are due at its deadline's end as well.
  */
-export function confirmationOf(call: BrokeredCall): { call: string; by: Date } {
+export function confirmationOf(call: BrokeredCall<never, 'invocations'>): { call: string; by: Date } {
   const signedUntil = call.host.invocations.get(call.info.id)?.signedUntil ?? Math.floor(Date.now() / 1000) + 60;
   return { call: call.info.id, by: new Date((signedUntil + CONFIRM_MARGIN_SECONDS) * 1000) };
 }
@@ -100,7 +101,7 @@ export class UnconfirmedRunSweep {
   }
 }
 
-async function closeLeftOpen(kernel: KernelServices, runs: Array<{ runId: string; plugin: string }>): Promise<void> {
+async function closeLeftOpen(kernel: Pick<KernelServices, 'db' | 'runs' | 'activity'>, runs: Array<{ runId: string; plugin: string }>): Promise<void> {
   for (const { runId, plugin } of runs) {
     await kernel.db.transaction(async (tx) => {
       const run = await tx.maybeOne<{ company_id: string; agent_id: string; status: string }>('select company_id, agent_id, status from runs where id = ? for update', [runId]);
@@ -110,7 +111,7 @@ async function closeLeftOpen(kernel: KernelServices, runs: Array<{ runId: string
   }
 }
 
-async function closeRun(kernel: KernelServices, tx: Tx, runId: string, plugin: string, run: { companyId: string; agentId: string }): Promise<void> {
+async function closeRun(kernel: Pick<KernelServices, 'runs' | 'activity'>, tx: Tx, runId: string, plugin: string, run: { companyId: string; agentId: string }): Promise<void> {
   await tx.exec('update runs set confirm_by = null where id = ?', [runId]);
   await kernel.runs.close(tx, runId, { status: 'failed', reason: 'opening_call_failed' });
   await kernel.activity.record(tx, {

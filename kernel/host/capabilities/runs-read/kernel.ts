@@ -9,7 +9,7 @@ import { kernelUnit } from '../unit.ts';
 const RECENT_RUNS_DEFAULT = 50;
 
 /** The run ledger, read (runs.read): runs of the call's company. */
-const runsRead: KernelCapability = {
+const runsRead: KernelCapability<'db'> = {
   methods: {
     get: {
       // runs.read: rows of the call's company only, so another company's run is left out like an unknown id.
@@ -76,4 +76,4 @@ export function contextArg(value: unknown): Record<string, unknown> | undefined 
   return value as Record<string, unknown>;
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { runs: runsRead.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db'] }, serves: { runs: runsRead.methods } });

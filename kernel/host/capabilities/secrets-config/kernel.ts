@@ -13,13 +13,13 @@ const FIELD = /^[A-Za-z][A-Za-z0-9_]{0,99}$/;
  * reference, for the company the call serves only. The configuration is read from the plugins
  * table (what the operator saved), not from anything the plugin sends.
  */
-const configSecretsCapability: KernelCapability = {
+const configSecretsCapability: KernelCapability<'db' | 'vault'> = {
   methods: {
     resolve: { run: (call) => resolveConfigSecret(call) },
   },
 };
 
-async function resolveConfigSecret(call: BrokeredCall): Promise<DeliversSecrets | null> {
+async function resolveConfigSecret(call: BrokeredCall<'db' | 'vault'>): Promise<DeliversSecrets | null> {
   const field = call.args[0];
   if (typeof field !== 'string' || !FIELD.test(field)) throw new KeelError(400, 'invalid_arguments', 'configSecrets.resolve(configField): a configuration field name');
   const companyId = callCompany(call);
@@ -39,4 +39,4 @@ async function resolveConfigSecret(call: BrokeredCall): Promise<DeliversSecrets 
   return new DeliversSecrets({ value: revealed.value, secretId: ref.secretId.toLowerCase(), version: revealed.version }, [revealed.value]);
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { configSecrets: configSecretsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db', 'vault'] }, serves: { configSecrets: configSecretsCapability.methods } });

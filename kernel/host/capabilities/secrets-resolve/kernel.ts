@@ -11,7 +11,7 @@ import { kernelUnit } from '../unit.ts';
  * only a plugin that declared secrets.resolve and was granted it, and every resolution is
  * written to the security audit trail (names and versions, never values).
  */
-const secretsCapability: KernelCapability = {
+const secretsCapability: KernelCapability<'db' | 'vault'> = {
   methods: {
     resolveEnvironment: {
       run: async (call) => {
@@ -31,4 +31,4 @@ const secretsCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { secrets: secretsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db', 'vault'] }, serves: { secrets: secretsCapability.methods } });

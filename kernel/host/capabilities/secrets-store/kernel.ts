@@ -11,7 +11,7 @@ import { kernelUnit } from '../unit.ts';
  * exists. One transaction of its own (the vault write and its activity entry, with the call's
  * actor), never the value in the entry; the plugin gets the reference only.
  */
-async function storeSecret(call: BrokeredCall): Promise<{ secretId: string; version: number }> {
+async function storeSecret(call: BrokeredCall<'activity' | 'db' | 'vault'>): Promise<{ secretId: string; version: number }> {
   const input = call.args[0] as { name: string; value: string; description?: string | null };
   if (input.value.trim().length === 0) throw new KeelError(400, 'invalid_arguments', 'secrets.store: value must not be blank');
   if (Buffer.byteLength(input.value, 'utf8') > MAX_STORED_SECRET_BYTES) throw new KeelError(400, 'invalid_arguments', `secrets.store: value must be at most ${MAX_STORED_SECRET_BYTES} bytes`);
@@ -39,10 +39,10 @@ async function storeSecret(call: BrokeredCall): Promise<{ secretId: string; vers
 }
 
 /** `ctx.secrets.describe` (secrets.store): a secret of the call's company by id, metadata only. */
-async function describeSecret(call: BrokeredCall): Promise<{ secretId: string; name: string; latestVersion: number } | null> {
+async function describeSecret(call: BrokeredCall<'activity' | 'db' | 'vault'>): Promise<{ secretId: string; name: string; latestVersion: number } | null> {
   const secretId = uuidArg(call.args[0], 'secretId');
   const row = await call.kernel.db.maybeOne(`select id::text as id, name, latest_version from secrets where id = ? and ${OF_CALL_COMPANY}`, [secretId, callCompany(call)]);
   return row ? { secretId: row.id, name: row.name, latestVersion: Number(row.latest_version) } : null;
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { secrets: { store: { run: storeSecret }, describe: { run: describeSecret } } } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['activity', 'db', 'vault'] }, serves: { secrets: { store: { run: storeSecret }, describe: { run: describeSecret } } } });

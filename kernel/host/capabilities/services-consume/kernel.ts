@@ -24,10 +24,10 @@ const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
  * key runs the service and stores its result, and a retry gets the stored result without
  * running the service again (service-calls.ts).
  */
-const servicesCapability: KernelCapability = {
+const servicesCapability: KernelCapability<'db' | 'points', 'invoke' | 'plugins'> = {
   methods: {
     call: {
-      run: async (call: BrokeredCall) => {
+      run: async (call: BrokeredCall<'db' | 'points', 'invoke' | 'plugins'>) => {
         const [provider, service, input, options] = call.args as [unknown, unknown, unknown, unknown];
         if (typeof provider !== 'string' || typeof service !== 'string') throw new KeelError(400, 'invalid_arguments', 'services.call(plugin, service, input, { idempotencyKey? })');
         const idempotencyKey = idempotencyKeyOf(options);
@@ -46,7 +46,7 @@ const servicesCapability: KernelCapability = {
       },
     },
     adapterContributor: {
-      run: async (call: BrokeredCall) => {
+      run: async (call: BrokeredCall<'db' | 'points', 'invoke' | 'plugins'>) => {
         const [adapterType] = call.args as [string];
         const owners = call.kernel.points.contributors('agent.adapter-config', adapterType);
         if (owners.length > 1) {
@@ -72,7 +72,7 @@ function idempotencyKeyOf(options: unknown): string | null {
 }
 
 /** The declarations both sides must have made, each denial naming the one that is missing. */
-function resolveService(call: BrokeredCall, provider: string, service: string): { callee: LoadedPlugin; offered: ServiceManifest } {
+function resolveService(call: BrokeredCall<'db' | 'points', 'invoke' | 'plugins'>, provider: string, service: string): { callee: LoadedPlugin; offered: ServiceManifest } {
   const caller = call.host.plugins.get(call.plugin)!;
   const consumes = caller.manifest.services?.consumes ?? [];
   const named = consumes.some((c) => c.plugin === provider && c.service === service);
@@ -94,7 +94,7 @@ function resolveService(call: BrokeredCall, provider: string, service: string): 
   return { callee, offered };
 }
 
-async function invokeService(call: BrokeredCall, callee: LoadedPlugin, offered: ServiceManifest, input: unknown, idempotencyKey: string | null): Promise<unknown> {
+async function invokeService(call: BrokeredCall<'db' | 'points', 'invoke' | 'plugins'>, callee: LoadedPlugin, offered: ServiceManifest, input: unknown, idempotencyKey: string | null): Promise<unknown> {
   const { id: _id, kind: _kind, target: _target, ...rest } = call.info;
   const result = await call.host.invoke(callee.key, 'service', offered.key, input, { ...rest, caller: { plugin: call.plugin }, idempotencyKey }, offered.readOnly ? { transactional: false, readOnly: true } : { transactional: true }, call.depth + 1, call.info.id);
   // The provider's own error, as it chose to expose it; the caller may pass it on.
@@ -109,4 +109,4 @@ async function invokeService(call: BrokeredCall, callee: LoadedPlugin, offered: 
   return value;
 }
 
-export const kernelSide = kernelUnit(spec, { serves: { services: servicesCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { kernel: ['db', 'points'], host: ['invoke', 'plugins'] }, serves: { services: servicesCapability.methods } });

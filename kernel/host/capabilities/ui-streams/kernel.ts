@@ -7,7 +7,7 @@ import { kernelUnit } from '../unit.ts';
  * channel in the scope of the call: the company the call serves, or the instance when it
  * serves none. The host attaches the scope; the plugin cannot name another company's channel.
  */
-const streamsCapability: KernelCapability = {
+const streamsCapability: KernelCapability<never, 'streams'> = {
   methods: {
     publish: {
       run: async (call) => {
@@ -20,4 +20,4 @@ const streamsCapability: KernelCapability = {
   },
 };
 
-export const kernelSide = kernelUnit(spec, { serves: { streams: streamsCapability.methods } });
+export const kernelSide = kernelUnit(spec, { uses: { host: ['streams'] }, serves: { streams: streamsCapability.methods } });
