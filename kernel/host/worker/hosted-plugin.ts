@@ -41,7 +41,7 @@ export class HostedPlugin {
   private capabilities: Record<string, WorkerCapability> = {};
   /** Secret values delivered to the isolate, kept out of everything the plugin sends out. */
   private readonly delivered = new DeliveredSecrets();
-  /** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
+  /** Activity entity types the database checks against the invocation's company (see capabilities/activity-write/worker.ts). */
   private activityKinds = new ActivityEntityKinds(null);
   private readonly invocations = new Map<string, Invocation>();
   /** Calls to kernel-served capabilities awaiting the kernel's reply. */

@@ -106,7 +106,7 @@ export class Invocation {
 
   /**
    * Kernel-row writes of a batched call that answer nothing (month-to-date spend), sent with
-   * the batch's COMMIT, ahead of its activity entries (capabilities/kernel-rows.ts).
+   * the batch's COMMIT, ahead of its activity entries (capabilities/kernel-row-bridge.ts).
    */
   readonly pendingKernelRows: DeferredStatement[] = [];
 

@@ -8,7 +8,7 @@ import type { DeferredStatement, Invocation } from './invocation.ts';
 export interface HeldForCommit {
   /** A call's buffered events (events-at-commit.ts); a batch's calls write theirs at once. */
   events?: Invocation;
-  /** Kernel-row writes that answer nothing (a batch's month-to-date spend, kernel-rows.ts). */
+  /** Kernel-row writes that answer nothing (a batch's month-to-date spend, capabilities/kernel-row-bridge.ts). */
   kernelRows: DeferredStatement[];
   /** Activity entries (activity.ts). */
   activity: unknown[][];

@@ -41,7 +41,7 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
 
 /**
  * The kernel's half of `ctx.events.publish`: the worker asks here before it writes the event
- * in the invocation's transaction (worker/capabilities/events.ts), because the declared
+ * in the invocation's transaction (worker.ts beside this file), because the declared
  * schemas are checked where every other plugin schema is, with the RE2-backed ajv. Not a
  * method plugins can call: the registry declares no `eventChecks`, so the worker refuses it to the isolate.
  */

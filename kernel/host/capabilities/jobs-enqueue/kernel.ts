@@ -9,7 +9,7 @@ function enqueuedJobs(call: BrokeredCall<never, 'contributionPoints' | 'plugins'
 /**
  * The kernel's half of `ctx.jobs` (jobs.enqueue): work a plugin schedules at run time, run later
  * as a call of one of its declared jobs, in the company of the call that enqueued it
- * (contributions/enqueued-jobs.ts). The worker asks here first (worker/capabilities/jobs.ts),
+ * (contributions/enqueued-jobs.ts). The worker asks here first (worker.ts beside this file),
  * then stages the signed ticket in the call's own transaction. The company comes from the
  * kernel's record of the call; a cancel reaches only this plugin's jobs of that same company.
  * Not a member plugins can call: the registry declares no `jobChecks`.

@@ -6,7 +6,7 @@ import type { PluginDatabase } from '../../worker/capabilities/database.ts';
  * Confirms the ledger runs this call opened (`ctx.runs.open`), inside the call's own
  * transaction just before its COMMIT: a run is confirmed exactly when the call's writes commit.
  * A run left unconfirmed (the call failed, or its Keel process died between the kernel's commit
- * of the open and this one) is closed by the kernel (capabilities/runs-of-failed-calls.ts).
+ * of the open and this one) is closed by the kernel (runs-of-failed-calls.ts beside this file).
  */
 export async function confirmOpenedRuns(db: PluginDatabase, invocation: Invocation): Promise<void> {
   const signed = invocation.message.signed;
