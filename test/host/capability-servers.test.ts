@@ -7,7 +7,7 @@ import { allCapabilityMethods, CAPABILITIES, type CapabilitySpec } from '../../s
 import { DeliveredSecrets } from '../../kernel/host/worker/delivered-secrets.ts';
 import { brokerTable, kernelUnit } from '../../kernel/host/capabilities/unit.ts';
 import { KERNEL_UNITS } from '../../kernel/host/capabilities/units.ts';
-import { ActivityEntityKinds } from '../../kernel/host/capabilities/activity-write/worker.ts';
+import { ActivityEntityKinds } from '../../kernel/host/worker/capabilities/activity-entity-kinds.ts';
 import { PluginDatabase } from '../../kernel/host/worker/capabilities/database.ts';
 import { WORKER_UNITS } from '../../kernel/host/capabilities/worker-units.ts';
 import { workerTable, workerUnit } from '../../kernel/host/worker/capabilities/unit.ts';

@@ -1,8 +1,8 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
-import { ActivityEntityKinds, recordInBatch } from '../capabilities/activity-write/worker.ts';
+import { recordInBatch } from '../capabilities/activity-write/worker.ts';
+import { ActivityEntityKinds } from './capabilities/activity-entity-kinds.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
-import type { KernelCall } from '../capabilities/events-publish/worker.ts';
-import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
+import { CapabilityError, type KernelCall, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { cancelStatements, finishCall, type FinishingPlugin } from './call-finish.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type { Invocation } from '../../worker/invocation.ts';
-import type { ActivityEntityKinds } from '../activity-write/worker.ts';
+import type { ActivityEntityKinds } from '../../worker/capabilities/activity-entity-kinds.ts';
 
 /**
  * Events a call publishes, written just before its COMMIT rather than when published.

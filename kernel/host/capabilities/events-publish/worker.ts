@@ -1,13 +1,9 @@
 import { eventsPublish as spec } from '../../../../sdk/capabilities/events.ts';
-import type { ActivityEntityKinds } from '../activity-write/worker.ts';
+import type { ActivityEntityKinds } from '../../worker/capabilities/activity-entity-kinds.ts';
 import type { PluginDatabase } from '../../worker/capabilities/database.ts';
 import { deferEvent, writePendingEvents, type EventValues } from './events-at-commit.ts';
-import type { Invocation } from '../../worker/invocation.ts';
-import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { CapabilityError, type KernelCall, type WorkerCapability } from '../../worker/capabilities/types.ts';
 import { workerUnit } from '../../worker/capabilities/unit.ts';
-
-/** Asks the kernel over IPC (the broker checks the invocation and the grant there). */
-export type KernelCall = (invocation: Invocation, capability: string, method: string, args: unknown[]) => Promise<unknown>;
 
 interface CheckedPublication { name: string; entityType: string; entityId: string; payload: Record<string, unknown> }
 

@@ -1,6 +1,6 @@
 import { jobsEnqueue as spec } from '../../../../sdk/capabilities/jobs.ts';
 import type { PluginDatabase } from '../../worker/capabilities/database.ts';
-import type { KernelCall } from '../events-publish/worker.ts';
+import type { KernelCall } from '../../worker/capabilities/types.ts';
 import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
 import { workerUnit } from '../../worker/capabilities/unit.ts';
 

@@ -1,5 +1,5 @@
 import type { Invocation } from '../../worker/invocation.ts';
-import { onInvocationClient } from '../activity-write/worker.ts';
+import { onInvocationClient } from '../../worker/capabilities/activity-entity-kinds.ts';
 import type { PluginDatabase } from '../../worker/capabilities/database.ts';
 
 /**

@@ -1,10 +1,9 @@
 import type { CapabilitySpec } from '../../../../sdk/capabilities/define.ts';
 import type { WorkerInit } from '../../protocol/messages.ts';
 import type { DeliveredSecrets } from '../delivered-secrets.ts';
-import type { ActivityEntityKinds } from '../../capabilities/activity-write/worker.ts';
+import type { ActivityEntityKinds } from './activity-entity-kinds.ts';
 import type { PluginDatabase } from './database.ts';
-import type { KernelCall } from '../../capabilities/events-publish/worker.ts';
-import type { WorkerCapability } from './types.ts';
+import type { KernelCall, WorkerCapability } from './types.ts';
 
 /** What a worker-served capability is built from, once per loaded plugin. */
 export interface WorkerServices {
