@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bridgeSources, installBridgeFunctions, type BridgeSource } from '../../kernel/db/bridge-functions.ts';
@@ -77,5 +78,28 @@ describe('capability bridge functions', () => {
     expect(recorded.rows).toEqual([{ sha256: runsOpen!.sha256 }]);
     const restored = await t.sql.query(`select p.prosecdef as definer from pg_proc p where p.oid = to_regprocedure('keel_bridge.confirm_opened_runs(text, text)')`);
     expect(restored.rows).toEqual([{ definer: true }]);
+  });
+
+  it('a function of a folder changed by anything else (a migration) is put back to the folder text at the next start', async () => {
+    await t.sql.query(`create or replace function keel_bridge.hold_company(invocation text, signature text, held boolean, reason text)
+      returns jsonb language sql security definer set search_path = public, pg_temp as $$ select jsonb_build_object('found', false) $$`);
+    const db = await Database.connect(t.databaseUrl, { poolSize: 2 });
+    try { await db.migrate(); } finally { await db.close(); }
+    const { rows } = await t.sql.query<{ body: string }>(`select prosrc as body from pg_proc where oid = to_regprocedure('keel_bridge.hold_company(text, text, boolean, text)')`);
+    expect(rows[0]!.body).toContain('keel_private.plugin_hold');
+  });
+
+  it('no migration after the folders took them over defines a function a folder defines: its folder bridge.sql is the place', async () => {
+    // The definitions these migrations made are history (a database migrating from scratch runs
+    // them); the folder's text replaces them after the migrations. A change goes in the folder.
+    const history = new Set(['0009-budget-bridge.sql', '0014-event-outbox.sql', '0018-staged-jobs.sql', '0020-scope-holds.sql', '0021-issue-numbers.sql',
+      '0026-run-confirmations.sql', '0029-issue-number-ranges.sql', '0033-event-publish-scope.sql', '0042-events-published-at-commit.sql']);
+    const owned = (await bridgeSources()).flatMap((entry) => entry.functions);
+    const folder = new URL('../../kernel/db/migrations/', import.meta.url);
+    const redefining = readdirSync(folder).filter((file) => file.endsWith('.sql') && !history.has(file)).flatMap((file) => {
+      const sql = readFileSync(new URL(file, folder), 'utf8').toLowerCase();
+      return owned.filter((name) => new RegExp(`function\\s+keel_bridge\\.${name}\\s*\\(`).test(sql)).map((name) => `${file}: keel_bridge.${name}`);
+    });
+    expect(redefining).toEqual([]);
   });
 });
