@@ -53,7 +53,7 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall, 
 }
 
 /**
- * The database's refusals (keel_bridge.publish_event, migration 0033) by their hint, as the
+ * The database's refusals (keel_bridge.publish_event, bridge.sql beside this file) by their hint, as the
  * plugin sees them: the API's error shape, so that the error catalog (docs/errors.md) and its
  * test know these codes.
  */

@@ -14,7 +14,7 @@ import type { BrokeredCall } from '../types.ts';
  * - Durably, for a Keel process that dies between the two commits: the run is opened
  *   unconfirmed (`confirm_by`, the moment the call's signed identity expires), the worker
  *   confirms the runs its call opened inside the plugin's transaction just before COMMIT
- *   (`keel_bridge.confirm_opened_runs`, kernel migration 0026), and `UnconfirmedRunSweep` in any
+ *   (`keel_bridge.confirm_opened_runs`, bridge.sql beside this file), and `UnconfirmedRunSweep` in any
  *   process closes the live runs still unconfirmed after `confirm_by` the same way.
  */
 const opened = new WeakMap<object, Map<string, Array<{ runId: string; plugin: string }>>>();
