@@ -1,14 +1,14 @@
 import type pg from 'pg';
-import { flushBatchActivity } from './capabilities/activity.ts';
-import { writePendingEvents } from './capabilities/events-at-commit.ts';
-import { flushKernelRows } from './capabilities/kernel-rows.ts';
+import { flushBatchActivity } from '../capabilities/activity-write/worker.ts';
+import { writePendingEvents } from '../capabilities/events-publish/events-at-commit.ts';
+import { flushKernelRows } from './capabilities/kernel-row-bridge.ts';
 import type { DeferredStatement, Invocation } from './invocation.ts';
 
 /** What a transaction holds back to send with its COMMIT (a call's own, or a batch's for all its calls). */
 export interface HeldForCommit {
   /** A call's buffered events (events-at-commit.ts); a batch's calls write theirs at once. */
   events?: Invocation;
-  /** Kernel-row writes that answer nothing (a batch's month-to-date spend, kernel-rows.ts). */
+  /** Kernel-row writes that answer nothing (a batch's month-to-date spend, capabilities/kernel-row-bridge.ts). */
   kernelRows: DeferredStatement[];
   /** Activity entries (activity.ts). */
   activity: unknown[][];
