@@ -1,4 +1,4 @@
-import { cleanFilename } from '../tenancy/assets.ts';
+import { cleanFilename } from './file-names.ts';
 
 /** RFC 5987 `attr-char`s stay; everything else of the UTF-8 bytes is percent-encoded. */
 function encodeExtValue(text: string): string {

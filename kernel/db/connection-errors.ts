@@ -16,6 +16,8 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     if (code === 'database_unavailable') return true;
     // 08P01 (protocol violation) is the request's doing, a NUL sent as a parameter say: not an outage.
     if (typeof code === 'string' && (SOCKET_CODES.has(code) || SERVER_CODES.has(code) || (code.startsWith('08') && code !== '08P01'))) return true;
+    // A Unix socket whose server is stopped is gone: connecting to it finds no file (a missing file elsewhere is not an outage).
+    if (code === 'ENOENT' && (current as { syscall?: unknown }).syscall === 'connect') return true;
     const message = (current as { message?: unknown }).message;
     if (typeof message === 'string' && LOST_CONNECTION.test(message)) return true;
   }

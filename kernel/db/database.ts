@@ -2,6 +2,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import type { Transaction } from '@mikro-orm/core';
 import type { Logger } from 'pino';
+import { installBridgeFunctions } from './bridge-functions.ts';
 import { kernelMigrations } from './migrations/index.ts';
 import { connectionConfig, IDLE_CONNECTIONS } from './connections.ts';
 
@@ -61,7 +62,9 @@ export class Database implements Queryable {
 
   /**
    * Applies pending kernel migrations (up to and including `to`, a database restore's recorded
-   * state, when given); an advisory lock keeps concurrent kernels from racing.
+   * state, when given); an advisory lock keeps concurrent kernels from racing. Migrated to the
+   * latest, it then installs the capability folders' bridge functions that changed, under the
+   * same lock (bridge-functions.ts); a restore to an earlier state leaves them as restored.
    */
   async migrate(to?: string): Promise<string[]> {
     const pool = await (this.connection as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
@@ -69,6 +72,7 @@ export class Database implements Queryable {
     try {
       await client.query('select pg_advisory_lock(727001)');
       const applied = await this.orm.migrator.up(to === undefined ? undefined : { to });
+      if (to === undefined) await installBridgeFunctions(client);
       return applied.map((m) => m.name);
     } finally {
       await client.query('select pg_advisory_unlock(727001)').catch(() => undefined);

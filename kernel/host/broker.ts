@@ -2,7 +2,7 @@ import { KeelError } from '../http/errors.ts';
 import type { SlotReport } from './protocol/messages.ts';
 import { checkCapabilityCall } from '../../sdk/capabilities/check-call.ts';
 import type { CapabilityHost } from './capabilities/capability-host.ts';
-import type { KernelCapability } from './capabilities/types.ts';
+import type { HostNeed, KernelCapability, KernelNeed } from './capabilities/types.ts';
 import { brokerTable } from './capabilities/unit.ts';
 import { KERNEL_UNITS } from './capabilities/units.ts';
 import type { ExtensionHost } from './extension-host.ts';
@@ -11,8 +11,8 @@ import type { ExtensionHost } from './extension-host.ts';
  * Member -> method -> handler, derived from the registered units (capabilities/units.ts) on
  * first use: the units' modules import types of the host, so this is not read while modules load.
  */
-let derivedTable: Record<string, KernelCapability> | undefined;
-const kernelCapabilities = (): Record<string, KernelCapability> => (derivedTable ??= brokerTable(KERNEL_UNITS));
+let derivedTable: Record<string, KernelCapability<KernelNeed, HostNeed>> | undefined;
+const kernelCapabilities = (): Record<string, KernelCapability<KernelNeed, HostNeed>> => (derivedTable ??= brokerTable(KERNEL_UNITS));
 
 /**
  * The one place where plugin power is decided for kernel-served capabilities. A call is
@@ -22,13 +22,12 @@ const kernelCapabilities = (): Record<string, KernelCapability> => (derivedTable
  */
 export class Broker {
   private readonly host: ExtensionHost;
-  /** What a capability's handler gets of the host: a narrow view, never the host itself. */
+  /** The host's services a capability may use (each handler gets only those its unit declares, unit.ts), never the host itself. */
   private readonly services: CapabilityHost;
 
   constructor(host: ExtensionHost) {
     this.host = host;
     this.services = {
-      get kernel() { return host.kernel; },
       get plugins() { return host.plugins; },
       get invocations() { return host.invocations; },
       get afterInvoke() { return host.afterInvoke; },

@@ -47,7 +47,7 @@ function provisions(manifest: PluginManifest, granted: readonly string[] | null)
  * stays made whatever the plugin's call does next. Any key the manifest declares may be asked
  * for; the unique index makes concurrent asks one agent.
  */
-export async function provisionOnDemand(kernel: KernelServices, plugin: string, key: string, companyId: string): Promise<AgentRow> {
+export async function provisionOnDemand(kernel: Pick<KernelServices, 'db' | 'activity' | 'events'>, plugin: string, key: string, companyId: string): Promise<AgentRow> {
   // The common answer (every later ask) is one indexed read: the agent is there already.
   const existing = await kernel.db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?`, [companyId, plugin, key]);
   if (existing) return existing;
@@ -78,7 +78,7 @@ export async function provisionOnDemand(kernel: KernelServices, plugin: string, 
 const PROVISION_LOCK_TIMEOUT_MS = 5_000;
 
 /** Makes the plugin's managed agents of one company that do not exist yet; answers how many it made. */
-async function provisionCompany(tx: Tx, kernel: KernelServices, plugin: string, agents: ManagedAgentManifest[], companyId: string): Promise<number> {
+async function provisionCompany(tx: Tx, kernel: Pick<KernelServices, 'activity' | 'events'>, plugin: string, agents: ManagedAgentManifest[], companyId: string): Promise<number> {
   let made = 0;
   for (const spec of agents) {
     const existing = await tx.maybeOne('select id from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, spec.key]);

@@ -3,7 +3,7 @@ import { access } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 import type { KernelServices } from '../services.ts';
-import type { AdapterDescription } from './adapter-catalog.ts';
+import type { AdapterDescription } from '../../sdk/shared/adapter-catalog.ts';
 
 /**
  * Whether this instance can run an adapter type now, and if not why and what to do:

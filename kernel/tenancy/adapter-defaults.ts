@@ -1,15 +1,11 @@
 import { generateKeyPairSync } from 'node:crypto';
 
 /**
- * What the kernel knows about adapters before the agent runtime arrives: the built-in type
- * names, the shape of an externally registered type name, and the defaults some adapters
- * fill in on create. Adapter execution itself lives in the runtime plugin.
+ * What the kernel knows about adapters before the agent runtime arrives: the shape of an
+ * externally registered type name, and the defaults some adapters fill in on create (the
+ * built-in type names and their fields are the SDK's adapter catalog, sdk/shared/adapter-catalog.ts).
+ * Adapter execution itself lives in the runtime plugin.
  */
-export const BUILT_IN_ADAPTER_TYPES = [
-  'process', 'http', 'alpha_local', 'beta_local', 'gamma_local', 'delta_local', 'pi_local',
-  'eta_local', 'cursor', 'zeta_gateway', 'eta_gateway',
-] as const;
-
 export const DEFAULT_ADAPTER_TYPE = 'process';
 
 /** Externally registered adapters are allowed, so any identifier-like name is accepted. */

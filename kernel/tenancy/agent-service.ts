@@ -150,7 +150,7 @@ export async function syncBoardHolds(tx: Tx, before: AgentRow, after: AgentRow, 
     if (pausedByThisWrite) await placeOperatorHold(tx, after.company_id, 'agent', after.id, after.pause_reason ?? 'manual');
     return [];
   }
-  return before.status === 'paused' ? liftAllHolds(tx, 'agent', after.id) : [];
+  return before.status === 'paused' ? liftAllHolds(tx, after.company_id, 'agent', after.id) : [];
 }
 
 /**

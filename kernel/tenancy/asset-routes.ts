@@ -3,7 +3,8 @@ import { notFound } from '../http/errors.ts';
 import { assertCompanyAccess } from '../http/guards.ts';
 import { uuidParam } from '../http/request.ts';
 import { declareRoutes } from '../http/route-spec.ts';
-import { findAsset, insertAsset, LOGO_CONTENT_TYPES, readAssetStream, SVG_TYPE, cleanFilename, toUploadedAsset } from './assets.ts';
+import { cleanFilename } from '../blobs/file-names.ts';
+import { findAsset, insertAsset, LOGO_CONTENT_TYPES, readAssetStream, SVG_TYPE, toUploadedAsset } from './assets.ts';
 import { companyForRequest } from './company-access.ts';
 import { prepareLogo, readSingleFile } from './logo-upload.ts';
 

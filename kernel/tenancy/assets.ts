@@ -2,7 +2,6 @@ import type { Readable } from 'node:stream';
 import { iso, type Queryable, type Row } from '../db/database.ts';
 import { readBlobStream, writeBlobFromBuffer } from '../blobs/blob-store.ts';
 import { assetContentPath } from './companies.ts';
-import { stripInvisibleCharacters } from '../../sdk/shared/invisible-characters.ts';
 
 /**
  * Stored binary objects of a company (logos today). An asset is the kernel's record of a
@@ -15,32 +14,8 @@ export const SVG_TYPE = 'image/svg+xml';
 /** Declared upload types accepted for logos; `image/jpg` is a common alias and is stored as image/jpeg. */
 export const LOGO_CONTENT_TYPES = ['image/png', 'image/jpeg', 'image/jpg', 'image/webp', 'image/gif', SVG_TYPE] as const;
 
-/** Lower-cases a declared media type and drops parameters (`image/png; charset=x` -> `image/png`). */
-export function mediaType(declared: string | undefined): string {
-  return (declared ?? '').split(';', 1)[0]!.trim().toLowerCase();
-}
-
 export function canonicalImageType(type: string): string {
   return type === 'image/jpg' ? 'image/jpeg' : type;
-}
-
-const startsWith = (bytes: Buffer, signature: number[], offset = 0) =>
-  bytes.length >= offset + signature.length && signature.every((byte, i) => bytes[offset + i] === byte);
-const ascii = (text: string) => [...text].map((c) => c.charCodeAt(0));
-
-/**
- * Whether the bytes really are the raster format they claim to be, judged by the format's
- * signature, so that a file labelled image/png cannot smuggle HTML or a script past the
- * type check. SVG is text and is judged by the sanitiser instead.
- */
-export function matchesSignature(type: string, bytes: Buffer): boolean {
-  switch (type) {
-    case 'image/png': return startsWith(bytes, [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
-    case 'image/jpeg': return startsWith(bytes, [0xff, 0xd8, 0xff]);
-    case 'image/gif': return startsWith(bytes, ascii('GIF87a')) || startsWith(bytes, ascii('GIF89a'));
-    case 'image/webp': return startsWith(bytes, ascii('RIFF')) && startsWith(bytes, ascii('WEBP'), 8);
-    default: return false;
-  }
 }
 
 export interface NewAsset {
@@ -93,13 +68,4 @@ export function toUploadedAsset(row: Row): Record<string, unknown> {
     contentPath: assetContentPath(row.id),
     createdAt: iso(row.created_at),
   };
-}
-
-/** Keeps a display name only: no directories, no control, bidi or invisible characters, bounded length. */
-export function cleanFilename(name: string | undefined): string | null {
-  if (!name) return null;
-  // Invisible characters go first, so that none can hide a separator or survive the trim.
-  const base = stripInvisibleCharacters(name).split(/[\\/]/).pop() ?? '';
-  const cleaned = base.trim().slice(0, 255).toWellFormed().trim();
-  return cleaned || null;
 }

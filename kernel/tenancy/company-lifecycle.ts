@@ -2,7 +2,7 @@ import type { Tx } from '../db/database.ts';
 import type { EventActor } from '../events/event-bus.ts';
 import type { KernelServices } from '../services.ts';
 import type { Assignment, CompanyStatus } from './companies.ts';
-import { liftAllHolds, placeOperatorHold, type HoldChange } from './scope-holds.ts';
+import { liftAllHolds, placeOperatorHold, type HoldChange, type LiftedHold } from './scope-holds.ts';
 
 /**
  * What a company status change does beyond the status column: archiving stamps archived_at
@@ -29,22 +29,32 @@ export function statusColumns(from: CompanyStatus, to: CompanyStatus): Record<st
   return columns;
 }
 
-export interface StatusSideEffects { pausedAgentIds: string[]; resumedAgentIds: string[]; liftedHolds: Array<{ holder: string; reason: string }> }
+export interface StatusSideEffects { pausedAgentIds: string[]; resumedAgentIds: string[]; liftedHolds: LiftedHold[] }
 
 /**
- * A status the board sets, as holds (scope-holds.ts): pausing the company is its own hold;
- * setting any other status over a pause lifts every hold of the company. Archiving holds the
- * company's agents for the archive; reactivating lifts exactly those holds, so agents held for
- * other reasons (the board's own pause, a budget stop) stay paused.
+ * Archiving holds the company's agents for the archive; reactivating lifts exactly those holds,
+ * so agents held for other reasons (the board's own pause, a budget stop) stay paused. Runs
+ * before the company's status is written, so an archive's executions are stopped by their
+ * agents' pause first (their cancel reason), as always.
  */
 export async function applyStatusSideEffects(kernel: KernelServices, tx: Tx, companyId: string, from: CompanyStatus, to: CompanyStatus, actor: EventActor): Promise<StatusSideEffects> {
   const effects: StatusSideEffects = { pausedAgentIds: [], resumedAgentIds: [], liftedHolds: [] };
   if (from === to) return effects;
-  if (to === 'paused') await placeOperatorHold(tx, companyId, 'company', companyId, MANUAL_PAUSE_REASON);
-  else if (from === 'paused') effects.liftedHolds = (await liftAllHolds(tx, 'company', companyId)).filter((hold) => hold.holder !== 'operator');
   if (to === 'archived') effects.pausedAgentIds = await changeArchiveHolds(kernel, tx, companyId, true, actor);
   if (from === 'archived' && to === 'active') effects.resumedAgentIds = await changeArchiveHolds(kernel, tx, companyId, false, actor);
   return effects;
+}
+
+/**
+ * The company's own holds after the board wrote its status (scope-holds.ts): pausing the
+ * company is the board's hold; setting any other status over a pause lifts every hold of the
+ * company. Answers the holds of others than the board that were lifted.
+ */
+export async function syncBoardCompanyHolds(tx: Tx, companyId: string, from: CompanyStatus, to: CompanyStatus): Promise<LiftedHold[]> {
+  if (from === to) return [];
+  if (to === 'paused') await placeOperatorHold(tx, companyId, 'company', companyId, MANUAL_PAUSE_REASON);
+  else if (from === 'paused') return (await liftAllHolds(tx, companyId, 'company', companyId)).filter((hold) => hold.holder !== 'operator');
+  return [];
 }
 
 /**

@@ -11,7 +11,7 @@ import type { KernelServices } from '../services.ts';
 import { addMembership, COMPANY_STATUSES, companyStats, findCompany, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
 import { companyForRequest } from './company-access.ts';
 import { companyMonthSpend } from './month-spend.ts';
-import { applyStatusSideEffects, purgeCompany, statusColumns } from './company-lifecycle.ts';
+import { applyStatusSideEffects, purgeCompany, statusColumns, syncBoardCompanyHolds } from './company-lifecycle.ts';
 import { applyCompanyPatch, BRANDING_FIELDS, eventActor, NON_BRANDING_FIELDS, type CompanyPatch } from './company-update.ts';
 
 export const NAME_MAX_LENGTH = 200;
@@ -186,6 +186,7 @@ export const companyRoutes: RouteModule = (router, kernel) => {
       const actor = eventActor(ctx);
       const effects = await applyStatusSideEffects(kernel, tx, company.id, current.status, 'archived', actor);
       const archived = toCompany(await updateCompanyColumns(tx, company.id, statusColumns(current.status, 'archived')));
+      await syncBoardCompanyHolds(tx, company.id, current.status, 'archived');
       await kernel.activity.recordFor(ctx, tx, {
         companyId: company.id, action: 'company.archived', entityType: 'company', entityId: company.id,
         details: { previousStatus: current.status, pausedAgentIds: effects.pausedAgentIds },

@@ -6,7 +6,7 @@ import { notFound, unprocessable } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
 import { deleteAsset } from './assets.ts';
 import { COMPANY_COLUMNS, lockCompany, toCompany, updateCompanyColumns, type Assignment, type Company, type CompanyField, type CompanyStatus } from './companies.ts';
-import { applyStatusSideEffects, statusColumns, type StatusSideEffects } from './company-lifecycle.ts';
+import { applyStatusSideEffects, statusColumns, syncBoardCompanyHolds, type StatusSideEffects } from './company-lifecycle.ts';
 
 export type CompanyPatch = Partial<{
   name: string;
@@ -103,6 +103,7 @@ export async function applyCompanyPatch(ctx: Context, kernel: KernelServices, co
       effects = await applyStatusSideEffects(kernel, tx, companyId, before.status, changes.status as CompanyStatus, actor);
     }
     const row = Object.keys(columns).length > 0 ? await updateCompanyColumns(tx, companyId, columns) : current;
+    if (changes.status !== undefined) effects.liftedHolds = await syncBoardCompanyHolds(tx, companyId, before.status, changes.status as CompanyStatus);
     if ('logoAssetId' in changes && before.logoAssetId) await deleteAsset(tx, before.logoAssetId, companyId);
 
     const company = toCompany(row);

@@ -3,7 +3,7 @@ import type { RouteModule } from '../http/app.ts';
 import { forbidden, notFound } from '../http/errors.ts';
 import { actorOf } from '../http/guards.ts';
 import { declareRoutes } from '../http/route-spec.ts';
-import { ADAPTER_CATALOG, adapterDescription, AGENT_ICONS, type AdapterDescription } from './adapter-catalog.ts';
+import { ADAPTER_CATALOG, adapterDescription, AGENT_ICONS, type AdapterDescription } from '../../sdk/shared/adapter-catalog.ts';
 import { agentMayManageAgents } from './agent-access.ts';
 import { adapterAvailability } from './adapter-availability.ts';
 import type { KernelServices } from '../services.ts';

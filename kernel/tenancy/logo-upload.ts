@@ -1,7 +1,8 @@
 import busboy from 'busboy';
 import type { Context } from 'koa';
 import { badRequest, KeelError, unprocessable, unsupportedMediaType } from '../http/errors.ts';
-import { canonicalImageType, LOGO_CONTENT_TYPES, matchesSignature, mediaType, SVG_TYPE } from './assets.ts';
+import { matchesSignature, mediaType } from '../blobs/content-types.ts';
+import { canonicalImageType, LOGO_CONTENT_TYPES, SVG_TYPE } from './assets.ts';
 import { sanitizeSvg } from './svg-sanitizer.ts';
 
 export interface UploadedFile {

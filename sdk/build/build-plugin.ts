@@ -11,8 +11,8 @@ const SDK_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../plugin/in
 const SDK_DIR = dirname(SDK_ENTRY);
 /** SDK folders bundled into plugins: the plugin API and the capability registry it builds `ctx` from. */
 const SDK_BUNDLED_DIRS = [SDK_DIR, resolve(SDK_DIR, '../capabilities')];
-/** Pure shared modules the plugin API re-exports (model prices, which the kernel prices streams with too). */
-const SDK_BUNDLED_FILES = new Set([resolve(SDK_DIR, '../shared/model-prices.ts')]);
+/** Pure shared modules the plugin API re-exports (model prices, which the kernel prices streams with too; the coding tools' facts, which the kernel's adapter catalog shows). */
+const SDK_BUNDLED_FILES = new Set([resolve(SDK_DIR, '../shared/model-prices.ts'), resolve(SDK_DIR, '../shared/local-tools.ts')]);
 const inSdk = (path: string) => SDK_BUNDLED_FILES.has(path) || SDK_BUNDLED_DIRS.some((dir) => path.startsWith(dir + sep));
 
 /** The plugin's own source files (the SDK not counted) a build reads, all together. */

@@ -12,6 +12,7 @@ export type * from './context.ts';
 export type * from './manifest.ts';
 export { respondEvents, respondProxy, RAW_CONTENT_TYPES, METER_KINDS, type ServerSentEvent, type EventsAnswer, type RawContentType, type MeterKind, type ProxySpec, type ProxyAnswer, type ProxyCallStatus, type ProxyFinishedEvent } from './answers.ts';
 export { priceFor, exactCents, callCents, type ModelPrice, type PriceRates, type MeteredUsage } from '../shared/model-prices.ts';
+export { LOCAL_TOOLS, type LocalTool } from '../shared/local-tools.ts';
 
 /**
  * A route answer with its own status and headers: `return respond(201, created)`. A plain

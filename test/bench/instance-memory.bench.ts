@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { IDLE_CONNECTIONS } from '../../kernel/db/connections.ts';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
 import { enableBenchPluginCopy } from './support/plugin-copies.ts';
@@ -14,9 +15,12 @@ async function addPlugin(kernel: KernelProcess, scratch: string, key: string): P
   await kernel.call('POST', `/api/plugins/${key}/echo`, { warm: true });
 }
 
-/** The whole instance after its first-party plugins have served a request each and it has settled. */
+/**
+ * The whole instance after its first-party plugins have served a request each and it has
+ * settled: the pools' idle timeout has passed, so each keeps only its one idle connection.
+ */
 async function settledInstance(kernel: KernelProcess) {
-  await new Promise((resolve) => setTimeout(resolve, 1500));
+  await new Promise((resolve) => setTimeout(resolve, IDLE_CONNECTIONS.idleTimeoutMillis + 1500));
   return processTree(kernel.pid);
 }
 

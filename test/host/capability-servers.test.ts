@@ -1,11 +1,15 @@
+import { readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bridgeSources } from '../../kernel/db/bridge-functions.ts';
 import { allCapabilityMethods, CAPABILITIES, type CapabilitySpec } from '../../sdk/capabilities/index.ts';
 import { DeliveredSecrets } from '../../kernel/host/worker/delivered-secrets.ts';
 import { brokerTable, kernelUnit } from '../../kernel/host/capabilities/unit.ts';
 import { KERNEL_UNITS } from '../../kernel/host/capabilities/units.ts';
-import { ActivityEntityKinds } from '../../kernel/host/worker/capabilities/activity.ts';
+import { ActivityEntityKinds } from '../../kernel/host/worker/capabilities/activity-entity-kinds.ts';
 import { PluginDatabase } from '../../kernel/host/worker/capabilities/database.ts';
-import { WORKER_UNITS } from '../../kernel/host/worker/capabilities/registry.ts';
+import { WORKER_UNITS } from '../../kernel/host/capabilities/worker-units.ts';
 import { workerTable, workerUnit } from '../../kernel/host/worker/capabilities/unit.ts';
 import type { WorkerServices } from '../../kernel/host/worker/capabilities/unit.ts';
 import type { WorkerInit } from '../../kernel/host/protocol/messages.ts';
@@ -91,5 +95,62 @@ describe('capability servers', () => {
     expect(() => brokerTable([...KERNEL_UNITS, kernelUnit(first!.spec, { serves: first!.serves! })])).toThrow(/served by two kernel units/);
     const [worker] = WORKER_UNITS;
     expect(() => workerTable([...WORKER_UNITS, workerUnit(worker!.spec, worker!.serve)], services)).toThrow(/served by two worker units/);
+  });
+
+  // One folder per declaration holds everything that serves it (kernel/host/README.md, "Adding a capability").
+  const FOLDERS = new URL('../../kernel/host/capabilities/', import.meta.url);
+  const folders = readdirSync(FOLDERS, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
+  const sideOf = (folder: string, side: 'kernel' | 'worker') => readdirSync(new URL(`${folder}/`, FOLDERS)).includes(`${side}.ts`);
+
+  it('each capability folder is named after its declaration and its kernel.ts and worker.ts are the units listed', async () => {
+    const kernelSides = folders.filter((folder) => sideOf(folder, 'kernel'));
+    const workerSides = folders.filter((folder) => sideOf(folder, 'worker'));
+    expect(folders.filter((folder) => !sideOf(folder, 'kernel') && !sideOf(folder, 'worker'))).toEqual([]);
+    for (const folder of kernelSides) {
+      const { kernelSide } = await import(`../../kernel/host/capabilities/${folder}/kernel.ts`);
+      expect(kernelSide.spec.id.replaceAll('.', '-'), folder).toBe(folder);
+      expect(KERNEL_UNITS.includes(kernelSide), `${folder}/kernel.ts is listed in capabilities/units.ts`).toBe(true);
+    }
+    for (const folder of workerSides) {
+      const { workerSide } = await import(`../../kernel/host/capabilities/${folder}/worker.ts`);
+      expect(workerSide.spec.id.replaceAll('.', '-'), folder).toBe(folder);
+      expect(WORKER_UNITS.includes(workerSide), `${folder}/worker.ts is listed in capabilities/worker-units.ts`).toBe(true);
+    }
+    expect(KERNEL_UNITS).toHaveLength(kernelSides.length);
+    expect(WORKER_UNITS).toHaveLength(workerSides.length);
+  });
+
+  it("a folder's bridge.sql defines exactly the bridge functions its kernel unit grants", async () => {
+    const sources = await bridgeSources();
+    for (const unit of KERNEL_UNITS) {
+      const folder = unit.spec.id.replaceAll('.', '-');
+      const granted = [...new Set((unit.bridgeFunctions ?? []).map((signature) => /^keel_bridge\.([a-z_0-9]+)\(/.exec(signature)![1]))].sort();
+      const defined = [...(sources.find((entry) => entry.source === `${folder}/bridge.sql`)?.functions ?? [])].sort();
+      expect(defined, folder).toEqual(granted);
+    }
+    expect(sources.every((entry) => KERNEL_UNITS.some((unit) => `${unit.spec.id.replaceAll('.', '-')}/bridge.sql` === entry.source))).toBe(true);
+  });
+
+  it("the worker's bundle holds no kernel side of a capability", async () => {
+    const entry = fileURLToPath(new URL('../../kernel/host/worker/worker-main.ts', import.meta.url));
+    const result = await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node24', write: false, metafile: true, external: ['isolated-vm', 'pg', 'pg-native'], logLevel: 'silent' });
+    const inputs = Object.keys(result.metafile.inputs);
+    expect(inputs.some((input) => input.endsWith('capabilities/worker-units.ts'))).toBe(true);
+    expect(inputs.filter((input) => /kernel\/host\/capabilities\/([^/]+\/kernel\.ts|units\.ts|capability-host\.ts)$/.test(input))).toEqual([]);
+  });
+
+  it('a handler gets only the kernel and host services its unit declares', async () => {
+    const probe = kernelUnit(KERNEL_UNITS[0]!.spec, {
+      uses: { kernel: ['db'], host: ['plugins'] },
+      serves: { probe: { seen: { run: async (call) => ({ kernel: Object.keys(call.kernel), host: Object.keys(call.host), db: call.kernel.db }) } } },
+    });
+    const kernel = { db: 'the database', vault: 'the vault', config: 'the configuration' };
+    const host = { plugins: new Map(), invocations: new Map(), invoke: async () => null };
+    const call = { plugin: 'probe', grants: [], info: {}, args: [], kernel, host, depth: 0 } as never;
+    const seen = await brokerTable([probe]).probe!.methods.seen!.run(call);
+    expect(seen).toEqual({ kernel: ['db'], host: ['plugins'], db: 'the database' });
+    for (const unit of KERNEL_UNITS) {
+      expect(Object.keys(unit.uses).every((side) => side === 'kernel' || side === 'host'), unit.spec.id).toBe(true);
+    }
   });
 });

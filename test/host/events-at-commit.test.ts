@@ -7,7 +7,7 @@ import { installAndEnable } from '../support/plugins.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /**
- * A plugin call's events are written just before its COMMIT (worker/capabilities/events-at-commit.ts):
+ * A plugin call's events are written just before its COMMIT (capabilities/events-publish/events-at-commit.ts):
  * the lock that orders one entity's events (an advisory lock per publisher and entity, held
  * to the commit) is not held while the call runs on after its publish, so another call's event
  * about the same entity commits meanwhile, and the order of delivery is still the order of

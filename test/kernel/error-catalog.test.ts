@@ -34,7 +34,7 @@ const CATALOG = join(ROOT, 'docs', 'errors.md');
  *   such a code, so only `bad_request` is documented.
  * - kernel/host/contributions/route-answer.ts: a plugin route that fails answers with the
  *   status and code the plugin chose; those codes belong to the plugin's documentation.
- * - kernel/host/capabilities/services.ts: a failed service call passes on the status and code
+ * - kernel/host/capabilities/services-consume/kernel.ts: a failed service call passes on the status and code
  *   of the providing plugin's error, `service_failed` (502) when it gave none.
  * - kernel/host/contributions/kernel-points.ts: a plugin's refusal of a kernel point passes on
  *   with the plugin's status (only 400, 403, 404, 409, 422) and its code when that looks like an
@@ -56,8 +56,8 @@ const DYNAMIC_SITES = [
   { file: 'kernel/http/app.ts', what: 'status' },
   { file: 'kernel/host/contributions/route-answer.ts', what: 'code' },
   { file: 'kernel/host/contributions/route-answer.ts', what: 'status' },
-  { file: 'kernel/host/capabilities/services.ts', what: 'code' },
-  { file: 'kernel/host/capabilities/services.ts', what: 'status' },
+  { file: 'kernel/host/capabilities/services-consume/kernel.ts', what: 'code' },
+  { file: 'kernel/host/capabilities/services-consume/kernel.ts', what: 'status' },
   { file: 'kernel/host/contributions/kernel-points.ts', what: 'code' },
   { file: 'kernel/host/contributions/kernel-points.ts', what: 'status' },
   { file: 'kernel/host/contributions/route-dispatch.ts', what: 'code' },

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADAPTER_CATALOG } from '../../kernel/tenancy/adapter-catalog.ts';
-import { BUILT_IN_ADAPTER_TYPES } from '../../kernel/tenancy/adapter-defaults.ts';
+import { ADAPTER_CATALOG, BUILT_IN_ADAPTER_TYPES } from '../../sdk/shared/adapter-catalog.ts';
 import { createAgent, createAgentKey, createCompany } from '../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
 

@@ -1,5 +1,4 @@
 import type { InvocationInfo } from '../../../sdk/plugin/context.ts';
-import type { KernelServices } from '../../services.ts';
 import type { InvokeOptions, LoadedPlugin } from '../loaded-plugin.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 import type { StreamScope } from '../stream-hub.ts';
@@ -7,12 +6,11 @@ import type { StreamScope } from '../stream-hub.ts';
 /**
  * The host's services a kernel-served capability may use: the plugins this process runs, the
  * kernel's record of open invocations, service calls into another plugin, plugin streams and the
- * contribution points of jobs. A narrow view the broker hands every call (the ExtensionHost
- * satisfies it): a handler cannot reach the host's lifecycle, signing or worker processes, and
- * the capabilities do not import the host.
+ * contribution points of jobs. A view the broker builds of the ExtensionHost, of which each
+ * call gets only the members its unit declared (`uses.host`): a handler cannot reach the host's
+ * lifecycle, signing or worker processes, and the capabilities do not import the host.
  */
 export interface CapabilityHost {
-  readonly kernel: KernelServices;
   readonly plugins: ReadonlyMap<string, LoadedPlugin>;
   readonly invocations: ReadonlyMap<string, { signedUntil: number | null }>;
   /** Work to do when an invocation has ended (closing the runs a failed call left open). */

@@ -5,7 +5,7 @@ import { EVENTS_CHANNEL, PluginEvents } from './events.ts';
 import { PluginJobs } from './jobs.ts';
 import { PluginKernelPoints } from './kernel-points.ts';
 import { PluginPortabilityParts } from './portability-parts.ts';
-import { UnconfirmedRunSweep } from '../capabilities/runs-of-failed-calls.ts';
+import { UnconfirmedRunSweep } from '../capabilities/runs-open/runs-of-failed-calls.ts';
 
 /** The contribution points that hook into plugin activation: scheduled jobs and kernel events. */
 export interface ContributionPoints {

@@ -99,12 +99,24 @@ export class EventOutbox {
     return row?.n ?? 0;
   }
 
-  /** When the next delivery of these subscribers falls due (a retry's wait, a lease's expiry), if any. */
+  /**
+   * When the next delivery of these subscribers falls due (a retry's wait, a lease's expiry), if
+   * any. A pending delivery behind an open one of its queue is not due at its own time: it
+   * follows its head, whose end wakes delivery again (the head's lease expiry counts here, in
+   * case its process died). Counting it made a process that delivered a queue's head look
+   * again every few milliseconds until that delivery ended.
+   */
   async nextDueAt(subscribers: readonly string[]): Promise<Date | null> {
     if (subscribers.length === 0) return null;
     const row = await this.db.maybeOne<{ at: Date | null }>(
-      `select min(case when state = 'pending' then available_at else lease_until end) as at
-         from keel_events.deliveries where subscriber in (select jsonb_array_elements_text(?::jsonb)) and state in ('pending', 'leased')`,
+      `select min(case when d.state = 'pending' then d.available_at else d.lease_until end) as at
+         from keel_events.deliveries d
+        where d.subscriber in (select jsonb_array_elements_text(?::jsonb)) and d.state in ('pending', 'leased')
+          and (d.state = 'leased'
+               or not exists (select 1 from keel_events.deliveries e
+                               where e.subscriber = d.subscriber and e.publisher = d.publisher
+                                 and e.entity_type = d.entity_type and e.entity_id = d.entity_id
+                                 and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead')))`,
       [JSON.stringify(subscribers)],
     );
     return row?.at ? new Date(row.at) : null;

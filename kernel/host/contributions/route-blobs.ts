@@ -8,7 +8,7 @@ import { servedInline } from '../../blobs/content-types.ts';
 import { streamUpload } from '../../blobs/multipart-upload.ts';
 import { effectiveUploadLimit } from '../../blobs/upload-limits.ts';
 import { KeelError } from '../../http/errors.ts';
-import { cleanFilename } from '../../tenancy/assets.ts';
+import { cleanFilename } from '../../blobs/file-names.ts';
 import type { ExtensionHost } from '../extension-host.ts';
 import type { InvokeResult } from '../plugin-process.ts';
 

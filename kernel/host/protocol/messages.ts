@@ -33,7 +33,7 @@ export interface WorkerInit {
   privateNetworkHosts?: string[];
   folders: Record<string, { path: string; access: 'read' | 'readWrite' }>;
   limits: { memoryMb: number; callTimeoutMs: number; cpuSliceMs: number; maxResponseBytes: number; maxLogLinesPerMinute: number };
-  /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity.ts). */
+  /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity-write/worker.ts). */
   activitySigning: boolean;
   /** V8's code cache of `code` from an earlier load (the worker answered it with `loaded`): a restart compiles little. */
   codeCache?: Uint8Array;

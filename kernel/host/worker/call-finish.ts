@@ -1,7 +1,7 @@
 import type { SlotReport, WireError } from '../protocol/messages.ts';
-import { writeActivity } from './capabilities/activity.ts';
+import { writeActivity } from '../capabilities/activity-write/worker.ts';
 import type { PluginDatabase } from './capabilities/database.ts';
-import { confirmOpenedRuns } from './capabilities/opened-runs.ts';
+import { confirmOpenedRuns } from '../capabilities/runs-open/opened-runs.ts';
 import type { DeliveredSecrets } from './delivered-secrets.ts';
 import type { Invocation } from './invocation.ts';
 import type { TRANSACTION_FAILURES } from './plugin-wire-error.ts';

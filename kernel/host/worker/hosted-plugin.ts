@@ -1,8 +1,8 @@
 import type { InvokeMessage, SlotMessage, SlotReport, WireError, WorkerInit } from '../protocol/messages.ts';
-import { ActivityEntityKinds, recordInBatch } from './capabilities/activity.ts';
+import { recordInBatch } from '../capabilities/activity-write/worker.ts';
+import { ActivityEntityKinds } from './capabilities/activity-entity-kinds.ts';
 import { PLUGIN_POOL_CONNECTIONS, PluginDatabase } from './capabilities/database.ts';
-import type { KernelCall } from './capabilities/events.ts';
-import { CapabilityError, type WorkerCapability } from './capabilities/types.ts';
+import { CapabilityError, type KernelCall, type WorkerCapability } from './capabilities/types.ts';
 import { batchRunner } from './batches.ts';
 import { cancelStatements, finishCall, type FinishingPlugin } from './call-finish.ts';
 import { DeliveredSecrets } from './delivered-secrets.ts';
@@ -14,7 +14,7 @@ import { LogBudget } from './log-budget.ts';
 import { wiredAnswer } from './wired-answer.ts';
 import { TRANSACTION_FAILURES, transactionFailure, wireFromPlugin, wireHostError } from './plugin-wire-error.ts';
 import { Sandbox } from '../../../sdk/shared/sandbox.ts';
-import { workerCapabilities } from './capabilities/registry.ts';
+import { workerCapabilities } from '../capabilities/worker-units.ts';
 
 const closed = (message = 'This ctx belongs to an invocation that has finished') => JSON.stringify({ e: { status: 409, code: 'invocation_closed', message } });
 
@@ -41,7 +41,7 @@ export class HostedPlugin {
   private capabilities: Record<string, WorkerCapability> = {};
   /** Secret values delivered to the isolate, kept out of everything the plugin sends out. */
   private readonly delivered = new DeliveredSecrets();
-  /** Activity entity types the database checks against the invocation's company (see capabilities/activity.ts). */
+  /** Activity entity types the database checks against the invocation's company (see capabilities/activity-write/worker.ts). */
   private activityKinds = new ActivityEntityKinds(null);
   private readonly invocations = new Map<string, Invocation>();
   /** Calls to kernel-served capabilities awaiting the kernel's reply. */

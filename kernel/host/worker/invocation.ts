@@ -2,7 +2,7 @@ import type pg from 'pg';
 import type { InvokeMessage } from '../protocol/messages.ts';
 import { CapabilityError } from './capabilities/types.ts';
 import { READ_WRITE } from './read-write.ts';
-import type { EventValues } from './capabilities/events-at-commit.ts';
+import type { EventValues } from '../capabilities/events-publish/events-at-commit.ts';
 
 /**
  * One call into the plugin, from dispatch to result. It owns the database client of its

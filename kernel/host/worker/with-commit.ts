@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import { flushBatchActivity } from './capabilities/activity.ts';
-import { writePendingEvents } from './capabilities/events-at-commit.ts';
+import { flushBatchActivity } from '../capabilities/activity-write/worker.ts';
+import { writePendingEvents } from '../capabilities/events-publish/events-at-commit.ts';
 import type { Invocation } from './invocation.ts';
 
 /** What a transaction holds back to send with its COMMIT (a call's own, or a batch's for all its calls). */

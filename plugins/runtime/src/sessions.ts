@@ -18,8 +18,10 @@ export async function keepSession(ctx: RuntimeContext, run: Record<string, unkno
        last_run_id = excluded.last_run_id, updated_at = clock_timestamp()`,
     [run.company_id, run.agent_id, run.task_key, run.adapter_type, sessionId, run.id]);
   await ctx.db.query('update runs set session_id_after = $2, updated_at = clock_timestamp() where id = $1', [run.id, sessionId]);
-  await ctx.db.query('insert into agent_states (agent_id, company_id) values ($1, $2) on conflict do nothing', [run.agent_id, run.company_id]);
-  await ctx.db.query('update agent_states set session_id = $2, updated_at = clock_timestamp() where agent_id = $1', [run.agent_id, sessionId]);
+  await ctx.db.query(
+    `insert into agent_states (agent_id, company_id, session_id) values ($1, $2, $3)
+     on conflict (agent_id) do update set session_id = excluded.session_id, updated_at = clock_timestamp()`,
+    [run.agent_id, run.company_id, sessionId]);
 }
 
 export async function runtimeStateRoute(req: RouteRequest, ctx: RuntimeContext) {

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { adapterDescription } from '../../../kernel/tenancy/adapter-catalog.ts';
+import { adapterDescription } from '../../../sdk/shared/adapter-catalog.ts';
 import { DEFAULT_GRACE_SEC, DEFAULT_TIMEOUT_SEC } from '../../../plugins/coding-agents/src/config.ts';
 import { driverFor } from '../../../plugins/coding-agents/src/tools/index.ts';
 

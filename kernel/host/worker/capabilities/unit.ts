@@ -1,10 +1,9 @@
 import type { CapabilitySpec } from '../../../../sdk/capabilities/define.ts';
 import type { WorkerInit } from '../../protocol/messages.ts';
 import type { DeliveredSecrets } from '../delivered-secrets.ts';
-import type { ActivityEntityKinds } from './activity.ts';
+import type { ActivityEntityKinds } from './activity-entity-kinds.ts';
 import type { PluginDatabase } from './database.ts';
-import type { KernelCall } from './events.ts';
-import type { WorkerCapability } from './types.ts';
+import type { KernelCall, WorkerCapability } from './types.ts';
 
 /** What a worker-served capability is built from, once per loaded plugin. */
 export interface WorkerServices {
@@ -20,7 +19,7 @@ export interface WorkerServices {
 /**
  * What the worker serves for one capability (its `worker` and `database` methods), registered
  * against its SDK declaration: `serve` builds the handlers by `ctx` member, then method. The
- * worker's method table is derived from these units (registry.ts).
+ * worker's method table is derived from these units (capabilities/worker-units.ts).
  */
 export interface WorkerUnit {
   spec: CapabilitySpec;
@@ -29,16 +28,6 @@ export interface WorkerUnit {
 
 export function workerUnit(spec: CapabilitySpec, serve: WorkerUnit['serve']): WorkerUnit {
   return { spec, serve };
-}
-
-/** Some methods of a table that serves several declarations' methods of one member. */
-export function pickMethods(table: WorkerCapability, ...names: string[]): WorkerCapability {
-  const picked: WorkerCapability = {};
-  for (const name of names) {
-    if (!Object.hasOwn(table, name)) throw new Error(`No worker method ${name} to register`);
-    picked[name] = table[name]!;
-  }
-  return picked;
 }
 
 /** The worker's table (member -> method -> handler) for one plugin; a method registered twice is an error. */

@@ -16,7 +16,7 @@
  * - `CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1` leaves the model API as the only network call
  *   (no telemetry, error reports, update checks, MCP registry or connectivity probe).
  */
-import type { GatewaySupport, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import { catalogFacts, type GatewaySupport, type Launch, type LaunchInput, type LocalConfig, type ToolDriver } from './driver.ts';
 import { claudeStreamParser, resetTime, UNKNOWN_SESSION } from './claude-code-stream.ts';
 import { LOGIN_STATUS_ARGS, loginAnswer } from './claude-code-login.ts';
 
@@ -43,15 +43,12 @@ const gateway: GatewaySupport = {
   }),
 };
 
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('alpha_local');
+
 export const claudeCode: ToolDriver = {
-  adapterType: 'alpha_local',
-  displayName: 'Claude Code',
-  executable: 'claude',
-  install: 'npm install -g @anthropic-ai/claude-code',
+  ...FACTS,
   supportedVersions: '2.x (tested with 2.1.332): stream-json events, --resume, --max-turns, --effort',
-  defaultModel: null, // Claude Code picks its own default for the account (an API key and a subscription differ)
-  efforts: ['low', 'medium', 'high', 'xhigh', 'max'],
-  supportsMaxTurns: true,
   allowedExtraArgs: [
     { flag: '--add-dir', takesValue: true },
     { flag: '--allowedTools', takesValue: true },

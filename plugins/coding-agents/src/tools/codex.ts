@@ -1,5 +1,5 @@
 import { classifyCodex, parseCodexLine, type UsageContext } from './codex-events.ts';
-import type { GatewaySupport, GatewayTarget, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import { catalogFacts, type GatewaySupport, type GatewayTarget, type Launch, type LaunchInput, type LocalConfig, type ToolDriver } from './driver.ts';
 
 /**
  * `beta_local`: OpenAI's Codex CLI (`codex`, npm `@openai/codex`), run as `codex exec --json`
@@ -22,7 +22,8 @@ import type { GatewaySupport, GatewayTarget, Launch, LaunchInput, LocalConfig, T
  *   `shell_environment_policy`), and TZ is UTC so the reset time of a usage limit reads right.
  */
 
-const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max', 'ultra'];
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('beta_local');
 const PROVIDER = 'keel_openai';
 const OPENAI_API = 'https://api.openai.com/v1';
 /**
@@ -33,7 +34,8 @@ const OPENAI_API = 'https://api.openai.com/v1';
  */
 const RESUME_REFUSED = ['thread/resume failed', 'no rollout found for thread id'];
 
-const DEFAULT_MODEL = 'gpt-6.2-sol';
+/** Codex 0.171's own default model (`codex debug models`: the catalog's first entry). */
+const DEFAULT_MODEL = FACTS.defaultModel;
 /**
  * The model to run: the configured one, else Codex 0.171's default. `beta-default` is the spec's
  * placeholder that the kernel fills in on create (kernel/tenancy/adapter-defaults.ts); no
@@ -130,15 +132,8 @@ function launch(input: LaunchInput): Launch {
 }
 
 export const codexDriver: ToolDriver = {
-  adapterType: 'beta_local',
-  displayName: 'Codex CLI',
-  executable: 'codex',
-  install: 'npm install -g @openai/codex',
+  ...FACTS,
   supportedVersions: '0.171.x (tested with 0.171.0): `codex exec --json` events thread.started, item.*, turn.completed with usage, and `codex exec resume`',
-  // Codex 0.171's own default model (`codex debug models`: the catalog's first entry).
-  defaultModel: DEFAULT_MODEL,
-  efforts: EFFORTS,
-  supportsMaxTurns: false,
   // Flags `codex exec` and `codex exec resume` both accept and that neither move output or sessions nor carry credentials.
   allowedExtraArgs: [
     { flag: '--enable', takesValue: true }, { flag: '--disable', takesValue: true },

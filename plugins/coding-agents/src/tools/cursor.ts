@@ -1,5 +1,5 @@
 import { classifyCursor, CURSOR_SESSION_REFUSED, parseCursorLine, type CursorContext } from './cursor-events.ts';
-import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import { catalogFacts, type Launch, type LaunchInput, type LocalConfig, type ToolDriver } from './driver.ts';
 
 /**
  * `cursor`: Cursor's agent CLI (`cursor-agent`, also installed as `agent`; not on npm), run as
@@ -22,9 +22,10 @@ import type { Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
  *   only, with no base-URL setting; `adapterConfig.modelProvider` is accepted and ignored.
  */
 
-const INSTALL = 'curl https://cursor.com/install -fsS | bash';
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('cursor');
 /** Cursor's own default: `auto` lets Cursor pick the model per request. */
-const DEFAULT_MODEL = 'auto';
+const DEFAULT_MODEL = FACTS.defaultModel;
 
 function commonArgs(local: LocalConfig): string[] {
   return [
@@ -62,14 +63,8 @@ function context(local: LocalConfig | undefined): CursorContext {
 }
 
 export const cursorDriver: ToolDriver & { parser(config?: LocalConfig): ReturnType<ToolDriver['parser']> } = {
-  adapterType: 'cursor',
-  displayName: 'Cursor CLI',
-  executable: 'cursor-agent',
-  install: INSTALL,
+  ...FACTS,
   supportedVersions: 'untested: built from Cursor\'s documentation of the 2026 builds (`-p --output-format stream-json`, `--force`, `--trust`, `--resume`, `--model`; usage on the result event as recent builds report it)',
-  defaultModel: DEFAULT_MODEL,
-  efforts: null,
-  supportsMaxTurns: false,
   // Flags that neither move output, sessions or the workspace, nor carry a prompt, header or credential, nor change the approval mode.
   allowedExtraArgs: [
     { flag: '--mode', takesValue: true },
@@ -82,7 +77,7 @@ export const cursorDriver: ToolDriver & { parser(config?: LocalConfig): ReturnTy
     const usage = context(local);
     return { line: (data) => parseCursorLine(data, usage) };
   },
-  classify: (input) => classifyCursor(input, INSTALL),
+  classify: (input) => classifyCursor(input, FACTS.install),
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d{4}\.\d{1,2}\.\d{1,2}-[0-9a-f]+)\b/.exec(stdout)?.[1] ?? /\b(\d+\.\d+\.\d+[\w.+-]*)\b/.exec(stdout)?.[1] ?? null,
   probe(local) {

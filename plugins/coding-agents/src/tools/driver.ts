@@ -5,6 +5,7 @@
  * session, result), how to tell its failures apart, and how to test it. A driver is pure: it
  * builds values and reads lines; the plugin's core does everything with ctx.
  */
+import { LOCAL_TOOLS } from '@keel/sdk/plugin';
 
 /** The adapter configuration every local adapter shares, validated and normalised by config.ts. */
 export interface LocalConfig {
@@ -119,6 +120,24 @@ export interface ParsedLine {
 /** A probe's outcome (ctx.executions.probe). */
 export interface ProbeOutcome { exitCode: number | null; signal: string | null; stdout: string; stderr: string; timedOut: boolean; spawnError: string | null }
 
+/**
+ * A tool's name, executable, install command, default model, effort values and max turns as
+ * the SDK's adapter catalog declares them (LOCAL_TOOLS): the console and the llms texts show
+ * the same row the driver runs with.
+ */
+type Row<T extends keyof typeof LOCAL_TOOLS> = (typeof LOCAL_TOOLS)[T];
+export function catalogFacts<T extends keyof typeof LOCAL_TOOLS>(type: T): {
+  adapterType: Row<T>['type']; displayName: string; executable: string; install: string;
+  /** The row's own literal: a tool with a default model reads it as a string. */
+  defaultModel: Row<T>['defaultModel']; efforts: readonly string[] | null; supportsMaxTurns: boolean;
+} {
+  const tool = LOCAL_TOOLS[type];
+  return {
+    adapterType: tool.type, displayName: tool.tool, executable: tool.executable, install: tool.install,
+    defaultModel: tool.defaultModel, efforts: tool.efforts, supportsMaxTurns: tool.maxTurns,
+  };
+}
+
 export interface ToolDriver {
   adapterType: string;
   displayName: string;
@@ -128,7 +147,7 @@ export interface ToolDriver {
   /** Human text, e.g. '2.x (tested with 2.1.332)'. */
   supportedVersions: string;
   defaultModel: string | null;
-  efforts: string[] | null;
+  efforts: readonly string[] | null;
   supportsMaxTurns: boolean;
   /** Flags extraArgs may carry; takesValue when the next argument is its value. */
   allowedExtraArgs: Array<{ flag: string; takesValue: boolean }>;

@@ -1,4 +1,4 @@
-import type { GatewaySupport, Launch, LaunchInput, LocalConfig, ToolDriver } from './driver.ts';
+import { catalogFacts, type GatewaySupport, type Launch, type LaunchInput, type LocalConfig, type ToolDriver } from './driver.ts';
 import { classifyGemini, parseGeminiLine, type UsageContext } from './gemini-events.ts';
 
 /**
@@ -28,9 +28,10 @@ import { classifyGemini, parseGeminiLine, type UsageContext } from './gemini-eve
  */
 
 const RESUME_REFUSED = ['Error resuming session'];
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('gamma_local');
 /** `auto` is the CLI's own default: it routes each turn to a Pro or Flash model. */
-const DEFAULT_MODEL = 'auto';
-const INSTALL = 'npm install -g @google/gemini-cli';
+const DEFAULT_MODEL = FACTS.defaultModel;
 /**
  * The model to run: the configured one, else the CLI's default. `gamma-default` is the spec's
  * placeholder that the kernel fills in on create (kernel/tenancy/adapter-defaults.ts); no
@@ -118,14 +119,8 @@ function usageContext(local: LocalConfig | undefined): UsageContext {
 }
 
 export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): ReturnType<ToolDriver['parser']> } = {
-  adapterType: 'gamma_local',
-  displayName: 'Gemini CLI',
-  executable: 'gemini',
-  install: INSTALL,
+  ...FACTS,
   supportedVersions: '0.51 to 0.61 (tested with 0.61.0; 0.51.0 run by hand with the same flags and events): `-p` with `--output-format stream-json` (events init, message, tool_use, tool_result, error, result with stats), `--approval-mode yolo`, `--resume <session id>`',
-  defaultModel: DEFAULT_MODEL,
-  efforts: null,
-  supportsMaxTurns: true,
   // Flags that neither move output or sessions, nor carry a prompt or credential, nor change the approval mode.
   allowedExtraArgs: [
     { flag: '--include-directories', takesValue: true },
@@ -140,7 +135,7 @@ export const geminiDriver: ToolDriver & { parser(config?: LocalConfig): ReturnTy
     const context = usageContext(local);
     return { line: (data) => parseGeminiLine(data, context) };
   },
-  classify: (input) => classifyGemini(input, INSTALL),
+  classify: (input) => classifyGemini(input, FACTS.install),
   gateway,
   versionArgs: ['--version'],
   parseVersion: (stdout) => /\b(\d+\.\d+\.\d+[\w.+-]*)/.exec(stdout)?.[1] ?? null,

@@ -1,4 +1,4 @@
-import type { Failure, GatewaySupport, Launch, LaunchInput, LocalConfig, ParsedLine, ProviderKind, ToolDriver, TranscriptEntry } from './driver.ts';
+import { catalogFacts, type Failure, type GatewaySupport, type Launch, type LaunchInput, type LocalConfig, type ParsedLine, type ProviderKind, type ToolDriver, type TranscriptEntry } from './driver.ts';
 import { isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
 import { cutOutput } from './lines.ts';
 
@@ -248,18 +248,12 @@ const gateway: GatewaySupport = {
   },
 };
 
-const INSTALL = 'npm install -g opencode-ai';
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('delta_local');
 
 export const opencodeDriver: ToolDriver = {
-  adapterType: 'delta_local',
-  displayName: 'OpenCode',
-  executable: 'opencode',
-  install: INSTALL,
+  ...FACTS,
   supportedVersions: 'tested with 1.18.33 (needs `run --format json`, `--auto`, `--title` and `--variant`)',
-  defaultModel: null,
-  // `--variant`: the provider's reasoning levels as OpenCode names them.
-  efforts: ['minimal', 'low', 'medium', 'high', 'max'],
-  supportsMaxTurns: false,
   allowedExtraArgs: [
     { flag: '--agent', takesValue: true },
     { flag: '--pure', takesValue: false },

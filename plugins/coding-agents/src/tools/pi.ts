@@ -1,4 +1,4 @@
-import type { Failure, Launch, LaunchInput, LocalConfig, ParsedLine, ToolDriver, TranscriptEntry, ToolUsage } from './driver.ts';
+import { catalogFacts, type Failure, type Launch, type LaunchInput, type LocalConfig, type ParsedLine, type ToolDriver, type TranscriptEntry, type ToolUsage } from './driver.ts';
 import { isObject, lastAttempt, num, providerFailure, str } from './provider-failures.ts';
 import { cutOutput } from './lines.ts';
 
@@ -181,17 +181,12 @@ function reportedFailure(tail: string): Failure | null {
   return failure;
 }
 
-const INSTALL = 'npm install -g @mariozechner/pi-coding-agent';
+/** Name, executable, install command, default model, efforts and max turns: the SDK's adapter catalog row. */
+const FACTS = catalogFacts('pi_local');
 
 export const piDriver: ToolDriver = {
-  adapterType: 'pi_local',
-  displayName: 'Pi',
-  executable: 'pi',
-  install: INSTALL,
+  ...FACTS,
   supportedVersions: 'tested with 0.73.1 (needs `--mode json`, `-p` and `--session <id>`); Node.js 20.6 or later as node on PATH',
-  defaultModel: null,
-  efforts: ['off', 'minimal', 'low', 'medium', 'high', 'xhigh'],
-  supportsMaxTurns: false,
   allowedExtraArgs: [
     { flag: '--provider', takesValue: true },
     { flag: '--tools', takesValue: true },

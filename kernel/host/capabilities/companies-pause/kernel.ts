@@ -1,0 +1,8 @@
+import { companiesPause as spec } from '../../../../sdk/capabilities/kernel-data.ts';
+import { kernelUnit } from '../unit.ts';
+
+/** Served in the worker (worker.ts) through keel_bridge.hold_company (bridge.sql), executable by the plugin's role only with this capability granted. */
+export const kernelSide = kernelUnit(spec, {
+  bridgeFunctions: ['keel_bridge.hold_company(text, text, boolean, text)'],
+  writesKernelRows: true,
+});
