@@ -121,8 +121,8 @@ async function latency(url: string): Promise<string> {
   const started = performance.now();
   for (let i = 0; i < READS; i++) {
     const res = await fetch(url);
-    await res.text();
-    if (!res.ok) throw new Error(`${url}: ${res.status}`);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${url}: ${res.status} ${text}`);
   }
   return ((performance.now() - started) / READS).toFixed(2);
 }
