@@ -1,5 +1,7 @@
 import { KERNEL_POINT_NAMES } from './kernel-points.ts';
 import { CAPABILITY_IDS } from '../capabilities/index.ts';
+import { KERNEL_EVENTS } from '../events/kernel-events.ts';
+import type { KernelEventName } from '../events/index.ts';
 
 /**
  * The manifest schema, one fragment per contribution point. Every property has a
@@ -82,7 +84,8 @@ export const webhooksFragment = {
   },
 } as const;
 
-export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed', 'execution.output', 'execution.finished', 'proxy.finished'] as const;
+/** The kernel's events, named by their declarations (sdk/events/kernel-events.ts). */
+export const KERNEL_EVENT_NAMES: ReadonlyArray<KernelEventName> = KERNEL_EVENTS.map((event) => event.name);
 
 /** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
 const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 } as const;
