@@ -16,14 +16,14 @@ const budgetStop = {
   },
 } as const;
 
-export const budgetStopped = pluginEvent({
+export const budgetStopped = /* @__PURE__ */ pluginEvent({
   name: 'costs.budget.stopped',
   publisher: 'costs',
   description: 'A project reached its hard budget stop: it takes no new work until the stop is lifted.',
   schema: budgetStop,
 });
 
-export const budgetResumed = pluginEvent({
+export const budgetResumed = /* @__PURE__ */ pluginEvent({
   name: 'costs.budget.resumed',
   publisher: 'costs',
   description: 'A project\'s hard budget stop was lifted (its budget was raised above its spend).',

@@ -3,18 +3,14 @@
  * that other plugins subscribe to. A plugin imports them from `@keel/sdk/plugin`.
  */
 import type { PayloadsOf } from './define.ts';
-import { KERNEL_EVENTS } from './kernel-events.ts';
-import { COSTS_EVENTS } from './costs-events.ts';
-import { WORK_EVENTS } from './work-events.ts';
+import type { KERNEL_EVENTS } from './kernel-events.ts';
+import type { PLUGIN_EVENTS } from './plugin-events.ts';
 
 export { kernelEvent, pluginEvent, type EventDeclaration, type PayloadOf } from './define.ts';
 export * as kernelEvents from './kernel-events.ts';
 export type { EventActor } from './kernel-events.ts';
 export * as workEvents from './work-events.ts';
 export * as costsEvents from './costs-events.ts';
-
-/** The plugin events the SDK declares: `keel plugin build` checks a publisher's plugin.json against them. */
-export const PLUGIN_EVENTS = [...WORK_EVENTS, ...COSTS_EVENTS] as const;
 
 export type KernelEventName = (typeof KERNEL_EVENTS)[number]['name'];
 /** Kernel event -> payload. */

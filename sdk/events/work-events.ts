@@ -10,7 +10,7 @@ const uuidOrNull = { type: ['string', 'null'], format: 'uuid' } as const;
 const identifier = { type: 'string', maxLength: 64 } as const;
 const issueStatus = { enum: ['backlog', 'todo', 'in_progress', 'in_review', 'done', 'blocked', 'cancelled'] } as const;
 
-export const issueCreated = pluginEvent({
+export const issueCreated = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.created',
   publisher: 'work',
   description: 'An issue was created.',
@@ -21,7 +21,7 @@ export const issueCreated = pluginEvent({
   },
 });
 
-export const issueUpdated = pluginEvent({
+export const issueUpdated = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.updated',
   publisher: 'work',
   description: 'Fields of an issue changed (changes holds the new values).',
@@ -32,7 +32,7 @@ export const issueUpdated = pluginEvent({
   },
 });
 
-export const issueAssigned = pluginEvent({
+export const issueAssigned = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.assigned',
   publisher: 'work',
   description: 'An issue was given to an agent (by a create, a patch or a checkout): the runtime wakes the agent.',
@@ -49,7 +49,7 @@ export const issueAssigned = pluginEvent({
   },
 });
 
-export const issueCommentAdded = pluginEvent({
+export const issueCommentAdded = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.comment_added',
   publisher: 'work',
   description: 'A comment was added; wakeAgentIds are the agents it mentions or answers (and the assignee, for a comment by someone else).',
@@ -63,7 +63,7 @@ export const issueCommentAdded = pluginEvent({
   },
 });
 
-export const issueBlockersResolved = pluginEvent({
+export const issueBlockersResolved = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.blockers_resolved',
   publisher: 'work',
   description: 'The last unresolved blocker of an issue was resolved (done or cancelled): the runtime wakes its assignee agent.',
@@ -74,7 +74,7 @@ export const issueBlockersResolved = pluginEvent({
   },
 });
 
-export const issueDocumentUpdated = pluginEvent({
+export const issueDocumentUpdated = /* @__PURE__ */ pluginEvent({
   name: 'work.issue.document_updated',
   publisher: 'work',
   description: 'A document of an issue got a new revision (created is true for its first).',

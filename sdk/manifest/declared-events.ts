@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { PluginManifest } from '../plugin/manifest.ts';
-import { PLUGIN_EVENTS } from '../events/index.ts';
+import { PLUGIN_EVENTS } from '../events/plugin-events.ts';
 import type { EventDeclaration } from '../events/define.ts';
 
 const DECLARED: ReadonlyMap<string, EventDeclaration> = new Map(PLUGIN_EVENTS.map((event) => [event.name, event]));

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { costsEvents, definePluginWith, kernelEvents, workEvents, type PayloadOf } from '../../sdk/plugin/index.ts';
 import { KERNEL_EVENTS } from '../../sdk/events/kernel-events.ts';
-import { PLUGIN_EVENTS } from '../../sdk/events/index.ts';
+import { PLUGIN_EVENTS } from '../../sdk/events/plugin-events.ts';
 import { KERNEL_EVENT_NAMES, manifestSchema } from '../../sdk/manifest/fragments.ts';
 import { InvalidManifestError, validateManifest } from '../../sdk/manifest/validate-manifest.ts';
 
