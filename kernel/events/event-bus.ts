@@ -1,32 +1,14 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/database.ts';
-import type { ExecutionFinishedEvent, ExecutionOutputEvent } from '../../sdk/capabilities/executions.ts';
-import type { ProxyFinishedEvent } from '../../sdk/plugin/answers.ts';
+import type { EventActor, KernelEventPayloads } from '../../sdk/events/index.ts';
 
-/** Kernel domain events and their payloads (what a subscriber receives). */
-export interface KernelEvents {
-  'company.created': { companyId: string; company: Record<string, unknown>; actor: EventActor };
-  'company.updated': { companyId: string; company: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
-  'company.status_changed': { companyId: string; from: string; to: string; reason: string | null; actor: EventActor };
-  'company.archived': { companyId: string; actor: EventActor };
-  'company.deleted': { companyId: string; actor: EventActor };
-  'agent.created': { companyId: string; agentId: string; agent: Record<string, unknown>; actor: EventActor };
-  'agent.updated': { companyId: string; agentId: string; agent: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor };
-  'agent.status_changed': { companyId: string; agentId: string; from: string; to: string; reason: string | null; actor: EventActor };
-  'run.closed': { companyId: string; runId: string; agentId: string; status: string; reason: string | null };
-  /** An agent's structured output line or SSE event; delivered only to the plugin that started the execution. */
-  'execution.output': ExecutionOutputEvent;
-  /** An execution reached its terminal status; delivered only to the plugin that started it. */
-  'execution.finished': ExecutionFinishedEvent;
-  /** A proxied model call ended (kernel/gateway/); delivered only to the plugin that answered the proxy. */
-  'proxy.finished': ProxyFinishedEvent;
-  /** The board is asked to decide something; `approval` names who asked (requestedByAgentId, requestedByUserId). */
-  'approval.created': { companyId: string; approvalId: string; approval: Record<string, unknown>; actor: EventActor };
-  /** The board decided (`to`: approved, rejected, revision_requested), or terminating the hired agent cancelled it. */
-  'approval.decided': { companyId: string; approvalId: string; approval: Record<string, unknown>; from: string; to: string; decisionNote: string | null; actor: EventActor };
-}
+/**
+ * Kernel domain events and their payloads (what a subscriber receives): declared once in the
+ * SDK (sdk/events/kernel-events.ts), where the plugins that subscribe read the same types.
+ */
+export interface KernelEvents extends KernelEventPayloads {}
 
-export interface EventActor { actorType: 'agent' | 'user' | 'system'; actorId: string }
+export type { EventActor };
 
 export type EventName = keyof KernelEvents;
 type Hook<E extends EventName> = (tx: Tx, payload: KernelEvents[E]) => Promise<void> | void;

@@ -9,8 +9,11 @@ import { build, stop, type Plugin } from 'esbuild';
 export const SDK_SPECIFIER = '@keel/sdk/plugin';
 const SDK_ENTRY = resolve(dirname(fileURLToPath(import.meta.url)), '../plugin/index.ts');
 const SDK_DIR = dirname(SDK_ENTRY);
-/** SDK folders bundled into plugins: the plugin API and the capability registry it builds `ctx` from. */
-const SDK_BUNDLED_DIRS = [SDK_DIR, resolve(SDK_DIR, '../capabilities')];
+/**
+ * SDK folders bundled into plugins: the plugin API, the capability registry it builds `ctx`
+ * from and the event declarations publishers and subscribers name events by.
+ */
+const SDK_BUNDLED_DIRS = [SDK_DIR, resolve(SDK_DIR, '../capabilities'), resolve(SDK_DIR, '../events')];
 /** Pure shared modules the plugin API re-exports (model prices, which the kernel prices streams with too; the coding tools' facts, which the kernel's adapter catalog shows). */
 const SDK_BUNDLED_FILES = new Set([resolve(SDK_DIR, '../shared/model-prices.ts'), resolve(SDK_DIR, '../shared/local-tools.ts')]);
 const inSdk = (path: string) => SDK_BUNDLED_FILES.has(path) || SDK_BUNDLED_DIRS.some((dir) => path.startsWith(dir + sep));

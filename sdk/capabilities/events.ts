@@ -1,5 +1,6 @@
 import { defineCapability, method, present } from './define.ts';
 import { text } from './schemas.ts';
+import type { EventPayload } from '../events/index.ts';
 
 /**
  * Durable events of the plugin's own (events.publish). An event is written to the kernel's
@@ -13,8 +14,10 @@ export interface EventsCapability {
    * belongs to the company the call serves. Answers the event's id.
    * Errors: 403 event_name_forbidden, 403 event_not_declared, 400 invalid_event_payload,
    * 403 company_scope_required, 403 events_read_only.
+   * An event the SDK declares (sdk/events) takes its declared payload: name it by its
+   * declaration, `publish(issueCreated.name, {...})`.
    */
-  publish(name: string, payload: Record<string, unknown>, options: { entityType: string; entityId: string }): Promise<{ eventId: string }>;
+  publish<Name extends string>(name: Name, payload: EventPayload<Name>, options: { entityType: string; entityId: string }): Promise<{ eventId: string }>;
 }
 
 export const eventsPublish = defineCapability<{ events: EventsCapability }>()({

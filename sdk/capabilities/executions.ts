@@ -232,18 +232,18 @@ export interface ExecutionOutput { seq: number; stream: 'stdout' | 'sse'; data: 
  * execution): the structured outputs of one batch of the log (written every 100 ms), in line
  * order, at most 50 (and about 256 KiB) per event.
  */
-export interface ExecutionOutputEvent {
+export type ExecutionOutputEvent = {
   executionId: string; runId: string; companyId: string; agentId: string;
   outputs: ExecutionOutput[];
-}
+};
 /** Payload of the kernel event `execution.finished` (once, at the terminal status). `runId` and `agentId` are null for a workspace process (executions.workspace), which has neither. */
-export interface ExecutionFinishedEvent {
+export type ExecutionFinishedEvent = {
   executionId: string; runId: string | null; companyId: string; agentId: string | null;
   status: ExecutionStatus; exitCode: number | null; signal: string | null; httpStatus: number | null;
   errorCode: string | null; logBytes: number; response: unknown;
   /** 2 when the command was started again by `retryOnce`. */
   attempts?: number;
-}
+};
 
 export const MAX_EXECUTION_FILES = 1000;
 /** What all the files of one start may hold together, decoded. */

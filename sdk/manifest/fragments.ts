@@ -1,5 +1,7 @@
 import { KERNEL_POINT_NAMES } from './kernel-points.ts';
 import { CAPABILITY_IDS } from '../capabilities/index.ts';
+import { KERNEL_EVENTS } from '../events/kernel-events.ts';
+import type { KernelEventName } from '../events/index.ts';
 
 /**
  * The manifest schema, one fragment per contribution point. Every property has a
@@ -11,17 +13,24 @@ import { routesFragment } from './routes-fragment.ts';
 
 export { CAPABILITY_IDS, routesFragment };
 
+/**
+ * The registry's ids, seen by the manifest's types as plain strings: the capability
+ * declarations read manifests (requiredBy), so a manifest type built from their ids would
+ * refer to itself. The schema still enumerates them: a manifest naming another id is refused.
+ */
+const capabilityIds: readonly string[] = CAPABILITY_IDS;
+
 export const capabilitiesFragment = {
   type: 'array', maxItems: 64, uniqueItems: true,
   description: 'Capabilities the plugin asks for; the operator grants them on enable. No wildcards.',
   items: {
     type: 'object', additionalProperties: false, required: ['id', 'reason'],
     properties: {
-      id: { enum: CAPABILITY_IDS, description: 'Capability id (domain.verb); the registry in sdk/capabilities/ declares each.' },
+      id: { enum: capabilityIds, description: 'Capability id (domain.verb); the registry in sdk/capabilities/ declares each.' },
       reason: { type: 'string', minLength: 3, maxLength: 500, description: 'Why the plugin needs it; shown to the operator.' },
     },
   },
-};
+} as const;
 
 export const toolsFragment = {
   type: 'array', maxItems: 100, description: 'Tools agents can call through POST /api/plugins/tools/execute.',
@@ -34,7 +43,7 @@ export const toolsFragment = {
       readOnly: { type: 'boolean', description: 'The tool changes nothing: each statement runs alone and read-only (no transaction for the whole call) and no activity entry is written; MCP clients see readOnlyHint.' },
     },
   },
-};
+} as const;
 
 export const jobsFragment = {
   type: 'array', maxItems: 50, description: 'Jobs: scheduled (cron), triggered by an operator, or enqueued at run time (ctx.jobs.enqueue); leased through the database.',
@@ -51,7 +60,7 @@ export const jobsFragment = {
       payloadSchema: { ...schemaObject, description: 'Schema of the payload of ctx.jobs.enqueue; checked when it is enqueued and again before it runs.' },
     },
   },
-};
+} as const;
 
 export const webhooksFragment = {
   type: 'array', maxItems: 50, description: 'Inbound webhook endpoints at /api/plugins/{pluginKey}/webhooks/{key}.',
@@ -73,12 +82,13 @@ export const webhooksFragment = {
       },
     },
   },
-};
+} as const;
 
-export const KERNEL_EVENT_NAMES = ['company.created', 'company.updated', 'company.status_changed', 'company.archived', 'company.deleted', 'agent.created', 'agent.updated', 'agent.status_changed', 'approval.created', 'approval.decided', 'run.closed', 'execution.output', 'execution.finished', 'proxy.finished'] as const;
+/** The kernel's events, named by their declarations (sdk/events/kernel-events.ts). */
+export const KERNEL_EVENT_NAMES: ReadonlyArray<KernelEventName> = KERNEL_EVENTS.map((event) => event.name);
 
 /** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
-const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 };
+const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 } as const;
 
 export const eventsFragment = {
   type: 'array', maxItems: 50, description: 'Events the plugin receives: kernel events, or events other plugins publish (<pluginKey>.<name>).',
@@ -90,7 +100,7 @@ export const eventsFragment = {
       awaited: { type: 'boolean', description: 'after_commit on a kernel event only: an API request whose own change emitted the event answers once this subscriber handled it (bounded by its call deadline), so what the plugin derives from the change is readable at once.' },
     },
   },
-};
+} as const;
 
 export const publishedEventsFragment = {
   type: 'array', maxItems: 50, description: 'Events the plugin publishes with ctx.events.publish (needs events.publish).',
@@ -102,7 +112,7 @@ export const publishedEventsFragment = {
       schema: { ...schemaObject, description: 'Schema every published payload must match.' },
     },
   },
-};
+} as const;
 
 export const uiFragment = {
   type: 'object', additionalProperties: false, description: 'UI contributions, shown while the plugin is enabled.',
@@ -144,7 +154,7 @@ export const uiFragment = {
       },
     },
   },
-};
+} as const;
 
 export const foldersFragment = {
   type: 'array', maxItems: 10, description: 'Local-folder mounts (needs local.folders); operators set the path per company.',
@@ -161,7 +171,7 @@ export const foldersFragment = {
       },
     },
   },
-};
+} as const;
 
 export const servicesFragment = {
   type: 'object', additionalProperties: false, description: 'Services offered to and used from other plugins, brokered by the host.',
@@ -175,7 +185,7 @@ export const servicesFragment = {
           description: { type: 'string', maxLength: 1000, description: 'What it does.' },
           inputSchema: { ...schemaObject, description: 'Schema of the input; the host refuses a call whose input does not match (400 validation_failed).' },
           outputSchema: { ...schemaObject, description: 'Schema of the result; a result that does not match reaches the caller as 502 service_output_invalid.' },
-          callerRequires: { type: 'array', items: { enum: CAPABILITY_IDS }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
+          callerRequires: { type: 'array', items: { enum: capabilityIds }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
           readOnly: { type: 'boolean', description: 'The service changes nothing: it runs read-only, without a transaction of its own (cheaper for a service asked on every request).' },
           contractOf: {
             ...identifier,
@@ -198,7 +208,7 @@ export const servicesFragment = {
       },
     },
   },
-};
+} as const;
 
 export const kernelPointsFragment = {
   type: 'array', maxItems: 10, description: 'Kernel points this plugin answers with one of its services (needs kernel.points and services.provide): the kernel consults them before a change.',
@@ -213,7 +223,7 @@ export const kernelPointsFragment = {
       },
     },
   },
-};
+} as const;
 
 export const portabilityFragment = {
   type: 'object', additionalProperties: false, required: ['exportService', 'importService'],
@@ -223,7 +233,7 @@ export const portabilityFragment = {
     importService: { ...identifier, description: 'Key of a service under services.provides that previews or applies the part.' },
     after: { type: 'array', maxItems: 20, items: { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*$', maxLength: 48 }, description: 'Plugin keys whose parts are imported before this one (their id maps reach it).' },
   },
-};
+} as const;
 
 export const managedFragment = {
   type: 'object', additionalProperties: false,
@@ -279,7 +289,7 @@ export const managedFragment = {
       },
     },
   },
-};
+} as const;
 
 export const manifestSchema = {
   $id: 'https://keel.local/schemas/plugin-manifest.json',

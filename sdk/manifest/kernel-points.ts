@@ -8,6 +8,8 @@
  *
  * Declared here, once, so the manifest schema, the kernel and the SDK's types read the same list.
  */
+import type { FromSchema } from 'json-schema-to-ts';
+
 const skillReferences = { type: 'array', maxItems: 1000, items: { type: 'string', minLength: 1, maxLength: 512 } } as const;
 
 export const KERNEL_POINTS = {
@@ -52,20 +54,23 @@ export const KERNEL_POINTS = {
 export type KernelPointName = keyof typeof KERNEL_POINTS;
 export const KERNEL_POINT_NAMES = Object.keys(KERNEL_POINTS) as KernelPointName[];
 
-export interface KernelPointShapes {
-  'agent.desired-skills': {
-    input: { desiredSkills: string[]; adapterType: string; agentId: string | null };
-    output: { desiredSkills: string[] };
+/**
+ * What a point is asked and answers, derived from its schemas above (json-schema-to-ts): the
+ * kernel's call, the plugin's service and the check of the answer read the same declaration.
+ * `addressFields` are URLs Keel connects to and `instanceAddressFields` addresses of this
+ * instance handed to the remote side; the kernel checks both at write as the executor does at
+ * connection.
+ */
+export interface KernelPointShapes extends DerivedShapes {}
+
+// Resolved once, through the interface above: indexed by a generic point, a mapped type would
+// instantiate FromSchema again for every use.
+type DerivedShapes = {
+  [Point in KernelPointName]: {
+    input: FromSchema<(typeof KERNEL_POINTS)[Point]['input']>;
+    output: FromSchema<(typeof KERNEL_POINTS)[Point]['output']>;
   };
-  'agent.adapter-config': {
-    input: { adapterType: string; adapterConfig: Record<string, unknown>; agentId: string | null };
-    /**
-     * `addressFields`: URLs Keel connects to, `instanceAddressFields`: addresses of this instance
-     * handed to the remote side; the kernel checks both at write as the executor does at connection.
-     */
-    output: { adapterConfig: Record<string, unknown>; secretFields?: string[]; addressFields?: string[]; instanceAddressFields?: string[] };
-  };
-}
+};
 
 /** Statuses a plugin may answer a point with; anything else counts as failing to answer (503). */
 export const KERNEL_POINT_REFUSAL_STATUSES = [400, 403, 404, 409, 422] as const;

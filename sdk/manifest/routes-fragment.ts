@@ -91,4 +91,4 @@ export const routesFragment = {
       description: { type: 'string', maxLength: 1000, description: 'Shown in the API reference.' },
     },
   },
-};
+} as const;

@@ -4,6 +4,7 @@ import type { PluginManifest } from '../plugin/manifest.ts';
 import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { isPrototypeMemberName, reservedKeyReason } from './reserved-keys.ts';
 import { toolTextIssues } from './tool-text.ts';
+import { declaredEventIssues } from './declared-events.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 import { isRootPath } from '../capabilities/http.ts';
 import { schemaIssuesOf } from '../shared/validation-issues.ts';
@@ -198,6 +199,7 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     published.add(event.name);
     try { schemaAjv.compile(event.schema); } catch (error) { issues.push({ path: `publishedEvents.${index}.schema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
   }
+  issues.push(...declaredEventIssues(typed));
   if (issues.length) throw invalid(source, issues);
   return typed;
 }

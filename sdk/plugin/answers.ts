@@ -112,7 +112,7 @@ export type ProxyCallStatus = 'completed' | 'cut' | 'upstream_error' | 'broken' 
  * The kernel event `proxy.finished`, delivered only to the plugin that answered the proxy, at
  * least once (be idempotent by `callId`).
  */
-export interface ProxyFinishedEvent {
+export type ProxyFinishedEvent = {
   callId: string;
   companyId: string;
   status: ProxyCallStatus;
@@ -130,4 +130,4 @@ export interface ProxyFinishedEvent {
   firstByteMs: number | null;
   /** The spec's `report`, unchanged. */
   report: Record<string, unknown>;
-}
+};

@@ -1,7 +1,28 @@
 import type { CapabilityId } from '../capabilities/index.ts';
+import type { DeclaredEventName, DeclaredEventPayloads } from '../events/index.ts';
 import type { BatchCall, PluginContext, RouteRequest, RouteResponse, WebhookRequest } from './context.ts';
 
 type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginContext<G>) => O | Promise<O>;
+
+/**
+ * Event subscribers (or in-transaction hooks) by event name. An event the SDK declares
+ * (sdk/events: the kernel's, and the first-party plugins' that others subscribe to) is handled
+ * with its declared payload: name it by its declaration, `{ [runClosed.name]: onRunClosed }`,
+ * and a handler expecting another payload does not compile. Other events' handlers receive a
+ * JSON object.
+ */
+export type EventHandlers<Events, G extends CapabilityId | undefined = undefined> = {
+  [Name in keyof Events]: Handler<Name extends DeclaredEventName ? DeclaredEventPayloads[Name] : Record<string, unknown>, void, G>;
+};
+
+/** A subscriber as the runtime holds it: its payload was checked against its event's declaration by definePlugin. */
+type HeldEventHandler<G extends CapabilityId | undefined> = Handler<never, void, G>;
+
+/** A definition as a plugin writes it: its subscribers' payloads are checked by event name. */
+type DefinitionOf<G extends CapabilityId | undefined, Events, Hooks> = Omit<PluginDefinition<G>, 'events' | 'hooks'> & {
+  events?: EventHandlers<Events, G>;
+  hooks?: EventHandlers<Hooks, G>;
+};
 
 /**
  * What a plugin implements; keys match the manifest's contributions. `capabilities` lists the
@@ -25,10 +46,10 @@ export interface PluginDefinition<G extends CapabilityId | undefined = undefined
   /** Job handlers; `payload` is what ctx.jobs.enqueue passed (null for a scheduled or manual run). */
   jobs?: Record<string, (ctx: PluginContext<G>, payload: unknown) => unknown | Promise<unknown>>;
   webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown, G>>;
-  /** After-commit event subscribers. */
-  events?: Record<string, Handler<Record<string, unknown>, void, G>>;
+  /** After-commit event subscribers (typed by `EventHandlers` where the plugin is defined). */
+  events?: Record<string, HeldEventHandler<G>>;
   /** In-transaction hooks: a throw rolls the kernel's change back. */
-  hooks?: Record<string, Handler<Record<string, unknown>, void, G>>;
+  hooks?: Record<string, HeldEventHandler<G>>;
   data?: Record<string, Handler<unknown, unknown, G>>;
   actions?: Record<string, Handler<unknown, unknown, G>>;
   services?: Record<string, Handler<unknown, unknown, G>>;
@@ -42,8 +63,8 @@ const REGISTERED = Symbol.for('keel.plugin.definition');
  * `export default definePlugin({ capabilities: ['database.namespace.write'], routes: { list: (req, ctx) => ctx.db.query('select ...') } })`.
  * List `capabilities` first: the handlers' `ctx` is typed from it.
  */
-export function definePlugin<const Ids extends readonly CapabilityId[] = readonly []>(
-  definition: { capabilities?: Ids } & PluginDefinition<Ids extends readonly [] ? undefined : Ids[number]>,
+export function definePlugin<const Ids extends readonly CapabilityId[] = readonly [], Events = {}, Hooks = {}>(
+  definition: { capabilities?: Ids } & DefinitionOf<Ids extends readonly [] ? undefined : Ids[number], Events, Hooks>,
 ): PluginDefinition<Ids extends readonly [] ? undefined : Ids[number]> {
   (globalThis as Record<symbol, unknown>)[REGISTERED] = definition;
   return definition;
@@ -56,7 +77,7 @@ export function definePlugin<const Ids extends readonly CapabilityId[] = readonl
  * every call when plugin.json no longer declares one of them).
  */
 export function definePluginWith<const Ids extends readonly CapabilityId[]>(capabilities: Ids) {
-  return (definition: PluginDefinition<Ids[number]>): PluginDefinition<Ids[number]> => {
+  return <Events = {}, Hooks = {}>(definition: DefinitionOf<Ids[number], Events, Hooks>): PluginDefinition<Ids[number]> => {
     const bound = { ...definition, capabilities };
     (globalThis as Record<symbol, unknown>)[REGISTERED] = bound;
     return bound;

@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { adapterConfigService } from './config.ts';
 import { adapterLoginService, adapterTestService } from './environment-test.ts';
 import { onExecutionFinished, onExecutionOutput } from './reports.ts';
@@ -13,7 +14,7 @@ export default definePlugin({
   },
   // Durable subscribers: each event arrives at least once, in order per execution.
   events: {
-    'execution.output': onExecutionOutput,
-    'execution.finished': onExecutionFinished,
+    [kernelEvents.executionOutput.name]: onExecutionOutput,
+    [kernelEvents.executionFinished.name]: onExecutionFinished,
   },
 });

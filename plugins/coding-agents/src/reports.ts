@@ -33,8 +33,7 @@ function parse(parser: ReturnType<ToolDriver['parser']>, data: Record<string, un
  * session id, kept for the task), `service.usage` (metered at once, so a hard stop ends the run
  * while the tool works). The result and a failure the output named are kept for the end.
  */
-export async function onExecutionOutput(payload: Record<string, unknown>, ctx: CodingAgentsContext): Promise<void> {
-  const event = payload as unknown as ExecutionOutputEvent;
+export async function onExecutionOutput(event: ExecutionOutputEvent, ctx: CodingAgentsContext): Promise<void> {
   const found = await toolRun(ctx, event.runId);
   if (!found) return;
   const { row, driver } = found;
@@ -88,8 +87,7 @@ async function logTail(ctx: CodingAgentsContext, executionId: string, logBytes: 
  * max turns, crash); an exit 0 whose result was an error fails too. The result is resultJson,
  * with `usageUnknown` when the tool ended before it reported usage and the session it left.
  */
-export async function onExecutionFinished(payload: Record<string, unknown>, ctx: CodingAgentsContext): Promise<void> {
-  const event = payload as unknown as ExecutionFinishedEvent;
+export async function onExecutionFinished(event: ExecutionFinishedEvent, ctx: CodingAgentsContext): Promise<void> {
   const found = await toolRun(ctx, event.runId);
   if (!found) return;
   const { row, driver } = found;

@@ -1,6 +1,7 @@
 import { exportCompany, importCompany } from './portability.ts';
 import type { BatchCall, CostsContext } from './context.ts';
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import type { RouteRequest } from '@keel/sdk/plugin';
 import { agentBudget, companyBudget, onAgentChanged, onCompanyChanged, onCompanyDeleted, openIncidentsService, overview, resolveIncident, upsertPolicyRoute } from './budgets.ts';
 import { acceptCostEvents } from './cost-events.ts';
@@ -47,11 +48,11 @@ export default definePlugin({
   },
   // Durable subscribers: each event arrives at least once, in order per company or agent.
   events: {
-    'company.created': onCompanyChanged,
-    'company.updated': onCompanyChanged,
-    'agent.created': onAgentChanged,
-    'agent.updated': onAgentChanged,
-    'company.deleted': onCompanyDeleted,
+    [kernelEvents.companyCreated.name]: onCompanyChanged,
+    [kernelEvents.companyUpdated.name]: onCompanyChanged,
+    [kernelEvents.agentCreated.name]: onAgentChanged,
+    [kernelEvents.agentUpdated.name]: onAgentChanged,
+    [kernelEvents.companyDeleted.name]: onCompanyDeleted,
   },
   services: {
     'export-company': exportCompany,

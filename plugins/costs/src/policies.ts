@@ -1,5 +1,5 @@
 import type { CostsContext } from './context.ts';
-import type { DatabaseCapability } from '@keel/sdk/plugin';
+import { costsEvents, type DatabaseCapability } from '@keel/sdk/plugin';
 import { monthKey, monthStart, nextMonthStart } from './periods.ts';
 
 export type ScopeType = 'company' | 'agent' | 'project';
@@ -147,7 +147,7 @@ export async function actOnIncidents(ctx: CostsContext, incidents: Array<Record<
 }
 
 export async function announceProjectStop(ctx: CostsContext, projectId: string, stopped: boolean, incidentId: string): Promise<void> {
-  await ctx.events.publish(stopped ? 'costs.budget.stopped' : 'costs.budget.resumed',
+  await ctx.events.publish((stopped ? costsEvents.budgetStopped : costsEvents.budgetResumed).name,
     { scopeType: 'project', scopeId: projectId, reason: HARD_STOP_REASON, incidentId }, { entityType: 'project', entityId: projectId });
 }
 

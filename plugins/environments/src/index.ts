@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { createEnvironment, deleteEnvironment, environmentCapabilities, getEnvironment, listEnvironments, probeConfig, probeEnvironment, updateEnvironment } from './environments.ts';
 import {
   createExecutionWorkspace, getCloseReadiness, getExecutionWorkspace, getRuntimeServices, listExecutionWorkspaces, listWorkspaceOperations, runtimeAction, updateExecutionWorkspace,
@@ -36,8 +37,8 @@ export default definePlugin({
     'run-lease': runLeaseService,
   },
   events: {
-    'company.deleted': onCompanyDeleted,
-    'run.closed': onRunClosed,
-    'execution.finished': onExecutionFinished,
+    [kernelEvents.companyDeleted.name]: onCompanyDeleted,
+    [kernelEvents.runClosed.name]: onRunClosed,
+    [kernelEvents.executionFinished.name]: onExecutionFinished,
   },
 });

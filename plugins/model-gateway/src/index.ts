@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { gatewayRoute } from './gateway.ts';
 import { getLimits, putLimits } from './limits.ts';
 import { onProxyFinished } from './metering.ts';
@@ -24,8 +25,8 @@ export default definePlugin({
   },
   // Durable subscriber: each finished call arrives at least once; metering is idempotent by callId.
   events: {
-    'proxy.finished': onProxyFinished,
-    'company.deleted': onCompanyDeleted,
+    [kernelEvents.proxyFinished.name]: onProxyFinished,
+    [kernelEvents.companyDeleted.name]: onCompanyDeleted,
   },
   services: {
     'route-for': routeForService,

@@ -15,8 +15,7 @@ interface CallReport {
  * transaction). The costs call comes first and commits on its own: a delivery that fails after
  * it is retried, finds the cost event already recorded and counts the tokens then.
  */
-export async function onProxyFinished(payload: Record<string, unknown>, ctx: GatewayContext): Promise<void> {
-  const event = payload as unknown as ProxyFinishedEvent;
+export async function onProxyFinished(event: ProxyFinishedEvent, ctx: GatewayContext): Promise<void> {
   const report = event.report;
   if (report.test === true) return recordTest(ctx, event);
   if (!isCallReport(report)) return;

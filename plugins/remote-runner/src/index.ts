@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { adapterConfigService } from './config.ts';
 import { onExecutionFinished, onExecutionOutput } from './reports.ts';
 import { adapterRunService } from './start.ts';
@@ -10,7 +11,7 @@ export default definePlugin({
   },
   // Durable subscribers: each event arrives at least once, in order per execution.
   events: {
-    'execution.output': onExecutionOutput,
-    'execution.finished': onExecutionFinished,
+    [kernelEvents.executionOutput.name]: onExecutionOutput,
+    [kernelEvents.executionFinished.name]: onExecutionFinished,
   },
 });

@@ -30,8 +30,7 @@ function eventNameOf(output: ExecutionOutput): string {
  * an end becomes `service.result`. The row of `metered` is locked for the batch: the run's
  * events may be handled by any Keel process, one batch at a time.
  */
-export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RemoteRunnerContext): Promise<void> {
-  const event = payload as unknown as ExecutionOutputEvent;
+export async function onExecutionOutput(event: ExecutionOutputEvent, ctx: RemoteRunnerContext): Promise<void> {
   const { rows } = await ctx.db.query('select * from metered where run_id = $1 for update', [event.runId]);
   const row = rows[0];
   const metered: Totals = { inputTokens: 0, cachedInputTokens: 0, outputTokens: 0, costCents: 0 };
@@ -79,8 +78,7 @@ const isTerminal = (status: unknown) => typeof status === 'string' && ['succeede
  * reference servers' `output`), else, for a run that succeeded, the text it streamed, else the
  * end's status.
  */
-export async function onExecutionFinished(payload: Record<string, unknown>, ctx: RemoteRunnerContext): Promise<void> {
-  const event = payload as unknown as ExecutionFinishedEvent;
+export async function onExecutionFinished(event: ExecutionFinishedEvent, ctx: RemoteRunnerContext): Promise<void> {
   const response = isObject(event.response) ? event.response : null;
   const { rows } = await ctx.db.query('select result_text, result_text_truncated from metered where run_id = $1', [event.runId]);
   const streamed = rows[0] && String(rows[0].result_text) !== '' ? { text: String(rows[0].result_text), truncated: rows[0].result_text_truncated === true } : null;

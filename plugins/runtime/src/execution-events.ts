@@ -1,4 +1,4 @@
-import { PluginError } from '@keel/sdk/plugin';
+import { PluginError, type ExecutionFinishedEvent, type ExecutionOutputEvent } from '@keel/sdk/plugin';
 import { contributorOf, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { dispatch } from './dispatch.ts';
 import { finishRun, type RunEnd } from './run-end.ts';
@@ -49,9 +49,9 @@ async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefine
  * sessionId on the result) keeps the adapter session for the agent's task. Every output goes to
  * the run's stream.
  */
-export async function onExecutionOutput(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
+export async function onExecutionOutput(event: ExecutionOutputEvent, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  await applyOutputs(ctx, payload as unknown as OutputEvent, ctx.invocation.event?.occurredAt ?? null);
+  await applyOutputs(ctx, event, ctx.invocation.event?.occurredAt ?? null);
 }
 
 /** `recordedAt`: when the executor recorded the outputs (their event's time); usage after the run's stop is metered only if in flight (after-stop.ts). */
@@ -103,9 +103,12 @@ const RUN_STATUS: Record<string, RunEnd['status']> = { succeeded: 'succeeded', f
  * resultJson, its `usage` a cost event and its `sessionId` the task's session. Then the agent's
  * next queued run may start.
  */
-export async function onExecutionFinished(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
+export async function onExecutionFinished(event: ExecutionFinishedEvent, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  await applyFinished(ctx, payload as unknown as FinishedEvent);
+  // A workspace process has no run (nor agent): nothing of the runtime's to end.
+  const { runId, agentId } = event;
+  if (runId === null || agentId === null) return;
+  await applyFinished(ctx, { ...event, runId, agentId });
 }
 
 async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter'): Promise<void> {

@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { costsEvents, kernelEvents, workEvents } from '@keel/sdk/plugin';
 import { jobWithActivity, withActivity } from './activity.ts';
 import { onApprovalDecided, onBlockersResolved, onCommentAdded, onIssueAssigned } from './assignment-wakes.ts';
 import { startRunsJob } from './dispatch.ts';
@@ -53,20 +54,20 @@ export default definePlugin({
   },
   // Durable subscribers: each event arrives at least once, in order per entity (execution, agent, company).
   events: {
-    'execution.output': withActivity(onExecutionOutput),
-    'execution.finished': withActivity(onExecutionFinished),
-    'agent.created': withActivity(onAgentConfigChanged),
-    'agent.updated': withActivity(onAgentConfigChanged),
+    [kernelEvents.executionOutput.name]: withActivity(onExecutionOutput),
+    [kernelEvents.executionFinished.name]: withActivity(onExecutionFinished),
+    [kernelEvents.agentCreated.name]: withActivity(onAgentConfigChanged),
+    [kernelEvents.agentUpdated.name]: withActivity(onAgentConfigChanged),
     // A stop cancels the agent's runs; any change arms or removes its heartbeat timer (heartbeats.ts).
-    'agent.status_changed': withActivity(async (payload, ctx) => {
+    [kernelEvents.agentStatusChanged.name]: withActivity(async (payload, ctx) => {
       await onAgentStatusChanged(payload, ctx);
       await onAgentConfigChanged(payload, ctx);
     }),
-    'company.status_changed': withActivity(onCompanyStatusChanged),
-    'costs.budget.stopped': withActivity(onBudgetStopped),
-    'work.issue.assigned': withActivity(onIssueAssigned),
-    'work.issue.comment_added': withActivity(onCommentAdded),
-    'work.issue.blockers_resolved': withActivity(onBlockersResolved),
-    'approval.decided': withActivity(onApprovalDecided),
+    [kernelEvents.companyStatusChanged.name]: withActivity(onCompanyStatusChanged),
+    [costsEvents.budgetStopped.name]: withActivity(onBudgetStopped),
+    [workEvents.issueAssigned.name]: withActivity(onIssueAssigned),
+    [workEvents.issueCommentAdded.name]: withActivity(onCommentAdded),
+    [workEvents.issueBlockersResolved.name]: withActivity(onBlockersResolved),
+    [kernelEvents.approvalDecided.name]: withActivity(onApprovalDecided),
   },
 });

@@ -1,5 +1,6 @@
 import type { SkillPolicyContext } from './context.ts';
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { evaluateRoute, getPolicy, replacePolicyRoute, resetPolicyRoute } from './routes.ts';
 import { decideService } from './service.ts';
 import { forgetCompany } from './store.ts';
@@ -16,7 +17,7 @@ export default definePlugin({
   },
   events: {
     // At least once: deleting what is already gone is harmless.
-    'company.deleted': async (payload: Record<string, unknown>, ctx: SkillPolicyContext) => {
+    [kernelEvents.companyDeleted.name]: async (payload: Record<string, unknown>, ctx: SkillPolicyContext) => {
       const companyId = String(payload.companyId ?? '');
       if (companyId) await forgetCompany(ctx, companyId);
     },

@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents } from '@keel/sdk/plugin';
 import { createSkill, deleteSkill, getSkill, getSkillFile, listSkills, patchSkillFile } from './company-skill-routes.ts';
 import { importSkills } from './import-route.ts';
 import { scanProjects } from './scan-projects-route.ts';
@@ -40,5 +41,5 @@ export default definePlugin({
     'resolve-desired-skills': resolveDesiredSkillsService, 'run-skills': runSkillsService, 'managed-skill': managedSkillService,
     'export-company': exportCompany, 'import-company': importCompany,
   },
-  events: { 'agent.created': followAgentSkills, 'agent.updated': followAgentSkills },
+  events: { [kernelEvents.agentCreated.name]: followAgentSkills, [kernelEvents.agentUpdated.name]: followAgentSkills },
 });

@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents, workEvents } from '@keel/sdk/plugin';
 import { generate } from './generate.ts';
 import { getSlot, listRevisions } from './reads.ts';
 import { getSummarizer } from './summarizer.ts';
@@ -14,7 +15,7 @@ export default definePlugin({
     'get-summarizer': getSummarizer,
   },
   events: {
-    'work.issue.updated': onIssueUpdated,
-    'company.deleted': onCompanyDeleted,
+    [workEvents.issueUpdated.name]: onIssueUpdated,
+    [kernelEvents.companyDeleted.name]: onCompanyDeleted,
   },
 });

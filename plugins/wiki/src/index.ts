@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { kernelEvents, workEvents } from '@keel/sdk/plugin';
 import { wikiAdvanceCursor, wikiNextCursorWindow } from './cursor.ts';
 import { wikiAppendLog, wikiUpdateIndex } from './index-log.ts';
 import { onIssueEvent } from './ingest-events.ts';
@@ -42,11 +43,11 @@ export default definePlugin({
     wiki_advance_cursor: wikiAdvanceCursor,
   },
   events: {
-    'work.issue.created': onIssueEvent,
-    'work.issue.updated': onIssueEvent,
-    'work.issue.comment_added': onIssueEvent,
-    'work.issue.document_updated': onIssueEvent,
-    'agent.created': onAgentCreated,
+    [workEvents.issueCreated.name]: onIssueEvent,
+    [workEvents.issueUpdated.name]: onIssueEvent,
+    [workEvents.issueCommentAdded.name]: onIssueEvent,
+    [workEvents.issueDocumentUpdated.name]: onIssueEvent,
+    [kernelEvents.agentCreated.name]: onAgentCreated,
   },
   // The console's Wiki page (ui.pages key `wiki`) is this handler's answer.
   data: {

@@ -1,4 +1,6 @@
 import type { WorkContext } from './context.ts';
+import { workEvents } from '@keel/sdk/plugin';
+import { text } from './event-fields.ts';
 
 /**
  * A terminated agent keeps no work. Its open issues (neither done nor cancelled) lose their
@@ -36,6 +38,6 @@ export async function onAgentStatusChanged(payload: Record<string, unknown>, ctx
     });
     const changes: Record<string, unknown> = { assigneeAgentId: null };
     if (row.status !== row.previous_status) changes.status = row.status;
-    await ctx.events.publish('work.issue.updated', { issueId, identifier: row.identifier, changes }, { entityType: 'issue', entityId: issueId });
+    await ctx.events.publish(workEvents.issueUpdated.name, { issueId, identifier: text(row.identifier), changes }, { entityType: 'issue', entityId: issueId });
   }
 }

@@ -1,4 +1,6 @@
 import type { WorkContext } from './context.ts';
+import { workEvents } from '@keel/sdk/plugin';
+import { text } from './event-fields.ts';
 
 const RESOLVED = ['done', 'cancelled'];
 
@@ -17,8 +19,8 @@ export async function publishBlockersResolved(ctx: WorkContext, blockerId: strin
                          where o.issue_id = i.id and bi.status not in ('done', 'cancelled'))
       order by i.id`, [blockerId]);
   for (const row of rows) {
-    await ctx.events.publish('work.issue.blockers_resolved', {
-      issueId: row.id, identifier: row.identifier, assigneeAgentId: row.assignee_agent_id, resolvedBlockerIssueId: blockerId,
+    await ctx.events.publish(workEvents.issueBlockersResolved.name, {
+      issueId: text(row.id), identifier: text(row.identifier), assigneeAgentId: text(row.assignee_agent_id), resolvedBlockerIssueId: blockerId,
     }, { entityType: 'issue', entityId: String(row.id) });
   }
 }

@@ -1,8 +1,9 @@
-import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
+import { PluginError, type RouteRequest, workEvents } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { blockersOf, lockIssue } from './issues.ts';
 import { assertProjectTakesWork } from './project-holds.ts';
+import { issueStatus, text, textOrNull } from './event-fields.ts';
 
 /**
  * Checkout: an agent takes an issue for one run. It checks out only as itself and only from a
@@ -46,8 +47,9 @@ export async function checkoutIssue(req: RouteRequest, ctx: WorkContext) {
     details: { identifier: issue.identifier, agentId: actor.agentId, runId, previousStatus: current.status },
   });
   if (current.assignee_agent_id !== actor.agentId) {
-    await ctx.events.publish('work.issue.assigned', {
-      issueId: issue.id, identifier: issue.identifier, agentId: actor.agentId, previousAgentId: current.assignee_agent_id ?? null, status: issue.status, byAgentId: actor.agentId,
+    await ctx.events.publish(workEvents.issueAssigned.name, {
+      issueId: text(issue.id), identifier: text(issue.identifier), agentId: text(actor.agentId), previousAgentId: textOrNull(current.assignee_agent_id),
+      status: issueStatus(issue.status), byAgentId: actor.agentId,
     }, { entityType: 'issue', entityId: String(issue.id) });
   }
   return issue;
@@ -84,6 +86,6 @@ export async function releaseIssue(req: RouteRequest, ctx: WorkContext) {
     action: 'issue.released', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, previousAssigneeAgentId: current.assignee_agent_id ?? null, previousCheckoutRunId: current.checkout_run_id ?? null, forced: actor.type !== 'agent' },
   });
-  await ctx.events.publish('work.issue.updated', { issueId: issue.id, identifier: issue.identifier, changes: { status: 'todo', assigneeAgentId: null } }, { entityType: 'issue', entityId: String(issue.id) });
+  await ctx.events.publish(workEvents.issueUpdated.name, { issueId: text(issue.id), identifier: text(issue.identifier), changes: { status: 'todo', assigneeAgentId: null } }, { entityType: 'issue', entityId: String(issue.id) });
   return issue;
 }

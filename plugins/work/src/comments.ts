@@ -1,7 +1,8 @@
-import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest, workEvents } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { commentJson } from './json.ts';
 import { actorOf, rowOfCompany } from './issues.ts';
+import { text } from './event-fields.ts';
 
 /** `@shortname` of an agent, as its urlKey is written. */
 const MENTION = /(?:^|[^\w@])@([a-z0-9][a-z0-9-]{0,63})/gi;
@@ -73,8 +74,8 @@ async function addComment(req: RouteRequest, ctx: WorkContext) {
     action: 'issue.comment_added', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, commentId: comment.id, mentionedAgentIds },
   });
-  await ctx.events.publish('work.issue.comment_added', {
-    issueId: issue.id, identifier: issue.identifier, commentId: comment.id, authorType, authorAgentId: agentId, mentionedAgentIds, wakeAgentIds,
+  await ctx.events.publish(workEvents.issueCommentAdded.name, {
+    issueId: text(issue.id), identifier: text(issue.identifier), commentId: text(comment.id), authorType, authorAgentId: agentId, mentionedAgentIds, wakeAgentIds,
   }, { entityType: 'issue', entityId: String(issue.id) });
   return { id: String(comment.id), answer: respond(201, comment) };
 }

@@ -1,8 +1,9 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { PluginError, respond, type RouteRequest, workEvents } from '@keel/sdk/plugin';
 import { documentJson, documentSummaryJson, revisionJson } from './artifact-json.ts';
 import { lockIssueArtifacts, refreshIssueArtifacts } from './artifact-projection.ts';
 import type { WorkContext } from './context.ts';
 import { actorOf } from './issues.ts';
+import { text } from './event-fields.ts';
 
 type Row = Record<string, unknown>;
 interface DocumentBody { body: string; title?: string | null; changeSummary?: string | null; baseRevisionId?: string | null }
@@ -91,8 +92,9 @@ export async function putDocument(req: RouteRequest, ctx: WorkContext) {
       changeSummary: body.changeSummary ?? null,
     },
   });
-  await ctx.events.publish('work.issue.document_updated', {
-    issueId: issue.id, identifier: issue.identifier, documentId: json.id, key, revisionId: json.latestRevisionId, revisionNumber: json.latestRevisionNumber, created: !current,
+  await ctx.events.publish(workEvents.issueDocumentUpdated.name, {
+    issueId: text(issue.id), identifier: text(issue.identifier), documentId: text(json.id), key, revisionId: text(json.latestRevisionId),
+    revisionNumber: json.latestRevisionNumber, created: !current,
   }, { entityType: 'issue', entityId: String(issue.id) });
   return respond(current ? 200 : 201, json);
 }

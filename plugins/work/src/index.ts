@@ -1,4 +1,5 @@
 import { definePlugin } from './plugin.gen.ts';
+import { costsEvents, kernelEvents } from '@keel/sdk/plugin';
 import { onAgentStatusChanged } from './agent-termination.ts';
 import { listArtifacts } from './artifacts.ts';
 import { deleteAttachment, downloadAttachment, listAttachments, uploadAttachment } from './attachments.ts';
@@ -82,11 +83,11 @@ export default definePlugin({
   },
   // Durable subscribers: each event arrives at least once, in order per company.
   events: {
-    'company.deleted': onCompanyDeleted,
-    'agent.status_changed': onAgentStatusChanged,
-    'run.closed': onRunClosed,
-    'costs.budget.stopped': onBudgetStop(true),
-    'costs.budget.resumed': onBudgetStop(false),
+    [kernelEvents.companyDeleted.name]: onCompanyDeleted,
+    [kernelEvents.agentStatusChanged.name]: onAgentStatusChanged,
+    [kernelEvents.runClosed.name]: onRunClosed,
+    [costsEvents.budgetStopped.name]: onBudgetStop(true),
+    [costsEvents.budgetResumed.name]: onBudgetStop(false),
   },
   services: {
     project: projectService,

@@ -1,10 +1,11 @@
-import { createOnce, PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { createOnce, PluginError, respond, type RouteRequest, workEvents } from '@keel/sdk/plugin';
 import { publishBlockersResolved } from './blocker-events.ts';
 import type { WorkContext } from './context.ts';
 import { issueJson } from './json.ts';
 import { assertProjectTakesWork } from './project-holds.ts';
 import { assertAgentOfCompany, assertIssuesOfCompany, assertNotUnderItself, assertRowOfCompany } from './references.ts';
 import { assignments, changedFields, list, lockRow, updateRow } from './sql.ts';
+import { issueStatus, text, textOrNull } from './event-fields.ts';
 
 type Row = Record<string, unknown>;
 type Body = Record<string, unknown>;
@@ -74,8 +75,9 @@ export function actorOf(ctx: WorkContext): { agentId: string | null; userId: str
 
 async function publishAssigned(ctx: WorkContext, issue: ReturnType<typeof issueJson>, previousAgentId: string | null): Promise<void> {
   if (!issue.assigneeAgentId || issue.assigneeAgentId === previousAgentId) return;
-  await ctx.events.publish('work.issue.assigned', {
-    issueId: issue.id, identifier: issue.identifier, agentId: issue.assigneeAgentId, previousAgentId, status: issue.status, byAgentId: actorOf(ctx).agentId,
+  await ctx.events.publish(workEvents.issueAssigned.name, {
+    issueId: text(issue.id), identifier: text(issue.identifier), agentId: text(issue.assigneeAgentId), previousAgentId, status: issueStatus(issue.status),
+    byAgentId: actorOf(ctx).agentId,
   }, { entityType: 'issue', entityId: String(issue.id) });
 }
 
@@ -145,7 +147,7 @@ export async function announceCreated(ctx: WorkContext, issue: ReturnType<typeof
     action: 'issue.created', entityType: 'issue', entityId: String(issue.id),
     details: { identifier: issue.identifier, title: issue.title, status: issue.status, assigneeAgentId: issue.assigneeAgentId, projectId: issue.projectId, ...details },
   });
-  await ctx.events.publish('work.issue.created', { issueId: issue.id, identifier: issue.identifier, status: issue.status, assigneeAgentId: issue.assigneeAgentId }, { entityType: 'issue', entityId: String(issue.id) });
+  await ctx.events.publish(workEvents.issueCreated.name, { issueId: text(issue.id), identifier: text(issue.identifier), status: issueStatus(issue.status), assigneeAgentId: textOrNull(issue.assigneeAgentId) }, { entityType: 'issue', entityId: String(issue.id) });
   await publishAssigned(ctx, issue, null);
 }
 
@@ -189,7 +191,7 @@ export async function updateIssue(req: RouteRequest, ctx: WorkContext) {
   const { changes, previous } = changedFields(before, after, FIELDS);
   await ctx.activity.record({ action: 'issue.updated', entityType: 'issue', entityId: String(after.id), details: { identifier: after.identifier, changes, previous } });
   if (Object.keys(changes).length) {
-    await ctx.events.publish('work.issue.updated', { issueId: after.id, identifier: after.identifier, changes }, { entityType: 'issue', entityId: String(after.id) });
+    await ctx.events.publish(workEvents.issueUpdated.name, { issueId: text(after.id), identifier: text(after.identifier), changes }, { entityType: 'issue', entityId: String(after.id) });
   }
   await publishAssigned(ctx, after, before.assigneeAgentId as string | null);
   await publishBlockersResolved(ctx, String(after.id), String(current.status), String(row.status));

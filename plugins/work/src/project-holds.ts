@@ -1,4 +1,4 @@
-import { PluginError } from '@keel/sdk/plugin';
+import { costsEvents, PluginError, type PayloadOf } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 
 /**
@@ -41,12 +41,12 @@ export async function assertProjectTakesWork(ctx: WorkContext, companyId: string
   }
 }
 
-interface BudgetStop { scopeType: string; scopeId: string; reason: string }
+/** Both events carry the same payload (sdk/events/costs-events.ts). */
+type BudgetStop = PayloadOf<typeof costsEvents.budgetStopped> & PayloadOf<typeof costsEvents.budgetResumed>;
 
 /** costs.budget.stopped / costs.budget.resumed: a project's hard stop placed or lifted. */
 export function onBudgetStop(held: boolean) {
-  return async (payload: Record<string, unknown>, ctx: WorkContext): Promise<void> => {
-    const stop = payload as unknown as BudgetStop;
+  return async (stop: BudgetStop, ctx: WorkContext): Promise<void> => {
     const companyId = ctx.invocation.companyId;
     if (stop.scopeType !== 'project' || !companyId) return;
     await changeProjectHold(ctx, companyId, stop.scopeId, 'costs', stop.reason, held);

@@ -1,4 +1,6 @@
 import type { WorkContext } from './context.ts';
+import { workEvents } from '@keel/sdk/plugin';
+import { text } from './event-fields.ts';
 
 /**
  * A run that ends, however it ends (succeeded, failed, cancelled, timed out, lost with its
@@ -27,7 +29,7 @@ export async function onRunClosed(payload: Record<string, unknown>, ctx: WorkCon
       details: { identifier: row.identifier, reason: 'run_closed', runId, runStatus: payload.status ?? null, previousStatus: row.previous_status, status: row.status },
     });
     if (row.status !== row.previous_status) {
-      await ctx.events.publish('work.issue.updated', { issueId, identifier: row.identifier, changes: { status: row.status } }, { entityType: 'issue', entityId: issueId });
+      await ctx.events.publish(workEvents.issueUpdated.name, { issueId, identifier: text(row.identifier), changes: { status: row.status } }, { entityType: 'issue', entityId: issueId });
     }
   }
 }
