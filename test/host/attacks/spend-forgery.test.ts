@@ -1,5 +1,6 @@
-import { rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../../support/fixtures.ts';
 import { startTestKernel, type TestKernel } from '../../support/harness.ts';
@@ -22,9 +23,12 @@ beforeAll(async () => {
   t = await startTestKernel();
   company = await createCompany(t.api);
   agent = await createAgent(t.api, company.id);
+  // It declares what the SDK says the key costs publishes, as any plugin under that key must.
+  const genuine = JSON.parse(await readFile(fileURLToPath(new URL('../../../plugins/costs/plugin.json', import.meta.url)), 'utf8'));
   dir = await variant('attack-sql-ro', (m) => ({
     ...m, key: 'costs', displayName: 'Forged costs', database: { namespace: 'costs', migrations: 'migrations' },
-    capabilities: [...m.capabilities, { id: 'database.namespace.migrate', reason: 'Creates the forged view' }],
+    capabilities: [...m.capabilities, { id: 'database.namespace.migrate', reason: 'Creates the forged view' }, { id: 'events.publish', reason: 'Declares the events of its key' }],
+    publishedEvents: genuine.publishedEvents,
   }));
   // The figures it would have the kernel show, each read taking an advisory lock (a side effect
   // of the view's own SQL, which would run in the reader's session).
