@@ -81,8 +81,6 @@ export type Invalidation =
   | { type: 'user'; id: string }
   | { type: 'run'; id: string }
   | { type: 'company'; id: string }
-  /** A company's month-to-date spend changed and nothing else did (migration 0041): its cached row is patched, not evicted. */
-  | { type: 'company_spend'; id: string; spentMonthlyCents: string | null; spentMonth: string | null }
   | { type: 'all' };
 
 export class AuthCache {
@@ -114,7 +112,6 @@ export class AuthCache {
       case 'user': this.users.delete(invalidation.id); break;
       case 'run': this.runs.delete(invalidation.id); break;
       case 'company': this.companies.delete(invalidation.id); break;
-      case 'company_spend': patchSpend(this.companies.get(invalidation.id), invalidation); break;
       case 'all': this.credentials.clear(); this.agents.clear(); this.users.clear(); this.runs.clear(); this.companies.clear(); break;
     }
   }
@@ -178,22 +175,6 @@ export class AuthCache {
     this.closing = true;
     await this.listener?.close();
     this.listener = undefined;
-  }
-}
-
-/**
- * Writes a company's new month-to-date spend into its cached row, in the types the database
- * driver gave the row (bigint as text, a date as text or as the driver's local midnight).
- * The epoch has moved on (apply), so a row read before this change is not cached after it.
- */
-function patchSpend(row: Record<string, any> | undefined, change: { spentMonthlyCents: string | null; spentMonth: string | null }): void {
-  if (!row) return;
-  row.spent_monthly_cents = change.spentMonthlyCents === null || typeof row.spent_monthly_cents !== 'number' ? change.spentMonthlyCents : Number(change.spentMonthlyCents);
-  if (change.spentMonth === null || !(row.spent_month instanceof Date)) {
-    row.spent_month = change.spentMonth;
-  } else {
-    const [year, month, day] = change.spentMonth.split('-').map(Number);
-    row.spent_month = new Date(year!, month! - 1, day!);
   }
 }
 

@@ -6,6 +6,7 @@ import { CONFIG_FIELDS, recordRevision } from '../tenancy/agent-config-revisions
 import { lockCompanyShortnames, uniqueNameForCreate } from '../tenancy/agent-shortname.ts';
 import { eventAgent, MANAGED_PAUSE_REASON, type AgentRow } from '../tenancy/agents.ts';
 import { placeOperatorHold } from '../tenancy/scope-holds.ts';
+import { AGENT_WITH_SPEND } from '../tenancy/month-spend.ts';
 
 /**
  * Managed agents (a manifest's `managed.agents`, capability `agents.managed`): the host, never
@@ -48,7 +49,7 @@ function provisions(manifest: PluginManifest, granted: readonly string[] | null)
  */
 export async function provisionOnDemand(kernel: Pick<KernelServices, 'db' | 'activity' | 'events'>, plugin: string, key: string, companyId: string): Promise<AgentRow> {
   // The common answer (every later ask) is one indexed read: the agent is there already.
-  const existing = await kernel.db.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]);
+  const existing = await kernel.db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?`, [companyId, plugin, key]);
   if (existing) return existing;
   const row = await kernel.db.maybeOne<{ manifest: PluginManifest }>("select manifest from plugins where key = ? and status = 'enabled'", [plugin]);
   const spec = row?.manifest.managed?.agents?.find((agent) => agent.key === key);
@@ -64,7 +65,7 @@ export async function provisionOnDemand(kernel: Pick<KernelServices, 'db' | 'act
       const company = await tx.maybeOne<{ status: string }>('select status from companies where id = ? for share', [companyId]);
       if (!company || company.status === 'archived') throw new KeelError(409, 'company_not_active', 'The company is archived; no agent is made for it');
       await provisionCompany(tx, kernel, plugin, [spec], companyId);
-      return (await tx.maybeOne<AgentRow>('select * from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?', [companyId, plugin, key]))!;
+      return (await tx.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where company_id = ? and managed_by_plugin = ? and managed_key = ?`, [companyId, plugin, key]))!;
     });
   } catch (error) {
     if ((error as { code?: string }).code !== '55P03') throw error;
@@ -88,7 +89,7 @@ async function provisionCompany(tx: Tx, kernel: Pick<KernelServices, 'activity' 
     const agent = await tx.maybeOne<AgentRow>(
       `insert into agents (company_id, name, url_key, role, title, capabilities, adapter_type, status, pause_reason, paused_at, managed_by_plugin, managed_key)
        values (?, ?, ?, ?, ?, ?, ?, 'paused', '${MANAGED_PAUSE_REASON}', now(), ?, ?)
-       on conflict (company_id, managed_by_plugin, managed_key) where managed_by_plugin is not null do nothing returning *`,
+       on conflict (company_id, managed_by_plugin, managed_key) where managed_by_plugin is not null do nothing returning ${AGENT_WITH_SPEND}`,
       [companyId, name, urlKey, spec.role ?? 'general', spec.title ?? null, spec.capabilities ?? null, spec.adapterType ?? 'process', plugin, spec.key]);
     if (!agent) continue;
     // Paused by the board's own kind of hold until the board approves or writes its configuration:

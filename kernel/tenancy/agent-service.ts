@@ -10,6 +10,7 @@ import { trimmedOrNull } from './agent-input.ts';
 import { lockCompanyShortnames, uniqueNameForCreate } from './agent-shortname.ts';
 import { assertSecretRefsBelongToCompany, assertValidManager, eventAgent, type AgentRow } from './agents.ts';
 import { liftAllHolds, placeOperatorHold } from './scope-holds.ts';
+import { AGENT_WITH_SPEND } from './month-spend.ts';
 
 /**
  * Writes of agents shared by several routes: create (and hire), full-row updates, and status
@@ -79,7 +80,7 @@ export async function insertAgent(ctx: Context, kernel: KernelServices, tx: Tx, 
   const rows = await tx.query<AgentRow>(
     `insert into agents (company_id, name, url_key, role, title, icon, capabilities, reports_to, adapter_type, adapter_config,
                          runtime_config, budget_monthly_cents, status, permissions, metadata, created_by_user_id, created_by_agent_id)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb, ?, ?) returning *`,
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?::jsonb, ?, ?, ?::jsonb, ?::jsonb, ?, ?) returning ${AGENT_WITH_SPEND}`,
     [companyId, name, urlKey, values.role, values.title, values.icon, values.capabilities, values.reportsTo, values.adapterType,
       JSON.stringify(values.adapterConfig), JSON.stringify(values.runtimeConfig), values.budgetMonthlyCents, status,
       JSON.stringify(values.permissions), values.metadata === null ? null : JSON.stringify(values.metadata), userId, agentId],
@@ -115,7 +116,7 @@ export async function writeAgent(tx: Tx, agentId: string, next: AgentState): Pro
     `update agents set name = ?, url_key = ?, role = ?, title = ?, icon = ?, capabilities = ?, reports_to = ?, adapter_type = ?,
             adapter_config = ?::jsonb, runtime_config = ?::jsonb, budget_monthly_cents = ?, status = ?, pause_reason = ?,
             paused_at = ?::timestamptz, metadata = ?::jsonb, terminated_at = ?::timestamptz, permissions = ?::jsonb, updated_at = now()
-      where id = ? returning *`,
+      where id = ? returning ${AGENT_WITH_SPEND}`,
     [next.name, next.url_key, next.role, next.title, next.icon, next.capabilities, next.reports_to, next.adapter_type,
       JSON.stringify(next.adapter_config ?? {}), JSON.stringify(next.runtime_config ?? {}), next.budget_monthly_cents, next.status,
       next.pause_reason, next.paused_at, next.metadata === null || next.metadata === undefined ? null : JSON.stringify(next.metadata),

@@ -1,8 +1,8 @@
 import { int, iso, type Queryable } from '../db/database.ts';
-import { monthToDateCents } from './month-to-date.ts';
 import { conflict, notFound, unprocessable, type KeelError } from '../http/errors.ts';
 import { assertSecretRefsBelongToCompany as vaultAssertSecretRefs } from '../vault/secret-refs.ts';
 import { isPlainObject, maskConfig, readDesiredSkills } from './agent-config.ts';
+import { AGENT_WITH_SPEND } from './month-spend.ts';
 
 /**
  * The agents repository: row shape, the agent JSON of the API, and the lookups and checks
@@ -22,8 +22,8 @@ export interface AgentRow {
   adapter_config: Record<string, unknown>;
   runtime_config: Record<string, unknown>;
   budget_monthly_cents: string | number;
+  /** The costs plugin's month-to-date figure, read with the row (AGENT_WITH_SPEND, month-spend.ts). */
   spent_monthly_cents: string | number;
-  spent_month?: unknown;
   status: string;
   pause_reason: string | null;
   paused_at: string | null;
@@ -64,7 +64,7 @@ export function toAgentJson(row: AgentRow, options: { redacted?: boolean } = {})
     adapterConfig: options.redacted ? {} : maskConfig(adapterConfig),
     runtimeConfig: options.redacted ? {} : maskConfig(runtimeConfig),
     budgetMonthlyCents: int(row.budget_monthly_cents),
-    spentMonthlyCents: monthToDateCents(row.spent_monthly_cents, row.spent_month),
+    spentMonthlyCents: int(row.spent_monthly_cents),
     status: row.status,
     pauseReason: row.pause_reason,
     pausedAt: iso(row.paused_at),
@@ -81,24 +81,24 @@ export function toAgentJson(row: AgentRow, options: { redacted?: boolean } = {})
 }
 
 export async function findAgent(db: Queryable, agentId: string): Promise<AgentRow | undefined> {
-  return db.maybeOne<AgentRow>('select * from agents where id = ?', [agentId]);
+  return db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ?`, [agentId]);
 }
 
 /** Locks the row for the rest of the transaction: agent mutations are serialised per agent. */
 export async function lockAgent(db: Queryable, agentId: string): Promise<AgentRow> {
-  const row = await db.maybeOne<AgentRow>('select * from agents where id = ? for update', [agentId]);
+  const row = await db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? for update`, [agentId]);
   if (!row) throw notFound('Agent not found');
   return row;
 }
 
 export async function findByShortname(db: Queryable, companyId: string, urlKey: string): Promise<AgentRow | undefined> {
   return db.maybeOne<AgentRow>(
-    "select * from agents where company_id = ? and url_key = ? and status <> 'terminated'", [companyId, urlKey]);
+    `select ${AGENT_WITH_SPEND} from agents where company_id = ? and url_key = ? and status <> 'terminated'`, [companyId, urlKey]);
 }
 
 export async function listCompanyAgents(db: Queryable, companyId: string): Promise<AgentRow[]> {
   return db.query<AgentRow>(
-    "select * from agents where company_id = ? and status <> 'terminated' order by created_at, name", [companyId]);
+    `select ${AGENT_WITH_SPEND} from agents where company_id = ? and status <> 'terminated' order by created_at, name`, [companyId]);
 }
 
 export interface ChainLink { id: string; name: string; role: string; title: string | null }

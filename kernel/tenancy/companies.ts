@@ -1,5 +1,5 @@
 import { int, iso, type Queryable, type Row } from '../db/database.ts';
-import { monthToDateCents } from './month-to-date.ts';
+import { COMPANY_WITH_SPEND } from './month-spend.ts';
 import { insertWithUniquePrefix } from './issue-prefix.ts';
 
 /** The company resource as the API returns it (a type alias, so that it is a plain JSON record for event payloads). */
@@ -53,7 +53,8 @@ export function toCompany(row: Row): Company {
     issuePrefix: row.issue_prefix,
     issueCounter: int(row.issue_counter),
     budgetMonthlyCents: int(row.budget_monthly_cents),
-    spentMonthlyCents: monthToDateCents(row.spent_monthly_cents, row.spent_month),
+    // Read with the row (COMPANY_WITH_SPEND, month-spend.ts): the costs plugin's figure.
+    spentMonthlyCents: int(row.spent_monthly_cents),
     requireBoardApprovalForNewAgents: row.require_board_approval_for_new_agents === true,
     brandColor: row.brand_color ?? null,
     logoAssetId: row.logo_asset_id ?? null,
@@ -84,7 +85,7 @@ export const COMPANY_COLUMNS = {
 export type CompanyField = keyof typeof COMPANY_COLUMNS;
 
 export async function findCompany(db: Queryable, id: string): Promise<Row | undefined> {
-  return db.maybeOne('select * from companies where id = ?', [id]);
+  return db.maybeOne(`select ${COMPANY_WITH_SPEND} from companies where id = ?`, [id]);
 }
 
 /** Reads the company under a row lock, so that concurrent patches, archives and deletes serialise. */
@@ -94,7 +95,7 @@ export async function lockCompany(db: Queryable, id: string, strength: 'no key u
   // activity, executions) free. FOR UPDATE would make such an insert, made by a transaction that
   // holds one of the company's agents, wait for the archive that waits for that agent: a
   // deadlock. Only the delete takes FOR UPDATE.
-  return db.maybeOne(`select * from companies where id = ? for ${strength}`, [id]);
+  return db.maybeOne(`select ${COMPANY_WITH_SPEND} from companies where id = ? for ${strength}`, [id]);
 }
 
 /**
@@ -112,7 +113,7 @@ export async function listCompanies(db: Queryable, options: { ids: readonly stri
   }
   if (!options.includeArchived) where.push("status <> 'archived'");
   const filter = where.length ? `where ${where.join(' and ')}` : '';
-  return db.query(`select * from companies ${filter} order by lower(name), created_at, id`, params);
+  return db.query(`select ${COMPANY_WITH_SPEND} from companies ${filter} order by lower(name), created_at, id`, params);
 }
 
 export interface CompanyStats { agentCount: number; issueCount: number }
@@ -150,7 +151,7 @@ export async function insertCompany(db: Queryable, input: NewCompany): Promise<R
     `insert into companies (name, description, issue_prefix, budget_monthly_cents, require_board_approval_for_new_agents, brand_color)
      values (?, ?, ?, ?, ?, ?)
      on conflict (issue_prefix) do nothing
-     returning *`,
+     returning ${COMPANY_WITH_SPEND}`,
     [input.name, input.description, prefix, input.budgetMonthlyCents, input.requireBoardApprovalForNewAgents, input.brandColor]));
 }
 
@@ -174,7 +175,7 @@ export async function updateCompanyColumns(db: Queryable, id: string, columns: R
     else { sets.push(`${column} = ?`); params.push(assignment.value); }
   }
   sets.push('updated_at = now()');
-  const row = await db.maybeOne(`update companies set ${sets.join(', ')} where id = ? returning *`, [...params, id]);
+  const row = await db.maybeOne(`update companies set ${sets.join(', ')} where id = ? returning ${COMPANY_WITH_SPEND}`, [...params, id]);
   if (!row) throw new Error(`company ${id} vanished during update`);
   return row;
 }

@@ -10,6 +10,7 @@ import { bodyValidator, queryValidator, uuidPattern, type Schema, type Validator
 import type { KernelServices } from '../services.ts';
 import { addMembership, COMPANY_STATUSES, companyStats, findCompany, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
 import { companyForRequest } from './company-access.ts';
+import { companyMonthSpend } from './month-spend.ts';
 import { applyStatusSideEffects, purgeCompany, statusColumns, syncBoardCompanyHolds } from './company-lifecycle.ts';
 import { applyCompanyPatch, BRANDING_FIELDS, eventActor, NON_BRANDING_FIELDS, type CompanyPatch } from './company-update.ts';
 
@@ -119,7 +120,8 @@ export const companyRoutes: RouteModule = (router, kernel) => {
 
   route({ method: 'GET', path: '/api/companies/:companyId', auth: 'any', success: 200, summary: 'One company' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    ctx.body = toCompany(company);
+    // The guard's row may be the cached one, which carries no spend (month-spend.ts).
+    ctx.body = toCompany({ ...company, spent_monthly_cents: await companyMonthSpend(kernel.db, company.id) });
   });
 
   route({

@@ -186,22 +186,20 @@ export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability
 });
 
 /**
- * Kernel rows a budget domain keeps in step (budgets.write). Both run in the call's own
- * transaction and act only on the call's company and its agents.
+ * Kernel rows a budget domain keeps in step (budgets.write), in the call's own transaction and
+ * only for the call's company and its agents. Month-to-date spend is not among them: the kernel
+ * reads it from the costs plugin's own view (plugins/costs/migrations/0005-month-spend-view.sql).
  */
 export interface BudgetsCapability {
-  /** Month-to-date spend (calendar month UTC, `YYYY-MM`) of the company and of some of its agents; a report for an older month than the stored one is ignored. */
-  reportMonthlySpend(report: { month: string; companyCents?: number; agents?: Array<{ agentId: string; cents: number }> }): Promise<void>;
   /** The `budgetMonthlyCents` of the company or of one of its agents. */
   setMonthlyBudget(change: { scope: 'company' | 'agent'; agentId?: string; cents: number }): Promise<{ updated: boolean }>;
 }
 
 export const budgetsWrite = defineCapability<{ budgets: BudgetsCapability }>()({
   id: 'budgets.write',
-  summary: 'Keep the monthly budget and spend of the company and its agents in step',
+  summary: 'Keep the monthly budget of the company and its agents in step',
   members: {
     budgets: {
-      reportMonthlySpend: method('database', [{ type: 'object', required: ['month'] }], { type: 'null' }),
       setMonthlyBudget: method('database', [{ type: 'object', required: ['scope', 'cents'] }], { type: 'object', required: ['updated'] }),
     },
   },

@@ -22,8 +22,8 @@ function perBatch(before: BatchTraffic, after: BatchTraffic): { calls: string; s
 
 /**
  * The costs plugin at growing data sizes, in one run: cost events accepted per second (each
- * with budget evaluation against company and agent policies, running totals, month-to-date
- * spend written back and an activity entry), and the latency of summary and by-agent, at
+ * with budget evaluation against company and agent policies, running totals (which are the
+ * month-to-date spend the kernel shows) and an activity entry), and the latency of summary and by-agent, at
  * 10^4, 10^5 and 10^6 stored events; plus a bare Koa route committing one row per request,
  * the ceiling for durable writes on this machine.
  */
@@ -121,8 +121,8 @@ async function latency(url: string): Promise<string> {
   const started = performance.now();
   for (let i = 0; i < READS; i++) {
     const res = await fetch(url);
-    await res.text();
-    if (!res.ok) throw new Error(`${url}: ${res.status}`);
+    const text = await res.text();
+    if (!res.ok) throw new Error(`${url}: ${res.status} ${text}`);
   }
   return ((performance.now() - started) / READS).toFixed(2);
 }

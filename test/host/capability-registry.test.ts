@@ -72,7 +72,6 @@ const examples = (): Record<string, unknown[]> => ({
   'services.call': ['nobody', 'nothing', {}],
   'services.adapterContributor': ['probe_type'],
   'streams.publish': ['probe', { n: 1 }],
-  'budgets.reportMonthlySpend': [{ month: new Date().toISOString().slice(0, 7) }],
   'budgets.setMonthlyBudget': [{ scope: 'company', cents: 1000 }],
   'jobs.enqueue': ['undeclared', {}],
   'jobs.cancel': [randomUUID()],

@@ -14,7 +14,6 @@ let other: any;
 let agent: any;
 let foreignAgent: any;
 
-const thisMonth = () => new Date().toISOString().slice(0, 7);
 const rows = (body: Record<string, unknown>, companyId = company.id) => t.api.post(`/api/plugins/kernel-rows/companies/${companyId}/rows`, body);
 const statusEvents = async (agentId: string) =>
   (await t.sql.query("select payload from keel_events.outbox where name = 'agent.status_changed' and entity_id = $1 order by seq", [agentId])).rows.map((r: any) => r.payload);
@@ -92,27 +91,6 @@ describe('batch handlers', () => {
 });
 
 describe('kernel rows from the plugin transaction', () => {
-  it('month-to-date spend shows on the company and its agents, never on another company', async () => {
-    const res = await rows({ op: 'spend', month: thisMonth(), cents: 1234, agentId: agent.id });
-    expect(res.status, res.text).toBe(200);
-    expect((await t.api.get(`/api/companies/${company.id}`)).body.spentMonthlyCents).toBe(1234);
-    expect((await t.api.get(`/api/agents/${agent.id}`)).body.spentMonthlyCents).toBe(1234);
-    await rows({ op: 'spend', month: thisMonth(), cents: 999, agentId: foreignAgent.id });
-    expect((await t.api.get(`/api/agents/${foreignAgent.id}`)).body.spentMonthlyCents).toBe(0);
-  });
-
-  it('spend of a past month reads as zero, and a late report for an older month changes nothing', async () => {
-    const fresh = await createCompany(t.api);
-    await rows({ op: 'spend', month: thisMonth(), cents: 500 }, fresh.id);
-    await t.sql.query("update companies set spent_month = (date_trunc('month', now()) - interval '1 month')::date where id = $1", [fresh.id]);
-    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(0);
-    await rows({ op: 'spend', month: thisMonth(), cents: 70 }, fresh.id);
-    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(70);
-    await rows({ op: 'spend', month: '2001-01', cents: 99999 }, fresh.id);
-    expect((await t.api.get(`/api/companies/${fresh.id}`)).body.spentMonthlyCents).toBe(70);
-    expect((await rows({ op: 'spend', month: '2026-13', cents: 1 }, fresh.id)).body.code).toBe('invalid_arguments');
-  });
-
   it('sets monthly budgets of the company and of its own agents only', async () => {
     expect((await rows({ op: 'budget-company', cents: 4200 })).body).toEqual({ updated: true });
     expect((await t.api.get(`/api/companies/${company.id}`)).body.budgetMonthlyCents).toBe(4200);
@@ -211,7 +189,7 @@ describe('kernel rows from the plugin transaction', () => {
     try {
       await installAndEnable(t, dir);
       // Through SQL, bypassing the SDK: the function is not executable by this plugin's role.
-      const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-spend' });
+      const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-budget' });
       expect([raw.status, raw.body.code]).toEqual([403, 'sql_42501']);
       const roles = await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_bare'");
       const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
@@ -225,7 +203,7 @@ describe('kernel rows from the plugin transaction', () => {
       expect(await signatureRefused()).toBe(1);
       expect((await t.sql.query("select count(*)::int as n from activity_log where action = 'forged.entry'")).rows[0].n).toBe(0);
       // With the grant, the same raw call gets past the privilege check and fails on the forged signature instead.
-      const forged = await rows({ op: 'raw-spend' });
+      const forged = await rows({ op: 'raw-budget' });
       expect([forged.status, forged.body.code]).toEqual([403, 'sql_42501']);
       const logs = (await t.api.get('/api/plugins/kernel-rows/logs')).body.logs as Array<{ message: string }>;
       expect(logs.some((line) => line.message.includes('invalid invocation signature'))).toBe(true);

@@ -52,6 +52,9 @@ describe('a database role with CREATEROLE that is not a superuser', () => {
     const posted = await b.api.post(`/api/companies/${company.id}/cost-events`, { agentId: agent.id, provider: 'alpha', model: 'm', costCents: 42, occurredAt: new Date().toISOString() });
     expect(posted.status, posted.text).toBe(201);
     expect((await summary(a, company.id)).body.spendCents).toBe(42);
+    // The kernel's own reads of the plugin's view (month-to-date spend) work under this role too.
+    expect((await a.api.get(`/api/companies/${company.id}`)).body.spentMonthlyCents).toBe(42);
+    expect((await b.api.get(`/api/agents/${agent.id}`)).body.spentMonthlyCents).toBe(42);
     const { rows } = await database.asSuperuser("select action from activity_log where entity_type = 'plugin' and entity_id = 'costs' order by seq");
     expect(rows.map((r) => r.action)).toEqual(['plugin.installed', 'plugin.enabled']);
     // Made by Keel's role, which may act as them; they are members of nothing.

@@ -47,6 +47,7 @@ const files = [
   '0041-company-spend-notifications.sql',
   '0042-events-published-at-commit.sql',
   '0043-one-hold-writer.sql',
+  '0045-month-spend-from-costs.sql',
   '0050-bridge-function-sources.sql',
   '0052-subscribed-events-column.sql',
 ];

@@ -5,7 +5,6 @@ import { READ_WRITE } from './read-write.ts';
 import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
 import { countTraffic } from './round-trips.ts';
-import type { DeferredStatement } from './invocation.ts';
 import { withCommit } from './with-commit.ts';
 
 /** What the batch runner needs of the worker (worker-main.ts). */
@@ -100,8 +99,6 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
   const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
   const results: CallResult[] = [];
   const activity: unknown[][] = [];
-  // The handler's kernel-row writes are part of its transaction whatever it answered a call.
-  const kernelRows = members.flatMap((member) => member.pendingKernelRows);
   items.forEach((item, index) => {
     const answer = answers[index];
     const member = members[index]!;
@@ -117,7 +114,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     const { value, envelope } = host.answer(item.kind, answer.v ?? null);
     results.push({ id: item.id, ok: true, value, envelope, activityWritten: true });
   });
-  const failure = await db.closeTransaction(client, 'COMMIT', withCommit({ kernelRows, activity }));
+  const failure = await db.closeTransaction(client, 'COMMIT', withCommit({ activity }));
   const database = traffic.done();
   if (failure) {
     host.log('warn', `batch ${first.target} could not commit (${String((failure as Error)?.message ?? failure).slice(0, 200)}); running its ${items.length} calls one by one`);
@@ -146,12 +143,11 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
   }
   const outcomes: CallResult[] = [];
   const activity: unknown[][] = [];
-  const kernelRows: DeferredStatement[] = [];
   let failure: unknown = null;
   try {
     for (const item of items) {
       await client.query('SAVEPOINT keel_item');
-      const { activity: entries, kernelRows: rows, ...outcome } = await new Promise<Omit<CallResult, 'id'> & { activity: unknown[][]; kernelRows: DeferredStatement[] }>((resolve) => {
+      const { activity: entries, ...outcome } = await new Promise<Omit<CallResult, 'id'> & { activity: unknown[][] }>((resolve) => {
         const invocation = new Invocation(item);
         invocation.client = client;
         invocation.batch = { resolve };
@@ -160,13 +156,12 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
       await client.query(outcome.ok ? 'RELEASE SAVEPOINT keel_item' : 'ROLLBACK TO SAVEPOINT keel_item');
       outcomes.push({ id: item.id, ...outcome });
       activity.push(...entries);
-      kernelRows.push(...rows);
     }
   } catch (error) {
     failure = error;
   }
   failure = failure === null
-    ? await database.closeTransaction(client, 'COMMIT', withCommit({ kernelRows, activity }))
+    ? await database.closeTransaction(client, 'COMMIT', withCommit({ activity }))
     : (await database.closeTransaction(client, 'ROLLBACK'), failure);
   if (failure) {
     if (items.length === 1) {

@@ -75,13 +75,13 @@ export async function finishCall(plugin: FinishingPlugin, invocation: Invocation
   if (invocation.batch) {
     // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
     plugin.invocations.delete(invocation.id);
-    invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [], kernelRows: ok ? invocation.pendingKernelRows : [] });
+    invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
     return;
   }
   const client = await invocation.openedClient();
   if (client && database) {
     invocation.client = null;
-    const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', withCommit({ events: invocation, kernelRows: invocation.pendingKernelRows, activity: invocation.pendingActivity }));
+    const failure = await database.closeTransaction(client, ok ? 'COMMIT' : 'ROLLBACK', withCommit({ events: invocation, activity: invocation.pendingActivity }));
     if (failure && ok) {
       ok = false;
       error = plugin.transactionFailed('commit', invocation.message.target, failure);

@@ -11,8 +11,6 @@ import type { EventValues } from '../capabilities/events-publish/events-at-commi
  * invocation is useless in any other.
  */
 
-/** A statement a batch sends with its COMMIT instead of at once (Invocation.pendingKernelRows). */
-export interface DeferredStatement { text: string; values: unknown[] }
 
 export class Invocation {
   readonly message: InvokeMessage;
@@ -86,7 +84,7 @@ export class Invocation {
    * Set for a call that is one item of a batch: it shares the batch's transaction (its own
    * savepoint), and its outcome goes to the batch, which commits once for all items.
    */
-  batch?: { resolve(outcome: Omit<import('../protocol/messages.ts').CallResult, 'id'> & { activity: unknown[][]; kernelRows: DeferredStatement[] }): void };
+  batch?: { resolve(outcome: Omit<import('../protocol/messages.ts').CallResult, 'id'> & { activity: unknown[][] }): void };
 
   /**
    * Set on the one call that runs a plugin's batch handler: it receives the handler's answers.
@@ -103,12 +101,6 @@ export class Invocation {
 
   /** Activity entries of a batched call, written with the batch's other entries before COMMIT. */
   readonly pendingActivity: unknown[][] = [];
-
-  /**
-   * Kernel-row writes of a batched call that answer nothing (month-to-date spend), sent with
-   * the batch's COMMIT, ahead of its activity entries (capabilities/kernel-row-bridge.ts).
-   */
-  readonly pendingKernelRows: DeferredStatement[] = [];
 
   /** Events the call published that are written just before its COMMIT, each with its id (capabilities/events-at-commit.ts). */
   readonly pendingEvents: Array<[...EventValues, string]> = [];

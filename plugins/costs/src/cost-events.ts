@@ -1,7 +1,6 @@
 import type { CostsContext, BatchCall } from './context.ts';
 import { fingerprint, PluginError, respond } from '@keel/sdk/plugin';
 import { costEventJson } from './json.ts';
-import { monthKey } from './periods.ts';
 import { actOnIncidents, incidentsSql, incidentWindow, STORED_TOTAL } from './policies.ts';
 
 interface CostEventBody {
@@ -26,10 +25,11 @@ export type SourcedCall = BatchCall & { source?: CostSource };
  * (and finds the stored ones of retried idempotency keys), adds them to the rollups and to the
  * running totals of every scope and period, whose rows then stay locked until commit (which
  * orders concurrent batches of one company), and opens the incidents those totals call for.
- * The activity entries are buffered; month-to-date spend goes back to the company and agent
- * rows and hard stops pause their scope, all in the same transaction. A batch without retried
- * keys or incidents waits for the database twice: for this statement (its BEGIN travels with
- * it) and for the COMMIT (the month-to-date report and the activity entries travel with it).
+ * The activity entries are buffered and hard stops pause their scope, in the same transaction.
+ * Month-to-date spend is these running totals themselves: the kernel reads them through this
+ * plugin's view month_spend (migration 0005), so nothing is reported back. A batch without
+ * retried keys or incidents waits for the database twice: for this statement (its BEGIN
+ * travels with it) and for the COMMIT (the activity entries travel with it).
  */
 export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext): Promise<unknown[]> {
   const answers: unknown[] = new Array(calls.length).fill(null);
@@ -48,9 +48,9 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
   // and adds what it stored to the rollups and running totals, opening the incidents the new
   // totals call for. From it to the commit, the rows of the company's running totals stay
   // locked: concurrent batches of one company take turns there (several are in flight).
-  const { rows } = await ctx.db.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[]; totals: Row[]; incidents: Row[] }>(
+  const { rows } = await ctx.db.query<{ ids: Array<{ ord: number; id: string }>; inserted: Row[]; incidents: Row[] }>(
     STORE_AND_ADD, [JSON.stringify(candidates.map((c) => c.row)), ...incidentWindow(now)]);
-  const { ids, inserted, totals, incidents } = rows[0]!;
+  const { ids, inserted, incidents } = rows[0]!;
   const insertedById = new Map(inserted.map((row) => [String(row.id), row]));
   const idByIndex = new Map(ids.map((entry) => [entry.ord, entry.id]));
 
@@ -58,9 +58,8 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
   const stored = replays.length ? await storedUnderKeys(ctx, replays.map((c) => c.row)) : new Map<string, Row>();
 
   const ctxOfCompany = new Map<string, CostsContext>();
-  // Activity entries are written after the kernel's rows (month-to-date spend, pauses) are
-  // changed: the activity chain's per-company lock is taken last, as every kernel route takes
-  // it, so that this transaction and one that holds an agent row (a key being created) never
+  // Activity entries are written after the kernel's rows (pauses) are changed: the activity
+  // chain's per-company lock is taken last, as every kernel route takes it, so that this transaction and one that holds an agent row (a key being created) never
   // wait on each other in a circle.
   const activity: Array<() => Promise<void>> = [];
   for (const { index, row } of candidates) {
@@ -91,10 +90,7 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
     return answers;
   }
 
-  // Month-to-date spend goes to the kernel's rows with the commit (the host sends a batch's
-  // report just before its activity entries and COMMIT, in the same round trip), then the
-  // buffered activity entries; hard stops pause their scope now.
-  await reportMonthToDate(ctxOfCompany, totals, now);
+  // The buffered activity entries (sent with the COMMIT), then hard stops pause their scope now.
   await writeActivity();
   for (const [companyId, companyCtx] of ctxOfCompany) {
     const own = incidents.filter((incident) => incident.company_id === companyId);
@@ -147,21 +143,6 @@ async function storedUnderKeys(ctx: CostsContext, rows: Row[]): Promise<Map<stri
   return new Map(found.map((row) => [`${row.company_id}/${row.idempotency_key}`, row]));
 }
 
-/** Month-to-date spend of each company and agent whose current month changed, onto the kernel's rows. */
-async function reportMonthToDate(ctxOfCompany: Map<string, CostsContext>, totals: Row[], now: Date): Promise<void> {
-  const month = monthKey(now);
-  for (const [companyId, companyCtx] of ctxOfCompany) {
-    const current = totals.filter((t) => t.company_id === companyId && t.period === month);
-    if (current.length === 0) continue;
-    const company = current.find((t) => t.scope_type === 'company');
-    await companyCtx.budgets.reportMonthlySpend({
-      month,
-      companyCents: company ? Number(company.cost_cents) : undefined,
-      agents: current.filter((t) => t.scope_type === 'agent').map((t) => ({ agentId: String(t.scope_id), cents: Number(t.cost_cents) })),
-    });
-  }
-}
-
 /** Adds the events of CTE `ins` to a rollup table keyed by `unit` ('hour' or 'day', UTC), in key order. */
 function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
   return `
@@ -182,8 +163,8 @@ function rollupUpsert(table: string, unit: 'hour' | 'day'): string {
  * and adds what it stored to the hourly and daily rollups and to every scope's running totals,
  * in key order (no deadlocks between batches), and opens the incidents the new totals call for
  * (policies.ts, incidentsSql): a total this statement changed is read from what it wrote, any
- * other from the table. Answers the id of every input row (`ids`, by `ord`), the inserted rows,
- * the new totals and the opened incidents. Parameters: $1 the events, $2-$4 the incident
+ * other from the table. Answers the id of every input row (`ids`, by `ord`), the inserted rows
+ * and the opened incidents. Parameters: $1 the events, $2-$4 the incident
  * window (incidentWindow).
  */
 const STORE_AND_ADD = `
@@ -222,5 +203,4 @@ ${incidentsSql(`coalesce((select n.cost_cents from totals n where n.company_id =
                                       and n.scope_id = p.scope_id and n.period = w.period), ${STORED_TOTAL})`)}
 select (select coalesce(jsonb_agg(jsonb_build_object('ord', ord, 'id', id)), '[]'::jsonb) from input) as ids,
        (select coalesce(jsonb_agg(to_jsonb(ins)), '[]'::jsonb) from ins) as inserted,
-       (select coalesce(jsonb_agg(to_jsonb(totals)), '[]'::jsonb) from totals) as totals,
        (select coalesce(jsonb_agg(to_jsonb(incidents)), '[]'::jsonb) from incidents) as incidents`;

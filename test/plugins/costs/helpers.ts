@@ -31,12 +31,13 @@ export async function eventCount(t: TestKernel, companyId: string): Promise<numb
 }
 
 export async function agentRow(t: TestKernel, agentId: string): Promise<{ status: string; pause_reason: string | null; spent: number; budget: number }> {
-  const { rows } = await t.sql.query('select status, pause_reason, spent_monthly_cents::int as spent, budget_monthly_cents::int as budget from agents where id = $1', [agentId]);
+  // Month-to-date spend is the costs plugin's (its view month_spend), read as the kernel reads it.
+  const { rows } = await t.sql.query("select status, pause_reason, keel_private.month_spend(company_id, 'agent', id)::int as spent, budget_monthly_cents::int as budget from agents where id = $1", [agentId]);
   return rows[0];
 }
 
 export async function companyRow(t: TestKernel, companyId: string): Promise<{ status: string; pause_reason: string | null; spent: number; budget: number }> {
-  const { rows } = await t.sql.query('select status, pause_reason, spent_monthly_cents::int as spent, budget_monthly_cents::int as budget from companies where id = $1', [companyId]);
+  const { rows } = await t.sql.query("select status, pause_reason, keel_private.month_spend(id, 'company', id)::int as spent, budget_monthly_cents::int as budget from companies where id = $1", [companyId]);
   return rows[0];
 }
 

@@ -10,7 +10,8 @@ import { settling } from './helpers.ts';
 const CALLER = fileURLToPath(new URL('./fixtures/usage-caller', import.meta.url));
 
 /**
- * A usage report (the record-usage service the runtime and the model gateway call) changes kernel rows (the company's and the agent's month-to-date spend) and
+ * A usage report (the record-usage service the runtime and the model gateway call) that
+ * crosses a hard stop changes kernel rows (it pauses the agent: a hold and its status) and
  * writes activity, whose per-company chain lock every kernel route takes last (creating an
  * agent's key locks the agent, then appends to the chain). Were the cost event to take the
  * chain first, the two would wait on each other until PostgreSQL broke the circle by failing
@@ -26,7 +27,8 @@ afterAll(async () => { await t?.stop(); });
 
 it('a usage report takes the activity chain after the agent row, so a transaction holding the agent can still append activity', async () => {
   const company = await createCompany(settling(t));
-  const agent = await createAgent(settling(t), company.id, { name: 'Locked' });
+  // Month-to-date spend is the plugin's own: what touches the agent row is the hard stop of its budget.
+  const agent = await createAgent(settling(t), company.id, { name: 'Locked', budgetMonthlyCents: 5 });
   const client = await t.sql.connect();
   try {
     await client.query('begin');
@@ -35,7 +37,7 @@ it('a usage report takes the activity chain after the agent row, so a transactio
       agentId: agent.id, runId: randomUUID(), provider: 'alpha', model: 'alpha-large', biller: 'alpha', billingType: 'metered_api',
       inputTokens: 10, cachedInputTokens: 0, outputTokens: 5, costCents: 7, occurredAt: new Date().toISOString(),
     }, { headers: { 'idempotency-key': randomUUID() } });
-    // The cost event's transaction waits for the agent row (its month-to-date spend).
+    // The cost event's transaction waits for the agent row (its hard stop pauses the agent).
     const { rows: [{ pid }] } = await client.query('select pg_backend_pid() as pid');
     await waitFor(async () => {
       const { rows } = await t.sql.query('select count(*)::int as n from pg_stat_activity where $1 = any(pg_blocking_pids(pid))', [pid]);

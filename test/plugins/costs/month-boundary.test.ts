@@ -9,7 +9,6 @@ beforeAll(async () => { t = await startTestKernel({}, { firstPartyDir: FIRST_PAR
 afterAll(async () => { await t?.stop(); });
 
 const lastMonth = () => lastMonthMoment();
-const lastMonthDate = () => { const d = lastMonth(); return `${monthKey(d)}-01`; };
 
 describe('month-to-date spend', () => {
   it('an event of last month counts all time and by agent, but not in spentMonthlyCents', async () => {
@@ -49,18 +48,17 @@ describe('month-to-date spend', () => {
   it('spend stored for last month reads as 0, and a new event shows only this month', async () => {
     const company = await createCompany(settling(t));
     const agent = await createAgent(settling(t), company.id);
-    // Last month's spend: in the plugin's totals for that month, and on the kernel rows as reported then.
+    // Last month's spend: in the plugin's totals for that month, which are the only figures
+    // (the kernel keeps no copy to go stale; it reads the plugin's view of the current month).
     await addCost(t.api, company.id, event(agent.id, 300, { occurredAt: lastMonth().toISOString() }));
-    await t.sql.query('update agents set spent_monthly_cents = 300, spent_month = $2::date where id = $1', [agent.id, lastMonthDate()]);
-    await t.sql.query('update companies set spent_monthly_cents = 300, spent_month = $2::date where id = $1', [company.id, lastMonthDate()]);
-    expect((await agentRow(t, agent.id)).spent).toBe(300);
+    expect((await agentRow(t, agent.id)).spent).toBe(0);
     expect(await agentSpent(t.api, agent.id)).toBe(0);
     await expect.poll(() => companySpent(t.api, company.id)).toBe(0);
 
     await addCost(t.api, company.id, event(agent.id, 25));
     expect(await agentSpent(t.api, agent.id)).toBe(25);
     expect(await companySpent(t.api, company.id)).toBe(25);
-    const { rows } = await t.sql.query('select spent_monthly_cents::int as cents, to_char(spent_month, \'YYYY-MM\') as month from agents where id = $1', [agent.id]);
+    const { rows } = await t.sql.query("select cost_cents::int as cents, period as month from plugin_costs.spend_totals where scope_type = 'agent' and scope_id = $1 and period <> 'lifetime' order by period desc", [agent.id]);
     expect(rows[0]).toEqual({ cents: 25, month: monthKey(new Date()) });
   });
 
@@ -68,9 +66,8 @@ describe('month-to-date spend', () => {
     const company = await createCompany(settling(t));
     const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 12));
-    // The simulated rollover: the stored month becomes last month, as if the month had ended.
-    await t.sql.query('update agents set spent_month = (date_trunc(\'month\', now()) - interval \'1 month\')::date where id = $1', [agent.id]);
-    await t.sql.query('update companies set spent_month = (date_trunc(\'month\', now()) - interval \'1 month\')::date where id = $1', [company.id]);
+    // The simulated rollover: this month's totals become last month's, as if the month had ended.
+    await t.sql.query('update plugin_costs.spend_totals set period = $2 where company_id = $1 and period = $3', [company.id, monthKey(lastMonth()), monthKey(new Date())]);
     expect(await agentSpent(t.api, agent.id)).toBe(0);
     await expect.poll(() => companySpent(t.api, company.id)).toBe(0);
     const list = await t.api.get(`/api/companies/${company.id}/agents`);

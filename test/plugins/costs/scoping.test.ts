@@ -21,7 +21,7 @@ async function snapshot(): Promise<Record<string, unknown>> {
   }
   out.openIncidents = (await t.sql.query(`select count(*)::int as n from plugin_costs.budget_incidents where status = 'open'`)).rows[0].n;
   out.policyAmounts = (await t.sql.query('select amount::int from plugin_costs.budget_policies order by id')).rows.map((r) => r.amount);
-  out.kernel = (await t.sql.query('select c.budget_monthly_cents::int as cb, c.spent_monthly_cents::int as cs, c.status as c_status, a.budget_monthly_cents::int as ab, a.status as a_status from companies c join agents a on a.company_id = c.id where c.id = $1', [company.id])).rows;
+  out.kernel = (await t.sql.query("select c.budget_monthly_cents::int as cb, keel_private.month_spend(c.id, 'company', c.id)::int as cs, c.status as c_status, a.budget_monthly_cents::int as ab, a.status as a_status from companies c join agents a on a.company_id = c.id where c.id = $1", [company.id])).rows;
   return out;
 }
 

@@ -6,6 +6,7 @@ import { eventAgent, type AgentRow } from '../../../tenancy/agents.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
 import type { BrokeredCall } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
+import { AGENT_WITH_SPEND } from '../../../tenancy/month-spend.ts';
 
 /**
  * `ctx.agents.setInstructionKeys` (agents.instructions): writes instruction keys of an agent's
@@ -28,7 +29,7 @@ export async function setInstructionKeys(call: BrokeredCall<'activity' | 'db' | 
   const userId = actor.type === 'user' ? actor.id : null;
   const actorAgentId = actor.type === 'agent' ? actor.agentId ?? actor.id : null;
   return db.transaction(async (tx) => {
-    const before = await tx.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
+    const before = await tx.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
     if (!before) throw new KeelError(404, 'not_found', 'Agent not found');
     const current = isPlainObject(before.adapter_config) ? before.adapter_config : {};
     const next: Record<string, unknown> = { ...current };
@@ -37,7 +38,7 @@ export async function setInstructionKeys(call: BrokeredCall<'activity' | 'db' | 
       else next[key] = value;
     }
     if (deepEqual(current, next)) return { adapterConfig: maskConfig(current) as Record<string, unknown>, changed: false };
-    const after = (await tx.query<AgentRow>('update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning *', [JSON.stringify(next), agentId]))[0]!;
+    const after = (await tx.query<AgentRow>(`update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning ${AGENT_WITH_SPEND}`, [JSON.stringify(next), agentId]))[0]!;
     const revision = await recordRevision(tx, { agent: after, source: 'instructions', changedKeys: ['adapterConfig'], userId, agentId: actorAgentId });
     await activity.record(tx, {
       companyId: after.company_id, actorType: actor.type, actorId: actor.id, agentId: actorAgentId, runId: call.info.runId,

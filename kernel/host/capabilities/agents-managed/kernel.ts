@@ -5,6 +5,7 @@ import { provisionOnDemand } from '../../managed-agents.ts';
 import { callCompany, OF_CALL_COMPANY } from '../scope.ts';
 import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
+import { AGENT_WITH_SPEND } from '../../../tenancy/month-spend.ts';
 
 /** `ctx.agents.getManaged/provisionManaged` (agents.managed): the agents this plugin manages, by its own key. */
 const agentsManaged: KernelCapability<'activity' | 'db' | 'events'> = {
@@ -15,7 +16,7 @@ const agentsManaged: KernelCapability<'activity' | 'db' | 'events'> = {
         if (typeof key !== 'string') throw new KeelError(400, 'invalid_arguments', 'key must be a string');
         // The plugin is the one the kernel started this call for: it reaches its own managed agents only.
         const row = await call.kernel.db.maybeOne<AgentRow>(
-          `select * from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
+          `select ${AGENT_WITH_SPEND} from agents where ${OF_CALL_COMPANY} and managed_by_plugin = ? and managed_key = ?`, [callCompany(call), call.plugin, key]);
         return row ? toAgentJson(row, { redacted: true }) : null;
       },
     },

@@ -4,6 +4,7 @@ import { toAgentJson, type AgentRow } from '../../../tenancy/agents.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
 import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
+import { AGENT_WITH_SPEND } from '../../../tenancy/month-spend.ts';
 
 /** `ctx.agents` reads (agents.read): the call's company's agents, their configuration redacted. */
 const agentsRead: KernelCapability<'db'> = {
@@ -11,7 +12,7 @@ const agentsRead: KernelCapability<'db'> = {
     get: {
       run: async (call) => {
         const agentId = uuidArg(call.args[0], 'agentId');
-        const row = await call.kernel.db.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
+        const row = await call.kernel.db.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY}`, [agentId, callCompany(call)]);
         if (!row) return null;
         // Configuration stays with the kernel: plugins see the redacted view.
         return toAgentJson(row, { redacted: true });
@@ -21,7 +22,7 @@ const agentsRead: KernelCapability<'db'> = {
       run: async (call) => {
         // Only the agents of the company the call serves.
         const companyId = callCompany(call);
-        const rows = await call.kernel.db.query('select * from agents where company_id = ? order by created_at, id', [companyId]);
+        const rows = await call.kernel.db.query(`select ${AGENT_WITH_SPEND} from agents where company_id = ? order by created_at, id`, [companyId]);
         return rows.map((row) => toAgentJson(row as never, { redacted: true }));
       },
     },

@@ -5,6 +5,7 @@ import { eventAgent, type AgentRow } from '../../../tenancy/agents.ts';
 import { callCompany, OF_CALL_COMPANY, uuidArg } from '../scope.ts';
 import type { BrokeredCall } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
+import { AGENT_WITH_SPEND } from '../../../tenancy/month-spend.ts';
 
 /**
  * agents.skills.write: the desired-skills slot of the agent's adapterConfig, written by the kernel
@@ -17,12 +18,12 @@ async function setDesiredSkills(call: BrokeredCall<'db' | 'events'>): Promise<{ 
   if (!Array.isArray(requested) || requested.some((key) => typeof key !== 'string')) throw new KeelError(400, 'invalid_arguments', 'desiredSkills must be an array of strings');
   const desiredSkills = [...new Set(requested as string[])];
   return call.kernel.db.transaction(async (tx) => {
-    const before = await tx.maybeOne<AgentRow>(`select * from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
+    const before = await tx.maybeOne<AgentRow>(`select ${AGENT_WITH_SPEND} from agents where id = ? and ${OF_CALL_COMPANY} for update`, [agentId, callCompany(call)]);
     if (!before) throw new KeelError(404, 'agent_not_found', 'Agent not found');
     const config = isPlainObject(before.adapter_config) ? before.adapter_config : {};
     if (JSON.stringify(readDesiredSkills(config)) === JSON.stringify(desiredSkills)) return { desiredSkills, changed: false };
     const next = withDesiredSkills(config, desiredSkills);
-    const rows = await tx.query<AgentRow>('update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning *', [JSON.stringify(next), agentId]);
+    const rows = await tx.query<AgentRow>(`update agents set adapter_config = ?::jsonb, updated_at = now() where id = ? returning ${AGENT_WITH_SPEND}`, [JSON.stringify(next), agentId]);
     const after = rows[0]!;
     await call.kernel.events.emit(tx, 'agent.updated', {
       companyId: after.company_id, agentId: after.id, agent: eventAgent(after), changes: { desiredSkills },

@@ -4,28 +4,6 @@
 -- (the installer refuses anything else). A plugin's runtime role may execute it only with the
 -- capability granted (bridgeFunctions of kernel.ts, granted by plugin-databases.ts).
 
--- budgets.write: month-to-date spend of the invocation's company and of its agents, for the
--- given month. A report for an older month than the one stored is ignored (a late report must
--- not roll the month back); agents of other companies are never touched.
-create or replace function keel_bridge.report_monthly_spend(invocation text, signature text, month date, company_cents bigint, agent_cents jsonb)
-  returns void language plpgsql security definer set search_path = public, pg_temp as $$
-declare
-  company uuid := keel_private.company_of(keel_private.verified_invocation(invocation, signature));
-begin
-  if month <> date_trunc('month', month) then
-    raise exception 'month must be the first day of a month' using errcode = 'invalid_parameter_value';
-  end if;
-  if company_cents is not null then
-    update companies set spent_monthly_cents = company_cents, spent_month = month
-     where id = company and (spent_month is null or spent_month <= month)
-       and (spent_month is distinct from month or spent_monthly_cents <> company_cents);
-  end if;
-  update agents a set spent_monthly_cents = x.cents, spent_month = month
-    from (select distinct on (id) id, cents from jsonb_to_recordset(coalesce(agent_cents, '[]')) as r(id uuid, cents bigint) order by id) x
-   where a.id = x.id and a.company_id = company and (a.spent_month is null or a.spent_month <= month);
-end $$;
-revoke all on function keel_bridge.report_monthly_spend(text, text, date, bigint, jsonb) from public;
-
 -- budgets.write: the monthly budget of the invocation's company (scope 'company') or of one of
 -- its agents (scope 'agent'). Returns whether a row was found.
 create or replace function keel_bridge.set_monthly_budget(invocation text, signature text, scope text, scope_id uuid, cents bigint)

@@ -1,8 +1,8 @@
 import { budgetsWrite as spec } from '../../../../sdk/capabilities/kernel-data.ts';
 import { kernelUnit } from '../unit.ts';
 
-/** Served in the worker (worker.ts) through keel_bridge.report_monthly_spend, keel_bridge.set_monthly_budget (bridge.sql), executable by the plugin's role only with this capability granted. */
+/** Served in the worker (worker.ts) through keel_bridge.set_monthly_budget (bridge.sql), executable by the plugin's role only with this capability granted. */
 export const kernelSide = kernelUnit(spec, {
-  bridgeFunctions: ['keel_bridge.report_monthly_spend(text, text, date, bigint, jsonb)', 'keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)'],
+  bridgeFunctions: ['keel_bridge.set_monthly_budget(text, text, text, uuid, bigint)'],
   writesKernelRows: true,
 });

@@ -4,6 +4,7 @@ import { readCompany } from '../../../tenancy/company-access.ts';
 import { assertSameCompany, uuidArg } from '../scope.ts';
 import type { KernelCapability } from '../types.ts';
 import { kernelUnit } from '../unit.ts';
+import { companyMonthSpend } from '../../../tenancy/month-spend.ts';
 
 const companiesCapability: KernelCapability<'db'> = {
   methods: {
@@ -12,7 +13,8 @@ const companiesCapability: KernelCapability<'db'> = {
         const companyId = uuidArg(call.args[0], 'companyId');
         assertSameCompany(call, companyId, `company ${companyId}`);
         const row = await readCompany(call.kernel.db, companyId);
-        return row ? toCompany(row) : null;
+        // The company guard's row (possibly the cached one) carries no spend (month-spend.ts).
+        return row ? toCompany({ ...row, spent_monthly_cents: await companyMonthSpend(call.kernel.db, companyId) }) : null;
       },
     },
   },

@@ -1,5 +1,5 @@
 import type { PluginDatabase } from './database.ts';
-import type { DeferredStatement, Invocation } from '../invocation.ts';
+import type { Invocation } from '../invocation.ts';
 import { CapabilityError } from './types.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 
@@ -7,27 +7,19 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MAX_CENTS = Number.MAX_SAFE_INTEGER;
 
 /**
- * Writes to kernel rows (budgets, month-to-date spend, pauses) from inside the invocation's own
+ * Writes to kernel rows (budgets, pauses, issue numbers) from inside the invocation's own
  * transaction, through SECURITY DEFINER functions of `keel_bridge` that accept only the
  * invocation identity the kernel signed and act only on its company. Because they share the
  * plugin's transaction, a hard stop commits or rolls back together with the spend that caused
  * it. The database itself enforces the grant: the functions are executable by the plugin's
  * role only when the operator granted the capability (see plugin-databases.ts).
  */
-export async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[], own: 'call' | 'autonomous' | 'with_commit' = 'call'): Promise<unknown> {
+export async function bridge(db: PluginDatabase | null, invocation: Invocation, sql: string, values: unknown[], own: 'call' | 'autonomous' = 'call'): Promise<unknown> {
   if (!db) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this capability needs the plugin database connection');
   if (invocation.message.readOnly || !invocation.message.transactional) throw new CapabilityError(403, 'kernel_rows_read_only', 'kernel rows can be changed only from a mutating, transactional call');
   const signed = invocation.message.signed;
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
   const query = { text: sql, values: [signed.invocation, signed.signature, ...values] };
-  // A write that answers nothing, made by a call of a batch, goes with the batch's COMMIT
-  // (batches.ts): no round trip of its own, and the rows it changes are locked for the commit
-  // alone. Should the database refuse it there, the batch's calls run again one by one, and
-  // each of them fails its commit.
-  if (own === 'with_commit' && invocation.batch) {
-    invocation.pendingKernelRows.push(query);
-    return null;
-  }
   try {
     let result;
     if (own === 'autonomous') {
@@ -59,11 +51,6 @@ export function uuid(value: unknown, name: string): string {
 export function reason(value: unknown): string {
   if (typeof value !== 'string' || value.length === 0 || value.length > 200) throw new CapabilityError(400, 'invalid_arguments', 'reason must be 1-200 characters');
   return value;
-}
-
-/** Sends a batch's deferred kernel-row writes (Invocation.pendingKernelRows), pipelined, in the order made. */
-export async function flushKernelRows(client: import('pg').PoolClient, statements: DeferredStatement[]): Promise<void> {
-  await Promise.all(statements.map((statement) => client.query(statement)));
 }
 
 /** The answer of a hold function: an unknown id (or another company's) is not found; nothing was raised, so the call's transaction goes on. */
