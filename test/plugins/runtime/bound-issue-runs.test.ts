@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,24 @@ describe('runs bound to an issue by payload.issueId', () => {
     expect((await runsOf(issue.id)).map((run) => run.runId)).toEqual([second.run.id, first.run.id]);
     await t.api.post(`/api/heartbeat-runs/${second.run.id}/cancel`);
     await runWhen(t, second.run.id);
+  });
+
+  it("answers a run's usage, result and log size from the runtime, as its heartbeat run has them", async () => {
+    // Reports usage and a result, then ends: the runtime meters the one and keeps the other; the ledger keeps neither.
+    const script = join(scripts, 'outcome.cjs');
+    await writeFile(script, `console.log(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'outcome', inputTokens: 12, outputTokens: 3, costCents: 2 }));
+      console.log(JSON.stringify({ type: 'service.result', result: { answer: 42 } }));`, { mode: 0o644 });
+    const agent = await processAgent(t.api, company.id, script);
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Measured work' })).body;
+    const woken = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const run = await runWhen(t, woken.run.id);
+    expect(run).toMatchObject({ status: 'succeeded', resultJson: { answer: 42 }, usageJson: expect.objectContaining({ inputTokens: 12, outputTokens: 3, costCents: 2 }) });
+    expect(run.logBytes).toBeGreaterThan(0);
+    const [listed] = await runsOf(issue.id) as any[];
+    expect(listed).toMatchObject({ runId: woken.run.id, status: 'succeeded', resultJson: run.resultJson, usageJson: run.usageJson, logBytes: run.logBytes });
+    // The ledger keeps no outcome of its own.
+    const columns = await t.sql.query(`select column_name from information_schema.columns where table_schema = 'public' and table_name = 'runs' and column_name in ('usage_json', 'result_json')`);
+    expect(columns.rows).toEqual([]);
   });
 
   it("keeps a run of another company out, even one whose context names this company's issue", async () => {
