@@ -1,4 +1,6 @@
 import type { RuntimeContext } from './context.ts';
+import { runJson } from './json.ts';
+import { executionsOf } from './process-facts.ts';
 
 /** The most runs one call answers (as many as ctx.runs.get takes). */
 const MAX_RUNS = 200;
@@ -16,14 +18,15 @@ export async function runOutcomesService(input: unknown, ctx: RuntimeContext): P
   const ids = [...new Set((input as { runIds: string[] }).runIds.map((id) => id.toLowerCase()))].slice(0, MAX_RUNS);
   if (ids.length === 0) return { runs: [] };
   const { rows } = await ctx.db.query(
-    `select id::text as id, usage_json, result_json, case when execution_id is null then null else log_bytes end as log_bytes
-       from runs where id in (select jsonb_array_elements_text($1::jsonb)::uuid) and company_id = $2`,
+    `select * from runs where id in (select jsonb_array_elements_text($1::jsonb)::uuid) and company_id = $2`,
     // Arrays cross the sandbox boundary as JSON: the ids are bound as jsonb and unpacked.
     [JSON.stringify(ids), ctx.invocation.companyId]);
+  // The log size is the execution's, as the heartbeat run shows it (process-facts.ts).
+  const executions = await executionsOf(ctx, rows);
   return {
-    runs: rows.map((row) => ({
-      runId: String(row.id), usageJson: row.usage_json ?? null, resultJson: row.result_json ?? null,
-      logBytes: row.log_bytes === null || row.log_bytes === undefined ? null : Number(row.log_bytes),
-    })),
+    runs: rows.map((row) => {
+      const run = runJson(row, executions.get(String(row.execution_id)));
+      return { runId: String(row.id), usageJson: run.usageJson, resultJson: run.resultJson, logBytes: row.execution_id ? run.logBytes : null };
+    }),
   };
 }

@@ -93,6 +93,15 @@ describe('runs bound to an issue by payload.issueId', () => {
     expect(run.logBytes).toBeGreaterThan(0);
     const [listed] = await runsOf(issue.id) as any[];
     expect(listed).toMatchObject({ runId: woken.run.id, status: 'succeeded', resultJson: run.resultJson, usageJson: run.usageJson, logBytes: run.logBytes });
+    // The process facts are the executor's, read from the execution, not copied into the runtime's row.
+    const { rows: [execution] } = await t.sql.query('select pid, exit_code, signal, log_bytes, log_sha256 from executions where id = $1', [run.executionId]);
+    expect(run).toMatchObject({ pid: execution.pid, exitCode: 0, signal: null, logBytes: Number(execution.log_bytes), logSha256: execution.log_sha256 });
+    expect(run.pid).toEqual(expect.any(Number));
+    expect(run.logSha256).toEqual(expect.any(String));
+    const { rows: [copied] } = await t.sql.query('select pid, exit_code, signal, http_status, log_bytes, log_sha256 from plugin_runtime.runs where id = $1', [run.id]);
+    expect(copied).toEqual({ pid: null, exit_code: null, signal: null, http_status: null, log_bytes: '0', log_sha256: null });
+    const listedRun = (await t.api.get(`/api/companies/${company.id}/heartbeat-runs?agentId=${agent.id}`)).body.runs[0];
+    expect(listedRun).toMatchObject({ id: run.id, pid: run.pid, exitCode: 0, logBytes: run.logBytes, logSha256: run.logSha256 });
     // The ledger keeps no outcome of its own.
     const columns = await t.sql.query(`select column_name from information_schema.columns where table_schema = 'public' and table_name = 'runs' and column_name in ('usage_json', 'result_json')`);
     expect(columns.rows).toEqual([]);
