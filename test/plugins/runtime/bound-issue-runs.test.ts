@@ -107,6 +107,21 @@ describe('runs bound to an issue by payload.issueId', () => {
     expect(columns.rows).toEqual([]);
   });
 
+  it('answers the runs without usage, result and log size while the runtime plugin is disabled, as before', async () => {
+    const agent = await processAgent(t.api, company.id, join(scripts, 'quick.cjs'));
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Work while the runtime is off' })).body;
+    const woken = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const run = await runWhen(t, woken.run.id);
+    expect(run.logBytes).toBeGreaterThan(0);
+    expect((await t.api.post('/api/plugins/runtime/disable', {})).status).toBe(200);
+    try {
+      const [listed] = await runsOf(issue.id) as any[];
+      expect(listed).toMatchObject({ runId: woken.run.id, status: 'succeeded', usageJson: null, resultJson: null, logBytes: null });
+    } finally {
+      expect((await t.api.post('/api/plugins/runtime/enable', {})).status).toBe(200);
+    }
+  });
+
   it("keeps a run of another company out, even one whose context names this company's issue", async () => {
     const agent = await processAgent(t.api, company.id, join(scripts, 'hang.cjs'));
     const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Private work' })).body;
