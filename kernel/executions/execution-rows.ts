@@ -1,5 +1,5 @@
 import type { ExecutionSummary } from '../../sdk/capabilities/executions.ts';
-import { iso, int, type Row } from '../db/database.ts';
+import { iso, int, type Queryable, type Row } from '../db/database.ts';
 import type { AnyExecutionRef, ExecutionRef } from './execution-log.ts';
 import type { AgentProcess } from './process-runner.ts';
 
@@ -45,4 +45,19 @@ export function toSummary(row: Row): ExecutionSummary {
     errorCode: row.error_code ?? null, logBytes: int(row.log_bytes), logSha256: row.log_sha256 ?? null,
     startedAt: iso(row.started_at), finishedAt: iso(row.finished_at), createdAt: iso(row.created_at)!,
   };
+}
+
+/** The most executions one read of several answers (as many runs as ctx.runs.get takes). */
+export const MAX_EXECUTIONS_READ = 200;
+
+/**
+ * The executions among these ids the caller may reach, in the company its call serves: those its
+ * plugin started and, for a read, those of runs it opened (the runtime reads the execution a
+ * contributed adapter's plugin started for its run). Anything else is left out, like an unknown id.
+ */
+export function reachableExecutions(db: Queryable, caller: ExecutionCaller, ids: readonly string[], read: boolean): Promise<Row[]> {
+  return db.query<Row>(
+    `select e.* from executions e join runs r on r.id = e.run_id
+      where e.id in (select jsonb_array_elements_text(?::jsonb)::uuid) and e.company_id = ? and (e.plugin = ? or (?::boolean and r.opened_by_plugin = ?))`,
+    [JSON.stringify(ids.map((id) => id.toLowerCase())), caller.companyId, caller.plugin, read, caller.plugin]);
 }

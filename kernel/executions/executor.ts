@@ -19,7 +19,7 @@ import { closeExecutionRun, recordExecutionEnd } from './execution-end.ts';
 import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { prepareExecution, secretHeadersFor, type Prepared } from './execution-prepare.ts';
 import {
-  EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, LIVE_EXECUTION_STATUSES, MAX_LIVE_PER_COMPANY, orphanMarker, toSummary,
+  EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, LIVE_EXECUTION_STATUSES, MAX_EXECUTIONS_READ, MAX_LIVE_PER_COMPANY, orphanMarker, reachableExecutions, toSummary,
   type ExecutionCaller, type Finish, type Live,
 } from './execution-rows.ts';
 import { runHttpExecution } from './http-execution.ts';
@@ -274,6 +274,9 @@ export class Executor {
     return toSummary(await this.find(caller, executionId, true));
   }
 
+  /** Those among these ids (at most MAX_EXECUTIONS_READ) the caller may read; the others are left out. */
+  async getMany(caller: ExecutionCaller, ids: readonly string[]): Promise<ExecutionSummary[]> { return (await reachableExecutions(this.deps.db, caller, ids.slice(0, MAX_EXECUTIONS_READ), true)).map(toSummary); }
+
   async readLog(caller: ExecutionCaller, executionId: string, options: { offset?: number; limitBytes?: number }): Promise<{ content: string; offset: number; nextOffset: number; eof: boolean }> {
     const row = await this.find(caller, executionId, true);
     return readExecutionLog(this.deps.db, row.id, options.offset ?? 0, options.limitBytes ?? 65_536, int(row.log_bytes), !LIVE_EXECUTION_STATUSES.has(row.status));
@@ -304,10 +307,7 @@ export class Executor {
    * log of a run whose adapter type another plugin contributes and runs). Only the starter cancels.
    */
   private async find(caller: ExecutionCaller, executionId: string, read = false): Promise<Row> {
-    const row = await this.deps.db.maybeOne<Row>(
-      `select e.* from executions e join runs r on r.id = e.run_id
-        where e.id = ? and e.company_id = ? and (e.plugin = ? or (?::boolean and r.opened_by_plugin = ?))`,
-      [executionId.toLowerCase(), caller.companyId, caller.plugin, read, caller.plugin]);
+    const [row] = await reachableExecutions(this.deps.db, caller, [executionId], read);
     if (!row) throw new KeelError(404, 'execution_not_found', 'Execution not found');
     return row;
   }

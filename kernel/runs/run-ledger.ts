@@ -20,8 +20,6 @@ export interface RunRecord {
   finishedAt: string | null;
   createdAt: string;
   closeReason: string | null;
-  usageJson: unknown;
-  resultJson: unknown;
 }
 
 export interface OpenedRun { run: RunRecord; token: string; tokenExpiresAt: string }
@@ -100,12 +98,13 @@ export class RunLedger {
     return cached.live ? { agentId: cached.agentId, companyId: cached.companyId } : undefined;
   }
 
-  async close(tx: Tx, runId: string, input: { status: RunStatus; reason?: string; usage?: unknown; result?: unknown }): Promise<RunRecord> {
+  /** Closes a live run. Its usage and result are not the ledger's: the plugin that ran it keeps them (the runtime's runs). */
+  async close(tx: Tx, runId: string, input: { status: RunStatus; reason?: string }): Promise<RunRecord> {
     if (!CLOSED_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_run_status', `A run closes as one of ${[...CLOSED_STATUSES].join(', ')}`);
     const row = await tx.maybeOne(
-      `update runs set status = ?, close_reason = ?, usage_json = coalesce(?::jsonb, usage_json), result_json = coalesce(?::jsonb, result_json), finished_at = now()
+      `update runs set status = ?, close_reason = ?, finished_at = now()
        where id = ? and status in ('queued', 'running') returning *`,
-      [input.status, input.reason ?? null, input.usage === undefined ? null : JSON.stringify(input.usage), input.result === undefined ? null : JSON.stringify(input.result), runId]);
+      [input.status, input.reason ?? null, runId]);
     if (!row) {
       const existing = await tx.maybeOne('select status from runs where id = ?', [runId]);
       if (!existing) throw notFound('Run not found');
@@ -140,7 +139,5 @@ export function toRun(row: Row): RunRecord {
     finishedAt: iso(row.finished_at),
     createdAt: iso(row.created_at)!,
     closeReason: row.close_reason ?? null,
-    usageJson: row.usage_json ?? null,
-    resultJson: row.result_json ?? null,
   };
 }

@@ -215,6 +215,12 @@ export interface ExecutionsCapability {
   /** Starts it (202-like: returns once the execution row is written and the start is under way). Refused (409 with a code naming why) when the agent is not active (paused/held, terminated, pending approval), its company is not active, its adapter config was not written or approved by a board actor, or the run is closed. The check happens again just before the process starts. */
   start(input: ProcessExecutionInput | HttpExecutionInput): Promise<ExecutionSummary>;
   get(executionId: string): Promise<ExecutionSummary>;
+  /**
+   * Several at once (at most 200 ids), in no particular order: those the plugin started, and
+   * those of runs it opened (a contributed adapter's execution of the runtime's run); an unknown
+   * id and any other execution are left out alike.
+   */
+  getMany(executionIds: string[]): Promise<ExecutionSummary[]>;
   /** The NDJSON log by byte offset: each line `{"seq":n,"at":iso,"stream":"stdout"|"stderr"|"system"|"sse","line":"..."}`. */
   log(executionId: string, options?: { offset?: number; limitBytes?: number }): Promise<ExecutionLogPage>;
   /** SIGTERM to the process group, SIGKILL after graceSec (http: abort). Idempotent; answers the summary. */
@@ -351,6 +357,7 @@ export const executions = defineCapability<{ executions: ExecutionsCapability }>
     executions: {
       start: method('kernel', [{ oneOf: [processInput, httpInput] }], summary),
       get: method('kernel', [uuid], summary),
+      getMany: method('kernel', [{ type: 'array', maxItems: 200, items: uuid }], { type: 'array', items: summary }),
       log: method('kernel', [uuid, {
         type: 'object', additionalProperties: false,
         properties: { offset: { type: 'integer', minimum: 0 }, limitBytes: { type: 'integer', minimum: 1, maximum: MAX_EXECUTION_LOG_PAGE } },

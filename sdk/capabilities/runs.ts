@@ -38,8 +38,9 @@ export const runsClose = defineCapability<{ runs: RunsCloseCapability }>()({
 });
 
 /**
- * A run of the run ledger, as the issue routes answer it. `logBytes` and whatever else the
- * ledger does not store yet is null.
+ * A run of the run ledger: who runs it, how it was invoked and whether it is live. The ledger
+ * keeps no usage, result or log: the plugin that runs the run holds them (the runtime's
+ * `run-outcomes` service answers them for its runs).
  */
 export interface RunSummary {
   runId: string;
@@ -50,9 +51,6 @@ export interface RunSummary {
   finishedAt: string | null;
   createdAt: string;
   invocationSource: string;
-  usageJson: unknown;
-  resultJson: unknown;
-  logBytes: number | null;
 }
 export interface RunsReadCapability {
   /**

@@ -33,7 +33,7 @@ describe('console: the inbox', () => {
     expect(mention.status, mention.text).toBe(201);
     const { runs, db } = t.kernel.services;
     const opened = await db.transaction((tx) => runs.open(tx, { agentId: worker.id, companyId, invocationSource: 'on_demand' }));
-    await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'failed', result: { error: 'exit 1' } }));
+    await db.transaction((tx) => runs.close(tx, opened.run.runId, { status: 'failed' }));
     await eventsSettled(t);
     ({ page, errors } = ui = await startConsoleBrowser({ timeout: UI_TIMEOUT }));
   });

@@ -86,6 +86,7 @@ const examples = (): Record<string, unknown[]> => ({
   'principals.agent': [agent.id, ['users:manage_permissions']],
   'executions.start': [{ kind: 'process', runId: randomUUID() }],
   'executions.get': [randomUUID()],
+  'executions.getMany': [[randomUUID()]],
   'executions.log': [randomUUID(), { offset: 0 }],
   'executions.cancel': [randomUUID()],
   'executions.probe': [{ agentId: randomUUID(), args: ['--version'] }],

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { chmod, mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -439,6 +440,20 @@ describe('attacks', () => {
     expect(read.body.code).toBe('execution_not_found');
     const cancel = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions/${opened.body.execution.executionId}/cancel`, {});
     expect(cancel.status).toBe(404);
+  });
+
+  it("reads several executions at once: the plugin's own of the call's company, another company's and unknown ones left out", async () => {
+    const otherCompany = (await createCompany(t.api, { name: 'Other Read Co' })).id;
+    const theirs = await start({ agentId: (await processAgent({}, otherCompany)).id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } }, otherCompany);
+    const mine = await start({ agentId: (await processAgent({})).id, execution: { kind: 'process', env: { SERVICE_MODE: 'fail' } } });
+    expect(mine.status, mine.text).toBe(200);
+    const ids = [mine.body.execution.executionId, theirs.body.execution.executionId, randomUUID()];
+    const read = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions-read`, { ids });
+    expect(read.status, read.text).toBe(200);
+    expect(read.body.map((execution: any) => execution.executionId)).toEqual([mine.body.execution.executionId]);
+    expect(read.body[0]).toMatchObject({ runId: mine.body.runId, kind: 'process' });
+    const malformed = await t.api.post(`/api/plugins/${KEY}/companies/${companyId}/executions-read`, { ids: ['not-a-uuid'] });
+    expect(malformed.status).toBe(400);
   });
 });
 

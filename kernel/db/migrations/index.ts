@@ -50,6 +50,7 @@ const files = [
   '0045-month-spend-from-costs.sql',
   '0050-bridge-function-sources.sql',
   '0052-subscribed-events-column.sql',
+  '0053-ledger-keeps-no-run-outcome.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

@@ -57,7 +57,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
   const { rows: wakeups } = await ctx.db.query('select * from wakeups where id = $1', [run.wakeup_id]);
   const wakeup = wakeups[0]!;
   const sessionId = run.force_fresh_session ? null : await sessionFor(ctx, String(run.agent_id), String(run.task_key));
-  let execution: { executionId: string; pid?: number | null; startedAt?: string | null };
+  let execution: { executionId: string; startedAt?: string | null };
   let skills: Awaited<ReturnType<typeof skillsForRun>> | null = null;
   let contributor: string | null = null;
   try {
@@ -97,10 +97,11 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     await failBeforeStart(ctx, run, contributor && errorCode(error) === 'plugin_unavailable' ? 'adapter_unavailable' : errorCode(error), error instanceof Error ? error.message : String(error));
     return true;
   }
+  // The process's own facts (its pid, later its exit) stay the executor's: read from the execution (process-facts.ts).
   const { rows } = await ctx.db.query(
-    `update runs set status = 'running', execution_id = $2, pid = $3, started_at = coalesce($4::timestamptz, clock_timestamp()), session_id_before = $5,
+    `update runs set status = 'running', execution_id = $2, started_at = coalesce($3::timestamptz, clock_timestamp()), session_id_before = $4,
             updated_at = clock_timestamp() where id = $1 and status = 'queued' returning *`,
-    [runId, execution.executionId, execution.pid ?? null, execution.startedAt ?? null, sessionId]);
+    [runId, execution.executionId, execution.startedAt ?? null, sessionId]);
   await ctx.db.query(`update wakeups set status = 'claimed', updated_at = clock_timestamp() where id = $1 and status = 'queued'`, [run.wakeup_id]);
   recordActivity(ctx, { action: 'run.started', entityType: 'heartbeat_run', entityId: runId, details: {
     agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType,

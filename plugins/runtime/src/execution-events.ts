@@ -8,6 +8,7 @@ import { countUnmetered, keepToolReported, meterUsage, type UsageSource } from '
 import { meteringOf } from './after-stop.ts';
 import { firstDelivery } from './handled-events.ts';
 import { keepTranscript } from './transcript.ts';
+import { executorHas } from './process-facts.ts';
 
 interface Output { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
 interface OutputEvent { executionId: string; runId: string; agentId: string; outputs: Output[] }
@@ -111,7 +112,8 @@ export async function onExecutionFinished(event: ExecutionFinishedEvent, ctx: Ru
   await applyFinished(ctx, { ...event, runId, agentId });
 }
 
-async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter'): Promise<void> {
+/** `reported`: the end came from a contributed adapter's plugin (adapter-report), not from the executor's own event. */
+async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter', reported = false): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run) return;
   const response = isObject(event.response) ? event.response : null;
@@ -125,6 +127,8 @@ async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: 
     errorCode: event.errorCode, logBytes: event.logBytes, logSha256: event.logSha256 ?? null,
     result: response ?? (event.response === undefined ? undefined : event.response),
     error: event.error ?? event.errorCode ?? (event.exitCode !== null && event.exitCode !== 0 ? `exit code ${event.exitCode}` : null),
+    // The executor's execution holds its process facts; a report is kept only for a run the executor has no execution of.
+    keepProcessFacts: reported && !(await executorHas(ctx, event.executionId)),
   });
   await dispatch(ctx, String(run.agent_id));
 }
@@ -156,7 +160,7 @@ export async function adapterReportService(input: unknown, ctx: RuntimeContext):
     await applyFinished(ctx, {
       ...ids, status: end.status, exitCode: end.exitCode ?? null, signal: end.signal ?? null, httpStatus: end.httpStatus ?? null, errorCode: end.errorCode ?? null,
       logBytes: end.logBytes ?? 0, logSha256: end.logSha256 ?? null, response: end.response ?? null, error: end.error ?? null,
-    }, source);
+    }, source, true);
   }
   return { ok: true };
 }

@@ -15,6 +15,7 @@ import { adapterTestRoute, alphaLoginRoute } from './adapter-tools.ts';
 import { runTranscriptRoute } from './transcript.ts';
 import { dailyRunsRoute } from './daily-runs.ts';
 import { runContextService } from './run-context.ts';
+import { runOutcomesService } from './run-outcomes.ts';
 
 export default definePlugin({
   routes: {
@@ -45,6 +46,7 @@ export default definePlugin({
     'adapter-report': withActivity(adapterReportService),
     'managed-routine': withActivity(managedRoutineService),
     'run-context': runContextService,
+    'run-outcomes': runOutcomesService,
   },
   jobs: {
     'start-runs': jobWithActivity(startRunsJob),

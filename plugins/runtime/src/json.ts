@@ -1,9 +1,11 @@
+import type { ExecutionSummary } from '@keel/sdk/plugin';
 import type { Row } from './context.ts';
 
 const iso = (value: unknown): string | null => (value === null || value === undefined ? null : new Date(value as string).toISOString());
 const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
 
-export function runJson(row: Row) {
+/** A heartbeat run: its own facts from this plugin's row, its process's from the execution when there is one (process-facts.ts). */
+export function runJson(row: Row, execution?: ExecutionSummary) {
   return {
     id: row.id,
     companyId: row.company_id,
@@ -18,17 +20,17 @@ export function runJson(row: Row) {
     taskKey: row.task_key,
     adapterType: row.adapter_type,
     executionId: row.execution_id ?? null,
-    pid: num(row.pid),
-    httpStatus: num(row.http_status),
+    pid: execution ? execution.pid : num(row.pid),
+    httpStatus: execution ? execution.httpStatus : num(row.http_status),
     startedAt: iso(row.started_at),
     finishedAt: iso(row.finished_at),
-    exitCode: num(row.exit_code),
-    signal: row.signal ?? null,
+    exitCode: execution ? execution.exitCode : num(row.exit_code),
+    signal: execution ? execution.signal : row.signal ?? null,
     errorCode: row.error_code ?? null,
     usageJson: row.usage_json ?? null,
     resultJson: row.result_json ?? null,
-    logBytes: Number(row.log_bytes ?? 0),
-    logSha256: row.log_sha256 ?? null,
+    logBytes: execution ? execution.logBytes : Number(row.log_bytes ?? 0),
+    logSha256: execution ? execution.logSha256 : row.log_sha256 ?? null,
     sessionIdBefore: row.session_id_before ?? null,
     sessionIdAfter: row.session_id_after ?? null,
     cancelReason: row.cancel_reason ?? null,

@@ -17,11 +17,15 @@ export async function runContextService(input: unknown, ctx: RuntimeContext) {
     'select id::text as id, agent_id::text as agent_id, issue_id::text as issue_id, project_id::text as project_id, status from runs where id = $1 and company_id = $2',
     [runId.toLowerCase(), ctx.invocation.companyId]);
   const run = rows[0];
-  if (!run) return probeRun(ctx, runId);
+  if (!run) return ledgerOnlyRun(ctx, runId);
   return { runId: String(run.id), agentId: String(run.agent_id), issueId: (run.issue_id as string | null) ?? null, projectId: (run.project_id as string | null) ?? null, status: String(run.status) };
 }
 
-async function probeRun(ctx: RuntimeContext, runId: string) {
+/**
+ * A run this plugin has no row of (yet): the ledger's run of an environment test's probe, or a
+ * timer run whose start has not committed. Any other run the ledger has is not this plugin's to answer.
+ */
+async function ledgerOnlyRun(ctx: RuntimeContext, runId: string) {
   const [ledger] = await ctx.runs.get([runId.toLowerCase()]);
   if (!ledger || (ledger.invocationSource !== 'adapter_test' && ledger.invocationSource !== 'timer')) return null;
   return { runId: ledger.runId, agentId: ledger.agentId, issueId: null, projectId: null, status: ledger.status };

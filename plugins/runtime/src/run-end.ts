@@ -12,6 +12,13 @@ export interface RunEnd {
   result?: unknown;
   cancelReason?: string | null;
   error?: string | null;
+  /**
+   * Store the process facts above (exit code, signal, HTTP status, log size and SHA-256) in this
+   * plugin's row: only for a contributed adapter's run whose execution the executor does not
+   * have. Otherwise they are the execution's, read from it (process-facts.ts), and serve here
+   * only for the activity entry, the stream and the agent's last error.
+   */
+  keepProcessFacts?: boolean;
 }
 
 const WAKEUP_STATUS: Record<RunEnd['status'], string> = { succeeded: 'completed', failed: 'failed', cancelled: 'cancelled', timed_out: 'failed', lost: 'failed' };
@@ -24,20 +31,21 @@ const WAKEUP_STATUS: Record<RunEnd['status'], string> = { succeeded: 'completed'
  */
 export async function finishRun(ctx: RuntimeContext, run: Row, end: RunEnd): Promise<Row | null> {
   const runId = String(run.id);
+  const kept: Partial<RunEnd> = end.keepProcessFacts ? end : {};
   const { rows } = await ctx.db.query(
     `update runs set status = $2, finished_at = clock_timestamp(), exit_code = $3, signal = $4, http_status = $5, error_code = $6,
             log_bytes = coalesce($7, log_bytes), log_sha256 = coalesce($8, log_sha256), result_json = coalesce($9::jsonb, result_json),
             cancel_reason = $10, updated_at = clock_timestamp()
       where id = $1 and status in ('queued', 'running') returning *`,
-    [runId, end.status, end.exitCode ?? null, end.signal ?? null, end.httpStatus ?? null, end.errorCode ?? null, end.logBytes ?? null,
-      end.logSha256 ?? null, end.result === undefined || end.result === null ? null : JSON.stringify(end.result), end.cancelReason ?? null]);
+    [runId, end.status, kept.exitCode ?? null, kept.signal ?? null, kept.httpStatus ?? null, end.errorCode ?? null, kept.logBytes ?? null,
+      kept.logSha256 ?? null, end.result === undefined || end.result === null ? null : JSON.stringify(end.result), end.cancelReason ?? null]);
   const ended = rows[0];
   if (!ended) {
-    // Ended before (a cancel): keep its status, record what the process's end tells.
+    // Ended before (a cancel): keep its status, record what the process's end tells (when the executor does not keep it).
     await ctx.db.query(
       `update runs set exit_code = coalesce(exit_code, $2), signal = coalesce(signal, $3), http_status = coalesce(http_status, $4),
               log_bytes = greatest(log_bytes, coalesce($5, 0)), log_sha256 = coalesce($6, log_sha256), updated_at = clock_timestamp() where id = $1`,
-      [runId, end.exitCode ?? null, end.signal ?? null, end.httpStatus ?? null, end.logBytes ?? null, end.logSha256 ?? null]);
+      [runId, kept.exitCode ?? null, kept.signal ?? null, kept.httpStatus ?? null, kept.logBytes ?? null, kept.logSha256 ?? null]);
     return null;
   }
   await ctx.db.query('update wakeups set status = $2, updated_at = clock_timestamp() where id = $1', [ended.wakeup_id, WAKEUP_STATUS[end.status]]);

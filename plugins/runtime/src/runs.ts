@@ -1,7 +1,8 @@
 import { PluginError, respondEvents, type RouteRequest, type ServerSentEvent } from '@keel/sdk/plugin';
-import { errorCode, runChannel, type Row, type RuntimeContext } from './context.ts';
+import { runChannel, type Row, type RuntimeContext } from './context.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { runJson } from './json.ts';
+import { executionOf, executionsOf } from './process-facts.ts';
 import { cancelRun } from './stopping.ts';
 import { lockAgentState } from './wakeups.ts';
 
@@ -23,7 +24,8 @@ export async function listRunsRoute(req: RouteRequest, ctx: RuntimeContext) {
   const { rows } = await ctx.db.query(`select *, ${MICROS}::text as sort_micros from runs where ${where} order by ${MICROS} desc, id desc limit $${params.length}`, params);
   const page = rows.slice(0, limit);
   const last = page[page.length - 1];
-  return { runs: page.map(runJson), nextCursor: rows.length > limit && last ? encodeCursor(String(last.sort_micros), String(last.id)) : null };
+  const executions = await executionsOf(ctx, page);
+  return { runs: page.map((row) => runJson(row, executions.get(String(row.execution_id)))), nextCursor: rows.length > limit && last ? encodeCursor(String(last.sort_micros), String(last.id)) : null };
 }
 
 async function runRow(ctx: RuntimeContext, runId: string): Promise<Row> {
@@ -34,17 +36,7 @@ async function runRow(ctx: RuntimeContext, runId: string): Promise<Row> {
 
 export async function getRunRoute(req: RouteRequest, ctx: RuntimeContext) {
   const run = await runRow(ctx, req.params.runId!);
-  // The process id is known once the executor has spawned it, a moment after the start.
-  if (run.status === 'running' && run.execution_id && run.pid === null) {
-    try {
-      const execution = await ctx.executions.get(String(run.execution_id));
-      return { ...runJson(run), pid: execution.pid, logBytes: execution.logBytes };
-    } catch (error) {
-      // A contributed adapter's plugin may drive its run without an execution of the executor's.
-      if (errorCode(error) !== 'execution_not_found') throw error;
-    }
-  }
-  return runJson(run);
+  return runJson(run, await executionOf(ctx, run));
 }
 
 /** A page of the run's NDJSON log (each line `{seq, at, stream, line}`) from the executor's store. */
@@ -70,7 +62,7 @@ const ACTIVE = new Set(['queued', 'running']);
  */
 export async function runStreamRoute(req: RouteRequest, ctx: RuntimeContext) {
   const run = await runRow(ctx, req.params.runId!);
-  const initial: ServerSentEvent[] = [{ event: 'run', data: runJson(run) }];
+  const initial: ServerSentEvent[] = [{ event: 'run', data: runJson(run, await executionOf(ctx, run)) }];
   if (run.execution_id) {
     let offset = 0;
     for (let page = 0; page < 8; page++) {
@@ -90,9 +82,10 @@ export async function cancelRunRoute(req: RouteRequest, ctx: RuntimeContext) {
   // start waits for it and then stops what it started, and the two never lock in opposite order.
   await lockAgentState(ctx, String(found.company_id), String(found.agent_id));
   const run = (await ctx.db.query('select * from runs where id = $1 for update', [found.id])).rows[0]!;
-  if (run.status === 'cancelled') return runJson(run);
+  if (run.status === 'cancelled') return runJson(run, await executionOf(ctx, run));
   if (!ACTIVE.has(String(run.status))) {
     throw new PluginError(409, 'run_not_active', `The run is already ${String(run.status)}`, { status: run.status });
   }
-  return runJson(await cancelRun(ctx, run, 'cancelled_by_request'));
+  const cancelled = await cancelRun(ctx, run, 'cancelled_by_request');
+  return runJson(cancelled, await executionOf(ctx, cancelled));
 }

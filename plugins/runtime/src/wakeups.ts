@@ -2,6 +2,7 @@ import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
 import { agentConfig, assertWakeable, boundIssue } from './admission.ts';
 import { ACTIVE_RUN, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { runJson, wakeupJson } from './json.ts';
+import { executionOf } from './process-facts.ts';
 import { recordActivity } from './activity.ts';
 
 export interface WakeInput {
@@ -74,7 +75,7 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
   }
   if (joined) {
     recordActivity(ctx, { action: `agent.wakeup_${status}`, entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: joined.id, source, reason: input.reason ?? null } });
-    return { status: status as 'skipped' | 'coalesced', wakeup: wakeupJson(wakeup), run: runJson(joined), replayed: false };
+    return { status: status as 'skipped' | 'coalesced', wakeup: wakeupJson(wakeup), run: runJson(joined, await executionOf(ctx, joined)), replayed: false };
   }
 
   // The run's context snapshot in the ledger: what it works on, so that its bound issue finds it (GET /api/issues/{id}/runs).
@@ -100,7 +101,7 @@ async function replayed(ctx: RuntimeContext, companyId: string, agentId: string,
   if (!wakeup) return null;
   const run = wakeup.run_id ? (await ctx.db.query('select * from runs where id = $1', [wakeup.run_id])).rows[0] : undefined;
   const status = wakeup.status === 'skipped' || wakeup.status === 'coalesced' ? wakeup.status : 'queued';
-  return { status, wakeup: wakeupJson(wakeup), run: run ? runJson(run) : null, replayed: true };
+  return { status, wakeup: wakeupJson(wakeup), run: run ? runJson(run, await executionOf(ctx, run)) : null, replayed: true };
 }
 
 /**

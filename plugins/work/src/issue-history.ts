@@ -1,4 +1,4 @@
-import type { RouteRequest } from '@keel/sdk/plugin';
+import type { PluginError, RouteRequest, RunSummary } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 import { issueSummaryJson } from './json.ts';
 import { list } from './sql.ts';
@@ -7,6 +7,10 @@ import { list } from './sql.ts';
 const MAX_ENTRIES = 1000;
 /** The most runs an issue's run list answers (runs.read takes as many ids per call). */
 const MAX_RUNS = 200;
+/** What the runtime plugin alone holds of a run (its `run-outcomes` service). */
+interface RunOutcome { runId: string; usageJson: unknown; resultJson: unknown; logBytes: number | null }
+/** The runtime plugin is not enabled (or not running): its runs' outcomes are then unknown. */
+const RUNTIME_ABSENT = new Set(['service_unavailable', 'service_not_found', 'plugin_unavailable']);
 
 /** The issue's activity entries, newest first (the issue is named by uuid or identifier; the host resolved it). */
 export async function issueActivity(req: RouteRequest, ctx: WorkContext) {
@@ -19,7 +23,8 @@ export async function issueActivity(req: RouteRequest, ctx: WorkContext) {
  * ledger names it: a wakeup with `payload.issueId`), its checkout and execution runs, the runs
  * of its activity entries (the newest 1000) and of its comments, each once, as the run ledger
  * has them. At most 200; a run id the ledger does not know (an X-Service-Run-Id that named no
- * run, recorded before the kernel refused such headers) is left out.
+ * run, recorded before the kernel refused such headers) is left out. The ledger holds a run's
+ * liveness; its usage, result and log size are the runtime's (`withOutcomes`).
  */
 export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
   const issueId = req.params.issueId!;
@@ -34,9 +39,34 @@ export async function issueRuns(req: RouteRequest, ctx: WorkContext) {
   for (const run of bound) ids.delete(run.runId);
   const others = ids.size === 0 ? [] : await ctx.runs.get([...ids].slice(0, MAX_RUNS));
   // Both lists come newest first from the ledger; merged in the ledger's order (created, then id).
-  return [...bound, ...others]
+  const runs = [...bound, ...others]
     .sort((a, b) => (a.createdAt === b.createdAt ? b.runId.localeCompare(a.runId) : b.createdAt.localeCompare(a.createdAt)))
     .slice(0, MAX_RUNS);
+  return withOutcomes(ctx, runs);
+}
+
+/**
+ * The runs with what the runtime plugin holds of them (usage totals, result, log size), each
+ * null for a run it has no row of (a run another plugin opened) or when it is not enabled.
+ */
+async function withOutcomes(ctx: WorkContext, runs: RunSummary[]) {
+  const outcomes = new Map<string, RunOutcome>();
+  if (runs.length > 0) {
+    try {
+      const answer = await ctx.services.call<{ runs: RunOutcome[] }>('runtime', 'run-outcomes', { runIds: runs.map((run) => run.runId) });
+      for (const outcome of answer.runs) outcomes.set(outcome.runId, outcome);
+    } catch (error) {
+      if (!RUNTIME_ABSENT.has(String((error as PluginError).code))) throw error;
+    }
+  }
+  return runs.map((run) => {
+    const outcome = outcomes.get(run.runId);
+    return {
+      runId: run.runId, status: run.status, agentId: run.agentId, adapterType: run.adapterType, startedAt: run.startedAt,
+      finishedAt: run.finishedAt, createdAt: run.createdAt, invocationSource: run.invocationSource,
+      usageJson: outcome?.usageJson ?? null, resultJson: outcome?.resultJson ?? null, logBytes: outcome?.logBytes ?? null,
+    };
+  });
 }
 
 /**

@@ -258,7 +258,7 @@ describe('leases', () => {
     const ephemeral = await acquire(t.api, env.id, { runId });
     const reusable = await acquire(t.api, env.id, { runId, policy: 'reusable', reuseKey: 'run-bound' });
     const unrelated = await acquire(t.api, env.id, {});
-    await db.transaction((tx) => runs.close(tx, runId, { status: 'succeeded', result: { ok: true } }));
+    await db.transaction((tx) => runs.close(tx, runId, { status: 'succeeded' }));
     await eventsSettled(t);
     expect((await t.api.get(`/api/environment-leases/${ephemeral.id}`)).body).toMatchObject({ status: 'released', releaseReason: 'run_closed' });
     expect((await t.api.get(`/api/environment-leases/${reusable.id}`)).body).toMatchObject({ status: 'released', releaseReason: 'run_closed' });

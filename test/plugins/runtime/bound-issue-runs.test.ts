@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -78,6 +78,48 @@ describe('runs bound to an issue by payload.issueId', () => {
     expect((await runsOf(issue.id)).map((run) => run.runId)).toEqual([second.run.id, first.run.id]);
     await t.api.post(`/api/heartbeat-runs/${second.run.id}/cancel`);
     await runWhen(t, second.run.id);
+  });
+
+  it("answers a run's usage, result and log size from the runtime, as its heartbeat run has them", async () => {
+    // Reports usage and a result, then ends: the runtime meters the one and keeps the other; the ledger keeps neither.
+    const script = join(scripts, 'outcome.cjs');
+    await writeFile(script, `console.log(JSON.stringify({ type: 'service.usage', provider: 'example', model: 'outcome', inputTokens: 12, outputTokens: 3, costCents: 2 }));
+      console.log(JSON.stringify({ type: 'service.result', result: { answer: 42 } }));`, { mode: 0o644 });
+    const agent = await processAgent(t.api, company.id, script);
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Measured work' })).body;
+    const woken = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const run = await runWhen(t, woken.run.id);
+    expect(run).toMatchObject({ status: 'succeeded', resultJson: { answer: 42 }, usageJson: expect.objectContaining({ inputTokens: 12, outputTokens: 3, costCents: 2 }) });
+    expect(run.logBytes).toBeGreaterThan(0);
+    const [listed] = await runsOf(issue.id) as any[];
+    expect(listed).toMatchObject({ runId: woken.run.id, status: 'succeeded', resultJson: run.resultJson, usageJson: run.usageJson, logBytes: run.logBytes });
+    // The process facts are the executor's, read from the execution, not copied into the runtime's row.
+    const { rows: [execution] } = await t.sql.query('select pid, exit_code, signal, log_bytes, log_sha256 from executions where id = $1', [run.executionId]);
+    expect(run).toMatchObject({ pid: execution.pid, exitCode: 0, signal: null, logBytes: Number(execution.log_bytes), logSha256: execution.log_sha256 });
+    expect(run.pid).toEqual(expect.any(Number));
+    expect(run.logSha256).toEqual(expect.any(String));
+    const { rows: [copied] } = await t.sql.query('select pid, exit_code, signal, http_status, log_bytes, log_sha256 from plugin_runtime.runs where id = $1', [run.id]);
+    expect(copied).toEqual({ pid: null, exit_code: null, signal: null, http_status: null, log_bytes: '0', log_sha256: null });
+    const listedRun = (await t.api.get(`/api/companies/${company.id}/heartbeat-runs?agentId=${agent.id}`)).body.runs[0];
+    expect(listedRun).toMatchObject({ id: run.id, pid: run.pid, exitCode: 0, logBytes: run.logBytes, logSha256: run.logSha256 });
+    // The ledger keeps no outcome of its own.
+    const columns = await t.sql.query(`select column_name from information_schema.columns where table_schema = 'public' and table_name = 'runs' and column_name in ('usage_json', 'result_json')`);
+    expect(columns.rows).toEqual([]);
+  });
+
+  it('answers the runs without usage, result and log size while the runtime plugin is disabled, as before', async () => {
+    const agent = await processAgent(t.api, company.id, join(scripts, 'quick.cjs'));
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Work while the runtime is off' })).body;
+    const woken = await wakeOk(t.api, agent.id, { payload: { issueId: issue.id } });
+    const run = await runWhen(t, woken.run.id);
+    expect(run.logBytes).toBeGreaterThan(0);
+    expect((await t.api.post('/api/plugins/runtime/disable', {})).status).toBe(200);
+    try {
+      const [listed] = await runsOf(issue.id) as any[];
+      expect(listed).toMatchObject({ runId: woken.run.id, status: 'succeeded', usageJson: null, resultJson: null, logBytes: null });
+    } finally {
+      expect((await t.api.post('/api/plugins/runtime/enable', {})).status).toBe(200);
+    }
   });
 
   it("keeps a run of another company out, even one whose context names this company's issue", async () => {

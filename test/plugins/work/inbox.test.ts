@@ -31,9 +31,17 @@ async function inRun(agentId: string, companyId = company.id): Promise<{ api: Ap
   return { api: t.api.as(opened.token), runId: opened.run.runId };
 }
 
+/** Closes the run as the runtime ends one it ran: the ledger closes it, the runtime's own row keeps its result. */
 async function closeRun(runId: string): Promise<void> {
   const { runs, db } = t.kernel.services;
-  await db.transaction((tx) => runs.close(tx, runId, { status: 'succeeded', result: { ok: true } }));
+  const closed = await db.transaction((tx) => runs.close(tx, runId, { status: 'succeeded' }));
+  const { rows: [wakeup] } = await t.sql.query(
+    `insert into plugin_runtime.wakeups (company_id, agent_id, source, trigger_detail, status, run_id, requested_by_type, requested_by_id)
+     values ($1, $2, 'on_demand', 'manual', 'completed', $3, 'system', 'test') returning id`, [closed.companyId, closed.agentId, runId]);
+  await t.sql.query(
+    `insert into plugin_runtime.runs (id, company_id, agent_id, wakeup_id, status, invocation_source, trigger_detail, task_key, adapter_type, result_json, finished_at)
+     values ($1, $2, $3, $4, 'succeeded', 'on_demand', 'manual', 'test', 'process', $5::jsonb, now())`,
+    [runId, closed.companyId, closed.agentId, wakeup!.id, JSON.stringify({ ok: true })]);
 }
 
 async function createIssue(body: Record<string, unknown>, companyId = company.id, api = t.api) {

@@ -20,6 +20,9 @@ const executionsCapability: KernelCapability<'executions' | 'points'> = {
   methods: {
     start: { run: async (call) => call.kernel.executions.begin(caller(call), call.args[0] as ProcessExecutionInput | HttpExecutionInput) },
     get: { run: async (call) => call.kernel.executions.get(caller(call), uuidArg(call.args[0], 'executionId')) },
+    getMany: {
+      run: async (call) => call.kernel.executions.getMany(caller(call), (Array.isArray(call.args[0]) ? call.args[0] : []).map((id) => uuidArg(id, 'executionIds[]'))),
+    },
     log: {
       run: async (call) => call.kernel.executions.readLog(caller(call), uuidArg(call.args[0], 'executionId'), (call.args[1] ?? {}) as { offset?: number; limitBytes?: number }),
     },

@@ -59,10 +59,7 @@ function runSummary(row: Row): RunSummary {
   const run = toRun(row);
   return {
     runId: run.runId, status: run.status, agentId: run.agentId, adapterType: run.adapterType, startedAt: run.startedAt,
-    finishedAt: run.finishedAt, createdAt: run.createdAt, invocationSource: run.invocationSource, usageJson: run.usageJson,
-    resultJson: run.resultJson,
-    // The ledger stores no run log yet.
-    logBytes: null,
+    finishedAt: run.finishedAt, createdAt: run.createdAt, invocationSource: run.invocationSource,
   };
 }
 
