@@ -7,6 +7,7 @@ import { AuthCache, NOTIFY_SQL } from './auth/auth-cache.ts';
 import { LastUsedRecorder } from './auth/last-used.ts';
 import { ActorResolver } from './auth/resolve-actor.ts';
 import type { KeelConfig } from './config/schema.ts';
+import { CompanyCache } from './db/company-cache.ts';
 import { Database } from './db/database.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded-postgres.ts';
 import { DataDirLock } from './config/data-dir-lock.ts';
@@ -191,11 +192,11 @@ async function buildServices(config: KeelConfig, log: Logger, db: Database, data
   lastUsed.start();
   started.add('last-used recorder', () => lastUsed.stop());
   db.afterEveryCommit = () => authCache.sync();
-  db.companyCache = {
+  db.companyCache = new CompanyCache({
     get: (id) => authCache.companies.get(id),
     set: (id, row, since) => authCache.companies.set(id, row, since),
     epoch: () => authCache.epoch,
-  };
+  });
   const keyring = await Keyring.open(config.dataDir);
   started.add('key watcher', keyring.watch());
   const invalidate: KernelServices['invalidate'] = async (tx, invalidation) => {

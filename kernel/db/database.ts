@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { installBridgeFunctions } from './bridge-functions.ts';
 import { kernelMigrations } from './migrations/index.ts';
 import { connectionConfig, IDLE_CONNECTIONS } from './connections.ts';
+import type { CompanyCache } from './company-cache.ts';
 
 /**
  * The kernel's access to PostgreSQL. MikroORM owns the pool, the transaction context and
@@ -32,8 +33,8 @@ export class Database implements Queryable {
   readonly orm: MikroORM;
   /** Runs after every committed transaction (the kernel waits for cache invalidations here). */
   afterEveryCommit?: () => Promise<void>;
-  /** Read-through cache of company rows, evicted by database notifications. */
-  companyCache?: { get(id: string): Row | undefined; set(id: string, row: Row, since?: number): void; epoch(): number };
+  /** Read-through cache of company rows, evicted by database notifications (company-cache.ts). */
+  companyCache?: CompanyCache;
   /** The DATABASE_URL this pool connects with (possibly a host list): other connections of the kernel use it too. */
   readonly url: string;
   private readonly connection;

@@ -274,7 +274,11 @@ export class ExtensionHost {
       for (const after of this.afterInvoke) result = (await after(id, result))!;
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
       // learn of it by notification, so wait for those before answering, as after a kernel commit.
-      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await this.kernel.db.afterEveryCommit?.();
+      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) {
+        await this.kernel.db.afterEveryCommit?.();
+        // Month-to-date spend is such a plugin's too (the costs plugin's), which no notification announces.
+        if (info.companyId) this.kernel.db.companyCache?.spendChanged(info.companyId);
+      }
       return result;
     } finally {
       if (!answered) for (const after of this.afterInvoke) await after(id, null).catch(() => undefined);

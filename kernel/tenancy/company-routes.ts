@@ -9,8 +9,7 @@ import { declareRoutes, LIST_RESPONSE } from '../http/route-spec.ts';
 import { bodyValidator, queryValidator, uuidPattern, type Schema, type Validator } from '../http/validate.ts';
 import type { KernelServices } from '../services.ts';
 import { addMembership, COMPANY_STATUSES, companyStats, findCompany, insertCompany, listCompanies, lockCompany, toCompany, updateCompanyColumns } from './companies.ts';
-import { companyForRequest } from './company-access.ts';
-import { companyMonthSpend } from './month-spend.ts';
+import { companyForRequest, withCurrentSpend } from './company-access.ts';
 import { applyStatusSideEffects, purgeCompany, statusColumns, syncBoardCompanyHolds } from './company-lifecycle.ts';
 import { applyCompanyPatch, BRANDING_FIELDS, eventActor, NON_BRANDING_FIELDS, type CompanyPatch } from './company-update.ts';
 
@@ -120,8 +119,7 @@ export const companyRoutes: RouteModule = (router, kernel) => {
 
   route({ method: 'GET', path: '/api/companies/:companyId', auth: 'any', success: 200, summary: 'One company' }, async (ctx) => {
     const { company } = await companyForRequest(ctx, kernel.db, ctx.params.companyId);
-    // The guard's row may be the cached one, which carries no spend (month-spend.ts).
-    ctx.body = toCompany({ ...company, spent_monthly_cents: await companyMonthSpend(kernel.db, company.id) });
+    ctx.body = toCompany(await withCurrentSpend(kernel.db, company));
   });
 
   route({

@@ -66,11 +66,14 @@ describe('month-to-date spend read from the costs plugin', () => {
     const agent = await createAgent(settling(t), company.id);
     await addCost(t.api, company.id, event(agent.id, 9));
     expect(await companySpent(t.api, company.id)).toBe(9);
+    // A company whose row this process has not cached (a cached row shows its spend for CACHED_SPEND_MS).
+    const unread = await createCompany(settling(t));
+    await addCost(t.api, unread.id, event((await createAgent(settling(t), unread.id)).id, 4));
     // As on an instance without the costs plugin: the view is not there.
     const definition = (await t.sql.query("select pg_get_viewdef('plugin_costs.month_spend'::regclass) as sql")).rows[0].sql as string;
     await t.sql.query('drop view plugin_costs.month_spend');
     try {
-      expect(await companySpent(t.api, company.id)).toBe(0);
+      expect(await companySpent(t.api, unread.id)).toBe(0);
       expect(await agentSpent(t.api, agent.id)).toBe(0);
     } finally {
       const owner = (await t.sql.query("select pg_get_userbyid(nspowner) as owner from pg_namespace where nspname = 'plugin_costs'")).rows[0].owner as string;
