@@ -70,3 +70,13 @@ export class CompanyCache {
     return stamp.epoch === this.rows.epoch() && stamp.spendChanges === (this.spendChanges.get(id) ?? 0);
   }
 }
+
+/**
+ * After a plugin transaction that may have written kernel rows (ExtensionHost.invoke): waits for
+ * the notifications of its changes, as after a kernel commit, and marks the company's spend
+ * stale, which no notification announces.
+ */
+export async function afterPluginCommit(db: { afterEveryCommit?: () => Promise<void>; companyCache?: CompanyCache }, companyId: string | null): Promise<void> {
+  await db.afterEveryCommit?.();
+  if (companyId) db.companyCache?.spendChanged(companyId);
+}

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Router } from '@koa/router';
 import type { InvocationInfo } from '../../sdk/plugin/context.ts';
 import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
+import { afterPluginCommit } from '../db/company-cache.ts';
 import type { Row } from '../db/database.ts';
 import { KeelError, notFound } from '../http/errors.ts';
 import type { KernelServices } from '../services.ts';
@@ -274,11 +275,7 @@ export class ExtensionHost {
       for (const after of this.afterInvoke) result = (await after(id, result))!;
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
       // learn of it by notification, so wait for those before answering, as after a kernel commit.
-      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) {
-        await this.kernel.db.afterEveryCommit?.();
-        // Month-to-date spend is such a plugin's too (the costs plugin's), which no notification announces.
-        if (info.companyId) this.kernel.db.companyCache?.spendChanged(info.companyId);
-      }
+      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await afterPluginCommit(this.kernel.db, info.companyId);
       return result;
     } finally {
       if (!answered) for (const after of this.afterInvoke) await after(id, null).catch(() => undefined);
