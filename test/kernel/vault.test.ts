@@ -195,7 +195,8 @@ describe('references and run environments', () => {
     const victim = await createSecret(company.id, 'TAMPER', 'tamper-me-value');
     await expect(t.sql.query('update secret_versions set ciphertext = ciphertext where secret_id = $1', [victim.id])).rejects.toThrow(/immutable/);
     await t.sql.query('alter table secret_versions disable trigger secret_versions_no_update');
-    await t.sql.query("update secret_versions set ciphertext = overlay(ciphertext placing '\\x00'::bytea from 1 for 1) where secret_id = $1", [victim.id]);
+    // Every bit of the first byte flipped: writing a fixed byte left the ciphertext unchanged when it already held it (1 run in 256).
+    await t.sql.query('update secret_versions set ciphertext = set_byte(ciphertext, 0, get_byte(ciphertext, 0) # 255) where secret_id = $1', [victim.id]);
     await t.sql.query('alter table secret_versions enable trigger secret_versions_no_update');
     await expect(t.kernel.services.vault.reveal(t.kernel.services.db, company.id, victim.id, 'latest')).rejects.toMatchObject({ code: 'vault_integrity_error' });
     expect(logs.some((line) => line.includes('failed authentication'))).toBe(true);
