@@ -95,7 +95,8 @@ describe('first run: from a fresh `npm start` to a completed run, in the browser
     await page.goto(url + '/');
     await page.waitForURL(/\/companies$/);
     const start = page.getByRole('region', { name: 'Getting started' });
-    expect(await start.getByRole('list', { name: 'Onboarding steps' }).locator('li').count()).toBe(4);
+    // The card's steps render after the instance's state arrives: wait for them.
+    await poll(() => start.getByRole('list', { name: 'Onboarding steps' }).locator('li').count()).toBe(4);
     const first = start.getByRole('form', { name: 'First company' });
     await first.getByLabel('Company name').fill('Harbour Lights');
     await first.getByRole('button', { name: 'Create company and hire its first agent' }).click();

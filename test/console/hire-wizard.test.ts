@@ -40,7 +40,8 @@ describe('console: onboarding and the hiring wizard', () => {
     await page.goto(t.url + '/');
     await page.waitForURL(/\/companies$/);
     const start = page.getByRole('region', { name: 'Getting started' });
-    expect(await start.getByRole('list', { name: 'Onboarding steps' }).locator('li').count()).toBe(4);
+    // The card's steps render after the instance's state arrives: wait for them.
+    await poll(() => start.getByRole('list', { name: 'Onboarding steps' }).locator('li').count()).toBe(4);
     expect(await seriousViolations(page)).toEqual([]);
     const first = start.getByRole('form', { name: 'First company' });
     await first.getByLabel('Company name').fill('First Light');
