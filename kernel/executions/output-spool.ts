@@ -11,6 +11,12 @@ import { MaskingStream, type CredentialMask } from './credential-mask.ts';
 export const SPOOL_FOLDER = 'execution-output';
 /** Past this many bytes of one stream even the copy on disk stops (the file's last line says so): a bound on a runaway process's disk use. */
 export const MAX_SPOOL_BYTES = 4 * 1024 * 1024 * 1024;
+/**
+ * Output held in memory before the copy goes to disk. Most processes write less and end with
+ * nothing cut: their copy never touches the disk (a folder, two files and their removal were a
+ * measurable share of the kernel's work per run of a fleet of short processes).
+ */
+export const SPOOL_MEMORY_BYTES = 64 * 1024;
 
 type SpooledStream = 'stdout' | 'stderr';
 
@@ -18,12 +24,19 @@ type SpooledStream = 'stdout' | 'stderr';
  * The copy on disk of a process execution's output, written as it is read (the pipe waits
  * while a file is behind: `ready`). Kept only when the stored log cut a line or reached its
  * limit; otherwise the log holds everything and the copy is removed at the end. A kept copy
- * stays until an operator removes it; it is on the node that ran the process.
+ * stays until an operator removes it; it is on the node that ran the process. The first
+ * SPOOL_MEMORY_BYTES wait in memory: a copy kept at the end is written then, and one that is
+ * not kept was never written.
  */
 export class OutputSpool {
   readonly dir: string;
   private readonly mask: CredentialMask;
-  private readonly files = new Map<SpooledStream, { out: WriteStream; masker: MaskingStream; bytes: number; full: boolean }>();
+  private readonly files = new Map<SpooledStream, { out: WriteStream; bytes: number; full: boolean }>();
+  /** Maskers per stream (a credential may span two chunks), from the first byte whether in memory or on disk. */
+  private readonly maskers = new Map<SpooledStream, MaskingStream>();
+  /** Masked output not yet on disk, per stream, in order; null once the copy went to disk. */
+  private held: Map<SpooledStream, string[]> | null = new Map();
+  private heldBytes = 0;
   private failed: Error | null = null;
 
   constructor(dataDir: string, executionId: string, mask: CredentialMask) {
@@ -33,9 +46,22 @@ export class OutputSpool {
 
   write(stream: SpooledStream, text: string): void {
     if (this.failed || text.length === 0) return;
+    const masked = this.masker(stream).push(text);
+    if (this.held) {
+      const chunks = this.held.get(stream) ?? [];
+      chunks.push(masked);
+      this.held.set(stream, chunks);
+      this.heldBytes += masked.length; // characters: close enough to bytes for a bound
+      if (this.heldBytes >= SPOOL_MEMORY_BYTES) this.toDisk();
+      return;
+    }
+    this.append(stream, masked);
+  }
+
+  /** Masked text onto a stream's file (opened on first use), up to the bound. */
+  private append(stream: SpooledStream, masked: string): void {
     const file = this.file(stream);
     if (!file || file.full) return;
-    const masked = file.masker.push(text);
     const size = Buffer.byteLength(masked);
     if (file.bytes + size > MAX_SPOOL_BYTES) {
       file.full = true;
@@ -60,11 +86,28 @@ export class OutputSpool {
     return null;
   }
 
+  /** What waited in memory goes to disk; from here on output is written as it comes. */
+  private toDisk(): void {
+    const held = this.held;
+    if (!held) return;
+    this.held = null;
+    this.heldBytes = 0;
+    for (const [stream, chunks] of held) this.append(stream, chunks.join(''));
+  }
+
   /** Ends the files; removes them unless `keep`. Answers whether a complete copy is on disk. */
   async close(keep: boolean): Promise<boolean> {
+    if (this.held) {
+      // Nothing reached the disk: a copy not kept costs nothing more.
+      if (!keep) return false;
+      this.toDisk();
+    }
+    for (const [stream, masker] of this.maskers) {
+      const tail = masker.end();
+      if (tail) this.append(stream, tail);
+    }
     const closing = [...this.files.values()].map((file) => new Promise<void>((resolve) => {
       if (file.out.destroyed) { resolve(); return; }
-      if (!file.full) file.out.write(file.masker.end());
       file.out.end(() => resolve());
       file.out.once('error', () => resolve());
     }));
@@ -91,8 +134,14 @@ export class OutputSpool {
     }
     const out = createWriteStream(join(this.dir, `${stream}.log`), { mode: 0o600 });
     out.on('error', (error) => { this.failed = error; });
-    file = { out, masker: new MaskingStream(this.mask), bytes: 0, full: false };
+    file = { out, bytes: 0, full: false };
     this.files.set(stream, file);
     return file;
+  }
+
+  private masker(stream: SpooledStream): MaskingStream {
+    let masker = this.maskers.get(stream);
+    if (!masker) this.maskers.set(stream, masker = new MaskingStream(this.mask));
+    return masker;
   }
 }
