@@ -186,9 +186,12 @@ export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability
 });
 
 /**
- * Kernel rows a budget domain keeps in step (budgets.write), in the call's own transaction and
- * only for the call's company and its agents. Month-to-date spend is not among them: the kernel
- * reads it from the costs plugin's own view (plugins/costs/migrations/0005-month-spend-view.sql).
+ * The monthly budgets of the company and its agents (budgets.write), kept once, on the kernel's
+ * rows: set in the call's own transaction and only for the call's company and its agents, and
+ * read in the plugin's own SQL through `keel_bridge.monthly_budget(company, scope, id)` (that one
+ * figure), both executable by the plugin's role only with the grant. Month-to-date spend is not
+ * a kernel row: the kernel reads it from the costs plugin's own view
+ * (plugins/costs/migrations/0005-month-spend-view.sql).
  */
 export interface BudgetsCapability {
   /** The `budgetMonthlyCents` of the company or of one of its agents. */

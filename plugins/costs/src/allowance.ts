@@ -1,6 +1,6 @@
 import type { CostsContext } from './context.ts';
 import { monthKey } from './periods.ts';
-import { HARD_STOP_REASON } from './policies.ts';
+import { HARD_STOP_REASON, POLICY_AMOUNT } from './policies.ts';
 
 type ScopeType = 'company' | 'agent' | 'project';
 
@@ -22,11 +22,12 @@ export async function budgetAllowance(ctx: CostsContext, agentId: string, projec
   // The remaining budget, the company and the agent are read at once.
   const paused = pauseOf(ctx, companyId, agentId, blocks);
   const { rows } = await ctx.db.query(
-    `select min(greatest(p.amount - coalesce(s.cost_cents, 0), 0))::bigint as remaining
+    `select min(greatest(b.amount - coalesce(s.cost_cents, 0), 0))::bigint as remaining
        from budget_policies p
+       cross join lateral (select ${POLICY_AMOUNT} as amount) b
        left join spend_totals s on s.company_id = p.company_id and s.scope_type = p.scope_type and s.scope_id = p.scope_id
                                and s.period = case when p.window_kind = 'lifetime' then 'lifetime' else $4 end
-      where p.company_id = $1 and p.is_active and p.hard_stop_enabled and p.amount > 0
+      where p.company_id = $1 and p.is_active and p.hard_stop_enabled and b.amount > 0
         and ((p.scope_type = 'company' and p.scope_id = $1) or (p.scope_type = 'agent' and p.scope_id = $2) or (p.scope_type = 'project' and p.scope_id = $3))`,
     [companyId, agentId, projectId, monthKey(new Date())]);
   const remaining = rows[0]?.remaining;

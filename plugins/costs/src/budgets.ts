@@ -4,7 +4,7 @@ import { incidentJson, policyJson } from './json.ts';
 import { monthKey, monthStart } from './periods.ts';
 import { spendBy } from './spend-reads.ts';
 import { measures } from './spend-source.ts';
-import { actOnIncidents, announceProjectStop, HARD_STOP_REASON, observedSpend, openIncidents, syncMonthlyPolicy, upsertPolicy, type PolicyInput } from './policies.ts';
+import { actOnIncidents, announceProjectStop, followMonthlyBudget, HARD_STOP_REASON, isKernelBudget, observedSpend, openIncidents, POLICY_ROW, upsertPolicy, type PolicyInput } from './policies.ts';
 
 type Row = Record<string, unknown>;
 
@@ -18,9 +18,15 @@ async function evaluateNow(ctx: CostsContext, policy: Row): Promise<Array<Record
   return incidents;
 }
 
+/** Writes a company's or agent's monthly budget where it is kept: the kernel's row (budgets.write), its one place. */
+function writeKernelBudget(ctx: CostsContext, scopeType: 'company' | 'agent', scopeId: string, cents: number) {
+  return ctx.budgets.setMonthlyBudget(scopeType === 'company' ? { scope: 'company', cents } : { scope: 'agent', agentId: scopeId, cents });
+}
+
 async function setMonthlyBudget(ctx: CostsContext, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number) {
-  await ctx.budgets.setMonthlyBudget(scopeType === 'company' ? { scope: 'company', cents } : { scope: 'agent', agentId: scopeId, cents });
-  const policy = await syncMonthlyPolicy(ctx.db, companyId, scopeType, scopeId, cents);
+  // The policy first: it compares the budget with the kernel's figure before that is written.
+  const policy = await followMonthlyBudget(ctx.db, companyId, scopeType, scopeId, cents);
+  await writeKernelBudget(ctx, scopeType, scopeId, cents);
   await ctx.activity.record({ action: 'budget.updated', entityType: scopeType, entityId: scopeId, details: { budgetMonthlyCents: cents, policyId: policy?.id ?? null } });
   if (policy) await evaluateNow(ctx, policy);
   return { scopeType, scopeId, budgetMonthlyCents: cents, policy: policy ? policyJson(policy) : null };
@@ -68,10 +74,8 @@ export async function upsertPolicyRoute(req: RouteRequest, ctx: CostsContext) {
     await assertProjectExists(ctx, scopeId);
   }
   const { row, created } = await upsertPolicy(ctx.db, companyId, { ...body, scopeId: scopeId.toLowerCase() });
-  // The monthly billed-cents policy of a company or agent is its budgetMonthlyCents.
-  if (row.metric === 'billed_cents' && row.window_kind === 'calendar_month_utc' && (row.scope_type === 'company' || row.scope_type === 'agent')) {
-    await ctx.budgets.setMonthlyBudget(row.scope_type === 'company' ? { scope: 'company', cents: Number(row.amount) } : { scope: 'agent', agentId: String(row.scope_id), cents: Number(row.amount) });
-  }
+  // The amount of a company's or agent's monthly policy is its budgetMonthlyCents, kept by the kernel alone.
+  if (isKernelBudget(row.scope_type, row.metric, row.window_kind)) await writeKernelBudget(ctx, row.scope_type as 'company' | 'agent', String(row.scope_id), body.amount);
   await ctx.activity.record({ action: created ? 'budget.policy_created' : 'budget.policy_updated', entityType: 'budget_policy', entityId: String(row.id), details: policyJson(row) });
   await evaluateNow(ctx, row);
   return respond(created ? 201 : 200, policyJson(row));
@@ -81,7 +85,7 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
   const companyId = req.companyId!;
   const now = new Date();
   const { rows: policies } = await ctx.db.query(
-    `select p.*, coalesce(s.cost_cents, 0) as observed
+    `select ${POLICY_ROW}, coalesce(s.cost_cents, 0) as observed
        from budget_policies p
        left join spend_totals s on s.company_id = p.company_id and s.scope_type = p.scope_type and s.scope_id = p.scope_id
                                and s.period = case when p.window_kind = 'lifetime' then 'lifetime' else $2 end
@@ -97,7 +101,7 @@ export async function overview(req: RouteRequest, ctx: CostsContext) {
     companyId,
     policies: policies.map((p) => {
       const observed = Number(p.observed);
-      const amount = Number(p.amount);
+      const amount = Number(p.budget);
       return { ...policyJson(p), observedAmount: observed, remainingAmount: Math.max(amount - observed, 0), utilizationPercent: amount > 0 ? Math.round((observed / amount) * 10_000) / 100 : 0 };
     }),
     activeIncidents: incidents.map(incidentJson),
@@ -120,7 +124,7 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
   // NO KEY UPDATE: cost events opening incidents meanwhile take KEY SHARE on the policy (the
   // foreign key) while holding the agent's row, which this resolve updates too; FOR UPDATE
   // would make the two wait on each other.
-  const { rows: policyRows } = await ctx.db.query('select * from budget_policies where id = $1 for no key update', [incident.policy_id]);
+  const { rows: policyRows } = await ctx.db.query(`select ${POLICY_ROW} from budget_policies p where id = $1 for no key update of p`, [incident.policy_id]);
   const policy = policyRows[0]!;
   let resumed = false;
   if (body.action === 'raise_budget_and_resume') {
@@ -129,17 +133,18 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
     if (body.amount <= observed) {
       throw new PluginError(422, 'budget_not_above_spend', `The new budget (${body.amount}) must be greater than the spend already observed in this window (${observed})`);
     }
-    const { rows: updated } = await ctx.db.query('update budget_policies set amount = $2, revision = revision + 1, updated_at = now() where id = $1 returning *', [policy.id, body.amount]);
-    if (policy.metric === 'billed_cents' && policy.window_kind === 'calendar_month_utc' && (policy.scope_type === 'company' || policy.scope_type === 'agent')) {
-      await ctx.budgets.setMonthlyBudget(policy.scope_type === 'company' ? { scope: 'company', cents: body.amount } : { scope: 'agent', agentId: String(policy.scope_id), cents: body.amount });
-    }
+    // A company's or agent's monthly budget is raised in the kernel's row (its one place), any other policy's here.
+    const kernelBudget = isKernelBudget(policy.scope_type, policy.metric, policy.window_kind);
+    const { rows: updated } = await ctx.db.query('update budget_policies set amount = $2, revision = revision + 1, updated_at = now() where id = $1 returning *',
+      [policy.id, kernelBudget ? null : body.amount]);
+    if (kernelBudget) await writeKernelBudget(ctx, policy.scope_type as 'company' | 'agent', String(policy.scope_id), body.amount);
     if (policy.scope_type === 'company') resumed = (await ctx.companies.resume(HARD_STOP_REASON)).changed;
     else if (policy.scope_type === 'agent') resumed = (await ctx.agents.resume(String(policy.scope_id), HARD_STOP_REASON)).changed;
     else {
       await announceProjectStop(ctx, String(policy.scope_id), false, String(incident.id));
       resumed = true;
     }
-    Object.assign(policy, updated[0]);
+    Object.assign(policy, updated[0], { budget: body.amount });
   }
   // Raising the budget settles every open incident of the policy's window; keeping the scope paused settles this one.
   const { rows: resolved } = await ctx.db.query(
@@ -157,25 +162,32 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
 
 /**
  * Durable subscribers (company.created/updated, agent.created/updated), awaited: a company or
- * agent created or changed with a monthly budget gets (or updates) its policy after the kernel
- * commits and before the kernel's route answers. They run at least once, in commit order per company or agent, so a
- * redelivery writes the same policy again (an upsert: idempotent by construction). Budgets set
- * through the plugin's own routes sync the policy in the same transaction, at once.
+ * agent created with a monthly budget, or whose budget changed (the event's `changes`), gets its
+ * policy (or the policy's next revision) after the kernel commits and before the kernel's route
+ * answers. The budget itself stays in the kernel's row and is not copied: the policy reads it.
+ * They run at least once, in commit order per company or agent: a policy changed after the
+ * event's moment (by a redelivery, or by this plugin's own routes) is left as it is.
  */
 export async function onCompanyChanged(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
   const company = payload.company as { id?: string; budgetMonthlyCents?: number } | undefined;
   const companyId = String(payload.companyId ?? company?.id ?? '');
-  if (!company || !companyId || typeof company.budgetMonthlyCents !== 'number') return;
-  await syncMonthlyPolicy(ctx.db, companyId, 'company', companyId, company.budgetMonthlyCents, ctx.invocation.event?.occurredAt ?? null);
+  if (!company || !companyId) return;
+  await followEvent(ctx, payload, companyId, 'company', companyId, company.budgetMonthlyCents);
 }
 
 export async function onAgentChanged(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
   const agent = payload.agent as { id?: string; budgetMonthlyCents?: number } | undefined;
   const companyId = String(payload.companyId ?? '');
-  if (!agent?.id || !companyId || typeof agent.budgetMonthlyCents !== 'number') return;
-  // A budget set through this plugin's route after the agent changed, but before this event
-  // arrived, is newer than the event's value: it is not set back.
-  await syncMonthlyPolicy(ctx.db, companyId, 'agent', agent.id, agent.budgetMonthlyCents, ctx.invocation.event?.occurredAt ?? null);
+  if (!agent?.id || !companyId) return;
+  await followEvent(ctx, payload, companyId, 'agent', agent.id, agent.budgetMonthlyCents);
+}
+
+/** A created scope (no `changes`) with a budget, or a change that names the budget. */
+async function followEvent(ctx: CostsContext, payload: Record<string, unknown>, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: unknown): Promise<void> {
+  if (typeof cents !== 'number') return;
+  const changes = payload.changes as Record<string, unknown> | undefined;
+  if (changes && !('budgetMonthlyCents' in changes)) return;
+  await followMonthlyBudget(ctx.db, companyId, scopeType, scopeId, cents, { changed: changes !== undefined, unlessChangedAfter: ctx.invocation.event?.occurredAt ?? null });
 }
 
 /** A deleted company's cost data goes with it. */

@@ -14,10 +14,11 @@ export function costEventJson(row: Row) {
   };
 }
 
+/** A policy row with its budget as `budget` (policies.ts, POLICY_ROW): a company's or agent's monthly policy stores none itself. */
 export function policyJson(row: Row) {
   return {
     id: row.id, companyId: row.company_id, scopeType: row.scope_type, scopeId: row.scope_id, metric: row.metric,
-    windowKind: row.window_kind, amount: Number(row.amount), warnPercent: Number(row.warn_percent),
+    windowKind: row.window_kind, amount: Number(row.budget ?? row.amount), warnPercent: Number(row.warn_percent),
     hardStopEnabled: row.hard_stop_enabled, notifyEnabled: row.notify_enabled, isActive: row.is_active,
     createdAt: time(row.created_at), updatedAt: time(row.updated_at),
   };

@@ -17,22 +17,41 @@ export interface PolicyInput {
 }
 
 /**
- * Creates the policy of a scope or updates it. Fields left out keep their stored value on an
- * update and take the documented defaults on a create.
+ * Whether a policy's budget is the kernel's `budgetMonthlyCents` (the calendar-month
+ * billed-cents policy of a company or an agent): such a policy stores no amount of its own
+ * (migration 0006), the kernel's row is the one stored budget and its one writer is
+ * `ctx.budgets.setMonthlyBudget`.
  */
-export async function upsertPolicy(db: DatabaseCapability, companyId: string, input: PolicyInput): Promise<{ row: Record<string, unknown>; created: boolean }> {
-  const written = await writePolicy(db, companyId, input);
-  return { row: written.row!, created: written.created };
+export function isKernelBudget(scopeType: unknown, metric: unknown = POLICY_DEFAULTS.metric, windowKind: unknown = defaultWindowKind(scopeType as ScopeType)): boolean {
+  return (scopeType === 'company' || scopeType === 'agent') && metric === 'billed_cents' && windowKind === 'calendar_month_utc';
 }
 
-/** upsertPolicy, unless the policy changed after `unlessChangedAfter` (then nothing is written and `row` is null). */
-async function writePolicy(db: DatabaseCapability, companyId: string, input: PolicyInput & { unlessChangedAfter?: string | null }): Promise<{ row: Record<string, unknown> | null; created: boolean }> {
+/**
+ * The budget of policy `p` in SQL: its own amount, or (amount null) the kernel's monthly budget
+ * of its company or agent, read through keel_bridge.monthly_budget (budgets.write) in the
+ * statement that uses it.
+ */
+export const POLICY_AMOUNT = 'coalesce(p.amount, keel_bridge.monthly_budget(p.company_id, p.scope_type, p.scope_id))';
+
+/** A policy row with its budget (`budget`) whichever place holds it, as policyJson reads it. */
+export const POLICY_ROW = `p.*, ${POLICY_AMOUNT} as budget`;
+
+/**
+ * Creates the policy of a scope or updates it. Fields left out keep their stored value on an
+ * update and take the documented defaults on a create. A company's or agent's monthly policy
+ * stores no amount: the caller writes `input.amount` to the kernel (ctx.budgets) after this
+ * statement, which compares it with the kernel's figure still unchanged to bump the revision.
+ */
+export async function upsertPolicy(db: DatabaseCapability, companyId: string, input: PolicyInput): Promise<{ row: Record<string, unknown>; created: boolean }> {
+  const metric = input.metric ?? POLICY_DEFAULTS.metric;
+  const windowKind = input.windowKind ?? defaultWindowKind(input.scopeType);
+  const stored = isKernelBudget(input.scopeType, metric, windowKind) ? null : input.amount;
   const { rows } = await db.query(
     `insert into budget_policies as p (company_id, scope_type, scope_id, metric, window_kind, amount, warn_percent, hard_stop_enabled, notify_enabled, is_active)
      values ($1, $2, $3, $4, $5, $6, coalesce($7, ${POLICY_DEFAULTS.warnPercent}), coalesce($8, true), coalesce($9, true), coalesce($10, true))
      on conflict (company_id, scope_type, scope_id, metric, window_kind) do update
-       set revision = p.revision + case when (p.amount, p.warn_percent, p.hard_stop_enabled, p.notify_enabled, p.is_active)
-                                             is distinct from (excluded.amount, coalesce($7, p.warn_percent), coalesce($8, p.hard_stop_enabled),
+       set revision = p.revision + case when (${POLICY_AMOUNT}, p.warn_percent, p.hard_stop_enabled, p.notify_enabled, p.is_active)
+                                             is distinct from ($11::bigint, coalesce($7, p.warn_percent), coalesce($8, p.hard_stop_enabled),
                                                                coalesce($9, p.notify_enabled), coalesce($10, p.is_active)) then 1 else 0 end,
            amount = excluded.amount,
            warn_percent = coalesce($7, p.warn_percent),
@@ -40,32 +59,41 @@ async function writePolicy(db: DatabaseCapability, companyId: string, input: Pol
            notify_enabled = coalesce($9, p.notify_enabled),
            is_active = coalesce($10, p.is_active),
            updated_at = now()
-       where $11::timestamptz is null or p.updated_at <= $11::timestamptz
      returning p.*, (xmax = 0) as created`,
-    [companyId, input.scopeType, input.scopeId, input.metric ?? POLICY_DEFAULTS.metric, input.windowKind ?? defaultWindowKind(input.scopeType),
-      input.amount, input.warnPercent ?? null, input.hardStopEnabled ?? null, input.notifyEnabled ?? null, input.isActive ?? null, input.unlessChangedAfter ?? null]);
-  const row = rows[0];
-  // Left as it was: changed after the moment the caller's value is from (unlessChangedAfter).
-  if (!row) return { row: null, created: false };
-  return { row, created: row.created === true };
+    [companyId, input.scopeType, input.scopeId, metric, windowKind, stored, input.warnPercent ?? null, input.hardStopEnabled ?? null,
+      input.notifyEnabled ?? null, input.isActive ?? null, input.amount]);
+  const row = rows[0]!;
+  return { row: { ...row, budget: input.amount }, created: row.created === true };
 }
 
 /**
- * The monthly policy of a company or agent follows its `budgetMonthlyCents`: created when the
- * budget becomes positive, updated when it changes. A budget of 0 with no policy creates none.
- * `unlessChangedAfter`: the moment the value is from (an event's); a policy changed since keeps
- * its newer amount, so a late event never sets back a budget written after it.
+ * The monthly policy of a company or agent follows its `budgetMonthlyCents`, which only the
+ * kernel stores: it is created (with the defaults) when the budget becomes positive, and its
+ * revision goes up when the budget changes, so that each threshold may fire again. A budget of
+ * 0 with no policy creates none. `changed`: the budget is known to have changed (a kernel
+ * event's `changes`); otherwise it is compared with the kernel's figure, which the caller has
+ * not written yet. `unlessChangedAfter`: the moment the change is from (an event's); a policy
+ * changed since is left as it is, so a late or repeated event bumps nothing twice. Answers the
+ * policy with `budget` = `cents`, or null when there is none (or none changed, for a budget of 0).
  */
-export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number, unlessChangedAfter: string | null = null): Promise<Record<string, unknown> | null> {
-  if (!(cents > 0)) {
-    const { rows } = await db.query(
-      `update budget_policies set amount = $4, revision = revision + 1, updated_at = now()
-        where company_id = $1 and scope_type = $2 and scope_id = $3 and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and amount <> $4
-          and ($5::timestamptz is null or updated_at <= $5::timestamptz)
-        returning *`, [companyId, scopeType, scopeId, 0, unlessChangedAfter]);
-    return rows[0] ?? null;
-  }
-  return (await writePolicy(db, companyId, { scopeType, scopeId, amount: cents, unlessChangedAfter })).row;
+export async function followMonthlyBudget(db: DatabaseCapability, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number,
+  { changed = false, unlessChangedAfter = null }: { changed?: boolean; unlessChangedAfter?: string | null } = {}): Promise<Record<string, unknown> | null> {
+  const differs = `($4::boolean or ${POLICY_AMOUNT} is distinct from $5::bigint)`;
+  const values = [companyId, scopeType, scopeId, changed, cents, unlessChangedAfter];
+  const { rows } = cents > 0
+    ? await db.query(
+      `insert into budget_policies as p (company_id, scope_type, scope_id, metric, window_kind, amount)
+       values ($1, $2, $3, 'billed_cents', 'calendar_month_utc', null)
+       on conflict (company_id, scope_type, scope_id, metric, window_kind) do update
+         set revision = p.revision + case when ${differs} then 1 else 0 end, updated_at = now()
+         where $6::timestamptz is null or p.updated_at <= $6::timestamptz
+       returning p.*`, values)
+    : await db.query(
+      `update budget_policies p set revision = p.revision + 1, updated_at = now()
+        where company_id = $1 and scope_type = $2 and scope_id = $3 and metric = 'billed_cents' and window_kind = 'calendar_month_utc'
+          and ${differs} and ($6::timestamptz is null or updated_at <= $6::timestamptz)
+        returning p.*`, values);
+  return rows[0] ? { ...rows[0], budget: cents } : null;
 }
 
 /**
@@ -73,20 +101,22 @@ export async function syncMonthlyPolicy(db: DatabaseCapability, companyId: strin
  * active policy of the touched scopes (CTE `touched`: company_id, scope_type, scope_id): soft
  * at the warn threshold (notifications on), hard at 100% (hard stop on). The unique key
  * (policy, window, threshold, policy revision) makes each fire at most once per window until
- * the budget changes, whichever concurrent transaction gets there first. `observed` is the SQL
+ * the budget changes, whichever concurrent transaction gets there first. A policy's budget is
+ * read here (POLICY_AMOUNT: the kernel's for a company's or agent's monthly policy), in the
+ * statement's one snapshot with the totals it is compared with. `observed` is the SQL
  * of a scope's total in the policy's period, given `p` (the policy) and `period` (its period
  * key). Parameters: $2 the current month key, $3 and $4 the month's start and end.
  */
 export function incidentsSql(observed: string): string {
   return `candidates as (
-       select p.id as policy_id, p.revision, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, p.amount, p.warn_percent,
+       select p.id as policy_id, p.revision, p.company_id, p.scope_type, p.scope_id, p.metric, p.window_kind, w.amount, p.warn_percent,
               p.hard_stop_enabled, p.notify_enabled, ${observed} as observed,
               case when p.window_kind = 'lifetime' then '-infinity'::timestamptz else $3::timestamptz end as window_start,
               case when p.window_kind = 'lifetime' then null else $4::timestamptz end as window_end
          from budget_policies p
          join (select distinct company_id, scope_type, scope_id from touched) t on t.company_id = p.company_id and t.scope_type = p.scope_type and t.scope_id = p.scope_id
-         cross join lateral (select case when p.window_kind = 'lifetime' then 'lifetime' else $2 end as period) w
-        where p.is_active and p.amount > 0
+         cross join lateral (select case when p.window_kind = 'lifetime' then 'lifetime' else $2 end as period, ${POLICY_AMOUNT} as amount) w
+        where p.is_active and w.amount > 0
      ),
      crossed as (
        select c.*, 'soft' as threshold_type from candidates c where c.notify_enabled and c.observed * 100 >= c.amount * c.warn_percent

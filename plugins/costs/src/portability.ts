@@ -1,6 +1,6 @@
 import { PluginError } from '@keel/sdk/plugin';
 import type { CostsContext } from './context.ts';
-import { upsertPolicy, type ScopeType } from './policies.ts';
+import { POLICY_ROW, upsertPolicy, type ScopeType } from './policies.ts';
 
 /**
  * The costs plugin's part of a company package (manifest `portability`): the budget policies
@@ -18,10 +18,10 @@ function kernelOnly(ctx: CostsContext): void {
 
 export async function exportCompany(_input: unknown, ctx: CostsContext) {
   kernelOnly(ctx);
-  const { rows } = await ctx.db.query('select * from budget_policies where company_id = $1 order by created_at, id', [ctx.invocation.companyId]);
+  const { rows } = await ctx.db.query(`select ${POLICY_ROW} from budget_policies p where company_id = $1 order by created_at, id`, [ctx.invocation.companyId]);
   const policies: PolicyData[] = rows.map((row) => ({
     scopeType: row.scope_type as ScopeType, scopeId: String(row.scope_id), metric: String(row.metric), windowKind: String(row.window_kind),
-    amount: Number(row.amount), warnPercent: Number(row.warn_percent), hardStopEnabled: row.hard_stop_enabled === true,
+    amount: Number(row.budget), warnPercent: Number(row.warn_percent), hardStopEnabled: row.hard_stop_enabled === true,
     notifyEnabled: row.notify_enabled === true, isActive: row.is_active === true,
   }));
   return { data: { policies }, files: {} };
@@ -48,6 +48,8 @@ export async function importCompany(input: unknown, ctx: CostsContext) {
       [companyId, policy.scopeType, mapped, policy.metric, policy.windowKind])).rows[0] : undefined;
     const action = !existing ? 'create' as const : strategy === 'replace' ? 'update' as const : 'skip' as const;
     plan.push({ kind: 'budget_policy', key, name, action, ...(action === 'skip' ? { reason: 'a policy of this scope and window exists' } : {}) });
+    // A company's or agent's monthly budget arrives with the kernel's part of the package
+    // (budgetMonthlyCents), its one place: such a policy stores none of its own (upsertPolicy).
     if (mode === 'apply' && action !== 'skip') {
       await upsertPolicy(ctx.db, companyId!, {
         scopeType: policy.scopeType, scopeId: mapped!, amount: policy.amount, metric: policy.metric, windowKind: policy.windowKind,

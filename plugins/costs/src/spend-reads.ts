@@ -2,6 +2,7 @@ import type { CostsContext } from './context.ts';
 import type { RouteRequest } from '@keel/sdk/plugin';
 import { rangeOf, trailing, type TimeRange } from './periods.ts';
 import { measures, spendSource, SUMMED } from './spend-source.ts';
+import { POLICY_AMOUNT } from './policies.ts';
 
 type Row = Record<string, unknown>;
 
@@ -14,10 +15,10 @@ export async function spendBy(ctx: CostsContext, companyId: string, range: TimeR
   return rows;
 }
 
-/** The company's monthly budget: the amount of its active calendar-month policy, 0 without one. */
+/** The company's monthly budget (the kernel's budgetMonthlyCents) while its calendar-month policy is active, 0 without one. */
 export async function companyMonthlyBudget(ctx: CostsContext, companyId: string): Promise<number> {
   const { rows } = await ctx.db.query(
-    `select amount from budget_policies where company_id = $1 and scope_type = 'company' and scope_id = $1
+    `select ${POLICY_AMOUNT} as amount from budget_policies p where company_id = $1 and scope_type = 'company' and scope_id = $1
         and metric = 'billed_cents' and window_kind = 'calendar_month_utc' and is_active`, [companyId]);
   return Number(rows[0]?.amount ?? 0);
 }

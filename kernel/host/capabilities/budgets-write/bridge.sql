@@ -24,3 +24,20 @@ begin
   return found;
 end $$;
 revoke all on function keel_bridge.set_monthly_budget(text, text, text, uuid, bigint) from public;
+
+-- budgets.write: the monthly budget of a company (scope 'company', scope_id the company) or of
+-- one of its agents (scope 'agent'), 0 for a row that does not exist. The kernel's
+-- budget_monthly_cents is the one stored budget of those scopes; the costs plugin's monthly
+-- policies for them keep no amount of their own and read it here, inside the statement that
+-- adds spend and opens incidents (one snapshot: a hard stop stays exact under concurrency).
+-- It answers that one figure and nothing else of the row. It takes no signed invocation: one
+-- group commit of cost events serves several companies in one statement, which holds none;
+-- the figure is the one company.* and agent.* events carry to any subscriber anyway.
+create or replace function keel_bridge.monthly_budget(of_company uuid, scope text, scope_id uuid)
+  returns bigint language sql stable security definer set search_path = public, pg_temp as $$
+  select coalesce(case scope
+    when 'company' then (select c.budget_monthly_cents from companies c where c.id = of_company and c.id = scope_id)
+    when 'agent' then (select a.budget_monthly_cents from agents a where a.id = scope_id and a.company_id = of_company)
+  end, 0)::bigint
+$$;
+revoke all on function keel_bridge.monthly_budget(uuid, text, uuid) from public;
