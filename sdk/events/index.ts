@@ -2,19 +2,19 @@
  * Events declared once (sdk/events/define.ts): the kernel's, and those of first-party plugins
  * that other plugins subscribe to. A plugin imports them from `@keel/sdk/plugin`.
  */
-import type { PayloadsOf } from './define.ts';
-import type { KERNEL_EVENTS } from './kernel-events.ts';
+import type { PayloadOf, PayloadsOf } from './define.ts';
+import type { KERNEL_EVENTS_BY_NAME } from './kernel-events.ts';
 import type { PLUGIN_EVENTS } from './plugin-events.ts';
 
-export { kernelEvent, pluginEvent, type EventDeclaration, type PayloadOf } from './define.ts';
+export { kernelEvent, pluginEvent, type EventDeclaration, type EventEntity, type KernelEventDeclaration, type PayloadOf } from './define.ts';
 export * as kernelEvents from './kernel-events.ts';
 export type { EventActor } from './kernel-events.ts';
 export * as workEvents from './work-events.ts';
 export * as costsEvents from './costs-events.ts';
 
-export type KernelEventName = (typeof KERNEL_EVENTS)[number]['name'];
+export type KernelEventName = keyof typeof KERNEL_EVENTS_BY_NAME;
 /** Kernel event -> payload. */
-export type KernelEventPayloads = PayloadsOf<typeof KERNEL_EVENTS>;
+export type KernelEventPayloads = { [Name in KernelEventName]: PayloadOf<(typeof KERNEL_EVENTS_BY_NAME)[Name]> };
 /** Every declared event (kernel and plugin) -> payload. */
 export interface DeclaredEventPayloads extends KernelEventPayloads, PayloadsOf<typeof PLUGIN_EVENTS> {}
 export type DeclaredEventName = keyof DeclaredEventPayloads;
