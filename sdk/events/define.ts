@@ -43,6 +43,9 @@ export function about<const Key extends string>(type: string, key: Key) {
   return <Payload extends { readonly [K in Key]: string }>(payload: Payload): EventEntity => ({ type, id: payload[key] });
 }
 
+/** The payload type a JSON schema describes (what a plugin.gen.ts derives its own events' payloads with). */
+export type PayloadOfSchema<Schema extends JSONSchema> = FromSchema<Schema>;
+
 /** The payload type a declaration carries. */
 export type PayloadOf<Declaration> = Declaration extends EventDeclaration<string, infer Payload> ? Payload : never;
 
