@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
+import { workerUnitsVitePlugin } from './kernel/host/capabilities/worker-units-module.ts';
 
 export default defineConfig({
+  // The worker's list of capability folders is made at build time (kernel/host/capabilities/worker-units-module.ts).
+  plugins: [workerUnitsVitePlugin()],
   // `@keel/sdk/*` resolves through the workspace to the SDK's TypeScript sources (sdk/package.json).
   ssr: { resolve: { conditions: ['keel-source'] } },
   test: {

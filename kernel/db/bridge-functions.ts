@@ -1,18 +1,17 @@
 import { createHash } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import type pg from 'pg';
+import { CAPABILITY_FOLDERS, capabilityFolders } from '../host/capabilities/folders.ts';
 
-/** The capability folders, each of which may hold a bridge.sql (kernel/host/README.md, "Adding a capability"). */
-const CAPABILITY_FOLDERS = new URL('../host/capabilities/', import.meta.url);
 const DEFINED = /create\s+or\s+replace\s+function\s+keel_bridge\.([a-z_][a-z0-9_]*)\s*\(/gi;
 
 export interface BridgeSource { source: string; sql: string; sha256: string; functions: string[] }
 
 /** Every capability folder's bridge.sql, in folder order, with the keel_bridge functions it defines. */
 export async function bridgeSources(): Promise<BridgeSource[]> {
-  const folders = (await readdir(CAPABILITY_FOLDERS, { withFileTypes: true })).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
   const sources: BridgeSource[] = [];
-  for (const folder of folders) {
+  // Each capability folder may hold a bridge.sql (kernel/host/README.md, "Adding a capability").
+  for (const folder of capabilityFolders()) {
     const sql = await readFile(new URL(`${folder}/bridge.sql`, CAPABILITY_FOLDERS), 'utf8').catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return null;
       throw error;

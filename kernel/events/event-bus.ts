@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Tx } from '../db/database.ts';
-import type { EventActor, KernelEventPayloads } from '../../sdk/events/index.ts';
+import type { EventActor, EventEntity, KernelEventDeclaration, KernelEventPayloads } from '../../sdk/events/index.ts';
+import { KERNEL_EVENTS_BY_NAME } from '../../sdk/events/kernel-events.ts';
 
 /**
  * Kernel domain events and their payloads (what a subscriber receives): declared once in the
@@ -14,14 +15,20 @@ export type EventName = keyof KernelEvents;
 type Hook<E extends EventName> = (tx: Tx, payload: KernelEvents[E]) => Promise<void> | void;
 type Observer<E extends EventName> = (payload: KernelEvents[E]) => Promise<void> | void;
 
-/** The entity an event is about: one publisher's events of one entity reach each subscriber in commit order. */
-export function entityOf(event: EventName, payload: KernelEvents[EventName]): { type: string; id: string } {
-  if (event.startsWith('agent.')) return { type: 'agent', id: (payload as { agentId: string }).agentId };
-  if (event.startsWith('approval.')) return { type: 'approval', id: (payload as { approvalId: string }).approvalId };
-  if (event.startsWith('run.')) return { type: 'run', id: (payload as { runId: string }).runId };
-  if (event.startsWith('execution.')) return { type: 'execution', id: (payload as { executionId: string }).executionId };
-  if (event === 'proxy.finished') return { type: 'proxied_call', id: (payload as { callId: string }).callId };
-  return { type: 'company', id: payload.companyId };
+/**
+ * Each kernel event's declaration by its name, typed so that the declaration of event `E`
+ * takes the payload of `E`: an event's entity is read by its own declaration, with no cast.
+ */
+const DECLARATIONS: { readonly [E in EventName]: KernelEventDeclaration<E, KernelEvents[E]> } = KERNEL_EVENTS_BY_NAME;
+
+/** The entity an event is about, as its declaration names it: one publisher's events of one entity reach each subscriber in commit order. */
+export function entityOf<E extends EventName>(event: E, payload: KernelEvents[E]): EventEntity {
+  return DECLARATIONS[event].entity(payload);
+}
+
+/** Whether `name` is a kernel event's (a manifest's subscription names any string). */
+export function isKernelEventName(name: string): name is EventName {
+  return Object.hasOwn(DECLARATIONS, name);
 }
 
 /**

@@ -12,6 +12,7 @@ import { lifecycleActor } from './lifecycle-actor.ts';
 import { holdManagedAgents, provisionAllCompanies } from './managed-agents.ts';
 import { readPluginFolder, scanFolder, type FoundPlugin } from './plugin-sources.ts';
 import { assertToolTextsShown } from './plugin-tools.ts';
+import { assertSubscriptionsPublished } from './subscription-publishers.ts';
 import { claimedRoutes } from './route-claims.ts';
 import { approvalsOf, pendingToolChanges, type ToolApprovals } from './tool-approvals.ts';
 
@@ -86,6 +87,7 @@ export class PluginChanges {
     const existing = await this.host.kernel.db.maybeOne('select key, source_path from plugins where key = ?', [manifest.key]);
     if (existing) throw conflict(`Plugin ${manifest.key} is already installed (from ${existing.source_path})`, { key: manifest.key }, 'plugin_already_installed');
     await this.host.databases.assertNamespaceFree(manifest);
+    await assertSubscriptionsPublished(this.host.kernel.db, manifest);
     await buildOrRefuse(found.folder, manifest.key);
     const row = await this.host.kernel.db.transaction(async (tx) => {
       // The check above answers the common case; of concurrent installs of one key, the key decides.
@@ -132,6 +134,7 @@ export class PluginChanges {
         { details: { missingCapabilities: withheld } });
     }
     assertToolTextsShown(key, manifest);
+    await assertSubscriptionsPublished(this.host.kernel.db, manifest);
     const claimed = claimedRoutes(manifest, requested);
     // Before anything is stored: a refused enable must not leave the plugin enabled with its
     // grants (the next start would activate it, and the first to start would win the route).
@@ -226,6 +229,7 @@ export class PluginChanges {
   private async upgradeFound(row: Row, found: FoundPlugin, options: { grant?: string[]; approveTools?: boolean }): Promise<Row> {
     const key = row.key as string;
     await this.host.databases.assertNamespaceFree(found.manifest);
+    await assertSubscriptionsPublished(this.host.kernel.db, found.manifest);
     const declared = found.manifest.capabilities.map((c) => c.id as string);
     const grant = options.grant ?? [];
     const undeclared = grant.filter((id) => !declared.includes(id));

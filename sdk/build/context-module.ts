@@ -1,5 +1,6 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
+import { PLUGIN_EVENTS } from '../events/plugin-events.ts';
 
 /**
  * The module `keel plugin build` writes beside a plugin's entry from its plugin.json: the
@@ -16,13 +17,36 @@ export function contextModulePath(manifest: { entry: string }): string {
   return posix.join(posix.dirname(manifest.entry.replaceAll('\\', '/')), CONTEXT_MODULE);
 }
 
-/** The module's text for a manifest: one line per declared capability, in plugin.json's order. */
-export function contextModuleText(manifest: { capabilities: ReadonlyArray<{ id: string }> }): string {
+/** What the module is written from: the manifest's capabilities, and its own events with their schemas. */
+export interface ContextManifest {
+  capabilities: ReadonlyArray<{ id: string }>;
+  publishedEvents?: ReadonlyArray<{ name: string; schema: unknown }>;
+}
+
+const literal = (id: string) => (/^[a-z0-9._-]+$/.test(id) ? `'${id}'` : JSON.stringify(id));
+/** Events sdk/events declares (work's, costs'): typed by their declaration already, so not again here. */
+const SDK_DECLARED: ReadonlySet<string> = new Set(PLUGIN_EVENTS.map((event) => event.name));
+
+/**
+ * The module's text for a manifest: one line per declared capability, in plugin.json's order,
+ * and, for a plugin that publishes events of its own, their payload types derived from the
+ * schemas under publishedEvents (a JSON schema is also a TypeScript type literal), added to
+ * ManifestEventPayloads: `ctx.events.publish(name, payload)` and the `events` handler of each
+ * name are then typed from plugin.json, with no cast.
+ */
+export function contextModuleText(manifest: ContextManifest): string {
   const ids = [...new Set(manifest.capabilities.map((capability) => capability.id))];
-  const literal = (id: string) => (/^[a-z0-9._-]+$/.test(id) ? `'${id}'` : JSON.stringify(id));
   const list = ids.length ? `[\n${ids.map((id) => `  ${literal(id)},\n`).join('')}]` : '[]';
+  const own = (manifest.publishedEvents ?? []).filter((event) => !SDK_DECLARED.has(event.name));
+  const events = own.length === 0 ? '' : `
+/** The payloads of the events plugin.json publishes, from their schemas: publish and subscribe are typed by them. */
+declare module '@keel/sdk/plugin' {
+  interface ManifestEventPayloads {
+${own.map((event) => `    ${literal(event.name)}: PayloadOfSchema<${JSON.stringify(event.schema)}>;\n`).join('')}  }
+}
+`;
   return `// Written by \`keel plugin build\` from plugin.json; do not edit (the build writes it again).
-import { definePluginWith, type BatchCall as BatchCallOf, type PluginContext } from '@keel/sdk/plugin';
+import { definePluginWith, type BatchCall as BatchCallOf, ${own.length ? 'type PayloadOfSchema, ' : ''}type PluginContext } from '@keel/sdk/plugin';
 
 /** The capabilities plugin.json declares: \`ctx\` has their members, typed and present. */
 export const capabilities = ${list} as const;
@@ -35,7 +59,7 @@ export type BatchCall = BatchCallOf<Capability>;
 
 /** Declares this plugin (the default export of its entry): handlers get \`Context\`. */
 export const definePlugin = definePluginWith(capabilities);
-`;
+${events}`;
 }
 
 /**
@@ -43,7 +67,7 @@ export const definePlugin = definePluginWith(capabilities);
  * unchanged manifest touches nothing, so a watcher is not woken). Answers its path.
  */
 export async function writeContextModule(root: string, manifestText: string): Promise<string> {
-  const manifest = JSON.parse(manifestText) as { entry: string; capabilities: Array<{ id: string }> };
+  const manifest = JSON.parse(manifestText) as { entry: string } & ContextManifest;
   const path = join(root, contextModulePath(manifest));
   const text = contextModuleText(manifest);
   const current = await readFile(path, 'utf8').catch(() => null);

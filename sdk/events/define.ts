@@ -22,6 +22,30 @@ export interface EventDeclaration<Name extends string = string, Payload = unknow
   readonly payloadType?: Payload;
 }
 
+/**
+ * What a kernel event is about: one publisher's events of one entity reach each subscriber in
+ * commit order (the outbox's entity columns).
+ */
+export interface EventEntity { readonly type: string; readonly id: string }
+
+/** A kernel event's declaration: it also names how its entity is read from its payload. */
+export interface KernelEventDeclaration<Name extends string = string, Payload = unknown> extends EventDeclaration<Name, Payload> {
+  readonly entity: (payload: Payload) => EventEntity;
+}
+
+/**
+ * The entity of a payload whose `key` holds the id: `about('agent', 'agentId')`. A payload
+ * without that string member does not compile against it. Marked free of side effects, so a
+ * plugin's bundle drops the declarations it does not name.
+ */
+/* @__NO_SIDE_EFFECTS__ */
+export function about<const Key extends string>(type: string, key: Key) {
+  return <Payload extends { readonly [K in Key]: string }>(payload: Payload): EventEntity => ({ type, id: payload[key] });
+}
+
+/** The payload type a JSON schema describes (what a plugin.gen.ts derives its own events' payloads with). */
+export type PayloadOfSchema<Schema extends JSONSchema> = FromSchema<Schema>;
+
 /** The payload type a declaration carries. */
 export type PayloadOf<Declaration> = Declaration extends EventDeclaration<string, infer Payload> ? Payload : never;
 
@@ -31,12 +55,13 @@ export type PayloadsOf<Declarations extends readonly EventDeclaration[]> = {
 };
 
 /**
- * A kernel event: `kernelEvent<Payload>()('run.closed')`. Its payload is a TypeScript type
- * (the kernel writes it; no plugin can publish a kernel event).
+ * A kernel event: `kernelEvent<Payload>()('run.closed', about('run', 'runId'))`. Its payload is
+ * a TypeScript type (the kernel writes it; no plugin can publish a kernel event), and `entity`
+ * reads what it is about from the payload (the kernel's EventBus appends it with that entity).
  */
 export function kernelEvent<Payload>() {
-  return <const Name extends string>(name: Name, description?: string): EventDeclaration<Name, Payload> =>
-    ({ name, publisher: 'kernel', ...(description ? { description } : {}) });
+  return <const Name extends string>(name: Name, entity: (payload: Payload) => EventEntity, description?: string): KernelEventDeclaration<Name, Payload> =>
+    ({ name, publisher: 'kernel', entity, ...(description ? { description } : {}) });
 }
 
 /**

@@ -4,6 +4,7 @@ import { PLUGIN_EVENTS } from '../events/plugin-events.ts';
 import type { EventDeclaration } from '../events/define.ts';
 
 const DECLARED: ReadonlyMap<string, EventDeclaration> = new Map(PLUGIN_EVENTS.map((event) => [event.name, event]));
+const DECLARED_PUBLISHERS: ReadonlySet<string> = new Set(PLUGIN_EVENTS.map((event) => event.publisher));
 
 /**
  * A plugin whose events the SDK declares (sdk/events: the events other plugins subscribe to,
@@ -17,7 +18,11 @@ export function declaredEventIssues(manifest: PluginManifest): Array<{ path: str
   const published = manifest.publishedEvents ?? [];
   for (const [index, event] of published.entries()) {
     const declaration = DECLARED.get(event.name);
-    if (!declaration) continue;
+    if (!declaration) {
+      // Its subscribers check their names against the declarations (subscription-names.ts): an event beside them would be refused to them.
+      if (DECLARED_PUBLISHERS.has(manifest.key)) issues.push({ path: `publishedEvents.${index}.name`, message: `is not declared in sdk/events, which declares the events ${manifest.key} publishes; declare it there first` });
+      continue;
+    }
     if (declaration.publisher !== manifest.key) continue;
     if (event.description !== declaration.description || !isDeepStrictEqual(event.schema, declaration.schema)) {
       issues.push({ path: `publishedEvents.${index}`, message: `differs from the declaration of ${event.name} in sdk/events; declare its description and schema as the SDK does` });

@@ -1,3 +1,5 @@
+import { KERNEL_EVENTS } from '../events/kernel-events.ts';
+
 /**
  * Plugin keys no plugin may take. A plugin's key becomes a path segment under /api/plugins/,
  * the prefix of its tools, actions and events (`<key>.<name>`), part of its database role
@@ -14,6 +16,9 @@ const RESERVED: ReadonlyArray<[string, string]> = [
   // Kernel domains: their events, activity actions and capabilities are named `<domain>.<...>`.
   ...['company', 'companies', 'agent', 'agents', 'run', 'runs', 'activity', 'secret', 'secrets', 'vault', 'auth',
     'instance', 'user', 'users', 'approval', 'approvals', 'asset', 'assets', 'events', 'jobs', 'webhooks'].map((key) => [key, 'it names a kernel domain, whose events and actions are the kernel\'s'] as [string, string]),
+  // The first segment of every kernel event's name (`execution.finished`, `proxy.finished`): a
+  // subscription under it is to a kernel event or to nothing (subscription-names.ts).
+  ...KERNEL_EVENTS.map((event) => [event.name.split('.')[0]!, 'it names a kernel domain, whose events and actions are the kernel\'s'] as [string, string]),
 ];
 
 const REASONS = new Map(RESERVED);
@@ -38,4 +43,4 @@ export function reservedKeyReason(key: string): string | null {
   return REASONS.get(key) ?? null;
 }
 
-export const RESERVED_PLUGIN_KEYS: readonly string[] = RESERVED.map(([key]) => key);
+export const RESERVED_PLUGIN_KEYS: readonly string[] = [...REASONS.keys()];

@@ -5,6 +5,7 @@ import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
 import { isPrototypeMemberName, reservedKeyReason } from './reserved-keys.ts';
 import { toolTextIssues } from './tool-text.ts';
 import { declaredEventIssues } from './declared-events.ts';
+import { subscriptionNameIssues } from './subscription-names.ts';
 import { CAPABILITIES, type CapabilitySpec } from '../capabilities/index.ts';
 import { isRootPath } from '../capabilities/http.ts';
 import { schemaIssuesOf } from '../shared/validation-issues.ts';
@@ -200,6 +201,8 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     try { schemaAjv.compile(event.schema); } catch (error) { issues.push({ path: `publishedEvents.${index}.schema`, message: `is not a valid JSON schema: ${(error as Error).message}` }); }
   }
   issues.push(...declaredEventIssues(typed));
+  // A subscription names an event that can exist (a kernel event, its own, a declared publisher's).
+  issues.push(...subscriptionNameIssues(typed));
   if (issues.length) throw invalid(source, issues);
   return typed;
 }

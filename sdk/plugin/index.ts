@@ -5,7 +5,7 @@
 import './runtime.ts';
 
 export { definePlugin, definePluginWith, type PluginDefinition, type EventHandlers } from './define-plugin.ts';
-export { kernelEvents, workEvents, costsEvents, type EventDeclaration, type PayloadOf, type EventActor, type EventPayload } from '../events/index.ts';
+export { kernelEvents, workEvents, costsEvents, type EventDeclaration, type PayloadOf, type PayloadOfSchema, type EventActor, type EventPayload, type ManifestEventPayloads } from '../events/index.ts';
 export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';
 export { createOnce, type KeyedCreate } from './idempotent-create.ts';

@@ -5,7 +5,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { bridgeSources } from '../../kernel/db/bridge-functions.ts';
 import { allCapabilityMethods, CAPABILITIES, type CapabilitySpec } from '../../sdk/capabilities/index.ts';
 import { DeliveredSecrets } from '../../kernel/host/worker/delivered-secrets.ts';
-import { brokerTable, kernelUnit } from '../../kernel/host/capabilities/unit.ts';
+import { brokerTable, isKernelUnit, kernelUnit } from '../../kernel/host/capabilities/unit.ts';
+import { checkedUnit } from '../../kernel/host/capabilities/unit-check.ts';
+import { workerBundleOptions } from '../../kernel/host/worker-entry.ts';
 import { KERNEL_UNITS } from '../../kernel/host/capabilities/units.ts';
 import { ActivityEntityKinds } from '../../kernel/host/worker/capabilities/activity-entity-kinds.ts';
 import { PluginDatabase } from '../../kernel/host/worker/capabilities/database.ts';
@@ -109,12 +111,12 @@ describe('capability servers', () => {
     for (const folder of kernelSides) {
       const { kernelSide } = await import(`../../kernel/host/capabilities/${folder}/kernel.ts`);
       expect(kernelSide.spec.id.replaceAll('.', '-'), folder).toBe(folder);
-      expect(KERNEL_UNITS.includes(kernelSide), `${folder}/kernel.ts is listed in capabilities/units.ts`).toBe(true);
+      expect(KERNEL_UNITS.includes(kernelSide), `${folder}/kernel.ts is loaded by capabilities/units.ts`).toBe(true);
     }
     for (const folder of workerSides) {
       const { workerSide } = await import(`../../kernel/host/capabilities/${folder}/worker.ts`);
       expect(workerSide.spec.id.replaceAll('.', '-'), folder).toBe(folder);
-      expect(WORKER_UNITS.includes(workerSide), `${folder}/worker.ts is listed in capabilities/worker-units.ts`).toBe(true);
+      expect(WORKER_UNITS.includes(workerSide), `${folder}/worker.ts is loaded by capabilities/worker-units.ts`).toBe(true);
     }
     expect(KERNEL_UNITS).toHaveLength(kernelSides.length);
     expect(WORKER_UNITS).toHaveLength(workerSides.length);
@@ -132,11 +134,36 @@ describe('capability servers', () => {
   });
 
   it("the worker's bundle holds no kernel side of a capability", async () => {
-    const entry = fileURLToPath(new URL('../../kernel/host/worker/worker-main.ts', import.meta.url));
-    const result = await build({ entryPoints: [entry], bundle: true, platform: 'node', format: 'esm', target: 'node24', write: false, metafile: true, external: ['isolated-vm', 'pg', 'pg-native'], logLevel: 'silent' });
+    const result = await build({ ...workerBundleOptions(), metafile: true });
     const inputs = Object.keys(result.metafile.inputs);
     expect(inputs.some((input) => input.endsWith('capabilities/worker-units.ts'))).toBe(true);
     expect(inputs.filter((input) => /kernel\/host\/capabilities\/([^/]+\/kernel\.ts|units\.ts|capability-host\.ts)$/.test(input))).toEqual([]);
+    // The bundle's list is every folder's worker.ts, found when it is built.
+    expect(folders.filter((folder) => sideOf(folder, 'worker')).filter((folder) => !inputs.some((input) => input.endsWith(`capabilities/${folder}/worker.ts`)))).toEqual([]);
+  });
+
+  it("no folder's kernel.ts imports the module that loads it (its import would wait for itself)", async () => {
+    const entryPoints = folders.filter((folder) => sideOf(folder, 'kernel')).map((folder) => fileURLToPath(new URL(`${folder}/kernel.ts`, FOLDERS)));
+    const result = await build({ entryPoints, outdir: 'unwritten', bundle: true, platform: 'node', format: 'esm', write: false, metafile: true, packages: 'external', logLevel: 'silent' });
+    const { inputs } = result.metafile;
+    const reaches = (from: string, seen = new Set<string>()): boolean => {
+      if (from.endsWith('kernel/host/capabilities/units.ts')) return true;
+      if (seen.has(from)) return false;
+      seen.add(from);
+      return (inputs[from]?.imports ?? []).some((imported) => reaches(imported.path, seen));
+    };
+    const kernelSides = Object.keys(inputs).filter((input) => /kernel\/host\/capabilities\/[^/]+\/kernel\.ts$/.test(input));
+    expect(kernelSides).toHaveLength(folders.filter((folder) => sideOf(folder, 'kernel')).length);
+    expect(kernelSides.filter((input) => reaches(input))).toEqual([]);
+  });
+
+  it("a folder's export that is not a unit made against a declaration, or sits in another folder, is refused at load", () => {
+    const real = KERNEL_UNITS.find((unit) => unit.spec.id === 'agents.read')!;
+    expect(checkedUnit('agents-read', 'kernel', { kernelSide: real }, isKernelUnit)).toBe(real);
+    expect(() => checkedUnit('agents-read', 'kernel', { kernelsSide: real }, isKernelUnit)).toThrow('kernel/host/capabilities/agents-read/kernel.ts must export `kernelSide`');
+    expect(() => checkedUnit('agents-read', 'kernel', { kernelSide: { ...real } }, isKernelUnit)).toThrow('kernel/host/capabilities/agents-read/kernel.ts must export `kernelSide`');
+    expect(() => checkedUnit('agents-read', 'kernel', { kernelSide: kernelUnit({ ...real.spec }, {}) }, isKernelUnit)).toThrow("registers against a capability 'agents.read' that is not one of the declarations");
+    expect(() => checkedUnit('agents-pause', 'kernel', { kernelSide: real }, isKernelUnit)).toThrow('kernel/host/capabilities/agents-pause/kernel.ts serves agents.read: its folder must be named agents-read');
   });
 
   it('a handler gets only the kernel and host services its unit declares', async () => {

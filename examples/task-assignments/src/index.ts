@@ -14,7 +14,7 @@ export default definePlugin({
          returning (select assignee from assignments where company_id = $1 and task_id = $2) as previous`,
         [request.companyId, taskId, assignee]);
       const payload: Assigned = { taskId, assignee, previous: rows[0]?.previous ?? null };
-      const { eventId } = await ctx.events.publish('task-assignments.task.assigned', { ...payload }, { entityType: 'task', entityId: taskId });
+      const { eventId } = await ctx.events.publish('task-assignments.task.assigned', payload, { entityType: 'task', entityId: taskId });
       return { taskId, assignee, eventId };
     },
     notifications: async (request, ctx) => {
@@ -26,10 +26,10 @@ export default definePlugin({
     /** At least once, in order per task: idempotent by the event id. */
     'task-assignments.task.assigned': async (payload, ctx) => {
       const event = ctx.invocation.event!;
-      const assigned = payload as unknown as Assigned;
+      // Typed from plugin.json's schema of the event (src/plugin.gen.ts), as the publish above is.
       await ctx.db.query(
         'insert into notifications (event_id, company_id, task_id, message) values ($1, $2, $3, $4) on conflict (event_id) do nothing',
-        [event.id, event.companyId, assigned.taskId, `${assigned.taskId} is now ${assigned.assignee}'s${assigned.previous ? ` (was ${assigned.previous}'s)` : ''}`]);
+        [event.id, event.companyId, payload.taskId, `${payload.taskId} is now ${payload.assignee}'s${payload.previous ? ` (was ${payload.previous}'s)` : ''}`]);
     },
   },
 });

@@ -10,7 +10,8 @@ export interface Uses<K extends KernelNeed, H extends HostNeed> { kernel?: reado
  * What the kernel process serves for one capability, registered against its SDK declaration
  * (the object exported by sdk/capabilities/*). The broker's method table, the grants of the
  * `keel_bridge` functions and the kernel-row grants are derived from these units
- * (capabilities/units.ts); nothing else names a capability's server.
+ * (capabilities/units.ts, which loads every capability folder's kernel.ts); nothing else names a
+ * capability's server.
  */
 export interface KernelUnit<K extends KernelNeed = KernelNeed, H extends HostNeed = HostNeed> {
   spec: CapabilitySpec;
@@ -31,6 +32,9 @@ export interface KernelUnit<K extends KernelNeed = KernelNeed, H extends HostNee
   writesKernelRows?: boolean;
 }
 
+/** The units kernelUnit() made: what a capability folder's kernel.ts exports is checked to be one at load (units.ts). */
+const made = new WeakSet<object>();
+
 /**
  * A unit of the declaration `spec`. Its handlers' types are checked against `uses` (inferred
  * from it alone): a handler that needs a service the unit does not declare does not compile.
@@ -39,7 +43,13 @@ export function kernelUnit<K extends KernelNeed = never, H extends HostNeed = ne
   spec: CapabilitySpec,
   parts: { uses?: Uses<K, H>; serves?: Record<string, NoInfer<Methods<K, H>>>; internal?: Record<string, NoInfer<Methods<K, H>>>; bridgeFunctions?: readonly string[]; writesKernelRows?: boolean },
 ): KernelUnit<K, H> {
-  return { spec, ...parts, uses: parts.uses ?? {} };
+  const unit: KernelUnit<K, H> = { spec, ...parts, uses: parts.uses ?? {} };
+  made.add(unit);
+  return unit;
+}
+
+export function isKernelUnit(value: unknown): value is KernelUnit {
+  return typeof value === 'object' && value !== null && made.has(value);
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DeliveredEvent, InvocationInfo } from '../../../sdk/plugin/context.ts';
-import type { EventName } from '../../events/event-bus.ts';
+import { isKernelEventName } from '../../events/event-bus.ts';
 import { KeelError } from '../../http/errors.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
 import type { InvokeResult } from '../plugin-process.ts';
@@ -110,9 +110,10 @@ export class PluginEvents {
     const grants: string[] = plugin.row.granted_capabilities ?? [];
     const offs: Array<() => void> = [];
     for (const subscription of plugin.manifest.events ?? []) {
-      if (subscription.mode === 'in_transaction' && grants.includes('events.hooks')) {
-        const event = subscription.event as EventName;
-        offs.push(this.host.kernel.events.hook(event, async (_tx, payload) => this.validate(plugin.key, event, payload as unknown as Record<string, unknown>)));
+      // Manifest validation allows in_transaction on kernel events only; the guard gives the name its type.
+      const event = subscription.event;
+      if (subscription.mode === 'in_transaction' && grants.includes('events.hooks') && isKernelEventName(event)) {
+        offs.push(this.host.kernel.events.hook(event, async (_tx, payload) => this.validate(plugin.key, event, payload)));
       }
     }
     this.validators.set(plugin.key, offs);

@@ -28,7 +28,7 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
   }
   const declared = manifest.publishedEvents?.find((event) => event.name === name);
   if (!declared) throw new KeelError(403, 'event_not_declared', `${plugin}: ${name} is not declared under publishedEvents in plugin.json; declare it with its payload schema and upgrade the plugin`);
-  if (!payload || typeof payload !== 'object' || Array.isArray(payload)) throw new KeelError(400, 'invalid_event_payload', `${name}: the payload must be a JSON object`);
+  if (!isJsonObject(payload)) throw new KeelError(400, 'invalid_event_payload', `${name}: the payload must be a JSON object`);
   if (JSON.stringify(payload).length > MAX_EVENT_PAYLOAD_CHARS) throw new KeelError(413, 'invalid_event_payload', `${name}: the payload is larger than ${MAX_EVENT_PAYLOAD_CHARS} characters of JSON`);
   const entityType = options?.entityType;
   const entityId = options?.entityId;
@@ -36,7 +36,12 @@ export function checkPublication(plugin: string, manifest: PluginManifest, args:
   if (typeof entityId !== 'string' || entityId.length === 0 || entityId.length > MAX_ENTITY_ID) throw new KeelError(400, 'invalid_arguments', `${name}: options.entityId must be 1-${MAX_ENTITY_ID} characters`);
   const issues = schemaIssues(pluginBodyAjv, declared.schema, payload, '(payload)');
   if (issues.length) throw new KeelError(400, 'invalid_event_payload', `${name}: ${describeIssues('event payload', issues)}`);
-  return { name, entityType, entityId, payload: payload as Record<string, unknown> };
+  return { name, entityType, entityId, payload };
+}
+
+/** A payload the isolate handed over as plain data (wire-json.ts): an object that is not an array is a JSON object. */
+function isJsonObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /**

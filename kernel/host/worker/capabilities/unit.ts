@@ -19,15 +19,25 @@ export interface WorkerServices {
 /**
  * What the worker serves for one capability (its `worker` and `database` methods), registered
  * against its SDK declaration: `serve` builds the handlers by `ctx` member, then method. The
- * worker's method table is derived from these units (capabilities/worker-units.ts).
+ * worker's method table is derived from these units (capabilities/worker-units.ts, which the
+ * worker's bundle fills with every capability folder's worker.ts).
  */
 export interface WorkerUnit {
   spec: CapabilitySpec;
   serve(services: WorkerServices): Record<string, WorkerCapability>;
 }
 
+/** The units workerUnit() made: what a capability folder's worker.ts exports is checked to be one at load. */
+const made = new WeakSet<object>();
+
 export function workerUnit(spec: CapabilitySpec, serve: WorkerUnit['serve']): WorkerUnit {
-  return { spec, serve };
+  const unit: WorkerUnit = { spec, serve };
+  made.add(unit);
+  return unit;
+}
+
+export function isWorkerUnit(value: unknown): value is WorkerUnit {
+  return typeof value === 'object' && value !== null && made.has(value);
 }
 
 /** The worker's table (member -> method -> handler) for one plugin; a method registered twice is an error. */
