@@ -40,7 +40,8 @@ export interface AgentRow {
   updated_at: string;
 }
 
-export type AgentJson = Record<string, unknown> & { id: string; companyId: string };
+import type { AgentJson } from '../../sdk/shared/principal-json.ts';
+export type { AgentJson } from '../../sdk/shared/principal-json.ts';
 
 /**
  * The agent as the API shows it. Configuration objects are always masked (secrets never
@@ -72,7 +73,8 @@ export function toAgentJson(row: AgentRow, options: { redacted?: boolean } = {})
     desiredSkills: readDesiredSkills(adapterConfig),
     metadata: row.metadata ?? null,
     lastHeartbeatAt: iso(row.last_heartbeat_at),
-    managedBy: row.managed_by_plugin ? { plugin: row.managed_by_plugin, key: row.managed_key } : null,
+    // Both or neither (check agents_managed_pair, migration 0030).
+    managedBy: row.managed_by_plugin && row.managed_key ? { plugin: row.managed_by_plugin, key: row.managed_key } : null,
     createdAt: iso(row.created_at),
     updatedAt: iso(row.updated_at),
   };
@@ -146,7 +148,7 @@ export async function assertSecretRefsBelongToCompany(tx: Queryable, companyId: 
 }
 
 /** The activity and event payloads carry the masked agent, never raw configuration. */
-export function eventAgent(row: AgentRow): Record<string, unknown> {
+export function eventAgent(row: AgentRow): AgentJson {
   return toAgentJson(row);
 }
 

@@ -2,38 +2,9 @@ import { int, iso, type Queryable, type Row } from '../db/database.ts';
 import { COMPANY_WITH_SPEND } from './month-spend.ts';
 import { insertWithUniquePrefix } from './issue-prefix.ts';
 
-/** The company resource as the API returns it (a type alias, so that it is a plain JSON record for event payloads). */
-export type Company = {
-  id: string;
-  name: string;
-  description: string | null;
-  status: 'active' | 'paused' | 'archived';
-  /** Why the company is paused (the oldest of its holds: `manual` for the board's, `budget_hard_stop`, a plugin's reason); null unless paused. */
-  pauseReason: string | null;
-  pausedAt: string | null;
-  issuePrefix: string;
-  issueCounter: number;
-  budgetMonthlyCents: number;
-  spentMonthlyCents: number;
-  requireBoardApprovalForNewAgents: boolean;
-  brandColor: string | null;
-  logoAssetId: string | null;
-  logoUrl: string | null;
-  createdAt: string;
-  updatedAt: string;
-} & Partial<FeedbackSharingConsent>;
-
-/**
- * A company's decision on sharing its feedback traces beyond the instance, present on the
- * company only once a board user has made one: whether it consents, when and by whom that was
- * decided (stamped by the kernel), and the version of the sharing terms agreed to.
- */
-export type FeedbackSharingConsent = {
-  feedbackDataSharingEnabled: boolean;
-  feedbackDataSharingConsentAt: string;
-  feedbackDataSharingConsentByUserId: string;
-  feedbackDataSharingTermsVersion: string | null;
-};
+/** The company resource as the API returns it, declared in the SDK with the events that carry it. */
+import type { Company } from '../../sdk/shared/principal-json.ts';
+export type { Company, FeedbackSharingConsent } from '../../sdk/shared/principal-json.ts';
 
 export const COMPANY_STATUSES = ['active', 'paused', 'archived'] as const;
 export type CompanyStatus = (typeof COMPANY_STATUSES)[number];

@@ -1,5 +1,6 @@
 import type { ExecutionFinishedEvent, ExecutionOutputEvent } from '../capabilities/executions.ts';
 import type { ProxyFinishedEvent } from '../plugin/answers.ts';
+import type { AgentJson, Company } from '../shared/principal-json.ts';
 import { about, kernelEvent } from './define.ts';
 
 /** Who made the change an event reports. */
@@ -9,13 +10,13 @@ export type EventActor = { actorType: 'agent' | 'user' | 'system'; actorId: stri
  * The kernel's events: what the kernel emits (kernel/events/event-bus.ts types `emit` from
  * these) and what a plugin's `events` subscribes to, with the payload it receives.
  */
-export const companyCreated = /* @__PURE__ */ kernelEvent<{ companyId: string; company: Record<string, unknown>; actor: EventActor }>()('company.created', about('company', 'companyId'));
-export const companyUpdated = /* @__PURE__ */ kernelEvent<{ companyId: string; company: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor }>()('company.updated', about('company', 'companyId'));
+export const companyCreated = /* @__PURE__ */ kernelEvent<{ companyId: string; company: Company; actor: EventActor }>()('company.created', about('company', 'companyId'));
+export const companyUpdated = /* @__PURE__ */ kernelEvent<{ companyId: string; company: Company; changes: Record<string, unknown>; actor: EventActor }>()('company.updated', about('company', 'companyId'));
 export const companyStatusChanged = /* @__PURE__ */ kernelEvent<{ companyId: string; from: string; to: string; reason: string | null; actor: EventActor }>()('company.status_changed', about('company', 'companyId'));
 export const companyArchived = /* @__PURE__ */ kernelEvent<{ companyId: string; actor: EventActor }>()('company.archived', about('company', 'companyId'));
 export const companyDeleted = /* @__PURE__ */ kernelEvent<{ companyId: string; actor: EventActor }>()('company.deleted', about('company', 'companyId'));
-export const agentCreated = /* @__PURE__ */ kernelEvent<{ companyId: string; agentId: string; agent: Record<string, unknown>; actor: EventActor }>()('agent.created', about('agent', 'agentId'));
-export const agentUpdated = /* @__PURE__ */ kernelEvent<{ companyId: string; agentId: string; agent: Record<string, unknown>; changes: Record<string, unknown>; actor: EventActor }>()('agent.updated', about('agent', 'agentId'));
+export const agentCreated = /* @__PURE__ */ kernelEvent<{ companyId: string; agentId: string; agent: AgentJson; actor: EventActor }>()('agent.created', about('agent', 'agentId'));
+export const agentUpdated = /* @__PURE__ */ kernelEvent<{ companyId: string; agentId: string; agent: AgentJson; changes: Record<string, unknown>; actor: EventActor }>()('agent.updated', about('agent', 'agentId'));
 export const agentStatusChanged = /* @__PURE__ */ kernelEvent<{ companyId: string; agentId: string; from: string; to: string; reason: string | null; actor: EventActor }>()('agent.status_changed', about('agent', 'agentId'));
 /** The board is asked to decide something; `approval` names who asked (requestedByAgentId, requestedByUserId). */
 export const approvalCreated = /* @__PURE__ */ kernelEvent<{ companyId: string; approvalId: string; approval: Record<string, unknown>; actor: EventActor }>()('approval.created', about('approval', 'approvalId'));

@@ -1,3 +1,4 @@
+import type { Company } from '../../sdk/shared/principal-json.ts';
 import { describe, expect, it } from 'vitest';
 import { entityOf, isKernelEventName } from '../../kernel/events/event-bus.ts';
 import { about, kernelEvent } from '../../sdk/events/define.ts';
@@ -11,7 +12,7 @@ import { KERNEL_EVENTS } from '../../sdk/events/kernel-events.ts';
 describe('kernel event entities', () => {
   it('are read from the payload by the event\'s own declaration', () => {
     const actor = { actorType: 'system', actorId: 'test' } as const;
-    expect(entityOf('company.created', { companyId: 'c1', company: {}, actor })).toEqual({ type: 'company', id: 'c1' });
+    expect(entityOf('company.created', { companyId: 'c1', company: {} as Company, actor })).toEqual({ type: 'company', id: 'c1' });
     expect(entityOf('agent.status_changed', { companyId: 'c1', agentId: 'a1', from: 'idle', to: 'paused', reason: null, actor })).toEqual({ type: 'agent', id: 'a1' });
     expect(entityOf('approval.created', { companyId: 'c1', approvalId: 'p1', approval: {}, actor })).toEqual({ type: 'approval', id: 'p1' });
     expect(entityOf('run.closed', { companyId: 'c1', runId: 'r1', agentId: 'a1', status: 'succeeded', reason: null })).toEqual({ type: 'run', id: 'r1' });

@@ -1,5 +1,5 @@
 import type { CostsContext } from './context.ts';
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { PluginError, respond, type EventPayload, type RouteRequest } from '@keel/sdk/plugin';
 import { incidentJson, policyJson } from './json.ts';
 import { monthKey, monthStart } from './periods.ts';
 import { spendBy } from './spend-reads.ts';
@@ -168,32 +168,25 @@ export async function resolveIncident(req: RouteRequest, ctx: CostsContext) {
  * They run at least once, in commit order per company or agent: a policy changed after the
  * event's moment (by a redelivery, or by this plugin's own routes) is left as it is.
  */
-export async function onCompanyChanged(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
-  const company = payload.company as { id?: string; budgetMonthlyCents?: number } | undefined;
-  const companyId = String(payload.companyId ?? company?.id ?? '');
-  if (!company || !companyId) return;
-  await followEvent(ctx, payload, companyId, 'company', companyId, company.budgetMonthlyCents);
+export async function onCompanyChanged(payload: EventPayload<'company.created'> | EventPayload<'company.updated'>, ctx: CostsContext): Promise<void> {
+  const changes = 'changes' in payload ? payload.changes : undefined;
+  await followEvent(ctx, changes, payload.companyId, 'company', payload.companyId, payload.company.budgetMonthlyCents);
 }
 
-export async function onAgentChanged(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
-  const agent = payload.agent as { id?: string; budgetMonthlyCents?: number } | undefined;
-  const companyId = String(payload.companyId ?? '');
-  if (!agent?.id || !companyId) return;
-  await followEvent(ctx, payload, companyId, 'agent', agent.id, agent.budgetMonthlyCents);
+export async function onAgentChanged(payload: EventPayload<'agent.created'> | EventPayload<'agent.updated'>, ctx: CostsContext): Promise<void> {
+  const changes = 'changes' in payload ? payload.changes : undefined;
+  await followEvent(ctx, changes, payload.companyId, 'agent', payload.agent.id, payload.agent.budgetMonthlyCents);
 }
 
 /** A created scope (no `changes`) with a budget, or a change that names the budget. */
-async function followEvent(ctx: CostsContext, payload: Record<string, unknown>, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: unknown): Promise<void> {
-  if (typeof cents !== 'number') return;
-  const changes = payload.changes as Record<string, unknown> | undefined;
+async function followEvent(ctx: CostsContext, changes: Record<string, unknown> | undefined, companyId: string, scopeType: 'company' | 'agent', scopeId: string, cents: number): Promise<void> {
   if (changes && !('budgetMonthlyCents' in changes)) return;
   await followMonthlyBudget(ctx.db, companyId, scopeType, scopeId, cents, { changed: changes !== undefined, unlessChangedAfter: ctx.invocation.event?.occurredAt ?? null });
 }
 
 /** A deleted company's cost data goes with it. */
-export async function onCompanyDeleted(payload: Record<string, unknown>, ctx: CostsContext): Promise<void> {
-  const companyId = String(payload.companyId ?? '');
-  if (!companyId) return;
+export async function onCompanyDeleted(payload: EventPayload<'company.deleted'>, ctx: CostsContext): Promise<void> {
+  const { companyId } = payload;
   for (const table of ['budget_incidents', 'budget_policies', 'spend_totals', 'cost_rollups', 'cost_rollups_daily', 'cost_events', 'finance_events', 'idempotency_keys']) {
     await ctx.db.query(`delete from ${table} where company_id = $1`, [companyId]);
   }

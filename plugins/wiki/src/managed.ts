@@ -1,3 +1,4 @@
+import type { EventPayload } from '@keel/sdk/plugin';
 import type { WikiContext } from './context.ts';
 import { installWikiSkills } from './skills.ts';
 
@@ -23,11 +24,11 @@ export const WIKI_ROUTINES = [
  * a redelivered event makes nothing twice. Other agents'
  * events are ignored.
  */
-export async function onAgentCreated(payload: Record<string, unknown>, ctx: WikiContext): Promise<void> {
-  const managedBy = (payload.agent as { managedBy?: { plugin?: string; key?: string } | null } | undefined)?.managedBy;
+export async function onAgentCreated(payload: EventPayload<'agent.created'>, ctx: WikiContext): Promise<void> {
+  const { managedBy } = payload.agent;
   if (managedBy?.plugin !== PLUGIN_KEY || managedBy.key !== MAINTAINER_KEY) return;
   await ctx.services.call('work', 'managed-project', { ...WIKI_PROJECT });
   await installWikiSkills(ctx);
-  const agentId = String(payload.agentId);
+  const { agentId } = payload;
   for (const routine of WIKI_ROUTINES) await ctx.services.call('runtime', 'managed-routine', { ...routine, agentId });
 }
