@@ -127,8 +127,8 @@ async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: 
     errorCode: event.errorCode, logBytes: event.logBytes, logSha256: event.logSha256 ?? null,
     result: response ?? (event.response === undefined ? undefined : event.response),
     error: event.error ?? event.errorCode ?? (event.exitCode !== null && event.exitCode !== 0 ? `exit code ${event.exitCode}` : null),
-    // The executor's execution holds its process facts and error code; a report is kept only for a run the executor has no execution of.
-    ...(reported && !(await executorHas(ctx, event.executionId)) ? { keepProcessFacts: true } : { errorOfExecution: true }),
+    // The executor's execution holds its process facts; a report is kept only for a run the executor has no execution of.
+    keepProcessFacts: reported && !(await executorHas(ctx, event.executionId)),
   });
   await dispatch(ctx, String(run.agent_id));
 }

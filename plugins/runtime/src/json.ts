@@ -2,8 +2,6 @@ import type { ExecutionSummary } from '@keel/sdk/plugin';
 import type { Row } from './context.ts';
 
 const iso = (value: unknown): string | null => (value === null || value === undefined ? null : new Date(value as string).toISOString());
-/** A run still waiting or running: its execution may have ended before the run hears of it. */
-const ACTIVE = new Set(['queued', 'running']);
 const num = (value: unknown): number | null => (value === null || value === undefined ? null : Number(value));
 
 /** A heartbeat run: its own facts from this plugin's row, its process's from the execution when there is one (process-facts.ts). */
@@ -28,9 +26,7 @@ export function runJson(row: Row, execution?: ExecutionSummary) {
     finishedAt: iso(row.finished_at),
     exitCode: execution ? execution.exitCode : num(row.exit_code),
     signal: execution ? execution.signal : row.signal ?? null,
-    // The run's own error code (it failed before its process, or an older version copied it),
-    // else, once the run ended with its execution and was not cancelled first, the execution's.
-    errorCode: row.error_code ?? (execution && row.cancel_reason == null && !ACTIVE.has(String(row.status)) ? execution.errorCode : null),
+    errorCode: row.error_code ?? null,
     usageJson: row.usage_json ?? null,
     resultJson: row.result_json ?? null,
     logBytes: execution ? execution.logBytes : Number(row.log_bytes ?? 0),

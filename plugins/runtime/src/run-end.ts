@@ -19,12 +19,6 @@ export interface RunEnd {
    * only for the activity entry, the stream and the agent's last error.
    */
   keepProcessFacts?: boolean;
-  /**
-   * The end is the end of the run's execution, which the executor keeps: its error code is the
-   * execution's, read from it (json.ts), not stored again here. Serves only for the activity
-   * entry, the stream and the agent's last error.
-   */
-  errorOfExecution?: boolean;
 }
 
 const WAKEUP_STATUS: Record<RunEnd['status'], string> = { succeeded: 'completed', failed: 'failed', cancelled: 'cancelled', timed_out: 'failed', lost: 'failed' };
@@ -43,7 +37,7 @@ export async function finishRun(ctx: RuntimeContext, run: Row, end: RunEnd): Pro
             log_bytes = coalesce($7, log_bytes), log_sha256 = coalesce($8, log_sha256), result_json = coalesce($9::jsonb, result_json),
             cancel_reason = $10, updated_at = clock_timestamp()
       where id = $1 and status in ('queued', 'running') returning *`,
-    [runId, end.status, kept.exitCode ?? null, kept.signal ?? null, kept.httpStatus ?? null, end.errorOfExecution ? null : end.errorCode ?? null, kept.logBytes ?? null,
+    [runId, end.status, kept.exitCode ?? null, kept.signal ?? null, kept.httpStatus ?? null, end.errorCode ?? null, kept.logBytes ?? null,
       kept.logSha256 ?? null, end.result === undefined || end.result === null ? null : JSON.stringify(end.result), end.cancelReason ?? null]);
   const ended = rows[0];
   if (!ended) {
