@@ -64,8 +64,8 @@ export class Database implements Queryable {
   /**
    * Applies pending kernel migrations (up to and including `to`, a database restore's recorded
    * state, when given); an advisory lock keeps concurrent kernels from racing. Migrated to the
-   * latest, it then installs the capability folders' bridge functions that changed, under the
-   * same lock (bridge-functions.ts); a restore to an earlier state leaves them as restored.
+   * latest (also when `to` is the latest), it then installs the capability folders' bridge functions
+   * that changed, under the same lock (bridge-functions.ts); a restore to an earlier state leaves them as restored.
    */
   async migrate(to?: string): Promise<string[]> {
     const pool = await (this.connection as unknown as { getNativeClient(): Promise<import('pg').Pool> }).getNativeClient();
@@ -73,7 +73,9 @@ export class Database implements Queryable {
     try {
       await client.query('select pg_advisory_lock(727001)');
       const applied = await this.orm.migrator.up(to === undefined ? undefined : { to });
-      if (to === undefined) await installBridgeFunctions(client);
+      // At the latest state (a restore of a backup this version took is migrated to it by name),
+      // the folders' bridge functions are this version's: a function no migration made exists only once installed.
+      if (to === undefined || (await this.orm.migrator.getPending()).length === 0) await installBridgeFunctions(client);
       return applied.map((m) => m.name);
     } finally {
       await client.query('select pg_advisory_unlock(727001)').catch(() => undefined);
