@@ -51,8 +51,10 @@ describe('reading the kernel\'s monthly budgets from plugin SQL', () => {
       expect(JSON.stringify(read.body)).not.toContain('7000');
     }
     const role = (await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_unbudgeted'")).rows[0].rolname;
-    const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.monthly_budget(uuid, text, uuid)', 'execute') as ok", [role]);
-    expect(granted.rows[0].ok).toBe(false);
+    for (const fn of ['keel_bridge.monthly_budget(uuid, text, uuid)', 'keel_bridge.monthly_budgets(jsonb)']) {
+      const granted = await t.sql.query("select has_function_privilege($1, $2, 'execute') as ok", [role, fn]);
+      expect(granted.rows[0].ok, fn).toBe(false);
+    }
     expect(await budgets()).toEqual(before);
   });
 
