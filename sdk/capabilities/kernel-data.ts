@@ -189,7 +189,7 @@ export const issuesNumber = defineCapability<{ companies: IssueNumbersCapability
  * The monthly budgets of the company and its agents (budgets.write), kept once, on the kernel's
  * rows: set in the call's own transaction and only for the call's company and its agents, and
  * read in the plugin's own SQL through `keel_bridge.monthly_budget(company, scope, id)` (that one
- * figure), both executable by the plugin's role only with the grant. Month-to-date spend is not
+ * figure; `monthly_budgets(scopes)` for many at once), all executable by the plugin's role only with the grant. Month-to-date spend is not
  * a kernel row: the kernel reads it from the costs plugin's own view
  * (plugins/costs/migrations/0005-month-spend-view.sql).
  */
