@@ -110,7 +110,15 @@ export class PluginDatabases {
       await q(`grant execute on function keel_bridge.record_activities(jsonb) to ${ident(roles.runtime)}`);
       await q(`grant execute on function keel_bridge.activity_entity_refusal(text, text, text, text) to ${ident(roles.runtime)}`);
       // Bridge functions that write kernel rows are executable only with their capability granted.
-      for (const [signature, grant] of grantedBridgeFunctions()) {
+      // One a capability folder defines and no migration made exists only once the folders are
+      // installed (at the latest migration): a database restored at an earlier version's state
+      // has none yet. It is left out here and granted when the plugin is provisioned after the
+      // start that installs it; until then the plugin's role cannot execute it (fails closed).
+      const bridged = grantedBridgeFunctions();
+      const present = new Set((await tx.query<{ signature: string }>(
+        'select s as signature from jsonb_array_elements_text(?::jsonb) s where to_regprocedure(s) is not null', [JSON.stringify(bridged.map(([signature]) => signature))])).map((row) => row.signature));
+      for (const [signature, grant] of bridged) {
+        if (!present.has(signature)) continue;
         await q(grants.includes(grant) ? `grant execute on function ${signature} to ${ident(roles.runtime)}` : `revoke execute on function ${signature} from ${ident(roles.runtime)}`);
       }
       if (roles.schema) {
