@@ -18,7 +18,8 @@ let t: TestKernel;
 beforeAll(async () => { t = await startTestKernel(); });
 afterAll(() => t?.stop());
 
-const roleOf = async (key: string) => (await t.sql.query("select rolname from pg_roles where rolname like $1", [`keel_p%_${key.replace(/-/g, '_')}`])).rows[0]?.rolname as string;
+/** This instance's runtime role of the plugin (roles are the cluster's: other databases' instances have their own of the same key). */
+const roleOf = (key: string) => t.kernel.host.databases.roles({ key }).runtime;
 const executable = async (role: string) => (await t.sql.query('select has_function_privilege($1, $2, $3) as ok', [role, MISSING, 'execute'])).rows[0].ok as boolean;
 
 describe('a capability\'s bridge function not installed yet', () => {
@@ -30,7 +31,7 @@ describe('a capability\'s bridge function not installed yet', () => {
     const client = new pg.Client({ connectionString: t.databaseUrl });
     await client.connect();
     try { expect(await installBridgeFunctions(client)).toContain('budgets-write/bridge.sql'); } finally { await client.end(); }
-    const role = await roleOf('kernel-rows');
+    const role = roleOf('kernel-rows');
     // Installed without EXECUTE for anyone: the plugin gets it when it is provisioned again, as
     // every process does when it activates the plugin (a start; here a disable and an enable).
     expect(await executable(role)).toBe(false);

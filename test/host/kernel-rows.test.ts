@@ -191,8 +191,9 @@ describe('kernel rows from the plugin transaction', () => {
       // Through SQL, bypassing the SDK: the function is not executable by this plugin's role.
       const raw = await t.api.post(`/api/plugins/kernel-rows-bare/companies/${company.id}/rows`, { op: 'raw-budget' });
       expect([raw.status, raw.body.code]).toEqual([403, 'sql_42501']);
-      const roles = await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_bare'");
-      const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'execute') as ok", [roles.rows[0].rolname]);
+      // This instance's role: roles are the cluster's, and other tests' instances have one of the same key.
+      const role = t.kernel.host.databases.roles({ key: 'kernel-rows-bare' }).runtime;
+      const granted = await t.sql.query("select has_function_privilege($1, 'keel_bridge.hold_agent(text, text, uuid, boolean, text)', 'execute') as ok", [role]);
       expect(granted.rows[0].ok).toBe(false);
       // Activity of a batch is verified entry by entry: a forged identity writes nothing.
       const signatureRefused = async () => ((await t.api.get('/api/plugins/kernel-rows-bare/logs')).body.logs as Array<{ message: string }>)

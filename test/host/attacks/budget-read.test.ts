@@ -50,7 +50,8 @@ describe('reading the kernel\'s monthly budgets from plugin SQL', () => {
       expect([read.status, read.body.code], read.text).toEqual([403, 'sql_42501']);
       expect(JSON.stringify(read.body)).not.toContain('7000');
     }
-    const role = (await t.sql.query("select rolname from pg_roles where rolname like 'keel_p%_kernel_rows_unbudgeted'")).rows[0].rolname;
+    // This instance's role: roles are the cluster's, and other tests' instances have one of the same key.
+    const role = t.kernel.host.databases.roles({ key: 'kernel-rows-unbudgeted' }).runtime;
     for (const fn of ['keel_bridge.monthly_budget(uuid, text, uuid)', 'keel_bridge.monthly_budgets(jsonb)']) {
       const granted = await t.sql.query("select has_function_privilege($1, $2, 'execute') as ok", [role, fn]);
       expect(granted.rows[0].ok, fn).toBe(false);
