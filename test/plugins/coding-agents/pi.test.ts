@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { codingTool } from '../../support/coding-tools.ts';
+import { eventsSettled } from '../../support/events.ts';
 import { createAgent } from '../../support/fixtures.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { startScriptedChat, transcriptOf as requestText, type ScriptedChat } from '../../support/scripted-models/openai-chat.ts';
@@ -154,7 +155,9 @@ describe('a Pi agent', () => {
     const ended = await runWhen(t, run.id, undefined, 60_000);
     expect(ended.status).toBe('cancelled');
     await waitFor(async () => processesOfRun(run.id).length === 0, 'the tool\'s process tree to be gone', 30_000);
-    // What the tool reported before the cancel is kept.
+    // What the tool reported before the cancel is kept (its last log batch may be stored as the
+    // process ends, and reach the run once its deliveries have settled).
+    await eventsSettled(t);
     expect((await transcriptOf(t, run.id)).map((entry) => entry.kind)).toEqual(expect.arrayContaining(['init', 'assistant', 'tool_call']));
   }, 300_000);
 
