@@ -14,8 +14,6 @@ export interface LeasedDelivery {
   payload: Record<string, unknown>;
   occurredAt: string;
   attempt: number;
-  /** Whether a later event of its queue was already waiting behind it when it was claimed. */
-  followed: boolean;
 }
 
 export interface DeliveryHealth { pending: number; leased: number; dead: number; oldestPendingAt: string | null; lastError: string | null }
@@ -61,11 +59,7 @@ export class EventOutbox {
          from due, keel_events.outbox o
         where d.subscriber = due.subscriber and d.event_seq = due.event_seq and o.seq = d.event_seq
        returning d.subscriber, d.event_seq::text as event_seq, d.attempts, o.id as event_id, o.name, o.publisher, o.company_id,
-                 o.entity_type, o.entity_id, o.payload, o.created_at,
-                 exists (select 1 from keel_events.deliveries f
-                          where f.subscriber = d.subscriber and f.publisher = d.publisher
-                            and f.entity_type = d.entity_type and f.entity_id = d.entity_id
-                            and f.event_seq > d.event_seq and f.state in ('pending', 'leased', 'dead')) as followed`,
+                 o.entity_type, o.entity_id, o.payload, o.created_at`,
       [JSON.stringify(subscribers), limit, leaseMs, owner],
     );
     return rows.map(toLeased).sort((a, b) => Number(BigInt(a.eventSeq) - BigInt(b.eventSeq)));
@@ -188,6 +182,5 @@ function toLeased(r: Row): LeasedDelivery {
   return {
     subscriber: r.subscriber, eventSeq: r.event_seq, eventId: r.event_id, name: r.name, publisher: r.publisher, companyId: r.company_id,
     entityType: r.entity_type, entityId: r.entity_id, payload: r.payload, occurredAt: iso(r.created_at)!, attempt: r.attempts,
-    followed: r.followed === true,
   };
 }

@@ -45,22 +45,13 @@ export class PluginEvents {
   private readonly outbox: EventOutbox;
   private readonly owner = `${process.pid}:${randomUUID()}`;
   private readonly validators = new Map<string, Array<() => void>>();
-  /**
-   * Deliveries in flight here, each with whether its end must look for more: a later event of
-   * its queue waits behind it (it had one when claimed, or a notification may have queued one
-   * since), or the claim that took it had no room for everything due.
-   */
-  private readonly inFlight = new Map<string, { lookAgain: boolean }>();
+  private readonly inFlight = new Set<string>();
   /** Waits of settle() for a delivery this process finishes. */
   private readonly finished = new Set<() => void>();
   private readonly settings: typeof DEFAULTS;
   private stopped = false;
   private running: Promise<void> | null = null;
   private again = false;
-  /** Something new may be due (a notification, a plugin started, a retry's time, the sweep), not only the next event of a queue whose head ended. */
-  private fresh = false;
-  /** The last claim filled the room it had: more may be due than it took. */
-  private backlog = false;
   private timer: NodeJS.Timeout | null = null;
   private sweep: NodeJS.Timeout | null = null;
   private lastPrune = 0;
@@ -128,16 +119,6 @@ export class PluginEvents {
 
   /** Looks for due deliveries now (a notification arrived, a plugin started, a retry fell due). */
   wake(): void {
-    this.fresh = true;
-    this.look();
-  }
-
-  /**
-   * Runs a round of claims, or another one after the round running now. A delivery's end looks
-   * again only when something may be due behind it (see inFlight): a claim that finds nothing is
-   * a statement and a next-due-time query that an event with no follower does not need.
-   */
-  private look(): void {
     if (this.stopped) return;
     if (this.running) {
       this.again = true;
@@ -148,7 +129,7 @@ export class PluginEvents {
       this.schedule(new Date(Date.now() + this.settings.firstRetryMs));
     }).finally(() => {
       this.running = null;
-      if (this.again) { this.again = false; this.look(); }
+      if (this.again) { this.again = false; this.wake(); }
     });
   }
 
@@ -162,22 +143,17 @@ export class PluginEvents {
   private async drain(): Promise<void> {
     for (;;) {
       this.again = false;
-      // A new event may have been queued behind a delivery in flight: its end must look again.
-      if (this.fresh) for (const entry of this.inFlight.values()) entry.lookAgain = true;
-      this.fresh = false;
       const subscribers = this.subscribers();
       const room = MAX_IN_FLIGHT - this.inFlight.size;
-      if (this.stopped) return;
-      if (room <= 0) { this.backlog = true; return; }
+      if (room <= 0 || this.stopped) return;
       const leaseMs = Math.max(...subscribers.map((key) => this.deadlineOf(key)), 0) + LEASE_MARGIN_MS;
       const claimed = await this.outbox.claim(subscribers, room, leaseMs, this.owner);
-      this.backlog = claimed.length >= room;
       for (const delivery of claimed) this.start(delivery);
       // Fewer than there was room for: every queue's due head was claimed, and another claim
       // now would find nothing (a queue's next event waits for its head, whose end wakes
       // delivery again) unless a notification came meanwhile (again).
       if (claimed.length < room && !this.again) {
-        // With deliveries started, the end of one with a follower runs the next round.
+        // With deliveries started, their ends run the next round, which looks for the next due time.
         if (claimed.length > 0) return;
         this.schedule(await this.outbox.nextDueAt(subscribers));
         await this.pruneNowAndThen();
@@ -206,22 +182,17 @@ export class PluginEvents {
 
   private start(delivery: LeasedDelivery): void {
     const id = `${delivery.subscriber}/${delivery.eventSeq}`;
-    const entry = { lookAgain: delivery.followed };
-    this.inFlight.set(id, entry);
-    void this.deliver(delivery).then((delivered) => { if (!delivered) entry.lookAgain = true; }, (error) => {
-      entry.lookAgain = true;
-      this.host.kernel.log.warn({ err: error, plugin: delivery.subscriber, event: delivery.name }, 'recording an event delivery failed');
-    }).finally(() => {
-      this.inFlight.delete(id);
-      for (const done of [...this.finished]) done();
-      // The next event of the entity, or whatever waited for room, may be due now; a failure's
-      // retry needs its time scheduled (a round that finds nothing due looks it up).
-      if (entry.lookAgain || this.backlog) this.look();
-    });
+    this.inFlight.add(id);
+    void this.deliver(delivery).catch((error) => this.host.kernel.log.warn({ err: error, plugin: delivery.subscriber, event: delivery.name }, 'recording an event delivery failed'))
+      .finally(() => {
+        this.inFlight.delete(id);
+        for (const done of [...this.finished]) done();
+        // The next event of the entity (and whatever waited for room) may be due now.
+        this.wake();
+      });
   }
 
-  /** Delivers one event; answers whether it was delivered (a failure is recorded for its retry). */
-  private async deliver(delivery: LeasedDelivery): Promise<boolean> {
+  private async deliver(delivery: LeasedDelivery): Promise<void> {
     const event: DeliveredEvent = {
       id: delivery.eventId, name: delivery.name, publisher: delivery.publisher, companyId: delivery.companyId,
       entityType: delivery.entityType, entityId: delivery.entityId, occurredAt: delivery.occurredAt, attempt: delivery.attempt,
@@ -230,10 +201,10 @@ export class PluginEvents {
     const result = await this.call(delivery.subscriber, 'event', delivery.name, delivery.payload, info, false);
     // A process that is stopping leaves what it could not finish to its lease: another process
     // (or this one, started again) delivers it once the lease expires.
-    if (this.stopped && !result.ok) return false;
+    if (this.stopped && !result.ok) return;
     if (result.ok) {
       await this.outbox.delivered(delivery, this.owner);
-      return true;
+      return;
     }
     const reason = `${result.error?.code}: ${result.error?.message}`;
     const dead = delivery.attempt >= this.settings.maxAttempts;
@@ -243,7 +214,6 @@ export class PluginEvents {
     const what = dead ? `is a dead letter after ${delivery.attempt} attempts` : `failed (attempt ${delivery.attempt}; retried in ${retryMs} ms)`;
     if (plugin) appendPluginLog(plugin, dead ? 'error' : 'warn', `event ${delivery.name} ${delivery.eventId} ${what}: ${reason}`, { event: delivery.name, eventId: delivery.eventId });
     this.host.kernel.log.warn({ plugin: delivery.subscriber, event: delivery.name, eventId: delivery.eventId, attempt: delivery.attempt, dead, code: result.error?.code }, 'plugin event delivery failed');
-    return false;
   }
 
   /** One event call into the plugin; a plugin that cannot be reached answers like a failed call. */
