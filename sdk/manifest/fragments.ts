@@ -90,6 +90,27 @@ export const KERNEL_EVENT_NAMES: ReadonlyArray<KernelEventName> = KERNEL_EVENTS.
 /** `<pluginKey>.<name>`: a plugin's own event (the key's grammar, then dot-separated segments). */
 const pluginEventName = { type: 'string', pattern: '^[a-z][a-z0-9]*(-[a-z0-9]+)*(\\.[a-z][a-z0-9_]*)+$', maxLength: 128 } as const;
 
+/** A JSON value a filter compares a payload member with: filters compare scalars only. */
+const filterScalar = { anyOf: [{ type: 'string', maxLength: 200 }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] } as const;
+
+/**
+ * after_commit subscriptions only: the event is delivered to this subscriber only when every
+ * condition holds of its payload's top-level member of that name (the kernel evaluates it when
+ * the event is appended, so an event the handler would ignore costs no call). `in`: the member
+ * is one of the values; `nonEmpty: true`: the member is a non-empty array, object or string.
+ */
+const deliveryFilter = {
+  type: 'object', minProperties: 1, maxProperties: 4,
+  propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 64 },
+  additionalProperties: {
+    anyOf: [
+      { type: 'object', additionalProperties: false, required: ['in'], properties: { in: { type: 'array', minItems: 1, maxItems: 20, items: filterScalar } } },
+      { type: 'object', additionalProperties: false, required: ['nonEmpty'], properties: { nonEmpty: { const: true } } },
+    ],
+  },
+  description: 'after_commit only: deliver the event only when each named top-level payload member is one of `in`, or is non-empty (`nonEmpty: true`): an event the subscriber would ignore costs it no call.',
+} as const;
+
 export const eventsFragment = {
   type: 'array', maxItems: 50, description: 'Events the plugin receives: kernel events, or events other plugins publish (<pluginKey>.<name>).',
   items: {
@@ -98,6 +119,7 @@ export const eventsFragment = {
       event: { anyOf: [{ enum: KERNEL_EVENT_NAMES }, pluginEventName], description: 'Event name: a kernel event, or <pluginKey>.<name> of a plugin\'s published event.' },
       mode: { enum: ['after_commit', 'in_transaction'], description: 'after_commit: durable subscriber, at least once, in order per entity (events.subscribe); in_transaction: read-only validator that can veto a kernel change (events.hooks).' },
       awaited: { type: 'boolean', description: 'after_commit on a kernel event only: an API request whose own change emitted the event answers once this subscriber handled it (bounded by its call deadline), so what the plugin derives from the change is readable at once.' },
+      where: deliveryFilter,
     },
   },
 } as const;

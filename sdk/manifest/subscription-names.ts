@@ -25,6 +25,7 @@ export function subscriptionNameIssues(manifest: Pick<PluginManifest, 'key' | 'e
   const issues: SubscriptionIssue[] = [];
   for (const [index, subscription] of (manifest.events ?? []).entries()) {
     const name = subscription.event;
+    issues.push(...filterMemberIssues(subscription.where, schemaOf(manifest, name), `events.${index}.where`));
     if (KERNEL_NAMES.has(name)) continue;
     const publisher = name.split('.')[0]!;
     const path = `events.${index}.event`;
@@ -39,6 +40,23 @@ export function subscriptionNameIssues(manifest: Pick<PluginManifest, 'key' | 'e
     }
   }
   return issues;
+}
+
+/** The payload schema of an event the SDK or the manifest itself declares (a kernel event's payload is a TypeScript type: not known here). */
+function schemaOf(manifest: Pick<PluginManifest, 'publishedEvents'>, name: string): unknown {
+  return (manifest.publishedEvents ?? []).find((event) => event.name === name)?.schema ?? PLUGIN_EVENTS.find((event) => event.name === name)?.schema;
+}
+
+/**
+ * A filter on a member the payload cannot have would hold for no event, and the subscriber
+ * would wait for nothing in silence: where the payload's schema is known, each filtered member
+ * must be one of its properties.
+ */
+function filterMemberIssues(where: Record<string, unknown> | undefined, schema: unknown, path: string): SubscriptionIssue[] {
+  const properties = (schema as { properties?: Record<string, unknown> } | undefined)?.properties;
+  if (!where || !properties) return [];
+  return Object.keys(where).filter((member) => !Object.hasOwn(properties, member))
+    .map((member) => ({ path: `${path}.${member}`, message: `names no member of the event's payload (its members: ${Object.keys(properties).join(', ')})` }));
 }
 
 /** ` (events under the same first segment: a, b)`, to point at what was probably meant. */

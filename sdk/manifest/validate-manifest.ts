@@ -170,6 +170,12 @@ export function validateManifest(input: string | unknown, source = 'plugin.json'
     if (event.awaited && (event.mode !== 'after_commit' || !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event))) {
       issues.push({ path: `events.${index}.awaited`, message: 'only an after_commit subscription to a kernel event can be awaited' });
     }
+    if (event.where && (event.mode !== 'after_commit' || event.awaited)) {
+      issues.push({ path: `events.${index}.where`, message: 'only an after_commit subscription that is not awaited can filter its deliveries' });
+    }
+    if (event.mode === 'after_commit' && typed.events!.some((other, at) => at < index && other.event === event.event && other.mode === 'after_commit')) {
+      issues.push({ path: `events.${index}.event`, message: 'is subscribed after_commit twice' });
+    }
     if (event.mode === 'in_transaction' && !(KERNEL_EVENT_NAMES as readonly string[]).includes(event.event)) {
       issues.push({ path: `events.${index}.event`, message: 'in_transaction validators exist for kernel events only; subscribe to plugin events after_commit' });
     } else if (event.mode === 'in_transaction' && (event.event.startsWith('execution.') || event.event === 'proxy.finished')) {

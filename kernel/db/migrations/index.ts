@@ -51,6 +51,7 @@ const files = [
   '0050-bridge-function-sources.sql',
   '0052-subscribed-events-column.sql',
   '0053-ledger-keeps-no-run-outcome.sql',
+  '0054-subscription-filters.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

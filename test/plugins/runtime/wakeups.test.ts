@@ -155,6 +155,27 @@ describe('wakes from work', () => {
     const assignee = await waitFor(async () => (await t.sql.query("select run_id from plugin_runtime.wakeups where agent_id = $1 and source = 'automation'", [agent.id])).rows[0], 'the assignee wake');
     if (assignee.run_id) await cancel(assignee.run_id);
   });
+
+  it("hears no comment that wakes nobody: an agent's note on its own issue costs the runtime no call", async () => {
+    const agent = await hanging();
+    const issue = (await t.api.post(`/api/companies/${company.id}/issues`, { title: 'Mine to note on', assigneeAgentId: agent.id })).body;
+    const wakeup = await waitFor(async () => (await t.sql.query('select * from plugin_runtime.wakeups where agent_id = $1', [agent.id])).rows[0], 'the assignment wake');
+    await cancel(wakeup.run_id);
+    const own = await t.api.as(await createAgentKey(t.api, agent.id)).post(`/api/issues/${issue.id}/comments`, { body: 'Noted, nothing new.' });
+    expect(own.status, own.text).toBe(201);
+    const board = await t.api.post(`/api/issues/${issue.id}/comments`, { body: 'Any news?' });
+    expect(board.status, board.text).toBe(201);
+    await eventsSettled(t);
+    // The runtime subscribes with where { wakeAgentIds: { nonEmpty: true } } (plugins/runtime/plugin.json).
+    const deliveries = await t.sql.query(
+      `select o.payload ->> 'commentId' as comment, o.payload -> 'wakeAgentIds' as wake from keel_events.outbox o join keel_events.deliveries d on d.event_id = o.id
+        where o.name = 'work.issue.comment_added' and o.payload ->> 'issueId' = $1 and d.subscriber = 'runtime' order by o.seq`, [issue.id]);
+    expect(deliveries.rows).toEqual([{ comment: board.body.id, wake: [agent.id] }]);
+    const appended = await t.sql.query("select count(*)::int as n from keel_events.outbox where name = 'work.issue.comment_added' and payload ->> 'issueId' = $1", [issue.id]);
+    expect(appended.rows[0].n).toBe(2);
+    const woken = await waitFor(async () => (await t.sql.query("select run_id from plugin_runtime.wakeups where agent_id = $1 and reason = 'issue_comment_mentioned'", [agent.id])).rows[0], 'the board comment\'s wake');
+    if (woken.run_id) await cancel(woken.run_id);
+  });
 });
 
 describe('wakes from blockers and approvals', () => {
