@@ -31,22 +31,25 @@ export async function boundIssue(ctx: RuntimeContext, payload: Record<string, un
  * and the executor checks the agent and company once more before the process starts.
  */
 export async function assertWakeable(ctx: RuntimeContext, agent: AgentConfigView, projectId: string | null, issue: IssueFacts | null): Promise<void> {
-  const { blocks } = await ctx.services.call<{ blocks: BudgetBlock[] }>('costs', 'budget-blocks', { agentId: agent.agentId, projectId });
-  const blocked = (scopeType: BudgetBlock['scopeType'], scopeId: string | null) => {
+  // The costs plugin is asked only where a stop could be what blocks (a paused company or agent,
+  // a project): an active agent's wake without a project, every heartbeat, costs no call of it.
+  let blocks: BudgetBlock[] | null = null;
+  const blocked = async (scopeType: BudgetBlock['scopeType'], scopeId: string | null) => {
+    blocks ??= (await ctx.services.call<{ blocks: BudgetBlock[] }>('costs', 'budget-blocks', { agentId: agent.agentId, projectId })).blocks;
     if (!blocks.some((block) => block.scopeType === scopeType)) return;
     throw new PluginError(409, 'budget_blocked', `A budget hard stop of the ${scopeType} blocks new work until its budget is raised`, { scopeType, scopeId });
   };
   const companyId = ctx.invocation.companyId!;
   const company = await ctx.companies.get(companyId);
   if (company && company.status !== 'active') {
-    if (company.status === 'paused') blocked('company', companyId);
+    if (company.status === 'paused') await blocked('company', companyId);
     throw new PluginError(409, 'company_not_active', `The company is ${String(company.status)}: its agents cannot be woken`, { scopeType: 'company', scopeId: companyId, status: company.status });
   }
   if (NOT_INVOKABLE.has(agent.status)) {
-    if (agent.status === 'paused') blocked('agent', agent.agentId);
+    if (agent.status === 'paused') await blocked('agent', agent.agentId);
     throw new PluginError(409, 'agent_not_invokable', `The agent is ${agent.status}: it cannot be woken`, { scopeType: 'agent', scopeId: agent.agentId, status: agent.status });
   }
-  if (projectId) blocked('project', projectId);
+  if (projectId) await blocked('project', projectId);
   if (issue?.projectPaused) {
     throw new PluginError(409, 'project_paused', `The issue's project is paused (${issue.projectPauseReason}): it takes no new work`, { scopeType: 'project', scopeId: projectId, pauseReason: issue.projectPauseReason });
   }
