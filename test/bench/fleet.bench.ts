@@ -1,6 +1,6 @@
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
-import { AGENT_SCRIPT_NAME, buildFleet, resumeFleet } from './support/fleet-world.ts';
+import { AGENT_SCRIPT_NAME, agentKind, buildFleet, resumeFleet } from './support/fleet-world.ts';
 import { coalescedSince, heartbeatRuns, load1, meanOf, readCpu, runtimeJobTimes, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
 import { startKernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
@@ -30,7 +30,8 @@ const ms = (value: number) => (Number.isNaN(value) ? '-' : `${Math.round(value)}
  * The default is short (200 agents, 2 minutes: about 3.5 minutes with the setup); the issue's full run is
  *   KEEL_BENCH_FLEET_AGENTS=1000 KEEL_BENCH_FLEET_MINUTES=5 npm run bench -- fleet
  * (its setup alone takes 3-4 minutes on a loaded 2-core machine; KEEL_BENCH_FLEET_COMPANIES,
- * default 10, spreads the agents over companies). Agents are set up paused, so that the setup
+ * default 10, spreads the agents over companies; KEEL_BENCH_FLEET_AGENT=sh|node chooses the agent
+ * process, a shell script with curl where curl is installed, see fleet-world.ts). Agents are set up paused, so that the setup
  * starts no run, and resumed together when the measured minutes begin.
  */
 /** The runner's time limit for this run: the setup (about 0.3 s an agent on a loaded machine), the measured minutes, the settling and the stop. */
@@ -39,16 +40,17 @@ export const timeLimitSec = () => 240 + 0.3 * positive('KEEL_BENCH_FLEET_AGENTS'
 export async function run(): Promise<void> {
   const shape = { agents: positive('KEEL_BENCH_FLEET_AGENTS', 200), companies: positive('KEEL_BENCH_FLEET_COMPANIES', 10), intervalSec: INTERVAL_SEC };
   const minutes = positive('KEEL_BENCH_FLEET_MINUTES', 2);
+  const agent = agentKind();
   const kernel = await startKernelProcess();
   let scriptDir: string | null = null;
   let pool: pg.Pool | null = null;
   try {
     pool = new pg.Pool({ connectionString: await kernel.databaseUrl(), max: 1, application_name: 'fleet-bench' });
     const setupStarted = performance.now();
-    const fleet = await buildFleet(kernel, shape, (line) => console.log(line));
+    const fleet = await buildFleet(kernel, shape, agent, (line) => console.log(line));
     scriptDir = fleet.scriptDir;
     await resumeFleet(kernel, fleet);
-    console.log(`${shape.agents} agents in ${shape.companies} companies set up and resumed in ${((performance.now() - setupStarted) / 1000).toFixed(0)} s; measuring ${minutes} minute(s)`);
+    console.log(`${shape.agents} agents (${agent === 'sh' ? 'a shell script with curl' : 'a Node script'}) in ${shape.companies} companies set up and resumed in ${((performance.now() - setupStarted) / 1000).toFixed(0)} s; measuring ${minutes} minute(s)`);
 
     const begin = Date.now();
     const rows: Array<Record<string, string | number>> = [];
@@ -95,7 +97,7 @@ export async function run(): Promise<void> {
     const late = waits.filter((w) => w > GOAL_WAIT_MS).length;
     const succeeded = due.filter((r) => r.status === 'succeeded');
     const incomplete = succeeded.filter((r) => !r.commented || r.usageReports < 1).length;
-    printTable(`Fleet: ${shape.agents} agents in ${shape.companies} companies, a heartbeat every ${INTERVAL_SEC} s each (a real process: inbox, comment, usage), per minute`, rows);
+    printTable(`Fleet: ${shape.agents} agents in ${shape.companies} companies, a heartbeat every ${INTERVAL_SEC} s each (a real process, ${agent === 'sh' ? 'sh + curl' : 'node'}: inbox, comment, usage), per minute`, rows);
     printTable('Fleet: the heartbeats due in the measured minutes', [
       { measure: 'heartbeats due (one a minute per agent) / runs of them / succeeded', value: `${shape.agents * minutes} / ${due.length} / ${succeeded.length}` },
       { measure: 'due -> process start, p50 / p99 / max', value: `${ms(pct(waits, 50))} / ${ms(pct(waits, 99))} / ${ms(waits.length ? Math.max(...waits) : NaN)} ms` },
