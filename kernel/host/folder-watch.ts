@@ -1,12 +1,12 @@
 import { realpath } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
+import type { FolderChange, FolderChanges } from '../../sdk/capabilities/folders.ts';
 import type { Database } from '../db/database.ts';
 import { jobDeadlineOf } from './contributions/jobs.ts';
 import { appendPluginLog } from './contributions/plugin-log.ts';
 import type { ExtensionHost, LoadedPlugin } from './extension-host.ts';
 
-export interface FolderChange { path: string; kind: 'add' | 'change' | 'unlink' }
 
 /** Changes handed to the plugin in one job call; a larger burst is split into several calls. */
 const BATCH_LIMIT = 500;
@@ -141,7 +141,9 @@ export class FolderWatches {
     const job = plugin?.manifest.folders?.find((folder) => folder.key === folderKey)?.onChange?.job;
     if (!plugin?.process || !job) return;
     try {
-      const result = await this.host.invoke(pluginKey, 'job', job, { folderKey, changes }, {
+      // The payload the SDK declares for an onChange job (its handler is typed by it).
+      const payload: FolderChanges = { folderKey, changes };
+      const result = await this.host.invoke(pluginKey, 'job', job, payload, {
         companyId, actor: { type: 'system', id: 'folder-watch', agentId: null }, runId: null,
       }, { transactional: true, deadlineMs: jobDeadlineOf(plugin, job) });
       if (!result.ok) appendPluginLog(plugin, 'error', `folder change job ${job} failed: ${result.error?.code ?? 'plugin_error'}: ${result.error?.message ?? ''}`, { companyId });

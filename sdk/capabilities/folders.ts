@@ -2,6 +2,14 @@ import { defineCapability, method, present } from './define.ts';
 import { nothing, text } from './schemas.ts';
 
 export interface FolderEntry { name: string; kind: 'file' | 'directory'; size: number }
+/** One file changed on disk inside a watched mount, its path relative to the mount. */
+export interface FolderChange { path: string; kind: 'add' | 'change' | 'unlink' }
+/**
+ * The payload the host runs a folder's `onChange` job with (`folders[].onChange.job` in
+ * plugin.json): the mount's key and the files changed outside the plugin's own calls, batched
+ * (at most 500 a call). The job's handler receives it typed (plugin.gen.ts).
+ */
+export interface FolderChanges { folderKey: string; changes: FolderChange[] }
 /**
  * Text files in the folders an operator mounted for the invocation's company. Paths are
  * relative and `/`-separated; `..`, absolute paths, backslashes, percent escapes and links

@@ -1,5 +1,29 @@
 import { defineCapability, method, present } from './define.ts';
+import type { FolderChanges } from './folders.ts';
 import { anything, text } from './schemas.ts';
+
+/**
+ * One job of a plugin as the plugin.gen.ts that `keel plugin build` writes from plugin.json
+ * declares it: `payload` is what `ctx.jobs.enqueue(key, payload)` takes (the type of the job's
+ * `payloadSchema`, or null for a job without one); `onChange` is set for the job a folder's
+ * `onChange` names, which the host runs with the folder's changes.
+ */
+export interface JobDeclaration { payload: unknown; onChange?: FolderChanges }
+/** A plugin's jobs by key (the `Jobs` of its plugin.gen.ts). */
+export type JobDeclarations = Record<string, JobDeclaration>;
+/** The jobs of code typed without its manifest: any key, any payload. */
+export type UntypedJobs = Record<string, { payload: unknown }>;
+/**
+ * What the handler of a job receives: the payload it was enqueued with, the folder's changes for
+ * a folder's `onChange` job, or null for a scheduled run and an operator's trigger (any job can be
+ * triggered, whatever its payloadSchema).
+ */
+export type JobPayloadOf<Job extends JobDeclaration> = Job['payload'] | (Job extends { onChange: infer Changes } ? Changes : never) | null;
+
+/** The arguments after the key: a job without a payloadSchema takes no payload (null). */
+type EnqueueArguments<Payload> = null extends Payload
+  ? [payload?: Payload, options?: EnqueueOptions]
+  : [payload: Payload, options?: EnqueueOptions];
 
 /** Options of `ctx.jobs.enqueue`. */
 export interface EnqueueOptions {
@@ -19,9 +43,14 @@ export interface EnqueueOptions {
  * call's own transaction: it is queued when the call's writes commit (a crash after the commit
  * loses nothing) and not at all if they roll back. Only a mutating, transactional call may enqueue.
  */
-export interface JobsCapability {
-  /** Answers the job's id. At most 100 enqueues per call and 64 KiB of JSON payload each. */
-  enqueue(key: string, payload?: unknown, options?: EnqueueOptions): Promise<{ jobId: string; duplicate: boolean }>;
+export interface JobsCapability<Jobs extends JobDeclarations = UntypedJobs> {
+  /**
+   * Answers the job's id. At most 100 enqueues per call and 64 KiB of JSON payload each. In a
+   * plugin typed from its plugin.json (`Context` of its plugin.gen.ts), `key` is one of its jobs
+   * and `payload` has the type of that job's payloadSchema (which the kernel checks the payload
+   * against); a job without a payloadSchema takes none.
+   */
+  enqueue<Key extends keyof Jobs & string>(key: Key, ...rest: EnqueueArguments<Jobs[Key]['payload']>): Promise<{ jobId: string; duplicate: boolean }>;
   /** Cancels a queued or running job this plugin enqueued in the call's company; a running one stops at its next progress report. */
   cancel(jobId: string): Promise<{ cancelled: boolean; state: string }>;
 }

@@ -1,5 +1,6 @@
 import type { CapabilityId, PluginCapabilities } from '../capabilities/index.ts';
 import type { BlobHandle } from '../capabilities/blobs.ts';
+import type { JobDeclarations, JobsCapability, UntypedJobs } from '../capabilities/jobs.ts';
 /**
  * The `ctx` a plugin receives on every invocation. Each member is a capability: it exists
  * only when the manifest declares it and the operator granted it, and every call crosses the
@@ -58,7 +59,7 @@ export interface DeliveredEvent {
 export type { QueryResult, DatabaseCapability } from '../capabilities/database.ts';
 export type { ActivityCapability, ActivityEntry, ActivityFilter, ActivityReadCapability } from '../capabilities/activity.ts';
 export type { FetchResponse, HttpCapability, HttpProxyCapability, ProxyTargetVerdict } from '../capabilities/http.ts';
-export type { FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
+export type { FolderChange, FolderChanges, FolderEntry, FoldersCapability } from '../capabilities/folders.ts';
 export type {
   CompaniesCapability, CompaniesPauseCapability, AgentsReadCapability, AgentsPauseCapability, HoldAnswer, BudgetsCapability,
   IssueNumber, IssueNumberRange, IssueNumbersCapability, ApprovalsReadCapability, ApprovalFilter, ApprovalStatus, AgentConfigView,
@@ -68,7 +69,7 @@ export type { SecretsStoreCapability } from '../capabilities/secrets-store.ts';
 export type { ServicesCapability, StreamsCapability } from '../capabilities/services.ts';
 export type { ActorFacts, AgentFacts, HeldGrant, PrincipalsCapability } from '../capabilities/principals.ts';
 
-export type { EnqueueOptions, JobsCapability, ProgressCapability } from '../capabilities/jobs.ts';
+export type { EnqueueOptions, JobDeclaration, JobDeclarations, JobPayloadOf, JobsCapability, ProgressCapability, UntypedJobs } from '../capabilities/jobs.ts';
 export type { EventsCapability } from '../capabilities/events.ts';
 
 export type { BlobHandle, BlobsCapability } from '../capabilities/blobs.ts';
@@ -94,11 +95,18 @@ export interface BaseContext {
  * (a plugin.json declaring `database.namespace.write` gives `ctx.db` through the `Context` of
  * its `plugin.gen.ts`, which `keel plugin build` writes).
  * Without a list, every member is optional: the host builds only what was granted.
+ * `Jobs` are the plugin's jobs (the `Jobs` of its plugin.gen.ts): `ctx.jobs.enqueue` takes
+ * their keys and payloads; without them, any key and payload.
  */
-export type PluginContext<Granted extends CapabilityId | undefined = undefined> = BaseContext & (
-  [Granted] extends [CapabilityId] ? PluginCapabilities<Granted> : Partial<AllCapabilities>);
+export type PluginContext<Granted extends CapabilityId | undefined = undefined, Jobs extends JobDeclarations = UntypedJobs> = BaseContext & WithJobs<
+  [Granted] extends [CapabilityId] ? PluginCapabilities<Granted> : Partial<AllCapabilities>, Jobs>;
 
 type AllCapabilities = PluginCapabilities<CapabilityId>;
+
+/** `ctx.jobs` typed by the plugin's jobs, where it is present (or optional). */
+type WithJobs<Ctx, Jobs extends JobDeclarations> = Ctx extends { jobs?: JobsCapability }
+  ? { [Member in keyof Ctx]: Member extends 'jobs' ? JobsCapability<Jobs> : Ctx[Member] }
+  : Ctx;
 
 export interface RouteRequest {
   params: Record<string, string>;
@@ -120,7 +128,7 @@ export interface RouteRequest {
 export interface BlobDownload { blob: string; disposition?: 'attachment' | 'inline'; filename?: string }
 
 /** One call of a batched route, as a batch handler receives it: its request and its own ctx. */
-export interface BatchCall<Granted extends CapabilityId | undefined = undefined> { request: RouteRequest; ctx: PluginContext<Granted> }
+export interface BatchCall<Granted extends CapabilityId | undefined = undefined, Jobs extends JobDeclarations = UntypedJobs> { request: RouteRequest; ctx: PluginContext<Granted, Jobs> }
 
 export interface RouteResponse { status?: number; body?: unknown; headers?: Record<string, string> }
 export interface WebhookRequest { headers: Record<string, string>; body: string; verified: boolean }

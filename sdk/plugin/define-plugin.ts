@@ -1,8 +1,9 @@
 import type { CapabilityId } from '../capabilities/index.ts';
 import type { DeclaredEventName, DeclaredEventPayloads } from '../events/index.ts';
+import type { JobDeclarations, JobPayloadOf, UntypedJobs } from '../capabilities/jobs.ts';
 import type { BatchCall, PluginContext, RouteRequest, RouteResponse, WebhookRequest } from './context.ts';
 
-type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginContext<G>) => O | Promise<O>;
+type Handler<I, O, G extends CapabilityId | undefined, J extends JobDeclarations = UntypedJobs> = (input: I, ctx: PluginContext<G, J>) => O | Promise<O>;
 
 /**
  * Event subscribers (or in-transaction hooks) by event name. An event the SDK declares
@@ -11,17 +12,28 @@ type Handler<I, O, G extends CapabilityId | undefined> = (input: I, ctx: PluginC
  * and a handler expecting another payload does not compile. Other events' handlers receive a
  * JSON object.
  */
-export type EventHandlers<Events, G extends CapabilityId | undefined = undefined> = {
-  [Name in keyof Events]: Handler<Name extends DeclaredEventName ? DeclaredEventPayloads[Name] : Record<string, unknown>, void, G>;
+export type EventHandlers<Events, G extends CapabilityId | undefined = undefined, J extends JobDeclarations = UntypedJobs> = {
+  [Name in keyof Events]: Handler<Name extends DeclaredEventName ? DeclaredEventPayloads[Name] : Record<string, unknown>, void, G, J>;
 };
 
 /** A subscriber as the runtime holds it: its payload was checked against its event's declaration by definePlugin. */
-type HeldEventHandler<G extends CapabilityId | undefined> = Handler<never, void, G>;
+type HeldEventHandler<G extends CapabilityId | undefined, J extends JobDeclarations> = Handler<never, void, G, J>;
+
+/**
+ * Job handlers by key. Typed by a plugin's jobs (the `Jobs` of its plugin.gen.ts, from
+ * plugin.json), each handler's `payload` is what that job runs with (`JobPayloadOf`): the type
+ * of its payloadSchema when enqueued, the folder's changes for a folder's onChange job, and
+ * null for a scheduled run or an operator's trigger; a key plugin.json does not declare does
+ * not compile.
+ */
+export type JobHandlers<G extends CapabilityId | undefined = undefined, J extends JobDeclarations = UntypedJobs> = {
+  [Key in keyof J]?: (ctx: PluginContext<G, J>, payload: JobPayloadOf<J[Key]>) => unknown | Promise<unknown>;
+};
 
 /** A definition as a plugin writes it: its subscribers' payloads are checked by event name. */
-type DefinitionOf<G extends CapabilityId | undefined, Events, Hooks> = Omit<PluginDefinition<G>, 'events' | 'hooks'> & {
-  events?: EventHandlers<Events, G>;
-  hooks?: EventHandlers<Hooks, G>;
+type DefinitionOf<G extends CapabilityId | undefined, Events, Hooks, J extends JobDeclarations = UntypedJobs> = Omit<PluginDefinition<G, J>, 'events' | 'hooks'> & {
+  events?: EventHandlers<Events, G, J>;
+  hooks?: EventHandlers<Hooks, G, J>;
 };
 
 /**
@@ -31,9 +43,9 @@ type DefinitionOf<G extends CapabilityId | undefined, Events, Hooks> = Omit<Plug
  * members, typed and present, and the host refuses to run the code if plugin.json does not
  * declare one of them.
  */
-export interface PluginDefinition<G extends CapabilityId | undefined = undefined> {
+export interface PluginDefinition<G extends CapabilityId | undefined = undefined, J extends JobDeclarations = UntypedJobs> {
   capabilities?: readonly CapabilityId[];
-  routes?: Record<string, Handler<RouteRequest, RouteResponse | unknown, G>>;
+  routes?: Record<string, Handler<RouteRequest, RouteResponse | unknown, G, J>>;
   /**
    * Set-based handlers for batched routes (`batch` in the manifest): one call receives every
    * call of a group commit and answers each, in order, with a value (or `respond(...)`) or a
@@ -41,19 +53,22 @@ export interface PluginDefinition<G extends CapabilityId | undefined = undefined
    * error must have written nothing. If the handler throws, the batch is rolled back and each
    * call runs again through `routes[key]` on its own.
    */
-  batches?: Record<string, (calls: Array<BatchCall<G>>, ctx: PluginContext<G>) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
-  tools?: Record<string, Handler<unknown, unknown, G>>;
-  /** Job handlers; `payload` is what ctx.jobs.enqueue passed (null for a scheduled or manual run). */
-  jobs?: Record<string, (ctx: PluginContext<G>, payload: unknown) => unknown | Promise<unknown>>;
-  webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown, G>>;
+  batches?: Record<string, (calls: Array<BatchCall<G, J>>, ctx: PluginContext<G, J>) => Array<RouteResponse | unknown> | Promise<Array<RouteResponse | unknown>>>;
+  tools?: Record<string, Handler<unknown, unknown, G, J>>;
+  /**
+   * Job handlers; `payload` is what ctx.jobs.enqueue passed (null for a scheduled or manual run),
+   * or a folder's changes for its onChange job: typed per key from plugin.json (`JobHandlers`).
+   */
+  jobs?: JobHandlers<G, J>;
+  webhooks?: Record<string, Handler<WebhookRequest, RouteResponse | unknown, G, J>>;
   /** After-commit event subscribers (typed by `EventHandlers` where the plugin is defined). */
-  events?: Record<string, HeldEventHandler<G>>;
+  events?: Record<string, HeldEventHandler<G, J>>;
   /** In-transaction hooks: a throw rolls the kernel's change back. */
-  hooks?: Record<string, HeldEventHandler<G>>;
-  data?: Record<string, Handler<unknown, unknown, G>>;
-  actions?: Record<string, Handler<unknown, unknown, G>>;
-  services?: Record<string, Handler<unknown, unknown, G>>;
-  validateConfig?: (config: Record<string, unknown>, ctx: PluginContext<G>) => { ok: boolean; errors?: string[] } | Promise<{ ok: boolean; errors?: string[] }>;
+  hooks?: Record<string, HeldEventHandler<G, J>>;
+  data?: Record<string, Handler<unknown, unknown, G, J>>;
+  actions?: Record<string, Handler<unknown, unknown, G, J>>;
+  services?: Record<string, Handler<unknown, unknown, G, J>>;
+  validateConfig?: (config: Record<string, unknown>, ctx: PluginContext<G, J>) => { ok: boolean; errors?: string[] } | Promise<{ ok: boolean; errors?: string[] }>;
 }
 
 const REGISTERED = Symbol.for('keel.plugin.definition');
@@ -71,13 +86,14 @@ export function definePlugin<const Ids extends readonly CapabilityId[] = readonl
 }
 
 /**
- * `definePlugin` bound to a plugin's capabilities: what the module `keel plugin build` writes
- * from plugin.json (`src/plugin.gen.ts`) exports, so the handlers' `ctx` is typed from the
- * manifest and the bundle carries the list the code was typed against (the runtime refuses
- * every call when plugin.json no longer declares one of them).
+ * `definePlugin` bound to a plugin's capabilities and jobs: what the module `keel plugin build`
+ * writes from plugin.json (`src/plugin.gen.ts`) exports, so the handlers' `ctx` and the jobs'
+ * payloads are typed from the manifest (`definePluginWith<typeof capabilities, Jobs>(capabilities)`)
+ * and the bundle carries the list the code was typed against (the runtime refuses every call
+ * when plugin.json no longer declares one of them). The jobs are a type only.
  */
-export function definePluginWith<const Ids extends readonly CapabilityId[]>(capabilities: Ids) {
-  return <Events = {}, Hooks = {}>(definition: DefinitionOf<Ids[number], Events, Hooks>): PluginDefinition<Ids[number]> => {
+export function definePluginWith<const Ids extends readonly CapabilityId[], Jobs extends JobDeclarations = UntypedJobs>(capabilities: Ids) {
+  return <Events = {}, Hooks = {}>(definition: DefinitionOf<Ids[number], Events, Hooks, Jobs>): PluginDefinition<Ids[number], Jobs> => {
     const bound = { ...definition, capabilities };
     (globalThis as Record<symbol, unknown>)[REGISTERED] = bound;
     return bound;

@@ -4,7 +4,7 @@
  */
 import './runtime.ts';
 
-export { definePlugin, definePluginWith, type PluginDefinition, type EventHandlers } from './define-plugin.ts';
+export { definePlugin, definePluginWith, type PluginDefinition, type EventHandlers, type JobHandlers } from './define-plugin.ts';
 export { kernelEvents, workEvents, costsEvents, type EventDeclaration, type PayloadOf, type PayloadOfSchema, type EventActor, type EventPayload, type ManifestEventPayloads } from '../events/index.ts';
 export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';

@@ -30,8 +30,10 @@ export default definePlugin({
   jobs: {
     // Runs in the company of the request that enqueued it, with a 10-minute deadline. The whole
     // job is one transaction: a failed attempt rolls back and the retry starts from the beginning.
+    // payload is typed from plugin.json's payloadSchema; null when an operator triggers the job.
     import: async (ctx, payload) => {
-      const { importId } = payload as { importId: number };
+      if (payload === null) throw new PluginError(400, 'import_not_named', 'The import job runs as enqueued, with the import to run');
+      const { importId } = payload;
       const { rows } = await ctx.db.query<ImportRow>(
         'select id, name, lines, imported, status, job_id from imports where id = $1 and company_id = $2', [importId, ctx.invocation.companyId]);
       const row = rows[0];

@@ -34,8 +34,8 @@ export function withActivity<A, R>(handler: (input: A, ctx: RuntimeContext) => P
 }
 
 /** A job handler (ctx first) whose activity is written when it ends. */
-export function jobWithActivity(handler: (ctx: RuntimeContext, payload: unknown) => Promise<void>) {
-  return async (ctx: RuntimeContext, payload: unknown): Promise<void> => {
+export function jobWithActivity<Payload>(handler: (ctx: RuntimeContext, payload: Payload) => Promise<void>) {
+  return async (ctx: RuntimeContext, payload: Payload): Promise<void> => {
     await handler(ctx, payload);
     await flush(ctx);
   };

@@ -1,7 +1,18 @@
+import { PluginError } from '@keel/sdk/plugin';
 import type { Context as RuntimeContext } from './plugin.gen.ts';
 
 /** The `ctx` of this plugin's handlers, typed from plugin.json (plugin.gen.ts, written by `keel plugin build`). */
 export type { RuntimeContext };
+
+/**
+ * The payload of an enqueued job of this plugin (start-runs, heartbeat, routine), typed by its
+ * payloadSchema in plugin.json. These jobs only run on what they were enqueued with; an
+ * operator's trigger runs a job with no payload (null), which is refused rather than run on nothing.
+ */
+export function enqueuedPayload<Payload>(job: string, payload: Payload | null): Payload {
+  if (payload === null) throw new PluginError(400, 'job_payload_required', `The ${job} job runs only as enqueued, with its payload; a run without one (an operator's trigger) has nothing to do`);
+  return payload;
+}
 
 export type Row = Record<string, unknown>;
 

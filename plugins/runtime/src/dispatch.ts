@@ -1,6 +1,7 @@
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
-import { contributorOf, errorCode, OWN_ADAPTERS, runChannel, unavailableMessage, type Row, type RuntimeContext } from './context.ts';
+import { contributorOf, enqueuedPayload, errorCode, OWN_ADAPTERS, runChannel, unavailableMessage, type Row, type RuntimeContext } from './context.ts';
+import type { JobPayload } from './plugin.gen.ts';
 import { instructionsForRun } from './instructions.ts';
 import { skillsForRun } from './run-skills.ts';
 import { finishRun } from './run-end.ts';
@@ -153,7 +154,7 @@ export async function closeLedgerRun(ctx: RuntimeContext, runId: string, status:
 }
 
 /** The `start-runs` job: one per queued run, run by whichever process leases it. */
-export async function startRunsJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
-  const { agentId } = payload as { agentId: string };
+export async function startRunsJob(ctx: RuntimeContext, payload: JobPayload<'start-runs'>): Promise<void> {
+  const { agentId } = enqueuedPayload('start-runs', payload);
   await dispatch(ctx, agentId);
 }

@@ -1,4 +1,5 @@
-import { errorStatus, type RuntimeContext } from './context.ts';
+import { enqueuedPayload, errorStatus, type RuntimeContext } from './context.ts';
+import type { JobPayload } from './plugin.gen.ts';
 import { rearmLostRoutines } from './routines.ts';
 import { dispatch } from './dispatch.ts';
 import { nextSlotOf, slotDueMs } from './slots.ts';
@@ -66,8 +67,8 @@ export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<v
  * cannot start yet stays queued, as after a start-runs pass: the end of a run of the agent starts
  * it, or (its environment's leases taken) the start-runs job waitForLease queues.
  */
-export async function heartbeatJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
-  const { agentId, slot, intervalSec } = payload as { agentId: string; slot: number; intervalSec: number };
+export async function heartbeatJob(ctx: RuntimeContext, payload: JobPayload<'heartbeat'>): Promise<void> {
+  const { agentId, slot, intervalSec } = enqueuedPayload('heartbeat', payload);
   const { rows } = await ctx.db.query(
     `update heartbeat_timers set last_slot = $2, next_slot = greatest($2 + 1, $4), updated_at = clock_timestamp()
       where agent_id = $1 and interval_sec = $3 and last_slot < $2 returning next_slot`,

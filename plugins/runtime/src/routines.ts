@@ -1,6 +1,7 @@
 import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import { recordActivity } from './activity.ts';
-import { errorStatus, type RuntimeContext } from './context.ts';
+import { enqueuedPayload, errorStatus, type RuntimeContext } from './context.ts';
+import type { JobPayload } from './plugin.gen.ts';
 import { dispatch } from './dispatch.ts';
 import { nextSlotOf, slotDueMs } from './slots.ts';
 import { wake } from './wakeups.ts';
@@ -88,8 +89,8 @@ export async function patchRoutineRoute(req: RouteRequest, ctx: RuntimeContext) 
  * a refused wake (its agent paused, for instance by its plugin's disable) skips the slot. A run
  * the wake queued is started in this job, as a heartbeat's is (heartbeats.ts).
  */
-export async function routineJob(ctx: RuntimeContext, payload: unknown): Promise<void> {
-  const { routineId, slot, intervalSec } = payload as { routineId: string; slot: number; intervalSec: number };
+export async function routineJob(ctx: RuntimeContext, payload: JobPayload<'routine'>): Promise<void> {
+  const { routineId, slot, intervalSec } = enqueuedPayload('routine', payload);
   const { rows } = await ctx.db.query(
     `update routines set last_slot = $2, next_slot = greatest($2 + 1, $4), last_fired_at = clock_timestamp(), updated_at = clock_timestamp()
       where id = $1 and status = 'active' and interval_sec = $3 and last_slot < $2 returning *`,

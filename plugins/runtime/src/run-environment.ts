@@ -61,7 +61,7 @@ export async function leaseForRun(ctx: RuntimeContext, agent: AgentConfigView, r
  */
 export async function waitForLease(ctx: RuntimeContext, run: Row, environmentId: string): Promise<void> {
   const retryAt = Math.ceil((Date.now() + LEASE_RETRY_MS) / 1000) * 1000;
-  await ctx.jobs.enqueue('start-runs', { agentId: run.agent_id, runId: run.id }, {
+  await ctx.jobs.enqueue('start-runs', { agentId: String(run.agent_id), runId: String(run.id) }, {
     runAt: new Date(retryAt).toISOString(), singletonKey: `lease-wait-${String(run.id)}-${retryAt}`,
   });
   await ctx.db.query(`update runs set updated_at = clock_timestamp() where id = $1`, [run.id]);

@@ -4,8 +4,7 @@ import { recordOperation } from './operations.ts';
 import { indexPage, unindexPage } from './page-index.ts';
 import { pageOfRootPath, wikiDir } from './paths.ts';
 import { companyOf } from './scope.ts';
-
-interface FolderChanged { folderKey: string; changes: Array<{ path: string; kind: 'add' | 'change' | 'unlink' }> }
+import type { JobPayload } from './plugin.gen.ts';
 
 /**
  * Files changed on disk outside Keel (the host's folder watch): each page of a known space is
@@ -14,9 +13,10 @@ interface FolderChanged { folderKey: string; changes: Array<{ path: string; kind
  * read under the lock a tool's write holds until it commits, so a change heard while that write
  * is still indexing is read after it, never counted as a change from outside.
  */
-export async function onFolderChanged(ctx: WikiContext, payload: unknown): Promise<{ indexed: number; removed: number }> {
+export async function onFolderChanged(ctx: WikiContext, payload: JobPayload<'folder-changed'>): Promise<{ indexed: number; removed: number }> {
   const companyId = companyOf(ctx);
-  const { changes } = payload as FolderChanged;
+  // An operator's trigger runs the job with no payload: no change was heard.
+  const changes = payload?.changes ?? [];
   const { rows } = await ctx.db.query<{ slug: string }>(`select slug from spaces where company_id = $1 and status = 'active'`, [companyId]);
   const spaces = ['default', ...rows.map((row) => row.slug)];
   let indexed = 0; let removed = 0;
