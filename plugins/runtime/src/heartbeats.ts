@@ -41,7 +41,12 @@ export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<v
     await ctx.db.query('delete from heartbeat_timers where agent_id = $1', [agentId]);
     return;
   }
-  const { rows } = await ctx.db.query('select * from heartbeat_timers where agent_id = $1 for update', [agentId]);
+  // Read without a lock: the sweep runs this for every agent of a company in one transaction,
+  // and a lock on each live timer held to its end made every heartbeat of the company that fell
+  // due meanwhile wait for the whole sweep (test/bench/fleet.bench.ts). A live chain is left
+  // alone; re-arming one that just came alive is harmless (its slot's job is a singleton, and a
+  // slot fires once under the claim in heartbeatJob).
+  const { rows } = await ctx.db.query('select interval_sec, next_slot from heartbeat_timers where agent_id = $1', [agentId]);
   const timer = rows[0];
   const next = nextSlotOf(agentId, interval);
   const alive = timer && Number(timer.interval_sec) === interval && Number(timer.next_slot) * interval >= nowSec() - 2 * interval - 60;
