@@ -1,3 +1,4 @@
+import type { AgentConfigView } from '@keel/sdk/plugin';
 import { maxConcurrentRuns } from './admission.ts';
 import { httpRequest, processEnvironment, wakeOf } from './adapters.ts';
 import { contributorOf, enqueuedPayload, errorCode, OWN_ADAPTERS, runChannel, unavailableMessage, type Row, type RuntimeContext } from './context.ts';
@@ -20,10 +21,11 @@ const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
  * limit. Everything is checked again here, just before the start (the executor checks the
  * agent and company once more before the process starts).
  */
-export async function dispatch(ctx: RuntimeContext, agentId: string): Promise<void> {
+export async function dispatch(ctx: RuntimeContext, agentId: string, known?: AgentConfigView | null): Promise<void> {
   const companyId = ctx.invocation.companyId!;
   await lockAgentState(ctx, companyId, agentId);
-  const agent = await ctx.agents.getConfig(agentId);
+  // `known`: the configuration the caller read in this call (a heartbeat's slot); else read now.
+  const agent = known === undefined ? await ctx.agents.getConfig(agentId) : known;
   const { rows: running } = await ctx.db.query(`select count(*)::int as n from runs where agent_id = $1 and status = 'running'`, [agentId]);
   const { rows: queued } = await ctx.db.query(`select * from runs where agent_id = $1 and status = 'queued' order by created_at, id`, [agentId]);
   if (queued.length === 0) return;

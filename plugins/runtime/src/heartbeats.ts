@@ -1,4 +1,5 @@
-import { enqueuedPayload, errorStatus, type RuntimeContext } from './context.ts';
+import type { AgentConfigView } from '@keel/sdk/plugin';
+import { enqueuedPayload, errorStatus, type Row, type RuntimeContext } from './context.ts';
 import type { JobPayload } from './plugin.gen.ts';
 import { rearmLostRoutines } from './routines.ts';
 import { dispatch } from './dispatch.ts';
@@ -34,29 +35,38 @@ const RESTING = new Set(['terminated', 'paused', 'pending_approval']);
  * again from the next slot (agent.status_changed). A timer whose chain of jobs was lost (its
  * next slot long past) is armed again; a live chain is left alone.
  */
-export async function syncTimer(ctx: RuntimeContext, agentId: string): Promise<void> {
-  const agent = await ctx.agents.getConfig(agentId);
-  const interval = agent && !RESTING.has(String(agent.status)) ? heartbeatInterval(agent.runtimeConfig) : null;
+export async function syncTimer(ctx: RuntimeContext, agentId: string, known?: AgentConfigView | null): Promise<void> {
+  const agent = known === undefined ? await ctx.agents.getConfig(agentId) : known;
+  const interval = configuredInterval(agent);
   if (interval === null) {
     await ctx.db.query('delete from heartbeat_timers where agent_id = $1', [agentId]);
     return;
   }
-  // Read without a lock: the sweep runs this for every agent of a company in one transaction,
-  // and a lock on each live timer held to its end made every heartbeat of the company that fell
-  // due meanwhile wait for the whole sweep (test/bench/fleet.bench.ts). A live chain is left
-  // alone; re-arming one that just came alive is harmless (its slot's job is a singleton, and a
-  // slot fires once under the claim in heartbeatJob).
+  // Read without a lock: a lock held to the end of the sweep's transaction (which syncs many
+  // agents) made every heartbeat of the company that fell due meanwhile wait for the whole sweep.
+  // A live chain is left alone; re-arming one that just came alive is harmless (its slot's job is
+  // a singleton, and a slot fires once under the claim in heartbeatJob).
   const { rows } = await ctx.db.query('select interval_sec, next_slot from heartbeat_timers where agent_id = $1', [agentId]);
   const timer = rows[0];
+  if (timer && Number(timer.interval_sec) === interval && chainAlive(timer)) return;
   const next = nextSlotOf(agentId, interval);
-  const alive = timer && Number(timer.interval_sec) === interval && Number(timer.next_slot) * interval >= nowSec() - 2 * interval - 60;
-  if (alive) return;
   await ctx.db.query(
     `insert into heartbeat_timers (agent_id, company_id, interval_sec, last_slot, next_slot) values ($1, $2, $3, 0, $4)
      on conflict (agent_id) do update set interval_sec = excluded.interval_sec, next_slot = excluded.next_slot,
        last_slot = case when heartbeat_timers.interval_sec = excluded.interval_sec then heartbeat_timers.last_slot else 0 end, updated_at = clock_timestamp()`,
     [agentId, ctx.invocation.companyId, interval, next]);
   await enqueueSlot(ctx, agentId, interval, next);
+}
+
+/** The interval an agent's timer should run at: null while the heartbeat is off or the agent rests (or is gone). */
+function configuredInterval(agent: AgentConfigView | null): number | null {
+  return agent && !RESTING.has(String(agent.status)) ? heartbeatInterval(agent.runtimeConfig) : null;
+}
+
+/** Whether a timer's chain of jobs goes on: its next slot not long past (a lost chain's is). */
+function chainAlive(timer: Row): boolean {
+  const interval = Number(timer.interval_sec);
+  return Number(timer.next_slot) * interval >= nowSec() - 2 * interval - 60;
 }
 
 /**
@@ -79,26 +89,45 @@ export async function heartbeatJob(ctx: RuntimeContext, payload: JobPayload<'hea
       where agent_id = $1 and interval_sec = $3 and last_slot < $2 returning next_slot`,
     [agentId, slot, intervalSec, nextSlotOf(agentId, intervalSec)]);
   if (!rows[0]) return;
+  // The agent's configuration, read once for the slot, its wake and its start. A timer whose
+  // heartbeat was turned off or re-timed, or whose agent came to rest, without this plugin hearing
+  // of it (its events not delivered) is put in step here and this slot wakes nobody: so the
+  // minute's sweep need not read the configuration of agents whose chain is alive.
+  const agent = await ctx.agents.getConfig(agentId);
+  if (configuredInterval(agent) !== intervalSec) {
+    await syncTimer(ctx, agentId, agent);
+    return;
+  }
   await enqueueSlot(ctx, agentId, intervalSec, Number(rows[0].next_slot));
   let queued = false;
   try {
-    const woken = await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` }, { startInCall: true });
+    const woken = await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` }, { startInCall: true, agent: agent! });
     queued = woken.status === 'queued';
   } catch (error) {
     if (errorStatus(error) >= 500) throw error;
     ctx.log.info('heartbeat wake refused', { agentId, slot, code: (error as { code?: string }).code ?? null });
   }
   // Outside the try: a failed start rolls the whole slot back, and the job's retry fires it again.
-  if (queued) await dispatch(ctx, agentId);
+  if (queued) await dispatch(ctx, agentId, agent);
 }
 
 export async function onAgentConfigChanged(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {
   if (typeof payload.agentId === 'string') await syncTimer(ctx, payload.agentId);
 }
 
-/** Every minute, per company: timers of agents configured while events were not delivered, or whose chain was lost; and lost routine chains. */
+/**
+ * Every minute, per company: arms the timers of agents configured while events were not
+ * delivered, and those whose chain was lost; and lost routine chains. An agent whose chain is
+ * alive is left to its next slot, which checks its configuration (heartbeatJob): the sweep reads
+ * the configuration only of the others, not of every agent every minute.
+ */
 export async function heartbeatSweepJob(ctx: RuntimeContext): Promise<void> {
   const agents = await ctx.agents.list();
-  for (const agent of agents) await syncTimer(ctx, String(agent.id));
+  const { rows } = await ctx.db.query('select agent_id, interval_sec, next_slot from heartbeat_timers where company_id = $1', [ctx.invocation.companyId]);
+  const alive = new Set(rows.filter(chainAlive).map((timer) => String(timer.agent_id)));
+  for (const agent of agents) {
+    if (alive.has(String(agent.id)) && !RESTING.has(String(agent.status))) continue;
+    await syncTimer(ctx, String(agent.id));
+  }
   await rearmLostRoutines(ctx);
 }

@@ -1,4 +1,4 @@
-import { PluginError, respond, type RouteRequest } from '@keel/sdk/plugin';
+import { PluginError, respond, type AgentConfigView, type RouteRequest } from '@keel/sdk/plugin';
 import { agentConfig, assertWakeable, boundIssue } from './admission.ts';
 import { ACTIVE_RUN, runChannel, type Row, type RuntimeContext } from './context.ts';
 import { runJson, wakeupJson } from './json.ts';
@@ -14,8 +14,12 @@ export interface WakeInput {
   forceFreshSession?: boolean;
 }
 
-/** `startInCall`: the caller starts a queued run itself (dispatch) in this transaction, so no start-runs job is enqueued for it. */
-export interface WakeOptions { startInCall?: boolean }
+/**
+ * `startInCall`: the caller starts a queued run itself (dispatch) in this transaction, so no
+ * start-runs job is enqueued for it. `agent`: the agent's configuration, when the caller read it
+ * in this call already (a heartbeat's slot).
+ */
+export interface WakeOptions { startInCall?: boolean; agent?: AgentConfigView }
 
 export interface WakeAnswer { status: 'queued' | 'skipped' | 'coalesced'; wakeup: ReturnType<typeof wakeupJson>; run: ReturnType<typeof runJson> | null; replayed: boolean }
 
@@ -44,7 +48,7 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
   const payload = input.payload ?? {};
   const source = input.source ?? 'on_demand';
   const triggerDetail = input.triggerDetail ?? 'manual';
-  const agent = await agentConfig(ctx, agentId);
+  const agent = options.agent ?? await agentConfig(ctx, agentId);
   const issue = await boundIssue(ctx, payload);
   const issueId = issue?.issueId ?? null;
   const projectId = issue?.facts.projectId ?? null;

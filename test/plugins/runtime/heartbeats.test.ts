@@ -96,3 +96,25 @@ it("removes a paused agent's timer, so no job fires for it while it rests, and i
   const again = await waitFor(timer, 'the resumed agent\'s timer to be armed again');
   expect(Number(again.next_slot)).toBeGreaterThanOrEqual(Number(armed.next_slot));
 });
+
+it("puts a timer in step at its next slot when its heartbeat changed unheard, and the minute's sweep arms a chain that is gone", async () => {
+  const company = await createCompany(t.api, { name: 'Heartbeat Unheard Co' });
+  const agent = await processAgent(t.api, company.id, join(scripts, 'quick.cjs'), {}, { runtimeConfig: { heartbeat: { enabled: true, intervalSec: 1 } } });
+  const timer = async () => (await t.sql.query('select interval_sec from plugin_runtime.heartbeat_timers where agent_id = $1', [agent.id])).rows[0];
+  await waitFor(async () => ((await timerWakeups(agent.id)).length > 0 ? true : undefined), 'a timer wakeup');
+  // The heartbeat turned off behind the runtime's back: no agent.updated event reaches it.
+  await t.sql.query(`update agents set runtime_config = '{"heartbeat":{"enabled":false,"intervalSec":1}}'::jsonb where id = $1`, [agent.id]);
+  // The next slot reads the configuration, removes the timer and wakes nobody (the sweep would take up to a minute).
+  await waitFor(async () => ((await timer()) === undefined ? true : undefined), 'the timer to be removed at its next slot', 10_000);
+  const settled = (await timerWakeups(agent.id)).length;
+  await new Promise((resolve) => setTimeout(resolve, 2500));
+  expect((await timerWakeups(agent.id)).length).toBeLessThanOrEqual(settled + 1);
+
+  // Turned on again unheard: no chain exists, so no slot can notice; the sweep (triggered here, each minute on its own) arms it.
+  await t.sql.query(`update agents set runtime_config = '{"heartbeat":{"enabled":true,"intervalSec":2}}'::jsonb where id = $1`, [agent.id]);
+  const swept = await t.api.post('/api/plugins/runtime/jobs/heartbeat-sweep/trigger', {});
+  expect(swept.status, swept.text).toBe(202);
+  expect(await waitFor(timer, 'the sweep to arm the timer')).toEqual({ interval_sec: 2 });
+  const before = (await timerWakeups(agent.id)).length;
+  await waitFor(async () => ((await timerWakeups(agent.id)).length > before ? true : undefined), 'a wakeup of the re-armed timer', 15_000);
+});
