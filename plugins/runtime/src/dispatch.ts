@@ -21,7 +21,7 @@ const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
  * limit. Everything is checked again here, just before the start (the executor checks the
  * agent and company once more before the process starts).
  */
-export async function dispatch(ctx: RuntimeContext, agentId: string, known?: AgentConfigView | null): Promise<void> {
+export async function dispatch(ctx: RuntimeContext, agentId: string, known?: AgentConfigView | null, createdInCall?: string): Promise<void> {
   const companyId = ctx.invocation.companyId!;
   await lockAgentState(ctx, companyId, agentId);
   // `known`: the configuration the caller read in this call (a heartbeat's slot); else read now.
@@ -38,7 +38,7 @@ export async function dispatch(ctx: RuntimeContext, agentId: string, known?: Age
     if (free <= 0) break;
     if (await blockedNow(ctx, run)) continue;
     // A run waiting for its environment's lease takes no slot of the agent's.
-    if (await start(ctx, agent, run)) free -= 1;
+    if (await start(ctx, agent, run, run.id === createdInCall)) free -= 1;
   }
 }
 
@@ -55,7 +55,8 @@ async function blockedNow(ctx: RuntimeContext, run: Row): Promise<boolean> {
 }
 
 /** Answers false when the run stays queued, waiting for a lease of its environment. */
-async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<RuntimeContext['agents']['getConfig']>>>, run: Row): Promise<boolean> {
+/** `unseen`: the run was created in this call, so its stream has no listener yet (see wake) and its start is not announced there. */
+async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<RuntimeContext['agents']['getConfig']>>>, run: Row, unseen: boolean): Promise<boolean> {
   const runId = String(run.id);
   const { rows: wakeups } = await ctx.db.query('select * from wakeups where id = $1', [run.wakeup_id]);
   const wakeup = wakeups[0]!;
@@ -110,7 +111,7 @@ async function start(ctx: RuntimeContext, agent: NonNullable<Awaited<ReturnType<
     agentId: run.agent_id, executionId: execution.executionId, adapterType: agent.adapterType,
     ...(skills && (skills.materialised.length > 0 || skills.omitted.length > 0) ? { skills: { materialised: skills.materialised, omitted: skills.omitted } } : {}),
   } });
-  if (rows[0]) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
+  if (rows[0] && !unseen) await ctx.streams.publish(runChannel(runId), { event: 'status', status: 'running', executionId: execution.executionId });
   return true;
 }
 

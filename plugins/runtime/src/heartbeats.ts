@@ -100,15 +100,18 @@ export async function heartbeatJob(ctx: RuntimeContext, payload: JobPayload<'hea
   }
   await enqueueSlot(ctx, agentId, intervalSec, Number(rows[0].next_slot));
   let queued = false;
+  // The run this wake created: its start goes unannounced on its stream, where nobody can listen yet.
+  let created: string | undefined;
   try {
     const woken = await wake(ctx, agentId, { source: 'timer', triggerDetail: 'system', reason: 'heartbeat_timer', idempotencyKey: `timer-${intervalSec}-${slot}` }, { startInCall: true, agent: agent! });
     queued = woken.status === 'queued';
+    if (queued && !woken.replayed && woken.run) created = String(woken.run.id);
   } catch (error) {
     if (errorStatus(error) >= 500) throw error;
     ctx.log.info('heartbeat wake refused', { agentId, slot, code: (error as { code?: string }).code ?? null });
   }
   // Outside the try: a failed start rolls the whole slot back, and the job's retry fires it again.
-  if (queued) await dispatch(ctx, agentId, agent);
+  if (queued) await dispatch(ctx, agentId, agent, created);
 }
 
 export async function onAgentConfigChanged(payload: Record<string, unknown>, ctx: RuntimeContext): Promise<void> {

@@ -95,7 +95,9 @@ export async function wake(ctx: RuntimeContext, agentId: string, input: WakeInpu
   const { rows: updated } = await ctx.db.query('update wakeups set run_id = $2 where id = $1 returning *', [wakeup.id, run.id]);
   if (!options.startInCall) await ctx.jobs.enqueue('start-runs', { agentId, runId: String(run.id) }, { singletonKey: `start-${String(run.id)}` });
   recordActivity(ctx, { action: 'agent.wakeup_queued', entityType: 'agent', entityId: agentId, details: { wakeupId: wakeup.id, runId: run.id, source, triggerDetail, reason: input.reason ?? null, issueId } });
-  await ctx.streams.publish(runChannel(String(run.id)), { event: 'status', status: 'queued' });
+  // No `queued` on the run's stream: the run exists from this transaction's commit, and its stream
+  // answers 404 until then, so nobody can be listening yet; a listener's first event is the run as
+  // it is (runStreamRoute).
   return { status: 'queued', wakeup: wakeupJson(updated[0]!), run: runJson(run), replayed: false };
 }
 
