@@ -24,11 +24,12 @@ const NOT_STARTABLE = new Set(['terminated', 'pending_approval', 'paused']);
 export async function dispatch(ctx: RuntimeContext, agentId: string, known?: AgentConfigView | null, createdInCall?: string): Promise<void> {
   const companyId = ctx.invocation.companyId!;
   await lockAgentState(ctx, companyId, agentId);
+  const { rows: queued } = await ctx.db.query(`select * from runs where agent_id = $1 and status = 'queued' order by created_at, id`, [agentId]);
+  // Nothing queued (a run's end, most often): nothing to read about the agent.
+  if (queued.length === 0) return;
   // `known`: the configuration the caller read in this call (a heartbeat's slot); else read now.
   const agent = known === undefined ? await ctx.agents.getConfig(agentId) : known;
   const { rows: running } = await ctx.db.query(`select count(*)::int as n from runs where agent_id = $1 and status = 'running'`, [agentId]);
-  const { rows: queued } = await ctx.db.query(`select * from runs where agent_id = $1 and status = 'queued' order by created_at, id`, [agentId]);
-  if (queued.length === 0) return;
   if (!agent || NOT_STARTABLE.has(agent.status)) {
     for (const run of queued) await cancelQueued(ctx, run, agent ? `agent_${agent.status}` : 'agent_not_found');
     return;

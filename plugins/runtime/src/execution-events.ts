@@ -121,7 +121,8 @@ async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: 
     if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }], null, source);
     if (typeof response.sessionId === 'string') await keepSession(ctx, run, response.sessionId);
   }
-  const current = (await runOf(ctx, event.runId))!;
+  // Metering and the session write the run's row: read it again after them (the locks are held already).
+  const current = response ? (await runOf(ctx, event.runId))! : run;
   await finishRun(ctx, current, {
     status: RUN_STATUS[event.status] ?? 'failed', exitCode: event.exitCode, signal: event.signal, httpStatus: event.httpStatus,
     errorCode: event.errorCode, logBytes: event.logBytes, logSha256: event.logSha256 ?? null,
