@@ -52,11 +52,11 @@ async function runOf(ctx: RuntimeContext, runId: string): Promise<Row | undefine
  */
 export async function onExecutionOutput(event: ExecutionOutputEvent, ctx: RuntimeContext): Promise<void> {
   if (!(await firstDelivery(ctx))) return;
-  await applyOutputs(ctx, event, ctx.invocation.event?.occurredAt ?? null);
+  await applyOutputs(ctx, event, ctx.invocation.event?.occurredAt ?? null, 'adapter', true);
 }
 
 /** `recordedAt`: when the executor recorded the outputs (their event's time); usage after the run's stop is metered only if in flight (after-stop.ts). */
-async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt: string | null, source: UsageSource = 'adapter'): Promise<void> {
+async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt: string | null, source: UsageSource = 'adapter', firstHandling = false): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run || !Array.isArray(event.outputs)) return;
   const lines = event.outputs.filter((output) => isObject(output.data)).map((output) => ({
@@ -70,7 +70,7 @@ async function applyOutputs(ctx: RuntimeContext, event: OutputEvent, recordedAt:
   if (usage.length > 0) {
     const metering = meteringOf(run, recordedAt);
     if (metering.kind === 'after_stop') await countUnmetered(ctx, run, usage.length);
-    else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null, source);
+    else await meterUsage(ctx, run, usage.map(({ output, line }) => ({ data: line, sourceKey: `usage-${event.executionId}-${output.seq}` })), metering.kind === 'in_flight' ? metering.recordedAt : null, source, firstHandling);
   }
   for (const { output, line } of lines) {
     if (line.type === 'service.transcript' && Array.isArray(line.entries)) await keepTranscript(ctx, run, output.seq, line.entries.slice(0, 100));
@@ -109,16 +109,16 @@ export async function onExecutionFinished(event: ExecutionFinishedEvent, ctx: Ru
   // A workspace process has no run (nor agent): nothing of the runtime's to end.
   const { runId, agentId } = event;
   if (runId === null || agentId === null) return;
-  await applyFinished(ctx, { ...event, runId, agentId });
+  await applyFinished(ctx, { ...event, runId, agentId }, 'adapter', false, true);
 }
 
 /** `reported`: the end came from a contributed adapter's plugin (adapter-report), not from the executor's own event. */
-async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter', reported = false): Promise<void> {
+async function applyFinished(ctx: RuntimeContext, event: FinishedEvent, source: UsageSource = 'adapter', reported = false, firstHandling = false): Promise<void> {
   const run = await runOf(ctx, event.runId);
   if (!run) return;
   const response = isObject(event.response) ? event.response : null;
   if (response) {
-    if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }], null, source);
+    if (isObject(response.usage)) await meterUsage(ctx, run, [{ data: response.usage, sourceKey: `usage-${event.executionId}-response` }], null, source, firstHandling);
     if (typeof response.sessionId === 'string') await keepSession(ctx, run, response.sessionId);
   }
   // Metering and the session write the run's row: read it again after them (the locks are held already).

@@ -50,8 +50,10 @@ export interface UsageClaim { data: Record<string, unknown>; sourceKey: string }
  * call for the batch). When a hard stop now blocks the run's company, agent or project, the run
  * is ended at once (its process killed) rather than when the holds' events arrive. Each claim's
  * `sourceKey` makes a redelivered report count once. Malformed claims are counted as rejected.
+ * `firstHandling`: the batch comes with an event this plugin handles for the first time, so none
+ * of its reports is in the run's totals yet, whatever the costs plugin recorded before.
  */
-export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[], inFlightAt: string | null = null, source: UsageSource = 'adapter'): Promise<void> {
+export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageClaim[], inFlightAt: string | null = null, source: UsageSource = 'adapter', firstHandling = false): Promise<void> {
   const parsed = claims.map((claim) => ({ claim, report: parseUsage(claim.data) }));
   const valid = parsed.filter((item): item is { claim: UsageClaim; report: UsageReport } => item.report !== null);
   const totals = { ...emptyTotals(), ...((run.usage_json ?? {}) as Record<string, number>) };
@@ -68,7 +70,11 @@ export async function meterUsage(ctx: RuntimeContext, run: Row, claims: UsageCla
   }
   const added = emptyTotals();
   valid.forEach(({ report }, index) => {
-    if (recorded.results[index]?.duplicate) return;
+    // A report the costs plugin had recorded already is counted again only where this batch was
+    // never counted: its event's first handling here (handled-events.ts). Then the cost event is
+    // what an earlier attempt left, committed by the costs plugin while this plugin's transaction
+    // rolled back (a deadline under load), and the run's totals must still count it once.
+    if (recorded.results[index]?.duplicate && !firstHandling) return;
     added.reports += 1;
     added.inputTokens += report.inputTokens;
     added.cachedInputTokens += report.cachedInputTokens;

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { eventsSettled } from '../../support/events.ts';
 import type { TestKernel } from '../../support/harness.ts';
 import { processAgent, runWhen, startRuntimeWorld, waitFor, wakeOk } from './helpers.ts';
 
@@ -30,7 +31,11 @@ it('usage a cancelled run reports in its grace period is not metered; usage in f
   const cancelled = await t.api.post(`/api/heartbeat-runs/${queued.id}/cancel`, {});
   expect(cancelled.status, cancelled.text).toBe(200);
   // The process's end (SIGKILL after the grace period) is recorded after every output before it.
-  const run = await runWhen(t, queued.id, (ended) => ended.status === 'cancelled' && ended.signal !== null);
+  await runWhen(t, queued.id, (ended) => ended.status === 'cancelled' && ended.signal !== null);
+  // The run's accounting once every delivery of its output has been handled: under load the
+  // last batch's count can land after the end is recorded.
+  await eventsSettled(t);
+  const run = (await t.api.get(`/api/heartbeat-runs/${queued.id}`)).body;
   const stoppedAt = new Date(run.finishedAt).getTime();
 
   const log = await t.api.get(`/api/heartbeat-runs/${run.id}/log`);
