@@ -36,27 +36,39 @@ create or replace function keel_private.subscriber_takes(filters jsonb, event_na
 $$;
 revoke all on function keel_private.subscriber_takes(jsonb, text, jsonb) from public;
 
+-- Delivers an appended event to its subscribers (or to the one named by sole_subscriber): the
+-- enabled plugins granted events.subscribe that subscribe to it after commit and whose filters
+-- hold. One fan-out for both append functions below, so they cannot drift apart.
+create or replace function keel_private.fan_out_event(event_row keel_events.outbox, sole_subscriber text)
+  returns void language plpgsql set search_path = public, pg_temp as $$
+declare
+  fanned integer;
+begin
+  insert into keel_events.deliveries (subscriber, event_seq, event_id, entity_type, entity_id, publisher)
+  select p.key, event_row.seq, event_row.id, event_row.entity_type, event_row.entity_id, event_row.publisher
+    from plugins p
+   where (sole_subscriber is null or p.key = sole_subscriber)
+     and p.status = 'enabled' and 'events.subscribe' = any (p.granted_capabilities)
+     and p.subscribed_events @> jsonb_build_array(event_row.name)
+     and keel_private.subscriber_takes(p.subscription_filters, event_row.name, event_row.payload);
+  get diagnostics fanned = row_count;
+  if fanned > 0 then
+    perform pg_notify('keel_events', '');
+  end if;
+end $$;
+revoke all on function keel_private.fan_out_event(keel_events.outbox, text) from public;
+
 -- As in migration 0052, with each subscriber's filter applied.
 create or replace function keel_private.append_event(event_name text, publisher text, company uuid, entity_type text, entity_id text, payload jsonb, invocation_id text, event_id uuid)
   returns uuid language plpgsql security definer set search_path = public, pg_temp as $$
 declare
   event_row keel_events.outbox;
-  fanned integer;
 begin
   perform pg_advisory_xact_lock(727014, hashtext(publisher || ':' || entity_type || ':' || entity_id));
   insert into keel_events.outbox (id, name, publisher, company_id, entity_type, entity_id, payload, invocation_id)
   values (event_id, event_name, publisher, company, entity_type, entity_id, payload, invocation_id)
   returning * into event_row;
-  insert into keel_events.deliveries (subscriber, event_seq, event_id, entity_type, entity_id, publisher)
-  select p.key, event_row.seq, event_row.id, entity_type, entity_id, publisher
-    from plugins p
-   where p.status = 'enabled' and 'events.subscribe' = any (p.granted_capabilities)
-     and p.subscribed_events @> jsonb_build_array(event_name)
-     and keel_private.subscriber_takes(p.subscription_filters, event_name, payload);
-  get diagnostics fanned = row_count;
-  if fanned > 0 then
-    perform pg_notify('keel_events', '');
-  end if;
+  perform keel_private.fan_out_event(event_row, null);
   return event_row.id;
 end $$;
 
@@ -64,21 +76,11 @@ create or replace function keel_private.append_event_to(event_name text, company
   returns uuid language plpgsql security definer set search_path = public, pg_temp as $$
 declare
   event_row keel_events.outbox;
-  fanned integer;
 begin
   perform pg_advisory_xact_lock(727014, hashtext('kernel:' || entity_type || ':' || entity_id));
   insert into keel_events.outbox (name, publisher, company_id, entity_type, entity_id, payload)
   values (event_name, 'kernel', company, entity_type, entity_id, payload)
   returning * into event_row;
-  insert into keel_events.deliveries (subscriber, event_seq, event_id, entity_type, entity_id, publisher)
-  select p.key, event_row.seq, event_row.id, entity_type, entity_id, 'kernel'
-    from plugins p
-   where p.key = subscriber and p.status = 'enabled' and 'events.subscribe' = any (p.granted_capabilities)
-     and p.subscribed_events @> jsonb_build_array(event_name)
-     and keel_private.subscriber_takes(p.subscription_filters, event_name, payload);
-  get diagnostics fanned = row_count;
-  if fanned > 0 then
-    perform pg_notify('keel_events', '');
-  end if;
+  perform keel_private.fan_out_event(event_row, subscriber);
   return event_row.id;
 end $$;
