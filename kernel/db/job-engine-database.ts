@@ -1,5 +1,6 @@
 import Db from 'pg-boss/dist/db.js';
 import type { ListenHandle } from 'pg-boss/dist/types.js';
+import type pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig } from './connections.ts';
 import { NotificationListener } from './notification-listener.ts';
@@ -12,6 +13,8 @@ import { NotificationListener } from './notification-listener.ts';
  * after a failover would keep knocking on the old primary; polling would carry the engine, but
  * a queued job would wait out its poll.
  */
+const MAX_NAMED_STATEMENTS = 100;
+
 export class JobEngineDatabase extends Db {
   private readonly url: string;
   private readonly log: Logger;
@@ -20,6 +23,28 @@ export class JobEngineDatabase extends Db {
     super(connectionConfig(url, { max: options.max, application_name: options.applicationName }));
     this.url = url;
     this.log = options.log;
+  }
+
+  /** Names given to the engine's parameterized statements, by text (at most MAX_NAMED_STATEMENTS). */
+  private readonly statementNames = new Map<string, string>();
+
+  /**
+   * The engine's statements with parameters (its fetch, send and complete, run for every job)
+   * are prepared once per connection: planning its fetch cost several times its execution in a
+   * busy fleet (test/bench/fleet.bench.ts). Its texts are few and fixed (values travel apart);
+   * past the bound, a text runs unnamed, as the engine sends it. Texts without values may hold
+   * several statements and always run as they are.
+   */
+  override async executeSql(text: string, values?: unknown[]): Promise<pg.QueryResult> {
+    // Before open() (or after close()) the engine's own method answers, with its own refusal.
+    if (!values?.length || !this.opened) return super.executeSql(text, values);
+    let name = this.statementNames.get(text);
+    if (!name && this.statementNames.size < MAX_NAMED_STATEMENTS) {
+      name = `keel_jobs_${this.statementNames.size}`;
+      this.statementNames.set(text, name);
+    }
+    if (!name) return super.executeSql(text, values);
+    return (this as unknown as { pool: pg.Pool }).pool.query({ name, text, values });
   }
 
   override async listen(channel: string, onNotification: (payload: string) => void, onReconnect: () => void): Promise<ListenHandle> {

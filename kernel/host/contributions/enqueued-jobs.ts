@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Job, PgBoss } from 'pg-boss';
 import type { JobManifest } from '../../../sdk/plugin/manifest.ts';
-import type { Row } from '../../db/database.ts';
+import { prepared, type Row } from '../../db/database.ts';
 import { KeelError, validationFailed } from '../../http/errors.ts';
 import type { ExtensionHost, LoadedPlugin } from '../extension-host.ts';
 import { describeIssues, pluginBodyAjv, schemaIssues } from '../../../sdk/manifest/plugin-schema-ajv.ts';
@@ -28,6 +28,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** A checked job, as the kernel signs it for the call's transaction to stage (keel_bridge.stage_job). */
 interface JobTicket { id: string; plugin: string; invocationId: string; data: EnqueuedData; runAt: string | null; singletonKey: string; retryLimit: number; deadlineMs: number }
+/** Statements of every enqueue and every run, planned once per connection (database.ts). */
+const QUEUED_UNDER_KEY = prepared('job_queued_under_key',
+  `select id from ${JOB_ENGINE_SCHEMA}.job where name = $1 and singleton_key = $2 and state in ('created', 'retry', 'active') limit 1`);
+const QUEUED_IN_COMPANY = prepared('job_queued_in_company',
+  `select count(*)::int as n from ${JOB_ENGINE_SCHEMA}.job where name = $1 and state in ('created', 'retry') and data->>'companyId' is not distinct from $2`);
+const JOB_STATE = prepared('job_state', `select id, state, data from ${JOB_ENGINE_SCHEMA}.job where name = $1 and id = $2`);
+
 /** How often staged jobs are looked for that no call moved to the engine (their process died after the commit). */
 const SWEEP_MS = 2000;
 
@@ -172,12 +179,10 @@ export class EnqueuedJobs {
     if (scopedKey !== null) {
       const same = mine.find((p) => p.singletonKey === scopedKey);
       if (same) return { jobId: same.id, duplicate: true };
-      const existing = await this.host.kernel.db.maybeOne<{ id: string }>(
-        `select id from ${JOB_ENGINE_SCHEMA}.job where name = ? and singleton_key = ? and state in ('created', 'retry', 'active') limit 1`, [queue, scopedKey]);
+      const existing = await this.host.kernel.db.maybeOne<{ id: string }>(QUEUED_UNDER_KEY, [queue, scopedKey]);
       if (existing) return { jobId: existing.id, duplicate: true };
     }
-    const queued = await this.host.kernel.db.maybeOne<{ n: number }>(
-      `select count(*)::int as n from ${JOB_ENGINE_SCHEMA}.job where name = ? and state in ('created', 'retry') and data->>'companyId' is not distinct from ?`, [queue, companyId]);
+    const queued = await this.host.kernel.db.maybeOne<{ n: number }>(QUEUED_IN_COMPANY, [queue, companyId]);
     if ((queued?.n ?? 0) + mine.length >= ENQUEUE_LIMITS.queuedPerCompany) {
       throw new KeelError(429, 'job_queue_full', `${plugin.key} has ${ENQUEUE_LIMITS.queuedPerCompany} jobs queued${companyId ? ' in this company' : ''}; wait for them to run`);
     }
@@ -336,7 +341,7 @@ export class EnqueuedJobs {
   // ---- operators -------------------------------------------------------------------------
 
   private find(pluginKey: string, jobId: string): Promise<Row | undefined> {
-    return this.host.kernel.db.maybeOne(`select id, state, data from ${JOB_ENGINE_SCHEMA}.job where name = ? and id = ?`, [enqueuedQueueOf(pluginKey), jobId]);
+    return this.host.kernel.db.maybeOne(JOB_STATE, [enqueuedQueueOf(pluginKey), jobId]);
   }
 
   /** Newest first, with the latest run (and its progress) of each. */

@@ -1,5 +1,52 @@
 import type { Database, Row } from '../../db/database.ts';
-import { iso } from '../../db/database.ts';
+import { iso, prepared } from '../../db/database.ts';
+
+/** The statements of every delivery round, planned once per connection (database.ts). */
+const CLAIM = prepared('event_claim', `
+  with due as (
+    select d.subscriber, d.event_seq from keel_events.deliveries d
+     where d.subscriber in (select jsonb_array_elements_text($1::jsonb))
+       and ((d.state = 'pending' and d.available_at <= now()) or (d.state = 'leased' and d.lease_until <= now()))
+       and not exists (select 1 from keel_events.deliveries e
+                        where e.subscriber = d.subscriber and e.publisher = d.publisher
+                          and e.entity_type = d.entity_type and e.entity_id = d.entity_id
+                          and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead'))
+     order by d.event_seq
+     limit $2
+     for update of d skip locked)
+  update keel_events.deliveries d
+     set state = 'leased', lease_until = now() + make_interval(secs => $3::double precision / 1000), leased_by = $4, attempts = d.attempts + 1
+    from due, keel_events.outbox o
+   where d.subscriber = due.subscriber and d.event_seq = due.event_seq and o.seq = d.event_seq
+  returning d.subscriber, d.event_seq::text as event_seq, d.attempts, o.id as event_id, o.name, o.publisher, o.company_id,
+            o.entity_type, o.entity_id, o.payload, o.created_at`);
+
+const DELIVERED = prepared('event_delivered', `
+  update keel_events.deliveries set state = 'delivered', lease_until = null, finished_at = now(), last_error = null
+   where subscriber = $1 and event_seq = $2::bigint and state = 'leased' and leased_by = $3 and attempts = $4`);
+
+const FAILED = prepared('event_failed', `
+  update keel_events.deliveries
+     set state = $1, lease_until = null, last_error = $2, available_at = now() + make_interval(secs => $3::double precision / 1000),
+         finished_at = case when $4::boolean then now() end
+   where subscriber = $5 and event_seq = $6::bigint and state = 'leased' and leased_by = $7 and attempts = $8`);
+
+const UNSETTLED = prepared('event_unsettled', `
+  select count(*)::int as n from keel_events.deliveries d
+   where d.subscriber in (select jsonb_array_elements_text($1::jsonb))
+     and d.event_seq = (select o.seq from keel_events.outbox o where o.id = $2::uuid)
+     and (d.state = 'leased' or (d.state = 'pending' and d.attempts = 0))`);
+
+// A pending delivery behind an open one of its queue is not due at its own time (nextDueAt).
+const NEXT_DUE = prepared('event_next_due', `
+  select min(case when d.state = 'pending' then d.available_at else d.lease_until end) as at
+    from keel_events.deliveries d
+   where d.subscriber in (select jsonb_array_elements_text($1::jsonb)) and d.state in ('pending', 'leased')
+     and (d.state = 'leased'
+          or not exists (select 1 from keel_events.deliveries e
+                          where e.subscriber = d.subscriber and e.publisher = d.publisher
+                            and e.entity_type = d.entity_type and e.entity_id = d.entity_id
+                            and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead')))`);
 
 /** One leased delivery: an event of the outbox on its way to one subscriber. */
 export interface LeasedDelivery {
@@ -42,46 +89,17 @@ export class EventOutbox {
 
   async claim(subscribers: readonly string[], limit: number, leaseMs: number, owner: string): Promise<LeasedDelivery[]> {
     if (subscribers.length === 0) return [];
-    const rows = await this.db.query(
-      `with due as (
-         select d.subscriber, d.event_seq from keel_events.deliveries d
-          where d.subscriber in (select jsonb_array_elements_text(?::jsonb))
-            and ((d.state = 'pending' and d.available_at <= now()) or (d.state = 'leased' and d.lease_until <= now()))
-            and not exists (select 1 from keel_events.deliveries e
-                             where e.subscriber = d.subscriber and e.publisher = d.publisher
-                               and e.entity_type = d.entity_type and e.entity_id = d.entity_id
-                               and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead'))
-          order by d.event_seq
-          limit ?
-          for update of d skip locked)
-       update keel_events.deliveries d
-          set state = 'leased', lease_until = now() + make_interval(secs => ?::double precision / 1000), leased_by = ?, attempts = d.attempts + 1
-         from due, keel_events.outbox o
-        where d.subscriber = due.subscriber and d.event_seq = due.event_seq and o.seq = d.event_seq
-       returning d.subscriber, d.event_seq::text as event_seq, d.attempts, o.id as event_id, o.name, o.publisher, o.company_id,
-                 o.entity_type, o.entity_id, o.payload, o.created_at`,
-      [JSON.stringify(subscribers), limit, leaseMs, owner],
-    );
+    const rows = await this.db.query(CLAIM, [JSON.stringify(subscribers), limit, leaseMs, owner]);
     return rows.map(toLeased).sort((a, b) => Number(BigInt(a.eventSeq) - BigInt(b.eventSeq)));
   }
 
   async delivered(delivery: LeasedDelivery, owner: string): Promise<void> {
-    await this.db.query(
-      `update keel_events.deliveries set state = 'delivered', lease_until = null, finished_at = now(), last_error = null
-        where subscriber = ? and event_seq = ?::bigint and state = 'leased' and leased_by = ? and attempts = ?`,
-      [delivery.subscriber, delivery.eventSeq, owner, delivery.attempt],
-    );
+    await this.db.exec(DELIVERED, [delivery.subscriber, delivery.eventSeq, owner, delivery.attempt]);
   }
 
   /** A failed attempt: retried after `retryMs`, or a dead letter once `dead` says so. */
   async failed(delivery: LeasedDelivery, owner: string, error: string, retryMs: number, dead: boolean): Promise<void> {
-    await this.db.query(
-      `update keel_events.deliveries
-          set state = ?, lease_until = null, last_error = ?, available_at = now() + make_interval(secs => ?::double precision / 1000),
-              finished_at = case when ? then now() end
-        where subscriber = ? and event_seq = ?::bigint and state = 'leased' and leased_by = ? and attempts = ?`,
-      [dead ? 'dead' : 'pending', error.slice(0, 2000), retryMs, dead, delivery.subscriber, delivery.eventSeq, owner, delivery.attempt],
-    );
+    await this.db.exec(FAILED, [dead ? 'dead' : 'pending', error.slice(0, 2000), retryMs, dead, delivery.subscriber, delivery.eventSeq, owner, delivery.attempt]);
   }
 
   /**
@@ -89,13 +107,7 @@ export class EventOutbox {
    * never tried, or leased. A failed attempt (pending again, to be retried later) no longer counts.
    */
   async unsettled(eventId: string, subscribers: readonly string[]): Promise<number> {
-    const row = await this.db.maybeOne<{ n: number }>(
-      `select count(*)::int as n from keel_events.deliveries d
-        where d.subscriber in (select jsonb_array_elements_text(?::jsonb))
-          and d.event_seq = (select o.seq from keel_events.outbox o where o.id = ?::uuid)
-          and (d.state = 'leased' or (d.state = 'pending' and d.attempts = 0))`,
-      [JSON.stringify(subscribers), eventId],
-    );
+    const row = await this.db.maybeOne<{ n: number }>(UNSETTLED, [JSON.stringify(subscribers), eventId]);
     return row?.n ?? 0;
   }
 
@@ -108,17 +120,7 @@ export class EventOutbox {
    */
   async nextDueAt(subscribers: readonly string[]): Promise<Date | null> {
     if (subscribers.length === 0) return null;
-    const row = await this.db.maybeOne<{ at: Date | null }>(
-      `select min(case when d.state = 'pending' then d.available_at else d.lease_until end) as at
-         from keel_events.deliveries d
-        where d.subscriber in (select jsonb_array_elements_text(?::jsonb)) and d.state in ('pending', 'leased')
-          and (d.state = 'leased'
-               or not exists (select 1 from keel_events.deliveries e
-                               where e.subscriber = d.subscriber and e.publisher = d.publisher
-                                 and e.entity_type = d.entity_type and e.entity_id = d.entity_id
-                                 and e.event_seq < d.event_seq and e.state in ('pending', 'leased', 'dead')))`,
-      [JSON.stringify(subscribers)],
-    );
+    const row = await this.db.maybeOne<{ at: Date | null }>(NEXT_DUE, [JSON.stringify(subscribers)]);
     return row?.at ? new Date(row.at) : null;
   }
 
