@@ -84,6 +84,7 @@ export async function run(): Promise<void> {
         'db conns mean/max': `${(connections.reduce((t, c) => t + c.total, 0) / connections.length).toFixed(0)} / ${Math.max(...connections.map((c) => c.total))} (active max ${Math.max(...connections.map((c) => c.active))}, idle in tx max ${Math.max(...connections.map((c) => c.idleInTransaction))})`,
         'db waits (mean busy backends)': meanOf(connections.map((c) => c.waits)),
         'jobs due not started (mean)': meanOf(connections.map((c) => c.backlog)),
+        'events not yet handled (mean / max)': `${meanOf(connections.map((c) => c.deliveries), 2)} / ${Math.max(...connections.map((c) => Object.values(c.deliveries).reduce((t, n) => t + n, 0)))}`,
         'CPU cores db/keel/agents': cores.join(' / '),
         load: load1().toFixed(1),
       });
@@ -94,7 +95,9 @@ export async function run(): Promise<void> {
     const end = begin + minutes * 60_000;
     const due = await settledRuns(pool, begin, end);
     const waits = due.map((r) => (r.startedAt ?? Date.now()) - r.dueAt!);
-    const late = waits.filter((w) => w > GOAL_WAIT_MS).length;
+    const lateRuns = due.filter((r, i) => waits[i]! > GOAL_WAIT_MS);
+    const late = lateRuns.length;
+    const lateDue = lateRuns.map((r) => Math.round((r.dueAt! - begin) / 1000));
     const succeeded = due.filter((r) => r.status === 'succeeded');
     const incomplete = succeeded.filter((r) => !r.commented || r.usageReports < 1).length;
     printTable(`Fleet: ${shape.agents} agents in ${shape.companies} companies, a heartbeat every ${INTERVAL_SEC} s each (a real process, ${agent === 'sh' ? 'sh + curl' : 'node'}: inbox, comment, usage), per minute`, rows);
@@ -102,6 +105,7 @@ export async function run(): Promise<void> {
       { measure: 'heartbeats due (one a minute per agent) / runs of them / succeeded', value: `${shape.agents * minutes} / ${due.length} / ${succeeded.length}` },
       { measure: 'due -> process start, p50 / p99 / max', value: `${ms(pct(waits, 50))} / ${ms(pct(waits, 99))} / ${ms(waits.length ? Math.max(...waits) : NaN)} ms` },
       { measure: `runs waiting more than ${GOAL_WAIT_MS / 1000} s to start (goal: none)`, value: late },
+      { measure: 'their due times, s after measuring began (first / last)', value: late ? `${Math.min(...lateDue)} / ${Math.max(...lateDue)}` : '-' },
       { measure: 'succeeded runs without their comment or usage report', value: incomplete },
       { measure: 'timer wakes coalesced into a run still going (a heartbeat that started no run)', value: await coalescedSince(pool, begin, end) },
     ]);

@@ -47,6 +47,8 @@ export interface ConnectionSample {
   waits: Record<string, number>;
   /** The runtime's jobs due and not yet taken by a worker, by job key: a backlog means the queue, not the database, is behind. */
   backlog: Record<string, number>;
+  /** Event deliveries not yet handled, by subscribing plugin (`events->runtime`): work that competes with the heartbeats. */
+  deliveries: Record<string, number>;
 }
 
 /** The database's client connections, apart from the benchmark's own (application_name fleet-bench). */
@@ -57,7 +59,10 @@ export async function sampleConnections(pool: pg.Pool): Promise<ConnectionSample
   for (const row of rows) if (row.state !== 'idle') waits[row.wait] = (waits[row.wait] ?? 0) + 1;
   const { rows: due } = await pool.query(`select data->>'jobKey' as job, count(*)::int as n from keel_jobs.job
     where name = 'plugin/runtime/enqueued' and state in ('created', 'retry') and start_after <= now() group by 1`);
+  const { rows: undelivered } = await pool.query(`select subscriber, count(*)::int as n from keel_events.deliveries
+    where state in ('pending', 'leased') group by 1`);
   return {
+    deliveries: Object.fromEntries(undelivered.map((r) => [`events->${r.subscriber}`, r.n])),
     total: rows.length, active: rows.filter((r) => r.state === 'active').length, idleInTransaction: rows.filter((r) => r.state === 'idle in transaction').length,
     waits, backlog: Object.fromEntries(due.map((r) => [r.job, r.n])),
   };
