@@ -1,6 +1,5 @@
 import { MikroORM } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
-import type { Transaction } from '@mikro-orm/core';
 import type pg from 'pg';
 import type { Logger } from 'pino';
 import { installBridgeFunctions } from './bridge-functions.ts';
@@ -9,18 +8,19 @@ import { connectionConfig, IDLE_CONNECTIONS } from './connections.ts';
 import type { CompanyCache } from './company-cache.ts';
 
 /**
- * The kernel's access to PostgreSQL. MikroORM owns the pool, the transaction context and
- * the migrations; kernel services speak SQL through it (placeholders are `?`), because
- * their hot paths (actor resolution, the activity hash chain, row locks) need exact
- * statements rather than a unit of work. See kernel/db/README.md.
+ * The kernel's access to PostgreSQL. MikroORM creates the pool and runs the migrations; kernel
+ * services speak SQL (placeholders are `?`, or `$1` in a prepared statement) straight to that
+ * pg pool, because their hot paths (actor resolution, the activity hash chain, row locks) need
+ * exact statements rather than a unit of work, and a statement should cost its round trip and
+ * nothing more. See kernel/db/README.md.
  */
 export interface Queryable {
   /** All rows. */
-  query<T = Row>(sql: string, params?: readonly unknown[]): Promise<T[]>;
+  query<T = Row>(sql: string | PreparedStatement, params?: readonly unknown[]): Promise<T[]>;
   /** The first row, or undefined. */
-  maybeOne<T = Row>(sql: string, params?: readonly unknown[]): Promise<T | undefined>;
+  maybeOne<T = Row>(sql: string | PreparedStatement, params?: readonly unknown[]): Promise<T | undefined>;
   /** Affected row count of a statement. */
-  exec(sql: string, params?: readonly unknown[]): Promise<number>;
+  exec(sql: string | PreparedStatement, params?: readonly unknown[]): Promise<number>;
 }
 
 export type Row = Record<string, any>;
@@ -30,7 +30,7 @@ export type Row = Record<string, any>;
  * its text has `$1`-style parameters, and its values travel beside it, never formatted into it
  * (as `?` statements are). Planning alone was about 40% of the database's statement time in a
  * busy fleet (test/bench/fleet.bench.ts), most of it for the same few statements run again and
- * again. Outside transactions only: a transaction's statements are its own connection's.
+ * again. In a transaction as outside one.
  */
 export interface PreparedStatement { readonly name: string; readonly text: string }
 
@@ -62,6 +62,7 @@ export class Database implements Queryable {
     this.orm = orm;
     this.url = url;
     this.connection = orm.em.getConnection();
+    this.platform = orm.em.getPlatform();
   }
 
   static async connect(url: string, options: { poolSize?: number; log?: Logger } = {}): Promise<Database> {
@@ -87,7 +88,7 @@ export class Database implements Queryable {
    * that changed, under the same lock (bridge-functions.ts); a restore to an earlier state leaves them as restored.
    */
   async migrate(to?: string): Promise<string[]> {
-    const client = await (await this.nativePool()).connect();
+    const client = await (await this.pool()).connect();
     try {
       await client.query('select pg_advisory_lock(727001)');
       const applied = await this.orm.migrator.up(to === undefined ? undefined : { to });
@@ -102,8 +103,7 @@ export class Database implements Queryable {
   }
 
   async query<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T[]> {
-    if (typeof sql !== 'string') return (await this.runPrepared(sql, params)).rows as T[];
-    return this.connection.execute(sql, params, 'all') as Promise<T[]>;
+    return rowsOf(await this.send(await this.pool(), sql, params)) as T[];
   }
 
   async maybeOne<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T | undefined> {
@@ -112,26 +112,57 @@ export class Database implements Queryable {
   }
 
   async exec(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<number> {
-    if (typeof sql !== 'string') return (await this.runPrepared(sql, params)).rowCount ?? 0;
-    const result = await this.connection.execute(sql, params, 'run') as { affectedRows?: number };
-    return result.affectedRows ?? 0;
+    return affectedBy(await this.send(await this.pool(), sql, params));
   }
+
+  private nativePool?: pg.Pool;
 
   /** MikroORM's own pg pool: its connections, type parsers and failover (connections.ts). */
-  private nativePool(): Promise<pg.Pool> {
-    return (this.connection as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
+  private async pool(): Promise<pg.Pool> {
+    this.nativePool ??= await (this.connection as unknown as { getNativeClient(): Promise<pg.Pool> }).getNativeClient();
+    return this.nativePool;
   }
 
-  /** The pg driver prepares a statement's name once per connection of the pool, then only binds and executes it. */
-  private async runPrepared(statement: PreparedStatement, params: readonly unknown[]): Promise<pg.QueryResult> {
-    const pool = await this.nativePool();
-    return pool.query({ name: statement.name, text: statement.text, values: params as unknown[] });
+  /**
+   * One statement on the pool or a transaction's connection. A `?` statement has its values
+   * formatted into its text as literals (MikroORM's platform formatting, as the kernel's SQL has
+   * always been read); a prepared one is sent with its name and values, and the pg driver parses
+   * it once per connection.
+   */
+  send(on: pg.Pool | pg.PoolClient, sql: string | PreparedStatement, params: readonly unknown[]): Promise<pg.QueryResult | pg.QueryResult[]> {
+    if (typeof sql !== 'string') return on.query({ name: sql.name, text: sql.text, values: params as unknown[] });
+    return on.query(params.length === 0 ? sql : this.platform.formatQuery(sql, params as unknown[]));
   }
 
-  /** Runs `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  private readonly platform;
+
+  /**
+   * Runs `fn` in one transaction on one connection; it commits when `fn` resolves and rolls
+   * back when it throws. A connection whose rollback failed (it broke mid-transaction) is
+   * closed, not pooled again.
+   */
   async transaction<T>(fn: (tx: Tx) => Promise<T>): Promise<T> {
     const callbacks: Array<() => void | Promise<void>> = [];
-    const result = await this.connection.transactional(async (trx: Transaction) => fn(new TransactionScope(this.connection, trx, callbacks)));
+    const client = await (await this.pool()).connect();
+    let broken: Error | undefined;
+    let result: T;
+    try {
+      try {
+        await client.query('begin');
+      } catch (error) {
+        broken = error as Error;
+        throw error;
+      }
+      try {
+        result = await fn(new TransactionScope(this, client, callbacks));
+        await client.query('commit');
+      } catch (error) {
+        await client.query('rollback').catch((failure: Error) => { broken = failure; });
+        throw error;
+      }
+    } finally {
+      client.release(broken);
+    }
     if (this.afterEveryCommit) await this.afterEveryCommit();
     for (const callback of callbacks) {
       try { await callback(); } catch { /* after-commit work must not fail the committed request */ }
@@ -144,29 +175,39 @@ export class Database implements Queryable {
   }
 }
 
+/** A multi-statement text answers one result per statement: its rows are not any one statement's (none are returned). */
+function rowsOf(result: pg.QueryResult | pg.QueryResult[]): Row[] {
+  return Array.isArray(result) ? [] : result.rows ?? [];
+}
+
+/** Rows written by an INSERT, UPDATE, DELETE or MERGE; rows answered by anything else. */
+function affectedBy(result: pg.QueryResult | pg.QueryResult[]): number {
+  if (Array.isArray(result)) return 0;
+  return ['INSERT', 'UPDATE', 'DELETE', 'MERGE'].includes(result.command) ? result.rowCount ?? 0 : (result.rows ?? []).length;
+}
+
 class TransactionScope implements Tx {
-  private readonly connection;
-  private readonly trx: Transaction;
+  private readonly db: Database;
+  private readonly client: pg.PoolClient;
   private readonly callbacks: Array<() => void | Promise<void>>;
 
-  constructor(connection: Database['connection'], trx: Transaction, callbacks: Array<() => void | Promise<void>>) {
-    this.connection = connection;
-    this.trx = trx;
+  constructor(db: Database, client: pg.PoolClient, callbacks: Array<() => void | Promise<void>>) {
+    this.db = db;
+    this.client = client;
     this.callbacks = callbacks;
   }
 
-  query<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T[]> {
-    return this.connection.execute(sql, params, 'all', this.trx) as Promise<T[]>;
+  async query<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T[]> {
+    return rowsOf(await this.db.send(this.client, sql, params)) as T[];
   }
 
-  async maybeOne<T = Row>(sql: string, params: readonly unknown[] = []): Promise<T | undefined> {
+  async maybeOne<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T | undefined> {
     const rows = await this.query<T>(sql, params);
     return rows[0];
   }
 
-  async exec(sql: string, params: readonly unknown[] = []): Promise<number> {
-    const result = await this.connection.execute(sql, params, 'run', this.trx) as { affectedRows?: number };
-    return result.affectedRows ?? 0;
+  async exec(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<number> {
+    return affectedBy(await this.db.send(this.client, sql, params));
   }
 
   afterCommit(fn: () => void | Promise<void>): void {
