@@ -1,11 +1,17 @@
 import type { ExecutionStatus } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import { retryWhileDatabaseUnavailable } from '../db/connection-errors.ts';
-import { int, type Database, type Row, type Tx } from '../db/database.ts';
+import { int, prepared, type Database, type Row, type Tx } from '../db/database.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import type { AnyExecutionRef, ExecutionLog } from './execution-log.ts';
 import { LEASE_SEC, LIVE, type Finish, type Live } from './execution-rows.ts';
+
+/** Planned once per connection (kernel/db/database.ts): every execution ends through it. */
+const FINISH_EXECUTION = prepared('execution_finish', `
+  update executions set status = $1, exit_code = $2, signal = $3, http_status = $4, error_code = $5, response = $6::jsonb,
+         log_bytes = $7, log_sha256 = $8, finished_at = now()
+   where id = $9 and ${LIVE} and owner_instance = $10 returning *`);
 
 /** What ending an execution writes to: its row, the run ledger, the plugin's event and the activity log. */
 export interface EndDeps { db: Database; runs: RunLedger; events: EventBus; activity: ActivityLog }
@@ -22,11 +28,7 @@ export async function recordExecutionEnd(deps: EndDeps, instanceId: string, entr
   // (its entry stays live meanwhile, so the heartbeat keeps its lease); the update is conditional,
   // so a repeat after a commit whose answer was lost changes nothing.
   await retryWhileDatabaseUnavailable(() => deps.db.transaction(async (tx) => {
-    const row = await tx.maybeOne<Row>(
-      `update executions set status = ?, exit_code = ?, signal = ?, http_status = ?, error_code = ?, response = ?::jsonb,
-              log_bytes = ?, log_sha256 = ?, finished_at = now()
-        where id = ? and ${LIVE} and owner_instance = ? returning *`,
-      [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
+    const row = await tx.maybeOne<Row>(FINISH_EXECUTION, [status, outcome.exitCode ?? null, outcome.signal ?? null, outcome.httpStatus ?? null, errorCode,
         outcome.response === undefined || outcome.response === null ? null : JSON.stringify(log.mask.value(outcome.response)),
         written.bytes, written.sha256, entry.ref.executionId, instanceId]);
     if (row) await closeExecutionRun(deps, tx, row, status === 'lost' ? 'failed' : status, errorCode, entry.attempts);

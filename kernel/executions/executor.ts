@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { CallbackUrls, ExecutionSummary, HttpExecutionInput, ProbeInput, ProbeResult, ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
-import { int, type Database, type Row } from '../db/database.ts';
+import { int, prepared, type Database, type Row } from '../db/database.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
@@ -30,6 +30,15 @@ import { killOrphanedGroup } from './process-runner.ts';
 import { stopRemoteRun } from './remote-stop.ts';
 import { assertBoardApprovedConfig, assertRunnable } from './start-checks.ts';
 import { assertNoToolFields } from './tool-launch.ts';
+
+/** The statements of every execution's start, planned once per connection (kernel/db/database.ts). */
+const RUN_STATUS_FOR_SHARE = prepared('execution_run_for_share', 'select status from runs where id = $1 for share');
+const INSERT_EXECUTION = prepared('execution_insert', `
+  insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
+  values ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9)) on conflict (run_id) do nothing returning *`);
+const SCOPE_BEFORE_START = prepared('execution_scope_before_start', `
+  select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
+    from executions e join agents a on a.id = e.agent_id join companies c on c.id = e.company_id where e.id = $1`);
 
 const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
@@ -166,14 +175,11 @@ export class Executor {
       // The run is checked again under a share lock: a close of the ledger run between the first
       // check and this insert would otherwise find no execution to cancel, and the process would
       // outlive its run. A close waits for this commit, and its trigger then marks the execution.
-      const current = await tx.maybeOne<Row>('select status from runs where id = ? for share', [run.id]);
+      const current = await tx.maybeOne<Row>(RUN_STATUS_FOR_SHARE, [run.id]);
       if (!current || !LIVE_STATUSES.has(current.status)) {
         throw new KeelError(409, 'run_closed', `The run is already ${current?.status ?? 'gone'}`, { details: { status: current?.status ?? null } });
       }
-      const inserted = await tx.maybeOne<Row>(
-        `insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
-         values (?, ?, ?, ?, ?, ?, ?, ?, now() + make_interval(secs => ?)) on conflict (run_id) do nothing returning *`,
-        [executionId, run.company_id, agent.id, run.id, caller.plugin, input.kind, this.instanceId, this.node, LEASE_SEC]);
+      const inserted = await tx.maybeOne<Row>(INSERT_EXECUTION, [executionId, run.company_id, agent.id, run.id, caller.plugin, input.kind, this.instanceId, this.node, LEASE_SEC]);
       if (!inserted) return null;
       await this.deps.activity.record(tx, {
         companyId: run.company_id, actorType: 'system', actorId: `plugin:${caller.plugin}`, agentId: agent.id, runId: run.id,
@@ -211,9 +217,7 @@ export class Executor {
       const token = await this.deps.runs.tokenFor(db, entry.ref.runId);
       mask.add(token);
       // The scope is checked again just before anything starts: a pause since `begin` wins.
-      const now = await db.maybeOne<Row>(
-        `select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
-           from executions e join agents a on a.id = e.agent_id join companies c on c.id = e.company_id where e.id = ?`, [entry.ref.executionId]);
+      const now = await db.maybeOne<Row>(SCOPE_BEFORE_START, [entry.ref.executionId]);
       if (!now) return;
       if (now.cancel_requested_at) entry.cancelReason ??= now.cancel_reason ?? 'cancelled';
       try { assertRunnable({ status: now.agent_status }, { status: now.company_status }); } catch (error) {

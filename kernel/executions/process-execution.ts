@@ -1,7 +1,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { CallbackUrls } from '../../sdk/capabilities/executions.ts';
-import type { Database } from '../db/database.ts';
+import { prepared, type Database } from '../db/database.ts';
 import type { AgentHomes } from './agent-homes.ts';
 import type { AgentIdentity, WorkDirectories } from './agent-user.ts';
 import { heldLineChars, type ExecutionLog } from './execution-log.ts';
@@ -10,6 +10,10 @@ import { handToAgentUser, type PreparedWorkspace } from './leased-workspace.ts';
 import { AgentProcess } from './process-runner.ts';
 import { processEnvironment, type ProcessConfig } from './start-checks.ts';
 import type { ToolLaunch } from './tool-launch.ts';
+
+/** Planned once per connection (kernel/db/database.ts): every process start records itself through it. */
+const PROCESS_RUNNING = prepared('execution_process_running', `
+  update executions set status = 'running', pid = $1, started_at = now(), deadline_at = now() + make_interval(secs => $2) where id = $3 and ${LIVE}`);
 
 /** A process start as the executor prepared it (everything refusable was checked). */
 export interface PreparedProcess {
@@ -76,8 +80,7 @@ export async function runProcessExecution(deps: ProcessRunDeps, entry: Live, pre
   let child = spawnAttempt(prepared.config.args);
   entry.process = child;
   if (child.pid) {
-    await deps.db.exec(`update executions set status = 'running', pid = ?, started_at = now(), deadline_at = now() + make_interval(secs => ?) where id = ? and ${LIVE}`,
-      [child.pid, prepared.config.timeoutSec, entry.ref.executionId]);
+    await deps.db.exec(PROCESS_RUNNING, [child.pid, prepared.config.timeoutSec, entry.ref.executionId]);
   }
   // A cancel that arrived while the process was being spawned.
   if (entry.cancelReason) child.stop(entry.graceSec);

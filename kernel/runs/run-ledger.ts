@@ -1,8 +1,16 @@
 import type { AgentJwt } from '../auth/agent-jwt.ts';
 import type { AuthCache } from '../auth/auth-cache.ts';
-import { iso, type Database, type Queryable, type Row, type Tx } from '../db/database.ts';
+import { iso, prepared, type Database, type Queryable, type Row, type Tx } from '../db/database.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import { conflict, KeelError, notFound } from '../http/errors.ts';
+
+/** The statements of every run, planned once per connection (kernel/db/database.ts). */
+const RUN_FOR_TOKEN = prepared('run_for_token', `
+  select r.agent_id, r.company_id, r.status, a.adapter_type, greatest(1, floor(extract(epoch from r.token_expires_at - now())))::int as ttl
+    from runs r join agents a on a.id = r.agent_id where r.id = $1`);
+const RUN_BY_ID = prepared('run_by_id', 'select id, agent_id, company_id, status from runs where id = $1');
+const CLOSE_RUN = prepared('run_close', `
+  update runs set status = $1, close_reason = $2, finished_at = now() where id = $3 and status in ('queued', 'running') returning *`);
 
 export type RunStatus = 'queued' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out';
 export const LIVE_STATUSES: ReadonlySet<string> = new Set(['queued', 'running']);
@@ -66,9 +74,7 @@ export class RunLedger {
    * hands the run's process as SERVICE_API_KEY (the ledger keeps no token, only its expiry).
    */
   async tokenFor(db: Queryable, runId: string): Promise<string> {
-    const row = await db.maybeOne<Row>(
-      `select r.agent_id, r.company_id, r.status, a.adapter_type, greatest(1, floor(extract(epoch from r.token_expires_at - now())))::int as ttl
-         from runs r join agents a on a.id = r.agent_id where r.id = ?`, [runId]);
+    const row = await db.maybeOne<Row>(RUN_FOR_TOKEN, [runId]);
     if (!row) throw notFound('Run not found');
     if (!LIVE_STATUSES.has(row.status)) throw conflict(`Run is already ${row.status}`, { status: row.status }, 'run_already_closed');
     return this.jwt.sign({ agentId: row.agent_id, companyId: row.company_id, adapterType: row.adapter_type, runId, ttlSeconds: row.ttl });
@@ -89,8 +95,7 @@ export class RunLedger {
     let cached = this.cache.runs.get(runId);
     if (!cached) {
       const since = this.cache.epoch;
-      const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string; status: string }>(
-        'select id, agent_id, company_id, status from runs where id = ?', [runId]);
+      const row = await this.db.maybeOne<{ id: string; agent_id: string; company_id: string; status: string }>(RUN_BY_ID, [runId]);
       if (!row) return undefined;
       cached = { id: row.id, agentId: row.agent_id, companyId: row.company_id, live: LIVE_STATUSES.has(row.status) };
       this.cache.runs.set(runId, cached, since);
@@ -101,10 +106,7 @@ export class RunLedger {
   /** Closes a live run. Its usage and result are not the ledger's: the plugin that ran it keeps them (the runtime's runs). */
   async close(tx: Tx, runId: string, input: { status: RunStatus; reason?: string }): Promise<RunRecord> {
     if (!CLOSED_STATUSES.has(input.status)) throw new KeelError(400, 'invalid_run_status', `A run closes as one of ${[...CLOSED_STATUSES].join(', ')}`);
-    const row = await tx.maybeOne(
-      `update runs set status = ?, close_reason = ?, finished_at = now()
-       where id = ? and status in ('queued', 'running') returning *`,
-      [input.status, input.reason ?? null, runId]);
+    const row = await tx.maybeOne(CLOSE_RUN, [input.status, input.reason ?? null, runId]);
     if (!row) {
       const existing = await tx.maybeOne('select status from runs where id = ?', [runId]);
       if (!existing) throw notFound('Run not found');

@@ -1,4 +1,7 @@
-import { iso, type Database, type Row, type Tx } from '../../db/database.ts';
+import { iso, prepared, type Database, type Row, type Tx } from '../../db/database.ts';
+
+/** Planned once per connection (kernel/db/database.ts): every job run ends through it. */
+const FINISH_JOB_RUN = prepared('job_run_finish', "update plugin_job_runs set status = $1, error = $2, finished_at = now() where id = $3 and status = 'running' returning *");
 
 export type JobTrigger = 'schedule' | 'manual' | 'enqueued';
 
@@ -82,9 +85,7 @@ export class JobRuns {
 
   async finish(runId: string, outcome: { ok: boolean; error?: string | null; cancelled?: boolean }): Promise<Row | undefined> {
     const status = outcome.cancelled ? 'cancelled' : outcome.ok ? 'succeeded' : 'failed';
-    return this.db.maybeOne(
-      "update plugin_job_runs set status = ?, error = ?, finished_at = now() where id = ? and status = 'running' returning *",
-      [status, outcome.ok ? null : (outcome.error ?? 'failed').slice(0, 2000), runId]);
+    return this.db.maybeOne(FINISH_JOB_RUN, [status, outcome.ok ? null : (outcome.error ?? 'failed').slice(0, 2000), runId]);
   }
 
   /** Records a run that never started (its company is gone, its payload no longer valid): it failed at once. */
