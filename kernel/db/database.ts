@@ -103,7 +103,7 @@ export class Database implements Queryable {
   }
 
   async query<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T[]> {
-    return rowsOf(await this.send(await this.pool(), sql, params)) as T[];
+    return rowsOf(await this.pooled(sql, params)) as T[];
   }
 
   async maybeOne<T = Row>(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<T | undefined> {
@@ -112,7 +112,22 @@ export class Database implements Queryable {
   }
 
   async exec(sql: string | PreparedStatement, params: readonly unknown[] = []): Promise<number> {
-    return affectedBy(await this.send(await this.pool(), sql, params));
+    return affectedBy(await this.pooled(sql, params));
+  }
+
+  /**
+   * One statement on a pooled connection. Not pg's Pool.query: that closes the connection
+   * whenever its statement fails, so a unique violation or a malformed id from a request
+   * (answered 4xx) would cost a new connection and its prepared statements. A connection that
+   * broke is dropped by the pool on release all the same.
+   */
+  private async pooled(sql: string | PreparedStatement, params: readonly unknown[]): Promise<pg.QueryResult | pg.QueryResult[]> {
+    const client = await (await this.pool()).connect();
+    try {
+      return await this.send(client, sql, params);
+    } finally {
+      client.release();
+    }
   }
 
   private nativePool?: pg.Pool;
@@ -124,12 +139,12 @@ export class Database implements Queryable {
   }
 
   /**
-   * One statement on the pool or a transaction's connection. A `?` statement has its values
+   * One statement on a connection (pooled, or a transaction's). A `?` statement has its values
    * formatted into its text as literals (MikroORM's platform formatting, as the kernel's SQL has
    * always been read); a prepared one is sent with its name and values, and the pg driver parses
    * it once per connection.
    */
-  send(on: pg.Pool | pg.PoolClient, sql: string | PreparedStatement, params: readonly unknown[]): Promise<pg.QueryResult | pg.QueryResult[]> {
+  send(on: pg.PoolClient, sql: string | PreparedStatement, params: readonly unknown[]): Promise<pg.QueryResult | pg.QueryResult[]> {
     if (typeof sql !== 'string') return on.query({ name: sql.name, text: sql.text, values: params as unknown[] });
     return on.query(params.length === 0 ? sql : this.platform.formatQuery(sql, params as unknown[]));
   }

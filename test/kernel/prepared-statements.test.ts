@@ -35,12 +35,17 @@ describe('prepared statements of the kernel', () => {
     expect(() => prepared('test_square', 'select 1')).toThrow('prepared statement test_square is declared twice');
   });
 
-  it("reports a statement's error as a failed query, and the connection serves the next one", async () => {
+  it("reports a statement's error as a failed query, and the same connection serves the next one", async () => {
     const db = await Database.connect(t.databaseUrl, { poolSize: 1 });
     try {
+      const backend = await db.maybeOne<{ pid: number }>('select pg_backend_pid() as pid');
       await expect(db.query(SQUARE, ['not a number', 'x'])).rejects.toThrow(/invalid input syntax for type integer/);
       await expect(db.query(prepared('test_broken', 'select from no_such_table where x = $1'), [1])).rejects.toThrow(/no_such_table/);
+      await expect(db.query('select * from companies where id = ?', ['not-a-uuid'])).rejects.toThrow(/invalid input syntax for type uuid/);
+      await expect(db.transaction((tx) => tx.query('insert into no_such_table values (1)'))).rejects.toThrow(/no_such_table/);
       expect(await db.maybeOne(SQUARE, [9, 'after'])).toEqual({ n: 81, label: 'after' });
+      // Failed statements (a 4xx's malformed id, a unique violation) cost no new connection and no new preparing.
+      expect(await db.maybeOne('select pg_backend_pid() as pid')).toEqual(backend);
     } finally {
       await db.close();
     }
