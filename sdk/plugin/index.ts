@@ -9,6 +9,7 @@ export { kernelEvents, workEvents, costsEvents, type EventDeclaration, type Payl
 export { PluginError, type PluginValidationIssue } from './errors.ts';
 export { fingerprint } from './fingerprint.ts';
 export { createOnce, type KeyedCreate } from './idempotent-create.ts';
+export { allOf } from './all-of.ts';
 export type * from './context.ts';
 export type * from './manifest.ts';
 export { respondEvents, respondProxy, RAW_CONTENT_TYPES, METER_KINDS, type ServerSentEvent, type EventsAnswer, type RawContentType, type MeterKind, type ProxySpec, type ProxyAnswer, type ProxyCallStatus, type ProxyFinishedEvent } from './answers.ts';

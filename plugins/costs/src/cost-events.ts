@@ -1,5 +1,5 @@
 import type { CostsContext, BatchCall } from './context.ts';
-import { fingerprint, PluginError, respond } from '@keel/sdk/plugin';
+import { allOf, fingerprint, PluginError, respond } from '@keel/sdk/plugin';
 import { costEventJson } from './json.ts';
 import { actOnIncidents, incidentsSql, incidentWindow, STORED_TOTAL } from './policies.ts';
 
@@ -84,7 +84,7 @@ export async function acceptCostEvents(calls: SourcedCall[], ctx: CostsContext):
       answers[index] = respond(201, costEventJson(previous), { 'x-idempotent-replayed': 'true' });
     }
   }
-  const writeActivity = () => Promise.all(activity.map((record) => record()));
+  const writeActivity = () => allOf(activity.map((record) => record()));
   if (inserted.length === 0) {
     await writeActivity();
     return answers;

@@ -1,4 +1,4 @@
-import { PluginError, type RouteRequest } from '@keel/sdk/plugin';
+import { allOf, PluginError, type RouteRequest } from '@keel/sdk/plugin';
 import type { CostsContext } from './context.ts';
 import { acceptCostEvents, type CostSource } from './cost-events.ts';
 import { budgetAllowance } from './allowance.ts';
@@ -108,7 +108,7 @@ export async function budgetBlocksService(input: unknown, ctx: CostsContext) {
   // Asked before every gateway call: the stops and the allowance are read at once.
   const stops = hardStops(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null);
   const allowance = budgetAllowance(ctx, agentId.toLowerCase(), projectId?.toLowerCase() ?? null, stops);
-  const [blocks, rest] = await Promise.all([stops, allowance]);
+  const [blocks, rest] = await allOf([stops, allowance]);
   return { blocks, ...rest };
 }
 

@@ -1,4 +1,4 @@
-import { priceFor, respondProxy, type RouteRequest } from '@keel/sdk/plugin';
+import { allOf, priceFor, respondProxy, type RouteRequest } from '@keel/sdk/plugin';
 import { isObject, UUID, type GatewayContext } from './context.ts';
 import type { ProviderRow } from './provider-json.ts';
 import { countCall } from './rate-limits.ts';
@@ -112,10 +112,3 @@ async function providerOfCompany(ctx: GatewayContext, providerId: string | undef
   return { ...row, calls_per_minute: row.calls_per_minute ?? null, tokens_per_minute: row.tokens_per_minute ?? null };
 }
 
-/** Every promise settled before the first failure is thrown: no read of this call outlives its answer. */
-async function allOf<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
-  const settled = await Promise.allSettled(promises);
-  const failed = settled.find((outcome) => outcome.status === 'rejected');
-  if (failed) throw (failed as PromiseRejectedResult).reason;
-  return settled.map((outcome) => (outcome as PromiseFulfilledResult<unknown>).value) as unknown as T;
-}

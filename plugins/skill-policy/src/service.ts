@@ -1,4 +1,4 @@
-import { PluginError } from '@keel/sdk/plugin';
+import { allOf, PluginError } from '@keel/sdk/plugin';
 import type { SkillPolicyContext } from './context.ts';
 import { decide, type Decision } from './decide.ts';
 import { isObject } from './issues.ts';
@@ -24,6 +24,6 @@ export async function decideService(input: unknown, ctx: SkillPolicyContext): Pr
   if (given.sourceType) resource.sourceType = given.sourceType;
   if (given.sourceLocator?.trim()) resource.sourceLocator = canonicalLocator(given.sourceLocator);
   // The policy read and the caller's role are independent: fetch them together.
-  const [policy, resolved] = await Promise.all([compiledPolicy(ctx, companyId), callerPrincipal(ctx)]);
+  const [policy, resolved] = await allOf([compiledPolicy(ctx, companyId), callerPrincipal(ctx)]);
   return decide(policy, resolved.principal, input.action as SkillAction, resource, resolved.holdsLegacyGrant);
 }

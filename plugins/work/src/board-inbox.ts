@@ -1,4 +1,4 @@
-import { PluginError } from '@keel/sdk/plugin';
+import { allOf, PluginError } from '@keel/sdk/plugin';
 import type { WorkContext } from './context.ts';
 
 type Row = Record<string, unknown>;
@@ -117,7 +117,7 @@ export async function boardUser(ctx: WorkContext): Promise<{ userId: string; han
 /** Every item that needs the user now, newest first. */
 export async function collectItems(ctx: WorkContext, companyId: string, userId: string, handle: string | null): Promise<BoardInboxItem[]> {
   const names = new Map((await ctx.agents.list()).map((agent) => [String(agent.id), String(agent.name)]));
-  const groups = await Promise.all([
+  const groups = await allOf([
     approvals(ctx, companyId), budgetIncidents(ctx, companyId, names), blockedIssues(ctx, companyId), failedRuns(ctx, companyId, names),
     mentions(ctx, companyId, userId, handle),
   ]);
