@@ -1,17 +1,11 @@
 import type { ExecutionStatus } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import { retryWhileDatabaseUnavailable } from '../db/connection-errors.ts';
-import { int, prepared, type Database, type Row, type Tx } from '../db/database.ts';
+import { int, type Database, type Row, type Tx } from '../db/database.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import { LIVE_STATUSES, type RunLedger } from '../runs/run-ledger.ts';
 import type { AnyExecutionRef, ExecutionLog } from './execution-log.ts';
-import { LEASE_SEC, LIVE, type Finish, type Live } from './execution-rows.ts';
-
-/** Planned once per connection (kernel/db/database.ts): every execution ends through it. */
-const FINISH_EXECUTION = prepared('execution_finish', `
-  update executions set status = $1, exit_code = $2, signal = $3, http_status = $4, error_code = $5, response = $6::jsonb,
-         log_bytes = $7, log_sha256 = $8, finished_at = now()
-   where id = $9 and ${LIVE} and owner_instance = $10 returning *`);
+import { FINISH_EXECUTION, LEASE_SEC, LIVE, type Finish, type Live } from './execution-rows.ts';
 
 /** What ending an execution writes to: its row, the run ledger, the plugin's event and the activity log. */
 export interface EndDeps { db: Database; runs: RunLedger; events: EventBus; activity: ActivityLog }

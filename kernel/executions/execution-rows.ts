@@ -1,5 +1,5 @@
 import type { ExecutionSummary } from '../../sdk/capabilities/executions.ts';
-import { iso, int, type Queryable, type Row } from '../db/database.ts';
+import { iso, int, prepared, type Queryable, type Row } from '../db/database.ts';
 import type { AnyExecutionRef, ExecutionRef } from './execution-log.ts';
 import type { AgentProcess } from './process-runner.ts';
 
@@ -14,6 +14,21 @@ export const LIVE = "status in ('starting', 'running')";
 export const LIVE_EXECUTION_STATUSES: ReadonlySet<string> = new Set(['starting', 'running']);
 /** A bound on what one company can have running at once (processes cost the machine, not the isolate). */
 export const MAX_LIVE_PER_COMPANY = 100;
+
+/** The statements every execution passes through (start, process start, end), planned once per connection (kernel/db/database.ts). */
+export const RUN_STATUS_FOR_SHARE = prepared('execution_run_for_share', 'select status from runs where id = $1 for share');
+export const INSERT_EXECUTION = prepared('execution_insert', `
+  insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
+  values ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9)) on conflict (run_id) do nothing returning *`);
+export const SCOPE_BEFORE_START = prepared('execution_scope_before_start', `
+  select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
+    from executions e join agents a on a.id = e.agent_id join companies c on c.id = e.company_id where e.id = $1`);
+export const PROCESS_RUNNING = prepared('execution_process_running', `
+  update executions set status = 'running', pid = $1, started_at = now(), deadline_at = now() + make_interval(secs => $2) where id = $3 and ${LIVE}`);
+export const FINISH_EXECUTION = prepared('execution_finish', `
+  update executions set status = $1, exit_code = $2, signal = $3, http_status = $4, error_code = $5, response = $6::jsonb,
+         log_bytes = $7, log_sha256 = $8, finished_at = now()
+   where id = $9 and ${LIVE} and owner_instance = $10 returning *`);
 
 /** Who asks: the plugin and the company the brokered call serves; `contributes`: whether the plugin contributes an adapter type (the kernel point agent.adapter-config). */
 export interface ExecutionCaller { plugin: string; companyId: string; contributes?: (adapterType: string) => boolean }

@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { CallbackUrls, ExecutionSummary, HttpExecutionInput, ProbeInput, ProbeResult, ProcessExecutionInput } from '../../sdk/capabilities/executions.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import type { KeelConfig } from '../config/schema.ts';
-import { int, prepared, type Database, type Row } from '../db/database.ts';
+import { int, type Database, type Row } from '../db/database.ts';
 import { NotificationListener } from '../db/notification-listener.ts';
 import type { EventBus } from '../events/event-bus.ts';
 import type { StreamHub } from '../host/stream-hub.ts';
@@ -19,7 +19,7 @@ import { closeExecutionRun, recordExecutionEnd } from './execution-end.ts';
 import { ExecutionLog, readExecutionLog, type AnyExecutionRef, type ExecutionRef } from './execution-log.ts';
 import { prepareExecution, secretHeadersFor, type Prepared } from './execution-prepare.ts';
 import {
-  EXECUTIONS_CHANNEL, LEASE_SEC, LIVE, LIVE_EXECUTION_STATUSES, MAX_EXECUTIONS_READ, MAX_LIVE_PER_COMPANY, orphanMarker, reachableExecutions, toSummary,
+  EXECUTIONS_CHANNEL, INSERT_EXECUTION, LEASE_SEC, LIVE, LIVE_EXECUTION_STATUSES, MAX_EXECUTIONS_READ, MAX_LIVE_PER_COMPANY, orphanMarker, reachableExecutions, RUN_STATUS_FOR_SHARE, SCOPE_BEFORE_START, toSummary,
   type ExecutionCaller, type Finish, type Live,
 } from './execution-rows.ts';
 import { runHttpExecution } from './http-execution.ts';
@@ -30,15 +30,6 @@ import { killOrphanedGroup } from './process-runner.ts';
 import { stopRemoteRun } from './remote-stop.ts';
 import { assertBoardApprovedConfig, assertRunnable } from './start-checks.ts';
 import { assertNoToolFields } from './tool-launch.ts';
-
-/** The statements of every execution's start, planned once per connection (kernel/db/database.ts). */
-const RUN_STATUS_FOR_SHARE = prepared('execution_run_for_share', 'select status from runs where id = $1 for share');
-const INSERT_EXECUTION = prepared('execution_insert', `
-  insert into executions (id, company_id, agent_id, run_id, plugin, kind, owner_instance, owner_node, lease_until)
-  values ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(secs => $9)) on conflict (run_id) do nothing returning *`);
-const SCOPE_BEFORE_START = prepared('execution_scope_before_start', `
-  select a.status as agent_status, c.status as company_status, e.cancel_requested_at, e.cancel_reason
-    from executions e join agents a on a.id = e.agent_id join companies c on c.id = e.company_id where e.id = $1`);
 
 const HEARTBEAT_MS = 5_000;
 const SWEEP_MS = 10_000;
@@ -201,8 +192,6 @@ export class Executor {
     return toSummary(existing);
   }
 
-
-
   private async launch(entry: Live, prepared: Prepared): Promise<void> {
     const { db } = this.deps;
     // Every credential handed to the run is masked in all its output becomes (the token once read).
@@ -265,9 +254,6 @@ export class Executor {
       db: this.deps.db, identity, workDirs: this.workDirs!, homes: this.agentHomes(), urls: this.callbackUrls(), timeOut: (live) => this.timeOut(live),
     }, entry, prepared, token, log, created);
   }
-
-
-
 
   /** The terminal row, the run's close and execution.finished, in one transaction; only while this process still owns it. */
   finish(entry: Live<AnyExecutionRef>, outcome: Partial<Finish>, log: ExecutionLog): Promise<void> {
@@ -397,8 +383,3 @@ export class Executor {
     }
   }
 }
-
-
-
-
-

@@ -1,19 +1,15 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { CallbackUrls } from '../../sdk/capabilities/executions.ts';
-import { prepared, type Database } from '../db/database.ts';
+import type { Database } from '../db/database.ts';
 import type { AgentHomes } from './agent-homes.ts';
 import type { AgentIdentity, WorkDirectories } from './agent-user.ts';
 import { heldLineChars, type ExecutionLog } from './execution-log.ts';
-import { LIVE, type Finish, type Live } from './execution-rows.ts';
+import { LIVE, PROCESS_RUNNING, type Finish, type Live } from './execution-rows.ts';
 import { handToAgentUser, type PreparedWorkspace } from './leased-workspace.ts';
 import { AgentProcess } from './process-runner.ts';
 import { processEnvironment, type ProcessConfig } from './start-checks.ts';
 import type { ToolLaunch } from './tool-launch.ts';
-
-/** Planned once per connection (kernel/db/database.ts): every process start records itself through it. */
-const PROCESS_RUNNING = prepared('execution_process_running', `
-  update executions set status = 'running', pid = $1, started_at = now(), deadline_at = now() + make_interval(secs => $2) where id = $3 and ${LIVE}`);
 
 /** A process start as the executor prepared it (everything refusable was checked). */
 export interface PreparedProcess {
