@@ -4,6 +4,7 @@ import type pg from 'pg';
 import type { Logger } from 'pino';
 import { connectionConfig } from './connections.ts';
 import { NotificationListener } from './notification-listener.ts';
+import { StatementNames } from './statement-names.ts';
 
 /**
  * The job engine's (pg-boss) connections, opened like every other connection of Keel
@@ -25,8 +26,8 @@ export class JobEngineDatabase extends Db {
     this.log = options.log;
   }
 
-  /** Names given to the engine's parameterized statements, by text (at most MAX_NAMED_STATEMENTS). */
-  private readonly statementNames = new Map<string, string>();
+  /** The engine's parameterized statements, named by text (at most MAX_NAMED_STATEMENTS). */
+  private readonly statementNames = new StatementNames('keel_jobs_', MAX_NAMED_STATEMENTS);
 
   /**
    * The engine's statements with parameters (its fetch, send and complete, run for every job)
@@ -38,11 +39,7 @@ export class JobEngineDatabase extends Db {
   override async executeSql(text: string, values?: unknown[]): Promise<pg.QueryResult> {
     // Before open() (or after close()) the engine's own method answers, with its own refusal.
     if (!values?.length || !this.opened) return super.executeSql(text, values);
-    let name = this.statementNames.get(text);
-    if (!name && this.statementNames.size < MAX_NAMED_STATEMENTS) {
-      name = `keel_jobs_${this.statementNames.size}`;
-      this.statementNames.set(text, name);
-    }
+    const name = this.statementNames.of(text);
     if (!name) return super.executeSql(text, values);
     return (this as unknown as { pool: pg.Pool }).pool.query({ name, text, values });
   }

@@ -5,6 +5,7 @@ import { cancelStatement } from '../statement-cancel.ts';
 import { CapabilityError, type WorkerCapability } from './types.ts';
 import { isolateJsonTypes } from './timestamp-text.ts';
 import { connectionConfig, IDLE_CONNECTIONS } from '../../../db/connections.ts';
+import { StatementNames } from '../../../db/statement-names.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../../../db/connection-errors.ts';
 import { READ_WRITE } from '../read-write.ts';
 
@@ -103,16 +104,10 @@ export class PluginDatabase {
    * where sessions are not reset (DISCARD ALL would drop them under the driver's feet), and for
    * a bounded number of distinct texts: a plugin that builds SQL dynamically stays unnamed.
    */
-  private readonly statementNames = new Map<string, string>();
+  private readonly statementNames = new StatementNames('keel_s', MAX_NAMED_STATEMENTS);
 
   private statementName(sql: string): string | undefined {
-    if (this.resetSessions) return undefined;
-    let name = this.statementNames.get(sql);
-    if (!name && this.statementNames.size < MAX_NAMED_STATEMENTS) {
-      name = `keel_s${this.statementNames.size}`;
-      this.statementNames.set(sql, name);
-    }
-    return name;
+    return this.resetSessions ? undefined : this.statementNames.of(sql);
   }
 
   /** Statements in flight per connection (and who waits for them to end), so that a call that ends can cancel its own. */
