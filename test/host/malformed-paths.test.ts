@@ -3,8 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
-import { compileRoute, RouteTable } from '../../kernel/host/contributions/routes.ts';
-import type { PluginManifest } from '../../sdk/plugin/manifest.ts';
 
 /**
  * A path segment that cannot be decoded (malformed percent-encoding, overlong UTF-8, an
@@ -66,15 +64,5 @@ describe('path segments that cannot name anything', () => {
     expect((await t.api.get(`/api/companies/${encodeURIComponent(companyId)}`)).status).toBe(200);
     const res = await t.api.get('/api/plugins/echo%2Fx');
     expect([res.status, res.body.code]).toEqual([404, 'plugin_not_found']);
-  });
-});
-
-describe('the plugin route table', () => {
-  it('does not match, rather than throw, a path whose parameter does not decode', () => {
-    const table = new RouteTable();
-    table.add([compileRoute({ key: 'probe' } as PluginManifest, { key: 'get', method: 'GET', path: '/items/:itemId', auth: 'any' })]);
-    expect(table.match('GET', '/api/plugins/probe/items/%ZZ')).toBeNull();
-    expect(table.match('GET', '/api/plugins/probe/items/%ED%A0%80')).toBeNull();
-    expect(table.match('GET', '/api/plugins/probe/items/a%2Fb')).toMatchObject({ params: { itemId: 'a/b' } });
   });
 });

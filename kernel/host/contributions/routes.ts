@@ -45,6 +45,7 @@ export class RouteTable {
   /** Routes of enables and upgrades in progress in this process: checked as if mounted, so two at once cannot both claim one path. */
   private readonly reserved = new Map<string, PluginRoute[]>();
   private changes = 0;
+  private index = new RouteIndex([]);
 
   /** Changes whenever routes are mounted or unmounted: what is derived from the table (the OpenAPI document) is cached by it. */
   get version(): number {
@@ -56,11 +57,13 @@ export class RouteTable {
     this.routes.push(...routes);
     // Literal segments before parameters, so /x/stats wins over /x/:id.
     this.routes.sort((a, b) => specificity(b.fullPath) - specificity(a.fullPath));
+    this.index = new RouteIndex(this.routes);
   }
 
   remove(plugin: string): void {
     this.changes++;
     this.routes = this.routes.filter((r) => r.plugin !== plugin);
+    this.index = new RouteIndex(this.routes);
   }
 
   conflicts(candidate: PluginRoute): PluginRoute | undefined {
@@ -74,18 +77,15 @@ export class RouteTable {
     return () => { if (this.reserved.get(plugin) === routes) this.reserved.delete(plugin); };
   }
 
+  /**
+   * The route serving `method` on `path`, the methods the path allows when none does, or null.
+   * Among routes matching a path, the one with literal segments earliest wins (/x/stats over
+   * /x/:id), and a route whose parameter does not decode gives way to the next.
+   */
   match(method: string, path: string): { route: PluginRoute; params: Record<string, string> } | { allowed: string[] } | null {
     const allowed: string[] = [];
-    for (const route of this.routes) {
-      const match = route.pattern.exec(path);
-      if (!match) continue;
-      if (route.route.method !== method) { allowed.push(route.route.method); continue; }
-      const params = decodedParams(route.params, match);
-      // The path guard refuses such paths first; a route table on its own still never throws.
-      if (!params) continue;
-      return { route, params };
-    }
-    return allowed.length ? { allowed } : null;
+    const found = this.index.match(method, pathSegments(path), allowed);
+    return found ?? (allowed.length ? { allowed } : null);
   }
 
   all(): readonly PluginRoute[] {
@@ -94,15 +94,72 @@ export class RouteTable {
 }
 
 /** The route's parameters, percent-decoded; undefined when one does not decode. */
-function decodedParams(names: string[], match: RegExpExecArray): Record<string, string> | undefined {
+function decodedParams(names: string[], values: readonly string[]): Record<string, string> | undefined {
   // No prototype: a parameter's name is only ever its own key.
   const params: Record<string, string> = Object.create(null);
   try {
-    names.forEach((name, index) => { params[name] = decodeURIComponent(match[index + 1]!); });
+    names.forEach((name, index) => { params[name] = decodeURIComponent(values[index]!); });
   } catch {
     return undefined;
   }
   return params;
+}
+
+/** A path's segments as routes are matched: one trailing slash does not count (`/x/` is `/x`). */
+function pathSegments(path: string): string[] {
+  return (path.endsWith('/') ? path.slice(0, -1) : path).split('/');
+}
+
+interface RouteNode { literal: Map<string, RouteNode>; param: RouteNode | null; routes: PluginRoute[] }
+
+/**
+ * The mounted routes as a tree of path segments, so that a request walks its own segments
+ * instead of trying every route's pattern in turn (170 patterns with every first-party plugin
+ * enabled, up to 10 µs a request). It answers what the patterns answer, in the same order:
+ * a literal child is tried before the parameter child, which is the table's order of
+ * specificity, and a leaf keeps its routes in the table's order.
+ */
+class RouteIndex {
+  private readonly root: RouteNode = { literal: new Map(), param: null, routes: [] };
+
+  constructor(routes: readonly PluginRoute[]) {
+    for (const route of routes) {
+      let node = this.root;
+      for (const segment of pathSegments(route.fullPath)) {
+        if (segment.startsWith(':')) node = node.param ??= { literal: new Map(), param: null, routes: [] };
+        else {
+          let next = node.literal.get(segment);
+          if (!next) node.literal.set(segment, next = { literal: new Map(), param: null, routes: [] });
+          node = next;
+        }
+      }
+      node.routes.push(route);
+    }
+  }
+
+  match(method: string, segments: readonly string[], allowed: string[]): { route: PluginRoute; params: Record<string, string> } | null {
+    return this.walk(this.root, method, segments, 0, [], allowed);
+  }
+
+  private walk(node: RouteNode, method: string, segments: readonly string[], at: number, values: string[], allowed: string[]): { route: PluginRoute; params: Record<string, string> } | null {
+    if (at === segments.length) {
+      for (const route of node.routes) {
+        if (route.route.method !== method) { allowed.push(route.route.method); continue; }
+        const params = decodedParams(route.params, values);
+        // The path guard refuses such paths first; a route table on its own still never throws.
+        if (params) return { route, params };
+      }
+      return null;
+    }
+    const segment = segments[at]!;
+    const literal = node.literal.get(segment);
+    const found = literal ? this.walk(literal, method, segments, at + 1, values, allowed) : null;
+    if (found || !node.param || segment === '') return found;
+    values.push(segment);
+    const viaParam = this.walk(node.param, method, segments, at + 1, values, allowed);
+    values.pop();
+    return viaParam;
+  }
 }
 
 function specificity(path: string): number {
