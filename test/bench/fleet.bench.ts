@@ -84,6 +84,7 @@ export async function run(): Promise<void> {
         'db conns mean/max': `${(connections.reduce((t, c) => t + c.total, 0) / connections.length).toFixed(0)} / ${Math.max(...connections.map((c) => c.total))} (active max ${Math.max(...connections.map((c) => c.active))}, idle in tx max ${Math.max(...connections.map((c) => c.idleInTransaction))})`,
         'db waits (mean busy backends)': meanOf(connections.map((c) => c.waits)),
         'jobs due not started (mean)': meanOf(connections.map((c) => c.backlog)),
+        'jobs running / their runs (mean)': meanOf(connections.map((c) => c.running)),
         'events not yet handled (mean / max)': `${meanOf(connections.map((c) => c.deliveries), 2)} / ${Math.max(...connections.map((c) => Object.values(c.deliveries).reduce((t, n) => t + n, 0)))}`,
         'CPU cores db/keel/agents': cores.join(' / '),
         load: load1().toFixed(1),

@@ -47,6 +47,8 @@ export interface ConnectionSample {
   waits: Record<string, number>;
   /** The runtime's jobs due and not yet taken by a worker, by job key: a backlog means the queue, not the database, is behind. */
   backlog: Record<string, number>;
+  /** The runtime's jobs the engine has handed to a worker, by job key, and the job runs the kernel holds open for them (`runs`): a backlog beside few running jobs means the workers do not take them. */
+  running: Record<string, number>;
   /** Event deliveries not yet handled, by subscribing plugin (`events->runtime`): work that competes with the heartbeats. */
   deliveries: Record<string, number>;
 }
@@ -59,12 +61,15 @@ export async function sampleConnections(pool: pg.Pool): Promise<ConnectionSample
   for (const row of rows) if (row.state !== 'idle') waits[row.wait] = (waits[row.wait] ?? 0) + 1;
   const { rows: due } = await pool.query(`select data->>'jobKey' as job, count(*)::int as n from keel_jobs.job
     where name = 'plugin/runtime/enqueued' and state in ('created', 'retry') and start_after <= now() group by 1`);
+  const { rows: running } = await pool.query(`select data->>'jobKey' as job, count(*)::int as n from keel_jobs.job
+    where name = 'plugin/runtime/enqueued' and state = 'active' group by 1
+    union all select 'runs', count(*)::int from plugin_job_runs where plugin_key = 'runtime' and status = 'running'`);
   const { rows: undelivered } = await pool.query(`select subscriber, count(*)::int as n from keel_events.deliveries
     where state in ('pending', 'leased') group by 1`);
   return {
     deliveries: Object.fromEntries(undelivered.map((r) => [`events->${r.subscriber}`, r.n])),
     total: rows.length, active: rows.filter((r) => r.state === 'active').length, idleInTransaction: rows.filter((r) => r.state === 'idle in transaction').length,
-    waits, backlog: Object.fromEntries(due.map((r) => [r.job, r.n])),
+    waits, backlog: Object.fromEntries(due.map((r) => [r.job, r.n])), running: Object.fromEntries(running.map((r) => [r.job, r.n])),
   };
 }
 
