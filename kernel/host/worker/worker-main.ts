@@ -75,6 +75,21 @@ function receive(message: KernelToWorker): void {
   }
 }
 process.on('disconnect', () => process.exit(0));
+// A fault of this process's own code (plugin code runs in isolates and fails only its own
+// call): nothing in the process can be trusted to go on, so it ends, as Node would end it, but
+// it tells the kernel what the fault was first. Node's own print of it went to stderr, of
+// which the kernel kept the last lines only, and those are its closing `}` and version line.
+process.on('uncaughtException', (error) => endOnFault(error));
+process.on('unhandledRejection', (reason) => endOnFault(reason));
+
+function endOnFault(fault: unknown): never {
+  const text = fault instanceof Error ? (fault.stack ?? `${fault.name}: ${fault.message}`) : String(fault);
+  const code = (fault as { code?: unknown } | null)?.code;
+  const coded = typeof code === 'string' ? ` (code ${code})` : '';
+  send({ t: 'fatal', reason: `worker host fault${coded}: ${text.split('\n').slice(0, 6).map((line) => line.trim()).join(' | ')}`.slice(0, 2000) });
+  channel.flush();
+  process.exit(70);
+}
 // The kernel owns this process's lifetime: it ends it with `shutdown` after its requests have
 // drained, and the worker exits by itself when the kernel is gone (disconnect). A Ctrl-C or a
 // service manager's SIGTERM sent to every process of the group must not end it earlier.
