@@ -1,4 +1,4 @@
-import type { ExecutionStatus } from '../../sdk/capabilities/executions.ts';
+import type { ExecutionStatus } from '../../sdk/events/execution-events.ts';
 import type { ActivityLog } from '../activity/activity-log.ts';
 import { retryWhileDatabaseUnavailable } from '../db/connection-errors.ts';
 import { int, type Database, type Row, type Tx } from '../db/database.ts';

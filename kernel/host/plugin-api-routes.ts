@@ -16,7 +16,7 @@ import { enabledTools } from './plugin-tools.ts';
 import { pendingToolChanges } from './tool-approvals.ts';
 import type { ExtensionHost } from './extension-host.ts';
 import { lifecycleActor } from './lifecycle-actor.ts';
-import { manifestSchema } from '../../sdk/manifest/fragments.ts';
+import { MANIFEST_SCHEMA } from '../../sdk/manifest/manifest-schema.ts';
 import { toPluginJson } from './plugin-json.ts';
 import { FIRST_PARTY_DIR, fetchNpmPackage, findPackagedPlugin, readPluginFolder, scanExamples, unpackTarball } from './plugin-sources.ts';
 
@@ -76,7 +76,7 @@ export const pluginApiRoutes = (host: ExtensionHost): RouteModule => (router, ke
   });
 
   route({ method: 'GET', path: '/api/plugins/manifest-schema', auth: 'any', success: 200, summary: 'The JSON schema of plugin manifests' }, async (ctx) => {
-    ctx.body = manifestSchema;
+    ctx.body = MANIFEST_SCHEMA;
   });
 
   route({ method: 'GET', path: '/api/plugins/examples', auth: 'board', success: 200, response: LIST_RESPONSE, summary: 'Example plugins that can be installed' }, async (ctx) => {

@@ -1,5 +1,6 @@
 import { defineCapability, method } from './define.ts';
 import { uuid } from './schemas.ts';
+import type { ExecutionStatus } from '../events/execution-events.ts';
 
 /**
  * Executions: isolates decide, executors act. A plugin granted `executions` asks the kernel to
@@ -7,7 +8,6 @@ import { uuid } from './schemas.ts';
  * what to run from the agent's adapter configuration a board actor wrote, never from the plugin,
  * supervises it outside the isolates, keeps its log, and tells the plugin by events.
  */
-export type ExecutionStatus = 'starting' | 'running' | 'succeeded' | 'failed' | 'cancelled' | 'timed_out' | 'lost';
 export const EXECUTION_TERMINAL_STATUSES: readonly ExecutionStatus[] = ['succeeded', 'failed', 'cancelled', 'timed_out', 'lost'];
 
 export interface ProcessExecutionInput {
@@ -230,26 +230,6 @@ export interface ExecutionsCapability {
   /** The addresses a run's process is given to call Keel back (SERVICE_API_URL, SERVICE_LLM_URL): a tool's base-URL setting points at the model gateway with these. */
   callbackUrl(): Promise<CallbackUrls>;
 }
-
-/** One structured output: a stdout line that is a JSON object with a string `type`, or an SSE event (`{event, data}`). */
-export interface ExecutionOutput { seq: number; stream: 'stdout' | 'sse'; data: Record<string, unknown> }
-/**
- * Payload of the kernel event `execution.output` (to the starting plugin only, in order per
- * execution): the structured outputs of one batch of the log (written every 100 ms), in line
- * order, at most 50 (and about 256 KiB) per event.
- */
-export type ExecutionOutputEvent = {
-  executionId: string; runId: string; companyId: string; agentId: string;
-  outputs: ExecutionOutput[];
-};
-/** Payload of the kernel event `execution.finished` (once, at the terminal status). `runId` and `agentId` are null for a workspace process (executions.workspace), which has neither. */
-export type ExecutionFinishedEvent = {
-  executionId: string; runId: string | null; companyId: string; agentId: string | null;
-  status: ExecutionStatus; exitCode: number | null; signal: string | null; httpStatus: number | null;
-  errorCode: string | null; logBytes: number; response: unknown;
-  /** 2 when the command was started again by `retryOnce`. */
-  attempts?: number;
-};
 
 export const MAX_EXECUTION_FILES = 1000;
 /** What all the files of one start may hold together, decoded. */

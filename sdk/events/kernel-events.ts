@@ -1,4 +1,4 @@
-import type { ExecutionFinishedEvent, ExecutionOutputEvent } from '../capabilities/executions.ts';
+import type { ExecutionFinishedEvent, ExecutionOutputEvent } from './execution-events.ts';
 import type { ProxyFinishedEvent } from '../plugin/answers.ts';
 import type { AgentJson, Company } from '../shared/principal-json.ts';
 import { about, kernelEvent } from './define.ts';

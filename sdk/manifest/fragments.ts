@@ -1,5 +1,4 @@
 import { KERNEL_POINT_NAMES } from './kernel-points.ts';
-import { CAPABILITY_IDS } from '../capabilities/index.ts';
 import { KERNEL_EVENTS } from '../events/kernel-events.ts';
 import type { KernelEventName } from '../events/index.ts';
 
@@ -11,14 +10,17 @@ import { identifier, notPrototypeMember, schemaObject } from './fragment-parts.t
 import { routesFragment } from './routes-fragment.ts';
 
 
-export { CAPABILITY_IDS, routesFragment };
+export { routesFragment };
 
 /**
- * The registry's ids, seen by the manifest's types as plain strings: the capability
- * declarations read manifests (requiredBy), so a manifest type built from their ids would
- * refer to itself. The schema still enumerates them: a manifest naming another id is refused.
+ * Where the schema asks for a capability id. The registry's ids are not imported here: the
+ * capability declarations read manifests (requiredBy), so a manifest schema built from them
+ * would tie the manifest's type and every declaration into one circle. The manifest's type sees
+ * a string; manifest-schema.ts enumerates the registry's ids at each of these places, and that
+ * is the schema manifests are checked against and GET /api/plugins/manifest-schema serves: a
+ * manifest naming another id is refused.
  */
-const capabilityIds: readonly string[] = CAPABILITY_IDS;
+export const CAPABILITY_ID = { type: 'string', description: 'Capability id (domain.verb); the registry in sdk/capabilities/ declares each.' } as const;
 
 export const capabilitiesFragment = {
   type: 'array', maxItems: 64, uniqueItems: true,
@@ -26,7 +28,7 @@ export const capabilitiesFragment = {
   items: {
     type: 'object', additionalProperties: false, required: ['id', 'reason'],
     properties: {
-      id: { enum: capabilityIds, description: 'Capability id (domain.verb); the registry in sdk/capabilities/ declares each.' },
+      id: CAPABILITY_ID,
       reason: { type: 'string', minLength: 3, maxLength: 500, description: 'Why the plugin needs it; shown to the operator.' },
     },
   },
@@ -207,7 +209,7 @@ export const servicesFragment = {
           description: { type: 'string', maxLength: 1000, description: 'What it does.' },
           inputSchema: { ...schemaObject, description: 'Schema of the input; the host refuses a call whose input does not match (400 validation_failed).' },
           outputSchema: { ...schemaObject, description: 'Schema of the result; a result that does not match reaches the caller as 502 service_output_invalid.' },
-          callerRequires: { type: 'array', items: { enum: capabilityIds }, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
+          callerRequires: { type: 'array', items: CAPABILITY_ID, maxItems: 10, description: 'Capabilities a caller must itself hold.' },
           readOnly: { type: 'boolean', description: 'The service changes nothing: it runs read-only, without a transaction of its own (cheaper for a service asked on every request).' },
           contractOf: {
             ...identifier,

@@ -1,7 +1,8 @@
 import { Ajv } from 'ajv';
 import { pluginSchemaAjv } from './plugin-schema-ajv.ts';
 import type { PluginManifest } from '../plugin/manifest.ts';
-import { KERNEL_EVENT_NAMES, manifestSchema } from './fragments.ts';
+import { KERNEL_EVENT_NAMES } from './fragments.ts';
+import { MANIFEST_SCHEMA } from './manifest-schema.ts';
 import { isPrototypeMemberName, reservedKeyReason } from './reserved-keys.ts';
 import { toolTextIssues } from './tool-text.ts';
 import { declaredEventIssues } from './declared-events.ts';
@@ -21,7 +22,7 @@ const RESERVED_PATTERNS = [/^\/companies\/:[A-Za-z0-9]+\/local-folders(\/|$)/];
 
 // verbose: errors carry the failing value and schema, which the wording of a refused key uses.
 const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-const check = ajv.compile(manifestSchema);
+const check = ajv.compile(MANIFEST_SCHEMA);
 const schemaAjv = pluginSchemaAjv();
 
 

@@ -30,5 +30,6 @@ export function respond(status: number, body?: unknown, headers?: Record<string,
 export { INSTRUCTION_KEY } from '../capabilities/kernel-data.ts';
 /** Which variable names an environment may give its runs (applied again by the kernel at start). */
 export { refusedRunVariable } from '../capabilities/run-variable-names.ts';
-export type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent, ExecutionSummary } from '../capabilities/executions.ts';
+export type { ExecutionSummary } from '../capabilities/executions.ts';
+export type { ExecutionFinishedEvent, ExecutionOutput, ExecutionOutputEvent } from '../events/execution-events.ts';
 export type { WorkspaceProcessSummary, WorkspaceSecretRef } from '../capabilities/workspace-processes.ts';

@@ -62,7 +62,11 @@ describe('malformed manifests', () => {
       expect((await t.sql.query('select 1 from plugins where key = $1', [key])).rows).toEqual([]);
     }
     // The host's own routes still answer as before.
-    expect((await t.api.get('/api/plugins/manifest-schema')).status).toBe(200);
+    const schema = await t.api.get('/api/plugins/manifest-schema');
+    expect(schema.status).toBe(200);
+    // The served schema enumerates the registry's capability ids, as the install check does.
+    expect(schema.body.properties.capabilities.items.properties.id.enum).toContain('http.routes');
+    expect(schema.body.properties.services.properties.provides.items.properties.callerRequires.items.enum).toContain('http.routes');
     expect((await t.api.get('/api/plugins/examples')).status).toBe(200);
   });
 
