@@ -107,6 +107,7 @@ export async function run(): Promise<void> {
       { measure: 'due -> process start, p50 / p99 / max', value: `${ms(pct(waits, 50))} / ${ms(pct(waits, 99))} / ${ms(waits.length ? Math.max(...waits) : NaN)} ms` },
       { measure: `runs waiting more than ${GOAL_WAIT_MS / 1000} s to start (goal: none)`, value: late },
       { measure: 'their due times, s after measuring began (first / last)', value: late ? `${Math.min(...lateDue)} / ${Math.max(...lateDue)}` : '-' },
+      { measure: 'where their wait went, p50 / max ms: due -> job taken, job taken -> wake, wake -> process start', value: late ? lateParts(lateRuns) : '-' },
       { measure: 'succeeded runs without their comment or usage report', value: incomplete },
       { measure: 'timer wakes coalesced into a run still going (a heartbeat that started no run)', value: await coalescedSince(pool, begin, end) },
     ]);
@@ -116,6 +117,17 @@ export async function run(): Promise<void> {
     await kernel.stop();
     if (scriptDir) await rm(scriptDir, { recursive: true, force: true });
   }
+}
+
+/** The three parts of late runs' waits: in the job queue, in the heartbeat job until its wake, and from the wake to the process. */
+function lateParts(runs: RunSample[]): string {
+  const part = (values: number[]) => (values.length ? `${ms(pct(values, 50))} / ${ms(Math.max(...values))}` : '-');
+  const taken = runs.filter((r) => r.jobStartedAt !== null);
+  return [
+    part(taken.map((r) => r.jobStartedAt! - r.dueAt!)),
+    part(taken.map((r) => r.wokenAt - r.jobStartedAt!)),
+    part(runs.filter((r) => r.startedAt !== null).map((r) => r.startedAt! - r.wokenAt)),
+  ].join(', ');
 }
 
 const ENDED = new Set(['succeeded', 'failed', 'cancelled', 'timed_out', 'lost']);

@@ -88,6 +88,8 @@ export interface RunSample {
   wokenAt: number;
   /** When the heartbeat slot that woke the run was due (the job's runAt). */
   dueAt: number | null;
+  /** When the job engine handed that slot's job to a worker. */
+  jobStartedAt: number | null;
   commented: boolean;
   usageReports: number;
 }
@@ -95,7 +97,7 @@ export interface RunSample {
 /** The heartbeat runs created since `since` (ms since the epoch), with their wakeup and the due time of their slot. */
 export async function heartbeatRuns(pool: pg.Pool, since: number): Promise<RunSample[]> {
   const { rows } = await pool.query(
-    `select r.status, r.finished_at, r.started_at, r.result_json, r.usage_json, w.created_at as woken_at, j.start_after as due_at
+    `select r.status, r.finished_at, r.started_at, r.result_json, r.usage_json, w.created_at as woken_at, j.start_after as due_at, j.started_on as job_started_at
        from plugin_runtime.runs r
        join plugin_runtime.wakeups w on w.id = r.wakeup_id
        left join keel_jobs.job j on j.name = 'plugin/runtime/enqueued'
@@ -108,6 +110,7 @@ export async function heartbeatRuns(pool: pg.Pool, since: number): Promise<RunSa
     startedAt: typeof row.result_json?.startedAt === 'number' ? row.result_json.startedAt : ms(row.started_at),
     wokenAt: ms(row.woken_at)!,
     dueAt: ms(row.due_at),
+    jobStartedAt: ms(row.job_started_at),
     commented: row.result_json?.commented === true,
     usageReports: Number(row.usage_json?.reports ?? 0),
   }));
