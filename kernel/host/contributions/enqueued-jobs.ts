@@ -130,8 +130,7 @@ export class EnqueuedJobs {
     const tiers = Object.fromEntries(declared.map((job) => [job.key, job.concurrency ?? 1]));
     // NOTIFY wakes the workers when a job is created (any process); a worker that finished a job
     // looks for the next at once (fetchAgain); the 1 s poll stays as the floor.
-    let workId: string | null = null;
-    workId = await this.boss.work<EnqueuedData>(queue, {
+    await this.boss.work<EnqueuedData>(queue, {
       pollingIntervalSeconds: 1, notifyPollingIntervalSeconds: 1, batchSize: 1, localConcurrency: LOCAL_CONCURRENCY,
       groupConcurrency: { default: 1, tiers },
     }, async ([job]) => {
@@ -139,7 +138,7 @@ export class EnqueuedJobs {
       try {
         await this.run(plugin.key, job);
       } finally {
-        if (workId) this.fetchAgain(workId);
+        this.fetchAgain(queue);
       }
     });
   }
@@ -153,9 +152,9 @@ export class EnqueuedJobs {
    * queue's workers runs it, so every worker holding a job is told: each looks once more when its
    * own job ends, and waits for the poll again only when that finds nothing.
    */
-  private fetchAgain(workId: string): void {
+  private fetchAgain(queue: string): void {
     for (const worker of this.boss.getWipData()) {
-      if (worker.workId === workId && worker.count > 0) this.boss.notifyWorker(worker.id);
+      if (worker.name === queue && worker.count > 0) this.boss.notifyWorker(worker.id);
     }
   }
 
