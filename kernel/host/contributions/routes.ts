@@ -112,6 +112,8 @@ function pathSegments(path: string): string[] {
 
 interface RouteNode { literal: Map<string, RouteNode>; param: RouteNode | null; routes: PluginRoute[] }
 
+const routeNode = (): RouteNode => ({ literal: new Map(), param: null, routes: [] });
+
 /**
  * The mounted routes as a tree of path segments, so that a request walks its own segments
  * instead of trying every route's pattern in turn (170 patterns with every first-party plugin
@@ -120,16 +122,16 @@ interface RouteNode { literal: Map<string, RouteNode>; param: RouteNode | null; 
  * specificity, and a leaf keeps its routes in the table's order.
  */
 class RouteIndex {
-  private readonly root: RouteNode = { literal: new Map(), param: null, routes: [] };
+  private readonly root = routeNode();
 
   constructor(routes: readonly PluginRoute[]) {
     for (const route of routes) {
       let node = this.root;
       for (const segment of pathSegments(route.fullPath)) {
-        if (segment.startsWith(':')) node = node.param ??= { literal: new Map(), param: null, routes: [] };
+        if (segment.startsWith(':')) node = node.param ??= routeNode();
         else {
           let next = node.literal.get(segment);
-          if (!next) node.literal.set(segment, next = { literal: new Map(), param: null, routes: [] });
+          if (!next) node.literal.set(segment, next = routeNode());
           node = next;
         }
       }
