@@ -11,6 +11,7 @@ import { assertEveryRouteDeclared } from './route-spec.ts';
 import { discardUnreadBody } from './unread-body.ts';
 import { hostGuard } from './host-guard.ts';
 import type { ServedHosts } from './served-hosts.ts';
+import { KernelPaths } from './kernel-paths.ts';
 
 export type ApiRouter = Router;
 export type RouteModule = (router: ApiRouter, kernel: KernelServices) => void;
@@ -58,7 +59,10 @@ export function createApp(kernel: KernelServices, router: Router, extra: { serve
     await next();
   });
   app.use(auditSafetyNet(kernel));
-  app.use(router.routes());
+  // A path no kernel route could serve skips the router's pattern scan (kernel-paths.ts).
+  const kernelRoutes = router.routes() as Koa.Middleware;
+  const kernelPaths = new KernelPaths(router);
+  app.use((ctx, next) => kernelPaths.mayServe(ctx.path) ? kernelRoutes(ctx, next) : next());
   // Plugin routes are matched only when no kernel route answered.
   for (const middleware of extra.after ?? []) app.use(middleware);
   app.use(async (ctx) => {
