@@ -185,6 +185,7 @@ export class ExtensionHost {
         folders: {},
         limits: { memoryMb: limits.memoryMb, callTimeoutMs: limits.callTimeoutMs, cpuSliceMs: Math.min(limits.callTimeoutMs, 5000), maxResponseBytes: 5 * 1024 * 1024, maxLogLinesPerMinute: 600 },
         activitySigning: true,
+        publishedEvents: (manifest.publishedEvents ?? []).map((event) => ({ name: event.name, schema: event.schema as Record<string, unknown> })),
       },
       log: this.kernel.log,
       host: sharesWorker(this.kernel.config, { key: row.key as string, sourceKind: row.source_kind as string })

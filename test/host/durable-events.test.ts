@@ -73,6 +73,16 @@ describe('a plugin publishing its own events', () => {
     expect(await outboxCount('forged')).toBe(0);
   });
 
+  it('checks a declared pattern in linear time: a payload built to make a backtracking engine run for ages is refused at once', async () => {
+    // ^(a+)+$ against 40 a's and a mismatch takes a backtracking engine about 2^40 steps; RE2 answers in microseconds.
+    const hostile = await publish({ name: NAME, payload: { seq: 1, label: `${'a'.repeat(40)}!` }, entityId: 'redos' });
+    expect(hostile.status, hostile.text).toBe(400);
+    expect(hostile.body).toMatchObject({ code: 'invalid_event_payload', error: `${NAME}: Invalid event payload: label must match pattern "^(a+)+$"` });
+    const fine = await publish({ name: NAME, payload: { seq: 1, label: 'a'.repeat(40) }, entityId: 'redos' });
+    expect(fine.status, fine.text).toBe(200);
+    expect(await outboxCount('redos')).toBe(1);
+  });
+
   it('refuses to publish from a read-only call', async () => {
     const res = await t.api.get(`/api/plugins/${KEY}/companies/${companyId}/publish-read-only`);
     expect(res.status).toBe(403);

@@ -33,6 +33,8 @@ export interface WorkerInit {
   privateNetworkHosts?: string[];
   folders: Record<string, { path: string; access: 'read' | 'readWrite' }>;
   limits: { memoryMb: number; callTimeoutMs: number; cpuSliceMs: number; maxResponseBytes: number; maxLogLinesPerMinute: number };
+  /** The events the manifest declares under publishedEvents (name and payload schema): ctx.events.publish checks a publication against them in the worker. */
+  publishedEvents: Array<{ name: string; schema: Record<string, unknown> }>;
   /** Bridge credential that lets the worker write activity for signed invocations (see capabilities/activity-write/worker.ts). */
   activitySigning: boolean;
   /** V8's code cache of `code` from an earlier load (the worker answered it with `loaded`): a restart compiles little. */

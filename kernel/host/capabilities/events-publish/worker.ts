@@ -2,15 +2,16 @@ import { eventsPublish as spec } from '../../../../sdk/capabilities/events.ts';
 import type { ActivityEntityKinds } from '../../worker/capabilities/activity-entity-kinds.ts';
 import type { PluginDatabase } from '../../worker/capabilities/database.ts';
 import { deferEvent, writePendingEvents, type EventValues } from './events-at-commit.ts';
-import { CapabilityError, type KernelCall, type WorkerCapability } from '../../worker/capabilities/types.ts';
+import { checkPublication, type Publisher } from './publication-check.ts';
+import { CapabilityError, type WorkerCapability } from '../../worker/capabilities/types.ts';
 import { workerUnit } from '../../worker/capabilities/unit.ts';
 
-interface CheckedPublication { name: string; entityType: string; entityId: string; payload: Record<string, unknown> }
-
 /**
- * `ctx.events.publish(name, payload, { entityType, entityId })` (events.publish). The kernel
- * checks the name (the plugin's own key, declared in its manifest) and the payload (the
- * declared schema) first; then the event is appended to the outbox in this invocation's own
+ * `ctx.events.publish(name, payload, { entityType, entityId })` (events.publish). The name (the
+ * plugin's own key, declared in its manifest) and the payload (the declared schema) are
+ * checked first, here in the worker, outside the isolate, against the declarations the kernel
+ * handed over with the plugin (publication-check.ts: a question to the kernel cost every
+ * publishing call a round trip over the channel while its transaction was open); then the event is appended to the outbox in this invocation's own
  * transaction through `keel_bridge.publish_event` (usually just before its COMMIT:
  * events-at-commit.ts), which verifies the kernel-signed identity,
  * takes the company from it and checks the name and the declaration again. The event therefore
@@ -19,7 +20,7 @@ interface CheckedPublication { name: string; entityType: string; entityId: strin
  * such an activity entry) and a call's events beyond the per-call bounds (migration 0033);
  * each refusal raises there, so the call's transaction, with its earlier events, rolls back.
  */
-export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall, kinds: ActivityEntityKinds): WorkerCapability {
+export function eventsCapability(db: PluginDatabase | null, publisher: Publisher, kinds: ActivityEntityKinds): WorkerCapability {
   return {
     publish: async (invocation, args) => {
       if (!db) throw new CapabilityError(403, 'events_unavailable', 'publishing events needs the plugin database connection');
@@ -30,7 +31,7 @@ export function eventsCapability(db: PluginDatabase | null, kernel: KernelCall, 
       if (!signed || !invocation.message.info.companyId) {
         throw new CapabilityError(403, 'company_scope_required', 'events belong to a company, and this call serves none; publish from a route under a company, or from a job declared perCompany: true');
       }
-      const checked = await kernel(invocation, 'eventChecks', 'check', args) as CheckedPublication;
+      const checked = checkPublication(publisher, args);
       const values: EventValues = [signed.invocation, signed.signature, checked.name, checked.entityType, checked.entityId, JSON.stringify(checked.payload)];
       // The transaction is opened now (it usually is already), so that a buffered event has one to join.
       const client = await db.transactionOf(invocation)!;
@@ -70,4 +71,6 @@ function refusal(error: unknown): CapabilityError | null {
   return pgError?.code === '42501' ? new CapabilityError(403, 'event_name_forbidden', `the database refused: ${pgError.message}`) : null;
 }
 
-export const workerSide = workerUnit(spec, ({ database, kernel, activityKinds }) => ({ events: eventsCapability(database, kernel, activityKinds) }));
+export const workerSide = workerUnit(spec, ({ init, database, activityKinds }) => ({
+  events: eventsCapability(database, { key: init.pluginKey, publishedEvents: init.publishedEvents }, activityKinds),
+}));
