@@ -124,5 +124,15 @@ export function streamAnswer(x: Exchange): Promise<CallEnd> {
       x.abortUpstream();
       broken();
     });
+    // Stopped, or the provider's answer broken, before these listeners existed (while the
+    // call's row was being written, say: a client killed then): the stop's listeners were
+    // already called and the upstream's close has come and gone, so nothing would end the
+    // exchange and its row would stay running, its lease renewed, for good.
+    if (x.stopped()) {
+      x.abortUpstream();
+      broken();
+    } else if (upstream.destroyed && !upstream.complete) {
+      broken();
+    }
   });
 }
