@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startKernelProcess } from './support/kernel-process.ts';
-import { load, printTable } from './support/load.ts';
+import { inTurns, load, printTable, type LoadResult } from './support/load.ts';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/bench-plugin', import.meta.url));
 
@@ -99,8 +99,6 @@ export async function run(): Promise<void> {
   }
 }
 
-type LoadResult = Awaited<ReturnType<typeof load>>;
-
 /** A tool call's round trip through tools/execute, sequential: milliseconds each, after 50 not counted. */
 async function toolRoundTrip(call: (method: string, path: string, body?: unknown) => Promise<unknown>): Promise<number> {
   for (let i = 0; i < 50; i++) await call('POST', '/api/plugins/tools/execute', { tool: 'bench-plugin.ping', input: {} });
@@ -134,28 +132,12 @@ async function throughput(url: string, companyId: string): Promise<LoadResult[]>
   }
   const request = (body: (() => string) | null) => (body ? { method: 'POST', headers, body: body() } : { method: 'GET' });
   for (const [name, target, body] of cases) await load(`${name} (warm-up)`, target, { ...request(body), seconds: 1 });
-  // Kernel and plugin routes take turns, round after round, and each case's rate is its mean
-  // over the rounds: a slow spell of the shared machine then falls on both sides of a ratio
-  // instead of on whichever route it happened to meet (one 5 s run each swung a ratio by 10 points).
-  const rounds: LoadResult[][] = [];
-  for (let round = 0; round < ROUNDS; round++) {
-    const results: LoadResult[] = [];
-    for (const [name, target, body] of cases) results.push(await load(name, target, { ...request(body), seconds: ROUND_SECONDS }));
-    rounds.push(results);
-  }
-  return cases.map(([name], index) => meanOf(name, rounds.map((results) => results[index]!)));
+  // Kernel and plugin routes take turns, round after round (support/load.ts).
+  return inTurns(cases.map(([name, target, body]) => ({ name, url: target, options: () => request(body) })), ROUNDS, ROUND_SECONDS);
 }
 
 const ROUNDS = 3;
 const ROUND_SECONDS = 2;
-
-function meanOf(name: string, results: LoadResult[]): LoadResult {
-  const sum = (pick: (result: LoadResult) => number) => results.reduce((total, result) => total + pick(result), 0);
-  return {
-    name, requestsPerSecond: Math.round(sum((r) => r.requestsPerSecond) / results.length),
-    p99Ms: Math.max(...results.map((r) => r.p99Ms)), errors: sum((r) => r.errors), non2xx: sum((r) => r.non2xx),
-  };
-}
 
 function ratios(where: string, results: LoadResult[]): Array<Record<string, string | number>> {
   const [echoKernel, echoPlugin, rowKernel, rowPlugin, rowBatched, readKernel, readPlugin] = results;

@@ -1,6 +1,5 @@
-import autocannon from 'autocannon';
 import { startKernelProcess, type KernelProcess } from './support/kernel-process.ts';
-import { printTable, sequentialLatency } from './support/load.ts';
+import { inTurns, load, printTable, sequentialLatency, type LoadResult } from './support/load.ts';
 
 const CONNECTIONS = Number(process.env.WORK_BENCH_CONNECTIONS ?? 10);
 const SECONDS = Number(process.env.WORK_BENCH_SECONDS ?? 6);
@@ -81,27 +80,16 @@ async function createRates(kernel: KernelProcess): Promise<Array<Record<string, 
 
 /**
  * POSTs one body to the plugin's route and to the bare kernel route from many connections,
- * after a short warm-up of each: the two take turns for ROUNDS rounds (a slow spell of the
- * shared machine then falls on both sides of the ratio, where one run each swung it by ten
- * points), and each side's figure is its 2xx per second over all its rounds, its worst p99
- * and its failures.
+ * after a short warm-up of each, the two taking turns for ROUNDS rounds (support/load.ts):
+ * each side's 2xx per second over its rounds, its worst p99 and its failures.
  */
 async function drivePair(pluginUrl: string, bareUrl: string, body: Record<string, unknown>) {
-  const post = (url: string, duration: number) => autocannon({ url, method: 'POST', connections: CONNECTIONS, duration, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-  await post(pluginUrl, 2);
-  await post(bareUrl, 2);
-  const seconds = SECONDS / ROUNDS;
-  const rounds = { plugin: [] as autocannon.Result[], bare: [] as autocannon.Result[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    rounds.plugin.push(await post(pluginUrl, seconds));
-    rounds.bare.push(await post(bareUrl, seconds));
-  }
-  const figure = (results: autocannon.Result[]) => ({
-    perSecond: Math.round(results.reduce((sum, r) => sum + r['2xx'], 0) / (seconds * ROUNDS)),
-    p99: Math.max(...results.map((r) => r.latency.p99)),
-    errors: results.reduce((sum, r) => sum + r.errors + r.non2xx, 0),
-  });
-  return { plugin: figure(rounds.plugin), bare: figure(rounds.bare) };
+  const post = { method: 'POST', connections: CONNECTIONS, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  await load('plugin (warm-up)', pluginUrl, { ...post, seconds: 2 });
+  await load('bare (warm-up)', bareUrl, { ...post, seconds: 2 });
+  const [plugin, bare] = await inTurns([{ name: 'plugin', url: pluginUrl, options: () => post }, { name: 'bare', url: bareUrl, options: () => post }], ROUNDS, SECONDS / ROUNDS);
+  const figure = (result: LoadResult) => ({ perSecond: result.okPerSecond, p99: result.p99Ms, errors: result.errors + result.non2xx });
+  return { plugin: figure(plugin!), bare: figure(bare!) };
 }
 
 /** Comments on one issue through the plugin, against the bare kernel route's comments on one of its issues. */

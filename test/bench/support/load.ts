@@ -3,19 +3,51 @@ import http from 'node:http';
 import { spawn } from 'node:child_process';
 import { stopChild } from './kernel-process.ts';
 
-export interface LoadResult { name: string; requestsPerSecond: number; p99Ms: number; errors: number; non2xx: number }
+/** requestsPerSecond counts every answer, okPerSecond the 2xx ones only. */
+export interface LoadResult { name: string; requestsPerSecond: number; okPerSecond: number; p99Ms: number; errors: number; non2xx: number }
+
+export interface LoadOptions { headers?: Record<string, string>; seconds?: number; connections?: number; method?: string; body?: string }
 
 /** Drives one route with autocannon (10 connections by default) and reports requests per second. */
-export async function load(name: string, url: string, options: { headers?: Record<string, string>; seconds?: number; connections?: number; method?: string; body?: string } = {}): Promise<LoadResult> {
+export async function load(name: string, url: string, options: LoadOptions = {}): Promise<LoadResult> {
+  const seconds = options.seconds ?? 5;
   const result = await autocannon({
     url,
     method: (options.method ?? 'GET') as 'GET',
     headers: options.headers,
     body: options.body,
     connections: options.connections ?? 10,
-    duration: options.seconds ?? 5,
+    duration: seconds,
   });
-  return { name, requestsPerSecond: Math.round(result.requests.average), p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  return {
+    name, requestsPerSecond: Math.round(result.requests.average), okPerSecond: Math.round(result['2xx'] / seconds),
+    p99Ms: result.latency.p99, errors: result.errors, non2xx: result.non2xx,
+  };
+}
+
+/** A route `inTurns` drives: its options are asked for again each round (a body may change between rounds). */
+export interface LoadCase { name: string; url: string; options: () => LoadOptions }
+
+/**
+ * Drives routes that are compared with each other in turns, round after round, `seconds` each
+ * a round; each case's figure is its mean over the rounds (rates), its worst p99 and its summed
+ * failures. A slow spell of the shared machine then falls on both sides of a ratio instead of
+ * on whichever route it happened to meet: one run each swung a ratio by ten points.
+ */
+export async function inTurns(cases: readonly LoadCase[], rounds: number, seconds: number): Promise<LoadResult[]> {
+  const runs = cases.map((): LoadResult[] => []);
+  for (let round = 0; round < rounds; round++) {
+    for (const [index, { name, url, options }] of cases.entries()) runs[index]!.push(await load(name, url, { ...options(), seconds }));
+  }
+  return cases.map(({ name }, index) => meanOf(name, runs[index]!));
+}
+
+function meanOf(name: string, results: LoadResult[]): LoadResult {
+  const sum = (pick: (result: LoadResult) => number) => results.reduce((total, result) => total + pick(result), 0);
+  return {
+    name, requestsPerSecond: Math.round(sum((r) => r.requestsPerSecond) / results.length), okPerSecond: Math.round(sum((r) => r.okPerSecond) / results.length),
+    p99Ms: Math.max(...results.map((r) => r.p99Ms)), errors: sum((r) => r.errors), non2xx: sum((r) => r.non2xx),
+  };
 }
 
 export async function startBareServer(body: string): Promise<{ url: string; stop(): Promise<void> }> {
