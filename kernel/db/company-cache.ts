@@ -72,11 +72,11 @@ export class CompanyCache {
 }
 
 /**
- * After a plugin transaction that may have written kernel rows (ExtensionHost.invoke): waits for
- * the notifications of its changes, as after a kernel commit, and marks the company's spend
- * stale, which no notification announces.
+ * After a transaction of a plugin that may write kernel rows (ExtensionHost.invoke): when it
+ * wrote some (`wroteKernelRows`), waits for the notifications of its changes, as after a kernel
+ * commit; either way marks the company's spend stale, which no notification announces.
  */
-export async function afterPluginCommit(db: { afterEveryCommit?: () => Promise<void>; companyCache?: CompanyCache }, companyId: string | null): Promise<void> {
-  await db.afterEveryCommit?.();
+export async function afterPluginCommit(db: { afterEveryCommit?: () => Promise<void>; companyCache?: CompanyCache }, companyId: string | null, wroteKernelRows: boolean): Promise<void> {
+  if (wroteKernelRows) await db.afterEveryCommit?.();
   if (companyId) db.companyCache?.spendChanged(companyId);
 }

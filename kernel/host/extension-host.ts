@@ -275,8 +275,9 @@ export class ExtensionHost {
       answered = true;
       for (const after of this.afterInvoke) result = (await after(id, result))!;
       // A plugin that may write kernel rows committed in its own worker: the kernel's caches
-      // learn of it by notification, so wait for those before answering, as after a kernel commit.
-      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await afterPluginCommit(this.kernel.db, info.companyId);
+      // learn of what it wrote by notification, so wait for those before answering, as after a
+      // kernel commit (the worker says whether the call wrote any).
+      if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await afterPluginCommit(this.kernel.db, info.companyId, result.kernelRowsWritten === true);
       return result;
     } finally {
       if (!answered) for (const after of this.afterInvoke) await after(id, null).catch(() => undefined);

@@ -1,12 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { CallResult, InvokeMessage, KernelToWorker, RouteEnvelope, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
+import type { CallResult, InvokeMessage, KernelToWorker, SlotMessage, SlotReport, WireError, WorkerInit, WorkerToKernel } from './protocol/messages.ts';
 import { DATABASE_UNAVAILABLE, isDatabaseUnavailable } from '../db/connection-errors.ts';
 import { DeliversSecrets } from './capabilities/types.ts';
 import type { WorkerExit, WorkerHost } from './worker-host.ts';
 
 /** A call's outcome: see CallResult (`envelope` only for routes and webhooks). */
-export interface InvokeResult { ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
+export type InvokeResult = Omit<CallResult, 'id'>;
 export type KernelCallHandler = (call: Extract<SlotReport, { t: 'call' }>) => Promise<unknown>;
 
 export interface PluginHealth {
@@ -269,7 +269,7 @@ export class PluginProcess {
     clearTimeout(waiter.timer);
     this.health.inFlight = this.pending.size;
     if (message.ok) this.answered = true;
-    waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten });
+    waiter.resolve({ ok: message.ok, value: message.value, envelope: message.envelope, error: message.error, activityWritten: message.activityWritten, kernelRowsWritten: message.kernelRowsWritten });
   }
 
   /** Sends one invocation and resolves with its result; never rejects. */

@@ -90,6 +90,51 @@ describe('batch handlers', () => {
   });
 });
 
+describe('the kernel\'s caches after a plugin\'s commit', () => {
+  /** Counts the kernel's waits for its caches (the notifications of a commit) while `act` runs. */
+  async function cacheWaits(act: () => Promise<void>): Promise<number> {
+    const db = t.kernel.services.db;
+    const wait = db.afterEveryCommit!;
+    let waits = 0;
+    db.afterEveryCommit = () => { waits++; return wait(); };
+    try {
+      await act();
+    } finally {
+      db.afterEveryCommit = wait;
+    }
+    return waits;
+  }
+  const entries = (body: Record<string, unknown>) => t.api.post(`/api/plugins/kernel-rows/companies/${company.id}/entries`, body);
+
+  it('are waited for before the answer when the call wrote kernel rows', async () => {
+    const subject = await createAgent(t.api, company.id);
+    expect(await cacheWaits(async () => {
+      expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop' })).body).toEqual({ changed: true });
+    })).toBe(1);
+    expect(await cacheWaits(async () => {
+      expect((await rows({ op: 'budget-agent', agentId: subject.id, cents: 900 })).body).toEqual({ updated: true });
+    })).toBe(1);
+    // A batch handler's call that pauses: the hold is written through the call's own ctx.
+    const other = await createAgent(t.api, company.id);
+    expect(await cacheWaits(async () => {
+      expect((await entries({ amount: 77, agentId: other.id })).status).toBe(201);
+    })).toBe(1);
+    expect((await t.api.get(`/api/agents/${other.id}`)).body.status).toBe('paused');
+  });
+
+  it('are not waited for when the call wrote none: its own rows and activity only, or a failure', async () => {
+    expect(await cacheWaits(async () => {
+      const answers = await Promise.all([1, 2, 3].map((amount) => entries({ amount })));
+      expect(answers.map((res) => res.status)).toEqual([201, 201, 201]);
+    })).toBe(0);
+    const subject = await createAgent(t.api, company.id);
+    expect(await cacheWaits(async () => {
+      expect((await rows({ op: 'pause-agent', agentId: subject.id, reason: 'budget_hard_stop', fail: true })).status).toBe(409);
+    })).toBe(0);
+    expect((await t.api.get(`/api/agents/${subject.id}`)).body.status).toBe('idle');
+  });
+});
+
 describe('kernel rows from the plugin transaction', () => {
   it('sets monthly budgets of the company and of its own agents only', async () => {
     expect((await rows({ op: 'budget-company', cents: 4200 })).body).toEqual({ updated: true });

@@ -115,9 +115,11 @@ export interface RouteEnvelope { status?: unknown; headers?: unknown; events?: u
 
 /**
  * A call's outcome. A successful answer is `value` (JSON text), or `envelope` for a route's or
- * webhook's answer that is a `respond()` envelope and nothing else.
+ * webhook's answer that is a `respond()` envelope and nothing else. `kernelRowsWritten`: the
+ * committed transaction changed kernel rows through a `keel_bridge` write (a pause, a budget),
+ * so the kernel waits for its caches to hear of it before answering; absent otherwise.
  */
-export interface CallResult { id: string; ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean }
+export interface CallResult { id: string; ok: boolean; value?: string; envelope?: RouteEnvelope; error?: WireError; activityWritten: boolean; kernelRowsWritten?: true }
 
 /**
  * What a batch's transaction sent to PostgreSQL. `statements`: query messages (a multi-statement

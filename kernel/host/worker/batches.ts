@@ -6,6 +6,7 @@ import { Invocation } from './invocation.ts';
 import type { WiredAnswer } from './wired-answer.ts';
 import { countTraffic } from './round-trips.ts';
 import { withCommit } from './with-commit.ts';
+import { kernelRows } from './call-finish.ts';
 
 /** What the batch runner needs of the worker (worker-main.ts). */
 export interface BatchHost {
@@ -97,6 +98,8 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     return giveUp();
   }
   const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
+  // The calls share one COMMIT, so what one of them wrote to kernel rows is waited for by all.
+  const wrote = kernelRows({ kernelRowsWritten: lead.kernelRowsWritten || members.some((member) => member.kernelRowsWritten) });
   const results: CallResult[] = [];
   const activity: unknown[][] = [];
   items.forEach((item, index) => {
@@ -112,7 +115,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
       activity.push([item.signed.invocation, item.signed.signature, entry.action, entry.entityType, entry.entityId, null]);
     }
     const { value, envelope } = host.answer(item.kind, answer.v ?? null);
-    results.push({ id: item.id, ok: true, value, envelope, activityWritten: true });
+    results.push({ id: item.id, ok: true, value, envelope, activityWritten: true, ...wrote });
   });
   const failure = await db.closeTransaction(client, 'COMMIT', withCommit({ activity }));
   const database = traffic.done();
@@ -172,5 +175,7 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
     for (const item of items) await invokeItemByItem(host, [item], database);
     return;
   }
-  host.send({ t: 'results', results: outcomes });
+  // The calls share one COMMIT, so what one of them wrote to kernel rows is waited for by all.
+  const wrote = kernelRows({ kernelRowsWritten: outcomes.some((outcome) => outcome.kernelRowsWritten) });
+  host.send({ t: 'results', results: outcomes.map((outcome) => (outcome.ok ? { ...outcome, ...wrote } : outcome)) });
 }

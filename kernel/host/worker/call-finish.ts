@@ -75,7 +75,7 @@ export async function finishCall(plugin: FinishingPlugin, invocation: Invocation
   if (invocation.batch) {
     // The batch owns the transaction: it rolls this item back to its savepoint or keeps it.
     plugin.invocations.delete(invocation.id);
-    invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, activity: ok ? invocation.pendingActivity : [] });
+    invocation.batch.resolve({ ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, ...kernelRows(invocation), activity: ok ? invocation.pendingActivity : [] });
     return;
   }
   const client = await invocation.openedClient();
@@ -92,7 +92,12 @@ export async function finishCall(plugin: FinishingPlugin, invocation: Invocation
   }
   plugin.invocations.delete(invocation.id);
   // Status changes are reported only when the transaction that made them committed.
-  plugin.send({ t: 'result', id: invocation.id, ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten });
+  plugin.send({ t: 'result', id: invocation.id, ok, value: answer?.value, envelope: answer?.envelope, error, activityWritten: invocation.activityWritten, ...(ok ? kernelRows(invocation) : {}) });
+}
+
+/** The result's `kernelRowsWritten`, present only when the call wrote kernel rows. */
+export function kernelRows(written: { kernelRowsWritten: boolean }): { kernelRowsWritten?: true } {
+  return written.kernelRowsWritten ? { kernelRowsWritten: true } : {};
 }
 
 

@@ -18,6 +18,8 @@ export class Invocation {
   client: pg.PoolClient | null = null;
   finished = false;
   activityWritten = false;
+  /** The call wrote kernel rows through a bridge function (kernel-row-bridge.ts): its result says so. */
+  kernelRowsWritten = false;
   /** The call asked the kernel to open a ledger run: its transaction confirms it before COMMIT (capabilities/opened-runs.ts). */
   openedRuns = false;
   /** Async host operations still running for this invocation. */

@@ -20,6 +20,9 @@ export async function bridge(db: PluginDatabase | null, invocation: Invocation, 
   const signed = invocation.message.signed;
   if (!signed || !invocation.message.info.companyId) throw new CapabilityError(403, 'kernel_rows_unavailable', 'this call serves no company; kernel rows cannot be changed');
   const query = { text: sql, values: [signed.invocation, signed.signature, ...values] };
+  // Marked before the statement runs: one that fails may still have changed rows of a
+  // transaction that goes on (the call catches the error), and a needless wait costs less.
+  invocation.kernelRowsWritten = true;
   try {
     let result;
     if (own === 'autonomous') {
