@@ -22,9 +22,10 @@ export type ActivityRecord = ActivityEntry;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * The append-only activity log. The database assigns each entry its place in the company's
- * hash chain (trigger keel_activity_append) and refuses updates and deletes; this service
- * only sanitises and appends, through keel_private.append_activities like every other writer.
+ * The append-only activity log. The database's one writer, keel_private.append_activities,
+ * gives each entry its place in the company's hash chain (and the database refuses any other
+ * insert, and every update and delete); this service only sanitises and appends through it,
+ * like every other writer.
  * Write entries inside the transaction of the change they describe, so that a change and its
  * record commit or vanish together.
  */

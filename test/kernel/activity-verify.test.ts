@@ -12,6 +12,7 @@ import { startEmbeddedPostgres } from '../../kernel/db/embedded-postgres.ts';
 import { DataDirLock } from '../../kernel/config/data-dir-lock.ts';
 import { createLogger } from '../../kernel/logger.ts';
 import { startTestKernel, type TestKernel } from '../support/harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let t: TestKernel;
 let companyId: string;
@@ -152,5 +153,66 @@ describe('npm run activity:verify', () => {
       server = undefined as never;
       await rm(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('the one writer, keel_private.append_activities', () => {
+  const entry = (company: string | null, i: number) => ({ companyId: company, actorType: 'system', actorId: 'writer-test', action: 'writer.step', entityType: 'step', entityId: String(i), details: { i } });
+  const append = (client: pg.Pool | pg.PoolClient, entries: unknown[]) => client.query('select id, company_id, seq from keel_private.append_activities($1::jsonb)', [JSON.stringify(entries)]);
+  const head = async (chain: string) => (await t.sql.query('select last_seq::int as seq, last_hash as hash from activity_chain_heads where chain_key = $1', [chain])).rows[0];
+
+  it('chains the entries of one statement over several companies, each continuing its own chain in the order given', async () => {
+    const first = await createCompany('Chained first');
+    const second = await createCompany('Chained second');
+    await append(t.sql, [entry(first, 0)]);
+    const instanceBefore = (await head('instance'))?.seq ?? 0;
+    const { rows } = await append(t.sql, [entry(second, 1), entry(first, 2), entry(null, 3), entry(second, 4), entry(first, 5)]);
+    expect(rows.map((row: any) => [row.company_id, Number(row.seq)])).toEqual([[second, 1], [first, 2], [null, instanceBefore + 1], [second, 2], [first, 3]]);
+    for (const company of [first, second]) expect((await verifyActivityChains(t.kernel.services.db, company)).firstBreak).toBeNull();
+    const last = (await t.sql.query("select hash from activity_log where company_id = $1 order by seq desc limit 1", [first])).rows[0].hash;
+    expect(await head(first)).toEqual({ seq: 3, hash: last });
+  });
+
+  it('takes the chains of one statement in key order, so that it never waits in a circle with another writer', async () => {
+    const [low, high] = [await createCompany('Crossed'), await createCompany('Crossed')].sort();
+    const holder = await t.sql.connect();
+    const crossing = await t.sql.connect();
+    try {
+      // The holder appends to the lower chain and keeps it until it commits.
+      await holder.query('begin');
+      await append(holder, [entry(low!, 1)]);
+      // The crossing statement names the higher chain first: it waits for the lower one
+      // before taking any, rather than holding the higher one while it waits.
+      const pid = async (client: pg.PoolClient) => (await client.query('select pg_backend_pid() as pid')).rows[0].pid;
+      const [holderPid, crossingPid] = [await pid(holder), await pid(crossing)];
+      const crossed = append(crossing, [entry(high!, 2), entry(low!, 3)]);
+      await waitFor(async () => (await t.sql.query('select $1 = any(pg_blocking_pids($2)) as waits', [holderPid, crossingPid])).rows[0].waits,
+        'the crossing statement to wait for the holder');
+      // So the holder can still append to the higher chain (entry order would deadlock here).
+      await holder.query('set local lock_timeout = 5000');
+      await append(holder, [entry(high!, 4)]);
+      await holder.query('commit');
+      await crossed;
+    } finally {
+      await holder.query('rollback').catch(() => undefined);
+      holder.release();
+      crossing.release();
+    }
+    for (const [company, entries] of [[low!, 2], [high!, 2]] as const) {
+      const report = await verifyActivityChains(t.kernel.services.db, company);
+      expect([report.firstBreak, report.entries]).toEqual([null, entries]);
+    }
+    const order = (await t.sql.query("select entity_id from activity_log where company_id = any($1::uuid[]) and action = 'writer.step' order by company_id, seq", [[low, high]])).rows.map((row: any) => row.entity_id);
+    expect(order).toEqual(['1', '3', '4', '2']);
+  });
+
+  it('is the only way in: an insert into activity_log past it is refused and adds nothing', async () => {
+    const before = (await t.sql.query('select count(*)::int as n from activity_log')).rows[0].n;
+    await expect(t.sql.query(`insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, seq, prev_hash, hash)
+      values ($1, 'system', 'forger', 'forged.entry', 'step', 'x', 999, '', '')`, [companyId])).rejects.toThrow(/appended to only through keel_private.append_activities/);
+    expect((await t.sql.query('select count(*)::int as n from activity_log')).rows[0].n).toBe(before);
+    // Every function that writes the log does so through the writer.
+    const writers = (await t.sql.query("select p.oid::regprocedure::text as name from pg_proc p where p.prosrc ilike '%insert into activity_log%'")).rows.map((row: any) => row.name);
+    expect(writers).toEqual(['keel_private.append_activities(jsonb)']);
   });
 });

@@ -52,6 +52,7 @@ const files = [
   '0052-subscribed-events-column.sql',
   '0053-ledger-keeps-no-run-outcome.sql',
   '0054-subscription-filters.sql',
+  '0055-activity-chained-by-its-writer.sql',
 ];
 
 function sqlMigration(file: string): typeof Migration {

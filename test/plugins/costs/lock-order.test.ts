@@ -45,9 +45,9 @@ it('a usage report takes the activity chain after the agent row, so a transactio
     }, 'the cost event to wait for the agent row');
     // Appending to the company's chain does not wait on the blocked cost event.
     await client.query('set local lock_timeout = 5000');
-    await client.query(
-      `insert into activity_log (company_id, actor_type, actor_id, action, entity_type, entity_id, details, seq, prev_hash, hash)
-       values ($1::uuid, 'system', 'test', 'test.lock_order', 'company', $2, null, 0, '', '')`, [company.id, company.id]);
+    await client.query('select count(*) from keel_private.append_activities($1::jsonb)', [JSON.stringify([
+      { companyId: company.id, actorType: 'system', actorId: 'test', action: 'test.lock_order', entityType: 'company', entityId: company.id, details: null },
+    ])]);
     await client.query('commit');
     const res = await posted;
     expect(res.status, res.text).toBe(200);
