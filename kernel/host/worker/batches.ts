@@ -44,6 +44,9 @@ export function batchRunner(host: BatchHost): (items: InvokeMessage[]) => Promis
   };
 }
 
+/** The `kernelRowsWritten` of every call of a batch: they share one COMMIT, so one call's write is waited for by all. */
+const sharedKernelRows = (written: ReadonlyArray<boolean | undefined>) => kernelRows({ kernelRowsWritten: written.some(Boolean) });
+
 /** Errors after which running the calls again one by one would only fail the same way (or worse). */
 const FINAL_BATCH_ERRORS = new Set(['plugin_timeout', 'plugin_out_of_memory']);
 
@@ -98,8 +101,7 @@ async function invokeBatchHandler(host: BatchHost, items: InvokeMessage[], db: P
     return giveUp();
   }
   const answers = JSON.parse(outcome.value ?? '[]') as Array<{ ok: boolean; v?: unknown; e?: unknown }>;
-  // The calls share one COMMIT, so what one of them wrote to kernel rows is waited for by all.
-  const wrote = kernelRows({ kernelRowsWritten: lead.kernelRowsWritten || members.some((member) => member.kernelRowsWritten) });
+  const wrote = sharedKernelRows([lead, ...members].map((call) => call.kernelRowsWritten));
   const results: CallResult[] = [];
   const activity: unknown[][] = [];
   items.forEach((item, index) => {
@@ -175,7 +177,6 @@ async function invokeItemByItem(host: BatchHost, items: InvokeMessage[], databas
     for (const item of items) await invokeItemByItem(host, [item], database);
     return;
   }
-  // The calls share one COMMIT, so what one of them wrote to kernel rows is waited for by all.
-  const wrote = kernelRows({ kernelRowsWritten: outcomes.some((outcome) => outcome.kernelRowsWritten) });
+  const wrote = sharedKernelRows(outcomes.map((outcome) => outcome.kernelRowsWritten));
   host.send({ t: 'results', results: outcomes.map((outcome) => (outcome.ok ? { ...outcome, ...wrote } : outcome)) });
 }
