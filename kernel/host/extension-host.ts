@@ -274,9 +274,8 @@ export class ExtensionHost {
         : await loaded.process.invoke(message);
       answered = true;
       for (const after of this.afterInvoke) result = (await after(id, result))!;
-      // A plugin that may write kernel rows committed in its own worker: the kernel's caches
-      // learn of what it wrote by notification, so wait for those before answering, as after a
-      // kernel commit (the worker says whether the call wrote any).
+      // Kernel rows a plugin wrote reach the kernel's caches by notification: wait for those
+      // before answering, as after a kernel commit (the worker says whether the call wrote any).
       if (result.ok && options.transactional && !options.readOnly && writesKernelRows(loaded)) await afterPluginCommit(this.kernel.db, info.companyId, result.kernelRowsWritten === true);
       return result;
     } finally {
