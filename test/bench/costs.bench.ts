@@ -2,6 +2,7 @@ import autocannon from 'autocannon';
 import { spawn } from 'node:child_process';
 import { startKernelProcess, stopChild, type KernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
+import { readCpu, type CpuReading } from './support/process-cpu.ts';
 
 const SIZES = (process.env.COSTS_BENCH_SIZES ?? "10000,100000,1000000").split(",").map(Number);
 const AGENTS = 20;
@@ -46,7 +47,9 @@ export async function run(): Promise<void> {
       stored = size;
       await drive(ingestUrl, agents, 2);
       const before = await kernel.call('GET', '/api/bench/batch-traffic/costs');
+      const cpuBefore = await cpuNow(kernel.pid);
       const ingest = await drive(ingestUrl, agents, SECONDS);
+      const cpu = cpuPerEvent(cpuBefore, await cpuNow(kernel.pid), ingest.accepted);
       const traffic = perBatch(before, await kernel.call('GET', '/api/bench/batch-traffic/costs'));
       stored += ingest.accepted + 0;
       const monthStart = new Date(Date.UTC(new Date().getUTCFullYear(), new Date().getUTCMonth(), 1)).toISOString();
@@ -60,6 +63,7 @@ export async function run(): Promise<void> {
         'events/batch': traffic.calls,
         'statements/batch': traffic.statements,
         'round trips/batch': traffic.roundTrips,
+        'CPU µs/event db / kernel / workers / load': cpu,
         'summary ms (all time)': await latency(`${base}/summary`),
         'summary ms (this month)': await latency(`${base}/summary?from=${encodeURIComponent(monthStart)}`),
         'by-agent ms (all time)': await latency(`${base}/by-agent`),
@@ -72,6 +76,7 @@ export async function run(): Promise<void> {
     const check = await (await kernel.sql()).query('select sum(cost_cents)::bigint as s, count(*) as n from plugin_costs.cost_events');
     printTable(`bare Koa route, one durable insert per request (${CONNECTIONS} connections)`, [{ 'requests/s': ceiling.perSecond, 'p99 ms': ceiling.p99Ms, errors: ceiling.errors }]);
     printTable(`costs plugin: POST cost-events with budget evaluation (${CONNECTIONS} connections, ${SECONDS} s), reads mean of ${READS} sequential requests`, rows);
+    console.log('CPU µs/event: what each process spent per accepted event while the ingest ran (database, kernel, plugin workers, and this process generating the load). The load generator does the same work in every run, so its figure says how fast the machine was in that run.');
     console.log(`consistency: summary spendCents ${spend.spendCents} = sum of stored events ${check.rows[0].s} over ${check.rows[0].n} events: ${String(spend.spendCents) === String(check.rows[0].s)}`);
     // Issue 30's goal: at least 3,000 events/s, at 10^4 and at 10^6 stored events.
     const goal = rows.map((row) => `${row['events stored']}: ${row['ingest events/s']}/s ${Number(row['ingest events/s']) >= INGEST_GOAL ? 'met' : 'NOT met'}`);
@@ -83,6 +88,18 @@ export async function run(): Promise<void> {
     await stopChild(bare.child);
     await kernel.stop();
   }
+}
+
+/** The CPU seconds of the kernel's process tree (process-cpu.ts) and of this process, which generates the load. */
+async function cpuNow(kernelPid: number): Promise<{ tree: CpuReading; load: number }> {
+  const usage = process.cpuUsage();
+  return { tree: await readCpu(kernelPid), load: (usage.user + usage.system) / 1e6 };
+}
+
+function cpuPerEvent(before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<ReturnType<typeof cpuNow>>, events: number): string {
+  const each = (seconds: number) => (events > 0 ? ((seconds * 1e6) / events).toFixed(0) : '-');
+  const tree = (key: 'database' | 'kernel' | 'workers') => each(after.tree[key] - before.tree[key]);
+  return `${tree('database')} / ${tree('kernel')} / ${tree('workers')} / ${each(after.load - before.load)}`;
 }
 
 async function startBareKoa(databaseUrl: string) {

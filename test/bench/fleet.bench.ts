@@ -1,7 +1,8 @@
 import { rm } from 'node:fs/promises';
 import pg from 'pg';
 import { AGENT_SCRIPT_NAME, agentKind, buildFleet, resumeFleet } from './support/fleet-world.ts';
-import { coalescedSince, heartbeatRuns, load1, meanOf, readCpu, runtimeJobTimes, sampleConnections, type ConnectionSample, type CpuReading, type RunSample } from './support/fleet-sampler.ts';
+import { coalescedSince, heartbeatRuns, load1, meanOf, runtimeJobTimes, sampleConnections, type ConnectionSample, type RunSample } from './support/fleet-sampler.ts';
+import { readCpu, type CpuReading } from './support/process-cpu.ts';
 import { startKernelProcess } from './support/kernel-process.ts';
 import { printTable } from './support/load.ts';
 
