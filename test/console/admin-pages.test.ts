@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { backupFileName } from '../../kernel/backup/retention.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from '../support/harness.ts';
 import { boardToken, createCompany } from '../support/fixtures.ts';
-import { launchChromium, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { launchChromium, poll, seriousViolationsOfPages, settled, trackRequests, unexpectedErrors } from './browser.ts';
 
 const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.url));
 const USAGE_CALLER = fileURLToPath(new URL('../plugins/costs/fixtures/usage-caller', import.meta.url));
@@ -40,6 +40,7 @@ describe('console: plugin pages, past backups, company deletion and policy deact
   const signedInContext = async (session: string, viewport = { width: 1280, height: 800 }) => {
     const created = await browser.newContext({ viewport });
     created.setDefaultTimeout(UI_TIMEOUT);
+    trackRequests(created);
     await created.addCookies([{ name: 'keel_session', value: session, url: t.url, httpOnly: true, sameSite: 'Lax' }]);
     return created;
   };
@@ -96,7 +97,7 @@ describe('console: plugin pages, past backups, company deletion and policy deact
     await page.goto(`${t.url}/companies/${companyId}/dashboard`);
     const nav = page.getByRole('navigation', { name: 'Main' });
     await nav.getByRole('link', { name: 'Costs' }).waitFor();
-    await page.waitForLoadState('networkidle');
+    await settled(page);
     expect(await nav.getByRole('link', { name: 'Probe report' }).count()).toBe(0);
     await page.goto(`${t.url}/companies/${companyId}/pages/page-probe/report`);
     await poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Not found');
@@ -205,7 +206,7 @@ describe('console: plugin pages, past backups, company deletion and policy deact
       for (const path of paths) {
         await page.goto(t.url + path);
         await page.getByRole('heading', { level: 1 }).first().waitFor();
-        await page.waitForLoadState('networkidle');
+        await settled(page);
         expect({ path, width: await page.evaluate(() => document.documentElement.scrollWidth) }).toEqual({ path, width: 390 });
       }
     } finally {

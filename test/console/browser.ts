@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import axe from 'axe-core';
 import { expect } from 'vitest';
 
@@ -29,13 +29,62 @@ export async function seriousViolations(page: Page): Promise<Array<{ id: string;
     .map((violation) => ({ id: violation.id, impact: violation.impact!, help: violation.help, nodes: violation.nodes.map((node) => node.target.join(' ')) }));
 }
 
+/** The requests of a browser context still waiting for their answer, and how many it has started. */
+interface RequestTracker { inFlight: Set<Request>; started: number; changed: Set<() => void> }
+const trackers = new WeakMap<BrowserContext, RequestTracker>();
+
+/**
+ * Follows the requests of a context's pages, for `settled`; from before its first page
+ * navigates, so that no request goes unseen. Event streams (a run's live log) never end and
+ * are not followed.
+ */
+export function trackRequests(context: BrowserContext): void {
+  if (trackers.has(context)) return;
+  const tracker: RequestTracker = { inFlight: new Set(), started: 0, changed: new Set() };
+  const notify = () => { for (const listener of [...tracker.changed]) listener(); };
+  const end = (request: Request) => { if (tracker.inFlight.delete(request)) notify(); };
+  context.on('request', (request) => {
+    if (request.resourceType() === 'eventsource' || request.resourceType() === 'websocket') return;
+    tracker.inFlight.add(request);
+    tracker.started++;
+  });
+  context.on('requestfinished', end);
+  context.on('requestfailed', end);
+  trackers.set(context, tracker);
+}
+
+/**
+ * Waits until the page has its data: no request of its context in flight, and none started
+ * over the two animation frames that follow (a render's effects ask for what the answers it
+ * got call for). This awaits the answers themselves where Playwright's 'networkidle' waits for
+ * half a second of silence on every page.
+ */
+export async function settled(page: Page, timeout = 20_000): Promise<void> {
+  const tracker = trackers.get(page.context());
+  if (!tracker) throw new Error('settled: the page\'s context is not tracked (open it with openConsolePage, or call trackRequests before it navigates)');
+  const deadline = Date.now() + timeout;
+  for (;;) {
+    if (tracker.inFlight.size > 0) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => { tracker.changed.delete(check); reject(new Error(`settled: ${tracker.inFlight.size} requests still in flight after ${timeout} ms: ${[...tracker.inFlight].map((r) => r.url()).join(', ')}`)); }, Math.max(0, deadline - Date.now()));
+        const check = () => { if (tracker.inFlight.size === 0) { clearTimeout(timer); tracker.changed.delete(check); resolve(); } };
+        tracker.changed.add(check);
+        check();
+      });
+    }
+    const started = tracker.started;
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+    if (tracker.inFlight.size === 0 && tracker.started === started) return;
+  }
+}
+
 /** Opens each page (a path of the console under `baseUrl`) and answers its serious violations, by path; empty when none has any. */
 export async function seriousViolationsOfPages(page: Page, baseUrl: string, paths: readonly string[]): Promise<Record<string, unknown>> {
   const found: Record<string, unknown> = {};
   for (const path of paths) {
     await page.goto(baseUrl + path);
     await page.getByRole('heading', { level: 1 }).first().waitFor();
-    await page.waitForLoadState('networkidle');
+    await settled(page);
     const violations = await seriousViolations(page);
     if (violations.length) found[path] = violations;
   }
@@ -56,6 +105,7 @@ export async function openConsolePage(browser: Browser, options: { viewport?: { 
 Promise<{ context: BrowserContext; page: Page; errors: string[] }> {
   const context = await browser.newContext({ viewport: options.viewport ?? { width: 1280, height: 800 } });
   context.setDefaultTimeout(options.timeout ?? 20_000);
+  trackRequests(context);
   const page = await context.newPage();
   const errors: string[] = [];
   const keep = options.keep ?? (() => true);

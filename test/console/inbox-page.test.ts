@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createAgent, createCompany } from '../support/fixtures.ts';
 import { eventsSettled } from '../support/events.ts';
-import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, seriousViolationsOfPages, settled, unexpectedErrors } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -90,7 +90,7 @@ describe('console: the inbox', () => {
   it('updates the menu count live, without navigating: a new blocked issue shows, and marks made elsewhere clear it', async () => {
     await page.goto(`${t.url}/companies/${companyId}/issues`);
     await page.getByRole('heading', { level: 1 }).waitFor();
-    await page.waitForLoadState('networkidle');
+    await settled(page);
     expect(await page.getByTestId('inbox-unread').count()).toBe(0);
     // A mark on the document: a navigation or a reload would lose it.
     await page.evaluate(() => { (window as unknown as { stayed: boolean }).stayed = true; });

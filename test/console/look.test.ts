@@ -1,7 +1,7 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
-import { launchChromium, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { launchChromium, openConsolePage, poll, seriousViolations, settled, unexpectedErrors } from './browser.ts';
 import { fillConsoleWorld } from './console-world.ts';
 
 const UI_TIMEOUT = 20_000;
@@ -40,7 +40,9 @@ describe('console: one look on every page, dark mode and the keyboard', () => {
       for (const [name, path] of Object.entries(pages)) {
         await page.goto(t.url + path);
         await page.getByRole('heading', { level: 1 }).first().waitFor();
-        await page.waitForLoadState('networkidle');
+        await settled(page);
+        // Every answer is in: a page still saying it is loading would be checked half drawn.
+        expect(await page.getByRole('status').filter({ hasText: /^Loading / }).count(), name).toBe(0);
         expect(await page.evaluate(() => document.documentElement.dataset.theme), name).toBe(colorScheme);
         const violations = await seriousViolations(page);
         if (violations.length) problems[name] = violations;

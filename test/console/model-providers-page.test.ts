@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
-import { startConsoleBrowser, type ConsoleBrowser, poll, seriousViolationsOfPages, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolationsOfPages, settled, unexpectedErrors } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -187,15 +187,15 @@ describe('console: model providers', () => {
 
   it('fits on a 390-wide screen with its forms open, and passes axe-core with no serious violations', async () => {
     const path = `/companies/${companyId}/model-providers`;
-    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
+    const { context: phoneContext, page: phone } = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 }, timeout: UI_TIMEOUT });
     try {
       await phone.goto(t.url + path);
       await phone.getByRole('heading', { level: 1 }).first().waitFor();
-      await phone.waitForLoadState('networkidle');
+      await settled(phone);
       for (const summary of await phone.locator('summary').all()) await summary.click();
       expect(await phone.evaluate(() => document.documentElement.scrollWidth)).toBe(390);
     } finally {
-      await phone.close();
+      await phoneContext.close();
     }
     expect(await seriousViolationsOfPages(page, t.url, [path])).toEqual({});
   }, 90_000);

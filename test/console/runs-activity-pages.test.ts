@@ -7,7 +7,7 @@ import { createAgent, createCompany } from '../support/fixtures.ts';
 import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../support/harness.ts';
 import { installAndEnable } from '../support/plugins.ts';
 import { agentScripts, runWhen, wakeOk } from '../plugins/runtime/helpers.ts';
-import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, unexpectedErrors } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, poll, seriousViolations, settled, unexpectedErrors } from './browser.ts';
 
 /**
  * The run page as a conversation with its facts, the runs listed on the agent's and the issue's
@@ -198,7 +198,7 @@ describe('console: runs as conversations and readable activity', () => {
       for (const path of [`/companies/${companyId}/runs/${runId}`, `/companies/${companyId}/agents/${writer.id}`, `/companies/${companyId}/issues/${issue.id}`, `/companies/${companyId}/activity`]) {
         await narrow.page.goto(t.url + path);
         await narrow.page.getByRole('heading', { level: 1 }).first().waitFor();
-        await narrow.page.waitForLoadState('networkidle');
+        await settled(narrow.page);
         expect({ path, violations: await seriousViolations(narrow.page) }).toEqual({ path, violations: [] });
       }
       expect(unexpectedErrors(narrow.errors)).toEqual([]);

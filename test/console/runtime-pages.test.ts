@@ -7,7 +7,7 @@ import { FIRST_PARTY_PLUGINS, startTestKernel, type TestKernel } from '../suppor
 import { createCompany } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
 import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
-import { startConsoleBrowser, type ConsoleBrowser, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, unexpectedErrors, poll, seriousViolations, seriousViolationsOfPages, settled } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -276,17 +276,17 @@ describe('console: runtime services, workspace commands and environments in a br
   const pages = () => [`/companies/${companyId}/workspaces`, `/companies/${companyId}/workspaces/${workspaceId}`];
 
   it('fits these pages on a 390-wide screen without sideways scrolling, with their forms open', async () => {
-    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
+    const { context: phoneContext, page: phone } = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 }, timeout: UI_TIMEOUT });
     try {
       for (const path of pages()) {
         await phone.goto(t.url + path);
         await phone.getByRole('heading', { level: 1 }).first().waitFor();
-        await phone.waitForLoadState('networkidle');
+        await settled(phone);
         for (const summary of await phone.locator('summary').all()) await summary.click();
         expect({ path, width: await phone.evaluate(() => document.documentElement.scrollWidth) }).toEqual({ path, width: 390 });
       }
     } finally {
-      await phone.close();
+      await phoneContext.close();
     }
   }, 90_000);
 

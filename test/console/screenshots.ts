@@ -1,7 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { startKernelProcess } from '../bench/support/kernel-process.ts';
-import { launchChromium } from './browser.ts';
+import { launchChromium, settled, trackRequests } from './browser.ts';
 
 /** A test plugin with a console page; its page shows, in its own sandboxed frame, that it cannot reach the console. */
 const PAGE_PROBE = fileURLToPath(new URL('./fixtures/page-probe', import.meta.url));
@@ -83,12 +83,13 @@ try {
   const passes = [...SIZES.map((size) => ({ size, scheme: 'light' as const, suffix: size.name })), ...SIZES.map((size) => ({ size, scheme: 'dark' as const, suffix: `dark-${size.name}` }))];
   for (const { size, scheme, suffix } of passes) {
     const context = await browser.newContext({ viewport: { width: size.width, height: size.height }, deviceScaleFactor: 1, colorScheme: scheme });
+    trackRequests(context);
     const page = await context.newPage();
     for (const [name, path, scrollTo] of pages) {
       if (scheme === 'dark' && !dark.has(name)) continue;
       await page.goto(kernel.url + path);
       await page.getByRole('heading', { level: 1 }).first().waitFor();
-      await page.waitForLoadState('networkidle');
+      await settled(page);
       if (scrollTo) await page.getByRole('heading', { name: scrollTo, exact: true }).first().evaluate((heading) => heading.scrollIntoView({ block: 'start' }));
       await page.screenshot({ path: `${OUT}${name}-${suffix}.png` });
       console.log(`${name}-${suffix}.png`);

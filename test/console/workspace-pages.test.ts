@@ -6,7 +6,7 @@ import { FIRST_PARTY_PLUGINS, startTestKernel, type Api, type TestKernel } from 
 import { addMember, createAgent, createAgentKey, createCompany, insertUser } from '../support/fixtures.ts';
 import { waitFor } from '../plugins/runtime/helpers.ts';
 import { mountWorkspacesFolder } from '../plugins/environments/helpers.ts';
-import { startConsoleBrowser, type ConsoleBrowser, unexpectedErrors, poll, seriousViolationsOfPages } from './browser.ts';
+import { startConsoleBrowser, type ConsoleBrowser, openConsolePage, unexpectedErrors, poll, seriousViolationsOfPages, settled } from './browser.ts';
 
 const UI_TIMEOUT = 20_000;
 
@@ -353,16 +353,16 @@ describe('console: workspaces, agent skills, work products, feedback and member 
   ];
 
   it('fits these pages on a 390-wide screen without sideways scrolling', async () => {
-    const phone = await ui.browser.newPage({ viewport: { width: 390, height: 844 } });
+    const { context: phoneContext, page: phone } = await openConsolePage(ui.browser, { viewport: { width: 390, height: 844 }, timeout: UI_TIMEOUT });
     try {
       for (const path of newPages()) {
         await phone.goto(t.url + path);
         await phone.getByRole('heading', { level: 1 }).first().waitFor();
-        await phone.waitForLoadState('networkidle');
+        await settled(phone);
         expect({ path, width: await phone.evaluate(() => document.documentElement.scrollWidth) }).toEqual({ path, width: 390 });
       }
     } finally {
-      await phone.close();
+      await phoneContext.close();
     }
   }, 90_000);
 
