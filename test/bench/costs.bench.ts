@@ -91,12 +91,14 @@ export async function run(): Promise<void> {
 }
 
 /** The CPU seconds of the kernel's process tree (process-cpu.ts) and of this process, which generates the load. */
-async function cpuNow(kernelPid: number): Promise<{ tree: CpuReading; load: number }> {
+interface CpuNow { tree: CpuReading; load: number }
+
+async function cpuNow(kernelPid: number): Promise<CpuNow> {
   const usage = process.cpuUsage();
   return { tree: await readCpu(kernelPid), load: (usage.user + usage.system) / 1e6 };
 }
 
-function cpuPerEvent(before: Awaited<ReturnType<typeof cpuNow>>, after: Awaited<ReturnType<typeof cpuNow>>, events: number): string {
+function cpuPerEvent(before: CpuNow, after: CpuNow, events: number): string {
   const each = (seconds: number) => (events > 0 ? ((seconds * 1e6) / events).toFixed(0) : '-');
   const tree = (key: 'database' | 'kernel' | 'workers') => each(after.tree[key] - before.tree[key]);
   return `${tree('database')} / ${tree('kernel')} / ${tree('workers')} / ${each(after.load - before.load)}`;
